@@ -1,0 +1,62 @@
+"""Global settings, read and written with JAX's option names (``jax_enable_x64``, ...)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _env_flag(*names: str) -> bool:
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None:
+            return value.strip().lower() in ("1", "true", "yes", "on")
+    return False
+
+
+class Config:
+    """Holds ember's settings; ``ember.config.update("jax_enable_x64", True)`` changes one.
+
+    Example:
+        >>> import ember
+        >>> ember.config.update("jax_enable_x64", False)
+        >>> ember.config.jax_enable_x64
+        False
+    """
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {
+            "jax_enable_x64": _env_flag("JAX_ENABLE_X64", "EMBER_ENABLE_X64"),
+            "jax_log_compiles": _env_flag("JAX_LOG_COMPILES"),
+            "jax_disable_jit": _env_flag("JAX_DISABLE_JIT"),
+            "jax_platform_name": "",
+            "jax_default_backend": os.environ.get("EMBER_BACKEND", ""),
+            "jax_numpy_rank_promotion": "allow",
+        }
+        self._listeners: list = []
+
+    def update(self, name: str, value: Any) -> None:
+        """Sets the option ``name`` to ``value``; unknown names raise AttributeError."""
+        if name not in self._values:
+            raise AttributeError(f"config.update: unrecognized config option {name!r}")
+        self._values[name] = value
+        for listener in self._listeners:
+            listener(name, value)
+
+    def read(self, name: str) -> Any:
+        if name not in self._values:
+            raise AttributeError(f"config.read: unrecognized config option {name!r}")
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("_values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(name)
+
+    @property
+    def x64_enabled(self) -> bool:
+        return bool(self._values["jax_enable_x64"])
+
+
+config = Config()

@@ -1,0 +1,368 @@
+"""The tracing core: abstract values, primitives, traces and tracers.
+
+One trace is *current* at a time (held per thread). ``Primitive.bind`` hands the primitive to
+the current trace's ``process_primitive``. A transformation's trace knows its parent (the trace
+that was current when it was made) and binds on the parent while processing, so nested
+transformations compose without numbered levels. The eval trace at the bottom runs each
+primitive eagerly through the handler the runtime installs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import dtypes
+from ember.errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+
+# --------------------------------------------------------------------------- avals
+
+
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and whether its type is weak.
+
+    Example:
+        >>> ShapedArray((2, 3), np.dtype("float32")).str_short()
+        'f32[2,3]'
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self if not self.weak_type else ShapedArray(self.shape, self.dtype)
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+def _scalar_aval(x) -> ShapedArray:
+    return ShapedArray((), dtypes.dtype(x, canonicalize=True), dtypes.is_weakly_typed(x))
+
+
+def _numpy_aval(x) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+
+
+# Maps Python types to functions giving their aval; the runtime registers ember.Array.
+pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {
+    bool: _scalar_aval, int: _scalar_aval, float: _scalar_aval, complex: _scalar_aval,
+    np.ndarray: _numpy_aval,
+}
+for _t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+           np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128,
+           dtypes.bfloat16.type):
+    pytype_aval_mappings[_t] = _numpy_aval
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of a tracer, array or scalar; TypeError for anything else."""
+    if isinstance(x, Tracer):
+        return x.aval
+    handler = pytype_aval_mappings.get(type(x))
+    if handler is not None:
+        return handler(x)
+    for t in type(x).__mro__[1:]:
+        handler = pytype_aval_mappings.get(t)
+        if handler is not None:
+            return handler(x)
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid ember type")
+
+
+def is_array_like(x: Any) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    t = type(x)
+    return t in pytype_aval_mappings or any(b in pytype_aval_mappings for b in t.__mro__[1:])
+
+
+# --------------------------------------------------------------------------- primitives
+
+
+class Primitive:
+    """A named operation; its rules (impl, abstract eval, jvp, ...) are attached to it.
+
+    Example:
+        >>> sin_p = Primitive("sin")
+        >>> sin_p.def_impl(np.sin)
+        >>> sin_p.def_abstract_eval(lambda x: x)
+    """
+
+    multiple_results = False
+
+    def __init__(self, name: str):
+        self.name = name
+        self.impl: Callable | None = None
+        self.abstract_eval: Callable | None = None
+        self.jvp: Callable | None = None
+        self.transpose: Callable | None = None
+        self.batch: Callable | None = None
+        self.lowering: Callable | None = None
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args, **params):
+        return current_trace().process_primitive(self, args, params)
+
+    def def_impl(self, impl: Callable) -> Callable:
+        self.impl = impl
+        return impl
+
+    def def_abstract_eval(self, rule: Callable) -> Callable:
+        self.abstract_eval = rule
+        return rule
+
+    def def_jvp(self, rule: Callable) -> Callable:
+        self.jvp = rule
+        return rule
+
+    def def_transpose(self, rule: Callable) -> Callable:
+        self.transpose = rule
+        return rule
+
+    def def_batching(self, rule: Callable) -> Callable:
+        self.batch = rule
+        return rule
+
+    def def_lowering(self, rule: Callable) -> Callable:
+        self.lowering = rule
+        return rule
+
+
+class MultipleResultsPrimitive(Primitive):
+    multiple_results = True
+
+
+# --------------------------------------------------------------------------- traces
+
+
+class Trace:
+    """Base of all traces; ``parent`` is the trace current when this one was created."""
+
+    def __init__(self):
+        self.parent: Trace | None = _ctx.trace
+        self.alive = True
+
+    def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict):
+        raise NotImplementedError
+
+    def invalidate(self) -> None:
+        self.alive = False
+
+    def __repr__(self) -> str:
+        return type(self).__name__
+
+
+class EvalTrace(Trace):
+    """The bottom trace: primitives run at once on concrete values."""
+
+    def process_primitive(self, primitive, args, params):
+        for a in args:
+            if isinstance(a, Tracer):
+                raise UnexpectedTracerError(
+                    a, f"It was passed to the primitive {primitive.name!r} outside of the "
+                       "transformation that created it.")
+        if _eager_handler is None:  # pragma: no cover - set when ember is imported
+            raise RuntimeError("ember runtime not initialized")
+        return _eager_handler(primitive, args, params)
+
+
+_eager_handler: Callable | None = None
+_array_factory: Callable | None = None
+
+
+def set_eager_handler(handler: Callable, array_factory: Callable) -> None:
+    """Installs how primitives run eagerly and how concrete arrays are made (by the runtime)."""
+    global _eager_handler, _array_factory
+    _eager_handler = handler
+    _array_factory = array_factory
+
+
+def concrete_array(value: np.ndarray, aval: ShapedArray) -> Any:
+    """A concrete device array (ember.Array) holding ``value`` with abstract value ``aval``."""
+    return _array_factory(value, aval)
+
+
+class _TraceContext(threading.local):
+    def __init__(self):
+        self.trace: Trace = EvalTrace.__new__(EvalTrace)
+        self.trace.parent = None
+        self.trace.alive = True
+
+
+_ctx = _TraceContext()
+
+
+def current_trace() -> Trace:
+    return _ctx.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace):
+    """Makes ``trace`` current for the duration of the block."""
+    previous = _ctx.trace
+    _ctx.trace = trace
+    try:
+        yield trace
+    finally:
+        _ctx.trace = previous
+
+
+def eval_trace() -> Trace:
+    """The bottom trace (an EvalTrace) of this thread."""
+    trace = _ctx.trace
+    while trace.parent is not None:
+        trace = trace.parent
+    return trace
+
+
+def is_eval_context() -> bool:
+    return isinstance(_ctx.trace, EvalTrace)
+
+
+# --------------------------------------------------------------------------- tracers
+
+
+class Tracer:
+    """A value being traced; operators are installed by ember.numpy at import."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, trace: Trace):
+        self._trace = trace
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def to_concrete_value(self):
+        """A concrete value behind this tracer when there is one (JVP primals), else None."""
+        return None
+
+    def _concrete_or(self, error_cls):
+        value = self.to_concrete_value()
+        if value is None:
+            raise error_cls(self)
+        return value
+
+    def __bool__(self):
+        value = self._concrete_or(TracerBoolConversionError)
+        return bool(value)
+
+    def __int__(self):
+        return int(self._concrete_or(TracerIntegerConversionError))
+
+    def __index__(self):
+        return np.asarray(self._concrete_or(TracerIntegerConversionError)).__index__()
+
+    def __float__(self):
+        return float(self._concrete_or(ConcretizationTypeError))
+
+    def __complex__(self):
+        return complex(self._concrete_or(ConcretizationTypeError))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(self)
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are not hashable)")
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}>with<{self._trace!r}>"
+
+    def item(self, *args):
+        raise ConcretizationTypeError(self, "The item() method was called on a traced array.")
+
+    def tolist(self):
+        raise ConcretizationTypeError(self, "The tolist() method was called on a traced array.")
+
+
+def concrete_or_error(value: Any, context: str = "") -> Any:
+    """Returns a concrete value for ``value`` or raises ConcretizationTypeError.
+
+    Used where a Python value is needed, e.g. a shape or an axis passed as an array.
+    """
+    if isinstance(value, Tracer):
+        concrete = value.to_concrete_value()
+        if concrete is None:
+            raise ConcretizationTypeError(value, context)
+        return concrete
+    return value
+
+
+def valid_jaxtype(x: Any) -> bool:
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True

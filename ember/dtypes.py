@@ -1,0 +1,324 @@
+"""Dtypes: the JAX promotion lattice with weak types, and 64-to-32-bit canonicalization.
+
+Python scalars are *weakly typed*: ``int``, ``float`` and ``complex`` sit at the bottom of
+their kind in the lattice (written ``i*``, ``f*``, ``c*``) so they adopt the dtype of the
+array they meet. With ``jax_enable_x64`` off (the default), 64-bit types canonicalize to
+their 32-bit counterparts.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ember.config import config
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+# float0 is the dtype of tangents of integer/bool values (no data).
+float0 = np.dtype([("float0", np.void, 0)])
+
+_SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              float16, bfloat16, float32, float64, complex64, complex128)
+supported_dtypes: tuple[np.dtype, ...] = _SUPPORTED
+
+class _WeakType:
+    """A weak lattice element (``i*``, ``f*``, ``c*``); compared by identity, never with dtypes."""
+
+    def __init__(self, name: str, python_type: type):
+        self.name, self.python_type = name, python_type
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_I, _F, _C = _WeakType("i*", int), _WeakType("f*", float), _WeakType("c*", complex)
+_weak_types = (_I, _F, _C)
+_WEAK_OF_PYTYPE = {int: _I, float: _F, complex: _C}
+
+_LATTICE: dict[Any, list[Any]] = {
+    bool_: [_I],
+    _I: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F],
+    int8: [int16], int16: [int32], int32: [int64], int64: [_F],
+    _F: [bfloat16, float16, _C],
+    bfloat16: [float32], float16: [float32], float32: [float64, complex64], float64: [complex128],
+    _C: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+def _upper_bounds() -> dict[Any, frozenset]:
+    bounds: dict[Any, frozenset] = {}
+
+    def visit(node):
+        if node not in bounds:
+            above = {node}
+            for parent in _LATTICE[node]:
+                above |= visit(parent)
+            bounds[node] = frozenset(above)
+        return bounds[node]
+
+    for node in _LATTICE:
+        visit(node)
+    return bounds
+
+
+_UPPER = _upper_bounds()
+
+
+@functools.lru_cache(maxsize=512)
+def _least_upper_bound(*nodes) -> Any:
+    common = functools.reduce(frozenset.intersection, (_UPPER[n] for n in nodes))
+    least = [c for c in common if all(o in _UPPER[c] for o in common)]
+    if len(least) != 1:  # pragma: no cover - the lattice is a lattice
+        raise TypeError(f"no unique least upper bound for {nodes}")
+    return least[0]
+
+
+def x64_enabled() -> bool:
+    return config.x64_enabled
+
+
+def default_int_dtype() -> np.dtype:
+    return int64 if x64_enabled() else int32
+
+
+def default_uint_dtype() -> np.dtype:
+    return uint64 if x64_enabled() else uint32
+
+
+def default_float_dtype() -> np.dtype:
+    return float64 if x64_enabled() else float32
+
+
+def default_complex_dtype() -> np.dtype:
+    return complex128 if x64_enabled() else complex64
+
+
+_TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype:
+    """The dtype ember actually uses for ``dtype``: 64-bit types become 32-bit without x64."""
+    dt = np.dtype(dtype)
+    if dt == float0:
+        return dt
+    if dt not in _SUPPORTED:
+        raise TypeError(f"dtype {dt} is not a valid ember array type")
+    if not x64_enabled():
+        return _TO_32.get(dt, dt)
+    return dt
+
+
+def _python_scalar_dtype(x) -> np.dtype:
+    if isinstance(x, (bool, np.bool_)):
+        return bool_
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    if isinstance(x, complex):
+        return default_complex_dtype()
+    raise TypeError(type(x))
+
+
+def is_python_scalar(x) -> bool:
+    return type(x) in (bool, int, float, complex) or (
+        isinstance(x, (int, float, complex)) and not isinstance(x, np.generic))
+
+
+def is_weakly_typed(x) -> bool:
+    """True for Python int/float/complex scalars and for weakly typed arrays or tracers."""
+    if type(x) in (int, float, complex):
+        return True
+    if type(x) is bool:
+        return False
+    return bool(getattr(x, "weak_type", False))
+
+
+def dtype(x: Any, *, canonicalize: bool = False) -> np.dtype:
+    """The dtype of a value, dtype-like or Python scalar (Python types give defaults).
+
+    Example:
+        >>> dtype(1.0)
+        dtype('float32')
+    """
+    if x is None:
+        raise ValueError("Invalid argument to dtype: None.")
+    if isinstance(x, type) and x in (bool, int, float, complex):
+        dt = _python_scalar_dtype(x(0))
+    elif is_python_scalar(x):
+        dt = _python_scalar_dtype(x)
+    elif hasattr(x, "dtype") and not isinstance(x, type):
+        dt = np.dtype(x.dtype)
+    elif hasattr(x, "dtype") and isinstance(x, type) and issubclass(x, np.generic):
+        dt = np.dtype(x)
+    else:
+        try:
+            dt = np.dtype(getattr(x, "dtype", x))
+        except TypeError as e:
+            raise TypeError(f"Cannot determine dtype of {x!r}") from e
+    return canonicalize_dtype(dt) if canonicalize else dt
+
+
+def _lattice_node(dt: np.dtype, weak: bool):
+    if not weak:
+        return dt
+    if dt == bool_:
+        return bool_
+    if np.issubdtype(dt, np.complexfloating):
+        return _C
+    if np.issubdtype(dt, np.inexact) or dt == bfloat16:
+        return _F
+    return _I
+
+
+def _node_to_dtype(node) -> np.dtype:
+    if node is _I:
+        return default_int_dtype()
+    if node is _F:
+        return default_float_dtype()
+    if node is _C:
+        return default_complex_dtype()
+    return canonicalize_dtype(node)
+
+
+def _dtype_and_weakness(x) -> tuple[np.dtype, bool]:
+    if isinstance(x, type) and x in (int, float, complex):
+        return _python_scalar_dtype(x(0)), True
+    if isinstance(x, type) and x is bool:
+        return bool_, False
+    if is_python_scalar(x):
+        return _python_scalar_dtype(x), type(x) is not bool
+    if hasattr(x, "dtype") and not isinstance(x, (type, np.dtype)):
+        return np.dtype(x.dtype), bool(getattr(x, "weak_type", False))
+    return np.dtype(x), False
+
+
+def _check_supported(dt: np.dtype, fn: str) -> None:
+    if dt not in _SUPPORTED and dt != float0:
+        raise TypeError(f"{fn}: dtype {dt} is not a valid ember array type")
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False):
+    """JAX's promotion: the least upper bound of the arguments' dtypes in the weak lattice.
+
+    Example:
+        >>> result_type(np.int8, 2.0)
+        dtype('float32')
+    """
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    pairs = [_dtype_and_weakness(a) for a in args]
+    for dt, _ in pairs:
+        _check_supported(dt, "result_type")
+    if all(w for _, w in pairs):
+        node = _least_upper_bound(*{dt for dt, _ in pairs})
+        weak = True
+    else:
+        node = _least_upper_bound(*{_lattice_node(dt, w) for dt, w in pairs})
+        weak = any(node is t for t in _weak_types)
+    out = _node_to_dtype(node)
+    return (out, weak) if return_weak_type_flag else out
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """The promoted dtype of two dtypes (strong types only; Python types count as weak)."""
+    da, db = _dtype_and_weakness_type(a), _dtype_and_weakness_type(b)
+    node = _least_upper_bound(da, db)
+    return _node_to_dtype(node)
+
+
+def _dtype_and_weakness_type(a):
+    if isinstance(a, type) and a in (int, float, complex):
+        return _WEAK_OF_PYTYPE[a]
+    dt = np.dtype(a)
+    _check_supported(dt, "promote_types")
+    return dt
+
+
+def to_inexact_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype an integer/bool value takes when a float is required (default float)."""
+    return dt if issubdtype(dt, np.inexact) else default_float_dtype()
+
+
+def issubdtype(a: Any, b: Any) -> bool:
+    """np.issubdtype that knows bfloat16 is a floating type."""
+    if a is None:
+        return False
+    try:
+        da = np.dtype(a)
+    except TypeError:
+        return False
+    if da == bfloat16:  # numpy does not know bfloat16 is a float
+        if b in (np.floating, np.inexact, np.number, np.generic):
+            return True
+        try:
+            return da == np.dtype(b)
+        except TypeError:
+            return False
+    return bool(np.issubdtype(da, b))
+
+
+def is_float(dt: Any) -> bool:
+    return issubdtype(dt, np.floating)
+
+
+def is_complex(dt: Any) -> bool:
+    return issubdtype(dt, np.complexfloating)
+
+
+def is_inexact(dt: Any) -> bool:
+    return issubdtype(dt, np.inexact)
+
+
+def is_integer(dt: Any) -> bool:
+    return issubdtype(dt, np.integer)
+
+
+def is_unsigned(dt: Any) -> bool:
+    return issubdtype(dt, np.unsignedinteger)
+
+
+def is_bool(dt: Any) -> bool:
+    return np.dtype(dt) == bool_
+
+
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    """np.can_cast on dtypes, with bfloat16 and weak Python types understood."""
+    src = dtype(from_)
+    dst = np.dtype(to)
+    if casting != "safe":
+        return bool(np.can_cast(src, dst, casting=casting))
+    return promote_types(src, dst) == canonicalize_dtype(dst) if src != dst else True
+
+
+def finfo(dt: Any) -> Any:
+    """Machine limits for floating types (ml_dtypes' finfo, which knows bfloat16)."""
+    return ml_dtypes.finfo(np.dtype(dtype(dt)))
+
+
+def iinfo(dt: Any) -> Any:
+    """Machine limits for integer types."""
+    return np.iinfo(np.dtype(dtype(dt)))
+
+
+def short_name(dt: np.dtype) -> str:
+    """Names as jaxprs print them: f32, i32, u8, bf16, bool, c64."""
+    dt = np.dtype(dt)
+    if dt == bfloat16:
+        return "bf16"
+    if dt == bool_:
+        return "bool"
+    if dt == float0:
+        return "float0"
+    return {"f": "f", "i": "i", "u": "u", "c": "c"}[dt.kind] + str(dt.itemsize * 8)
+

@@ -1,0 +1,308 @@
+"""Jaxprs: the typed IR that tracing produces, its printer, typechecker and evaluator.
+
+Printing follows JAX's format exactly::
+
+    { lambda ; a:f32[]. let
+        b:f32[] = log a
+        c:f32[] = log 2.0:f32[]
+        d:f32[] = div b c
+      in (d,) }
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import pretty_printer as pp
+from ember.core import Primitive, ShapedArray, get_aval
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """A variable of a jaxpr; named only when printed."""
+
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self) -> str:
+        return f"Var(id={self.id}):{self.aval.str_short()}"
+
+
+class Literal:
+    """A scalar constant written inline in a jaxpr (``2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({_literal_text(self.val)})"
+
+
+Atom = Var | Literal
+
+
+class JaxprEqn:
+    __slots__ = ("invars", "outvars", "primitive", "params")
+
+    def __init__(self, invars: list, outvars: list, primitive: Primitive, params: dict):
+        self.invars = invars
+        self.outvars = outvars
+        self.primitive = primitive
+        self.params = params
+
+    def replace(self, **kw) -> JaxprEqn:
+        new = JaxprEqn(self.invars, self.outvars, self.primitive, self.params)
+        for k, v in kw.items():
+            setattr(new, k, v)
+        return new
+
+    def __repr__(self) -> str:
+        return pp_eqn(self, _NameContext()).format()
+
+
+class Jaxpr:
+    """Constvars, invars, a list of equations and outvars (Vars or Literals)."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns")
+
+    def __init__(self, constvars: Sequence[Var], invars: Sequence[Var],
+                 outvars: Sequence[Atom], eqns: Sequence[JaxprEqn]):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+    def pretty_print(self, width: int = 80) -> str:
+        return pp_jaxpr(self, _NameContext()).format(width)
+
+    def __str__(self) -> str:
+        return self.pretty_print()
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+        if len(jaxpr.constvars) != len(consts):
+            raise ValueError("ClosedJaxpr: number of consts does not match constvars")
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.out_avals
+
+    @property
+    def eqns(self) -> list[JaxprEqn]:
+        return self.jaxpr.eqns
+
+    def pretty_print(self, width: int = 80) -> str:
+        return self.jaxpr.pretty_print(width)
+
+    def __str__(self) -> str:
+        return self.pretty_print()
+
+    __repr__ = __str__
+
+
+# --------------------------------------------------------------------------- printing
+
+
+def _encode_name(n: int) -> str:
+    # 0 -> a, 25 -> z, 26 -> ba, 27 -> bb, ... (base 26 with 'a' as zero, like JAX)
+    letters = []
+    while True:
+        n, r = divmod(n, 26)
+        letters.append(chr(ord("a") + r))
+        if n == 0:
+            break
+    return "".join(reversed(letters))
+
+
+class _NameContext:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+    def name(self, v: Var) -> str:
+        name = self.names.get(v.id)
+        if name is None:
+            name = self.names[v.id] = _encode_name(len(self.names))
+        return name
+
+
+def _literal_text(val: Any) -> str:
+    arr = np.asarray(val)
+    if arr.shape == ():
+        if arr.dtype == np.bool_:
+            return str(bool(arr))
+        if arr.dtype.kind in "iu":
+            return str(int(arr))
+        text = str(arr[()])
+        if arr.dtype.kind == "f" and text.lstrip("-").isdigit():
+            text += ".0"
+        return text
+    return str(arr)
+
+
+def pp_atom(a: Atom, ctx: _NameContext) -> str:
+    if isinstance(a, Literal):
+        return f"{_literal_text(a.val)}:{a.aval.str_short()}"
+    return ctx.name(a)
+
+
+def pp_var_decl(v: Var, ctx: _NameContext) -> str:
+    return f"{ctx.name(v)}:{v.aval.str_short()}"
+
+
+def _pp_param_value(v: Any, ctx: _NameContext) -> pp.Doc:
+    if isinstance(v, ClosedJaxpr):
+        return pp_jaxpr(v.jaxpr, ctx)
+    if isinstance(v, Jaxpr):
+        return pp_jaxpr(v, ctx)
+    if isinstance(v, tuple) and v and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
+        return pp.concat([pp.text("("),
+                          pp.join(pp.text(", "), [_pp_param_value(x, ctx) for x in v]),
+                          pp.text(")")])
+    if isinstance(v, np.dtype):
+        return pp.text(str(v))
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return pp.text(np.dtype(v).name)
+    if callable(v) and hasattr(v, "__name__"):
+        return pp.text(v.__name__)
+    return pp.text(str(v))
+
+
+def pp_params(params: dict, ctx: _NameContext) -> pp.Doc:
+    if not params:
+        return pp.nil
+    pairs = [pp.concat([pp.text(f"{k}="), _pp_param_value(v, ctx)])
+             for k, v in sorted(params.items())]
+    return pp.group(pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)]))
+                    + pp.brk("") + pp.text("]"))
+
+
+def pp_eqn(eqn: JaxprEqn, ctx: _NameContext) -> pp.Doc:
+    lhs = pp.text(" ".join(pp_var_decl(v, ctx) for v in eqn.outvars))
+    invars = " ".join(pp_atom(a, ctx) for a in eqn.invars)
+    rhs = pp.concat([pp.text(eqn.primitive.name), pp_params(eqn.params, ctx),
+                     pp.text(" " + invars if invars else "")])
+    return pp.group(pp.concat([lhs, pp.text(" = "), rhs]))
+
+
+def pp_jaxpr(jaxpr: Jaxpr, ctx: _NameContext) -> pp.Doc:
+    constvars = " ".join(pp_var_decl(v, ctx) for v in jaxpr.constvars)
+    invars = " ".join(pp_var_decl(v, ctx) for v in jaxpr.invars)
+    eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx) for e in jaxpr.eqns])
+    outs = ", ".join(pp_atom(a, ctx) for a in jaxpr.outvars)
+    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
+    head = f"{{ lambda {constvars}; {invars}. let" if constvars else \
+        f"{{ lambda ; {invars}. let"
+    body = pp.concat([pp.text(head), pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in " + outs)])
+    return pp.group(pp.nest(2, body) + pp.text(" }"))
+
+
+# --------------------------------------------------------------------------- checking
+
+
+class JaxprTypeError(TypeError):
+    pass
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Checks that every variable is defined once before use and every type is consistent."""
+    defined: set[int] = set()
+
+    def define(v: Var):
+        if not isinstance(v, Var):
+            raise JaxprTypeError(f"binder {v!r} is not a Var")
+        if v.id in defined:
+            raise JaxprTypeError(f"variable {v!r} defined twice")
+        defined.add(v.id)
+
+    def read(a: Atom) -> ShapedArray:
+        if isinstance(a, Literal):
+            return a.aval
+        if a.id not in defined:
+            raise JaxprTypeError(f"variable {a!r} used before it is defined")
+        return a.aval
+
+    for v in jaxpr.constvars + jaxpr.invars:
+        define(v)
+    for i, eqn in enumerate(jaxpr.eqns):
+        in_avals = [read(a) for a in eqn.invars]
+        rule = eqn.primitive.abstract_eval
+        if rule is not None:
+            out = rule(*in_avals, **eqn.params)
+            outs = out if eqn.primitive.multiple_results else [out]
+            if len(outs) != len(eqn.outvars):
+                raise JaxprTypeError(f"eqn {i} ({eqn.primitive.name}): wrong number of outputs")
+            for o, v in zip(outs, eqn.outvars):
+                if (o.shape, o.dtype) != (v.aval.shape, v.aval.dtype):
+                    raise JaxprTypeError(
+                        f"eqn {i} ({eqn.primitive.name}): output type {v.aval.str_short()} "
+                        f"does not match the inferred {o.str_short()}")
+        for v in eqn.outvars:
+            define(v)
+    for a in jaxpr.outvars:
+        read(a)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
+    """Evaluates a jaxpr by binding each primitive on the current trace."""
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"eval_jaxpr: expected {len(jaxpr.invars)} arguments, got {len(args)}")
+    env: dict[int, Any] = {}
+
+    def read(a: Atom):
+        return a.val if isinstance(a, Literal) else env[a.id]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v.id] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v.id] = x
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, x in zip(eqn.outvars, outs):
+            env[v.id] = x
+    return [read(a) for a in jaxpr.outvars]
+
+
+def eval_closed_jaxpr(closed: ClosedJaxpr, *args: Any) -> list[Any]:
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def literal_for(value: Any) -> Literal:
+    aval = get_aval(value)
+    return Literal(np.asarray(value, aval.dtype), aval)

@@ -1,0 +1,116 @@
+"""Helpers shared by the ember.numpy modules: argument checks, dtype and shape promotion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, lax
+from ember.core import Tracer
+
+
+def is_arraylike(x: Any) -> bool:
+    return isinstance(x, Tracer) or core.is_array_like(x)
+
+
+def check_arraylike(fn: str, *args: Any) -> None:
+    """JAX's rule: numpy functions take arrays and scalars, not lists or tuples."""
+    for pos, a in enumerate(args):
+        if not is_arraylike(a):
+            raise TypeError(f"{fn} requires ndarray or scalar arguments, got {type(a)} at "
+                            f"position {pos}.")
+
+
+def ensure_array(x: Any) -> Any:
+    """Array-likes (scalars, NumPy arrays) become ember arrays; tracers pass through."""
+    if isinstance(x, Tracer) or hasattr(x, "aval"):
+        return x
+    aval = core.get_aval(x)
+    return core.concrete_array(np.asarray(x, dtype=aval.dtype), aval)
+
+
+def promote_dtypes(*args: Any) -> list[Any]:
+    """Converts the arguments to their common JAX result type (weak types respected)."""
+    if len(args) < 2:
+        return [ensure_array(a) for a in args]
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [lax.convert_element_type(a, dt, weak) for a in args]
+
+
+def promote_dtypes_inexact(*args: Any) -> list[Any]:
+    """Like promote_dtypes, then integers and bools go to the default float dtype."""
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if not dtypes.is_inexact(dt):
+        dt = dtypes.default_float_dtype()
+    return [lax.convert_element_type(a, dt, weak) for a in args]
+
+
+def promote_dtypes_numeric(*args: Any) -> list[Any]:
+    """Like promote_dtypes, but bools become the default integer dtype."""
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if dt == dtypes.bool_:
+        dt = dtypes.default_int_dtype()
+    return [lax.convert_element_type(a, dt, weak) for a in args]
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+
+
+def promote_shapes(fn: str, *args: Any) -> list[Any]:
+    """Broadcasts the arguments to one shape; rank-0 arguments are left for lax to broadcast."""
+    shapes = [np.shape(a) if not hasattr(a, "aval") else a.aval.shape for a in args]
+    nonscalar = {s for s in shapes if s != ()}
+    if len(nonscalar) <= 1:
+        return list(args)
+    try:
+        result = broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{fn}: incompatible shapes for broadcasting: "
+                         f"{', '.join(str(s) for s in shapes)}") from None
+    return [a if s == () else lax.broadcast_to_shape(a, result) for a, s in zip(args, shapes)]
+
+
+def promote_args(fn: str, *args: Any) -> list[Any]:
+    check_arraylike(fn, *args)
+    return promote_shapes(fn, *promote_dtypes(*args))
+
+
+def promote_args_inexact(fn: str, *args: Any) -> list[Any]:
+    check_arraylike(fn, *args)
+    return promote_shapes(fn, *promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(fn: str, *args: Any) -> list[Any]:
+    check_arraylike(fn, *args)
+    return promote_shapes(fn, *promote_dtypes_numeric(*args))
+
+
+def canonicalize_axis(fn: str, axis: Any, ndim: int) -> int:
+    axis = core.concrete_or_error(axis, f"{fn}: axis must be a concrete integer")
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{fn}: axis must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{fn}: axis {axis} is out of bounds for array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+def canonicalize_axes(fn: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """None means all axes; ints and tuples are normalized; duplicates are an error."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(fn, a, ndim) for a in axis)
+    else:
+        axes = (canonicalize_axis(fn, axis, ndim),)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{fn}: duplicate value in 'axis': {axis}")
+    return axes
+
+
+def aval_of(x: Any) -> core.ShapedArray:
+    return core.get_aval(x)

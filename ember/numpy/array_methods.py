@@ -1,0 +1,110 @@
+"""Installs operators and NumPy-style methods on ember.Array and on tracers.
+
+Both concrete arrays and tracers forward ``x + y``, ``x.sum()``, ``x[i]``, ``x.at[i].set(v)``
+... to the ember.numpy functions, so the same user code runs eagerly and under tracing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember import core
+from ember.core import Tracer
+from ember.runtime.array import Array
+
+# operator -> (numpy function name, swap arguments)
+_BINARY_OPERATORS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift",
+}
+_COMPARISONS = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                "gt": "greater", "ge": "greater_equal"}
+_UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
+
+# method name -> numpy function name (called as fn(self, *args, **kwargs))
+_METHODS = {
+    "sum": "sum", "mean": "mean", "max": "max", "min": "min", "prod": "prod",
+    "argmax": "argmax", "argmin": "argmin", "all": "all", "any": "any", "std": "std",
+    "var": "var", "cumsum": "cumsum", "cumprod": "cumprod", "clip": "clip", "round": "round",
+    "dot": "dot", "ravel": "ravel", "flatten": "ravel", "squeeze": "squeeze",
+    "swapaxes": "swapaxes", "take": "take", "repeat": "repeat", "sort": "sort",
+    "argsort": "argsort", "nonzero": "nonzero", "conj": "conjugate", "conjugate": "conjugate",
+    "diagonal": "diagonal", "trace": "trace", "ptp": "ptp", "searchsorted": "searchsorted",
+}
+
+
+def _defer(other: Any) -> bool:
+    return not (isinstance(other, Tracer) or core.is_array_like(other))
+
+
+def _binary_method(fn_name: str, reflected: bool):
+    def method(self, other):
+        if _defer(other):
+            return NotImplemented
+        fn = getattr(_jnp, fn_name)
+        return fn(other, self) if reflected else fn(self, other)
+    return method
+
+
+def _unary_method(fn_name: str):
+    def method(self):
+        return getattr(_jnp, fn_name)(self)
+    return method
+
+
+def _forwarding_method(fn_name: str):
+    def method(self, *args, **kwargs):
+        return getattr(_jnp, fn_name)(self, *args, **kwargs)
+    method.__name__ = fn_name
+    return method
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return _jnp.reshape(self, shape, order=order)
+
+
+def _transpose(self, *axes):
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        axes = axes[0]
+    return _jnp.transpose(self, axes or None)
+
+
+def _astype(self, dtype, copy=False):
+    return _jnp.astype(self, dtype)
+
+
+_jnp: Any = None
+
+
+def install(jnp_module: Any) -> None:
+    """Sets the operators and methods on Array and Tracer, forwarding to ``jnp_module``."""
+    global _jnp
+    _jnp = jnp_module
+    for cls in (Array, Tracer):
+        for op, fn_name in _BINARY_OPERATORS.items():
+            setattr(cls, f"__{op}__", _binary_method(fn_name, False))
+            setattr(cls, f"__r{op}__", _binary_method(fn_name, True))
+        for op, fn_name in _COMPARISONS.items():
+            setattr(cls, f"__{op}__", _binary_method(fn_name, False))
+        for op, fn_name in _UNARY_OPERATORS.items():
+            setattr(cls, f"__{op}__", _unary_method(fn_name))
+        for name, fn_name in _METHODS.items():
+            setattr(cls, name, _forwarding_method(fn_name))
+        cls.reshape = _reshape
+        cls.transpose = _transpose
+        cls.astype = _astype
+        cls.T = property(lambda self: _jnp.transpose(self))
+        cls.mT = property(lambda self: _jnp.swapaxes(self, -1, -2))
+        cls.real = property(lambda self: _jnp.real(self))
+        cls.imag = property(lambda self: _jnp.imag(self))
+        cls.__getitem__ = lambda self, idx: _jnp._getitem(self, idx)
+        cls.at = property(lambda self: _jnp._IndexUpdateHelper(self))
+        cls.__divmod__ = lambda self, other: _jnp.divmod(self, other)
+        cls.__rdivmod__ = lambda self, other: _jnp.divmod(other, self)
+    # Comparison operators make Array unhashable unless __hash__ is kept explicit.
+    Array.__hash__ = Array.__dict__.get("__hash__")
+    Tracer.__hash__ = Tracer.__dict__.get("__hash__")

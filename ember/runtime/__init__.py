@@ -1,0 +1,7 @@
+"""Runtime: device arrays, devices, device_put and eager execution of primitives."""
+
+from ember.runtime.array import Array, CpuDevice, block_until_ready, device_get, device_put, devices
+from ember.runtime.eager import apply_primitive
+
+__all__ = ["Array", "CpuDevice", "apply_primitive", "block_until_ready", "device_get",
+           "device_put", "devices"]

@@ -1,0 +1,254 @@
+"""``ember.Array``: an immutable array on a device (a CPU buffer), with JAX's interface.
+
+Operators and the NumPy-style methods (``sum``, ``reshape``, ``x.at[...]``) are installed by
+``ember.numpy`` at import; this module holds what is about the buffer itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, tree_util
+from ember.core import ShapedArray
+
+
+class CpuDevice:
+    """The host CPU as a device: ``platform`` is ``"cpu"``."""
+
+    platform = "cpu"
+    device_kind = "cpu"
+
+    def __init__(self, id: int = 0):
+        self.id = id
+        self.process_index = 0
+
+    def __repr__(self) -> str:
+        return f"CpuDevice(id={self.id})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CpuDevice) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(("cpu", self.id))
+
+
+_CPU = CpuDevice(0)
+
+
+def devices(backend: str | None = None) -> list[CpuDevice]:
+    """The devices ember can run on: one CPU device.
+
+    Example:
+        >>> ember.devices()
+        [CpuDevice(id=0)]
+    """
+    if backend not in (None, "cpu", "interpreter"):
+        raise RuntimeError(f"devices: unknown backend {backend!r}; ember runs on 'cpu'")
+    return [_CPU]
+
+
+class Array:
+    """An immutable n-dimensional array on a device.
+
+    Example:
+        >>> import ember.numpy as jnp
+        >>> jnp.array([1.0, 2.0])
+        Array([1., 2.], dtype=float32)
+    """
+
+    __slots__ = ("_value", "aval", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value: Any, weak_type: bool = False):
+        arr = np.asarray(value)
+        dt = dtypes.canonicalize_dtype(arr.dtype)
+        if arr.dtype != dt:
+            arr = arr.astype(dt)
+        arr.flags.writeable = False
+        self._value = arr
+        self.aval = ShapedArray(arr.shape, dt, weak_type)
+
+    @classmethod
+    def _wrap(cls, value: np.ndarray, aval: ShapedArray) -> Array:
+        """Fast constructor for a fresh buffer whose aval is already known."""
+        self = object.__new__(cls)
+        value.flags.writeable = False
+        self._value = value
+        self.aval = aval
+        return self
+
+    # -- metadata
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self._value.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def nbytes(self) -> int:
+        return self._value.nbytes
+
+    @property
+    def itemsize(self) -> int:
+        return self._value.itemsize
+
+    @property
+    def device(self) -> CpuDevice:
+        return _CPU
+
+    def devices(self) -> set[CpuDevice]:
+        return {_CPU}
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return True
+
+    # -- synchronization and conversion
+    def block_until_ready(self) -> Array:
+        return self
+
+    def is_ready(self) -> bool:
+        return True
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        if copy:
+            return value.copy()
+        return value
+
+    def copy(self) -> Array:
+        return Array._wrap(self._value.copy(), self.aval)
+
+    def __copy__(self) -> Array:
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> Array:
+        return self.copy()
+
+    def __reduce__(self):
+        return (_rebuild, (np.array(self._value), self.aval.weak_type))
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __complex__(self) -> complex:
+        return complex(self._value)
+
+    def __index__(self) -> int:
+        if not dtypes.is_integer(self.dtype) and self.dtype != dtypes.bool_:
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        return self._value.__index__()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        aval = ShapedArray(self.shape[1:], self.dtype, self.weak_type)
+        return (Array._wrap(row, aval) for row in self._value)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array'")
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        suffix = f", dtype={self.dtype.name}"
+        if self.weak_type:
+            suffix += ", weak_type=True"
+        suffix += ")"
+        body = np.array2string(self._value, prefix="Array(", suffix=suffix, separator=", ")
+        return f"Array({body}{suffix}"
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    @property
+    def addressable_data(self):
+        return lambda index=0: self
+
+    def unsafe_buffer_pointer(self) -> int:
+        return self._value.ctypes.data
+
+
+def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
+    return Array(value, weak_type)
+
+
+core.pytype_aval_mappings[Array] = lambda x: x.aval
+
+
+def device_put(x: Any, device: Any = None) -> Any:
+    """Copies a pytree of arrays/scalars onto the device as ``ember.Array``s.
+
+    Example:
+        >>> ember.device_put(np.ones(2))
+        Array([1., 1.], dtype=float32)
+    """
+    if device is not None and not isinstance(device, CpuDevice):
+        raise ValueError(f"device_put: unsupported device {device!r}; use ember.devices()[0]")
+
+    def put(leaf):
+        if isinstance(leaf, Array):
+            return leaf
+        if isinstance(leaf, core.Tracer):
+            return leaf
+        aval = core.get_aval(leaf)
+        return Array._wrap(np.array(leaf, dtype=aval.dtype), aval)
+
+    return tree_util.tree_map(put, x)
+
+
+def device_get(x: Any) -> Any:
+    """Fetches a pytree of arrays to the host as NumPy arrays (other leaves pass through)."""
+
+    def get(leaf):
+        if isinstance(leaf, Array):
+            return np.asarray(leaf.block_until_ready())
+        return leaf
+
+    return tree_util.tree_map(get, x)
+
+
+def block_until_ready(x: Any) -> Any:
+    """Waits for every array in a pytree to be computed; returns the pytree."""
+    for leaf in tree_util.tree_leaves(x):
+        if isinstance(leaf, Array):
+            leaf.block_until_ready()
+    return x

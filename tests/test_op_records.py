@@ -1,0 +1,56 @@
+"""Eager ember vs NumPy for every record of the op-record table."""
+
+import numpy as np
+import pytest
+
+from tests.op_records import ALL_RECORDS, make_args, tolerance
+
+
+def _cases():
+    for rec in ALL_RECORDS:
+        for dtype in rec.dtypes:
+            for shapes in rec.shapes:
+                yield pytest.param(rec, dtype, shapes,
+                                   id=f"{rec.name}-{np.dtype(dtype).name}-{shapes}")
+
+
+def _ref_inputs(args):
+    # Low-precision floats are computed in float32 by the reference, then compared loosely.
+    out = []
+    for a in args:
+        if a.dtype.kind == "V" or a.dtype == np.float16 or str(a.dtype) == "bfloat16":
+            out.append(a.astype(np.float32))
+        else:
+            out.append(a)
+    return out
+
+
+def assert_matches(actual, expected, dtype, tol=None):
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    t = tolerance(dtype, tol)
+    if actual.dtype == np.bool_ or expected.dtype == np.bool_:
+        np.testing.assert_array_equal(actual, expected)
+    elif t == 0.0:
+        np.testing.assert_array_equal(actual.astype(np.float64), expected.astype(np.float64))
+    else:
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                                   rtol=t, atol=t, equal_nan=True)
+
+
+@pytest.mark.parametrize("rec,dtype,shapes", list(_cases()))
+def test_eager_matches_numpy(rec, dtype, shapes):
+    args = make_args(rec, dtype, shapes)
+    import ember.numpy as jnp
+
+    out = rec.fn(*[jnp.asarray(a) for a in args])
+    with np.errstate(all="ignore"):
+        expected = rec.ref(*_ref_inputs(args))
+    if isinstance(out, (tuple, list)):
+        for o, e in zip(out, expected):
+            assert_matches(o, e, dtype, rec.tol)
+    else:
+        assert_matches(out, expected, dtype, rec.tol)
+        if rec.out_dtype is not None:
+            assert np.dtype(out.dtype) == np.dtype(rec.out_dtype(np.dtype(dtype)))
