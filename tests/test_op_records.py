@@ -54,3 +54,22 @@ def test_eager_matches_numpy(rec, dtype, shapes):
         assert_matches(out, expected, dtype, rec.tol)
         if rec.out_dtype is not None:
             assert np.dtype(out.dtype) == np.dtype(rec.out_dtype(np.dtype(dtype)))
+
+
+@pytest.mark.parametrize("rec,dtype,shapes", list(_cases()))
+def test_traced_matches_eager(rec, dtype, shapes):
+    """Staging the op into a jaxpr typechecks, and evaluating the jaxpr gives the eager result."""
+    import ember
+    import ember.numpy as jnp
+    from ember import tree_util
+    from ember.jaxpr import eval_jaxpr, typecheck_jaxpr
+
+    args = [jnp.asarray(a) for a in make_args(rec, dtype, shapes)]
+    eager = tree_util.tree_leaves(rec.fn(*args))
+    closed = ember.make_jaxpr(rec.fn)(*args)
+    typecheck_jaxpr(closed.jaxpr)
+    staged = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    assert len(staged) == len(eager)
+    for s, e in zip(staged, eager):
+        assert s.shape == e.shape and s.dtype == e.dtype
+        np.testing.assert_array_equal(np.asarray(s), np.asarray(e))

@@ -2,3 +2,7 @@
 
 from ember.lax.elementwise import *
 from ember.lax.shape import *
+from ember.lax.slicing import *
+from ember.lax.reduction import *
+from ember.lax.sorting import *
+from ember.lax.dot import *

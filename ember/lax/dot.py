@@ -1,0 +1,3 @@
+"""lax dot primitives (being written)."""
+
+__all__: list[str] = []

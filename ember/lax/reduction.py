@@ -1,0 +1,3 @@
+"""lax reduction primitives (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""lax slicing primitives (being written)."""
+
+__all__: list[str] = []

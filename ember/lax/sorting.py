@@ -1,0 +1,3 @@
+"""lax sorting primitives (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""ember.numpy indexing functions (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""ember.numpy misc functions (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""ember.numpy products functions (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""ember.numpy reductions functions (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""ember.numpy scalar_types functions (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""ember.numpy shape functions (being written)."""
+
+__all__: list[str] = []

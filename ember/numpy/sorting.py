@@ -1,0 +1,3 @@
+"""ember.numpy sorting functions (being written)."""
+
+__all__: list[str] = []
