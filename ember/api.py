@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +26,30 @@ def _static_argnums_tuple(static_argnums: int | Sequence[int]) -> tuple[int, ...
     if isinstance(static_argnums, int):
         return (static_argnums,)
     return tuple(static_argnums)
+
+
+def _arg_names(fun: Callable, args: Sequence[Any], kwargs: dict,
+               dyn_positions: Sequence[int]) -> list[str] | None:
+    """The Python parameter name of each flat argument leaf (for error messages)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+    names: list[str] = []
+    for i in dyn_positions:
+        if i < len(positional):
+            name = positional[i]
+        elif varargs is not None:
+            name = f"{varargs}[{i - len(positional)}]"
+        else:
+            name = f"args[{i}]"
+        names.extend([name] * len(tree_util.tree_leaves(args[i])))
+    for key in sorted(kwargs):  # dicts flatten in sorted key order
+        names.extend([key] * len(tree_util.tree_leaves(kwargs[key])))
+    return names
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
@@ -55,7 +80,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             out_tree_box.append((out_tree, out_flat))
             return out_flat
 
-        closed, out_flat = pe.trace_to_jaxpr(flat_fun, in_avals)
+        names = _arg_names(fun, args, kwargs, dyn_positions)
+        closed, out_flat = pe.trace_to_jaxpr(flat_fun, in_avals, names)
         if return_shape:
             out_tree, _ = out_tree_box[0]
             shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]

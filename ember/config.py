@@ -34,12 +34,16 @@ class Config:
             "jax_numpy_rank_promotion": "allow",
         }
         self._listeners: list = []
+        # A plain attribute (not a property): read on every dtype decision of the eager path.
+        self.x64_enabled: bool = bool(self._values["jax_enable_x64"])
 
     def update(self, name: str, value: Any) -> None:
         """Sets the option ``name`` to ``value``; unknown names raise AttributeError."""
         if name not in self._values:
             raise AttributeError(f"config.update: unrecognized config option {name!r}")
         self._values[name] = value
+        if name == "jax_enable_x64":
+            self.x64_enabled = bool(value)
         for listener in self._listeners:
             listener(name, value)
 
@@ -53,10 +57,6 @@ class Config:
         if name in values:
             return values[name]
         raise AttributeError(name)
-
-    @property
-    def x64_enabled(self) -> bool:
-        return bool(self._values["jax_enable_x64"])
 
 
 config = Config()

@@ -196,11 +196,8 @@ class EvalTrace(Trace):
     """The bottom trace: primitives run at once on concrete values."""
 
     def process_primitive(self, primitive, args, params):
-        for a in args:
-            if isinstance(a, Tracer):
-                raise UnexpectedTracerError(
-                    a, f"It was passed to the primitive {primitive.name!r} outside of the "
-                       "transformation that created it.")
+        # The eager handler (ember.runtime.eager) raises UnexpectedTracerError for tracers
+        # that outlived their transformation; checking here too would slow every eager op.
         if _eager_handler is None:  # pragma: no cover - set when ember is imported
             raise RuntimeError("ember runtime not initialized")
         return _eager_handler(primitive, args, params)
@@ -326,6 +323,12 @@ class Tracer:
 
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are not hashable)")
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            f"'{type(self).__name__}' object does not support item assignment. JAX arrays are "
+            "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another "
+            ".at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
     def __len__(self):
         if not self.shape:

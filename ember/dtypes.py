@@ -106,8 +106,25 @@ def default_complex_dtype() -> np.dtype:
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
+_canon_cache: tuple[dict, dict] = ({}, {})  # [x64] -> {dtype-like: canonical dtype}
+
+
 def canonicalize_dtype(dtype: Any) -> np.dtype:
     """The dtype ember actually uses for ``dtype``: 64-bit types become 32-bit without x64."""
+    cache = _canon_cache[config.x64_enabled]
+    try:
+        return cache[dtype]
+    except (KeyError, TypeError):
+        pass
+    out = _canonicalize_dtype(dtype)
+    try:
+        cache[dtype] = out
+    except TypeError:  # unhashable dtype-like
+        pass
+    return out
+
+
+def _canonicalize_dtype(dtype: Any) -> np.dtype:
     dt = np.dtype(dtype)
     if dt == float0:
         return dt
@@ -130,9 +147,16 @@ def _python_scalar_dtype(x) -> np.dtype:
     raise TypeError(type(x))
 
 
+_PY_SCALARS = frozenset((bool, int, float, complex))
+
+
 def is_python_scalar(x) -> bool:
-    return type(x) in (bool, int, float, complex) or (
-        isinstance(x, (int, float, complex)) and not isinstance(x, np.generic))
+    t = type(x)
+    if t in _PY_SCALARS:
+        return True
+    if t is np.ndarray or hasattr(t, "aval"):
+        return False
+    return isinstance(x, (int, float, complex)) and not isinstance(x, np.generic)
 
 
 def is_weakly_typed(x) -> bool:
@@ -151,6 +175,8 @@ def dtype(x: Any, *, canonicalize: bool = False) -> np.dtype:
         >>> dtype(1.0)
         dtype('float32')
     """
+    if isinstance(x, np.dtype):
+        return canonicalize_dtype(x) if canonicalize else x
     if x is None:
         raise ValueError("Invalid argument to dtype: None.")
     if isinstance(x, type) and x in (bool, int, float, complex):
@@ -192,6 +218,12 @@ def _node_to_dtype(node) -> np.dtype:
 
 
 def _dtype_and_weakness(x) -> tuple[np.dtype, bool]:
+    t = type(x)
+    if t is float or t is int or t is complex:
+        return _python_scalar_dtype(x), True
+    aval = getattr(x, "aval", None)  # ember.Array and tracers
+    if aval is not None and hasattr(aval, "weak_type"):
+        return aval.dtype, aval.weak_type
     if isinstance(x, type) and x in (int, float, complex):
         return _python_scalar_dtype(x(0)), True
     if isinstance(x, type) and x is bool:
@@ -217,7 +249,22 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     """
     if not args:
         raise ValueError("at least one array or dtype is required")
-    pairs = [_dtype_and_weakness(a) for a in args]
+    pairs = tuple(_dtype_and_weakness(a) for a in args)
+    key = (pairs, config.x64_enabled)
+    try:
+        out = _result_type_cache[key]
+    except KeyError:
+        out = _lattice_result_type(pairs)
+        if len(_result_type_cache) > 4096:
+            _result_type_cache.clear()
+        _result_type_cache[key] = out
+    return out if return_weak_type_flag else out[0]
+
+
+_result_type_cache: dict = {}
+
+
+def _lattice_result_type(pairs) -> tuple[np.dtype, bool]:
     for dt, _ in pairs:
         _check_supported(dt, "result_type")
     if all(w for _, w in pairs):
@@ -226,8 +273,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     else:
         node = _least_upper_bound(*{_lattice_node(dt, w) for dt, w in pairs})
         weak = any(node is t for t in _weak_types)
-    out = _node_to_dtype(node)
-    return (out, weak) if return_weak_type_flag else out
+    return _node_to_dtype(node), weak
 
 
 def promote_types(a: Any, b: Any) -> np.dtype:

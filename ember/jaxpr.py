@@ -208,23 +208,29 @@ def pp_params(params: dict, ctx: _NameContext) -> pp.Doc:
                     + pp.brk("") + pp.text("]"))
 
 
+def pp_vars(atoms: Sequence[Atom], ctx: _NameContext, decl: bool = False,
+            separator: str = "") -> pp.Doc:
+    """A list of variables as JAX prints it: each separator is its own group (fill-style)."""
+    docs = [pp.text(pp_var_decl(a, ctx) if decl else pp_atom(a, ctx)) for a in atoms]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), docs)))
+
+
 def pp_eqn(eqn: JaxprEqn, ctx: _NameContext) -> pp.Doc:
-    lhs = pp.text(" ".join(pp_var_decl(v, ctx) for v in eqn.outvars))
-    invars = " ".join(pp_atom(a, ctx) for a in eqn.invars)
-    rhs = pp.concat([pp.text(eqn.primitive.name), pp_params(eqn.params, ctx),
-                     pp.text(" " + invars if invars else "")])
-    return pp.group(pp.concat([lhs, pp.text(" = "), rhs]))
+    lhs = pp_vars(eqn.outvars, ctx, decl=True)
+    # Like JAX, the space before the operands is printed even when there are none.
+    rhs = [pp.text(eqn.primitive.name), pp_params(eqn.params, ctx),
+           pp.text(" ") + pp_vars(eqn.invars, ctx)]
+    return pp.concat([lhs, pp.text(" = "), *rhs])
 
 
 def pp_jaxpr(jaxpr: Jaxpr, ctx: _NameContext) -> pp.Doc:
-    constvars = " ".join(pp_var_decl(v, ctx) for v in jaxpr.constvars)
-    invars = " ".join(pp_var_decl(v, ctx) for v in jaxpr.invars)
+    constvars = pp_vars(jaxpr.constvars, ctx, decl=True)
+    invars = pp_vars(jaxpr.invars, ctx, decl=True)
     eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx) for e in jaxpr.eqns])
-    outs = ", ".join(pp_atom(a, ctx) for a in jaxpr.outvars)
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = f"{{ lambda {constvars}; {invars}. let" if constvars else \
-        f"{{ lambda ; {invars}. let"
-    body = pp.concat([pp.text(head), pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in " + outs)])
+    outs = pp.concat([pp.text("("), pp_vars(jaxpr.outvars, ctx, separator=","),
+                      pp.text(",)" if len(jaxpr.outvars) == 1 else ")")])
+    body = pp.concat([pp.text("{ lambda "), constvars, pp.text("; "), invars, pp.text(". let"),
+                      pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs])
     return pp.group(pp.nest(2, body) + pp.text(" }"))
 
 

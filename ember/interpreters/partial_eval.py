@@ -70,6 +70,11 @@ class DynamicJaxprTrace(Trace):
         return var
 
     def process_primitive(self, primitive, args, params):
+        origin = None
+        for x in args:  # outputs remember which argument they derive from (for errors)
+            if type(x) is JaxprTracer and x._debug_origin is not None:
+                origin = x._debug_origin
+                break
         atoms = [self.to_atom(x) for x in args]
         avals = [a.aval for a in atoms]
         out = primitive.abstract_eval(*avals, **params)
@@ -77,6 +82,9 @@ class DynamicJaxprTrace(Trace):
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(JaxprEqn(atoms, outvars, primitive, params))
         tracers = [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
+        if origin is not None:
+            for t in tracers:
+                t._debug_origin = origin
         return tracers if primitive.multiple_results else tracers[0]
 
     def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
@@ -101,7 +109,7 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
     tracers = [trace.new_arg(a) for a in in_avals]
     if debug_names:
         for t, name in zip(tracers, debug_names):
-            t._debug_origin = f"derived from the argument {name}"
+            t._debug_origin = f"derived from the argument {name!r}"
     try:
         with core.set_current_trace(trace):
             outs = fun(*tracers)

@@ -1,3 +1,245 @@
-"""lax dot primitives (being written)."""
+"""Dot primitives: dot_general (contractions with batch dimensions), and lax.dot on top of it.
 
-__all__: list[str] = []
+``dot_general[dimension_numbers=((lc, rc), (lb, rb)) precision=... preferred_element_type=...]``
+produces, like XLA, the batch dimensions first, then the free dimensions of lhs, then those of
+rhs. Operands share a dtype unless ``preferred_element_type`` is given; it sets the output
+dtype (and the accumulation type). Low-precision floats accumulate in float32.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes
+from ember.lax import base
+from ember.lax.base import standard_primitive
+
+
+class Precision(enum.Enum):
+    """Precision of a contraction on accelerators (accepted and recorded; the CPU is exact)."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    def __repr__(self) -> str:
+        return f"Precision.{self.name}"
+
+    __str__ = __repr__
+
+
+_PRECISION_STRINGS = {
+    "default": Precision.DEFAULT, "fastest": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
+    "high": Precision.HIGH, "tensorfloat32": Precision.HIGH, "bfloat16_3x": Precision.HIGH,
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+}
+
+
+def _one_precision(fn: str, p: Any) -> Precision | None:
+    if p is None or isinstance(p, Precision):
+        return p
+    if isinstance(p, str) and p.lower() in _PRECISION_STRINGS:
+        return _PRECISION_STRINGS[p.lower()]
+    raise ValueError(f"{fn}: precision must be None, a lax.Precision, one of "
+                     f"{sorted(_PRECISION_STRINGS)} or a pair of them, got {p!r}")
+
+
+def canonicalize_precision(precision: Any, fn: str = "dot_general") -> Any:
+    """None, or a pair (lhs, rhs) of Precision values (hashable, as a primitive param)."""
+    if precision is None:
+        return None
+    if isinstance(precision, (tuple, list)):
+        if len(precision) != 2:
+            raise ValueError(f"{fn}: precision must be a single value or a pair, "
+                             f"got {precision!r}")
+        pair = tuple(_one_precision(fn, p) for p in precision)
+        return None if pair == (None, None) else pair
+    p = _one_precision(fn, precision)
+    return None if p is None else (p, p)
+
+
+# ---------------------------------------------------------------- dot_general
+
+
+def _check_dims(name: str, side: str, dims: tuple, ndim: int) -> None:
+    for d in dims:
+        if not 0 <= d < ndim:
+            raise TypeError(f"dot_general: {name} dimension {d} of {side} is out of range "
+                            f"for an operand of rank {ndim}")
+
+
+def _dot_general_shape(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    _check_dims("contracting", "lhs", lc, lhs.ndim)
+    _check_dims("contracting", "rhs", rc, rhs.ndim)
+    _check_dims("batch", "lhs", lb, lhs.ndim)
+    _check_dims("batch", "rhs", rb, rhs.ndim)
+    for side, c, b in (("lhs", lc, lb), ("rhs", rc, rb)):
+        if len(set(c + b)) != len(c + b):
+            raise TypeError(f"dot_general: {side} contracting dimensions {c} and batch "
+                            f"dimensions {b} must be distinct and without repeats")
+    if len(lc) != len(rc):
+        raise TypeError(f"dot_general: lhs contracting dimensions {lc} and rhs contracting "
+                        f"dimensions {rc} must have the same length")
+    if len(lb) != len(rb):
+        raise TypeError(f"dot_general: lhs batch dimensions {lb} and rhs batch dimensions "
+                        f"{rb} must have the same length")
+    for kind, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
+        ls = tuple(lhs.shape[d] for d in ld)
+        rs = tuple(rhs.shape[d] for d in rd)
+        if ls != rs:
+            raise TypeError(f"dot_general: {kind} dimension sizes must match, got lhs "
+                            f"{kind} dimensions {ld} of sizes {ls} (lhs shape {lhs.shape}) and "
+                            f"rhs {kind} dimensions {rd} of sizes {rs} (rhs shape {rhs.shape})")
+    batch = tuple(lhs.shape[d] for d in lb)
+    lfree = tuple(s for i, s in enumerate(lhs.shape) if i not in lc and i not in lb)
+    rfree = tuple(s for i, s in enumerate(rhs.shape) if i not in rc and i not in rb)
+    return batch + lfree + rfree
+
+
+def _dot_general_dtype(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    base.check_dtype("dot_general", "lhs", lhs.dtype, base.all_dtypes)
+    base.check_dtype("dot_general", "rhs", rhs.dtype, base.all_dtypes)
+    if preferred_element_type is None:
+        if lhs.dtype != rhs.dtype:
+            raise TypeError(f"dot_general requires lhs and rhs to have the same dtype unless "
+                            f"preferred_element_type is given, got {lhs.dtype} and "
+                            f"{rhs.dtype}")
+        return lhs.dtype
+    out = np.dtype(preferred_element_type)
+    for side, a in (("lhs", lhs), ("rhs", rhs)):
+        if dtypes.is_inexact(a.dtype) and not dtypes.is_inexact(out):
+            raise TypeError(f"dot_general: preferred_element_type {out} must be a floating "
+                            f"or complex type for the {a.dtype} {side} operand")
+        if dtypes.is_complex(a.dtype) and not dtypes.is_complex(out):
+            raise TypeError(f"dot_general: preferred_element_type {out} must be complex for "
+                            f"the {a.dtype} {side} operand")
+    return out
+
+
+def _dot_general_weak_type(lhs, rhs, *, preferred_element_type, **_):
+    return preferred_element_type is None and lhs.weak_type and rhs.weak_type
+
+
+def _compute_dtype(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = np.dtype(preferred_element_type) if preferred_element_type is not None \
+        else lhs.dtype
+    if preferred_element_type is not None:
+        acc = _compute_dtype(out_dtype)
+    else:
+        acc = _compute_dtype(lhs.dtype)
+    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    lt = np.transpose(lhs, list(lb) + lf + list(lc)).astype(acc, copy=False)
+    rt = np.transpose(rhs, list(rb) + list(rc) + rf).astype(acc, copy=False)
+    bshape = lt.shape[:len(lb)]
+    lfs, rfs = lt.shape[len(lb):len(lb) + len(lf)], rt.shape[len(rb) + len(rc):]
+    k = int(np.prod(lt.shape[len(lb) + len(lf):], dtype=np.int64))
+    m = int(np.prod(lfs, dtype=np.int64))
+    n = int(np.prod(rfs, dtype=np.int64))
+    b = int(np.prod(bshape, dtype=np.int64))
+    with np.errstate(all="ignore"):
+        out = np.matmul(lt.reshape(b, m, k), rt.reshape(b, k, n))
+    return out.reshape(bshape + lfs + rfs).astype(out_dtype, copy=False)
+
+
+dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_general_shape,
+                                   _dot_general_dtype, _dot_general_weak_type)
+
+
+def _dims_tuple(fn: str, what: str, dims: Any) -> tuple[int, ...]:
+    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+        dims = (dims,)
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"{fn}: {what} must be a sequence of integers, got {dims!r}") from None
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{fn}: {what} must contain only integers, got {dims!r}")
+    return tuple(int(d) for d in dims)
+
+
+def canonicalize_dimension_numbers(dimension_numbers: Any, fn: str = "dot_general") -> tuple:
+    """((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as tuples of ints."""
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+    except (TypeError, ValueError):
+        raise TypeError(f"{fn}: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
+                        f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
+    return ((_dims_tuple(fn, "lhs contracting dimensions", lc),
+             _dims_tuple(fn, "rhs contracting dimensions", rc)),
+            (_dims_tuple(fn, "lhs batch dimensions", lb),
+             _dims_tuple(fn, "rhs batch dimensions", rb)))
+
+
+def _preferred(preferred_element_type: Any) -> np.dtype | None:
+    if preferred_element_type is None:
+        return None
+    return dtypes.canonicalize_dtype(dtypes.dtype(preferred_element_type))
+
+
+def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
+                preferred_element_type: Any = None) -> Any:
+    """General tensor contraction with batch dimensions (XLA's DotGeneral).
+
+    The output has the batch dimensions, then lhs's free dimensions, then rhs's.
+
+    Example:
+        >>> lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((1,), (0,)), ((), ()))).shape
+        (2, 4)
+    """
+    lhs = base.as_operand(lhs, "dot_general", "lhs")
+    rhs = base.as_operand(rhs, "dot_general", "rhs")
+    dn = canonicalize_dimension_numbers(dimension_numbers)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              precision=canonicalize_precision(precision),
+                              preferred_element_type=_preferred(preferred_element_type))
+
+
+def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """Vector/matrix product: contracts lhs's last dimension with rhs's first (ranks 1 or 2).
+
+    Example:
+        >>> lax.dot(jnp.ones((2, 3)), jnp.ones(3)).shape
+        (2,)
+    """
+    lhs = base.as_operand(lhs, "dot", "lhs")
+    rhs = base.as_operand(rhs, "dot", "rhs")
+    ls, rs = core.get_aval(lhs).shape, core.get_aval(rhs).shape
+    if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2) or ls[-1] != rs[0]:
+        raise TypeError(f"dot: incompatible shapes for dot: got {ls} and {rs} (lax.dot takes "
+                        "vectors or matrices whose inner dimensions match)")
+    return dot_general(lhs, rhs, (((len(ls) - 1,), (0,)), ((), ())), precision,
+                       preferred_element_type)
+
+
+def batch_matmul(lhs: Any, rhs: Any, precision: Any = None,
+                 preferred_element_type: Any = None) -> Any:
+    """Batched matrix product of arrays of equal rank >= 2 and equal batch dimensions.
+
+    Example:
+        >>> lax.batch_matmul(jnp.ones((5, 2, 3)), jnp.ones((5, 3, 4))).shape
+        (5, 2, 4)
+    """
+    lhs = base.as_operand(lhs, "batch_matmul", "lhs")
+    rhs = base.as_operand(rhs, "batch_matmul", "rhs")
+    ls, rs = core.get_aval(lhs).shape, core.get_aval(rhs).shape
+    if len(ls) < 2 or len(ls) != len(rs) or ls[:-2] != rs[:-2] or ls[-1] != rs[-2]:
+        raise TypeError(f"batch_matmul: incompatible shapes {ls} and {rs} (need equal ranks "
+                        ">= 2, equal batch dimensions and matching inner dimensions)")
+    n = len(ls)
+    batch = tuple(range(n - 2))
+    return dot_general(lhs, rhs, (((n - 1,), (n - 2,)), (batch, batch)), precision,
+                       preferred_element_type)
+
+
+__all__ = ["Precision", "dot_general", "dot", "batch_matmul"]

@@ -1,11 +1,14 @@
-"""Elementwise primitives: arithmetic, math functions, comparisons, selection, conversion.
+"""Elementwise primitives: arithmetic, math functions, bitwise ops, comparisons, selection.
 
 Each primitive is defined once with its NumPy impl and its dtype rule; the lax function of the
-same name binds it. Binary operands must share a dtype; rank-0 operands broadcast.
+same name binds it. Binary operands must share a dtype; rank-0 operands broadcast. Impls never
+warn or crash on bad values (division by zero, domain errors): they give XLA's results.
 """
 
 from __future__ import annotations
 
+import enum
+import math
 from typing import Any
 
 import numpy as np
@@ -15,15 +18,21 @@ from ember.core import ShapedArray
 from ember.lax import base
 from ember.lax.base import (
     all_dtypes,
+    bool_dtypes,
     broadcasting_shape,
     check_dtype,
     check_same_dtypes,
+    complex_dtypes,
     float_dtypes,
     inexact_dtypes,
     int_dtypes,
     numeric_dtypes,
     standard_primitive,
 )
+
+_int_float = int_dtypes + float_dtypes
+_int_bool = int_dtypes + bool_dtypes
+_low_floats = (dtypes.float16, dtypes.bfloat16)
 
 
 def _unary_shape(x, **_):
@@ -37,9 +46,14 @@ def _same_dtype_rule(name: str, allowed):
     return rule
 
 
-def unop(name: str, impl, allowed=inexact_dtypes):
-    """A unary elementwise primitive whose output has the input's shape and dtype."""
-    return standard_primitive(name, impl, _unary_shape, _same_dtype_rule(name, allowed))
+def unop(name: str, impl, allowed=inexact_dtypes, result_dtype=None, weak_type_rule=None):
+    """A unary elementwise primitive whose output has the input's shape (and dtype)."""
+    dtype_rule = _same_dtype_rule(name, allowed)
+    if result_dtype is not None:
+        def dtype_rule(x, _check=dtype_rule, **params):
+            _check(x)
+            return result_dtype(x.dtype) if callable(result_dtype) else result_dtype
+    return standard_primitive(name, impl, _unary_shape, dtype_rule, weak_type_rule)
 
 
 def _binary_dtype_rule(name: str, allowed, result_dtype=None):
@@ -64,6 +78,37 @@ def _errstate(fn):
             return fn(*args, **kw)
     wrapped.__name__ = getattr(fn, "__name__", "impl")
     return wrapped
+
+
+def _math(fn):
+    """A float impl computed in float32 for float16/bfloat16 (like XLA), warnings silenced."""
+    def wrapped(x, *rest, **kw):
+        with np.errstate(all="ignore"):
+            if x.dtype in _low_floats:
+                rest = [r.astype(np.float32) if r.dtype == x.dtype else r for r in rest]
+                return np.asarray(fn(x.astype(np.float32), *rest, **kw)).astype(x.dtype)
+            return np.asarray(fn(x, *rest, **kw)).astype(x.dtype, copy=False)
+    wrapped.__name__ = getattr(fn, "__name__", "impl")
+    return wrapped
+
+
+def _unary(prim, doc: str | None = None):
+    def fn(x: Any) -> Any:
+        return prim.bind(base.as_operand(x, prim.name, "x"))
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = doc or (f"Elementwise ``{prim.name}`` (lax semantics: no dtype promotion).\n\n"
+                         f"Example:\n    >>> lax.{prim.name}(x)")
+    return fn
+
+
+def _binary(prim, name: str | None = None, doc: str | None = None):
+    def fn(x: Any, y: Any) -> Any:
+        x, y = base.scalars_like(prim.name, x, y)
+        return prim.bind(x, y)
+    fn.__name__ = fn.__qualname__ = name or prim.name
+    fn.__doc__ = doc or (f"Elementwise ``{prim.name}`` of two arrays of the same dtype (lax "
+                         f"semantics).\n\nExample:\n    >>> lax.{name or prim.name}(x, y)")
+    return fn
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -97,40 +142,390 @@ def _rem_impl(x, y):
     return np.fmod(x, y)
 
 
-add_p = binop("add", np.add)
-sub_p = binop("sub", np.subtract)
-mul_p = binop("mul", np.multiply)
+add_p = binop("add", _errstate(np.add))
+sub_p = binop("sub", _errstate(np.subtract))
+mul_p = binop("mul", _errstate(np.multiply))
 div_p = binop("div", _errstate(_div_impl))
-rem_p = binop("rem", _errstate(_rem_impl))
+rem_p = binop("rem", _errstate(_rem_impl), _int_float)
 max_p = binop("max", np.maximum, all_dtypes)
 min_p = binop("min", np.minimum, all_dtypes)
-neg_p = unop("neg", np.negative, numeric_dtypes)
-exp_p = unop("exp", _errstate(np.exp))
-log_p = unop("log", _errstate(np.log))
-sin_p = unop("sin", _errstate(np.sin))
-cos_p = unop("cos", _errstate(np.cos))
-
-
-def _binary(prim):
-    def fn(x: Any, y: Any) -> Any:
-        x, y = base.scalars_like(prim.name, x, y)
-        return prim.bind(x, y)
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` of two arrays of the same dtype (lax semantics)."
-    return fn
-
-
-def _unary(prim):
-    def fn(x: Any) -> Any:
-        return prim.bind(base.as_operand(x, prim.name, "x"))
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` (lax semantics: no dtype promotion)."
-    return fn
-
+neg_p = unop("neg", _errstate(np.negative), numeric_dtypes)
 
 add, sub, mul, div, rem = (_binary(p) for p in (add_p, sub_p, mul_p, div_p, rem_p))
 max, min = _binary(max_p), _binary(min_p)  # noqa: A001 - lax's names
-neg, exp, log, sin, cos = (_unary(p) for p in (neg_p, exp_p, log_p, sin_p, cos_p))
+neg = _unary(neg_p)
+
+
+def _sign_impl(x):
+    if dtypes.is_unsigned(x.dtype):
+        return (x != 0).astype(x.dtype)
+    if dtypes.is_complex(x.dtype):
+        with np.errstate(all="ignore"):
+            a = np.abs(x)
+            return np.where(a == 0, 0, x / np.where(a == 0, 1, a)).astype(x.dtype)
+    return np.sign(x)
+
+
+sign_p = unop("sign", _sign_impl, numeric_dtypes)
+floor_p = unop("floor", _math(np.floor), float_dtypes)
+ceil_p = unop("ceil", _math(np.ceil), float_dtypes)
+
+
+class RoundingMethod(enum.IntEnum):
+    """How ``lax.round`` breaks ties: away from zero (C's round) or to the nearest even."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def _round_impl(x, *, rounding_method):
+    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+        return np.rint(x)
+    t = np.trunc(x)
+    frac = np.abs(x - t)  # exact in the input's precision
+    return np.where(frac >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+round_p = unop("round", _math(_round_impl), float_dtypes)
+
+
+def _isfinite(x):
+    return np.isfinite(x.astype(np.float32) if x.dtype in _low_floats else x)
+
+
+is_finite_p = unop("is_finite", _isfinite, float_dtypes, result_dtype=dtypes.bool_,
+                   weak_type_rule=lambda x: False)
+sign, floor, ceil, is_finite = (_unary(p) for p in (sign_p, floor_p, ceil_p, is_finite_p))
+
+
+def round(x: Any, rounding_method: int | RoundingMethod = RoundingMethod.AWAY_FROM_ZERO) -> Any:  # noqa: A001
+    """Rounds to the nearest integer; ties away from zero (default) or to even.
+
+    Example:
+        >>> lax.round(jnp.array([0.5, 1.5]), lax.RoundingMethod.TO_NEAREST_EVEN)
+        Array([0., 2.], dtype=float32)
+    """
+    try:
+        method = RoundingMethod(int(rounding_method))
+    except (ValueError, TypeError):
+        raise ValueError(f"round: rounding_method must be a RoundingMethod (0 or 1), got "
+                         f"{rounding_method!r}") from None
+    return round_p.bind(base.as_operand(x, "round", "x"), rounding_method=method)
+
+
+# ---------------------------------------------------------------- math functions
+
+
+def _logistic(x):
+    if dtypes.is_complex(x.dtype):
+        return 1 / (1 + np.exp(-x))
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+exp_p = unop("exp", _math(np.exp))
+exp2_p = unop("exp2", _math(np.exp2))
+expm1_p = unop("expm1", _math(np.expm1))
+log_p = unop("log", _math(np.log))
+log1p_p = unop("log1p", _math(np.log1p))
+sqrt_p = unop("sqrt", _math(np.sqrt))
+rsqrt_p = unop("rsqrt", _math(lambda x: 1 / np.sqrt(x)))
+cbrt_p = unop("cbrt", _math(np.cbrt), float_dtypes)
+logistic_p = unop("logistic", _math(_logistic))
+sin_p = unop("sin", _math(np.sin))
+cos_p = unop("cos", _math(np.cos))
+tan_p = unop("tan", _math(np.tan))
+asin_p = unop("asin", _math(np.arcsin))
+acos_p = unop("acos", _math(np.arccos))
+atan_p = unop("atan", _math(np.arctan))
+sinh_p = unop("sinh", _math(np.sinh))
+cosh_p = unop("cosh", _math(np.cosh))
+tanh_p = unop("tanh", _math(np.tanh))
+asinh_p = unop("asinh", _math(np.arcsinh))
+acosh_p = unop("acosh", _math(np.arccosh))
+atanh_p = unop("atanh", _math(np.arctanh))
+(exp, exp2, expm1, log, log1p, sqrt, rsqrt, cbrt, logistic, sin, cos, tan, asin, acos, atan,
+ sinh, cosh, tanh, asinh, acosh, atanh) = (_unary(p) for p in (
+     exp_p, exp2_p, expm1_p, log_p, log1p_p, sqrt_p, rsqrt_p, cbrt_p, logistic_p, sin_p, cos_p,
+     tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p))
+
+atan2_p = binop("atan2", _math(np.arctan2), float_dtypes)
+atan2 = _binary(atan2_p)
+
+
+def _abs_dtype(x, **_):
+    check_dtype("abs", "x", x.dtype, numeric_dtypes)
+    return {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}.get(
+        x.dtype, x.dtype)
+
+
+abs_p = standard_primitive("abs", _errstate(np.abs), _unary_shape, _abs_dtype)
+abs = _unary(abs_p)  # noqa: A001
+
+
+def _square_impl(x):
+    with np.errstate(all="ignore"):
+        return np.multiply(x, x)
+
+
+square_p = unop("square", _square_impl, numeric_dtypes)
+square = _unary(square_p)
+
+
+def _nextafter_impl(x, y):
+    return np.nextafter(x, y)
+
+
+nextafter_p = binop("nextafter", _nextafter_impl, float_dtypes)
+nextafter = _binary(nextafter_p)
+
+
+# pow: x is float/complex; y has x's dtype or is an integer array (JAX allows both).
+def _pow_dtype(x, y, **_):
+    check_dtype("pow", "x", x.dtype, inexact_dtypes)
+    if not dtypes.is_integer(y.dtype) and y.dtype != x.dtype:
+        raise TypeError(f"pow: exponent y must have the dtype of x ({x.dtype}) or an integer "
+                        f"dtype, got {y.dtype}")
+    return x.dtype
+
+
+def _pow_impl(x, y):
+    with np.errstate(all="ignore"):
+        if x.dtype in _low_floats:
+            return np.power(x.astype(np.float32), y.astype(np.float32)
+                            if y.dtype == x.dtype else y).astype(x.dtype)
+        return np.power(x, y).astype(x.dtype)
+
+
+pow_p = standard_primitive("pow", _pow_impl, lambda x, y, **_: broadcasting_shape("pow", x, y),
+                           _pow_dtype, lambda x, y, **_: x.weak_type and y.weak_type)
+
+
+def pow(x: Any, y: Any) -> Any:  # noqa: A001
+    """``x ** y`` elementwise; ``x`` floating or complex, ``y`` of x's dtype or an integer.
+
+    Example:
+        >>> lax.pow(jnp.float32(2), jnp.int32(3))
+        Array(8., dtype=float32)
+    """
+    x = base.as_operand(x, "pow", "x")
+    y = base.as_operand(y, "pow", "y")
+    if dtypes.is_python_scalar(x) and not dtypes.is_python_scalar(y):
+        ydt = core.get_aval(y).dtype
+        x = base.concrete_dtype_like(x, ydt if dtypes.is_inexact(ydt) else
+                                     dtypes.default_float_dtype(), True)
+    elif dtypes.is_python_scalar(y) and not dtypes.is_python_scalar(x):
+        xdt = core.get_aval(x).dtype
+        y = base.concrete_dtype_like(
+            y, dtypes.default_int_dtype() if isinstance(y, int) else xdt, True)
+    return pow_p.bind(x, y)
+
+
+def _integer_pow_impl(x, *, y):
+    with np.errstate(all="ignore"):
+        if dtypes.is_integer(x.dtype):
+            if y >= 0:
+                return np.power(x, y, dtype=x.dtype)
+            # 1 // x**|y| with truncation: 1 for x == 1, +-1 for x == -1, 0 otherwise.
+            one = (x == 1) | ((x == -1) if not dtypes.is_unsigned(x.dtype) else False)
+            odd = (x == -1) & (-y % 2 == 1) if not dtypes.is_unsigned(x.dtype) else False
+            return np.where(odd, -1, np.where(one, 1, 0)).astype(x.dtype)
+        if x.dtype in _low_floats:
+            return np.power(x.astype(np.float32), y).astype(x.dtype)
+        return np.power(x, float(y) if y < 0 else y).astype(x.dtype)
+
+
+integer_pow_p = unop("integer_pow", _integer_pow_impl, numeric_dtypes)
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    """``x ** y`` for a static Python integer ``y`` (computed by repeated multiplication).
+
+    Example:
+        >>> lax.integer_pow(jnp.array([2.0, 3.0]), 3)
+        Array([ 8., 27.], dtype=float32)
+    """
+    if isinstance(y, bool) or not isinstance(y, (int, np.integer)):
+        raise TypeError(f"integer_pow: exponent y must be a Python integer, got {y!r}")
+    return integer_pow_p.bind(base.as_operand(x, "integer_pow", "x"), y=int(y))
+
+
+def reciprocal(x: Any) -> Any:
+    """``1 / x`` elementwise (``integer_pow(x, -1)``).
+
+    Example:
+        >>> lax.reciprocal(jnp.array([2.0]))
+        Array([0.5], dtype=float32)
+    """
+    return integer_pow(x, -1)
+
+
+# ---------------------------------------------------------------- special functions
+# Computed in float64 with NumPy (eager reference implementations), cast to the input dtype.
+
+
+def _special(fn):
+    def impl(x):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
+    impl.__name__ = fn.__name__
+    return impl
+
+
+def _pyfunc(f):
+    def safe(v):
+        try:
+            return f(v)
+        except (ValueError, OverflowError):
+            return math.inf
+    uf = np.frompyfunc(safe, 1, 1)
+    return lambda x: np.asarray(uf(x), dtype=np.float64)
+
+
+_erf64 = _pyfunc(math.erf)
+_erfc64 = _pyfunc(math.erfc)
+_lgamma64 = _pyfunc(math.lgamma)
+
+
+def _digamma_pos(x):
+    # x > 0: shift up with psi(x) = psi(x + 1) - 1/x until x >= 8, then the asymptotic series.
+    acc = np.zeros_like(x)
+    for _ in range(8):
+        small = x < 8
+        acc = acc - np.where(small, 1 / np.where(small, x, 1), 0)
+        x = np.where(small, x + 1, x)
+    x2 = 1 / (x * x)
+    series = x2 * (1 / 12 - x2 * (1 / 120 - x2 * (1 / 252 - x2 * (1 / 240 - x2 / 132))))
+    return acc + np.log(x) - 0.5 / x - series
+
+
+def _digamma64(x):
+    neg = x <= 0
+    pos = _digamma_pos(np.where(neg, 1 - x, x))
+    # Reflection: psi(x) = psi(1 - x) - pi / tan(pi x); poles at non-positive integers -> nan.
+    refl = pos - np.pi / np.tan(np.pi * x)
+    out = np.where(neg, refl, pos)
+    out = np.where(neg & (x == np.floor(x)), np.nan, out)
+    return np.where(x == np.inf, np.inf, out)
+
+
+def _erf_inv_guess(a):
+    # Giles' single-precision approximation, refined by Newton below.
+    w = -np.log((1 - a) * (1 + a))
+    lo = w - 2.5
+    p1 = 2.81022636e-08
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+              -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
+        p1 = c + p1 * lo
+    hi = np.sqrt(w) - 3
+    p2 = -0.000200214257
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+              0.00943887047, 1.00167406, 2.83297682):
+        p2 = c + p2 * hi
+    return np.where(w < 5, p1, p2) * a
+
+
+def _erf_inv64(y):
+    a = np.abs(y)
+    inside = a < 1
+    a_in = np.where(inside, a, 0.5)
+    x = _erf_inv_guess(a_in)
+    for _ in range(3):
+        # Newton on erf (small a) or erfc (a near 1, where erf loses precision).
+        f = np.where(a_in < 0.5, _erf64(x) - a_in, (1 - a_in) - _erfc64(x))
+        x = x - f / (2 / np.sqrt(np.pi) * np.exp(-x * x))
+    out = np.where(inside, x, np.where(a == 1, np.inf, np.nan))
+    return np.sign(y) * out
+
+
+erf_p = unop("erf", _special(_erf64), float_dtypes)
+erfc_p = unop("erfc", _special(_erfc64), float_dtypes)
+erf_inv_p = unop("erf_inv", _special(_erf_inv64), float_dtypes)
+lgamma_p = unop("lgamma", _special(_lgamma64), float_dtypes)
+digamma_p = unop("digamma", _special(_digamma64), float_dtypes)
+erf, erfc, erf_inv, lgamma, digamma = (_unary(p) for p in (
+    erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
+
+
+# ---------------------------------------------------------------- bitwise
+
+
+not_p = unop("not", np.invert, _int_bool)
+and_p = binop("and", np.bitwise_and, _int_bool)
+or_p = binop("or", np.bitwise_or, _int_bool)
+xor_p = binop("xor", np.bitwise_xor, _int_bool)
+bitwise_not = _unary(not_p)
+bitwise_and = _binary(and_p, "bitwise_and")
+bitwise_or = _binary(or_p, "bitwise_or")
+bitwise_xor = _binary(xor_p, "bitwise_xor")
+bitwise_not.__name__ = bitwise_not.__qualname__ = "bitwise_not"
+
+
+def _unsigned(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dt.itemsize}")
+
+
+def _signed(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"i{dt.itemsize}")
+
+
+def _shift_amount(x, y):
+    # Shift amounts are read as unsigned: negative or >= the bit width are out of range (XLA).
+    yu = y.astype(_unsigned(y.dtype))
+    bad = yu >= x.dtype.itemsize * 8
+    return np.where(bad, 0, yu).astype(_unsigned(x.dtype)), bad
+
+
+def _shift_left_impl(x, y):
+    s, bad = _shift_amount(x, y)
+    out = np.left_shift(x.astype(_unsigned(x.dtype)), s)
+    return np.where(bad, 0, out).astype(_unsigned(x.dtype)).view(x.dtype)
+
+
+def _shift_right_logical_impl(x, y):
+    s, bad = _shift_amount(x, y)
+    out = np.right_shift(x.astype(_unsigned(x.dtype)), s)
+    return np.where(bad, 0, out).astype(_unsigned(x.dtype)).view(x.dtype)
+
+
+def _shift_right_arithmetic_impl(x, y):
+    s, bad = _shift_amount(x, y)
+    xs = np.asarray(x).view(_signed(x.dtype))
+    out = np.right_shift(xs, s.astype(xs.dtype))
+    fill = np.where(xs < 0, -1, 0).astype(xs.dtype)
+    return np.where(bad, fill, out).astype(xs.dtype).view(x.dtype)
+
+
+shift_left_p = binop("shift_left", _shift_left_impl, int_dtypes)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", _shift_right_arithmetic_impl,
+                                 int_dtypes)
+shift_right_logical_p = binop("shift_right_logical", _shift_right_logical_impl, int_dtypes)
+shift_left, shift_right_arithmetic, shift_right_logical = (_binary(p) for p in (
+    shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
+
+
+def _popcount_impl(x):
+    return np.bitwise_count(np.asarray(x).view(_unsigned(x.dtype))).astype(x.dtype)
+
+
+def _clz_impl(x):
+    nbits = x.dtype.itemsize * 8
+    udt = _unsigned(x.dtype)
+    v = np.asarray(x).view(udt).copy()
+    n = np.zeros(v.shape, np.int64)
+    s = nbits // 2
+    while s >= 1:
+        top_zero = (v >> udt.type(nbits - s)) == 0
+        n += np.where(top_zero, s, 0)
+        v = np.where(top_zero, v << udt.type(s), v).astype(udt)
+        s //= 2
+    n += (v >> udt.type(nbits - 1)) == 0
+    return n.astype(x.dtype)
+
+
+population_count_p = unop("population_count", _popcount_impl, int_dtypes)
+clz_p = unop("clz", _clz_impl, int_dtypes)
+population_count, clz = _unary(population_count_p), _unary(clz_p)
 
 
 # ---------------------------------------------------------------- comparisons
@@ -148,6 +543,203 @@ le_p = _compare("le", np.less_equal)
 gt_p = _compare("gt", np.greater)
 ge_p = _compare("ge", np.greater_equal)
 eq, ne, lt, le, gt, ge = (_binary(p) for p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+
+
+# ---------------------------------------------------------------- selection
+
+
+def _select_n_shape(which, *cases, **_):
+    if not cases:
+        raise TypeError("select_n: at least one case is required")
+    shape = cases[0].shape
+    for i, c in enumerate(cases):
+        if c.shape != shape:
+            raise TypeError(f"select_n: all cases must have the same shape, got case 0 of "
+                            f"shape {shape} and case {i} of shape {c.shape}")
+    if which.shape not in ((), shape):
+        raise TypeError(f"select_n: which must be a scalar or have the cases' shape {shape}, "
+                        f"got shape {which.shape}")
+    return shape
+
+
+def _select_n_dtype(which, *cases, **_):
+    if which.dtype not in (dtypes.bool_, dtypes.int32):
+        raise TypeError(f"select_n: which must be a boolean or int32 array, got {which.dtype}")
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise TypeError(f"select_n: a boolean which selects between at most 2 cases, got "
+                        f"{len(cases)}")
+    dts = {c.dtype for c in cases}
+    if len(dts) != 1:
+        raise TypeError(f"select_n: all cases must have the same dtype, got "
+                        f"{', '.join(str(c.dtype) for c in cases)}")
+    return cases[0].dtype
+
+
+def _select_n_impl(which, *cases):
+    if len(cases) == 1:
+        return np.array(cases[0], copy=True)
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0])
+    idx = np.clip(which, 0, len(cases) - 1)
+    return np.choose(idx, cases)
+
+
+select_n_p = standard_primitive(
+    "select_n", _select_n_impl, _select_n_shape, _select_n_dtype,
+    lambda which, *cases, **_: all(c.weak_type for c in cases))
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+    """Picks ``cases[which]`` elementwise (``which`` is bool for 2 cases, or int32).
+
+    Example:
+        >>> lax.select_n(jnp.array([True, False]), jnp.zeros(2), jnp.ones(2))
+        Array([1., 0.], dtype=float32)
+    """
+    which = base.as_operand(which, "select_n", "which")
+    cases = base.scalars_like("select_n", *cases) if cases else ()
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """``on_true`` where ``pred`` else ``on_false`` (``select_n(pred, on_false, on_true)``).
+
+    Example:
+        >>> lax.select(jnp.array([True]), jnp.ones(1), jnp.zeros(1))
+        Array([1.], dtype=float32)
+    """
+    return select_n(pred, on_false, on_true)
+
+
+def _clamp_shape(lo, x, hi, **_):
+    for arg, a in (("min", lo), ("max", hi)):
+        if a.shape not in ((), x.shape):
+            raise TypeError(f"clamp: {arg} must be a scalar or have the operand's shape "
+                            f"{x.shape}, got shape {a.shape}")
+    return x.shape
+
+
+def _clamp_dtype(lo, x, hi, **_):
+    check_dtype("clamp", "x", x.dtype, all_dtypes)
+    if lo.dtype != x.dtype or hi.dtype != x.dtype:
+        raise TypeError(f"clamp requires min, x and max to have the same dtypes, got "
+                        f"{lo.dtype}, {x.dtype}, {hi.dtype}.")
+    return x.dtype
+
+
+clamp_p = standard_primitive("clamp", lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
+                             _clamp_shape, _clamp_dtype, lambda lo, x, hi: x.weak_type)
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
+    """Clamps ``x`` to ``[min, max]`` (bounds are scalars or have x's shape).
+
+    Example:
+        >>> lax.clamp(0.0, jnp.array([-1.0, 2.0]), 1.0)
+        Array([0., 1.], dtype=float32)
+    """
+    lo, xx, hi = (base.as_operand(a, "clamp", n) for a, n in ((min, "min"), (x, "x"),
+                                                             (max, "max")))
+    if not dtypes.is_python_scalar(xx):
+        dt = core.get_aval(xx).dtype
+        lo, hi = (base.concrete_dtype_like(a, dt, True) if dtypes.is_python_scalar(a) else a
+                  for a in (lo, hi))
+    return clamp_p.bind(lo, xx, hi)
+
+
+# ---------------------------------------------------------------- complex numbers
+
+
+def _real_dtype(name):
+    def rule(x, **_):
+        check_dtype(name, "x", x.dtype, complex_dtypes)
+        return dtypes.float32 if x.dtype == dtypes.complex64 else dtypes.float64
+    return rule
+
+
+def _to_complex(dt: np.dtype) -> np.dtype:
+    return dtypes.complex128 if dt in (dtypes.float64, dtypes.complex128) else dtypes.complex64
+
+
+real_p = standard_primitive("real", lambda x: np.array(np.real(x)), _unary_shape,
+                            _real_dtype("real"))
+imag_p = standard_primitive("imag", lambda x: np.array(np.imag(x)), _unary_shape,
+                            _real_dtype("imag"))
+
+
+def _conj_dtype(x, *, input_dtype):
+    check_dtype("conj", "x", x.dtype, inexact_dtypes)
+    return _to_complex(x.dtype)
+
+
+conj_p = standard_primitive("conj", lambda x, *, input_dtype: np.conj(x.astype(
+    _to_complex(x.dtype))), _unary_shape, _conj_dtype)
+
+
+def _complex_dtype(x, y, **_):
+    for arg, a in (("x", x), ("y", y)):
+        check_dtype("complex", arg, a.dtype, (dtypes.float32, dtypes.float64))
+    return _to_complex(check_same_dtypes("complex", x, y))
+
+
+complex_p = standard_primitive(
+    "complex", lambda x, y: (x + 1j * y).astype(_to_complex(x.dtype)),
+    lambda x, y, **_: broadcasting_shape("complex", x, y), _complex_dtype)
+real, imag = _unary(real_p), _unary(imag_p)
+complex = _binary(complex_p)  # noqa: A001
+
+
+def conj(x: Any) -> Any:
+    """Complex conjugate; real inputs give a complex result, as in JAX.
+
+    Example:
+        >>> lax.conj(jnp.array([1 + 2j]))
+        Array([1.-2.j], dtype=complex64)
+    """
+    x = base.as_operand(x, "conj", "x")
+    return conj_p.bind(x, input_dtype=core.get_aval(x).dtype)
+
+
+copy_p = unop("copy", lambda x: np.array(x, copy=True), all_dtypes)
+
+
+# ---------------------------------------------------------------- reduce_precision
+
+
+def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
+    # Round to nearest even at the given mantissa width in float64, then clamp the exponent.
+    with np.errstate(all="ignore"):
+        v = x.astype(np.float64)
+        m, e = np.frexp(v)
+        scale = 2.0 ** (mantissa_bits + 1)
+        out = np.ldexp(np.rint(m * scale) / scale, e)
+        emax = 2 ** (exponent_bits - 1) - 1
+        emin = 1 - emax
+        big = np.abs(out) >= 2.0 ** (emax + 1)
+        out = np.where(big, np.copysign(np.inf, v), out)
+        q = 2.0 ** (emin - mantissa_bits)  # subnormals: multiples of the smallest one
+        out = np.where(np.abs(v) < 2.0 ** emin, np.rint(v / q) * q, out)
+        out = np.where(np.isfinite(v), out, v)
+        return out.astype(x.dtype)
+
+
+reduce_precision_p = unop("reduce_precision", _reduce_precision_impl, float_dtypes)
+
+
+def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """Rounds ``operand`` to a float format with the given exponent and mantissa bits.
+
+    Example:
+        >>> lax.reduce_precision(jnp.array([1.1]), exponent_bits=8, mantissa_bits=7)
+        Array([1.1015625], dtype=float32)
+    """
+    for name, v, lo in (("exponent_bits", exponent_bits, 1), ("mantissa_bits", mantissa_bits,
+                                                              0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"reduce_precision: {name} must be an integer >= {lo}, got {v!r}")
+    return reduce_precision_p.bind(base.as_operand(operand, "reduce_precision"),
+                                   exponent_bits=int(exponent_bits),
+                                   mantissa_bits=int(mantissa_bits))
 
 
 # ---------------------------------------------------------------- conversion
@@ -200,7 +792,24 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
 
 
 __all__ = [
-    "add", "sub", "mul", "div", "rem", "max", "min", "neg", "exp", "log", "sin", "cos",
-    "eq", "ne", "lt", "le", "gt", "ge", "convert_element_type",
+    "RoundingMethod",
+    "add", "sub", "mul", "div", "rem", "max", "min", "neg", "sign", "floor", "ceil", "round",
+    "is_finite", "exp", "exp2", "expm1", "log", "log1p", "sqrt", "rsqrt", "cbrt", "logistic",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "pow", "integer_pow", "square", "reciprocal", "abs", "nextafter", "erf",
+    "erfc", "erf_inv", "lgamma", "digamma", "bitwise_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "population_count", "clz", "eq", "ne", "lt", "le", "gt", "ge", "select_n", "select",
+    "clamp", "real", "imag", "conj", "complex", "convert_element_type", "reduce_precision",
+    "add_p", "sub_p", "mul_p", "div_p", "rem_p", "max_p", "min_p", "neg_p", "sign_p",
+    "floor_p", "ceil_p", "round_p", "is_finite_p", "exp_p", "exp2_p", "expm1_p", "log_p",
+    "log1p_p", "sqrt_p", "rsqrt_p", "cbrt_p", "logistic_p", "sin_p", "cos_p", "tan_p",
+    "asin_p", "acos_p", "atan_p", "atan2_p", "sinh_p", "cosh_p", "tanh_p", "asinh_p",
+    "acosh_p", "atanh_p", "pow_p", "integer_pow_p", "square_p", "abs_p", "nextafter_p",
+    "erf_p", "erfc_p", "erf_inv_p", "lgamma_p", "digamma_p", "not_p", "and_p", "or_p",
+    "xor_p", "shift_left_p", "shift_right_arithmetic_p", "shift_right_logical_p",
+    "population_count_p", "clz_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p",
+    "select_n_p", "clamp_p", "real_p", "imag_p", "conj_p", "complex_p", "copy_p",
+    "convert_element_type_p", "reduce_precision_p",
     "unop", "binop", "float_dtypes", "int_dtypes",
 ]

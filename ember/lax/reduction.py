@@ -1,3 +1,304 @@
-"""lax reduction primitives (being written)."""
+"""Reduction primitives (reduce_sum, reduce_max, argmax, ...) and cumulative ones (cumsum, ...).
 
-__all__: list[str] = []
+Each primitive sits with its NumPy impl and its shape/dtype rules. Reductions of size-0 axes
+give the reduction's identity, as in JAX; float16/bfloat16 sums accumulate in float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes
+from ember.lax import base
+from ember.lax.base import (
+    all_dtypes,
+    bool_dtypes,
+    check_dtype,
+    float_dtypes,
+    int_dtypes,
+    numeric_dtypes,
+    standard_primitive,
+)
+
+_LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
+
+
+def _acc_dtype(dt: np.dtype) -> np.dtype:
+    return dtypes.float32 if dt in _LOW_PRECISION else dt
+
+
+def _check_axes(prim: str, axes: Any, ndim: int) -> tuple[int, ...]:
+    if not isinstance(axes, tuple) or any(
+            isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in axes):
+        raise TypeError(f"{prim}: axes must be a tuple of integers, got {axes!r}")
+    if any(not 0 <= a < ndim for a in axes):
+        raise ValueError(f"{prim}: reduction axes {axes} contains out-of-bounds indices for an "
+                         f"operand of rank {ndim}")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{prim}: duplicate value in 'axes' of reduction: {axes}")
+    return axes
+
+
+def _normalize_axes(fn: str, axes: Any, ndim: int) -> tuple[int, ...]:
+    """Python-level axes (int or sequence, negatives allowed) -> canonical tuple."""
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        axes = (axes,)
+    try:
+        axes = tuple(axes)
+    except TypeError:
+        raise TypeError(f"{fn}: axes must be a sequence of integers, got {axes!r}") from None
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{fn}: axes must contain only integers, got {axes!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{fn}: axis {a} in axes={axes} is out of bounds for an operand of "
+                             f"rank {ndim}")
+    return tuple(int(a) % ndim for a in axes)
+
+
+def _reduce_shape(name: str):
+    def rule(x, *, axes):
+        axes = _check_axes(name, axes, x.ndim)
+        return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    return rule
+
+
+def _reduce_dtype(name: str, allowed):
+    def rule(x, *, axes):
+        check_dtype(name, "operand", x.dtype, allowed)
+        return x.dtype
+    return rule
+
+
+def _max_identity(dt: np.dtype):
+    if dt == dtypes.bool_:
+        return False
+    if dtypes.is_integer(dt):
+        return np.iinfo(dt).min
+    return -np.inf
+
+
+def _min_identity(dt: np.dtype):
+    if dt == dtypes.bool_:
+        return True
+    if dtypes.is_integer(dt):
+        return np.iinfo(dt).max
+    return np.inf
+
+
+def _sum_impl(x, *, axes):
+    with np.errstate(all="ignore"):
+        return np.sum(x, axis=axes, dtype=_acc_dtype(x.dtype)).astype(x.dtype)
+
+
+def _prod_impl(x, *, axes):
+    with np.errstate(all="ignore"):
+        return np.prod(x, axis=axes, dtype=_acc_dtype(x.dtype)).astype(x.dtype)
+
+
+def _max_impl(x, *, axes):
+    with np.errstate(invalid="ignore"):
+        return np.max(x, axis=axes, initial=_max_identity(x.dtype))
+
+
+def _min_impl(x, *, axes):
+    with np.errstate(invalid="ignore"):
+        return np.min(x, axis=axes, initial=_min_identity(x.dtype))
+
+
+def _and_impl(x, *, axes):
+    if x.dtype == dtypes.bool_:
+        return np.all(x, axis=axes)
+    return np.bitwise_and.reduce(x, axis=axes, initial=np.array(-1).astype(x.dtype))
+
+
+def _or_impl(x, *, axes):
+    if x.dtype == dtypes.bool_:
+        return np.any(x, axis=axes)
+    return np.bitwise_or.reduce(x, axis=axes, initial=0)
+
+
+def _xor_impl(x, *, axes):
+    ufunc = np.logical_xor if x.dtype == dtypes.bool_ else np.bitwise_xor
+    return ufunc.reduce(x, axis=axes, initial=x.dtype.type(0)).astype(x.dtype)
+
+
+def _reduction(name: str, impl, allowed):
+    return standard_primitive(name, impl, _reduce_shape(name), _reduce_dtype(name, allowed))
+
+
+_bitwise_dtypes = bool_dtypes + int_dtypes
+reduce_sum_p = _reduction("reduce_sum", _sum_impl, numeric_dtypes)
+reduce_prod_p = _reduction("reduce_prod", _prod_impl, numeric_dtypes)
+reduce_max_p = _reduction("reduce_max", _max_impl, all_dtypes)
+reduce_min_p = _reduction("reduce_min", _min_impl, all_dtypes)
+reduce_and_p = _reduction("reduce_and", _and_impl, _bitwise_dtypes)
+reduce_or_p = _reduction("reduce_or", _or_impl, _bitwise_dtypes)
+reduce_xor_p = _reduction("reduce_xor", _xor_impl, _bitwise_dtypes)
+
+
+def _reducer(prim, what: str):
+    def fn(operand: Any, axes: Sequence[int]) -> Any:
+        operand = base.as_operand(operand, prim.name)
+        ndim = core.get_aval(operand).ndim
+        return prim.bind(operand, axes=_normalize_axes(prim.name, axes, ndim))
+    fn.__name__ = prim.name
+    fn.__qualname__ = prim.name
+    fn.__doc__ = (f"{what} of ``operand`` over ``axes`` (size-0 axes give the identity).\n\n"
+                  f"    Example:\n        >>> lax.{prim.name}(jnp.ones((2, 3)), axes=(0,))\n")
+    return fn
+
+
+reduce_sum = _reducer(reduce_sum_p, "Sum")
+reduce_prod = _reducer(reduce_prod_p, "Product")
+reduce_max = _reducer(reduce_max_p, "Maximum (NaN propagates)")
+reduce_min = _reducer(reduce_min_p, "Minimum (NaN propagates)")
+reduce_and = _reducer(reduce_and_p, "Logical/bitwise AND")
+reduce_or = _reducer(reduce_or_p, "Logical/bitwise OR")
+reduce_xor = _reducer(reduce_xor_p, "Logical/bitwise XOR")
+
+
+# ---------------------------------------------------------------- argmax / argmin
+
+
+def _argminmax_shape(name: str):
+    def rule(x, *, axes, index_dtype):
+        if not isinstance(axes, tuple) or len(axes) != 1:
+            raise TypeError(f"{name}: axes must be a tuple of exactly one axis, got {axes!r}")
+        _check_axes(name, axes, x.ndim)
+        if x.shape[axes[0]] == 0:
+            raise ValueError(f"{name}: requires a non-empty reduced dimension; got operand "
+                             f"shape {x.shape} and axis {axes[0]}")
+        return tuple(d for i, d in enumerate(x.shape) if i != axes[0])
+    return rule
+
+
+def _argminmax_dtype(name: str):
+    def rule(x, *, axes, index_dtype):
+        check_dtype(name, "operand", x.dtype, all_dtypes)
+        if not dtypes.is_integer(index_dtype):
+            raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
+        return np.dtype(index_dtype)
+    return rule
+
+
+def _argminmax_impl(np_fn):
+    def impl(x, *, axes, index_dtype):
+        if x.dtype in _LOW_PRECISION:
+            x = x.astype(np.float32)
+        # NumPy's argmax/argmin already return the first NaN's index, like JAX.
+        return np_fn(x, axis=axes[0]).astype(index_dtype)
+    return impl
+
+
+argmax_p = standard_primitive("argmax", _argminmax_impl(np.argmax), _argminmax_shape("argmax"),
+                              _argminmax_dtype("argmax"), lambda *a, **k: False)
+argmin_p = standard_primitive("argmin", _argminmax_impl(np.argmin), _argminmax_shape("argmin"),
+                              _argminmax_dtype("argmin"), lambda *a, **k: False)
+
+
+def _arg_reducer(prim):
+    def fn(operand: Any, axis: int, index_dtype: Any) -> Any:
+        operand = base.as_operand(operand, prim.name)
+        ndim = core.get_aval(operand).ndim
+        axis = base.check_axis(prim.name, "axis", axis, ndim)
+        if ndim == 0:
+            raise ValueError(f"{prim.name}: operand must have rank >= 1, got a scalar")
+        index_dtype = dtypes.canonicalize_dtype(dtypes.dtype(index_dtype))
+        return prim.bind(operand, axes=(axis,), index_dtype=index_dtype)
+    fn.__name__ = prim.name
+    fn.__qualname__ = prim.name
+    fn.__doc__ = (f"Index of the {prim.name[3:]}imum along ``axis`` (first NaN wins).\n\n"
+                  f"    Example:\n        >>> lax.{prim.name}(jnp.array([1., 3., 2.]), 0, "
+                  "jnp.int32)\n        Array(1, dtype=int32)\n")
+    return fn
+
+
+argmax = _arg_reducer(argmax_p)
+argmin = _arg_reducer(argmin_p)
+
+
+# ---------------------------------------------------------------- cumulative reductions
+
+
+def _cum_shape(name: str):
+    def rule(x, *, axis, reverse):
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            raise TypeError(f"{name}: axis must be an integer, got {axis!r}")
+        if not 0 <= axis < max(x.ndim, 1) or x.ndim == 0:
+            raise ValueError(f"{name}: axis {axis} is out of bounds for an operand of rank "
+                             f"{x.ndim}")
+        if not isinstance(reverse, bool):
+            raise TypeError(f"{name}: reverse must be a bool, got {reverse!r}")
+        return x.shape
+    return rule
+
+
+def _cum_impl(accumulate, low_precision_in_f32: bool = True):
+    def impl(x, *, axis, reverse):
+        dt = x.dtype
+        if low_precision_in_f32 and dt in _LOW_PRECISION:
+            x = x.astype(np.float32)
+        if reverse:
+            x = np.flip(x, axis)
+        with np.errstate(all="ignore"):
+            out = accumulate(x, axis=axis)
+        if reverse:
+            out = np.flip(out, axis)
+        return np.asarray(out).astype(dt)
+    return impl
+
+
+def _cum_primitive(name: str, accumulate, allowed):
+    def dtype_rule(x, **_):
+        check_dtype(name, "operand", x.dtype, allowed)
+        return x.dtype
+    return standard_primitive(name, _cum_impl(accumulate), _cum_shape(name), dtype_rule)
+
+
+def _int_cumsum(x, axis):
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+def _int_cumprod(x, axis):
+    return np.cumprod(x, axis=axis, dtype=x.dtype)
+
+
+cumsum_p = _cum_primitive("cumsum", _int_cumsum, numeric_dtypes)
+cumprod_p = _cum_primitive("cumprod", _int_cumprod, numeric_dtypes)
+cummax_p = _cum_primitive("cummax", np.maximum.accumulate, all_dtypes)
+cummin_p = _cum_primitive("cummin", np.minimum.accumulate, all_dtypes)
+cumlogsumexp_p = _cum_primitive("cumlogsumexp", np.logaddexp.accumulate, float_dtypes)
+
+
+def _cumulative(prim, what: str):
+    def fn(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+        operand = base.as_operand(operand, prim.name)
+        ndim = core.get_aval(operand).ndim
+        if ndim == 0:
+            raise ValueError(f"{prim.name}: operand must have rank >= 1, got a scalar")
+        axis = base.check_axis(prim.name, "axis", axis, ndim)
+        return prim.bind(operand, axis=axis, reverse=bool(reverse))
+    fn.__name__ = prim.name
+    fn.__qualname__ = prim.name
+    fn.__doc__ = (f"Cumulative {what} along ``axis`` (from the end when ``reverse``).\n\n"
+                  f"    Example:\n        >>> lax.{prim.name}(jnp.array([1., 2., 3.]))\n")
+    return fn
+
+
+cumsum = _cumulative(cumsum_p, "sum")
+cumprod = _cumulative(cumprod_p, "product")
+cummax = _cumulative(cummax_p, "maximum")
+cummin = _cumulative(cummin_p, "minimum")
+cumlogsumexp = _cumulative(cumlogsumexp_p, "log-sum-exp")
+
+__all__ = [
+    "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
+    "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+    "reduce_sum_p", "reduce_prod_p", "reduce_max_p", "reduce_min_p", "reduce_and_p",
+    "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p",
+    "cummax_p", "cummin_p", "cumlogsumexp_p",
+]

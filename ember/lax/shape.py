@@ -1,4 +1,4 @@
-"""Shape primitives: broadcast_in_dim, reshape (more are added beside them)."""
+"""Shape primitives: broadcast_in_dim, reshape, squeeze, transpose, rev, pad, concatenate, iota."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ember import core
-from ember.lax import base
+from ember import core, dtypes
+from ember.lax import base, elementwise
 from ember.lax.base import check_shape, standard_primitive
 
 # ---------------------------------------------------------------- broadcast_in_dim
@@ -122,3 +122,422 @@ def reshape(operand: Any, new_sizes: Sequence[int],
     if aval.shape == new_sizes and dims is None and hasattr(operand, "aval"):
         return operand
     return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims)
+
+
+def _same_dtype(x, **_):
+    return x.dtype
+
+
+def _check_dims(prim: str, arg: str, dims: Sequence[int], ndim: int,
+                unique: bool = True) -> tuple[int, ...]:
+    """Validates static dimension indices (already ints) against a rank."""
+    for d in dims:
+        if not 0 <= d < ndim:
+            raise ValueError(f"{prim}: {arg} {tuple(dims)} contains {d}, out of range for an "
+                             f"operand of rank {ndim}")
+    if unique and len(set(dims)) != len(dims):
+        raise ValueError(f"{prim}: {arg} {tuple(dims)} contains duplicates")
+    return tuple(dims)
+
+
+def _int_tuple(prim: str, arg: str, values: Any) -> tuple[int, ...]:
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        values = (values,)
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise TypeError(f"{prim}: {arg} must be a sequence of integers, got {values!r}") \
+            from None
+    for v in values:
+        if isinstance(v, core.Tracer):
+            core.concrete_or_error(v, f"{prim}: {arg} must be concrete")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{prim}: {arg} must contain only integers, got {values!r}")
+    return tuple(int(v) for v in values)
+
+
+def _canonical_dims(prim: str, arg: str, dims: Any, ndim: int) -> tuple[int, ...]:
+    """Integers in [-ndim, ndim) normalized to [0, ndim)."""
+    dims = _int_tuple(prim, arg, dims)
+    for d in dims:
+        if not -ndim <= d < ndim:
+            raise ValueError(f"{prim}: {arg} {dims} contains {d}, out of range for an operand "
+                             f"of rank {ndim}")
+    return tuple(d % ndim for d in dims)
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "aval") and not isinstance(x, (np.ndarray, np.generic))
+
+
+# ---------------------------------------------------------------- squeeze / expand_dims
+
+
+def _squeeze_shape(x, *, dimensions):
+    _check_dims("squeeze", "dimensions", dimensions, x.ndim)
+    for d in dimensions:
+        if x.shape[d] != 1:
+            raise ValueError(f"squeeze: cannot squeeze dimension {d} of size {x.shape[d]} "
+                             f"(operand shape {x.shape}); only size-1 dimensions can be "
+                             "squeezed")
+    return tuple(s for i, s in enumerate(x.shape) if i not in dimensions)
+
+
+squeeze_p = standard_primitive(
+    "squeeze", lambda x, *, dimensions: np.squeeze(x, axis=dimensions), _squeeze_shape,
+    _same_dtype)
+
+
+def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
+    """Removes the given size-1 dimensions (negative indices allowed).
+
+    Example:
+        >>> lax.squeeze(jnp.ones((1, 3)), (0,)).shape
+        (3,)
+    """
+    array = base.as_operand(array, "squeeze", "array")
+    aval = core.get_aval(array)
+    dims = _canonical_dims("squeeze", "dimensions", dimensions, aval.ndim)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"squeeze: dimensions {tuple(dimensions)} contains duplicates")
+    dims = tuple(sorted(dims))
+    if not dims and _is_array(array):
+        return array
+    return squeeze_p.bind(array, dimensions=dims)
+
+
+def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
+    """Inserts size-1 dimensions at the given output positions (via broadcast_in_dim).
+
+    Example:
+        >>> lax.expand_dims(jnp.ones(3), (0,)).shape
+        (1, 3)
+    """
+    array = base.as_operand(array, "expand_dims", "array")
+    aval = core.get_aval(array)
+    dims = _int_tuple("expand_dims", "dimensions", dimensions)
+    out_ndim = aval.ndim + len(dims)
+    dims = _canonical_dims("expand_dims", "dimensions", dims, out_ndim)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"expand_dims: dimensions {tuple(dimensions)} contains duplicates")
+    shape = [1] * out_ndim
+    rest = [i for i in range(out_ndim) if i not in dims]
+    for i, s in zip(rest, aval.shape):
+        shape[i] = s
+    return broadcast_in_dim(array, tuple(shape), tuple(rest))
+
+
+def broadcast_to_rank(x: Any, rank: int) -> Any:
+    """Adds leading size-1 dimensions until ``x`` has ``rank`` dimensions.
+
+    Example:
+        >>> lax.broadcast_to_rank(jnp.ones(3), 3).shape
+        (1, 1, 3)
+    """
+    aval = core.get_aval(base.as_operand(x, "broadcast_to_rank", "x"))
+    if rank < aval.ndim:
+        raise ValueError(f"broadcast_to_rank: rank {rank} is smaller than the operand rank "
+                         f"{aval.ndim}")
+    if rank == aval.ndim:
+        return x
+    return broadcast(x, (1,) * (rank - aval.ndim))
+
+
+def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """Collapses dimensions ``[start_dimension, stop_dimension)`` into one.
+
+    Example:
+        >>> lax.collapse(jnp.ones((2, 3, 4)), 0, 2).shape
+        (6, 4)
+    """
+    aval = core.get_aval(base.as_operand(operand, "collapse"))
+    nd = aval.ndim
+    stop = nd if stop_dimension is None else stop_dimension
+    start, stop = int(start_dimension), int(stop)
+    start, stop = (start + nd if start < 0 else start), (stop + nd if stop < 0 else stop)
+    if not 0 <= start <= stop <= nd:
+        raise ValueError(f"collapse: invalid dimension range [{start_dimension}, "
+                         f"{stop_dimension}) for an operand of rank {nd}")
+    size = int(np.prod(aval.shape[start:stop], dtype=np.int64))
+    return reshape(operand, aval.shape[:start] + (size,) + aval.shape[stop:])
+
+
+# ---------------------------------------------------------------- transpose
+
+
+def _transpose_shape(x, *, permutation):
+    if tuple(sorted(permutation)) != tuple(range(x.ndim)):
+        raise ValueError(f"transpose: permutation {tuple(permutation)} is not a permutation of "
+                         f"the operand dimensions {tuple(range(x.ndim))}")
+    return tuple(x.shape[p] for p in permutation)
+
+
+transpose_p = standard_primitive(
+    "transpose", lambda x, *, permutation: np.transpose(x, permutation), _transpose_shape,
+    _same_dtype)
+
+
+def transpose(operand: Any, permutation: Sequence[int]) -> Any:
+    """Permutes the dimensions: output dimension i is operand dimension ``permutation[i]``.
+
+    Example:
+        >>> lax.transpose(jnp.ones((2, 3)), (1, 0)).shape
+        (3, 2)
+    """
+    operand = base.as_operand(operand, "transpose")
+    perm = _int_tuple("transpose", "permutation", permutation)
+    if perm == tuple(range(core.get_aval(operand).ndim)) and _is_array(operand):
+        return operand
+    return transpose_p.bind(operand, permutation=perm)
+
+
+# ---------------------------------------------------------------- rev
+
+
+def _rev_shape(x, *, dimensions):
+    _check_dims("rev", "dimensions", dimensions, x.ndim)
+    return x.shape
+
+
+rev_p = standard_primitive(
+    "rev", lambda x, *, dimensions: np.flip(x, dimensions) if dimensions else x, _rev_shape,
+    _same_dtype)
+
+
+def rev(operand: Any, dimensions: Sequence[int]) -> Any:
+    """Reverses the order of elements along ``dimensions``.
+
+    Example:
+        >>> lax.rev(jnp.arange(3), (0,))
+        Array([2, 1, 0], dtype=int32)
+    """
+    operand = base.as_operand(operand, "rev")
+    dims = _int_tuple("rev", "dimensions", dimensions)
+    if not dims and _is_array(operand):
+        return operand
+    return rev_p.bind(operand, dimensions=dims)
+
+
+# ---------------------------------------------------------------- pad
+
+
+def _pad_out_size(n: int, lo: int, hi: int, interior: int) -> int:
+    return lo + hi + n + max(n - 1, 0) * interior
+
+
+def _pad_shape(x, padding_value, *, padding_config):
+    if padding_value.shape != ():
+        raise TypeError(f"pad: padding_value must be a scalar, got shape {padding_value.shape}")
+    if len(padding_config) != x.ndim:
+        raise ValueError(f"pad: padding_config {padding_config} must have one (lo, hi, "
+                         f"interior) triple per operand dimension (operand shape {x.shape})")
+    out = []
+    for d, (lo, hi, interior) in zip(x.shape, padding_config):
+        if interior < 0:
+            raise ValueError(f"pad: interior padding must be non-negative, got "
+                             f"padding_config {padding_config}")
+        size = _pad_out_size(d, lo, hi, interior)
+        if size < 0:
+            raise ValueError(f"pad: padding_config {padding_config} gives a negative dimension "
+                             f"size {size} for operand shape {x.shape}")
+        out.append(size)
+    return tuple(out)
+
+
+def _pad_dtype(x, padding_value, **_):
+    if x.dtype != padding_value.dtype:
+        raise TypeError(f"pad: operand and padding_value must have the same dtype, got "
+                        f"{x.dtype} and {padding_value.dtype}")
+    return x.dtype
+
+
+def _pad_impl(x, padding_value, *, padding_config):
+    grown = [_pad_out_size(d, max(lo, 0), max(hi, 0), i)
+             for d, (lo, hi, i) in zip(x.shape, padding_config)]
+    out = np.full(grown, padding_value, dtype=x.dtype)
+    place = tuple(slice(max(lo, 0), max(lo, 0) + _pad_out_size(d, 0, 0, i), i + 1)
+                  for d, (lo, hi, i) in zip(x.shape, padding_config))
+    out[place] = x
+    crop = tuple(slice(max(-lo, 0), g - max(-hi, 0))
+                 for g, (lo, hi, _) in zip(grown, padding_config))
+    return out[crop]
+
+
+pad_p = standard_primitive("pad", _pad_impl, _pad_shape, _pad_dtype,
+                           lambda x, v, **_: x.weak_type)
+
+
+def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:
+    """Pads with ``padding_value``: per dimension (low, high, interior); negative lo/hi crop.
+
+    Example:
+        >>> lax.pad(jnp.ones(2), 0.0, [(1, 1, 1)])
+        Array([0., 1., 0., 1., 0.], dtype=float32)
+    """
+    operand, padding_value = base.scalars_like("pad", operand, padding_value)
+    try:
+        config = tuple(_int_tuple("pad", "padding_config", c) for c in padding_config)
+    except TypeError:
+        raise TypeError(f"pad: padding_config must be a sequence of (lo, hi, interior) "
+                        f"integer triples, got {padding_config!r}") from None
+    if any(len(c) != 3 for c in config):
+        raise ValueError(f"pad: padding_config must contain (lo, hi, interior) triples, got "
+                         f"{padding_config!r}")
+    return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+# ---------------------------------------------------------------- concatenate
+
+
+def _concatenate_shape(*xs, dimension):
+    if not xs:
+        raise TypeError("concatenate: needs at least one operand")
+    nd = xs[0].ndim
+    if not 0 <= dimension < max(nd, 0) or nd == 0:
+        raise ValueError(f"concatenate: dimension {dimension} is out of range for operands "
+                         f"of rank {nd}")
+    for x in xs:
+        if x.ndim != nd:
+            raise TypeError(f"concatenate: all operands must have the same rank, got shapes "
+                            f"{', '.join(str(a.shape) for a in xs)}")
+        if any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension):
+            raise TypeError(f"concatenate: operand shapes must match except in dimension "
+                            f"{dimension}, got shapes {', '.join(str(a.shape) for a in xs)}")
+    size = sum(x.shape[dimension] for x in xs)
+    return xs[0].shape[:dimension] + (size,) + xs[0].shape[dimension + 1:]
+
+
+concatenate_p = standard_primitive(
+    "concatenate", lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    _concatenate_shape, lambda *xs, **_: base.check_same_dtypes("concatenate", *xs))
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    """Concatenates same-dtype, same-rank operands along ``dimension``.
+
+    Example:
+        >>> lax.concatenate([jnp.ones(2), jnp.zeros(1)], 0)
+        Array([1., 1., 0.], dtype=float32)
+    """
+    if isinstance(operands, core.Tracer) or _is_array(operands):
+        raise TypeError("concatenate: operands must be a sequence of arrays")
+    operands = [base.as_operand(x, "concatenate") for x in operands]
+    if not operands:
+        raise ValueError("concatenate: needs at least one operand")
+    if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
+        raise TypeError(f"concatenate: dimension must be an integer, got {dimension!r}")
+    if len(operands) == 1 and _is_array(operands[0]):
+        _concatenate_shape(core.get_aval(operands[0]), dimension=int(dimension))
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+# ---------------------------------------------------------------- iota
+
+
+def _iota_shape(*, dtype, shape, dimension):
+    check_shape("iota", "shape", shape)
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota: dimension {dimension} is out of range for shape {shape}")
+    return shape
+
+
+def _iota_dtype(*, dtype, shape, dimension):
+    base.check_dtype("iota", "dtype", dtype, base.numeric_dtypes)
+    return dtype
+
+
+def _iota_impl(*, dtype, shape, dimension):
+    ar = np.arange(shape[dimension], dtype=np.int64).astype(dtype)
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    return np.broadcast_to(ar.reshape(expanded), shape)
+
+
+iota_p = standard_primitive("iota", _iota_impl, _iota_shape, _iota_dtype,
+                            lambda **_: False)
+
+
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
+    """An array of ``shape`` whose values count along ``dimension``.
+
+    Example:
+        >>> lax.broadcasted_iota(jnp.int32, (2, 2), 1)
+        Array([[0, 1],
+               [0, 1]], dtype=int32)
+    """
+    dtype = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    shape = check_shape("broadcasted_iota", "shape", shape)
+    if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
+        raise TypeError(f"broadcasted_iota: dimension must be an integer, got {dimension!r}")
+    dimension = int(dimension)
+    if not -len(shape) <= dimension < len(shape):
+        raise ValueError(f"broadcasted_iota: dimension {dimension} is out of range for shape "
+                         f"{shape}")
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension % len(shape))
+
+
+def iota(dtype: Any, size: int) -> Any:
+    """``[0, 1, ..., size - 1]`` with the given dtype.
+
+    Example:
+        >>> lax.iota(jnp.int32, 3)
+        Array([0, 1, 2], dtype=int32)
+    """
+    size = core.concrete_or_error(size, "iota: size must be a concrete integer")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise TypeError(f"iota: size must be an integer, got {size!r}")
+    return broadcasted_iota(dtype, (int(size),), 0)
+
+
+# ---------------------------------------------------------------- full
+
+
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
+    """An array of ``shape`` filled with the scalar ``fill_value`` (cast to ``dtype``).
+
+    Example:
+        >>> lax.full((2,), 3.0)
+        Array([3., 3.], dtype=float32)
+    """
+    shape = check_shape("full", "shape", (shape,) if isinstance(shape, (int, np.integer))
+                        else shape)
+    fill_value = base.as_operand(fill_value, "full", "fill_value")
+    aval = core.get_aval(fill_value)
+    if aval.shape != ():
+        raise TypeError(f"full: fill_value must be a scalar, got shape {aval.shape}")
+    if dtype is None:
+        value = fill_value if _is_array(fill_value) or isinstance(fill_value, core.Tracer) \
+            else elementwise.convert_element_type(fill_value, aval.dtype, aval.weak_type)
+    else:
+        value = elementwise.convert_element_type(fill_value, dtype)
+    return broadcast(value, shape)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None,
+              shape: Sequence[int] | None = None) -> Any:
+    """Like ``full``, taking the shape and dtype from ``x`` unless overridden.
+
+    Example:
+        >>> lax.full_like(jnp.ones((2,), jnp.int32), 5)
+        Array([5, 5], dtype=int32)
+    """
+    aval = core.get_aval(base.as_operand(x, "full_like", "x"))
+    weak = dtype is None and aval.weak_type
+    dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    value = elementwise.convert_element_type(fill_value, dt, weak)
+    return broadcast(value, aval.shape if shape is None else tuple(shape))
+
+
+def zeros_like_array(x: Any) -> Any:
+    """Zeros with the shape and dtype of ``x``."""
+    return full_like(x, 0)
+
+
+__all__ = [
+    "broadcast_in_dim", "broadcast", "broadcast_to_shape", "broadcast_to_rank", "reshape",
+    "squeeze", "expand_dims", "collapse", "transpose", "rev", "pad", "concatenate", "iota",
+    "broadcasted_iota", "full", "full_like", "zeros_like_array",
+    "broadcast_in_dim_p", "reshape_p", "squeeze_p", "transpose_p", "rev_p", "pad_p",
+    "concatenate_p", "iota_p",
+]

@@ -1,3 +1,861 @@
-"""lax slicing primitives (being written)."""
+"""Slicing primitives: slice, dynamic_slice, dynamic_update_slice, gather and the scatters.
 
-__all__: list[str] = []
+Semantics follow XLA/JAX: dynamic start indices are clamped so the slice stays in bounds;
+gather and scatter take a ``GatherScatterMode``: CLIP clamps the start of every window,
+FILL_OR_DROP fills out-of-bounds gather windows with ``fill_value`` and drops out-of-bounds
+scatter windows, PROMISE_IN_BOUNDS is implemented like CLIP (never reads or writes out of
+bounds). The NumPy impls build explicit coordinate grids, so no kernel can index out of range.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ember import core, dtypes
+from ember.core import Tracer
+from ember.lax import base
+from ember.lax.base import all_dtypes, check_dtype, int_dtypes, standard_primitive
+
+
+def _other_lax(name: str):
+    # Primitives owned by other lax modules, looked up at call time (no import cycle).
+    from ember import lax
+    return getattr(lax, name, None)
+
+
+def _ints(fn: str, arg: str, seq: Any) -> tuple[int, ...]:
+    if isinstance(seq, (int, np.integer)) and not isinstance(seq, bool):
+        seq = (seq,)
+    try:
+        seq = tuple(seq)
+    except TypeError:
+        raise TypeError(f"{fn}: {arg} must be a sequence of integers, got {seq!r}") from None
+    for v in seq:
+        if isinstance(v, Tracer):
+            core.concrete_or_error(v, f"{fn}: {arg} must be static integers")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
+                hasattr(v, "ndim") and v.ndim == 0 and dtypes.is_integer(v.dtype)):
+            raise TypeError(f"{fn}: {arg} must contain only integers, got {seq!r}")
+    return tuple(int(v) for v in seq)
+
+
+# ---------------------------------------------------------------- slice
+
+
+def _slice_shape(x, *, start_indices, limit_indices, strides):
+    fn = "slice"
+    if len(start_indices) != x.ndim:
+        raise TypeError(f"{fn}: start_indices {start_indices} must have one entry per operand "
+                        f"dimension (operand shape {x.shape})")
+    if len(limit_indices) != x.ndim:
+        raise TypeError(f"{fn}: limit_indices {limit_indices} must have one entry per operand "
+                        f"dimension (operand shape {x.shape})")
+    if strides is not None and len(strides) != x.ndim:
+        raise TypeError(f"{fn}: strides {strides} must have one entry per operand dimension "
+                        f"(operand shape {x.shape})")
+    if any(s < 0 for s in start_indices):
+        raise TypeError(f"{fn}: start_indices must be non-negative, got {start_indices}")
+    if any(lim > d for lim, d in zip(limit_indices, x.shape)):
+        raise TypeError(f"{fn}: limit_indices {limit_indices} must be less than or equal to "
+                        f"the operand shape {x.shape}")
+    if any(lim < s for s, lim in zip(start_indices, limit_indices)):
+        raise TypeError(f"{fn}: limit_indices must be greater than or equal to start_indices, "
+                        f"got start_indices {start_indices} and limit_indices {limit_indices}")
+    strides = strides or (1,) * x.ndim
+    if any(s <= 0 for s in strides):
+        raise TypeError(f"{fn}: strides must be positive, got {strides}")
+    return tuple((lim - s + st - 1) // st
+                 for s, lim, st in zip(start_indices, limit_indices, strides))
+
+
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    return x[tuple(builtins.slice(s, lim, st)
+                   for s, lim, st in zip(start_indices, limit_indices, strides))]
+
+
+slice_p = standard_primitive("slice", _slice_impl, _slice_shape, lambda x, **_: x.dtype)
+
+
+def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa: A001
+          strides: Sequence[int] | None = None) -> Any:
+    """Static slice ``operand[start:limit:stride]`` along every dimension.
+
+    Example:
+        >>> lax.slice(jnp.arange(6), (1,), (5,), (2,))
+        Array([1, 3], dtype=int32)
+    """
+    operand = base.as_operand(operand, "slice")
+    start = _ints("slice", "start_indices", start_indices)
+    limit = _ints("slice", "limit_indices", limit_indices)
+    st = None if strides is None else _ints("slice", "strides", strides)
+    if st is not None and all(s == 1 for s in st):
+        st = None
+    return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=st)
+
+
+def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
+                 stride: int = 1, axis: int = 0) -> Any:
+    """``lax.slice`` along one axis; None means the start/end and negative indices wrap.
+
+    Example:
+        >>> lax.slice_in_dim(jnp.arange(6), 1, -1)
+        Array([1, 2, 3, 4], dtype=int32)
+    """
+    shape = core.get_aval(base.as_operand(operand, "slice_in_dim")).shape
+    axis = base.check_axis("slice_in_dim", "axis", axis, len(shape))
+    n = shape[axis]
+    start = 0 if start_index is None else int(start_index)
+    limit = n if limit_index is None else int(limit_index)
+    start = start + n if start < 0 else start
+    limit = limit + n if limit < 0 else limit
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
+    return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
+    """Element ``index`` (static, negative wraps) along ``axis``, keeping the axis or not.
+
+    Example:
+        >>> lax.index_in_dim(jnp.arange(6).reshape(2, 3), -1, 0, keepdims=False)
+        Array([3, 4, 5], dtype=int32)
+    """
+    shape = core.get_aval(base.as_operand(operand, "index_in_dim")).shape
+    axis = base.check_axis("index_in_dim", "axis", axis, len(shape))
+    n, index = shape[axis], int(index)
+    wrapped = index + n if index < 0 else index
+    if not 0 <= wrapped < n:
+        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
+                         f"size {n}")
+    out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+    return out if keepdims else squeeze_dims(out, (axis,))
+
+
+def squeeze_dims(x: Any, dims: Sequence[int]) -> Any:
+    """Removes size-1 ``dims`` (lax.squeeze when available, else a reshape)."""
+    dims = tuple(dims)
+    if not dims:
+        return x
+    squeeze = _other_lax("squeeze")
+    if squeeze is not None:
+        return squeeze(x, dims)
+    shape = core.get_aval(x).shape
+    return _other_lax("reshape")(x, tuple(d for i, d in enumerate(shape) if i not in dims))
+
+
+def expand_dims_at(x: Any, dims: Sequence[int]) -> Any:
+    """Inserts size-1 dimensions at the output positions ``dims``."""
+    dims = tuple(dims)
+    if not dims:
+        return x
+    expand = _other_lax("expand_dims")
+    if expand is not None:
+        return expand(x, dims)
+    shape = list(core.get_aval(x).shape)
+    for d in sorted(dims):
+        shape.insert(d, 1)
+    return _other_lax("reshape")(x, tuple(shape))
+
+
+def rev_dims(x: Any, dims: Sequence[int]) -> Any:
+    """Reverses ``dims`` (lax.rev when available, else a gather with reversed indices)."""
+    dims = tuple(dims)
+    if not dims:
+        return x
+    rev = _other_lax("rev")
+    if rev is not None:
+        return rev(x, dims)
+    for d in dims:  # fallback: one gather per reversed axis
+        shape = core.get_aval(x).shape
+        idx = np.arange(shape[d] - 1, -1, -1, dtype=np.int32)[:, None]
+        offset = tuple(i for i in range(len(shape)) if i != d)
+        sizes = tuple(1 if i == d else s for i, s in enumerate(shape))
+        dn = GatherDimensionNumbers(offset, (d,), (d,))
+        x = gather(x, idx, dn, sizes, mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+        perm = list(range(1, len(shape)))
+        perm.insert(d, 0)
+        if d != 0:
+            x = _other_lax("reshape")(x, tuple(core.get_aval(x).shape[p] for p in perm),
+                                       tuple(np.argsort(perm)))
+    return x
+
+
+# ---------------------------------------------------------------- dynamic_slice
+
+
+def _check_start_indices(fn: str, x, idx_avals) -> None:
+    if len(idx_avals) != x.ndim:
+        raise TypeError(f"{fn}: the number of start indices ({len(idx_avals)}) must equal the "
+                        f"rank of the operand (operand shape {x.shape})")
+    for i, a in enumerate(idx_avals):
+        if a.shape != ():
+            raise TypeError(f"{fn}: start index {i} must be a scalar, got shape {a.shape}")
+        if a.dtype not in int_dtypes:
+            raise TypeError(f"{fn}: start indices must have an integer dtype, got {a.dtype} "
+                            f"for start index {i}")
+
+
+def _dynamic_slice_shape(x, *idx, slice_sizes):
+    _check_start_indices("dynamic_slice", x, idx)
+    if len(slice_sizes) != x.ndim:
+        raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must have one entry per "
+                        f"operand dimension (operand shape {x.shape})")
+    if any(not 0 <= s <= d for s, d in zip(slice_sizes, x.shape)):
+        raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must be non-negative and "
+                        f"at most the operand shape {x.shape}")
+    return tuple(slice_sizes)
+
+
+def _clamped_starts(shape, sizes, idx):
+    return [int(np.clip(np.asarray(i).astype(np.int64), 0, d - s))
+            for i, d, s in zip(idx, shape, sizes)]
+
+
+def _dynamic_slice_impl(x, *idx, slice_sizes):
+    starts = _clamped_starts(x.shape, slice_sizes, idx)
+    return x[tuple(builtins.slice(s, s + n) for s, n in zip(starts, slice_sizes))]
+
+
+dynamic_slice_p = standard_primitive(
+    "dynamic_slice", _dynamic_slice_impl, _dynamic_slice_shape, lambda x, *_, **__: x.dtype,
+    lambda x, *_, **__: x.weak_type)
+
+
+def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -> list[Any]:
+    """Checks start indices; Python ints are normalized, traced negatives wrap once."""
+    if isinstance(start_indices, Tracer) or hasattr(start_indices, "aval") or isinstance(
+            start_indices, np.ndarray):
+        aval = core.get_aval(start_indices)
+        if aval.ndim != 1:
+            raise TypeError(f"{fn}: start_indices must be a sequence of scalars or a 1-d array, "
+                            f"got shape {aval.shape}")
+        start_indices = [index_in_dim(start_indices, i, keepdims=False)
+                         for i in range(aval.shape[0])]
+    try:
+        start_indices = list(start_indices)
+    except TypeError:
+        raise TypeError(f"{fn}: start_indices must be a sequence, got {start_indices!r}") \
+            from None
+    if len(start_indices) != len(shape):
+        raise TypeError(f"{fn}: the number of start indices ({len(start_indices)}) must equal "
+                        f"the rank of the operand (operand shape {shape})")
+    out = []
+    for i, (s, d) in enumerate(zip(start_indices, shape)):
+        if isinstance(s, (bool, np.bool_)):
+            raise TypeError(f"{fn}: start index {i} must be an integer, got {s!r}")
+        if isinstance(s, (int, np.integer)):
+            s = int(s)
+            s = s + d if s < 0 else s
+            out.append(np.int32(np.clip(s, -1, max(d, 0))))
+            continue
+        base.as_operand(s, fn, f"start index {i}")
+        aval = core.get_aval(s)
+        if aval.dtype not in int_dtypes:
+            raise TypeError(f"{fn}: start indices must have an integer dtype, got {aval.dtype} "
+                            f"for start index {i}")
+        if aval.shape != ():
+            raise TypeError(f"{fn}: start index {i} must be a scalar, got shape {aval.shape}")
+        out.append(normalize_index(s, d))
+    return out
+
+
+def normalize_index(i: Any, n: int) -> Any:
+    """``i + n`` where ``i < 0`` for a (possibly traced) integer index; unsigned pass through."""
+    aval = core.get_aval(i)
+    if dtypes.is_unsigned(aval.dtype) and aval.dtype.itemsize >= 4:
+        return i
+    if aval.dtype.itemsize < 4:
+        i = _other_lax("convert_element_type")(i, dtypes.default_int_dtype())
+        aval = core.get_aval(i)
+    if not isinstance(i, Tracer):
+        v = np.asarray(i).astype(np.int64)
+        return np.asarray(np.clip(np.where(v < 0, v + n, v), -1, n), aval.dtype)
+    lax = _other_lax
+    neg = lax("lt")(i, 0)
+    select_n = lax("select_n")
+    if select_n is not None:
+        return select_n(neg, i, lax("add")(i, n))
+    return lax("add")(i, lax("mul")(lax("convert_element_type")(neg, aval.dtype), n))
+
+
+def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Sequence[int]) -> Any:
+    """Slice of static size ``slice_sizes`` at dynamic ``start_indices`` (clamped in bounds).
+
+    Negative start indices wrap once (``i + dim``), then XLA's clamping keeps the slice
+    inside the operand.
+
+    Example:
+        >>> lax.dynamic_slice(jnp.arange(5), (jnp.array(3),), (2,))
+        Array([3, 4], dtype=int32)
+    """
+    operand = base.as_operand(operand, "dynamic_slice")
+    shape = core.get_aval(operand).shape
+    idx = _start_index_operands("dynamic_slice", shape, start_indices)
+    sizes = _ints("dynamic_slice", "slice_sizes", slice_sizes)
+    return dynamic_slice_p.bind(operand, *idx, slice_sizes=sizes)
+
+
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int,
+                         axis: int = 0) -> Any:
+    """``dynamic_slice`` along one axis (full extent elsewhere).
+
+    Example:
+        >>> lax.dynamic_slice_in_dim(jnp.arange(5), 1, 2)
+        Array([1, 2], dtype=int32)
+    """
+    shape = core.get_aval(base.as_operand(operand, "dynamic_slice_in_dim")).shape
+    axis = base.check_axis("dynamic_slice_in_dim", "axis", axis, len(shape))
+    starts: list[Any] = [0] * len(shape)
+    sizes = list(shape)
+    starts[axis], sizes[axis] = start_index, int(slice_size)
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0,
+                         keepdims: bool = True) -> Any:
+    """Element ``index`` (dynamic, clamped) along ``axis``.
+
+    Example:
+        >>> lax.dynamic_index_in_dim(jnp.arange(5), jnp.array(7), keepdims=False)
+        Array(4, dtype=int32)
+    """
+    shape = core.get_aval(base.as_operand(operand, "dynamic_index_in_dim")).shape
+    axis = base.check_axis("dynamic_index_in_dim", "axis", axis, len(shape))
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze_dims(out, (axis,))
+
+
+# ---------------------------------------------------------------- dynamic_update_slice
+
+
+def _dus_shape(x, update, *idx):
+    fn = "dynamic_update_slice"
+    _check_start_indices(fn, x, idx)
+    if update.ndim != x.ndim:
+        raise TypeError(f"{fn}: update must have the operand's rank, got update shape "
+                        f"{update.shape} for operand shape {x.shape}")
+    if any(u > d for u, d in zip(update.shape, x.shape)):
+        raise TypeError(f"{fn}: update shape {update.shape} must not exceed the operand shape "
+                        f"{x.shape}")
+    return x.shape
+
+
+def _dus_dtype(x, update, *idx):
+    if x.dtype != update.dtype:
+        raise TypeError(f"dynamic_update_slice: operand and update must have the same dtype, "
+                        f"got {x.dtype} and {update.dtype}")
+    return x.dtype
+
+
+def _dus_impl(x, update, *idx):
+    starts = _clamped_starts(x.shape, update.shape, idx)
+    out = np.array(x, copy=True)
+    out[tuple(builtins.slice(s, s + n) for s, n in zip(starts, update.shape))] = update
+    return out
+
+
+dynamic_update_slice_p = standard_primitive(
+    "dynamic_update_slice", _dus_impl, _dus_shape, _dus_dtype,
+    lambda x, *_, **__: x.weak_type)
+
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Any) -> Any:
+    """``operand`` with ``update`` written at ``start_indices`` (clamped so it fits).
+
+    Example:
+        >>> lax.dynamic_update_slice(jnp.zeros(4), jnp.ones(2), (3,))
+        Array([0., 0., 1., 1.], dtype=float32)
+    """
+    operand = base.as_operand(operand, "dynamic_update_slice")
+    update = base.as_operand(update, "dynamic_update_slice", "update")
+    shape = core.get_aval(operand).shape
+    idx = _start_index_operands("dynamic_update_slice", shape, start_indices)
+    return dynamic_update_slice_p.bind(operand, update, *idx)
+
+
+def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any,
+                                axis: int) -> Any:
+    """``dynamic_update_slice`` along one axis (start 0 elsewhere).
+
+    Example:
+        >>> lax.dynamic_update_slice_in_dim(jnp.zeros(3), jnp.ones(1), 1, 0)
+        Array([0., 1., 0.], dtype=float32)
+    """
+    shape = core.get_aval(base.as_operand(operand, "dynamic_update_slice_in_dim")).shape
+    axis = base.check_axis("dynamic_update_slice_in_dim", "axis", axis, len(shape))
+    starts: list[Any] = [0] * len(shape)
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int) -> Any:
+    """Writes ``update`` (with or without the indexed axis) at ``index`` along ``axis``.
+
+    Example:
+        >>> lax.dynamic_update_index_in_dim(jnp.zeros((2, 2)), jnp.ones(2), 1, 0)[1]
+        Array([1., 1.], dtype=float32)
+    """
+    shape = core.get_aval(base.as_operand(operand, "dynamic_update_index_in_dim")).shape
+    axis = base.check_axis("dynamic_update_index_in_dim", "axis", axis, len(shape))
+    uaval = core.get_aval(base.as_operand(update, "dynamic_update_index_in_dim", "update"))
+    if uaval.ndim == len(shape) - 1:
+        update = expand_dims_at(update, (axis,))
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
+# ---------------------------------------------------------------- gather / scatter params
+
+
+class GatherScatterMode(enum.Enum):
+    """How gather/scatter treat out-of-bounds indices.
+
+    CLIP clamps indices into range; FILL_OR_DROP fills out-of-bounds gathers with
+    ``fill_value`` and drops out-of-bounds scatter updates; PROMISE_IN_BOUNDS lets the
+    implementation assume indices are in bounds (ember clamps, like XLA).
+
+    Example:
+        >>> GatherScatterMode.from_any("clip")
+        <GatherScatterMode.CLIP: 0>
+    """
+
+    CLIP = 0
+    FILL_OR_DROP = 1
+    PROMISE_IN_BOUNDS = 2
+
+    @staticmethod
+    def from_any(s: Any) -> GatherScatterMode:
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s is None:
+            return GatherScatterMode.FILL_OR_DROP
+        if s == "clip":
+            return GatherScatterMode.CLIP
+        if s in ("fill", "drop"):
+            return GatherScatterMode.FILL_OR_DROP
+        if s == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        raise ValueError(f"Unknown gather mode {s!r}; expected one of 'clip', 'fill', 'drop', "
+                         "'promise_in_bounds' or a GatherScatterMode")
+
+    def __str__(self) -> str:
+        return f"GatherScatterMode.{self.name}"
+
+
+class GatherDimensionNumbers(NamedTuple):
+    """Describes how a gather maps indices to operand windows (XLA's GatherDimensionNumbers).
+
+    Example:
+        >>> GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+        ...                        start_index_map=(0,))
+    """
+
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    start_indices_batching_dims: tuple[int, ...] = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    """Describes how a scatter maps indices and updates to operand windows.
+
+    Example:
+        >>> ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+        ...                         scatter_dims_to_operand_dims=(0,))
+    """
+
+    update_window_dims: tuple[int, ...]
+    inserted_window_dims: tuple[int, ...]
+    scatter_dims_to_operand_dims: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    scatter_indices_batching_dims: tuple[int, ...] = ()
+
+
+def _canon_dnums(fn: str, cls, dnums: Any):
+    if isinstance(dnums, dict):
+        dnums = cls(**dnums)
+    if not isinstance(dnums, tuple) or len(dnums) not in (3, 5):
+        raise TypeError(f"{fn}: dimension_numbers must be a {cls.__name__}, got {dnums!r}")
+    return cls(*(_ints(fn, f"dimension_numbers.{name}", v)
+                 for name, v in zip(cls._fields, dnums)))
+
+
+def _check_dims(fn: str, name: str, dims, bound: int, what: str, *, sorted_: bool = True):
+    if any(not 0 <= d < bound for d in dims):
+        raise ValueError(f"{fn}: {name} {dims} out of range for {what} (must be in "
+                         f"[0, {bound}))")
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"{fn}: {name} {dims} contains repeated dimensions")
+    if sorted_ and list(dims) != sorted(dims):
+        raise ValueError(f"{fn}: {name} {dims} must be sorted")
+
+
+def _batch_coords(batch_shape, dim):
+    shape = [1] * len(batch_shape)
+    shape[dim] = batch_shape[dim]
+    return np.arange(batch_shape[dim]).reshape(shape)
+
+
+def _starts(nd, idx, index_map, obd, ibd):
+    """Per-batch window starts (batch_shape + (nd,)) from the index vectors."""
+    batch_shape = idx.shape[:-1]
+    starts = np.zeros(batch_shape + (nd,), np.int64)
+    for k, d in enumerate(index_map):
+        starts[..., d] = idx[..., k]
+    for od, idim in zip(obd, ibd):
+        starts[..., od] = _batch_coords(batch_shape, idim)
+    return starts
+
+
+def _window_grids(starts, sizes):
+    """Coordinate arrays (batch_shape + sizes) of every window element."""
+    nb, nd = starts.ndim - 1, len(sizes)
+    grids = []
+    for d, s in enumerate(sizes):
+        shape = [1] * (nb + nd)
+        shape[nb + d] = s
+        grids.append(starts[..., d].reshape(starts.shape[:-1] + (1,) * nd)
+                     + np.arange(s).reshape(shape))
+    return grids
+
+
+def _in_bounds(starts, upper, dims):
+    dims = list(dims)
+    if not dims:
+        return np.ones(starts.shape[:-1], bool)
+    s = starts[..., dims]
+    return np.all((s >= 0) & (s <= upper[dims]), axis=-1)
+
+
+def default_fill_value(dtype: np.dtype) -> Any:
+    """JAX's gather fill: NaN for inexact, min for signed, max for unsigned, True for bool."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtype == dtypes.bool_:
+        return True
+    return np.iinfo(dtype).min if dtypes.is_integer(dtype) and not dtypes.is_unsigned(dtype) \
+        else np.iinfo(dtype).max
+
+
+# ---------------------------------------------------------------- gather
+
+
+def _gather_shape(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                  unique_indices, mode, fill_value):
+    fn, dn = "gather", dimension_numbers
+    if indices.dtype not in int_dtypes:
+        raise TypeError(f"{fn}: start_indices must have an integer dtype, got {indices.dtype}")
+    if indices.ndim < 1:
+        raise TypeError(f"{fn}: start_indices must have rank >= 1 (the last dimension holds "
+                        f"the index vectors), got shape {indices.shape}")
+    nb = indices.ndim - 1
+    out_rank = len(dn.offset_dims) + nb
+    _check_dims(fn, "offset_dims", dn.offset_dims, out_rank, f"output rank {out_rank}")
+    _check_dims(fn, "collapsed_slice_dims", dn.collapsed_slice_dims, operand.ndim,
+                f"operand shape {operand.shape}")
+    _check_dims(fn, "operand_batching_dims", dn.operand_batching_dims, operand.ndim,
+                f"operand shape {operand.shape}")
+    if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims):
+        raise ValueError(f"{fn}: collapsed_slice_dims {dn.collapsed_slice_dims} and "
+                         f"operand_batching_dims {dn.operand_batching_dims} must be disjoint")
+    _check_dims(fn, "start_index_map", dn.start_index_map, operand.ndim,
+                f"operand shape {operand.shape}", sorted_=False)
+    if len(dn.start_index_map) != indices.shape[-1]:
+        raise ValueError(f"{fn}: start_index_map {dn.start_index_map} must have one entry per "
+                         f"index vector element (start_indices shape {indices.shape})")
+    if set(dn.start_index_map) & set(dn.operand_batching_dims):
+        raise ValueError(f"{fn}: start_index_map {dn.start_index_map} and "
+                         f"operand_batching_dims {dn.operand_batching_dims} must be disjoint")
+    _check_dims(fn, "start_indices_batching_dims", dn.start_indices_batching_dims, nb,
+                f"start_indices shape {indices.shape} (the last dimension is the index "
+                "vector)", sorted_=False)
+    if len(dn.start_indices_batching_dims) != len(dn.operand_batching_dims):
+        raise ValueError(f"{fn}: operand_batching_dims {dn.operand_batching_dims} and "
+                         f"start_indices_batching_dims {dn.start_indices_batching_dims} must "
+                         "have the same length")
+    for od, idim in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        if operand.shape[od] != indices.shape[idim]:
+            raise ValueError(f"{fn}: operand batching dimension {od} (size "
+                             f"{operand.shape[od]}) and start_indices batching dimension "
+                             f"{idim} (size {indices.shape[idim]}) must have the same size")
+    if len(slice_sizes) != operand.ndim:
+        raise ValueError(f"{fn}: slice_sizes {slice_sizes} must have one entry per operand "
+                         f"dimension (operand shape {operand.shape})")
+    for d, (s, n) in enumerate(zip(slice_sizes, operand.shape)):
+        if not 0 <= s <= n:
+            raise ValueError(f"{fn}: slice_sizes {slice_sizes} must be between 0 and the "
+                             f"operand shape {operand.shape} (dimension {d})")
+    for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
+        if slice_sizes[d] > 1:
+            raise ValueError(f"{fn}: slice_sizes[{d}] = {slice_sizes[d]} but collapsed and "
+                             "batching dimensions must have slice size <= 1")
+    removed = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    window = [s for d, s in enumerate(slice_sizes) if d not in removed]
+    if len(window) != len(dn.offset_dims):
+        raise ValueError(f"{fn}: offset_dims {dn.offset_dims} must have one entry per operand "
+                         f"dimension that is not collapsed or batched ({len(window)}), given "
+                         f"operand shape {operand.shape}")
+    batch, win = iter(indices.shape[:-1]), iter(window)
+    return tuple(next(win) if i in dn.offset_dims else next(batch) for i in range(out_rank))
+
+
+def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                 unique_indices, mode, fill_value):
+    dn, nd = dimension_numbers, operand.ndim
+    idx = np.asarray(indices).astype(np.int64)
+    batch_shape = idx.shape[:-1]
+    nb = len(batch_shape)
+    starts = _starts(nd, idx, dn.start_index_map, dn.operand_batching_dims,
+                     dn.start_indices_batching_dims)
+    upper = np.array(operand.shape, np.int64) - np.array(slice_sizes, np.int64)
+    valid = None
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        valid = _in_bounds(starts, upper, dn.start_index_map)
+    starts = np.clip(starts, 0, upper)
+    removed = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    kept = tuple(s for d, s in enumerate(slice_sizes) if d not in removed)
+    if nd == 0:
+        out = np.broadcast_to(operand, batch_shape)
+    elif any(slice_sizes[d] == 0 for d in removed):
+        out = np.zeros(batch_shape + kept, operand.dtype)
+    else:
+        out = operand[tuple(_window_grids(starts, slice_sizes))].reshape(batch_shape + kept)
+    if valid is not None:
+        fill = default_fill_value(operand.dtype) if fill_value is None else fill_value
+        fill = np.asarray(fill).astype(operand.dtype)
+        out = np.where(valid.reshape(batch_shape + (1,) * len(kept)), out, fill)
+    return np.moveaxis(out, tuple(range(nb, nb + len(kept))), dn.offset_dims)
+
+
+gather_p = standard_primitive(
+    "gather", _gather_impl, _gather_shape, lambda x, *_, **__: x.dtype,
+    lambda x, *_, **__: x.weak_type)
+
+
+def _check_index_operand(fn: str, x: Any, arg: str) -> Any:
+    x = base.as_operand(x, fn, arg)
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        x = np.asarray(x, np.int32)
+    return x
+
+
+def _fill_param(fill_value: Any) -> Any:
+    if fill_value is None:
+        return None
+    fill_value = core.concrete_or_error(fill_value, "gather: fill_value must be concrete")
+    v = np.asarray(fill_value)
+    if v.shape != ():
+        raise TypeError(f"gather: fill_value must be a scalar, got shape {v.shape}")
+    return v.item()
+
+
+def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionNumbers,
+           slice_sizes: Sequence[int], *, unique_indices: bool = False,
+           indices_are_sorted: bool = False, mode: Any = None, fill_value: Any = None) -> Any:
+    """XLA's gather: windows of ``slice_sizes`` at the index vectors in ``start_indices``.
+
+    The last dimension of ``start_indices`` holds the index vectors. ``mode`` is a
+    GatherScatterMode or one of 'clip', 'fill', 'promise_in_bounds' (None means 'fill').
+
+    Example:
+        >>> dn = lax.GatherDimensionNumbers((), (0,), (0,))
+        >>> lax.gather(jnp.arange(5), jnp.array([[4], [0]]), dn, (1,))
+        Array([4, 0], dtype=int32)
+    """
+    operand = base.as_operand(operand, "gather")
+    start_indices = _check_index_operand("gather", start_indices, "start_indices")
+    dn = _canon_dnums("gather", GatherDimensionNumbers, dimension_numbers)
+    sizes = _ints("gather", "slice_sizes", slice_sizes)
+    mode = GatherScatterMode.from_any(mode)
+    fill = _fill_param(fill_value) if mode == GatherScatterMode.FILL_OR_DROP else None
+    return gather_p.bind(operand, start_indices, dimension_numbers=dn, slice_sizes=sizes,
+                         indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices), mode=mode, fill_value=fill)
+
+
+# ---------------------------------------------------------------- scatter
+
+
+def _scatter_shape(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                   unique_indices, mode, update_jaxpr, update_consts, _name="scatter"):
+    fn, dn = _name, dimension_numbers
+    if indices.dtype not in int_dtypes:
+        raise TypeError(f"{fn}: scatter_indices must have an integer dtype, got "
+                        f"{indices.dtype}")
+    if indices.ndim < 1:
+        raise TypeError(f"{fn}: scatter_indices must have rank >= 1 (the last dimension holds "
+                        f"the index vectors), got shape {indices.shape}")
+    nb = indices.ndim - 1
+    _check_dims(fn, "update_window_dims", dn.update_window_dims, updates.ndim,
+                f"updates shape {updates.shape}")
+    _check_dims(fn, "inserted_window_dims", dn.inserted_window_dims, operand.ndim,
+                f"operand shape {operand.shape}")
+    _check_dims(fn, "operand_batching_dims", dn.operand_batching_dims, operand.ndim,
+                f"operand shape {operand.shape}")
+    if set(dn.inserted_window_dims) & set(dn.operand_batching_dims):
+        raise ValueError(f"{fn}: inserted_window_dims {dn.inserted_window_dims} and "
+                         f"operand_batching_dims {dn.operand_batching_dims} must be disjoint")
+    _check_dims(fn, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+                operand.ndim, f"operand shape {operand.shape}", sorted_=False)
+    if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
+        raise ValueError(f"{fn}: scatter_dims_to_operand_dims "
+                         f"{dn.scatter_dims_to_operand_dims} must have one entry per index "
+                         f"vector element (scatter_indices shape {indices.shape})")
+    if set(dn.scatter_dims_to_operand_dims) & set(dn.operand_batching_dims):
+        raise ValueError(f"{fn}: scatter_dims_to_operand_dims and operand_batching_dims must "
+                         "be disjoint")
+    _check_dims(fn, "scatter_indices_batching_dims", dn.scatter_indices_batching_dims, nb,
+                f"scatter_indices shape {indices.shape}", sorted_=False)
+    if len(dn.scatter_indices_batching_dims) != len(dn.operand_batching_dims):
+        raise ValueError(f"{fn}: operand_batching_dims and scatter_indices_batching_dims must "
+                         "have the same length")
+    for od, idim in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
+        if operand.shape[od] != indices.shape[idim]:
+            raise ValueError(f"{fn}: operand batching dimension {od} and scatter_indices "
+                             f"batching dimension {idim} must have the same size")
+    removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window_operand_dims = [d for d in range(operand.ndim) if d not in removed]
+    if len(window_operand_dims) != len(dn.update_window_dims):
+        raise ValueError(f"{fn}: the operand rank ({operand.ndim}) must equal the number of "
+                         "update_window_dims plus inserted_window_dims plus "
+                         f"operand_batching_dims (dimension_numbers {dn})")
+    if updates.ndim != len(dn.update_window_dims) + nb:
+        raise ValueError(f"{fn}: updates shape {updates.shape} must have rank "
+                         f"{len(dn.update_window_dims) + nb} (update_window_dims "
+                         f"{dn.update_window_dims} plus the scatter_indices batch dimensions "
+                         f"{indices.shape[:-1]})")
+    scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    if tuple(updates.shape[d] for d in scatter_dims) != indices.shape[:-1]:
+        raise ValueError(f"{fn}: the scatter dimensions of updates (shape {updates.shape}) "
+                         f"must match the batch dimensions of scatter_indices "
+                         f"{indices.shape[:-1]}")
+    for ud, od in zip(dn.update_window_dims, window_operand_dims):
+        if updates.shape[ud] > operand.shape[od]:
+            raise ValueError(f"{fn}: update window dimension {ud} (size {updates.shape[ud]}) "
+                             f"is larger than operand dimension {od} (size "
+                             f"{operand.shape[od]})")
+    return operand.shape
+
+
+def _scatter_dtype(operand, indices, updates, *, _name="scatter", **_):
+    if operand.dtype != updates.dtype:
+        raise TypeError(f"{_name}: operand and updates must have the same dtype, got "
+                        f"{operand.dtype} and {updates.dtype}")
+    return operand.dtype
+
+
+def _scatter_apply(operand, indices, updates, dn, mode, combine):
+    nd = operand.ndim
+    out = np.array(operand, copy=True)
+    if nd == 0:
+        out = out.reshape(1)
+    idx = np.asarray(indices).astype(np.int64)
+    batch_shape = idx.shape[:-1]
+    nb = len(batch_shape)
+    removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    uwd = dn.update_window_dims
+    upd = np.moveaxis(updates, uwd, tuple(range(nb, nb + len(uwd))))
+    win_it = iter(upd.shape[nb:])
+    wfull = tuple(1 if d in removed else next(win_it) for d in range(nd))
+    upd = upd.reshape(batch_shape + wfull)
+    starts = _starts(nd, idx, dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                     dn.scatter_indices_batching_dims)
+    upper = np.array(operand.shape, np.int64) - np.array(wfull, np.int64)
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        valid = _in_bounds(starts, upper, dn.scatter_dims_to_operand_dims)
+    else:
+        valid = np.ones(batch_shape, bool)
+        starts = np.clip(starts, 0, upper)
+    full = batch_shape + wfull
+    if nd == 0:
+        grids = [np.zeros(full, np.int64)]
+    else:
+        grids = [np.broadcast_to(g, full) for g in _window_grids(starts, wfull)]
+    mask = np.broadcast_to(valid.reshape(batch_shape + (1,) * nd), full)
+    coords = tuple(g[mask] for g in grids)
+    vals = np.broadcast_to(upd, full)[mask]
+    if combine is None:
+        out[coords] = vals
+    else:
+        combine.at(out, coords, vals)
+    return out.reshape(operand.shape)
+
+
+def _make_scatter(name: str, combine):
+    def impl(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+             unique_indices, mode, update_jaxpr, update_consts):
+        return _scatter_apply(operand, indices, updates, dimension_numbers, mode, combine)
+
+    def shape_rule(*avals, **params):
+        return _scatter_shape(*avals, _name=name, **params)
+
+    def dtype_rule(*avals, **params):
+        dt = _scatter_dtype(*avals, _name=name)
+        allowed = all_dtypes if combine in (None, np.minimum, np.maximum) else \
+            base.numeric_dtypes + base.bool_dtypes
+        check_dtype(name, "operand", dt, allowed)
+        return dt
+
+    return standard_primitive(name, impl, shape_rule, dtype_rule,
+                              lambda x, *_, **__: x.weak_type)
+
+
+scatter_p = _make_scatter("scatter", None)
+scatter_add_p = _make_scatter("scatter-add", np.add)
+scatter_mul_p = _make_scatter("scatter-mul", np.multiply)
+scatter_min_p = _make_scatter("scatter-min", np.minimum)
+scatter_max_p = _make_scatter("scatter-max", np.maximum)
+
+
+def _scatter_fn(prim, name: str):
+    def fn(operand: Any, scatter_indices: Any, updates: Any,
+           dimension_numbers: ScatterDimensionNumbers, *, indices_are_sorted: bool = False,
+           unique_indices: bool = False, mode: Any = None) -> Any:
+        operand = base.as_operand(operand, name)
+        scatter_indices = _check_index_operand(name, scatter_indices, "scatter_indices")
+        updates = base.as_operand(updates, name, "updates")
+        if dtypes.is_python_scalar(updates):
+            updates = base.concrete_dtype_like(updates, core.get_aval(operand).dtype, False)
+        dn = _canon_dnums(name, ScatterDimensionNumbers, dimension_numbers)
+        return prim.bind(operand, scatter_indices, updates, dimension_numbers=dn,
+                         indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices),
+                         mode=GatherScatterMode.from_any(mode), update_jaxpr=None,
+                         update_consts=())
+    fn.__name__ = name
+    verb = {"scatter": "replaced by", "scatter_add": "plus", "scatter_mul": "times",
+            "scatter_min": "min with", "scatter_max": "max with"}[name]
+    fn.__doc__ = f"""XLA's scatter: ``operand`` windows {verb} ``updates`` at ``scatter_indices``.
+
+    Out-of-bounds windows are dropped (mode None or 'drop') or clamped ('clip').
+
+    Example:
+        >>> dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+        >>> lax.{name}(jnp.zeros(3), jnp.array([[1]]), jnp.ones(1), dn).shape
+        (3,)
+    """
+    return fn
+
+
+scatter = _scatter_fn(scatter_p, "scatter")
+scatter_add = _scatter_fn(scatter_add_p, "scatter_add")
+scatter_mul = _scatter_fn(scatter_mul_p, "scatter_mul")
+scatter_min = _scatter_fn(scatter_min_p, "scatter_min")
+scatter_max = _scatter_fn(scatter_max_p, "scatter_max")
+
+
+__all__ = [
+    "slice", "slice_in_dim", "index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
+    "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
+    "dynamic_update_index_in_dim", "gather", "scatter", "scatter_add", "scatter_mul",
+    "scatter_min", "scatter_max", "GatherDimensionNumbers", "ScatterDimensionNumbers",
+    "GatherScatterMode", "slice_p", "dynamic_slice_p", "dynamic_update_slice_p", "gather_p",
+    "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p",
+]

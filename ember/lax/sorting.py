@@ -1,3 +1,152 @@
-"""lax sorting primitives (being written)."""
+"""Sorting primitives: ``sort`` (variadic, sorted by the first ``num_keys`` operands) and
+``top_k``. NaNs sort to the end (ascending), as in JAX.
+"""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes
+from ember.core import ShapedArray
+from ember.lax import base
+
+
+def _key(x: np.ndarray) -> np.ndarray:
+    # NumPy sorts float NaNs last; low-precision floats are compared exactly in float32.
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
+        return x.astype(np.float32)
+    return x
+
+
+def _sort_order(keys: Sequence[np.ndarray], dimension: int) -> np.ndarray:
+    if len(keys) == 1:
+        return np.argsort(_key(keys[0]), axis=dimension, kind="stable")
+    # lexsort's primary key is the last one.
+    return np.lexsort([_key(k) for k in reversed(keys)], axis=dimension)
+
+
+# ---------------------------------------------------------------- sort
+
+
+def _sort_impl(*operands, dimension, is_stable, num_keys):
+    if operands[0].size == 0:
+        return list(operands)
+    order = _sort_order(operands[:num_keys], dimension)
+    return [np.take_along_axis(x, order, axis=dimension) for x in operands]
+
+
+def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
+    if not avals:
+        raise TypeError("sort: requires at least one operand")
+    shape = avals[0].shape
+    for i, a in enumerate(avals):
+        if a.shape != shape:
+            shapes = ", ".join(str(b.shape) for b in avals)
+            raise TypeError(f"sort: all operands must have the same shape, got {shapes} "
+                            f"(operand {i} differs)")
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or \
+            not 0 <= dimension < len(shape):
+        raise ValueError(f"sort: dimension {dimension!r} is out of bounds for operands of "
+                         f"shape {shape}")
+    if isinstance(num_keys, bool) or not isinstance(num_keys, int) or \
+            not 1 <= num_keys <= len(avals):
+        raise ValueError(f"sort: num_keys={num_keys!r} must be between 1 and the number of "
+                         f"operands ({len(avals)})")
+    for i, a in enumerate(avals[:num_keys]):
+        if dtypes.is_complex(a.dtype):
+            raise TypeError(f"sort: complex keys are not supported (operand {i})")
+    return [ShapedArray(shape, a.dtype, a.weak_type) for a in avals]
+
+
+sort_p = core.MultipleResultsPrimitive("sort")
+sort_p.def_impl(_sort_impl)
+sort_p.def_abstract_eval(_sort_abstract_eval)
+
+
+def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
+    """Sorts ``operand`` (or a sequence of operands, by their first ``num_keys``) along a dim.
+
+    NaNs sort to the end. With a sequence, every operand is permuted like the keys.
+
+    Example:
+        >>> lax.sort(jnp.array([3., 1., 2.]))
+        Array([1., 2., 3.], dtype=float32)
+    """
+    single = not isinstance(operand, (tuple, list))
+    operands = [operand] if single else list(operand)
+    if not operands:
+        raise TypeError("sort: requires at least one operand")
+    operands = [base.as_operand(x, "sort", f"operand {i}") for i, x in enumerate(operands)]
+    ndim = core.get_aval(operands[0]).ndim
+    if ndim == 0:
+        raise ValueError("sort: operand must have rank >= 1, got a scalar")
+    dimension = base.check_axis("sort", "dimension", dimension, ndim)
+    if isinstance(num_keys, bool) or not isinstance(num_keys, (int, np.integer)):
+        raise TypeError(f"sort: num_keys must be an integer, got {num_keys!r}")
+    out = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
+                      num_keys=int(num_keys))
+    return out[0] if single else tuple(out)
+
+
+def sort_key_val(keys: Any, values: Any, dimension: int = -1,
+                 is_stable: bool = True) -> tuple[Any, Any]:
+    """Sorts ``keys`` along ``dimension`` and permutes ``values`` the same way.
+
+    Example:
+        >>> lax.sort_key_val(jnp.array([2, 1]), jnp.array([10, 20]))
+        (Array([1, 2], dtype=int32), Array([20, 10], dtype=int32))
+    """
+    k, v = sort((keys, values), dimension=dimension, is_stable=is_stable, num_keys=1)
+    return k, v
+
+
+# ---------------------------------------------------------------- top_k
+
+
+def _top_k_impl(x, *, k):
+    # Descending and stable (lower index first among ties; NaN counts as the largest):
+    # ascending stable sort of the reversed array, then reversed back.
+    n = x.shape[-1]
+    order = np.argsort(_key(x)[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    idx = (n - 1 - order)[..., :k]
+    return [np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)]
+
+
+def _top_k_abstract_eval(x, *, k):
+    if x.ndim == 0:
+        raise ValueError("top_k: operand must have rank >= 1, got a scalar")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"top_k: k must be a non-negative integer, got {k!r}")
+    if k > x.shape[-1]:
+        raise ValueError(f"top_k: k={k} is larger than the last dimension of the operand "
+                         f"(shape {x.shape})")
+    base.check_dtype("top_k", "operand", x.dtype, base.bool_dtypes + base.int_dtypes +
+                     base.float_dtypes)
+    shape = x.shape[:-1] + (k,)
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32)]
+
+
+top_k_p = core.MultipleResultsPrimitive("top_k")
+top_k_p.def_impl(_top_k_impl)
+top_k_p.def_abstract_eval(_top_k_abstract_eval)
+
+
+def top_k(operand: Any, k: int) -> tuple[Any, Any]:
+    """The ``k`` largest entries along the last axis and their (int32) indices.
+
+    Example:
+        >>> lax.top_k(jnp.array([1., 3., 2.]), 2)
+        (Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32))
+    """
+    operand = base.as_operand(operand, "top_k")
+    k = core.concrete_or_error(k, "top_k: k must be a concrete integer")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"top_k: k must be an integer, got {k!r}")
+    values, indices = top_k_p.bind(operand, k=int(k))
+    return values, indices
+
+
+__all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import core, dtypes, lax, tree_util
 from ember.core import ShapedArray, Tracer
+from ember.numpy import _util
 
 
 def _concrete(value: np.ndarray, weak_type: bool = False) -> Any:
@@ -108,23 +110,39 @@ def _shape_arg(fn: str, shape: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
+def _dtype_arg(dtype: Any) -> np.dtype | None:
+    return None if dtype is None else dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+
+
+def _is_concrete(x: Any) -> bool:
+    return not isinstance(x, Tracer) or x.to_concrete_value() is not None
+
+
+def _concrete_value(x: Any) -> Any:
+    x = core.concrete_or_error(x)
+    return np.asarray(x) if hasattr(x, "aval") else x
+
+
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
-    """An array of ``shape`` filled with ``fill_value``.
+    """An array of ``shape`` filled with ``fill_value`` (a scalar or a broadcastable array).
 
     Example:
         >>> jnp.full((2,), 7)
         Array([7, 7], dtype=int32)
     """
     shape = _shape_arg("full", shape)
-    from ember import lax
-    if isinstance(fill_value, Tracer) or (hasattr(fill_value, "aval") and
-                                          not isinstance(fill_value, np.ndarray)):
-        value = fill_value if dtype is None else lax.convert_element_type(
-            fill_value, dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
-        return lax.broadcast_to_shape(value, shape)
-    dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype if dtype is not None else fill_value))
-    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
-    return _concrete(np.full(shape, fill_value, dtype=dt), weak)
+    dt = _dtype_arg(dtype)
+    if not _util.is_arraylike(fill_value):
+        fill_value = array(fill_value, dtype=dt)
+    if np.ndim(fill_value) if not isinstance(fill_value, Tracer) else fill_value.ndim:
+        from ember.numpy.shape import broadcast_to
+        return broadcast_to(asarray(fill_value, dtype=dt), shape)
+    if core.is_eval_context() and not isinstance(fill_value, Tracer):
+        value = _concrete_value(fill_value)
+        out_dt = dt if dt is not None else dtypes.canonicalize_dtype(dtypes.dtype(fill_value))
+        weak = dt is None and dtypes.is_weakly_typed(fill_value)
+        return _concrete(np.full(shape, value, dtype=out_dt), weak)
+    return lax.full(shape, fill_value, dt)
 
 
 def zeros(shape: Any, dtype: Any = None) -> Any:
@@ -135,9 +153,7 @@ def zeros(shape: Any, dtype: Any = None) -> Any:
         Array([0., 0.], dtype=float32)
     """
     shape = _shape_arg("zeros", shape)
-    dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype)) if dtype is not None \
-        else dtypes.default_float_dtype()
-    return _concrete(np.zeros(shape, dt))
+    return full(shape, 0, dtype if dtype is not None else dtypes.default_float_dtype())
 
 
 def ones(shape: Any, dtype: Any = None) -> Any:
@@ -148,9 +164,497 @@ def ones(shape: Any, dtype: Any = None) -> Any:
         Array([1., 1.], dtype=float32)
     """
     shape = _shape_arg("ones", shape)
-    dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype)) if dtype is not None \
-        else dtypes.default_float_dtype()
-    return _concrete(np.ones(shape, dt))
+    return full(shape, 1, dtype if dtype is not None else dtypes.default_float_dtype())
 
 
-__all__ = ["array", "asarray", "full", "zeros", "ones"]
+def empty(shape: Any, dtype: Any = None) -> Any:
+    """Like ``zeros`` (arrays are immutable, so there is no uninitialized memory).
+
+    Example:
+        >>> jnp.empty(2).shape
+        (2,)
+    """
+    shape = _shape_arg("empty", shape)
+    return zeros(shape, dtype)
+
+
+def _like_aval(fn: str, a: Any) -> ShapedArray:
+    if not _util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
+        return ShapedArray(a.shape, dtypes.canonicalize_dtype(a.dtype),
+                           getattr(a, "weak_type", False))
+    _util.check_arraylike(fn, a)
+    return core.get_aval(a)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """An array like ``a`` (shape and dtype, unless overridden) filled with ``fill_value``.
+
+    Example:
+        >>> jnp.full_like(jnp.ones(2, jnp.int32), 3)
+        Array([3, 3], dtype=int32)
+    """
+    aval = _like_aval("full_like", a)
+    shp = aval.shape if shape is None else _shape_arg("full_like", shape)
+    dt = aval.dtype if dtype is None else _dtype_arg(dtype)
+    weak = dtype is None and aval.weak_type
+    if not _util.is_arraylike(fill_value):
+        fill_value = array(fill_value, dtype=dt)
+    if np.ndim(fill_value) if not isinstance(fill_value, Tracer) else fill_value.ndim:
+        from ember.numpy.shape import broadcast_to
+        return broadcast_to(asarray(fill_value, dtype=dt), shp)
+    if core.is_eval_context() and not isinstance(fill_value, Tracer):
+        value = np.asarray(_concrete_value(fill_value)).astype(dt)
+        return _concrete(np.full(shp, value, dtype=dt), weak)
+    return lax.broadcast(lax.convert_element_type(fill_value, dt, weak), shp)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """Zeros with the shape and dtype of ``a`` (unless overridden).
+
+    Example:
+        >>> jnp.zeros_like(jnp.ones((2, 2))).shape
+        (2, 2)
+    """
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """Ones with the shape and dtype of ``a`` (unless overridden).
+
+    Example:
+        >>> jnp.ones_like(jnp.zeros(2, jnp.int32))
+        Array([1, 1], dtype=int32)
+    """
+    return full_like(a, 1, dtype, shape)
+
+
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """Like ``zeros_like``.
+
+    Example:
+        >>> jnp.empty_like(jnp.ones(3)).shape
+        (3,)
+    """
+    return full_like(prototype, 0, dtype, shape)
+
+
+def copy(a: Any, order: Any = None) -> Any:
+    """A copy of ``a``.
+
+    Example:
+        >>> jnp.copy(jnp.ones(2))
+        Array([1., 1.], dtype=float32)
+    """
+    _util.check_arraylike("copy", a)
+    return array(a, copy=True)
+
+
+# ---------------------------------------------------------------- ranges
+
+
+def _static_scalar(fn: str, arg: str, x: Any) -> Any:
+    x = core.concrete_or_error(
+        x, f"{fn}: {arg} must be concrete; it cannot be a traced value (for a traced "
+           "length use a static argument)")
+    if hasattr(x, "aval") or isinstance(x, np.ndarray):
+        x = np.asarray(x)
+        if x.ndim != 0:
+            raise ValueError(f"{fn}: {arg} must be a scalar, got an array of shape {x.shape}")
+        return x[()]
+    if not isinstance(x, (int, float, np.number, bool)):
+        raise TypeError(f"{fn}: {arg} must be a real number, got {x!r}")
+    return x
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+    """Evenly spaced values in ``[start, stop)``; integer arguments give int32, any float
+    float32 (with 64-bit off). Arguments must be concrete.
+
+    Example:
+        >>> jnp.arange(3)
+        Array([0, 1, 2], dtype=int32)
+    """
+    start = _static_scalar("arange", "start", start)
+    stop = None if stop is None else _static_scalar("arange", "stop", stop)
+    step = None if step is None else _static_scalar("arange", "step", step)
+    if any(np.iscomplexobj(v) for v in (start, stop, step) if v is not None):
+        raise TypeError("arange: complex arguments are not supported")
+    if step is not None and step == 0:
+        raise ValueError("arange: step must not be zero")
+    dt = _dtype_arg(dtype)
+    if dt is None:
+        dt = dtypes.canonicalize_dtype(dtypes.result_type(
+            *(v for v in (start, stop, step) if v is not None)))
+    if stop is None and step is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if not core.is_eval_context() and dtypes.is_integer(dt) and start == 0 and step == 1 \
+            and float(stop).is_integer():
+        return lax.iota(dt, builtins.max(int(stop), 0))
+    value = np.arange(start, stop, step, dtype=dt if dt != dtypes.bfloat16 else np.float32)
+    return _concrete(value.astype(dt))
+
+
+def _linspace_dtype(fn: str, dtype: Any, *args: Any) -> tuple[np.dtype, np.dtype]:
+    """(result dtype, computation dtype) for linspace-like functions."""
+    dt = _dtype_arg(dtype)
+    inexact = dtypes.canonicalize_dtype(dtypes.result_type(*args, 1.0))
+    if not dtypes.is_inexact(inexact):
+        inexact = dtypes.default_float_dtype()
+    return (inexact if dt is None else dt), inexact
+
+
+def _insert_axis(fn: str, out: Any, axis: int) -> Any:
+    from ember.numpy.shape import moveaxis
+    nd = core.get_aval(out).ndim
+    return moveaxis(out, 0, _util.canonicalize_axis(fn, axis, nd))
+
+
+def _linspace_traced(start, stop, num, endpoint, cdt, axis):
+    from ember.numpy.shape import broadcast_arrays
+    start, stop = (lax.convert_element_type(x, cdt) for x in (start, stop))
+    start, stop = broadcast_arrays(start, stop)
+    bshape = core.get_aval(start).shape
+    shp = (num,) + bshape
+    dims = tuple(range(1, len(shp)))
+    div = num - 1 if endpoint else num
+    if num == 0:
+        return _insert_axis("linspace", full(shp, 0, cdt), axis), full(bshape, np.nan, cdt)
+    s = lax.broadcast_in_dim(start, shp, dims)
+    delta = lax.sub(stop, start)
+    step = lax.div(delta, lax.full_like(delta, div)) if div > 0 else full(bshape, np.nan, cdt)
+    ramp = lax.broadcasted_iota(cdt, shp, 0)
+    out = lax.add(s, lax.mul(ramp, lax.broadcast_in_dim(step, shp, dims))) if div > 0 else s
+    if endpoint and num > 1:
+        head = lax.pad(out, lax.convert_element_type(0, cdt),
+                       [(0, -1, 0)] + [(0, 0, 0)] * len(bshape))
+        out = lax.concatenate([head, lax.expand_dims(stop, (0,))], 0)
+    return _insert_axis("linspace", out, axis), step
+
+
+def _finish(fn: str, out: Any, dt: np.dtype) -> Any:
+    if dtypes.is_integer(dt) and dtypes.is_inexact(core.get_aval(out).dtype):
+        out = lax.floor(out)
+    return lax.convert_element_type(out, dt)
+
+
+def _num_arg(fn: str, num: Any) -> int:
+    num = core.concrete_or_error(num, f"{fn}: num must be a concrete integer")
+    if isinstance(num, bool) or not isinstance(num, (int, np.integer)) and not (
+            hasattr(num, "aval") and np.ndim(num) == 0 and np.asarray(num).dtype.kind in "iu"):
+        raise TypeError(f"{fn}: num must be an integer, got {num!r}")
+    if int(num) < 0:
+        raise ValueError(f"{fn}: number of samples, {int(num)}, must be non-negative")
+    return int(num)
+
+
+def _all_concrete(*xs: Any) -> bool:
+    # Python/NumPy values are computed in float64 by NumPy; ember arrays (concrete or traced)
+    # take the lax path, so eager and staged results agree exactly.
+    return all(not isinstance(x, Tracer) and not hasattr(x, "aval") for x in xs)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+    """``num`` evenly spaced samples from ``start`` to ``stop`` (array bounds give a new axis).
+
+    Example:
+        >>> jnp.linspace(0, 1, 3)
+        Array([0. , 0.5, 1. ], dtype=float32)
+    """
+    _util.check_arraylike("linspace", start, stop)
+    num = _num_arg("linspace", num)
+    dt, cdt = _linspace_dtype("linspace", dtype, start, stop)
+    if _all_concrete(start, stop):
+        s, e = np.asarray(start, np.float64), np.asarray(stop, np.float64)
+        _util.canonicalize_axis("linspace", axis, np.broadcast(s, e).ndim + 1)
+        with np.errstate(all="ignore"):
+            value, step = np.linspace(s, e, num, endpoint=endpoint, retstep=True, axis=axis)
+        if dtypes.is_integer(dt):
+            value = np.floor(value)
+        out = _concrete(np.asarray(value).astype(dt))
+        step = _concrete(np.asarray(step).astype(cdt))
+    else:
+        out, step = _linspace_traced(start, stop, num, endpoint, cdt, axis)
+        out = _finish("linspace", out, dt)
+    return (out, step) if retstep else out
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:
+    """``base ** linspace(start, stop, num)``.
+
+    Example:
+        >>> jnp.logspace(0, 2, 3)
+        Array([  1.,  10., 100.], dtype=float32)
+    """
+    _util.check_arraylike("logspace", start, stop, base)
+    num = _num_arg("logspace", num)
+    dt, cdt = _linspace_dtype("logspace", dtype, start, stop)
+    if _all_concrete(start, stop, base):
+        with np.errstate(all="ignore"):
+            value = np.logspace(np.asarray(start, np.float64), np.asarray(stop, np.float64),
+                                num, endpoint=endpoint, base=np.asarray(base, np.float64),
+                                axis=axis)
+        if dtypes.is_integer(dt):
+            value = np.floor(value)
+        return _concrete(np.asarray(value).astype(dt))
+    import ember.numpy as jnp
+    lin = linspace(start, stop, num, endpoint, dtype=cdt, axis=axis)
+    b = lax.convert_element_type(base, cdt)
+    return _finish("logspace", jnp.power(b, lin), dt)
+
+
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+              dtype: Any = None, axis: int = 0) -> Any:
+    """Samples evenly spaced on a log scale (a geometric progression).
+
+    Example:
+        >>> jnp.geomspace(1, 100, 3)
+        Array([  1.,  10., 100.], dtype=float32)
+    """
+    _util.check_arraylike("geomspace", start, stop)
+    num = _num_arg("geomspace", num)
+    dt, cdt = _linspace_dtype("geomspace", dtype, start, stop)
+    if _all_concrete(start, stop):
+        s, e = np.asarray(start, np.float64), np.asarray(stop, np.float64)
+        if np.any(s == 0) or np.any(e == 0):
+            raise ValueError("geomspace: geometric sequence cannot include zero")
+        with np.errstate(all="ignore"):
+            value = np.geomspace(s, e, num, endpoint=endpoint, axis=axis)
+        if dtypes.is_integer(dt):
+            value = np.floor(value)
+        return _concrete(np.asarray(value).astype(dt))
+    import ember.numpy as jnp
+    s, e = (lax.convert_element_type(x, cdt) for x in (start, stop))
+    lin = linspace(jnp.log(jnp.abs(s)), jnp.log(jnp.abs(e)), num, endpoint, dtype=cdt,
+                   axis=axis)
+    sign = _insert_axis("geomspace", lax.broadcast(jnp.sign(s), (num,)), axis) \
+        if core.get_aval(s).ndim else jnp.sign(s)
+    return _finish("geomspace", jnp.multiply(sign, jnp.exp(lin)), dt)
+
+
+# ---------------------------------------------------------------- matrices
+
+
+def _static_dim(fn: str, arg: str, x: Any) -> int:
+    x = core.concrete_or_error(x, f"{fn}: {arg} must be a concrete integer")
+    if hasattr(x, "aval"):
+        x = np.asarray(x)
+        x = x[()] if x.ndim == 0 and x.dtype.kind in "iu" else x
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{fn}: {arg} must be an integer, got {x!r}")
+    return int(x)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    """A 2-d array with ones on the ``k``-th diagonal and zeros elsewhere.
+
+    Example:
+        >>> jnp.eye(2, k=1)
+        Array([[0., 1.],
+               [0., 0.]], dtype=float32)
+    """
+    n = _static_dim("eye", "N", N)
+    m = n if M is None else _static_dim("eye", "M", M)
+    k = _static_dim("eye", "k", k)
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed, got N={n}, M={m}")
+    dt = _dtype_arg(dtype) or dtypes.default_float_dtype()
+    return _concrete(np.eye(n, m, k, dtype=dt))
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    """The ``n`` x ``n`` identity matrix.
+
+    Example:
+        >>> jnp.identity(2, dtype=jnp.int32)
+        Array([[1, 0],
+               [0, 1]], dtype=int32)
+    """
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    """Ones at and below the ``k``-th diagonal.
+
+    Example:
+        >>> jnp.tri(2)
+        Array([[1., 0.],
+               [1., 1.]], dtype=float32)
+    """
+    n = _static_dim("tri", "N", N)
+    m = n if M is None else _static_dim("tri", "M", M)
+    k = _static_dim("tri", "k", k)
+    if n < 0 or m < 0:
+        raise ValueError(f"tri: negative dimensions are not allowed, got N={n}, M={m}")
+    dt = _dtype_arg(dtype) or dtypes.default_float_dtype()
+    return _concrete(np.tri(n, m, k, dtype=dt))
+
+
+def _triangle(fn: str, m: Any, k: Any, lower: bool) -> Any:
+    _util.check_arraylike(fn, m)
+    m = _util.ensure_array(m)
+    aval = core.get_aval(m)
+    if aval.ndim < 2:
+        raise ValueError(f"{fn}: argument must be at least 2-d, got shape {aval.shape}")
+    k = _static_dim(fn, "k", k)
+    r, c = aval.shape[-2:]
+    mask = np.tri(r, c, k if lower else k - 1, dtype=bool)
+    if not lower:
+        mask = ~mask
+    which = lax.broadcast_in_dim(_concrete(mask), aval.shape, (aval.ndim - 2, aval.ndim - 1))
+    return lax.select_n(which, lax.full_like(m, 0), m)
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    """Zeros the elements above the ``k``-th diagonal of the last two axes.
+
+    Example:
+        >>> jnp.tril(jnp.ones((2, 2)))
+        Array([[1., 0.],
+               [1., 1.]], dtype=float32)
+    """
+    return _triangle("tril", m, k, True)
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    """Zeros the elements below the ``k``-th diagonal of the last two axes.
+
+    Example:
+        >>> jnp.triu(jnp.ones((2, 2)))
+        Array([[1., 1.],
+               [0., 1.]], dtype=float32)
+    """
+    return _triangle("triu", m, k, False)
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The ``offset``-th diagonal of the plane ``(axis1, axis2)``, as the last axis.
+
+    Example:
+        >>> jnp.diagonal(jnp.eye(2))
+        Array([1., 1.], dtype=float32)
+    """
+    from ember.numpy.shape import _slice, moveaxis
+    _util.check_arraylike("diagonal", a)
+    a = _util.ensure_array(a)
+    nd = core.get_aval(a).ndim
+    if nd < 2:
+        raise ValueError(f"diagonal: array must be at least 2-d, got shape {a.shape}")
+    ax1 = _util.canonicalize_axis("diagonal", axis1, nd)
+    ax2 = _util.canonicalize_axis("diagonal", axis2, nd)
+    if ax1 == ax2:
+        raise ValueError(f"diagonal: axis1 and axis2 cannot be the same, got {axis1}, {axis2}")
+    k = _static_dim("diagonal", "offset", offset)
+    a = moveaxis(a, (ax1, ax2), (-2, -1))
+    shp = core.get_aval(a).shape
+    lead, (r, c) = shp[:-2], shp[-2:]
+    length = builtins.max(0, builtins.min(r, c - k) if k >= 0 else builtins.min(r + k, c))
+    flat = lax.reshape(a, lead + (r * c,))
+    if length == 0:
+        return _slice(flat, len(lead), 0, 0)
+    # Element j of the diagonal sits at flat index start + j * (c + 1).
+    start = k if k >= 0 else -k * c
+    end = start + length * (c + 1)
+    pad_cfg = [(0, 0, 0)] * len(lead) + [(-start, end - r * c, 0)]
+    rows = lax.reshape(lax.pad(flat, lax.convert_element_type(0, a.dtype), pad_cfg),
+                       lead + (length, c + 1))
+    return lax.reshape(_slice(rows, len(lead) + 1, 0, 1), lead + (length,))
+
+
+def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Any:
+    """The sum along a diagonal.
+
+    Example:
+        >>> jnp.trace(jnp.eye(3))
+        Array(3., dtype=float32)
+    """
+    import ember.numpy as jnp
+    return jnp.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """A 2-d array with the 1-d ``v`` on its ``k``-th diagonal, or the ``k``-th diagonal of a
+    2-d ``v``.
+
+    Example:
+        >>> jnp.diag(jnp.array([1, 2]))
+        Array([[1, 0],
+               [0, 2]], dtype=int32)
+    """
+    _util.check_arraylike("diag", v)
+    v = _util.ensure_array(v)
+    aval = core.get_aval(v)
+    k = _static_dim("diag", "k", k)
+    if aval.ndim == 2:
+        return diagonal(v, k)
+    if aval.ndim != 1:
+        raise ValueError(f"diag: input must be 1-d or 2-d, got shape {aval.shape}")
+    n = aval.shape[0]
+    size = n + abs(k)
+    # Interior padding of size places v[i] at flat index lo + i * (size + 1).
+    lo = k if k >= 0 else -k * size
+    used = lo + (n - 1) * (size + 1) + 1 if n else lo
+    flat = lax.pad(v, lax.convert_element_type(0, aval.dtype),
+                   [(lo, size * size - used, size if n else 0)])
+    return lax.reshape(flat, (size, size))
+
+
+def diagflat(v: Any, k: int = 0) -> Any:
+    """``diag`` of the flattened input.
+
+    Example:
+        >>> jnp.diagflat(jnp.ones((1, 2))).shape
+        (2, 2)
+    """
+    from ember.numpy.shape import ravel
+    _util.check_arraylike("diagflat", v)
+    return diag(ravel(v), k)
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
+    """Coordinate arrays from 1-d coordinate vectors ('xy': Cartesian, 'ij': matrix indexing).
+
+    Example:
+        >>> [g.shape for g in jnp.meshgrid(jnp.ones(2), jnp.ones(3))]
+        [(3, 2), (3, 2)]
+    """
+    _util.check_arraylike("meshgrid", *xi)
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    args = [_util.ensure_array(x) for x in xi]
+    for i, x in enumerate(args):
+        if core.get_aval(x).ndim != 1:
+            raise ValueError(f"meshgrid: arguments must be 1-d, got shape "
+                             f"{core.get_aval(x).shape} at position {i}")
+    sizes = [core.get_aval(x).shape[0] for x in args]
+    nd = len(args)
+    pos = list(range(nd))
+    if indexing == "xy" and nd >= 2:
+        pos[0], pos[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for x, p in zip(args, pos):
+        shp = tuple(sizes) if not sparse else tuple(
+            core.get_aval(x).shape[0] if i == p else 1 for i in range(nd))
+        out.append(lax.broadcast_in_dim(x, shp, (p,)))
+    return out
+
+
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
+    """An array from the bytes of a buffer (a copy of NumPy's ``frombuffer``).
+
+    Example:
+        >>> jnp.frombuffer(b"\\x01\\x02", dtype=jnp.uint8)
+        Array([1, 2], dtype=uint8)
+    """
+    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+__all__ = [
+    "array", "asarray", "copy", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
+    "ones_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
+    "identity", "tri", "tril", "triu", "diag", "diagflat", "diagonal", "trace", "meshgrid",
+    "frombuffer",
+]

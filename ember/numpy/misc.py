@@ -1,3 +1,309 @@
-"""ember.numpy misc functions (being written)."""
+"""Miscellaneous numpy functions: astype, isclose/allclose, array_equal, nan_to_num, diff, ..."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, lax
+from ember.numpy._util import (
+    canonicalize_axis,
+    check_arraylike,
+    ensure_array,
+    promote_args,
+    promote_dtypes,
+)
+
+# ---------------------------------------------------------------- helpers
+
+
+def _aval(x: Any) -> core.ShapedArray:
+    return core.get_aval(x)
+
+
+def _ravel(x: Any) -> Any:
+    return lax.reshape(x, (_aval(x).size,))
+
+
+def _isnan(x: Any) -> Any:
+    return lax.ne(x, x)
+
+
+def _isinf(x: Any) -> Any:
+    return lax.eq(lax.abs(x), lax.full_like(x, np.inf))
+
+
+def _and(x: Any, y: Any) -> Any:
+    return lax.bitwise_and(x, y)
+
+
+def _or(x: Any, y: Any) -> Any:
+    return lax.bitwise_or(x, y)
+
+
+def _not(x: Any) -> Any:
+    return lax.bitwise_not(x)
+
+
+def _all(x: Any) -> Any:
+    return lax.reduce_and(x, tuple(range(_aval(x).ndim)))
+
+
+def _false() -> Any:
+    return core.concrete_array(np.array(False), core.ShapedArray((), dtypes.bool_))
+
+
+def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
+    if hasattr(lax, "slice_in_dim"):
+        return lax.slice_in_dim(x, start, stop, axis=axis)
+    n = _aval(x).shape[axis]
+    pads = [(0, 0, 0)] * _aval(x).ndim
+    pads[axis] = (-start, stop - n, 0)  # negative padding crops (exact, no arithmetic)
+    return lax.pad(x, lax.convert_element_type(0, _aval(x).dtype), pads)
+
+
+def _concatenate(arrays: Sequence[Any], axis: int) -> Any:
+    from ember.numpy.shape import concatenate
+    return concatenate(arrays, axis=axis)
+
+
+# ---------------------------------------------------------------- astype
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
+    """Casts ``x`` to ``dtype`` (float to int truncates toward zero, NaN becomes 0).
+
+    Example:
+        >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
+        Array([ 1, -1], dtype=int32)
+    """
+    check_arraylike("astype", x)
+    if dtype is None:
+        raise TypeError("astype: dtype must be given, got None")
+    try:
+        dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"astype: invalid dtype {dtype!r}: {e}") from None
+    return lax.convert_element_type(ensure_array(x), dt)
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+            equal_nan: bool = False) -> Any:
+    """Elementwise ``|a - b| <= atol + rtol * |b|``; infinities must match exactly.
+
+    Integer and boolean inputs are compared for equality.
+
+    Example:
+        >>> jnp.isclose(jnp.array([1.0, jnp.nan]), jnp.array([1.0 + 1e-7, jnp.nan]))
+        Array([ True, False], dtype=bool)
+    """
+    a, b = promote_args("isclose", a, b)
+    dt = _aval(a).dtype
+    if not dtypes.is_inexact(dt):
+        return lax.eq(a, b)
+    rdt = np.dtype(np.float32) if dt == dtypes.complex64 else \
+        np.dtype(np.float64) if dt == dtypes.complex128 else dt
+    rtol = lax.convert_element_type(core.concrete_or_error(rtol, "isclose: rtol"), rdt)
+    atol = lax.convert_element_type(core.concrete_or_error(atol, "isclose: atol"), rdt)
+    out = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    a_inf, b_inf = _isinf(a), _isinf(b)
+    out = _and(out, _not(_or(a_inf, b_inf)))
+    out = _or(out, _and(_and(a_inf, b_inf), lax.eq(a, b)))
+    a_nan, b_nan = _isnan(a), _isnan(b)
+    out = _and(out, _not(_or(a_nan, b_nan)))
+    if equal_nan:
+        out = _or(out, _and(a_nan, b_nan))
+    return out
+
+
+def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+             equal_nan: bool = False) -> Any:
+    """True when every element pair is close (see ``isclose``).
+
+    Example:
+        >>> jnp.allclose(jnp.ones(3), jnp.ones(3) + 1e-9)
+        Array(True, dtype=bool)
+    """
+    return _all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def _asarray_or_none(x: Any) -> Any:
+    from ember.numpy.creation import asarray
+    try:
+        return asarray(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    """True when the arrays have the same shape and elements (NaNs equal with equal_nan).
+
+    Example:
+        >>> jnp.array_equal(jnp.arange(3), jnp.arange(3))
+        Array(True, dtype=bool)
+    """
+    a1, a2 = _asarray_or_none(a1), _asarray_or_none(a2)
+    if a1 is None or a2 is None or _aval(a1).shape != _aval(a2).shape:
+        return _false()
+    a1, a2 = promote_dtypes(a1, a2)
+    eq = lax.eq(a1, a2)
+    if equal_nan and dtypes.is_inexact(_aval(a1).dtype):
+        eq = _or(eq, _and(_isnan(a1), _isnan(a2)))
+    return _all(eq)
+
+
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """True when the arrays are broadcast-compatible and equal elementwise.
+
+    Example:
+        >>> jnp.array_equiv(jnp.ones((2, 3)), jnp.ones(3))
+        Array(True, dtype=bool)
+    """
+    a1, a2 = _asarray_or_none(a1), _asarray_or_none(a2)
+    if a1 is None or a2 is None:
+        return _false()
+    try:
+        np.broadcast_shapes(_aval(a1).shape, _aval(a2).shape)
+    except ValueError:
+        return _false()
+    a1, a2 = promote_args("array_equiv", a1, a2)
+    return _all(lax.eq(a1, a2))
+
+
+# ---------------------------------------------------------------- nan_to_num
+
+
+def _fill(x: Any, value: Any) -> Any:
+    return lax.full_like(x, value)
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+               neginf: Any = None) -> Any:
+    """Replaces NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: dtype limits).
+
+    Example:
+        >>> jnp.nan_to_num(jnp.array([jnp.nan, jnp.inf]))
+        Array([0.0000000e+00, 3.4028235e+38], dtype=float32)
+    """
+    check_arraylike("nan_to_num", x)
+    x = ensure_array(x)
+    dt = _aval(x).dtype
+    if not dtypes.is_inexact(dt):
+        return x
+    if dtypes.is_complex(dt):
+        re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+        return lax.complex(re, im)
+    info = dtypes.finfo(dt)
+    posinf = info.max if posinf is None else core.concrete_or_error(posinf, "nan_to_num")
+    neginf = info.min if neginf is None else core.concrete_or_error(neginf, "nan_to_num")
+    nan = core.concrete_or_error(nan, "nan_to_num: nan")
+    out = lax.select_n(_isnan(x), x, _fill(x, nan))
+    out = lax.select_n(lax.eq(out, _fill(x, np.inf)), out, _fill(x, posinf))
+    out = lax.select_n(lax.eq(out, _fill(x, -np.inf)), out, _fill(x, neginf))
+    return out
+
+
+# ---------------------------------------------------------------- differences
+
+
+def _edge(fn: str, value: Any, arr: Any, axis: int) -> Any:
+    check_arraylike(fn, value)
+    value = ensure_array(value)
+    if _aval(value).ndim == 0:
+        shape = list(_aval(arr).shape)
+        shape[axis] = 1
+        value = lax.broadcast_to_shape(value, tuple(shape))
+    return value
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """The n-th discrete difference along ``axis`` (booleans: ``!=`` of neighbours).
+
+    Example:
+        >>> jnp.diff(jnp.array([1, 4, 9]))
+        Array([3, 5], dtype=int32)
+    """
+    check_arraylike("diff", a)
+    arr = ensure_array(a)
+    n = core.concrete_or_error(n, "diff: the 'n' argument must be a concrete integer")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"diff: order n must be an integer, got {n!r}") from None
+    if n < 0:
+        raise ValueError(f"diff: order n must be non-negative but got {n}")
+    if _aval(arr).ndim == 0:
+        raise ValueError(f"diff: input must be at least one-dimensional, got shape "
+                         f"{_aval(arr).shape}")
+    axis = canonicalize_axis("diff", axis, _aval(arr).ndim)
+    if n == 0:
+        return arr
+    parts = []
+    if prepend is not None:
+        parts.append(_edge("diff", prepend, arr, axis))
+    parts.append(arr)
+    if append is not None:
+        parts.append(_edge("diff", append, arr, axis))
+    if len(parts) > 1:
+        arr = _concatenate(parts, axis)
+    is_bool = _aval(arr).dtype == dtypes.bool_
+    for _ in range(n):
+        size = _aval(arr).shape[axis]
+        if size == 0:
+            break
+        hi = _slice_axis(arr, axis, 1, size)
+        lo = _slice_axis(arr, axis, 0, size - 1)
+        arr = lax.ne(hi, lo) if is_bool else lax.sub(hi, lo)
+    return arr
+
+
+def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    """Differences of consecutive elements of the flattened array, with optional ends.
+
+    Example:
+        >>> jnp.ediff1d(jnp.array([1, 2, 4]), to_begin=0)
+        Array([0, 1, 2], dtype=int32)
+    """
+    check_arraylike("ediff1d", ary)
+    arr = _ravel(ensure_array(ary))
+    dt = _aval(arr).dtype
+    size = _aval(arr).size
+    if size:
+        result = lax.sub(_slice_axis(arr, 0, 1, size), _slice_axis(arr, 0, 0, size - 1)) \
+            if dt != dtypes.bool_ else lax.ne(_slice_axis(arr, 0, 1, size),
+                                              _slice_axis(arr, 0, 0, size - 1))
+    else:
+        result = arr
+    parts = [result]
+    if to_begin is not None:
+        check_arraylike("ediff1d", to_begin)
+        parts.insert(0, lax.convert_element_type(_ravel(ensure_array(to_begin)), dt))
+    if to_end is not None:
+        check_arraylike("ediff1d", to_end)
+        parts.append(lax.convert_element_type(_ravel(ensure_array(to_end)), dt))
+    return _concatenate(parts, 0) if len(parts) > 1 else result
+
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+    """Appends ``values`` to ``arr`` (flattening both when ``axis`` is None).
+
+    Example:
+        >>> jnp.append(jnp.array([1, 2]), 3)
+        Array([1, 2, 3], dtype=int32)
+    """
+    check_arraylike("append", arr, values)
+    arr, values = ensure_array(arr), ensure_array(values)
+    if axis is None:
+        return _concatenate([_ravel(arr), _ravel(values)], 0)
+    return _concatenate([arr, values], axis)
+
+
+__all__ = ["astype", "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num", "diff",
+           "ediff1d", "append"]

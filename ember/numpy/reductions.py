@@ -1,3 +1,869 @@
-"""ember.numpy reductions functions (being written)."""
+"""Reductions (sum, mean, var, max, argmax, quantile, the nan-variants, ...) and cumulative
+functions with JAX's dtype rules: sums of bools/small ints give the default int, means of ints
+give the default float, argmax gives int32.
+"""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, lax
+from ember.numpy._util import canonicalize_axes, check_arraylike, ensure_array
+
+# ---------------------------------------------------------------- helpers
+
+
+def _arg(fn: str, a: Any) -> Any:
+    check_arraylike(fn, a)
+    return ensure_array(a)
+
+
+def _full(shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Any:
+    return lax.full(shape, value, dtype)
+
+
+def _select(mask: Any, x: Any, fill: Any) -> Any:
+    """``where(mask, x, fill)`` with a scalar ``fill`` and ``mask`` broadcast to ``x``."""
+    shape = x.shape
+    mask = lax.broadcast_to_shape(mask, shape)
+    return lax.select(mask, x, _full(shape, fill, x.dtype))
+
+
+def _isnan(x: Any) -> Any:
+    return lax.ne(x, x)
+
+
+def _where_mask(fn: str, where: Any, shape: tuple[int, ...]) -> Any:
+    check_arraylike(fn, where)
+    where = ensure_array(where)
+    if where.dtype != dtypes.bool_:
+        where = lax.convert_element_type(where, dtypes.bool_)
+    try:
+        np.broadcast_shapes(where.shape, shape)
+        if len(where.shape) > len(shape) or np.broadcast_shapes(where.shape, shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{fn}: where of shape {where.shape} cannot be broadcast to the "
+                         f"operand's shape {shape}") from None
+    return lax.broadcast_to_shape(where, shape)
+
+
+def _keepdims(out: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
+    new = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return lax.reshape(out, new)
+
+
+def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool):
+    return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
+
+
+def _check_out(fn: str, out: Any) -> None:
+    if out is not None:
+        raise NotImplementedError(f"{fn}: the 'out' argument is not supported (arrays are "
+                                  "immutable)")
+
+
+def _dtype_arg(dtype: Any) -> np.dtype | None:
+    return None if dtype is None else dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+
+
+def _upcast_integers(dt: np.dtype) -> np.dtype:
+    """JAX's promote_integers: bools and narrow ints widen to the default (u)int."""
+    if dt == dtypes.bool_:
+        return dtypes.default_int_dtype()
+    if dtypes.is_unsigned(dt):
+        return dt if dt.itemsize >= dtypes.default_uint_dtype().itemsize \
+            else dtypes.default_uint_dtype()
+    if dtypes.is_integer(dt):
+        return dt if dt.itemsize >= dtypes.default_int_dtype().itemsize \
+            else dtypes.default_int_dtype()
+    return dt
+
+
+def _convert(a: Any, dt: np.dtype, keep_weak: bool = True) -> Any:
+    return lax.convert_element_type(a, dt, bool(keep_weak and a.weak_type))
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+
+
+# ---------------------------------------------------------------- sum / prod
+
+
+def _sum_like(fn: str, lax_reduce, identity, a, axis, dtype, out, keepdims, initial, where,
+              promote_integers, combine):
+    _check_out(fn, out)
+    a = _arg(fn, a)
+    axes = canonicalize_axes(fn, axis, a.ndim)
+    dt = _dtype_arg(dtype)
+    if dt is None:
+        dt = _upcast_integers(a.dtype) if promote_integers else (
+            dtypes.default_int_dtype() if a.dtype == dtypes.bool_ else a.dtype)
+    a = _convert(a, dt, keep_weak=dtype is None)
+    if where is not None:
+        a = _select(_where_mask(fn, where, a.shape), a, identity)
+    result = lax_reduce(a, axes)
+    if initial is not None:
+        check_arraylike(fn, initial)
+        result = combine(result, lax.convert_element_type(initial, dt, result.weak_type))
+    return _keepdims(result, a.shape, axes) if keepdims else result
+
+
+def sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+        initial: Any = None, where: Any = None, promote_integers: bool = True) -> Any:
+    """Sum of array elements over the given axes.
+
+    Bools and integers narrower than the default int are summed as the default int.
+
+    Example:
+        >>> jnp.sum(jnp.array([[1, 2], [3, 4]]), axis=0)
+        Array([4, 6], dtype=int32)
+    """
+    return _sum_like("sum", lax.reduce_sum, 0, a, axis, dtype, out, keepdims, initial, where,
+                     promote_integers, lax.add)
+
+
+def prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+         initial: Any = None, where: Any = None, promote_integers: bool = True) -> Any:
+    """Product of array elements over the given axes.
+
+    Example:
+        >>> jnp.prod(jnp.array([1., 2., 3.]))
+        Array(6., dtype=float32)
+    """
+    return _sum_like("prod", lax.reduce_prod, 1, a, axis, dtype, out, keepdims, initial, where,
+                     promote_integers, lax.mul)
+
+
+# ---------------------------------------------------------------- max / min
+
+
+def _identity_max(dt: np.dtype):
+    if dt == dtypes.bool_:
+        return False
+    return np.iinfo(dt).min if dtypes.is_integer(dt) else -np.inf
+
+
+def _identity_min(dt: np.dtype):
+    if dt == dtypes.bool_:
+        return True
+    return np.iinfo(dt).max if dtypes.is_integer(dt) else np.inf
+
+
+def _minmax(fn: str, lax_reduce, combine, identity_fn, a, axis, out, keepdims, initial, where):
+    _check_out(fn, out)
+    a = _arg(fn, a)
+    axes = canonicalize_axes(fn, axis, a.ndim)
+    if initial is None:
+        if _count(a.shape, axes) == 0:
+            raise ValueError(f"zero-size array to reduction operation {fn} which has no "
+                             "identity")
+        if where is not None:
+            raise ValueError(f"reduction operation {fn} does not have an identity, so to use "
+                             "a where mask one has to specify 'initial'")
+    if where is not None:
+        a = _select(_where_mask(fn, where, a.shape), a, identity_fn(a.dtype))
+    result = lax_reduce(a, axes)
+    if initial is not None:
+        check_arraylike(fn, initial)
+        result = combine(result, lax.convert_element_type(initial, a.dtype, result.weak_type))
+    return _keepdims(result, a.shape, axes) if keepdims else result
+
+
+def max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+        initial: Any = None, where: Any = None) -> Any:
+    """Maximum over the given axes (NaN propagates).
+
+    Example:
+        >>> jnp.max(jnp.array([1., 3., 2.]))
+        Array(3., dtype=float32)
+    """
+    return _minmax("max", lax.reduce_max, lax.max, _identity_max, a, axis, out, keepdims,
+                   initial, where)
+
+
+def min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+        initial: Any = None, where: Any = None) -> Any:
+    """Minimum over the given axes (NaN propagates).
+
+    Example:
+        >>> jnp.min(jnp.array([1., 3., 2.]))
+        Array(1., dtype=float32)
+    """
+    return _minmax("min", lax.reduce_min, lax.min, _identity_min, a, axis, out, keepdims,
+                   initial, where)
+
+
+amax = max
+amin = min
+
+
+def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """Range (maximum minus minimum) over the given axes.
+
+    Example:
+        >>> jnp.ptp(jnp.array([1., 5., 2.]))
+        Array(4., dtype=float32)
+    """
+    hi = max(a, axis=axis, out=out, keepdims=keepdims)
+    lo = min(a, axis=axis, keepdims=keepdims)
+    if hi.dtype == dtypes.bool_:
+        return lax.ne(hi, lo)
+    return lax.sub(hi, lo)
+
+
+# ---------------------------------------------------------------- all / any
+
+
+def _bool_reduce(fn: str, lax_reduce, identity, a, axis, out, keepdims, where):
+    _check_out(fn, out)
+    a = _arg(fn, a)
+    axes = canonicalize_axes(fn, axis, a.ndim)
+    if a.dtype != dtypes.bool_:
+        a = lax.convert_element_type(a, dtypes.bool_)
+    if where is not None:
+        a = _select(_where_mask(fn, where, a.shape), a, identity)
+    result = lax_reduce(a, axes)
+    return _keepdims(result, a.shape, axes) if keepdims else result
+
+
+def all(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *,
+        where: Any = None) -> Any:
+    """True when every element over the given axes is nonzero.
+
+    Example:
+        >>> jnp.all(jnp.array([True, False]))
+        Array(False, dtype=bool)
+    """
+    return _bool_reduce("all", lax.reduce_and, True, a, axis, out, keepdims, where)
+
+
+def any(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *,
+        where: Any = None) -> Any:
+    """True when some element over the given axes is nonzero.
+
+    Example:
+        >>> jnp.any(jnp.array([True, False]))
+        Array(True, dtype=bool)
+    """
+    return _bool_reduce("any", lax.reduce_or, False, a, axis, out, keepdims, where)
+
+
+def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Number of nonzero elements over the given axes (default int dtype).
+
+    Example:
+        >>> jnp.count_nonzero(jnp.array([0, 1, 2]))
+        Array(2, dtype=int32)
+    """
+    a = _arg("count_nonzero", a)
+    nz = lax.convert_element_type(a, dtypes.bool_) if a.dtype != dtypes.bool_ else a
+    return sum(nz, axis=axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
+
+
+# ---------------------------------------------------------------- argmax / argmin
+
+
+def _argminmax(fn: str, lax_fn, a, axis, out, keepdims):
+    _check_out(fn, out)
+    a = _arg(fn, a)
+    shape = a.shape
+    if axis is None:
+        if a.size == 0:
+            raise ValueError(f"attempt to get {fn} of an empty sequence")
+        a = lax.reshape(a, (a.size,))
+        result = lax_fn(a, 0, dtypes.int32)
+        return lax.reshape(result, (1,) * len(shape)) if keepdims else result
+    if isinstance(axis, (tuple, list)):
+        raise TypeError(f"{fn}: axis must be an integer or None, got {axis!r}")
+    (ax,) = canonicalize_axes(fn, axis, a.ndim)
+    if shape[ax] == 0:
+        raise ValueError(f"attempt to get {fn} of an empty sequence (axis {ax} of shape "
+                         f"{shape} has size 0)")
+    result = lax_fn(a, ax, dtypes.int32)
+    return _keepdims(result, shape, (ax,)) if keepdims else result
+
+
+def argmax(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = False) -> Any:
+    """Index of the maximum (first occurrence; NaN counts as the maximum), as int32.
+
+    Example:
+        >>> jnp.argmax(jnp.array([1., 3., 2.]))
+        Array(1, dtype=int32)
+    """
+    return _argminmax("argmax", lax.argmax, a, axis, out, keepdims)
+
+
+def argmin(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = False) -> Any:
+    """Index of the minimum (first occurrence; NaN counts as the minimum), as int32.
+
+    Example:
+        >>> jnp.argmin(jnp.array([1., 3., 0.]))
+        Array(2, dtype=int32)
+    """
+    return _argminmax("argmin", lax.argmin, a, axis, out, keepdims)
+
+
+def _nanargminmax(fn: str, plain, fill, a, axis, out, keepdims):
+    a = _arg(fn, a)
+    if not dtypes.is_inexact(a.dtype):
+        return plain(a, axis=axis, out=out, keepdims=keepdims)
+    nan = _isnan(a)
+    idx = plain(_select(lax.bitwise_not(nan), a, fill), axis=axis, out=out, keepdims=keepdims)
+    all_nan = all(nan, axis=axis, keepdims=keepdims)
+    return lax.select(all_nan, _full(idx.shape, -1, idx.dtype), idx)
+
+
+def nanargmax(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = False) -> Any:
+    """argmax ignoring NaNs; -1 where every element is NaN.
+
+    Example:
+        >>> jnp.nanargmax(jnp.array([1., jnp.nan, 2.]))
+        Array(2, dtype=int32)
+    """
+    return _nanargminmax("nanargmax", argmax, -np.inf, a, axis, out, keepdims)
+
+
+def nanargmin(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = False) -> Any:
+    """argmin ignoring NaNs; -1 where every element is NaN.
+
+    Example:
+        >>> jnp.nanargmin(jnp.array([1., jnp.nan, 0.]))
+        Array(2, dtype=int32)
+    """
+    return _nanargminmax("nanargmin", argmin, np.inf, a, axis, out, keepdims)
+
+
+# ---------------------------------------------------------------- mean / var / std
+
+
+def _computation_dtype(dt: np.dtype) -> np.dtype:
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
+def _inexact_result_dtype(a: Any, dtype: Any) -> np.dtype:
+    dt = _dtype_arg(dtype)
+    if dt is not None:
+        return dt
+    return a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
+
+
+def _divide_by_count(total: Any, count: Any) -> Any:
+    if not hasattr(count, "aval") and not isinstance(count, core.Tracer):
+        count = _full(total.shape, count, total.dtype)
+    return lax.div(total, count)
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+         *, where: Any = None) -> Any:
+    """Arithmetic mean over the given axes (integers give the default float dtype).
+
+    Example:
+        >>> jnp.mean(jnp.array([1, 2, 3, 4]))
+        Array(2.5, dtype=float32)
+    """
+    _check_out("mean", out)
+    a = _arg("mean", a)
+    axes = canonicalize_axes("mean", axis, a.ndim)
+    res_dt = _inexact_result_dtype(a, dtype)
+    comp = _computation_dtype(res_dt)
+    weak = a.weak_type and dtype is None
+    x = lax.convert_element_type(a, comp, weak)
+    if where is None:
+        total = lax.reduce_sum(x, axes)
+        result = _divide_by_count(total, _count(a.shape, axes))
+    else:
+        mask = _where_mask("mean", where, a.shape)
+        total = lax.reduce_sum(_select(mask, x, 0), axes)
+        count = lax.reduce_sum(lax.convert_element_type(mask, comp, weak), axes)
+        result = lax.div(total, count)
+    result = lax.convert_element_type(result, res_dt, weak)
+    return _keepdims(result, a.shape, axes) if keepdims else result
+
+
+def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: bool):
+    _check_out(fn, out)
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError(f"{fn}: ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    a = _arg(fn, a)
+    axes = canonicalize_axes(fn, axis, a.ndim)
+    res_dt = _inexact_result_dtype(a, dtype)
+    if dtypes.is_complex(res_dt):
+        res_dt = np.dtype(np.float32) if res_dt == dtypes.complex64 else np.dtype(np.float64)
+    comp = _computation_dtype(res_dt) if not dtypes.is_complex(a.dtype) else a.dtype
+    weak = a.weak_type and dtype is None
+    x = lax.convert_element_type(a, comp, weak)
+    mask = None if where is None else _where_mask(fn, where, a.shape)
+    if nan and dtypes.is_inexact(x.dtype):
+        notnan = lax.bitwise_not(_isnan(x))
+        mask = notnan if mask is None else lax.bitwise_and(mask, notnan)
+    if mask is None:
+        count = _full((), _count(a.shape, axes), comp)
+        total = lax.reduce_sum(x, axes)
+    else:
+        count = lax.reduce_sum(lax.convert_element_type(mask, comp), axes)
+        total = lax.reduce_sum(_select(mask, x, 0), axes)
+    count_b = lax.broadcast_to_shape(count, total.shape)
+    mu = lax.div(total, count_b)
+    keep = tuple(i for i in range(a.ndim) if i not in axes)
+    centered = lax.sub(x, lax.broadcast_in_dim(mu, a.shape, keep))
+    if dtypes.is_complex(centered.dtype):
+        sq = lax.real(lax.mul(centered, lax.conj(centered)))
+        count_b = lax.real(count_b)
+    else:
+        sq = lax.mul(centered, centered)
+    if mask is not None:
+        sq = _select(mask, sq, 0)
+    ss = lax.reduce_sum(sq, axes)
+    denom = lax.sub(count_b, _full(count_b.shape, ddof, count_b.dtype))
+    result = lax.div(ss, denom)
+    result = lax.convert_element_type(result, res_dt, weak)
+    return _keepdims(result, a.shape, axes) if keepdims else result
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+        keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
+    """Variance over the given axes; ``ddof``/``correction`` subtracts from the count.
+
+    Example:
+        >>> jnp.var(jnp.array([1., 2., 3., 4.]))
+        Array(1.25, dtype=float32)
+    """
+    return _var("var", a, axis, dtype, out, ddof, keepdims, where, correction, nan=False)
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+        keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
+    """Standard deviation over the given axes (square root of ``var``).
+
+    Example:
+        >>> jnp.std(jnp.array([1., 3.]))
+        Array(1., dtype=float32)
+    """
+    return lax.sqrt(_var("std", a, axis, dtype, out, ddof, keepdims, where, correction, False))
+
+
+def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+           keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
+    """Variance ignoring NaNs.
+
+    Example:
+        >>> jnp.nanvar(jnp.array([1., jnp.nan, 3.]))
+        Array(1., dtype=float32)
+    """
+    return _var("nanvar", a, axis, dtype, out, ddof, keepdims, where, correction, nan=True)
+
+
+def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+           keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
+    """Standard deviation ignoring NaNs.
+
+    Example:
+        >>> jnp.nanstd(jnp.array([1., jnp.nan, 3.]))
+        Array(1., dtype=float32)
+    """
+    return lax.sqrt(_var("nanstd", a, axis, dtype, out, ddof, keepdims, where, correction,
+                         nan=True))
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
+            keepdims: bool = False) -> Any:
+    """Weighted average over the given axes (``returned`` also gives the sum of weights).
+
+    Example:
+        >>> jnp.average(jnp.array([1., 2.]), weights=jnp.array([3., 1.]))
+        Array(1.25, dtype=float32)
+    """
+    a = _arg("average", a)
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        axes = canonicalize_axes("average", axis, a.ndim)
+        count = _full(avg.shape, _count(a.shape, axes), avg.dtype)
+        return (avg, count) if returned else avg
+    w = _arg("average", weights)
+    dt = dtypes.result_type(a, w)
+    if not dtypes.is_inexact(dt):
+        dt = dtypes.default_float_dtype()
+    a = lax.convert_element_type(a, dt)
+    w = lax.convert_element_type(w, dt)
+    axes = canonicalize_axes("average", axis, a.ndim)
+    if w.shape != a.shape:
+        if axis is None:
+            raise ValueError("average: axis must be specified when shapes of a and weights "
+                             "differ.")
+        if len(axes) != 1 or w.shape != (a.shape[axes[0]],):
+            raise ValueError(f"average: weights of shape {w.shape} must have the shape of a "
+                             f"{a.shape} or be 1-D with the length of the axis")
+        w = lax.broadcast_in_dim(w, a.shape, axes)
+    wsum = lax.reduce_sum(w, axes)
+    avg = lax.div(lax.reduce_sum(lax.mul(a, w), axes), wsum)
+    if keepdims:
+        avg, wsum = _keepdims(avg, a.shape, axes), _keepdims(wsum, a.shape, axes)
+    return (avg, wsum) if returned else avg
+
+
+# ---------------------------------------------------------------- nan-reductions
+
+
+def _nan_to(a: Any, value: Any) -> Any:
+    return _select(lax.bitwise_not(_isnan(a)), a, value) if dtypes.is_inexact(a.dtype) else a
+
+
+def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+           keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """Sum treating NaNs as zero.
+
+    Example:
+        >>> jnp.nansum(jnp.array([1., jnp.nan, 2.]))
+        Array(3., dtype=float32)
+    """
+    a = _arg("nansum", a)
+    return sum(_nan_to(a, 0), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+               initial=initial, where=where)
+
+
+def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """Product treating NaNs as one.
+
+    Example:
+        >>> jnp.nanprod(jnp.array([2., jnp.nan, 3.]))
+        Array(6., dtype=float32)
+    """
+    a = _arg("nanprod", a)
+    return prod(_nan_to(a, 1), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                initial=initial, where=where)
+
+
+def _nanminmax(fn: str, plain, fill, a, axis, out, keepdims, initial, where):
+    a = _arg(fn, a)
+    if not dtypes.is_inexact(a.dtype):
+        return plain(a, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
+    nan = _isnan(a)
+    result = plain(_select(lax.bitwise_not(nan), a, fill), axis=axis, out=out, keepdims=keepdims,
+                   initial=initial, where=where)
+    if initial is not None:
+        return result
+    notnan = lax.bitwise_not(nan)
+    if where is not None:
+        notnan = lax.bitwise_and(notnan, _where_mask(fn, where, a.shape))
+    some = any(notnan, axis=axis, keepdims=keepdims)
+    return lax.select(some, result, _full(result.shape, np.nan, result.dtype))
+
+
+def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    """Maximum ignoring NaNs (NaN where every element is NaN).
+
+    Example:
+        >>> jnp.nanmax(jnp.array([1., jnp.nan, 2.]))
+        Array(2., dtype=float32)
+    """
+    return _nanminmax("nanmax", max, -np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    """Minimum ignoring NaNs (NaN where every element is NaN).
+
+    Example:
+        >>> jnp.nanmin(jnp.array([1., jnp.nan, 2.]))
+        Array(1., dtype=float32)
+    """
+    return _nanminmax("nanmin", min, np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False, *, where: Any = None) -> Any:
+    """Mean ignoring NaNs (NaN where every element is NaN).
+
+    Example:
+        >>> jnp.nanmean(jnp.array([1., jnp.nan, 3.]))
+        Array(2., dtype=float32)
+    """
+    _check_out("nanmean", out)
+    a = _arg("nanmean", a)
+    if not dtypes.is_inexact(a.dtype):
+        return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    mask = lax.bitwise_not(_isnan(a))
+    if where is not None:
+        mask = lax.bitwise_and(mask, _where_mask("nanmean", where, a.shape))
+    return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
+
+
+# ---------------------------------------------------------------- cumulative
+
+
+def _cumulative(fn: str, lax_fn, a, axis, dtype, promote: bool, nan_fill=None):
+    a = _arg(fn, a)
+    if axis is None:
+        a = lax.reshape(a, (a.size,))
+        axis = 0
+    elif a.ndim == 0:
+        raise ValueError(f"{fn}: axis {axis} is out of bounds for array of dimension 0")
+    (ax,) = canonicalize_axes(fn, axis, a.ndim)
+    dt = _dtype_arg(dtype)
+    if dt is None:
+        dt = _upcast_integers(a.dtype) if promote else a.dtype
+    a = _convert(a, dt, keep_weak=dtype is None)
+    if nan_fill is not None:
+        a = _nan_to(a, nan_fill)
+    if a.dtype == dtypes.bool_:
+        a = lax.convert_element_type(a, dtypes.default_int_dtype())
+        return lax.convert_element_type(lax_fn(a, ax), dtypes.bool_)
+    return lax_fn(a, ax)
+
+
+def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative sum along ``axis`` (flattened when None).
+
+    Example:
+        >>> jnp.cumsum(jnp.array([1, 2, 3]))
+        Array([1, 3, 6], dtype=int32)
+    """
+    _check_out("cumsum", out)
+    return _cumulative("cumsum", lax.cumsum, a, axis, dtype, True)
+
+
+def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative product along ``axis`` (flattened when None).
+
+    Example:
+        >>> jnp.cumprod(jnp.array([1, 2, 3]))
+        Array([1, 2, 6], dtype=int32)
+    """
+    _check_out("cumprod", out)
+    return _cumulative("cumprod", lax.cumprod, a, axis, dtype, True)
+
+
+def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative sum treating NaNs as zero.
+
+    Example:
+        >>> jnp.nancumsum(jnp.array([1., jnp.nan, 2.]))
+        Array([1., 1., 3.], dtype=float32)
+    """
+    _check_out("nancumsum", out)
+    return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, True, nan_fill=0)
+
+
+def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative product treating NaNs as one.
+
+    Example:
+        >>> jnp.nancumprod(jnp.array([2., jnp.nan, 3.]))
+        Array([2., 2., 6.], dtype=float32)
+    """
+    _check_out("nancumprod", out)
+    return _cumulative("nancumprod", lax.cumprod, a, axis, dtype, True, nan_fill=1)
+
+
+def _cumulative_include(fn: str, lax_fn, x, axis, dtype, include_initial, identity):
+    x = _arg(fn, x)
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{fn}: the input array has {x.ndim} dimensions; axis must be "
+                             "specified for arrays with more than one dimension")
+        axis = 0
+    if x.ndim == 0:
+        raise ValueError(f"{fn}: the input array must have at least one dimension")
+    out = _cumulative(fn, lax_fn, x, axis, dtype, True)
+    if include_initial:
+        (ax,) = canonicalize_axes(fn, axis, x.ndim)
+        cfg = [(0, 0, 0)] * out.ndim
+        cfg[ax] = (1, 0, 0)
+        out = lax.pad(out, _full((), identity, out.dtype), cfg)
+    return out
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Any:
+    """Array-API cumulative sum (``include_initial`` prepends a zero).
+
+    Example:
+        >>> jnp.cumulative_sum(jnp.array([1, 2]), include_initial=True)
+        Array([0, 1, 3], dtype=int32)
+    """
+    return _cumulative_include("cumulative_sum", lax.cumsum, x, axis, dtype, include_initial, 0)
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Any:
+    """Array-API cumulative product (``include_initial`` prepends a one).
+
+    Example:
+        >>> jnp.cumulative_prod(jnp.array([2, 3]))
+        Array([2, 6], dtype=int32)
+    """
+    return _cumulative_include("cumulative_prod", lax.cumprod, x, axis, dtype, include_initial,
+                               1)
+
+
+# ---------------------------------------------------------------- quantiles
+
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = False):
+    a = _arg(fn, a)
+    check_arraylike(fn, q)
+    if method not in _METHODS:
+        raise ValueError(f"{fn}: method must be one of {_METHODS}, got {method!r}")
+    if not isinstance(q, core.Tracer):
+        qv = np.asarray(q, dtype=np.float64) / scale
+        if not np.all((qv >= 0) & (qv <= 1)):
+            rng = "[0, 100]" if scale != 1 else "[0, 1]"
+            raise ValueError(f"{fn}: q must be in the range {rng}, got {qv * scale!r}")
+    q = ensure_array(q)
+    dt = dtypes.result_type(a, q)
+    if not dtypes.is_inexact(dt):
+        dt = dtypes.default_float_dtype()
+    weak = a.weak_type and q.weak_type
+    a = lax.convert_element_type(a, dt, False)
+    q = lax.convert_element_type(q, dt, False)
+    if scale != 1:
+        q = lax.div(q, _full(q.shape, scale, dt))
+    shape = a.shape
+    axes = canonicalize_axes(fn, axis, a.ndim)
+    keep = [i for i in range(a.ndim) if i not in axes]
+    batch = tuple(shape[i] for i in keep)
+    n = _count(shape, axes)
+    nb = int(np.prod(batch, dtype=np.int64))
+    x = lax.reshape(a, (nb, n), dimensions=tuple(keep) + axes)
+    out_shape = tuple(q.shape) + (_reduced_shape(shape, axes, True) if keepdims else batch)
+    if n == 0:
+        return _full(out_shape, np.nan, dt)
+    if nan:
+        isnan = _isnan(x)
+        cnt = lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(isnan), dt), (1,))
+    x = lax.sort(x, dimension=1)
+    nq = q.size
+    qf = lax.reshape(q, (nq,))
+    big = (nq, nb, n)
+    if nan:  # sorted NaNs are at the end; index only among the first cnt elements
+        last = lax.broadcast_in_dim(lax.sub(cnt, _full((nb,), 1, dt)), (nq, nb), (1,))
+        pos = lax.mul(lax.broadcast_in_dim(qf, (nq, nb), (0,)), last)
+        pos = lax.max(pos, _full(pos.shape, 0, dt))
+    else:
+        pos = lax.broadcast_in_dim(lax.mul(qf, _full((nq,), n - 1, dt)), (nq, nb), (0,))
+    lo = lax.floor(pos)
+    hi = lax.ceil(pos)
+    iota = lax.broadcasted_iota(dtypes.int32, big, 2)
+    xb = lax.broadcast_in_dim(x, big, (1, 2))
+
+    def take(idx):
+        idx = lax.broadcast_in_dim(lax.convert_element_type(idx, dtypes.int32), big, (0, 1))
+        return lax.reduce_sum(lax.select(lax.eq(iota, idx), xb, _full(big, 0, dt)), (2,))
+
+    if method == "lower":
+        res = take(lo)
+    elif method == "higher":
+        res = take(hi)
+    elif method == "nearest":
+        res = take(lax.round(pos, lax.RoundingMethod.TO_NEAREST_EVEN))
+    else:
+        vlo, vhi = take(lo), take(hi)
+        if method == "midpoint":
+            res = lax.mul(lax.add(vlo, vhi), _full(vlo.shape, 0.5, dt))
+        else:
+            t = lax.sub(pos, lo)
+            res = lax.add(vlo, lax.mul(lax.sub(vhi, vlo), t))
+            # Avoid inf - inf when both neighbours are the same infinity.
+            res = lax.select(lax.eq(vlo, vhi), vlo, res)
+    if nan:
+        bad = lax.broadcast_in_dim(lax.eq(cnt, _full((nb,), 0, dt)), (nq, nb), (1,))
+    else:
+        bad = lax.broadcast_in_dim(lax.reduce_or(_isnan(x), (1,)), (nq, nb), (1,))
+    res = lax.select(bad, _full(res.shape, np.nan, dt), res)
+    return lax.convert_element_type(lax.reshape(res, out_shape), dt, weak)
+
+
+def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *,
+             interpolation: str | None = None) -> Any:
+    """The ``q``-th quantile(s) over the given axes (q in [0, 1]); q's shape leads the result.
+
+    Example:
+        >>> jnp.quantile(jnp.array([1., 2., 3., 4.]), 0.5)
+        Array(2.5, dtype=float32)
+    """
+    _check_out("quantile", out)
+    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, 1.0)
+
+
+def percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
+               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
+               *, interpolation: str | None = None) -> Any:
+    """The ``q``-th percentile(s) over the given axes (q in [0, 100]).
+
+    Example:
+        >>> jnp.percentile(jnp.array([1., 2., 3., 4.]), 50)
+        Array(2.5, dtype=float32)
+    """
+    _check_out("percentile", out)
+    return _quantile("percentile", a, q, axis, interpolation or method, keepdims, 100.0)
+
+
+def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Any:
+    """Median over the given axes (NaN if any element is NaN).
+
+    Example:
+        >>> jnp.median(jnp.array([3., 1., 2.]))
+        Array(2., dtype=float32)
+    """
+    _check_out("median", out)
+    return _quantile("median", a, 0.5, axis, "midpoint", keepdims, 1.0)
+
+
+def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None,
+                overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False) -> Any:
+    """quantile ignoring NaNs.
+
+    Example:
+        >>> jnp.nanquantile(jnp.array([1., jnp.nan, 3.]), 0.5)
+        Array(2., dtype=float32)
+    """
+    _check_out("nanquantile", out)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, 1.0, nan=True)
+
+
+def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None,
+                  overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False) -> Any:
+    """percentile ignoring NaNs.
+
+    Example:
+        >>> jnp.nanpercentile(jnp.array([1., jnp.nan, 3.]), 50)
+        Array(2., dtype=float32)
+    """
+    _check_out("nanpercentile", out)
+    return _quantile("nanpercentile", a, q, axis, method, keepdims, 100.0, nan=True)
+
+
+def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Any:
+    """Median ignoring NaNs.
+
+    Example:
+        >>> jnp.nanmedian(jnp.array([1., jnp.nan, 3.]))
+        Array(2., dtype=float32)
+    """
+    _check_out("nanmedian", out)
+    return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, 1.0, nan=True)
+
+
+__all__ = [
+    "sum", "prod", "max", "min", "amax", "amin", "ptp", "all", "any", "count_nonzero",
+    "argmax", "argmin", "nanargmax", "nanargmin", "mean", "var", "std", "nanvar", "nanstd",
+    "average", "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "cumsum", "cumprod",
+    "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "quantile", "percentile",
+    "median", "nanquantile", "nanpercentile", "nanmedian",
+]

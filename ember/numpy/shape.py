@@ -1,3 +1,971 @@
-"""ember.numpy shape functions (being written)."""
+"""Shape manipulation: reshape, transpose, concatenate, stack, split, tile, repeat, flip, roll,
+pad, broadcasting helpers, atleast_nd, shape/ndim/size.
 
-__all__: list[str] = []
+Everything is written on lax shape primitives, so it works on tracers as well as on arrays;
+only static arguments (shapes, axes, split points, pad widths) are ever handled with NumPy.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, lax
+from ember.core import Tracer
+from ember.numpy import _util
+from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike
+
+_max = builtins.max
+_min = builtins.min
+
+
+def _arr(fn: str, x: Any) -> Any:
+    check_arraylike(fn, x)
+    return _util.ensure_array(x)
+
+
+def _static_int(fn: str, arg: str, x: Any) -> int:
+    x = core.concrete_or_error(x, f"{fn}: {arg} must be a concrete integer")
+    if isinstance(x, np.ndarray) or hasattr(x, "aval"):
+        x = np.asarray(x)
+        if x.ndim != 0 or x.dtype.kind not in "iu":
+            raise TypeError(f"{fn}: {arg} must be an integer, got {x!r}")
+        return int(x)
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{fn}: {arg} must be an integer, got {x!r}")
+    return int(x)
+
+
+def _static_ints(fn: str, arg: str, xs: Any) -> tuple[int, ...]:
+    xs = core.concrete_or_error(xs, f"{fn}: {arg} must be concrete")
+    if isinstance(xs, (int, np.integer)) and not isinstance(xs, bool):
+        return (int(xs),)
+    if hasattr(xs, "aval") or isinstance(xs, np.ndarray):
+        xs = np.asarray(xs)
+        if xs.dtype.kind not in "iu":
+            raise TypeError(f"{fn}: {arg} must contain integers, got {xs!r}")
+        return tuple(int(v) for v in xs.reshape(-1))
+    try:
+        return tuple(_static_int(fn, arg, v) for v in xs)
+    except TypeError:
+        raise TypeError(f"{fn}: {arg} must be an integer or a sequence of integers, got "
+                        f"{xs!r}") from None
+
+
+def _slice(x: Any, axis: int, start: int, stop: int) -> Any:
+    """``x[..., start:stop, ...]`` along ``axis`` (static bounds, already in range)."""
+    shape = core.get_aval(x).shape
+    if start == 0 and stop == shape[axis]:
+        return x
+    lax_slice = getattr(lax, "slice", None)
+    if lax_slice is not None:
+        starts = [0] * len(shape)
+        limits = list(shape)
+        starts[axis], limits[axis] = start, stop
+        return lax_slice(x, tuple(starts), tuple(limits))
+    # Cropping with negative padding (used until lax.slice is available).
+    config = [(0, 0, 0)] * len(shape)
+    config[axis] = (-start, stop - shape[axis], 0)
+    return lax.pad(x, np.zeros((), core.get_aval(x).dtype), config)
+
+
+# ---------------------------------------------------------------- shape queries
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """The shape of an array (or array-like).
+
+    Example:
+        >>> jnp.shape(jnp.ones((2, 3)))
+        (2, 3)
+    """
+    return tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
+
+
+def ndim(a: Any) -> int:
+    """The number of dimensions of an array.
+
+    Example:
+        >>> jnp.ndim(jnp.ones((2, 3)))
+        2
+    """
+    return len(shape(a))
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    """The number of elements, in total or along ``axis``.
+
+    Example:
+        >>> jnp.size(jnp.ones((2, 3)), axis=1)
+        3
+    """
+    s = shape(a)
+    if axis is None:
+        return math.prod(s)
+    return s[canonicalize_axis("size", axis, len(s))]
+
+
+# ---------------------------------------------------------------- reshape family
+
+
+def _reshape_target(fn: str, shape_in: tuple[int, ...], newshape: Any) -> tuple[int, ...]:
+    new = _static_ints(fn, "shape", newshape)
+    total = math.prod(shape_in)
+    if new.count(-1) > 1:
+        raise ValueError(f"{fn}: can only specify one unknown dimension (-1), got shape {new}")
+    if any(d < -1 for d in new):
+        raise ValueError(f"{fn}: negative dimensions are not allowed, got shape {new}")
+    if -1 in new:
+        known = math.prod(d for d in new if d != -1)
+        if known == 0 or total % known:
+            raise ValueError(f"{fn}: cannot reshape array of shape {shape_in} (size {total}) "
+                             f"into shape {new}")
+        new = tuple(total // known if d == -1 else d for d in new)
+    if math.prod(new) != total:
+        raise ValueError(f"{fn}: cannot reshape array of shape {shape_in} (size {total}) into "
+                         f"shape {new} (size {math.prod(new)})")
+    return new
+
+
+def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
+            copy: bool | None = None) -> Any:
+    """Gives ``a`` a new shape with the same number of elements; one entry may be -1.
+
+    Example:
+        >>> jnp.reshape(jnp.arange(6), (2, -1)).shape
+        (2, 3)
+    """
+    a = _arr("reshape", a)
+    if shape is None:
+        if newshape is None:
+            raise TypeError("reshape: missing required argument 'shape'")
+        shape = newshape
+    aval = core.get_aval(a)
+    new = _reshape_target("reshape", aval.shape, shape)
+    if order == "F":
+        t = lax.transpose(a, tuple(range(aval.ndim))[::-1])
+        out = lax.reshape(t, new[::-1])
+        return lax.transpose(out, tuple(range(len(new)))[::-1])
+    if order not in ("C", "A"):
+        raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
+    return lax.reshape(a, new)
+
+
+def ravel(a: Any, order: str = "C") -> Any:
+    """The elements of ``a`` as a 1-d array.
+
+    Example:
+        >>> jnp.ravel(jnp.ones((2, 3))).shape
+        (6,)
+    """
+    a = _arr("ravel", a)
+    return reshape(a, (-1,), order=order)
+
+
+def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
+    """Permutes the axes of ``a`` (reverses them by default).
+
+    Example:
+        >>> jnp.transpose(jnp.ones((2, 3, 4)), (1, 0, 2)).shape
+        (3, 2, 4)
+    """
+    a = _arr("transpose", a)
+    nd = core.get_aval(a).ndim
+    if axes is None:
+        perm = tuple(range(nd))[::-1]
+    else:
+        axes_t = _static_ints("transpose", "axes", axes)
+        if len(axes_t) != nd:
+            raise ValueError(f"transpose: axes {axes_t} don't match an array of dimension {nd}")
+        perm = canonicalize_axes("transpose", axes_t, nd)
+    return lax.transpose(a, perm)
+
+
+def permute_dims(a: Any, /, axes: Sequence[int]) -> Any:
+    """Array API name of ``transpose`` (axes required).
+
+    Example:
+        >>> jnp.permute_dims(jnp.ones((2, 3)), (1, 0)).shape
+        (3, 2)
+    """
+    return transpose(a, axes)
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    """Swaps the last two axes.
+
+    Example:
+        >>> jnp.matrix_transpose(jnp.ones((4, 2, 3))).shape
+        (4, 3, 2)
+    """
+    x = _arr("matrix_transpose", x)
+    nd = core.get_aval(x).ndim
+    if nd < 2:
+        raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got {nd}")
+    return swapaxes(x, -1, -2)
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    """Exchanges two axes.
+
+    Example:
+        >>> jnp.swapaxes(jnp.ones((2, 3)), 0, 1).shape
+        (3, 2)
+    """
+    a = _arr("swapaxes", a)
+    nd = core.get_aval(a).ndim
+    i, j = canonicalize_axis("swapaxes", axis1, nd), canonicalize_axis("swapaxes", axis2, nd)
+    perm = list(range(nd))
+    perm[i], perm[j] = perm[j], perm[i]
+    return lax.transpose(a, tuple(perm))
+
+
+def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+    """Moves axes to new positions; the others keep their order.
+
+    Example:
+        >>> jnp.moveaxis(jnp.ones((2, 3, 4)), 0, -1).shape
+        (3, 4, 2)
+    """
+    a = _arr("moveaxis", a)
+    nd = core.get_aval(a).ndim
+    src = canonicalize_axes("moveaxis", _static_ints("moveaxis", "source", source), nd)
+    dst = canonicalize_axes("moveaxis", _static_ints("moveaxis", "destination", destination),
+                            nd)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} must have "
+                         "the same number of elements")
+    perm = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return lax.transpose(a, tuple(perm))
+
+
+def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
+    """Inserts size-1 axes at the positions ``axis`` of the result.
+
+    Example:
+        >>> jnp.expand_dims(jnp.ones(3), (0, 2)).shape
+        (1, 3, 1)
+    """
+    a = _arr("expand_dims", a)
+    axes = _static_ints("expand_dims", "axis", axis)
+    out_nd = core.get_aval(a).ndim + len(axes)
+    axes = canonicalize_axes("expand_dims", axes, out_nd)
+    return lax.expand_dims(a, axes)
+
+
+def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Removes size-1 axes (all of them, or those in ``axis``, which must have size 1).
+
+    Example:
+        >>> jnp.squeeze(jnp.ones((1, 3, 1))).shape
+        (3,)
+    """
+    a = _arr("squeeze", a)
+    aval = core.get_aval(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(aval.shape) if d == 1)
+    else:
+        axes = canonicalize_axes("squeeze", _static_ints("squeeze", "axis", axis), aval.ndim)
+        for ax in axes:
+            if aval.shape[ax] != 1:
+                raise ValueError(f"squeeze: cannot select an axis to squeeze out which has "
+                                 f"size not equal to one: axis {ax} of shape {aval.shape}")
+    return lax.squeeze(a, axes)
+
+
+# ---------------------------------------------------------------- joining
+
+
+def _sequence_of_arrays(fn: str, arrays: Any) -> list[Any]:
+    if isinstance(arrays, Tracer) or _util.is_arraylike(arrays):
+        raise TypeError(f"{fn}: expects a sequence of arrays")  # arrays handled by callers
+    try:
+        arrays = list(arrays)
+    except TypeError:
+        raise TypeError(f"{fn}: arrays must be a sequence of arrays, got "
+                        f"{type(arrays).__name__}") from None
+    if not arrays:
+        raise ValueError(f"{fn}: need at least one array to concatenate")
+    check_arraylike(fn, *arrays)
+    return arrays
+
+
+def _promote(fn: str, arrays: list[Any], dtype: Any) -> list[Any]:
+    if dtype is not None:
+        dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+        return [lax.convert_element_type(a, dt) for a in arrays]
+    return _util.promote_dtypes(*arrays)
+
+
+def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
+    """Joins arrays along an existing axis (``axis=None`` flattens them first).
+
+    Example:
+        >>> jnp.concatenate([jnp.ones(2), jnp.zeros(3)]).shape
+        (5,)
+    """
+    if isinstance(arrays, Tracer) or hasattr(arrays, "aval") or isinstance(arrays, np.ndarray):
+        arr = _util.ensure_array(arrays)
+        aval = core.get_aval(arr)
+        if aval.ndim == 0:
+            raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+        if axis is None:
+            return ravel(arr if dtype is None else lax.convert_element_type(
+                arr, dtypes.canonicalize_dtype(dtypes.dtype(dtype))))
+        return concatenate(list(_unstack0(arr)), axis, dtype)
+    arrays = _sequence_of_arrays("concatenate", arrays)
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    arrays = _promote("concatenate", arrays, dtype)
+    avals = [core.get_aval(a) for a in arrays]
+    if any(av.ndim == 0 for av in avals):
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    nd = avals[0].ndim
+    ax = canonicalize_axis("concatenate", axis, nd)
+    for av in avals:
+        if av.ndim != nd:
+            raise ValueError(f"concatenate: all the input arrays must have the same number of "
+                             f"dimensions, got shapes {[a.shape for a in avals]}")
+        if any(s != t for i, (s, t) in enumerate(zip(av.shape, avals[0].shape)) if i != ax):
+            raise ValueError(f"concatenate: all the input array dimensions except for the "
+                             f"concatenation axis {ax} must match exactly, got shapes "
+                             f"{[a.shape for a in avals]}")
+    return lax.concatenate(arrays, ax)
+
+
+def _unstack0(x: Any) -> list[Any]:
+    n = core.get_aval(x).shape[0]
+    return [lax.squeeze(_slice(x, 0, i, i + 1), (0,)) for i in range(n)]
+
+
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
+    """Array API name of ``concatenate``.
+
+    Example:
+        >>> jnp.concat([jnp.ones(2), jnp.ones(2)]).shape
+        (4,)
+    """
+    return concatenate(arrays, axis=axis)
+
+
+def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
+    """Joins same-shaped arrays along a new axis.
+
+    Example:
+        >>> jnp.stack([jnp.ones(3), jnp.zeros(3)], axis=1).shape
+        (3, 2)
+    """
+    if out is not None:
+        raise NotImplementedError("stack: the 'out' argument is not supported")
+    if isinstance(arrays, Tracer) or hasattr(arrays, "aval") or isinstance(arrays, np.ndarray):
+        arr = _util.ensure_array(arrays)
+        if dtype is not None:
+            arr = lax.convert_element_type(arr, dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
+        nd = core.get_aval(arr).ndim
+        if nd == 0:
+            raise ValueError("stack: expects a sequence of arrays, got a 0-d array")
+        return moveaxis(arr, 0, canonicalize_axis("stack", axis, nd))
+    arrays = _sequence_of_arrays("stack", arrays)
+    shapes = {tuple(np.shape(a)) if not hasattr(a, "aval") and not isinstance(a, Tracer)
+              else core.get_aval(a).shape for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: all input arrays must have the same shape, got "
+                         f"{sorted(shapes)}")
+    nd = len(next(iter(shapes))) + 1
+    ax = canonicalize_axis("stack", axis, nd)
+    arrays = _promote("stack", arrays, dtype)
+    return lax.concatenate([lax.expand_dims(a, (ax,)) for a in arrays], ax)
+
+
+def _stack_helper(fn: str, tup: Any, promote_fn, axis_fn, dtype: Any) -> Any:
+    if isinstance(tup, Tracer) or hasattr(tup, "aval") or isinstance(tup, np.ndarray):
+        tup = _unstack0(_util.ensure_array(tup))
+    arrays = _sequence_of_arrays(fn, tup)
+    arrays = [promote_fn(a) for a in arrays]
+    return concatenate(arrays, axis=axis_fn(arrays), dtype=dtype)
+
+
+def hstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    """Joins arrays horizontally (along axis 1, or axis 0 for 1-d arrays).
+
+    Example:
+        >>> jnp.hstack([jnp.ones(2), jnp.ones(3)]).shape
+        (5,)
+    """
+    return _stack_helper("hstack", tup, atleast_1d,
+                         lambda arrs: 0 if core.get_aval(arrs[0]).ndim == 1 else 1, dtype)
+
+
+def vstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    """Joins arrays vertically (1-d arrays become rows).
+
+    Example:
+        >>> jnp.vstack([jnp.ones(3), jnp.ones(3)]).shape
+        (2, 3)
+    """
+    return _stack_helper("vstack", tup, atleast_2d, lambda arrs: 0, dtype)
+
+
+row_stack = vstack
+
+
+def dstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    """Joins arrays along the third axis.
+
+    Example:
+        >>> jnp.dstack([jnp.ones((2, 2)), jnp.ones((2, 2))]).shape
+        (2, 2, 2)
+    """
+    return _stack_helper("dstack", tup, atleast_3d, lambda arrs: 2, dtype)
+
+
+def column_stack(tup: Sequence[Any]) -> Any:
+    """Stacks 1-d arrays as columns (2-d arrays are joined along axis 1).
+
+    Example:
+        >>> jnp.column_stack([jnp.ones(3), jnp.zeros(3)]).shape
+        (3, 2)
+    """
+    def as_column(a):
+        a = _util.ensure_array(a)
+        nd = core.get_aval(a).ndim
+        return lax.reshape(a, (core.get_aval(a).size, 1)) if nd < 2 else a
+    return _stack_helper("column_stack", tup, as_column, lambda arrs: 1, None)
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def _split_points(fn: str, n: int, indices_or_sections: Any, even: bool) -> list[int]:
+    ios = core.concrete_or_error(indices_or_sections,
+                                 f"{fn}: indices_or_sections must be concrete")
+    if isinstance(ios, (int, np.integer)) and not isinstance(ios, bool) or (
+            (isinstance(ios, np.ndarray) or hasattr(ios, "aval")) and np.ndim(ios) == 0):
+        k = _static_int(fn, "indices_or_sections", ios)
+        if k <= 0:
+            raise ValueError(f"{fn}: number of sections must be larger than 0, got {k}")
+        if even and n % k:
+            raise ValueError(f"{fn}: array split does not result in an equal division: an axis "
+                             f"of size {n} cannot be split into {k} sections")
+        q, r = divmod(n, k)
+        sizes = [q + 1] * r + [q] * (k - r)
+        return list(np.cumsum(sizes)[:-1])
+    return list(_static_ints(fn, "indices_or_sections", ios))
+
+
+def _split(fn: str, ary: Any, indices_or_sections: Any, axis: int, even: bool) -> list[Any]:
+    ary = _arr(fn, ary)
+    aval = core.get_aval(ary)
+    ax = canonicalize_axis(fn, axis, aval.ndim)
+    n = aval.shape[ax]
+    points = _split_points(fn, n, indices_or_sections, even)
+    bounds = [0] + points + [n]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        # NumPy slice semantics: negative points wrap, everything clamps to [0, n].
+        lo = _min(_max(lo + n if lo < 0 else lo, 0), n)
+        hi = _min(_max(hi + n if hi < 0 else hi, 0), n)
+        out.append(_slice(ary, ax, lo, _max(lo, hi)))
+    return out
+
+
+def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """Splits into equal sections (an int that must divide the axis) or at the given indices.
+
+    Example:
+        >>> [p.shape for p in jnp.split(jnp.ones(6), [1, 4])]
+        [(1,), (3,), (2,)]
+    """
+    return _split("split", ary, indices_or_sections, axis, True)
+
+
+def array_split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """Like ``split``, but an int number of sections need not divide the axis.
+
+    Example:
+        >>> [p.shape for p in jnp.array_split(jnp.ones(5), 2)]
+        [(3,), (2,)]
+    """
+    return _split("array_split", ary, indices_or_sections, axis, False)
+
+
+def hsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Any]:
+    """Splits along axis 1 (axis 0 for 1-d arrays).
+
+    Example:
+        >>> len(jnp.hsplit(jnp.ones((2, 4)), 2))
+        2
+    """
+    ary = _arr("hsplit", ary)
+    nd = core.get_aval(ary).ndim
+    if nd == 0:
+        raise ValueError("hsplit: only works on arrays of 1 or more dimensions")
+    return _split("hsplit", ary, indices_or_sections, 0 if nd == 1 else 1, True)
+
+
+def vsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Any]:
+    """Splits along axis 0 (arrays of 2 or more dimensions).
+
+    Example:
+        >>> len(jnp.vsplit(jnp.ones((4, 2)), 2))
+        2
+    """
+    ary = _arr("vsplit", ary)
+    if core.get_aval(ary).ndim < 2:
+        raise ValueError("vsplit: only works on arrays of 2 or more dimensions")
+    return _split("vsplit", ary, indices_or_sections, 0, True)
+
+
+def dsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Any]:
+    """Splits along axis 2 (arrays of 3 or more dimensions).
+
+    Example:
+        >>> len(jnp.dsplit(jnp.ones((1, 1, 4)), 2))
+        2
+    """
+    ary = _arr("dsplit", ary)
+    if core.get_aval(ary).ndim < 3:
+        raise ValueError("dsplit: only works on arrays of 3 or more dimensions")
+    return _split("dsplit", ary, indices_or_sections, 2, True)
+
+
+# ---------------------------------------------------------------- tile / repeat
+
+
+def tile(A: Any, reps: int | Sequence[int]) -> Any:
+    """Repeats the whole array ``reps`` times along each axis.
+
+    Example:
+        >>> jnp.tile(jnp.arange(2), 2)
+        Array([0, 1, 0, 1], dtype=int32)
+    """
+    A = _arr("tile", A)
+    reps_t = _static_ints("tile", "reps", reps)
+    if any(r < 0 for r in reps_t):
+        raise ValueError(f"tile: reps must be non-negative, got {reps_t}")
+    aval = core.get_aval(A)
+    nd = _max(len(reps_t), aval.ndim)
+    reps_t = (1,) * (nd - len(reps_t)) + reps_t
+    shp = (1,) * (nd - aval.ndim) + aval.shape
+    A = lax.reshape(A, shp)
+    # Interleave a broadcast (rep) axis before every axis, then merge the pairs.
+    bshape = tuple(v for pair in zip(reps_t, shp) for v in pair)
+    out = lax.broadcast_in_dim(A, bshape, tuple(range(1, 2 * nd, 2)))
+    return lax.reshape(out, tuple(r * s for r, s in zip(reps_t, shp)))
+
+
+def _take_static(x: Any, idx: np.ndarray, axis: int) -> Any:
+    """``x`` indexed by the static integer array ``idx`` along ``axis``."""
+    take = getattr(__import__("ember.numpy.indexing", fromlist=["take"]), "take", None)
+    if take is not None and len(idx):
+        return take(x, _util.ensure_array(idx.astype(np.int32)), axis=axis)
+    # Runs of equal indices become broadcast slices (used until take is available).
+    pieces = []
+    shp = core.get_aval(x).shape
+    start = 0
+    while start < len(idx):
+        stop = start
+        while stop < len(idx) and idx[stop] == idx[start]:
+            stop += 1
+        i = int(idx[start])
+        piece = _slice(x, axis, i, i + 1)
+        tshape = shp[:axis] + (stop - start,) + shp[axis + 1:]
+        pieces.append(lax.broadcast_in_dim(piece, tshape, tuple(range(len(shp)))))
+        start = stop
+    if not pieces:
+        return _slice(x, axis, 0, 0) if shp[axis] else x
+    return lax.concatenate(pieces, axis) if len(pieces) > 1 else pieces[0]
+
+
+def repeat(a: Any, repeats: Any, axis: int | None = None, *,
+           total_repeat_length: int | None = None) -> Any:
+    """Repeats each element ``repeats`` times (an int, or one concrete count per element).
+
+    Example:
+        >>> jnp.repeat(jnp.array([1, 2]), 2)
+        Array([1, 1, 2, 2], dtype=int32)
+    """
+    a = _arr("repeat", a)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    aval = core.get_aval(a)
+    ax = canonicalize_axis("repeat", axis, aval.ndim)
+    reps = np.asarray(core.concrete_or_error(
+        repeats, "repeat: repeats must be concrete (or pass total_repeat_length)"))
+    if reps.dtype.kind not in "iub" or reps.ndim > 1:
+        raise TypeError(f"repeat: repeats must be an integer or a 1-d integer array, got "
+                        f"{repeats!r}")
+    if np.any(reps < 0):
+        raise ValueError("repeat: repeats may not contain negative values")
+    n = aval.shape[ax]
+    if reps.ndim == 0 and total_repeat_length is None:
+        r = int(reps)
+        expanded = aval.shape[:ax + 1] + (r,) + aval.shape[ax + 1:]
+        dims = tuple(i for i in range(aval.ndim + 1) if i != ax + 1)
+        out = lax.broadcast_in_dim(a, expanded, dims)
+        return lax.reshape(out, aval.shape[:ax] + (n * r,) + aval.shape[ax + 1:])
+    reps = np.broadcast_to(reps, (n,)) if reps.size == 1 else reps
+    if reps.shape != (n,):
+        raise ValueError(f"repeat: repeats of shape {reps.shape} cannot be broadcast to the "
+                         f"axis size {n}")
+    idx = np.repeat(np.arange(n), reps)
+    if total_repeat_length is not None:
+        total = _static_int("repeat", "total_repeat_length", total_repeat_length)
+        if len(idx) >= total:
+            idx = idx[:total]
+        elif len(idx):
+            idx = np.concatenate([idx, np.full(total - len(idx), idx[-1])])
+        elif total:
+            raise ValueError("repeat: total_repeat_length is larger than zero but all repeats "
+                             "are zero")
+    return _take_static(a, idx, ax)
+
+
+# ---------------------------------------------------------------- flip / roll / rot90
+
+
+def flip(m: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Reverses the order of elements along ``axis`` (all axes by default).
+
+    Example:
+        >>> jnp.flip(jnp.arange(3))
+        Array([2, 1, 0], dtype=int32)
+    """
+    m = _arr("flip", m)
+    nd = core.get_aval(m).ndim
+    axes = canonicalize_axes("flip", None if axis is None else _static_ints("flip", "axis", axis),
+                             nd)
+    return lax.rev(m, axes)
+
+
+def fliplr(m: Any) -> Any:
+    """Reverses the columns (axis 1).
+
+    Example:
+        >>> jnp.fliplr(jnp.eye(2))[0]
+        Array([0., 1.], dtype=float32)
+    """
+    m = _arr("fliplr", m)
+    if core.get_aval(m).ndim < 2:
+        raise ValueError("fliplr: input must have at least 2 dimensions")
+    return lax.rev(m, (1,))
+
+
+def flipud(m: Any) -> Any:
+    """Reverses the rows (axis 0).
+
+    Example:
+        >>> jnp.flipud(jnp.arange(3))
+        Array([2, 1, 0], dtype=int32)
+    """
+    m = _arr("flipud", m)
+    if core.get_aval(m).ndim < 1:
+        raise ValueError("flipud: input must have at least 1 dimension")
+    return lax.rev(m, (0,))
+
+
+def _roll_static(a: Any, shift: int, ax: int) -> Any:
+    n = core.get_aval(a).shape[ax]
+    if n == 0:
+        return a
+    s = shift % n
+    if s == 0:
+        return a
+    return lax.concatenate([_slice(a, ax, n - s, n), _slice(a, ax, 0, n - s)], ax)
+
+
+def _roll_dynamic(a: Any, shift: Any, ax: int) -> Any:
+    n = core.get_aval(a).shape[ax]
+    if n == 0:
+        return a
+    dyn = getattr(lax, "dynamic_slice_in_dim", None)
+    if dyn is None:
+        core.concrete_or_error(shift, "roll: shift must be concrete")
+    import ember.numpy as jnp
+    s = jnp.remainder(jnp.asarray(shift).astype(np.int32), n)
+    doubled = lax.concatenate([a, a], ax)
+    return dyn(doubled, jnp.subtract(n, s).astype(np.int32), n, axis=ax)
+
+
+def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Rolls elements along ``axis`` by ``shift`` (flattened first when ``axis`` is None).
+
+    Example:
+        >>> jnp.roll(jnp.arange(4), 1)
+        Array([3, 0, 1, 2], dtype=int32)
+    """
+    a = _arr("roll", a)
+    aval = core.get_aval(a)
+    if axis is None:
+        return lax.reshape(roll(ravel(a), shift, 0), aval.shape)
+    axes = _static_ints("roll", "axis", axis)
+    axes = tuple(canonicalize_axis("roll", ax, aval.ndim) for ax in axes)
+    traced = isinstance(shift, Tracer) and shift.to_concrete_value() is None
+    if traced:
+        shifts = [shift] if shift.ndim == 0 else list(shift)
+    else:
+        shifts = list(_static_ints("roll", "shift", np.asarray(core.concrete_or_error(shift))))
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift and axis must have the same length, got shift={shift} "
+                         f"and axis={axis}")
+    for s, ax in zip(shifts, axes):
+        a = _roll_dynamic(a, s, ax) if traced else _roll_static(a, s, ax)
+    return a
+
+
+def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    """Rotates by 90 degrees ``k`` times in the plane of ``axes`` (first towards second).
+
+    Example:
+        >>> jnp.rot90(jnp.array([[1, 2], [3, 4]]))
+        Array([[2, 4],
+               [1, 3]], dtype=int32)
+    """
+    m = _arr("rot90", m)
+    nd = core.get_aval(m).ndim
+    ax = _static_ints("rot90", "axes", axes)
+    if len(ax) != 2:
+        raise ValueError(f"rot90: axes must contain exactly 2 entries, got {axes}")
+    if nd < 2:
+        raise ValueError(f"rot90: input must have at least 2 dimensions, got {nd}")
+    a0, a1 = (canonicalize_axis("rot90", x, nd) for x in ax)
+    if a0 == a1:
+        raise ValueError(f"rot90: axes must be different, got {axes}")
+    k = _static_int("rot90", "k", k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return lax.rev(m, (a0, a1))
+    perm = list(range(nd))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return lax.transpose(lax.rev(m, (a1,)), tuple(perm))
+    return lax.rev(lax.transpose(m, tuple(perm)), (a1,))
+
+
+# ---------------------------------------------------------------- pad
+
+
+def _pad_width(fn: str, pad_width: Any, nd: int) -> np.ndarray:
+    pw = core.concrete_or_error(pad_width, f"{fn}: pad_width must be concrete")
+    try:
+        arr = np.asarray(pw if not hasattr(pw, "aval") else np.asarray(pw))
+    except (TypeError, ValueError):
+        raise TypeError(f"{fn}: pad_width must be an int or a sequence of int pairs, got "
+                        f"{pad_width!r}") from None
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"{fn}: pad_width must contain integers, got {pad_width!r}")
+    try:
+        arr = np.broadcast_to(arr.astype(np.int64), (nd, 2))
+    except ValueError:
+        raise ValueError(f"{fn}: pad_width {pad_width!r} cannot be broadcast to the shape "
+                         f"({nd}, 2) of an array of rank {nd}") from None
+    if np.any(arr < 0):
+        raise ValueError(f"{fn}: pad_width must be non-negative, got {pad_width!r}")
+    return arr
+
+
+def _periodic_pad(x: Any, ax: int, lo: int, hi: int, period: Any) -> Any:
+    """Pads by reading output position i (relative to the start of x) from period[i % p]."""
+    p = core.get_aval(period).shape[ax]
+    n = core.get_aval(x).shape[ax]
+    start = (-lo) % p
+    length = lo + n + hi
+    copies = -(-(start + length) // p)
+    tiled = lax.concatenate([period] * copies, ax) if copies > 1 else period
+    return _slice(tiled, ax, start, start + length)
+
+
+def _pad_axis(x: Any, ax: int, lo: int, hi: int, mode: str, fn: str) -> Any:
+    shp = core.get_aval(x).shape
+    n = shp[ax]
+    if lo == 0 and hi == 0:
+        return x
+    if n == 0:
+        raise ValueError(f"{fn}: can't extend empty axis {ax} using modes other than "
+                         f"'constant' or 'empty'")
+    if mode == "edge" or (mode == "reflect" and n == 1):
+        def edge(count, s):
+            tshape = shp[:ax] + (count,) + shp[ax + 1:]
+            return lax.broadcast_in_dim(_slice(x, ax, s, s + 1), tshape, tuple(range(len(shp))))
+        parts = ([edge(lo, 0)] if lo else []) + [x] + ([edge(hi, n - 1)] if hi else [])
+        return lax.concatenate(parts, ax)
+    if mode == "wrap":
+        period = x
+    elif mode == "symmetric":
+        period = lax.concatenate([x, lax.rev(x, (ax,))], ax)
+    else:  # reflect: x then its reversed interior
+        period = lax.concatenate([x, lax.rev(_slice(x, ax, 1, n - 1), (ax,))], ax) \
+            if n > 2 else x
+    return _periodic_pad(x, ax, lo, hi, period)
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    """Pads an array; modes 'constant' (``constant_values``), 'edge', 'reflect', 'symmetric',
+    'wrap' and 'empty' (zeros).
+
+    Example:
+        >>> jnp.pad(jnp.array([1, 2]), (1, 2), mode="edge")
+        Array([1, 1, 2, 2, 2], dtype=int32)
+    """
+    array = _arr("pad", array)
+    aval = core.get_aval(array)
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        raise ValueError(f"pad: unsupported mode {mode!r}; supported modes are {_PAD_MODES}")
+    allowed = {"constant": {"constant_values"}, "reflect": {"reflect_type"},
+               "symmetric": {"reflect_type"}}.get(mode, set())
+    bad = set(kwargs) - allowed
+    if bad:
+        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: {sorted(bad)}")
+    if kwargs.get("reflect_type", "even") != "even":
+        raise NotImplementedError("pad: only reflect_type='even' is supported")
+    widths = _pad_width("pad", pad_width, aval.ndim)
+    if mode in ("constant", "empty"):
+        cv = kwargs.get("constant_values", 0)
+        if isinstance(cv, Tracer) or hasattr(cv, "aval") and np.ndim(cv) == 0 and \
+                not isinstance(cv, np.ndarray):
+            cv_val = lax.convert_element_type(cv, aval.dtype)
+            return lax.pad(array, cv_val, [(int(lo), int(hi), 0) for lo, hi in widths])
+        cvs = np.asarray(core.concrete_or_error(cv) if not hasattr(cv, "aval")
+                         else np.asarray(cv))
+        try:
+            cvs = np.broadcast_to(cvs, (aval.ndim, 2))
+        except ValueError:
+            raise ValueError(f"pad: constant_values {cv!r} cannot be broadcast to the shape "
+                             f"({aval.ndim}, 2)") from None
+        if aval.ndim and np.all(cvs == cvs.flat[0]) or aval.ndim == 0:
+            value = cvs.flat[0] if cvs.size else 0
+            pv = lax.convert_element_type(np.asarray(value), aval.dtype)
+            return lax.pad(array, pv, [(int(lo), int(hi), 0) for lo, hi in widths])
+        for ax in range(aval.ndim):
+            for side, value in enumerate(cvs[ax]):
+                cfg = [(0, 0, 0)] * aval.ndim
+                cfg[ax] = (int(widths[ax][0]), 0, 0) if side == 0 else (0, int(widths[ax][1]), 0)
+                array = lax.pad(array, lax.convert_element_type(np.asarray(value), aval.dtype),
+                                cfg)
+        return array
+    for ax in range(aval.ndim):
+        array = _pad_axis(array, ax, int(widths[ax][0]), int(widths[ax][1]), mode, "pad")
+    return array
+
+
+# ---------------------------------------------------------------- broadcasting
+
+
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    """The shape that arrays of the given shapes broadcast to.
+
+    Example:
+        >>> jnp.broadcast_shapes((2, 1), (3,))
+        (2, 3)
+    """
+    norm = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    for s in norm:
+        _static_ints("broadcast_shapes", "shape", s)
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*norm))
+    except ValueError:
+        raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
+                         f"{', '.join(str(s) for s in norm)}") from None
+
+
+def broadcast_to(array: Any, shape: Any) -> Any:
+    """Broadcasts ``array`` to ``shape`` (NumPy rules).
+
+    Example:
+        >>> jnp.broadcast_to(jnp.ones(3), (2, 3)).shape
+        (2, 3)
+    """
+    array = _arr("broadcast_to", array)
+    aval = core.get_aval(array)
+    target = _static_ints("broadcast_to", "shape", shape)
+    if any(d < 0 for d in target):
+        raise ValueError(f"broadcast_to: negative dimensions are not allowed, got {target}")
+    nlead = len(target) - aval.ndim
+    if nlead < 0 or any(s not in (1, t) for s, t in zip(aval.shape, target[nlead:])):
+        raise ValueError(f"broadcast_to: incompatible shapes for broadcasting: {aval.shape} "
+                         f"and requested shape {target}")
+    return lax.broadcast_to_shape(array, target)
+
+
+def broadcast_arrays(*args: Any) -> list[Any]:
+    """Broadcasts the arguments against each other.
+
+    Example:
+        >>> [a.shape for a in jnp.broadcast_arrays(jnp.ones(3), jnp.ones((2, 1)))]
+        [(2, 3), (2, 3)]
+    """
+    check_arraylike("broadcast_arrays", *args)
+    arrays = [_util.ensure_array(a) for a in args]
+    target = broadcast_shapes(*[core.get_aval(a).shape for a in arrays])
+    return [broadcast_to(a, target) for a in arrays]
+
+
+# ---------------------------------------------------------------- atleast_nd
+
+
+def _atleast(fn: str, arys: tuple, nd: int, place) -> Any:
+    out = []
+    for a in arys:
+        a = _arr(fn, a)
+        av = core.get_aval(a)
+        out.append(lax.reshape(a, place(av.shape)) if av.ndim < nd else a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys: Any) -> Any:
+    """Views inputs as arrays with at least one dimension.
+
+    Example:
+        >>> jnp.atleast_1d(1.0).shape
+        (1,)
+    """
+    return _atleast("atleast_1d", arys, 1, lambda s: (1,))
+
+
+def atleast_2d(*arys: Any) -> Any:
+    """Views inputs as arrays with at least two dimensions (1-d arrays become rows).
+
+    Example:
+        >>> jnp.atleast_2d(jnp.ones(3)).shape
+        (1, 3)
+    """
+    return _atleast("atleast_2d", arys, 2, lambda s: (1,) * (2 - len(s)) + s)
+
+
+def atleast_3d(*arys: Any) -> Any:
+    """Views inputs as arrays with at least three dimensions: (n,) -> (1, n, 1),
+    (m, n) -> (m, n, 1).
+
+    Example:
+        >>> jnp.atleast_3d(jnp.ones(3)).shape
+        (1, 3, 1)
+    """
+    def place(s):
+        return {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)]
+    return _atleast("atleast_3d", arys, 3, place)
+
+
+__all__ = [
+    "shape", "ndim", "size", "reshape", "ravel", "transpose", "permute_dims",
+    "matrix_transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "concatenate",
+    "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
+    "array_split", "hsplit", "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud",
+    "roll", "rot90", "pad", "broadcast_shapes", "broadcast_to", "broadcast_arrays",
+    "atleast_1d", "atleast_2d", "atleast_3d",
+]

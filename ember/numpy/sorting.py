@@ -1,3 +1,225 @@
-"""ember.numpy sorting functions (being written)."""
+"""Sorting and searching: sort, argsort, lexsort, searchsorted, partition, unique, ...
 
-__all__: list[str] = []
+Everything but ``unique`` is written with primitives and traces; NaNs sort to the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, lax
+from ember.numpy._util import canonicalize_axes, check_arraylike, ensure_array, promote_dtypes
+
+
+def _arg(fn: str, a: Any) -> Any:
+    check_arraylike(fn, a)
+    return ensure_array(a)
+
+
+def _flatten_or_axis(fn: str, a: Any, axis: Any) -> tuple[Any, int]:
+    if axis is None:
+        return lax.reshape(a, (a.size,)), 0
+    if a.ndim == 0:
+        raise ValueError(f"{fn}: axis {axis} is out of bounds for array of dimension 0")
+    (ax,) = canonicalize_axes(fn, axis, a.ndim)
+    return a, ax
+
+
+def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
+         stable: bool = True, descending: bool = False) -> Any:
+    """Sorted copy of ``a`` along ``axis`` (flattened when None); NaNs go last.
+
+    Example:
+        >>> jnp.sort(jnp.array([3, 1, 2]))
+        Array([1, 2, 3], dtype=int32)
+    """
+    if order is not None:
+        raise TypeError("sort: the 'order' argument is not supported")
+    a = _arg("sort", a)
+    if a.ndim == 0 and axis is not None:
+        raise ValueError(f"sort: axis {axis} is out of bounds for array of dimension 0")
+    a, ax = _flatten_or_axis("sort", a, axis)
+    out = lax.sort(a, dimension=ax, is_stable=stable)
+    return lax.rev(out, (ax,)) if descending else out
+
+
+def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
+            stable: bool = True, descending: bool = False) -> Any:
+    """Indices (int32) that sort ``a`` along ``axis``; ties keep their order.
+
+    Example:
+        >>> jnp.argsort(jnp.array([3, 1, 2]))
+        Array([1, 2, 0], dtype=int32)
+    """
+    if order is not None:
+        raise TypeError("argsort: the 'order' argument is not supported")
+    a = _arg("argsort", a)
+    if a.ndim == 0 and axis is not None:
+        raise ValueError(f"argsort: axis {axis} is out of bounds for array of dimension 0")
+    a, ax = _flatten_or_axis("argsort", a, axis)
+    iota = lax.broadcasted_iota(dtypes.int32, a.shape, ax)
+    if descending:
+        # Stable descending: sort the reversed array with reversed indices, reverse back.
+        n = a.shape[ax]
+        rev_iota = lax.sub(lax.full(a.shape, n - 1, dtypes.int32), iota)
+        _, idx = lax.sort((lax.rev(a, (ax,)), rev_iota), dimension=ax, is_stable=True,
+                          num_keys=1)
+        return lax.rev(idx, (ax,))
+    _, idx = lax.sort((a, iota), dimension=ax, is_stable=True, num_keys=1)
+    return idx
+
+
+def msort(a: Any) -> Any:
+    """Sorts along the first axis.
+
+    Example:
+        >>> jnp.msort(jnp.array([[2, 1], [1, 2]]))
+        Array([[1, 1], [2, 2]], dtype=int32)
+    """
+    return sort(a, axis=0)
+
+
+def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
+    """Indirect stable sort by several keys; the LAST key is the primary one (like NumPy).
+
+    Example:
+        >>> jnp.lexsort((jnp.array([1, 0]), jnp.array([0, 0])))
+        Array([1, 0], dtype=int32)
+    """
+    if isinstance(keys, (tuple, list)):
+        keys = [_arg("lexsort", k) for k in keys]
+    else:
+        k = _arg("lexsort", keys)
+        if k.ndim == 0:
+            raise TypeError("lexsort: keys must be a sequence of arrays or an array of rank>=1")
+        keys = [k[i] for i in range(k.shape[0])]
+    if not keys:
+        raise TypeError("lexsort: need sequence of keys with len > 0")
+    shape = keys[0].shape
+    if any(k.shape != shape for k in keys):
+        raise ValueError(f"lexsort: all keys need to be the same shape, got "
+                         f"{[k.shape for k in keys]}")
+    if not shape:
+        raise ValueError("lexsort: keys must have rank >= 1")
+    (ax,) = canonicalize_axes("lexsort", axis, len(shape))
+    iota = lax.broadcasted_iota(dtypes.int32, shape, ax)
+    out = lax.sort(tuple(reversed(keys)) + (iota,), dimension=ax, is_stable=True,
+                   num_keys=len(keys))
+    return out[-1]
+
+
+def _nan_aware_less(x: Any, y: Any) -> Any:
+    """x < y in sort order: NaN is greater than every number and equal to itself."""
+    lt = lax.lt(x, y)
+    if not dtypes.is_inexact(x.dtype):
+        return lt
+    x_nan, y_nan = lax.ne(x, x), lax.ne(y, y)
+    return lax.bitwise_or(lt, lax.bitwise_and(y_nan, lax.bitwise_not(x_nan)))
+
+
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
+                 method: str = "compare_all") -> Any:
+    """Indices (int32) where ``v`` would be inserted into the sorted 1-D ``a``.
+
+    Example:
+        >>> jnp.searchsorted(jnp.array([1, 2, 3]), 2, side="right")
+        Array(2, dtype=int32)
+    """
+    check_arraylike("searchsorted", a, v)
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    a, v = ensure_array(a), ensure_array(v)
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted: a must be 1-D, got an array of shape {a.shape}")
+    if sorter is not None:
+        from ember.numpy.indexing import take
+
+        a = take(a, sorter)
+    a, v = promote_dtypes(a, v)
+    n = a.shape[0]
+    big = tuple(v.shape) + (n,)
+    ab = lax.broadcast_in_dim(a, big, (len(big) - 1,))
+    vb = lax.broadcast_in_dim(v, big, tuple(range(v.ndim)))
+    # left: count of a[i] < v; right: count of a[i] <= v, i.e. not (v < a[i]).
+    below = _nan_aware_less(ab, vb) if side == "left" else \
+        lax.bitwise_not(_nan_aware_less(vb, ab))
+    return lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (len(big) - 1,))
+
+
+def partition(a: Any, kth: int, axis: int = -1) -> Any:
+    """Array whose ``kth`` element along ``axis`` is in sorted position (fully sorted here).
+
+    Example:
+        >>> jnp.partition(jnp.array([3, 1, 2]), 1)[1]
+        Array(2, dtype=int32)
+    """
+    a = _arg("partition", a)
+    (ax,) = canonicalize_axes("partition", axis, a.ndim)
+    kth = core.concrete_or_error(kth, "partition: kth must be a concrete integer")
+    if not -a.shape[ax] <= int(kth) < a.shape[ax]:
+        raise ValueError(f"partition: kth={kth} out of bounds for axis of size {a.shape[ax]}")
+    return lax.sort(a, dimension=ax)
+
+
+def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
+    """Indices that partition ``a`` around ``kth`` (a full stable argsort here).
+
+    Example:
+        >>> jnp.argpartition(jnp.array([3, 1, 2]), 1)[1]
+        Array(2, dtype=int32)
+    """
+    a = _arg("argpartition", a)
+    (ax,) = canonicalize_axes("argpartition", axis, a.ndim)
+    kth = core.concrete_or_error(kth, "argpartition: kth must be a concrete integer")
+    if not -a.shape[ax] <= int(kth) < a.shape[ax]:
+        raise ValueError(f"argpartition: kth={kth} out of bounds for axis of size "
+                         f"{a.shape[ax]}")
+    return argsort(a, axis=ax)
+
+
+def _concrete_value(fn: str, a: Any) -> np.ndarray:
+    if isinstance(a, core.Tracer):
+        value = a.to_concrete_value()
+        if value is None:
+            raise core.ConcretizationTypeError(
+                a, f"{fn} has a data-dependent output shape and needs a concrete array; "
+                   "under tracing pass size= (not supported) or call it outside jit")
+        return np.asarray(value)
+    return np.asarray(a)
+
+
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: int | None = None, *,
+           equal_nan: bool = True) -> Any:
+    """Sorted unique elements (concrete arrays only: the output shape depends on the data).
+
+    Example:
+        >>> jnp.unique(jnp.array([3, 1, 3]))
+        Array([1, 3], dtype=int32)
+    """
+    check_arraylike("unique", ar)
+    arr = ensure_array(ar)
+    value = _concrete_value("unique", arr)
+    if axis is not None:
+        (axis,) = canonicalize_axes("unique", axis, value.ndim)
+    res = np.unique(value, return_index=return_index, return_inverse=return_inverse,
+                    return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+    if not isinstance(res, tuple):
+        res = (res,)
+    out = [_wrap(res[0], arr.dtype)]
+    out += [_wrap(r, dtypes.int32) for r in res[1:]]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _wrap(value: np.ndarray, dt: np.dtype) -> Any:
+    value = np.asarray(value).astype(dt)
+    return core.concrete_array(value, core.ShapedArray(value.shape, dt))
+
+
+__all__ = [
+    "sort", "argsort", "msort", "lexsort", "searchsorted", "partition", "argpartition",
+    "unique",
+]

@@ -14,6 +14,12 @@ from ember import core, dtypes, tree_util
 from ember.core import ShapedArray
 
 
+_IMMUTABLE_MESSAGE = (
+    "'{}' object does not support item assignment. JAX arrays are immutable. Instead of "
+    "``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] method: "
+    "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+
 class CpuDevice:
     """The host CPU as a device: ``platform`` is ``"cpu"``."""
 
@@ -127,12 +133,19 @@ class Array:
         return True
 
     def __array__(self, dtype=None, copy=None):
+        # Without a copy NumPy gets a read-only view of the buffer (no data is copied).
         value = self._value
         if dtype is not None and np.dtype(dtype) != value.dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid copy while converting an ember Array of "
+                                 f"dtype {value.dtype} to dtype {np.dtype(dtype)}")
             return value.astype(dtype)
         if copy:
             return value.copy()
         return value
+
+    def __setitem__(self, idx, value):
+        raise TypeError(_IMMUTABLE_MESSAGE.format(type(self).__name__))
 
     def copy(self) -> Array:
         return Array._wrap(self._value.copy(), self.aval)
@@ -189,12 +202,24 @@ class Array:
         return format(str(self), spec)
 
     def __repr__(self) -> str:
-        suffix = f", dtype={self.dtype.name}"
+        # JAX's layout: NumPy's array2string body, then the dtype on the last line when it
+        # fits in the line width, else on a line of its own aligned after "Array(".
+        prefix = "Array("
+        dtype_str = f"dtype={self.dtype.name}"
         if self.weak_type:
-            suffix += ", weak_type=True"
-        suffix += ")"
-        body = np.array2string(self._value, prefix="Array(", suffix=suffix, separator=", ")
-        return f"Array({body}{suffix}"
+            dtype_str += ", weak_type=True"
+        dtype_str += ")"
+        line_width = np.get_printoptions()["linewidth"]
+        if self._value.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=line_width)
+        last_line_len = len(body) - body.rfind("\n") + 1
+        sep = " "
+        if last_line_len + len(dtype_str) + 1 > line_width:
+            sep = "\n" + " " * len(prefix)
+        return f"{prefix}{body},{sep}{dtype_str}"
 
     def __str__(self) -> str:
         return str(self._value)

@@ -1,16 +1,33 @@
-"""Eager execution: the bottom (eval) trace runs each primitive's NumPy impl directly."""
+"""Eager execution: the bottom (eval) trace runs each primitive's NumPy impl directly.
+
+The hot path (``apply_primitive``) is kept lean: ember.Array inputs are read without any
+dispatch, and the abstract evaluation of a (primitive, input avals, params) combination is
+cached, so a repeated small op costs little more than its NumPy kernel.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ember import core
+from ember.config import config
+from ember.errors import UnexpectedTracerError
 from ember.runtime.array import Array
 
+_ndarray = np.ndarray
+_new_array = object.__new__
 
-def _as_input(x):
-    if type(x) is Array:
-        return x._value, x.aval
+# (primitive, avals, params items, x64) -> output aval(s). Only successful evaluations are
+# stored, so errors are raised afresh each time; bounded by clearing when full.
+_aval_cache: dict = {}
+_AVAL_CACHE_SIZE = 4096
+
+
+def _slow_input(x, primitive):
+    if isinstance(x, core.Tracer):
+        raise UnexpectedTracerError(
+            x, f"It was passed to the primitive {primitive.name!r} outside of the "
+               "transformation that created it.")
     aval = core.get_aval(x)
     if isinstance(x, Array):
         return x._value, aval
@@ -18,23 +35,47 @@ def _as_input(x):
 
 
 def _wrap(value, aval: core.ShapedArray) -> Array:
-    value = np.asarray(value)
+    if type(value) is not _ndarray:
+        value = np.asarray(value)
     if value.dtype != aval.dtype:
         value = value.astype(aval.dtype)
     if value.shape != aval.shape:
         raise AssertionError(f"impl produced shape {value.shape}, abstract eval {aval.shape}")
     # Views of inputs are fine: every buffer is read-only, so sharing is safe.
-    return Array._wrap(value, aval)
+    value.flags.writeable = False
+    out = _new_array(Array)
+    out._value = value
+    out.aval = aval
+    return out
+
+
+def _abstract_eval(primitive, avals, params):
+    try:
+        key = (primitive, tuple(avals), tuple(params.items()) if params else (),
+               config.x64_enabled)
+        out = _aval_cache.get(key)
+    except TypeError:  # unhashable params: no caching
+        return primitive.abstract_eval(*avals, **params)
+    if out is None:
+        out = primitive.abstract_eval(*avals, **params)
+        if len(_aval_cache) >= _AVAL_CACHE_SIZE:
+            _aval_cache.clear()
+        _aval_cache[key] = out
+    return out
 
 
 def apply_primitive(primitive: core.Primitive, args, params):
     """Checks the arguments by abstract evaluation, then runs the NumPy impl."""
     values, avals = [], []
     for a in args:
-        v, av = _as_input(a)
-        values.append(v)
-        avals.append(av)
-    out_aval = primitive.abstract_eval(*avals, **params)
+        if type(a) is Array:
+            values.append(a._value)
+            avals.append(a.aval)
+        else:
+            v, av = _slow_input(a, primitive)
+            values.append(v)
+            avals.append(av)
+    out_aval = _abstract_eval(primitive, avals, params)
     out = primitive.impl(*values, **params)
     if primitive.multiple_results:
         return [_wrap(o, a) for o, a in zip(out, out_aval)]

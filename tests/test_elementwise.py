@@ -1,0 +1,345 @@
+"""Targeted tests of elementwise lax primitives and ufuncs: special values, integer
+semantics, promotion, special functions and bad-input errors (references: NumPy, math)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+
+f32 = np.float32
+
+
+def A(x, dtype=None):
+    return jnp.asarray(np.asarray(x, dtype=dtype))
+
+
+def npa(x):
+    return np.asarray(x)
+
+
+# ---------------------------------------------------------------- NaN / inf semantics
+
+
+def test_maximum_minimum_propagate_nan_fmax_ignores_it():
+    x = A([np.nan, 1.0, np.nan, -np.inf], f32)
+    y = A([0.0, np.nan, np.nan, 2.0], f32)
+    for fn, ref in ((jnp.maximum, np.maximum), (jnp.minimum, np.minimum), (jnp.fmax, np.fmax),
+                    (jnp.fmin, np.fmin)):
+        np.testing.assert_array_equal(npa(fn(x, y)), ref(npa(x), npa(y)))
+
+
+def test_float_classification_with_specials():
+    v = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0], f32)
+    x = A(v)
+    for fn, ref in ((jnp.isnan, np.isnan), (jnp.isinf, np.isinf), (jnp.isfinite, np.isfinite),
+                    (jnp.isposinf, np.isposinf), (jnp.isneginf, np.isneginf)):
+        np.testing.assert_array_equal(npa(fn(x)), ref(v))
+    nonan = v[1:]
+    np.testing.assert_array_equal(npa(jnp.signbit(A(nonan))), np.signbit(nonan))
+    np.testing.assert_array_equal(npa(jnp.copysign(1.0, A(nonan))), np.copysign(1.0, nonan))
+    np.testing.assert_array_equal(npa(lax.is_finite(x)), np.isfinite(v))
+
+
+def test_special_values_of_math_functions():
+    v = np.array([np.inf, -np.inf, np.nan, 0.0, -1.0], f32)
+    with np.errstate(all="ignore"):
+        for fn, ref in ((jnp.exp, np.exp), (jnp.log, np.log), (jnp.sqrt, np.sqrt),
+                        (jnp.tanh, np.tanh), (jnp.log1p, np.log1p), (jnp.expm1, np.expm1)):
+            np.testing.assert_array_equal(npa(fn(A(v))), ref(v))
+        a, b = np.array([np.inf, -np.inf, 1.0, np.nan], f32), np.array([np.inf, -np.inf, 2.0, 1.0],
+                                                                       f32)
+        np.testing.assert_allclose(npa(jnp.logaddexp(A(a), A(b))), np.logaddexp(a, b),
+                                   rtol=1e-6)
+        np.testing.assert_array_equal(npa(jnp.hypot(A(a), A(b))), np.hypot(a, b))
+
+
+def test_divide_by_zero_float_and_int():
+    x, y = np.array([1.0, -1.0, 0.0], f32), np.zeros(3, f32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(npa(jnp.true_divide(A(x), A(y))), x / y)
+        np.testing.assert_array_equal(npa(jnp.floor_divide(A(x), A(y))), np.floor_divide(x, y))
+        np.testing.assert_array_equal(npa(jnp.remainder(A(x), A(y))), np.remainder(x, y))
+    xi = A([7, -7, 0], np.int32)
+    # Integer division by zero must neither crash nor warn; results are XLA's (not NumPy's).
+    with np.errstate(all="raise"):
+        for fn in (jnp.floor_divide, jnp.remainder, jnp.fmod, lax.div, lax.rem):
+            out = fn(xi, A([0, 0, 0], np.int32))
+            assert out.shape == (3,) and out.dtype == np.int32
+    np.testing.assert_array_equal(npa(lax.div(xi, A([0, 0, 0], np.int32))), [-1, -1, -1])
+    np.testing.assert_array_equal(npa(lax.rem(xi, A([0, 0, 0], np.int32))), [7, -7, 0])
+
+
+# ---------------------------------------------------------------- integer semantics
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8])
+def test_integer_floor_divide_remainder_vs_numpy(dtype):
+    lo = 0 if np.dtype(dtype).kind == "u" else -9
+    vals = np.arange(lo, 10)
+    x, y = np.meshgrid(vals, vals[vals != 0])
+    x, y = x.ravel().astype(dtype), y.ravel().astype(dtype)
+    np.testing.assert_array_equal(npa(jnp.floor_divide(A(x), A(y))), np.floor_divide(x, y))
+    np.testing.assert_array_equal(npa(jnp.remainder(A(x), A(y))), np.remainder(x, y))
+    np.testing.assert_array_equal(npa(jnp.fmod(A(x), A(y))), np.fmod(x, y))
+    q, r = jnp.divmod(A(x), A(y))
+    np.testing.assert_array_equal(npa(q), x // y)
+    np.testing.assert_array_equal(npa(r), x % y)
+    np.testing.assert_array_equal(npa(A(x) // A(y)), x // y)
+    np.testing.assert_array_equal(npa(A(x) % A(y)), x % y)
+
+
+def test_float_floor_divide_remainder_negative_operands():
+    x = np.array([-7.5, 7.5, -7.5, 7.5, 6.0, -6.0], f32)
+    y = np.array([2.0, -2.0, -2.0, 2.0, -3.0, 3.0], f32)
+    np.testing.assert_array_equal(npa(jnp.floor_divide(A(x), A(y))), np.floor_divide(x, y))
+    np.testing.assert_array_equal(npa(jnp.remainder(A(x), A(y))), np.remainder(x, y))
+
+
+def test_lax_div_rem_truncate():
+    x, y = A([-7, 7, -7, 7], np.int32), A([2, 2, -2, -2], np.int32)
+    np.testing.assert_array_equal(npa(lax.div(x, y)), [-3, 3, 3, -3])
+    np.testing.assert_array_equal(npa(lax.rem(x, y)), [-1, 1, -1, 1])
+
+
+def test_integer_power():
+    x = np.array([-3, -2, -1, 0, 1, 2, 3], np.int32)
+    for p in range(0, 6):
+        np.testing.assert_array_equal(npa(jnp.power(A(x), p)), x ** p)
+        np.testing.assert_array_equal(npa(jnp.power(A(x), A(np.full(7, p), np.int32))), x ** p)
+    # Negative integer exponents: 1 // x**|y| (JAX gives 0, 1 or -1 instead of raising).
+    np.testing.assert_array_equal(npa(jnp.power(A(x), A(np.full(7, -1), np.int32))),
+                                  [0, 0, -1, 0, 1, 0, 0])
+    np.testing.assert_array_equal(npa(jnp.power(A(x), -2)), [0, 0, 1, 0, 1, 0, 0])
+    big = np.array([3], np.int32)
+    np.testing.assert_array_equal(npa(jnp.power(A(big), A([25], np.int32))), big ** 25)
+
+
+def test_power_float_int_exponent_and_float_power():
+    x = np.array([0.5, 2.0, -3.0], f32)
+    np.testing.assert_allclose(npa(jnp.power(A(x), 3)), x ** 3)
+    np.testing.assert_allclose(npa(lax.pow(A(x), A([2, -1, 3], np.int32))),
+                               [0.25, 0.5, -27.0])
+    assert jnp.float_power(A([2], np.int32), 2).dtype == np.float32
+
+
+def test_shift_edge_cases():
+    x = A([1, -8, 127, -128], np.int8)
+    big = A([8, 9, 100, -1], np.int8)  # out of range (negative reads as huge unsigned)
+    np.testing.assert_array_equal(npa(lax.shift_left(x, big)), [0, 0, 0, 0])
+    np.testing.assert_array_equal(npa(lax.shift_right_logical(x, big)), [0, 0, 0, 0])
+    np.testing.assert_array_equal(npa(lax.shift_right_arithmetic(x, big)), [0, -1, 0, -1])
+    np.testing.assert_array_equal(npa(lax.shift_right_logical(A([-8], np.int8),
+                                                              A([1], np.int8))), [124])
+    np.testing.assert_array_equal(npa(lax.shift_right_arithmetic(A([-8], np.int8),
+                                                                 A([1], np.int8))), [-4])
+    np.testing.assert_array_equal(npa(lax.shift_left(A([64], np.int8), A([1], np.int8))),
+                                  [-128])
+    u = A([200], np.uint8)
+    np.testing.assert_array_equal(npa(jnp.right_shift(u, A([1], np.uint8))), [100])
+    np.testing.assert_array_equal(npa(jnp.right_shift(A([-8], np.int32), 1)), [-4])
+    np.testing.assert_array_equal(npa(jnp.left_shift(A([1], np.int32), A([31], np.int32))),
+                                  [np.int32(-2 ** 31)])
+
+
+def test_population_count_and_clz():
+    x = np.array([0, 1, -1, 2 ** 31 - 1, -2 ** 31, 12345], np.int32)
+    np.testing.assert_array_equal(npa(lax.population_count(A(x))),
+                                  [bin(int(v) % 2 ** 32).count("1") for v in x])
+    np.testing.assert_array_equal(npa(lax.clz(A(x))),
+                                  [32 - (int(v) % 2 ** 32).bit_length() for v in x])
+
+
+def test_gcd_lcm_worst_case():
+    # Consecutive Fibonacci numbers are Euclid's worst case.
+    a, b = np.array([1836311903, 0, 0, -12], np.int32), np.array([1134903170, 5, 0, 18],
+                                                                    np.int32)
+    np.testing.assert_array_equal(npa(jnp.gcd(A(a), A(b))), np.gcd(a, b))
+    np.testing.assert_array_equal(npa(jnp.lcm(A([4, 0, -6], np.int32), A([6, 3, 4], np.int32))),
+                                  [12, 0, 12])
+
+
+# ---------------------------------------------------------------- promotion
+
+
+def test_promotion_results():
+    i8, u8 = A([1], np.int8), A([1], np.uint8)
+    assert (i8 + 2).dtype == np.int8
+    assert jnp.add(u8, i8).dtype == np.int16
+    out = jnp.add(A([1], np.int32), 1.5)
+    assert out.dtype == np.float32 and out.weak_type  # i32 joined with f* is f* (weak)
+    assert not jnp.add(A([1], np.int32), A([1.5], f32)).weak_type
+    w = jnp.multiply(2, 1.5)
+    assert w.dtype == np.float32 and w.weak_type
+    assert jnp.sqrt(A([4], np.int32)).dtype == np.float32
+    assert jnp.true_divide(A([1], np.int32), A([2], np.int32)).dtype == np.float32
+    assert jnp.add(A([1], np.float16), 1.0).dtype == np.float16
+    assert jnp.add(A([1], np.float16), A([1], np.int32)).dtype == np.float16
+    assert jnp.floor(A([1], np.int8)).dtype == np.int8
+    assert jnp.rint(A([1], np.int8)).dtype == np.float32
+    assert jnp.reciprocal(A([2], np.int32)).dtype == np.float32
+    assert jnp.add(A([True]), A([True])).dtype == np.bool_
+    np.testing.assert_array_equal(npa(jnp.add(A([True, False]), A([True, False]))),
+                                  [True, False])
+    assert jnp.angle(A([1], np.int32)).dtype == np.float32
+    assert jnp.where(A([True]), 1, 2.0).dtype == np.float32
+    assert jnp.clip(A([1, 5], np.int32), 2.5).dtype == np.float32
+
+
+def test_ufuncs_trace():
+    x = A([1.0, -2.0], f32)
+    jaxpr = ember.make_jaxpr(lambda v: jnp.exp(v) + jnp.sin(v))(x)
+    text = str(jaxpr)
+    assert "exp" in text and "sin" in text and "add" in text
+
+
+# ---------------------------------------------------------------- special functions
+
+
+def test_erf_lgamma_against_math():
+    v = np.linspace(-4, 4, 41)
+    np.testing.assert_allclose(npa(lax.erf(A(v, f32))), [math.erf(f32(t)) for t in v],
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(npa(lax.erfc(A(v, f32))), [math.erfc(f32(t)) for t in v],
+                               rtol=1e-6, atol=1e-30)
+    p = np.array([0.1, 0.5, 1.0, 2.5, 10.0, 100.0, -0.5, -2.5])
+    np.testing.assert_allclose(npa(lax.lgamma(A(p, f32))),
+                               [math.log(abs(math.gamma(f32(t)))) for t in p], rtol=1e-6)
+    assert np.isinf(npa(lax.lgamma(A([0.0, -1.0, -2.0], f32)))).all()
+
+
+def test_digamma_against_float64_reference():
+    # digamma(1) = -euler_gamma, digamma(1/2) = -euler_gamma - 2 ln 2, recurrence to others.
+    g = 0.5772156649015329
+    x = np.array([1.0, 0.5, 2.0, 3.5, 10.0, -0.5, -1.5, 1e-3])
+    t = float(f32(1e-3))  # series near 0: -1/t - g + zeta(2) t - zeta(3) t^2
+    expected = [-g, -g - 2 * math.log(2), 1 - g, -g - 2 * math.log(2) + 2 + 2 / 3 + 0.4,
+                -g + sum(1 / k for k in range(1, 10)),
+                -g - 2 * math.log(2) + 2, -g - 2 * math.log(2) + 2 + 2 / 3,
+                -1 / t - g + math.pi ** 2 / 6 * t - 1.2020569 * t * t]
+    np.testing.assert_allclose(npa(lax.digamma(A(x, f32))), expected, rtol=2e-5)
+    assert np.isnan(npa(lax.digamma(A([0.0, -1.0, -3.0], f32)))).all()
+
+
+def test_erf_inv_round_trip():
+    y = np.array([-0.999999, -0.9, -0.5, -1e-6, 0.0, 1e-3, 0.3, 0.75, 0.99, 0.99999], np.float64)
+    x = npa(lax.erf_inv(A(y, f32))).astype(np.float64)
+    np.testing.assert_allclose([math.erf(t) for t in x], y.astype(f32), rtol=3e-6, atol=1e-7)
+    out = npa(lax.erf_inv(A([1.0, -1.0, 1.5, np.nan], f32)))
+    assert out[0] == np.inf and out[1] == -np.inf and np.isnan(out[2:]).all()
+
+
+def test_round_methods_and_decimals():
+    x = A([0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997], f32)
+    np.testing.assert_array_equal(npa(lax.round(x)), [1, 2, 3, -1, -3, 0])
+    np.testing.assert_array_equal(npa(lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)),
+                                  [0, 2, 2, -0.0, -2, 0])
+    v = np.array([1.25, 2.675, -3.14159, 1234.5678], f32)
+    for d in (0, 1, 2, -1, -2):
+        np.testing.assert_allclose(npa(jnp.round(A(v), d)), np.round(v, d), rtol=1e-6)
+    np.testing.assert_array_equal(npa(jnp.round(A([1234, -1250], np.int32), -2)),
+                                  [1200, -1200])
+
+
+def test_frexp_ldexp_modf():
+    v = np.array([8.0, 0.3, -5.0, 0.0, 1e-40, 3.4e38, np.inf], f32)
+    m, e = jnp.frexp(A(v))
+    rm, re = np.frexp(v)
+    np.testing.assert_array_equal(npa(m), rm)
+    np.testing.assert_array_equal(npa(e), re)
+    np.testing.assert_array_equal(npa(jnp.ldexp(m, e)), np.ldexp(rm, re))
+    frac, ip = jnp.modf(A([-1.5, 2.25, np.inf], f32))
+    rf, ri = np.modf(np.array([-1.5, 2.25, np.inf], f32))
+    np.testing.assert_array_equal(npa(frac), rf)
+    np.testing.assert_array_equal(npa(ip), ri)
+
+
+def test_complex_ops():
+    z = np.array([1 + 2j, -3 - 0.5j, 0j], np.complex64)
+    np.testing.assert_array_equal(npa(jnp.real(A(z))), z.real)
+    np.testing.assert_array_equal(npa(jnp.imag(A(z))), z.imag)
+    np.testing.assert_array_equal(npa(jnp.conjugate(A(z))), np.conj(z))
+    np.testing.assert_allclose(npa(jnp.angle(A(z))), np.angle(z), rtol=1e-6)
+    np.testing.assert_allclose(npa(jnp.abs(A(z))), np.abs(z), rtol=1e-6)
+    assert jnp.abs(A(z)).dtype == np.float32
+    np.testing.assert_allclose(npa(jnp.exp(A(z))), np.exp(z), rtol=1e-6)
+    np.testing.assert_allclose(npa(lax.sign(A(z))), np.sign(z), rtol=1e-6)
+    c = lax.complex(A([1.0], f32), A([2.0], f32))
+    assert c.dtype == np.complex64 and npa(c)[0] == 1 + 2j
+
+
+def test_where_clip_select_clamp():
+    c = np.array([[True], [False]])
+    np.testing.assert_array_equal(npa(jnp.where(A(c), A([1, 2, 3], np.int32), 0)),
+                                  np.where(c, [1, 2, 3], 0))
+    np.testing.assert_array_equal(npa(jnp.clip(A([-2.0, 0.5, 3.0], f32), a_min=0.0)),
+                                  [0.0, 0.5, 3.0])
+    np.testing.assert_array_equal(npa(jnp.clip(A([-2.0, 0.5, 3.0], f32), max=1.0)),
+                                  [-2.0, 0.5, 1.0])
+    np.testing.assert_array_equal(npa(A([-2.0, 3.0], f32).clip(0.0, 1.0)), [0.0, 1.0])
+    which = A([0, 1, 2, 1], np.int32)
+    out = lax.select_n(which, A([1, 1, 1, 1], np.int32), A([2, 2, 2, 2], np.int32),
+                       A([3, 3, 3, 3], np.int32))
+    np.testing.assert_array_equal(npa(out), [1, 2, 3, 2])
+    np.testing.assert_array_equal(npa(lax.clamp(0.0, A([-1.0, 0.5, 2.0], f32), 1.0)),
+                                  [0.0, 0.5, 1.0])
+
+
+# ---------------------------------------------------------------- bad input
+
+
+BAD_CALLS = [
+    (lambda: lax.exp(A([1], np.int32)), TypeError, r"exp does not accept dtype int32"),
+    (lambda: lax.sqrt(A([True])), TypeError, r"sqrt does not accept dtype bool"),
+    (lambda: lax.add(A([1], np.int32), A([1.0], f32)), TypeError,
+     r"add requires arguments to have the same dtypes"),
+    (lambda: lax.add(A(np.ones(3), f32), A(np.ones(4), f32)), TypeError,
+     r"add got incompatible shapes"),
+    (lambda: jnp.add(A(np.ones(3), f32), A(np.ones(4), f32)), ValueError,
+     r"add: incompatible shapes"),
+    (lambda: jnp.sin([1.0, 2.0]), TypeError, r"sin requires ndarray or scalar"),
+    (lambda: jnp.add(A([1.0], f32), [1.0]), TypeError, r"add requires ndarray or scalar"),
+    (lambda: lax.add([1.0], A([1.0], f32)), TypeError, r"must be an array, got a list"),
+    (lambda: jnp.bitwise_and(A([1.0], f32), A([1.0], f32)), TypeError,
+     r"bitwise_and: only integer and boolean dtypes"),
+    (lambda: lax.bitwise_or(A([1.0], f32), A([1.0], f32)), TypeError,
+     r"or does not accept dtype float32"),
+    (lambda: jnp.left_shift(A([1.0], f32), 1), TypeError, r"left_shift: only integer"),
+    (lambda: lax.shift_left(A([True]), A([True])), TypeError, r"shift_left does not accept"),
+    (lambda: lax.floor(A([1], np.int32)), TypeError, r"floor does not accept dtype int32"),
+    (lambda: lax.atan2(A([1], np.int32), A([1], np.int32)), TypeError, r"atan2 does not"),
+    (lambda: lax.population_count(A([1.0], f32)), TypeError, r"population_count does not"),
+    (lambda: lax.pow(A([2.0], f32), A([2.0], np.float16)), TypeError, r"pow: exponent y"),
+    (lambda: lax.integer_pow(A([2.0], f32), 2.5), TypeError, r"integer_pow: exponent y"),
+    (lambda: lax.round(A([1.0], f32), 7), ValueError, r"round: rounding_method"),
+    (lambda: lax.select_n(A([True]), A([1.0], f32), A([1], np.int32)), TypeError,
+     r"select_n: all cases must have the same dtype"),
+    (lambda: lax.select_n(A([True, False]), A([1.0], f32), A([1.0], f32)), TypeError,
+     r"select_n: which must be a scalar or have the cases' shape"),
+    (lambda: lax.select_n(A([1.0], f32), A([1.0], f32), A([1.0], f32)), TypeError,
+     r"select_n: which must be a boolean or int32"),
+    (lambda: lax.clamp(A([0.0, 1.0], f32), A([1.0, 2.0, 3.0], f32), 1.0), TypeError,
+     r"clamp: min must be a scalar or have the operand's shape"),
+    (lambda: lax.real(A([1.0], f32)), TypeError, r"real does not accept dtype float32"),
+    (lambda: jnp.subtract(A([True]), A([False])), TypeError, r"subtract: boolean subtract"),
+    (lambda: jnp.gcd(A([1.0], f32), A([2.0], f32)), TypeError, r"gcd: only integer dtypes"),
+    (lambda: jnp.ldexp(A([1.0], f32), A([1.0], f32)), TypeError, r"ldexp: x2 must be an int"),
+    (lambda: jnp.where(A([True]), A([1.0], f32)), ValueError, r"where: either both or neither"),
+    (lambda: jnp.round(A([1.0], f32), 1.5), TypeError, r"round: decimals must be an integer"),
+    (lambda: lax.reduce_precision(A([1.0], f32), 0, 3), ValueError,
+     r"reduce_precision: exponent_bits"),
+]
+
+
+@pytest.mark.parametrize("call,exc,match", BAD_CALLS, ids=[m for _, _, m in BAD_CALLS])
+def test_bad_calls(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_bad_calls_while_tracing():
+    with pytest.raises(TypeError, match="log does not accept dtype int32"):
+        ember.make_jaxpr(lambda v: lax.log(v))(A([1], np.int32))
