@@ -22,7 +22,7 @@ from ember.errors import (
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
-    UnexpectedTracerError,
+    UnexpectedTracerError,  # noqa: F401 - re-exported
 )
 
 # --------------------------------------------------------------------------- avals

@@ -175,10 +175,10 @@ def test_params_sorted_and_printed_like_jax():
 
 
 def test_reduce_sum_params():
-    if not hasattr(lax, "reduce_sum"):
-        pytest.skip("lax.reduce_sum not implemented yet")
-    assert jaxpr_text(lambda x: lax.reduce_sum(x, (0, 1)), jnp.ones((2, 3))).startswith(
-        "{ lambda ; a:f32[2,3]. let b:f32[] = reduce_sum[axes=(0, 1)")
+    assert jaxpr_text(lambda x: lax.reduce_sum(x, (0, 1)), jnp.ones((2, 3))) == (
+        "{ lambda ; a:f32[2,3]. let b:f32[] = reduce_sum[axes=(0, 1)] a in (b,) }")
+    assert jaxpr_text(lambda x: x.sum(axis=0), jnp.ones((2, 3))) == (
+        "{ lambda ; a:f32[2,3]. let b:f32[3] = reduce_sum[axes=(0,)] a in (b,) }")
 
 
 def test_long_params_break_across_lines():

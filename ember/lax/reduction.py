@@ -148,7 +148,8 @@ def _reducer(prim, what: str):
     fn.__name__ = prim.name
     fn.__qualname__ = prim.name
     fn.__doc__ = (f"{what} of ``operand`` over ``axes`` (size-0 axes give the identity).\n\n"
-                  f"    Example:\n        >>> lax.{prim.name}(jnp.ones((2, 3)), axes=(0,))\n")
+                  f"    Example:\n        >>> lax.{prim.name}(jnp.ones((2, 3)), axes=(0,)).shape"
+                  "\n        (3,)\n")
     return fn
 
 
@@ -285,7 +286,8 @@ def _cumulative(prim, what: str):
     fn.__name__ = prim.name
     fn.__qualname__ = prim.name
     fn.__doc__ = (f"Cumulative {what} along ``axis`` (from the end when ``reverse``).\n\n"
-                  f"    Example:\n        >>> lax.{prim.name}(jnp.array([1., 2., 3.]))\n")
+                  f"    Example:\n        >>> lax.{prim.name}(jnp.array([1., 2., 3.])).shape"
+                  "\n        (3,)\n")
     return fn
 
 

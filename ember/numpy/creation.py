@@ -193,8 +193,12 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
         >>> jnp.full_like(jnp.ones(2, jnp.int32), 3)
         Array([3, 3], dtype=int32)
     """
-    aval = _like_aval("full_like", a)
-    shp = aval.shape if shape is None else _shape_arg("full_like", shape)
+    return _full_like("full_like", a, fill_value, dtype, shape)
+
+
+def _full_like(fn: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Any:
+    aval = _like_aval(fn, a)
+    shp = aval.shape if shape is None else _shape_arg(fn, shape)
     dt = aval.dtype if dtype is None else _dtype_arg(dtype)
     weak = dtype is None and aval.weak_type
     if not _util.is_arraylike(fill_value):
@@ -215,7 +219,7 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
         >>> jnp.zeros_like(jnp.ones((2, 2))).shape
         (2, 2)
     """
-    return full_like(a, 0, dtype, shape)
+    return _full_like("zeros_like", a, 0, dtype, shape)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
@@ -225,7 +229,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
         >>> jnp.ones_like(jnp.zeros(2, jnp.int32))
         Array([1, 1], dtype=int32)
     """
-    return full_like(a, 1, dtype, shape)
+    return _full_like("ones_like", a, 1, dtype, shape)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Any:
@@ -235,7 +239,7 @@ def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Any:
         >>> jnp.empty_like(jnp.ones(3)).shape
         (3,)
     """
-    return full_like(prototype, 0, dtype, shape)
+    return _full_like("empty_like", prototype, 0, dtype, shape)
 
 
 def copy(a: Any, order: Any = None) -> Any:

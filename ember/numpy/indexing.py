@@ -499,7 +499,7 @@ class _IndexUpdateRef:
 
     def divide(self, values: Any, *, indices_are_sorted: bool = False,
                unique_indices: bool = False, mode: Any = None) -> Any:
-        """``x[idx] /= values`` (lax.div in ``x``'s dtype: integer division truncates).
+        """``x[idx] /= values`` (true division: integer arrays give floats, as in JAX).
 
         Example:
             >>> jnp.ones(2).at[1].divide(4.0)
@@ -509,7 +509,8 @@ class _IndexUpdateRef:
         ones = lax.broadcast_in_dim(np.ones((), x.dtype), x.shape, ())
         denom = _scatter_update(ones, self.index, values, lax.scatter_mul, "at[...].divide",
                                 mode, indices_are_sorted, unique_indices)
-        return lax.div(x, denom)
+        from ember import numpy as jnp
+        return jnp.true_divide(x, denom)
 
     def power(self, values: Any, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: Any = None) -> Any:

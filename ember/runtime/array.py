@@ -13,7 +13,6 @@ import numpy as np
 from ember import core, dtypes, tree_util
 from ember.core import ShapedArray
 
-
 _IMMUTABLE_MESSAGE = (
     "'{}' object does not support item assignment. JAX arrays are immutable. Instead of "
     "``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] method: "

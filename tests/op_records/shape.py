@@ -91,7 +91,7 @@ RECORDS = [
          lambda x: np.repeat(x, [2, 0, 1], axis=-1), (((3,),), ((2, 3),), ((0, 3),))),
     # ---- flips / rolls
     _rec("flip", jnp.flip, np.flip, S1),
-    _rec("flip_axis", lambda x: jnp.flip(x, (0, -1)), lambda x: np.flip(x, (0, -1)), SN),
+    _rec("flip_axis", lambda x: jnp.flip(x, (0, -1)), lambda x: np.flip(x, (0, -1)), S2),
     _rec("fliplr", jnp.fliplr, np.fliplr, S2),
     _rec("flipud", jnp.flipud, np.flipud, SN),
     _rec("roll", lambda x: jnp.roll(x, 2), lambda x: np.roll(x, 2), S1),
@@ -128,7 +128,7 @@ RECORDS = [
     _lax("lax_squeeze", lambda x: lax.squeeze(x, (0, -1)), lambda x: np.squeeze(x, (0, -1)),
          (((1, 3, 1),), ((1, 0, 1),), ((1, 1),))),
     _lax("lax_expand_dims", lambda x: lax.expand_dims(x, (0, 2)),
-         lambda x: np.expand_dims(x, (0, 2)), S1),
+         lambda x: np.expand_dims(x, (0, 2)), SN),
     _lax("lax_transpose", lambda x: lax.transpose(x, (1, 2, 0)),
          lambda x: np.transpose(x, (1, 2, 0)), S3),
     _lax("lax_rev", lambda x: lax.rev(x, (0,)), lambda x: np.flip(x, 0), SN),

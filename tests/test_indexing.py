@@ -1,0 +1,384 @@
+"""Targeted tests of indexing: x[idx] vs NumPy, .at[] updates, lax slicing params and errors."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.core import ConcretizationTypeError
+from ember.numpy.indexing import NonConcreteBooleanIndexError
+
+X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+
+INDEX_CASES = [
+    np.s_[0], np.s_[-1], np.s_[2, -1, 3], np.s_[1:3], np.s_[::-1], np.s_[1::2, ::-2],
+    np.s_[-100:100:3], np.s_[5:1], np.s_[:0], np.s_[3:0:-1, :, ::-3], np.s_[..., 1],
+    np.s_[0, ...], np.s_[None], np.s_[None, 1, None], np.s_[:, None, :, None],
+    np.s_[..., None], np.s_[()], np.s_[[0, 2]], np.s_[[-1, 0]], np.s_[[0, 2], :, [1, 3]],
+    np.s_[:, [0, 2], [1, 3]], np.s_[[[0], [2]], [1, 3]], np.s_[1, :, [0, 1]],
+    np.s_[[0, 1], 2], np.s_[:, 1, [0, 4]], np.s_[..., [4, -1]], np.s_[:, None, [0, 1]],
+    np.s_[[0, 1], None, [1, 2]], np.s_[True], np.s_[False], np.s_[[]],
+    np.s_[np.array([], np.int32), 1], np.s_[:, 1:3, [0, 1], None],
+    np.s_[0, [1, 2], None, [0, 1]], np.s_[np.array([[0, 1], [2, 0]])],
+    np.s_[X[:, :, 0] > 20], np.s_[0, X[0] > 7], np.s_[:, X[0, :, 0] > 7],
+    np.s_[X > 1000], np.s_[np.array(1)], np.s_[np.int64(2), np.int8(-1)],
+    np.s_[1:, [2, 0], ::2], np.s_[[1, 0], [0, 1], [2, 3]],
+]
+
+
+@pytest.mark.parametrize("idx", INDEX_CASES, ids=[str(i) for i in range(len(INDEX_CASES))])
+def test_getitem_matches_numpy(idx):
+    out = jnp.asarray(X)[idx]
+    expected = X[idx]
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(np.asarray(out), expected)
+
+
+@pytest.mark.parametrize("idx", INDEX_CASES, ids=[str(i) for i in range(len(INDEX_CASES))])
+def test_at_set_matches_numpy(idx):
+    expected = X.copy()
+    expected[idx] = -7.0
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(X).at[idx].set(-7.0)), expected)
+
+
+@pytest.mark.parametrize("idx", INDEX_CASES[:20], ids=[str(i) for i in range(20)])
+def test_traced_getitem_matches_eager(idx):
+    x = jnp.asarray(X)
+    closed = ember.make_jaxpr(lambda a: a[idx])(x)
+    from ember.jaxpr import eval_jaxpr
+    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
+    np.testing.assert_array_equal(np.asarray(out), X[idx])
+
+
+def test_int_list_and_lists_of_lists():
+    x = jnp.asarray(X)
+    np.testing.assert_array_equal(np.asarray(x[[[0, 1], [1, 2]]]), X[[[0, 1], [1, 2]]])
+
+
+def test_out_of_bounds_gather_clamps():
+    a = jnp.asarray(np.arange(3, dtype=np.int32))
+    assert int(a[5]) == 2 and int(a[-7]) == 0
+    idx = np.array([-10, -4, -3, -1, 0, 2, 3, 100])
+    ref = np.array([a_[min(max(i + 3 if i < 0 else i, 0), 2)] for a_ in [np.arange(3)]
+                    for i in idx])
+    np.testing.assert_array_equal(np.asarray(a[idx]), ref)
+    # traced indices clamp the same way
+    f = lambda x, i: x[i]  # noqa: E731
+    for i in idx:
+        closed = ember.make_jaxpr(f)(a, jnp.asarray(np.int32(i)))
+        from ember.jaxpr import eval_jaxpr
+        (out,) = eval_jaxpr(closed.jaxpr, closed.consts, a, jnp.asarray(np.int32(i)))
+        assert int(out) == ref[list(idx).index(i)]
+
+
+def test_out_of_bounds_scatter_drops():
+    x = np.zeros((4, 2), np.float32)
+    idx = np.array([0, 4, -1, -5, 9, 1])
+    out = jnp.asarray(x).at[idx].add(1.0)
+    ref = x.copy()
+    for i in idx:  # slow reference loop: wrap negatives once, drop the rest
+        j = i + 4 if i < 0 else i
+        if 0 <= j < 4:
+            ref[j] += 1
+    np.testing.assert_array_equal(np.asarray(out), ref)
+    clipped = jnp.asarray(x).at[idx].add(1.0, mode="clip")
+    ref2 = x.copy()
+    for i in idx:
+        j = i + 4 if i < 0 else i
+        ref2[min(max(j, 0), 3)] += 1
+    np.testing.assert_array_equal(np.asarray(clipped), ref2)
+
+
+def test_at_add_accumulates_like_add_at():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 3)).astype(np.float32)
+    idx = rng.integers(-5, 5, size=20)
+    v = rng.normal(size=(20, 3)).astype(np.float32)
+    ref = x.copy()
+    np.add.at(ref, idx, v)
+    np.testing.assert_allclose(np.asarray(jnp.asarray(x).at[idx].add(jnp.asarray(v))), ref,
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method,ufunc", [("multiply", np.multiply), ("min", np.minimum),
+                                          ("max", np.maximum)])
+def test_at_ufunc_methods(method, ufunc):
+    x = np.arange(12, dtype=np.int32).reshape(4, 3) - 5
+    idx = np.array([1, 3, 1])
+    v = np.array([[2, -3, 4], [1, 1, -1], [3, 0, 2]], np.int32)
+    ref = x.copy()
+    ufunc.at(ref, idx, v)
+    out = getattr(jnp.asarray(x).at[idx], method)(jnp.asarray(v))
+    np.testing.assert_array_equal(np.asarray(out), ref)
+    assert out.dtype == np.int32
+
+
+def test_at_misc_methods():
+    x = jnp.asarray(np.full(4, 8.0, np.float32))
+    np.testing.assert_array_equal(np.asarray(x.at[1:3].divide(2.0)), [8, 4, 4, 8])
+    np.testing.assert_array_equal(np.asarray(x.at[0].subtract(3.0)), [5, 8, 8, 8])
+    np.testing.assert_array_equal(np.asarray(x.at[::2].mul(0.5)), [4, 8, 4, 8])
+    np.testing.assert_array_equal(np.asarray(x.at[-1].get()), 8)
+    out = jnp.asarray(np.arange(3, dtype=np.int32)).at[np.array([0, 5])].get(
+        mode="fill", fill_value=-1)
+    np.testing.assert_array_equal(np.asarray(out), [0, -1])
+    out = jnp.asarray(np.arange(3, dtype=np.int32)).at[5].get(mode="clip")
+    assert int(out) == 2
+
+
+def test_at_set_casts_and_broadcasts():
+    x = jnp.asarray(np.zeros((2, 3), np.int32))
+    out = x.at[:, 1].set(2.7)  # cast to x's dtype
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(out), [[0, 2, 0], [0, 2, 0]])
+    out = x.at[0].set(np.array([[1, 2, 3]], np.int32))  # leading 1 stripped
+    np.testing.assert_array_equal(np.asarray(out), [[1, 2, 3], [0, 0, 0]])
+
+
+def test_static_index_lowers_to_slices():
+    text = str(ember.make_jaxpr(lambda a: a[1:, ::-1, 0])(jnp.asarray(X)))
+    assert "slice[" in text and "rev[" in text and "squeeze[" in text
+    assert "gather" not in text and "dynamic_slice" not in text
+
+
+def test_traced_scalar_index_lowers_to_dynamic_slice():
+    text = str(ember.make_jaxpr(lambda a, i: a[i])(jnp.asarray(X), 1))
+    assert "dynamic_slice[slice_sizes=(1, 4, 5)]" in text and "gather" not in text
+    assert "select_n" in text  # negative indices wrap
+
+
+def test_traced_array_index_lowers_to_gather():
+    idx = jnp.asarray(np.array([0, 2], np.int32))
+    closed = ember.make_jaxpr(lambda a, i: a[:, i])(jnp.asarray(X), idx)
+    text = str(closed)
+    assert "gather[" in text and "GatherScatterMode.PROMISE_IN_BOUNDS" in text
+    assert "offset_dims=(0, 2)" in text
+    text = str(ember.make_jaxpr(lambda a, i: a.at[i].add(1.0))(jnp.asarray(X), idx))
+    assert "scatter-add[" in text and "GatherScatterMode.FILL_OR_DROP" in text
+
+
+def test_lax_gather_modes_and_fill():
+    x = jnp.asarray(np.arange(4, dtype=np.float32))
+    dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                    start_index_map=(0,))
+    idx = np.array([[1], [4], [-1]], np.int32)
+    np.testing.assert_array_equal(np.asarray(lax.gather(x, idx, dn, (1,), mode="clip")),
+                                  [1, 3, 0])
+    out = np.asarray(lax.gather(x, idx, dn, (1,)))
+    assert out[0] == 1 and np.isnan(out[1]) and np.isnan(out[2])
+    xi = jnp.asarray(np.arange(4, dtype=np.int8))
+    assert np.asarray(lax.gather(xi, idx, dn, (1,)))[1] == -128
+    xu = jnp.asarray(np.arange(4, dtype=np.uint8))
+    assert np.asarray(lax.gather(xu, idx, dn, (1,)))[1] == 255
+    xb = jnp.asarray(np.zeros(4, bool))
+    assert np.asarray(lax.gather(xb, idx, dn, (1,)))[1]
+    assert lax.GatherScatterMode.from_any(None) is lax.GatherScatterMode.FILL_OR_DROP
+    assert lax.GatherScatterMode.from_any("promise_in_bounds") is \
+        lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    hash(dn)
+
+
+def test_dynamic_slice_clamps_and_wraps():
+    x = jnp.asarray(np.arange(10, dtype=np.int32))
+    for start in range(-12, 13):
+        out = np.asarray(lax.dynamic_slice(x, (jnp.asarray(np.int32(start)),), (3,)))
+        s = start + 10 if start < 0 else start
+        s = min(max(s, 0), 7)
+        np.testing.assert_array_equal(out, np.arange(s, s + 3))
+    out = lax.dynamic_update_slice(x, jnp.asarray(np.array([-1, -1], np.int32)), (9,))
+    np.testing.assert_array_equal(np.asarray(out)[-3:], [7, -1, -1])
+
+
+def test_take_modes():
+    x = jnp.asarray(np.array([1.0, 2.0, 3.0], np.float32))
+    out = np.asarray(jnp.take(x, np.array([0, -1, 3, -4])))
+    np.testing.assert_array_equal(out[:2], [1, 3])
+    assert np.isnan(out[2]) and np.isnan(out[3])
+    np.testing.assert_array_equal(np.asarray(jnp.take(x, np.array([4, -4]), mode="wrap")),
+                                  [2, 3])
+    np.testing.assert_array_equal(np.asarray(jnp.take(x, np.array([4, -4]), mode="clip")),
+                                  [3, 1])
+    np.testing.assert_array_equal(
+        np.asarray(jnp.take(x, np.array([5]), fill_value=-1.0)), [-1])
+
+
+def test_nonzero_family():
+    a = np.array([[0, 3, 0], [4, 0, 5]], np.int32)
+    for got, ref in zip(jnp.nonzero(jnp.asarray(a)), np.nonzero(a)):
+        np.testing.assert_array_equal(np.asarray(got), ref)
+    np.testing.assert_array_equal(np.asarray(jnp.argwhere(jnp.asarray(a))), np.argwhere(a))
+    np.testing.assert_array_equal(np.asarray(jnp.flatnonzero(jnp.asarray(a))),
+                                  np.flatnonzero(a))
+    r, c = jnp.nonzero(jnp.asarray(a), size=5, fill_value=-1)
+    np.testing.assert_array_equal(np.asarray(r), [0, 1, 1, -1, -1])
+    np.testing.assert_array_equal(np.asarray(c), [1, 0, 2, -1, -1])
+    r, _ = jnp.nonzero(jnp.asarray(a), size=2)
+    np.testing.assert_array_equal(np.asarray(r), [0, 1])
+
+
+def test_nonzero_traced_with_size():
+    a = jnp.asarray(np.array([[0, 3, 0], [4, 0, 5]], np.int32))
+    from ember.jaxpr import eval_jaxpr
+    closed = ember.make_jaxpr(lambda v: jnp.nonzero(v, size=4, fill_value=9))(a)
+    r, c = eval_jaxpr(closed.jaxpr, closed.consts, a)
+    np.testing.assert_array_equal(np.asarray(r), [0, 1, 1, 9])
+    np.testing.assert_array_equal(np.asarray(c), [1, 0, 2, 9])
+
+
+def test_index_helpers():
+    for got, ref in zip(jnp.tril_indices(4, 1, 5), np.tril_indices(4, 1, 5)):
+        np.testing.assert_array_equal(np.asarray(got), ref)
+    for got, ref in zip(jnp.triu_indices_from(jnp.zeros((3, 4))), np.triu_indices(3, 0, 4)):
+        np.testing.assert_array_equal(np.asarray(got), ref)
+    for got, ref in zip(jnp.diag_indices(3, 3), np.diag_indices(3, 3)):
+        np.testing.assert_array_equal(np.asarray(got), ref)
+    flat = np.array([0, 5, 11, 7])
+    for got, ref in zip(jnp.unravel_index(jnp.asarray(flat), (3, 4)),
+                        np.unravel_index(flat, (3, 4))):
+        np.testing.assert_array_equal(np.asarray(got), ref)
+    got = jnp.unravel_index(jnp.asarray(np.array([-1, 100])), (3, 4))  # wrap, then clamp
+    np.testing.assert_array_equal([np.asarray(g) for g in got], [[2, 2], [3, 3]])
+    multi = (np.array([1, 2, 0]), np.array([3, 0, 1]))
+    np.testing.assert_array_equal(
+        np.asarray(jnp.ravel_multi_index(tuple(map(jnp.asarray, multi)), (3, 4))),
+        np.ravel_multi_index(multi, (3, 4)))
+    np.testing.assert_array_equal(
+        np.asarray(jnp.ravel_multi_index((jnp.asarray(np.array([5])),
+                                          jnp.asarray(np.array([-1]))), (3, 4), mode="clip")),
+        [8])
+    rows, cols = jnp.ix_(jnp.asarray(np.array([0, 2])), jnp.asarray(np.array([1, 0, 3])))
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(X[0])[rows, cols]),
+                                  X[0][np.ix_([0, 2], [1, 0, 3])])
+    np.testing.assert_array_equal(np.asarray(jnp.indices((2, 3))), np.indices((2, 3)))
+    ch = [np.array([1, 2, 3]), np.array([10, 20, 30])]
+    np.testing.assert_array_equal(
+        np.asarray(jnp.choose(jnp.asarray(np.array([1, 0, 1])), [jnp.asarray(c) for c in ch])),
+        np.choose([1, 0, 1], ch))
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_too_many_indices():
+    with pytest.raises(IndexError, match="Too many indices: 3-dimensional array indexed "
+                                          "with 4"):
+        jnp.asarray(X)[0, 0, 0, 0]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        jnp.asarray(X)[..., 0, ...]
+
+
+def test_float_index_is_type_error():
+    with pytest.raises(TypeError, match="Indexer must have integer or boolean type"):
+        jnp.asarray(X)[1.5]
+    with pytest.raises(TypeError, match="Indexer must have integer or boolean type, got "
+                                        "indexer with type float32"):
+        jnp.asarray(X)[np.array([1.0], np.float32)]
+    with pytest.raises(TypeError, match="slice indices must be integers"):
+        jnp.asarray(X)[1.0:2]
+    with pytest.raises(TypeError, match="not supported"):
+        jnp.asarray(X)["a"]
+
+
+def test_traced_boolean_mask():
+    with pytest.raises(NonConcreteBooleanIndexError, match="boolean indices must be concrete"):
+        ember.make_jaxpr(lambda x: x[x > 0])(jnp.asarray(X))
+    assert issubclass(NonConcreteBooleanIndexError, IndexError)
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        jnp.asarray(X)[np.array([True, False])]
+
+
+def test_traced_slice_bound():
+    with pytest.raises(IndexError, match="static start/stop/step"):
+        ember.make_jaxpr(lambda x, i: x[i:])(jnp.asarray(X), 1)
+
+
+def test_bad_mode():
+    with pytest.raises(ValueError, match="Unknown gather mode 'wrong'"):
+        jnp.asarray(X).at[0].set(1.0, mode="wrong")
+    with pytest.raises(ValueError, match="invalid mode 'bogus'"):
+        jnp.take(jnp.asarray(X), np.array([0]), mode="bogus")
+    with pytest.raises(NotImplementedError, match="'raise' mode"):
+        jnp.take(jnp.asarray(X), np.array([0]), mode="raise")
+
+
+def test_gather_bad_dimension_numbers():
+    x = jnp.asarray(X)
+    idx = np.zeros((2, 1), np.int32)
+    with pytest.raises(ValueError, match="gather: start_index_map \\(0, 1\\) must have one "
+                                         "entry per index vector element"):
+        lax.gather(x, idx, lax.GatherDimensionNumbers((1, 2), (0,), (0, 1)), (1, 4, 5))
+    with pytest.raises(ValueError, match="offset_dims \\(2, 1\\) must be sorted"):
+        lax.gather(x, idx, lax.GatherDimensionNumbers((2, 1), (0,), (0,)), (1, 4, 5))
+    with pytest.raises(ValueError, match="slice_sizes\\[0\\] = 2 but collapsed"):
+        lax.gather(x, idx, lax.GatherDimensionNumbers((1, 2), (0,), (0,)), (2, 4, 5))
+    with pytest.raises(ValueError, match="slice_sizes \\(1, 9, 5\\) must be between 0 and"):
+        lax.gather(x, idx, lax.GatherDimensionNumbers((1, 2), (0,), (0,)), (1, 9, 5))
+    with pytest.raises(TypeError, match="gather: start_indices must have an integer dtype"):
+        lax.gather(x, idx.astype(np.float32), lax.GatherDimensionNumbers((1, 2), (0,), (0,)),
+                   (1, 4, 5))
+    with pytest.raises(ValueError, match="offset_dims \\(1,\\) must have one entry per"):
+        lax.gather(x, idx, lax.GatherDimensionNumbers((1,), (0,), (0,)), (1, 4, 5))
+
+
+def test_scatter_bad_dimension_numbers():
+    x = jnp.asarray(np.zeros((4, 3), np.float32))
+    dn = lax.ScatterDimensionNumbers((1,), (0,), (0,))
+    with pytest.raises(ValueError, match="scatter-add: the scatter dimensions of updates"):
+        lax.scatter_add(x, np.zeros((2, 1), np.int32), jnp.asarray(np.zeros((3, 3),
+                                                                             np.float32)), dn)
+    with pytest.raises(TypeError, match="scatter: operand and updates must have the same "
+                                        "dtype"):
+        lax.scatter(x, np.zeros((2, 1), np.int32), jnp.asarray(np.zeros((2, 3), np.int32)), dn)
+
+
+def test_dynamic_slice_bad_calls():
+    x = jnp.asarray(X)
+    with pytest.raises(TypeError, match="dynamic_slice: the number of start indices \\(1\\) "
+                                        "must equal the rank of the operand"):
+        lax.dynamic_slice(x, (0,), (1, 1, 1))
+    with pytest.raises(TypeError, match="slice_sizes \\(4, 1, 1\\) must be non-negative and at "
+                                        "most"):
+        lax.dynamic_slice(x, (0, 0, 0), (4, 1, 1))
+    with pytest.raises(TypeError, match="start indices must have an integer dtype"):
+        lax.dynamic_slice(x, (jnp.asarray(np.float32(0)), 0, 0), (1, 1, 1))
+    with pytest.raises(TypeError, match="dynamic_update_slice: update must have the operand's "
+                                        "rank"):
+        lax.dynamic_update_slice(x, jnp.asarray(np.zeros(2, np.float32)), (0, 0, 0))
+
+
+def test_slice_bad_calls():
+    x = jnp.asarray(X)
+    with pytest.raises(TypeError, match="limit_indices must be greater than or equal to "
+                                        "start_indices"):
+        lax.slice(x, (2, 0, 0), (1, 4, 5))
+    with pytest.raises(TypeError, match="slice: start_indices \\(0,\\) must have one entry per"):
+        lax.slice(x, (0,), (1, 1, 1))
+    with pytest.raises(TypeError, match="strides must be positive"):
+        lax.slice(x, (0, 0, 0), (1, 1, 1), (1, 0, 1))
+    with pytest.raises(TypeError, match="must be less than or equal to the operand shape"):
+        lax.slice(x, (0, 0, 0), (4, 1, 1))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0"):
+        lax.index_in_dim(x, 3)
+
+
+def test_at_set_mismatched_update_shape():
+    with pytest.raises(ValueError, match="at\\[...\\].set: cannot broadcast update values of "
+                                         "shape \\(3,\\) to the indexed shape \\(2, 5\\)"):
+        jnp.asarray(X)[0].at[[0, 1]].set(jnp.asarray(np.zeros(3, np.float32)))
+
+
+def test_nonzero_needs_concrete_or_size():
+    with pytest.raises(ConcretizationTypeError, match="size="):
+        ember.make_jaxpr(lambda v: jnp.nonzero(v))(jnp.asarray(X))
+    with pytest.raises(ValueError, match="0d arrays"):
+        jnp.nonzero(jnp.asarray(np.float32(1)))
+    with pytest.raises(TypeError, match="take requires ndarray or scalar arguments"):
+        jnp.take([1, 2], np.array([0]))
+
+
+def test_empty_axis_index_errors():
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+        jnp.asarray(np.zeros((0, 3), np.float32))[0]
+    out = jnp.asarray(np.zeros((0, 3), np.float32))[np.zeros(0, np.int32)]
+    assert out.shape == (0, 3)

@@ -1,0 +1,244 @@
+"""Targeted tests for reductions: dtype rules, NaNs, empty inputs, params and bad calls."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+
+
+def A(x, dtype=None):
+    return jnp.asarray(np.asarray(x, dtype=dtype))
+
+
+# ---------------------------------------------------------------- dtype rules
+
+
+@pytest.mark.parametrize("dt,expected", [
+    ("bool", "int32"), ("int8", "int32"), ("uint8", "uint32"), ("int32", "int32"),
+    ("float16", "float16"), ("float32", "float32"),
+])
+def test_sum_prod_cumsum_dtypes(dt, expected):
+    x = A(np.ones(4), dt)
+    assert jnp.sum(x).dtype == np.dtype(expected)
+    assert jnp.prod(x).dtype == np.dtype(expected)
+    assert jnp.cumsum(x).dtype == np.dtype(expected)
+
+
+def test_sum_dtype_argument_and_promote_integers():
+    x = A(np.full(300, 1), "int8")
+    assert jnp.sum(x, dtype=jnp.float32).dtype == np.float32
+    assert int(jnp.sum(x)) == 300
+    assert jnp.sum(x, promote_integers=False).dtype == np.int8
+    assert jnp.cumsum(x, dtype=jnp.int8).dtype == np.int8
+
+
+@pytest.mark.parametrize("dt", ["int32", "int8", "uint8", "bool"])
+def test_mean_var_std_of_ints_are_float32(dt):
+    x = A(np.arange(6) % 2, dt)
+    for fn in (jnp.mean, jnp.var, jnp.std, jnp.median):
+        assert fn(x).dtype == np.float32, fn
+
+
+def test_argmax_dtype_and_weak_types():
+    assert jnp.argmax(A([1.0, 3.0, 2.0], "float32")).dtype == np.int32
+    assert jnp.sum(2.0).weak_type
+    assert not jnp.sum(A([1.0], "float32")).weak_type
+    assert jnp.mean(A([1.0, 2.0], "float16")).dtype == np.float16
+
+
+def test_float16_bfloat16_sums_accumulate_in_float32():
+    x = np.full(4096, 0.1, np.float32)
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        out = jnp.sum(A(x, dt))
+        assert out.dtype == np.dtype(dt)
+        np.testing.assert_allclose(float(out), float(np.sum(x.astype(dt).astype(np.float64))),
+                                   rtol=1e-2)
+
+
+def test_float32_sum_accuracy_1e6():
+    x = np.random.default_rng(0).uniform(0, 1, 10**6).astype(np.float32)
+    out = float(jnp.sum(A(x)))
+    ref = float(np.sum(x.astype(np.float64)))
+    assert abs(out - ref) / ref < 1e-5
+
+
+# ---------------------------------------------------------------- NaN handling
+
+
+def test_nan_semantics():
+    x = np.array([1.0, np.nan, 3.0, np.nan], np.float32)
+    assert np.isnan(float(jnp.max(A(x)))) and np.isnan(float(jnp.min(A(x))))
+    assert int(jnp.argmax(A(x))) == 1 and int(jnp.argmin(A(x))) == 1
+    assert int(lax.argmax(A(x), 0, np.int32)) == 1
+    assert np.isnan(float(lax.reduce_max(A(x), (0,))))
+    assert float(jnp.nanmax(A(x))) == 3.0 and float(jnp.nanmin(A(x))) == 1.0
+    assert float(jnp.nansum(A(x))) == 4.0 and float(jnp.nanmean(A(x))) == 2.0
+    assert int(jnp.nanargmax(A(x))) == 2 and int(jnp.nanargmin(A(x))) == 0
+    assert np.isnan(float(jnp.median(A(x))))
+    assert float(jnp.nanmedian(A(x))) == 2.0
+    np.testing.assert_array_equal(np.asarray(jnp.nancumsum(A(x))), np.nancumsum(x))
+    allnan = A([np.nan, np.nan], "float32")
+    assert np.isnan(float(jnp.nanmax(allnan))) and int(jnp.nanargmax(allnan)) == -1
+    np.testing.assert_array_equal(np.asarray(lax.cummax(A(x))), np.maximum.accumulate(x))
+
+
+# ---------------------------------------------------------------- empty reductions
+
+
+def test_empty_reductions_give_identity():
+    e = A(np.zeros((0, 3)), "float32")
+    np.testing.assert_array_equal(np.asarray(jnp.sum(e, axis=0)), np.zeros(3))
+    np.testing.assert_array_equal(np.asarray(jnp.prod(e, axis=0)), np.ones(3))
+    assert float(lax.reduce_max(e, (0, 1))) == -np.inf
+    assert float(lax.reduce_min(e, (0, 1))) == np.inf
+    ei = A(np.zeros((0,)), "int8")
+    assert int(lax.reduce_max(ei, (0,))) == -128 and int(lax.reduce_min(ei, (0,))) == 127
+    assert bool(jnp.all(A(np.zeros(0, bool)))) and not bool(jnp.any(A(np.zeros(0, bool))))
+    assert float(jnp.max(e, initial=5.0)) == 5.0
+    assert jnp.max(e, axis=1).shape == (0,)
+    assert np.isnan(float(jnp.mean(e)))
+
+
+# ---------------------------------------------------------------- params
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (2, 0, 1)])
+def test_keepdims_shapes(axis):
+    x = np.random.default_rng(1).normal(size=(2, 3, 4)).astype(np.float32)
+    for name in ("sum", "prod", "max", "min", "mean", "var", "std", "any", "all", "median",
+                 "ptp"):
+        out = getattr(jnp, name)(A(x), axis=axis, keepdims=True)
+        ref = getattr(np, name)(x, axis=axis, keepdims=True)
+        assert out.shape == ref.shape, name
+        np.testing.assert_allclose(np.asarray(out, np.float64), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_argmax_keepdims_and_axis_none():
+    x = np.random.default_rng(2).normal(size=(3, 4)).astype(np.float32)
+    assert jnp.argmax(A(x), keepdims=True).shape == (1, 1)
+    assert jnp.argmin(A(x), axis=1, keepdims=True).shape == (3, 1)
+    assert int(jnp.argmax(A(x))) == np.argmax(x)
+
+
+@pytest.mark.parametrize("ddof", [0, 1, 2])
+def test_var_std_ddof(ddof):
+    x = np.random.default_rng(3).normal(size=(5, 4)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(jnp.var(A(x), axis=0, ddof=ddof)),
+                               np.var(x, axis=0, ddof=ddof), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(jnp.std(A(x), ddof=ddof)), np.std(x, ddof=ddof),
+                               rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(jnp.var(A(x), correction=ddof)),
+                               np.var(x, ddof=ddof), rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's mean of an empty slice
+def test_where_and_initial():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    w = x > 0
+    np.testing.assert_allclose(np.asarray(jnp.sum(A(x), axis=1, where=A(w), initial=2.0)),
+                               np.sum(x, axis=1, where=w, initial=2.0))
+    np.testing.assert_allclose(np.asarray(jnp.mean(A(x), axis=0, where=A(w[0]))),
+                               np.mean(x, axis=0, where=w[0]))
+    np.testing.assert_allclose(np.asarray(jnp.max(A(x), axis=1, where=A(~w), initial=-99)),
+                               np.max(x, axis=1, where=~w, initial=-99))
+    assert bool(jnp.all(A(x), where=A(x != 0)))
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_percentile_median_vs_numpy(method):
+    x = np.random.default_rng(4).normal(size=(5, 6)).astype(np.float32)
+    q = np.array([0.0, 0.1, 0.5, 0.9, 1.0], np.float32)
+    for axis in (None, 0, 1, (0, 1)):
+        np.testing.assert_allclose(
+            np.asarray(jnp.quantile(A(x), A(q), axis=axis, method=method)),
+            np.quantile(x, q, axis=axis, method=method), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(jnp.percentile(A(x), 30.0, axis=1, method=method, keepdims=True)),
+        np.percentile(x, 30.0, axis=1, method=method, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.median(A(x), axis=0)), np.median(x, axis=0),
+                               rtol=1e-6)
+
+
+def test_quantile_traces_with_traced_q():
+    x = np.random.default_rng(5).normal(size=(7,)).astype(np.float32)
+    closed = ember.make_jaxpr(lambda a, q: jnp.quantile(a, q))(A(x), A(0.3, "float32"))
+    assert "sort" in str(closed)
+
+
+def test_average_count_nonzero_ptp():
+    x = np.random.default_rng(6).normal(size=(3, 4)).astype(np.float32)
+    w = np.arange(1, 5, dtype=np.float32)
+    avg, ws = jnp.average(A(x), axis=1, weights=A(w), returned=True)
+    ravg, rws = np.average(x, axis=1, weights=w, returned=True)
+    np.testing.assert_allclose(np.asarray(avg), ravg, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(ws), rws)
+    xi = np.array([[0, 1, 2], [0, 0, 3]], np.int32)
+    np.testing.assert_array_equal(np.asarray(jnp.count_nonzero(A(xi), axis=1, keepdims=True)),
+                                  np.count_nonzero(xi, axis=1, keepdims=True))
+    assert jnp.count_nonzero(A(xi)).dtype == np.int32
+    assert float(jnp.ptp(A(x))) == pytest.approx(float(np.ptp(x)))
+
+
+def test_lax_cumulative_reverse_and_jaxpr():
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    np.testing.assert_array_equal(np.asarray(lax.cumsum(A(x), axis=1, reverse=True)),
+                                  np.flip(np.cumsum(np.flip(x, 1), 1), 1))
+    np.testing.assert_allclose(np.asarray(lax.cumlogsumexp(A(x), axis=0)),
+                               np.logaddexp.accumulate(x, 0), rtol=1e-6)
+    text = str(ember.make_jaxpr(lambda a: lax.cumsum(lax.reduce_sum(a, (0,)), 0))(A(x)))
+    assert "reduce_sum[axes=(0,)]" in text and "cumsum[axis=0 reverse=False]" in text
+    text = str(ember.make_jaxpr(lambda a: lax.argmax(a, 1, np.int32))(A(x)))
+    assert "argmax[axes=(1,) index_dtype=int32]" in text
+
+
+def test_lax_bitwise_reductions():
+    x = np.array([[0b1100, 0b1010], [0b0110, 0b0011]], np.uint8)
+    np.testing.assert_array_equal(np.asarray(lax.reduce_and(A(x), (1,))),
+                                  np.bitwise_and.reduce(x, 1))
+    np.testing.assert_array_equal(np.asarray(lax.reduce_or(A(x), (0,))),
+                                  np.bitwise_or.reduce(x, 0))
+    np.testing.assert_array_equal(np.asarray(lax.reduce_xor(A(x), (0, 1))),
+                                  np.bitwise_xor.reduce(x.ravel()))
+
+
+# ---------------------------------------------------------------- bad calls
+
+
+X = np.zeros((2, 3), np.float32)
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: jnp.sum(A(X), axis=2), ValueError, "sum: axis 2 is out of bounds"),
+    (lambda: jnp.mean(A(X), axis=-3), ValueError, "mean: axis -3 is out of bounds"),
+    (lambda: jnp.sum(A(X), axis=(0, 0)), ValueError, "duplicate value in 'axis'"),
+    (lambda: jnp.max(A(X), axis=1.5), TypeError, "axis must be an integer"),
+    (lambda: jnp.argmax(A(X), axis=(0, 1)), TypeError, "argmax: axis must be an integer"),
+    (lambda: jnp.max(A(np.zeros(0, np.float32))), ValueError,
+     "zero-size array to reduction operation max which has no identity"),
+    (lambda: jnp.min(A(np.zeros((2, 0), np.float32)), axis=1), ValueError,
+     "reduction operation min"),
+    (lambda: jnp.max(A(X), where=A(X > 0)), ValueError, "specify 'initial'"),
+    (lambda: jnp.argmax(A(np.zeros(0, np.float32))), ValueError, "empty sequence"),
+    (lambda: lax.reduce_sum(A(X), (2,)), ValueError, "reduce_sum: axis 2"),
+    (lambda: lax.reduce_sum(A(X), (0, 0)), ValueError, "duplicate value in 'axes'"),
+    (lambda: lax.reduce_sum(A(X), "a"), TypeError, "reduce_sum: axes must contain only"),
+    (lambda: lax.reduce_sum_p.bind(A(X), axes=(-1,)), ValueError, "out-of-bounds"),
+    (lambda: lax.reduce_and(A(X), (0,)), TypeError, "reduce_and does not accept dtype float32"),
+    (lambda: lax.reduce_sum(A(np.zeros(2, bool)), (0,)), TypeError, "reduce_sum"),
+    (lambda: lax.argmax(A(X), 0, np.float32), TypeError, "index_dtype must be an integer"),
+    (lambda: lax.argmax(A(np.zeros((0, 2), np.float32)), 0, np.int32), ValueError,
+     "non-empty reduced dimension"),
+    (lambda: lax.cumsum(A(X), axis=2), ValueError, "cumsum: axis=2 is out of bounds"),
+    (lambda: lax.cumlogsumexp(A(np.zeros(2, np.int32))), TypeError, "cumlogsumexp"),
+    (lambda: jnp.quantile(A(X), 1.5), ValueError, r"quantile: q must be in the range \[0, 1\]"),
+    (lambda: jnp.percentile(A(X), -1), ValueError, r"q must be in the range \[0, 100\]"),
+    (lambda: jnp.quantile(A(X), 0.5, method="bogus"), ValueError, "method must be one of"),
+    (lambda: jnp.sum([1, 2]), TypeError, "sum requires ndarray or scalar arguments"),
+    (lambda: jnp.var(A(X), ddof=1, correction=1), ValueError, "ddof and correction"),
+])
+def test_bad_calls(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

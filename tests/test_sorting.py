@@ -1,0 +1,122 @@
+"""Targeted tests for sorting and searching: stability, NaNs, searchsorted, unique, errors."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+
+
+def A(x, dtype=None):
+    return jnp.asarray(np.asarray(x, dtype=dtype))
+
+
+def test_argsort_is_stable_for_ties():
+    x = np.array([2, 1, 2, 1, 0, 2, 1], np.int32)
+    np.testing.assert_array_equal(np.asarray(jnp.argsort(A(x))), np.argsort(x, kind="stable"))
+    # Descending keeps ties in their original order too.
+    np.testing.assert_array_equal(np.asarray(jnp.argsort(A(x), descending=True)),
+                                  np.argsort(-x, kind="stable"))
+    assert jnp.argsort(A(x)).dtype == np.int32
+
+
+def test_nans_sort_last():
+    x = np.array([np.nan, 1.0, -np.inf, np.nan, 0.5, np.inf], np.float32)
+    np.testing.assert_array_equal(np.asarray(jnp.sort(A(x))), np.sort(x))
+    np.testing.assert_array_equal(np.asarray(jnp.argsort(A(x))), np.argsort(x, kind="stable"))
+    np.testing.assert_array_equal(np.asarray(lax.sort(A(x))), np.sort(x))
+    vals, idx = lax.top_k(A(x), 2)
+    assert np.isnan(np.asarray(vals)[0]) and list(np.asarray(idx)) == [0, 3]
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
+def test_searchsorted_vs_numpy(side, dtype):
+    rng = np.random.default_rng(0)
+    a = np.sort(rng.integers(0, 10, 20)).astype(dtype)
+    v = rng.integers(-2, 12, (3, 5)).astype(dtype)
+    out = jnp.searchsorted(A(a), A(v), side=side)
+    np.testing.assert_array_equal(np.asarray(out), np.searchsorted(a, v, side=side))
+    assert out.dtype == np.int32
+
+
+def test_searchsorted_nan_and_sorter_and_traces():
+    a = np.array([1.0, 2.0, 2.0, np.nan], np.float32)
+    v = np.array([np.nan, 2.0, 0.0, 5.0], np.float32)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(np.asarray(jnp.searchsorted(A(a), A(v), side=side)),
+                                      np.searchsorted(a, v, side=side))
+    text = str(ember.make_jaxpr(lambda a, v: jnp.searchsorted(a, v))(A(a), A(v)))
+    assert "reduce_sum" in text
+    b = np.array([3, 1, 2], np.int32)
+    s = np.argsort(b).astype(np.int32)
+    try:
+        out = jnp.searchsorted(A(b), A(2, "int32"), sorter=A(s))
+    except (AttributeError, ImportError):  # indexing.take not available yet
+        pytest.skip("jnp.take not available")
+    assert int(out) == np.searchsorted(b, 2, sorter=s)
+
+
+def test_unique_vs_numpy():
+    x = np.array([[3, 1, 3], [2, 1, 0]], np.int32)
+    vals, idx, inv, cnt = jnp.unique(A(x), return_index=True, return_inverse=True,
+                                     return_counts=True)
+    rv, ri, rinv, rc = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    for o, r in ((vals, rv), (idx, ri), (inv, rinv), (cnt, rc)):
+        np.testing.assert_array_equal(np.asarray(o), r)
+    assert vals.dtype == np.int32 and idx.dtype == np.int32
+    f = np.array([1.0, np.nan, 1.0, np.nan], np.float32)
+    np.testing.assert_array_equal(np.asarray(jnp.unique(A(f))), np.unique(f))
+    np.testing.assert_array_equal(np.asarray(jnp.unique(A(x), axis=0)), np.unique(x, axis=0))
+
+
+def test_unique_under_tracing_raises():
+    with pytest.raises(Exception, match="unique"):
+        ember.make_jaxpr(jnp.unique)(A([1, 2], "int32"))
+
+
+def test_lexsort_and_multi_key_sort():
+    k1 = np.array([1, 0, 1, 0, 1], np.int32)
+    k2 = np.array([3.0, 3.0, 1.0, 2.0, 1.0], np.float32)
+    np.testing.assert_array_equal(np.asarray(jnp.lexsort((A(k2), A(k1)))),
+                                  np.lexsort((k2, k1)))
+    s1, s2 = lax.sort((A(k1), A(k2)), num_keys=2)
+    order = np.lexsort((k2, k1))
+    np.testing.assert_array_equal(np.asarray(s1), k1[order])
+    np.testing.assert_array_equal(np.asarray(s2), k2[order])
+    text = str(ember.make_jaxpr(lambda a, b: lax.sort((a, b), num_keys=2))(A(k1), A(k2)))
+    assert "sort[dimension=0 is_stable=True num_keys=2]" in text
+
+
+def test_sort_axes_and_descending():
+    x = np.random.default_rng(1).normal(size=(3, 4, 5)).astype(np.float32)
+    for axis in (0, 1, -1, None):
+        np.testing.assert_array_equal(np.asarray(jnp.sort(A(x), axis=axis)),
+                                      np.sort(x, axis=axis))
+    np.testing.assert_array_equal(np.asarray(jnp.sort(A(x), axis=1, descending=True)),
+                                  np.flip(np.sort(x, axis=1), 1))
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: lax.sort(A(np.zeros((2, 3))), dimension=2), ValueError,
+     "sort: dimension=2 is out of bounds"),
+    (lambda: lax.sort(A(np.zeros(3)), dimension=1.0), TypeError, "sort: dimension must be"),
+    (lambda: lax.sort((A(np.zeros(3)), A(np.zeros(4)))), TypeError, "same shape"),
+    (lambda: lax.sort(A(np.zeros(3)), num_keys=2), ValueError, "num_keys=2"),
+    (lambda: lax.sort(A(np.float32(1.0))), ValueError, "rank >= 1"),
+    (lambda: lax.sort_p.bind(A(np.zeros(3)), dimension=-1, is_stable=True, num_keys=1),
+     ValueError, "sort: dimension -1 is out of bounds"),
+    (lambda: jnp.sort(A(np.zeros((2, 3))), axis=3), ValueError, "sort: axis 3 is out"),
+    (lambda: jnp.argsort(A(np.zeros(3)), axis="0"), TypeError, "axis must be an integer"),
+    (lambda: jnp.searchsorted(A(np.zeros(3)), A(1.0), side="middle"), ValueError,
+     "side must be 'left' or 'right'"),
+    (lambda: jnp.searchsorted(A(np.zeros((2, 2))), A(1.0)), ValueError, "a must be 1-D"),
+    (lambda: jnp.searchsorted([1, 2], 1), TypeError, "searchsorted requires ndarray"),
+    (lambda: lax.top_k(A(np.zeros(3)), 4), ValueError, "top_k: k=4 is larger"),
+    (lambda: jnp.lexsort((A(np.zeros(3)), A(np.zeros(2)))), ValueError, "same shape"),
+    (lambda: jnp.partition(A(np.zeros(3)), 5), ValueError, "kth=5 out of bounds"),
+])
+def test_bad_calls(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
