@@ -277,10 +277,19 @@ def _lattice_result_type(pairs) -> tuple[np.dtype, bool]:
 
 
 def promote_types(a: Any, b: Any) -> np.dtype:
-    """The promoted dtype of two dtypes (strong types only; Python types count as weak)."""
+    """The promoted dtype of two dtypes, as the lattice gives it (not canonicalized to 32 bits).
+
+    Python types count as weak; a weak result is that Python type's 64-bit dtype.
+
+    Example:
+        >>> promote_types(np.float64, np.float32)
+        dtype('float64')
+    """
     da, db = _dtype_and_weakness_type(a), _dtype_and_weakness_type(b)
     node = _least_upper_bound(da, db)
-    return _node_to_dtype(node)
+    if isinstance(node, _WeakType):
+        return np.dtype(node.python_type)
+    return node
 
 
 def _dtype_and_weakness_type(a):
@@ -342,9 +351,7 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     """np.can_cast on dtypes, with bfloat16 and weak Python types understood."""
     src = dtype(from_)
     dst = np.dtype(to)
-    if casting != "safe":
-        return bool(np.can_cast(src, dst, casting=casting))
-    return promote_types(src, dst) == canonicalize_dtype(dst) if src != dst else True
+    return bool(np.can_cast(src, dst, casting=casting))
 
 
 def finfo(dt: Any) -> Any:

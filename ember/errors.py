@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class EmberTypeError(TypeError):
     """Base of the tracer errors; a TypeError, as in JAX."""
@@ -89,5 +91,16 @@ class UnexpectedTracerError(EmberTypeError):
         self.tracer = tracer
 
 
-class KeyReuseError(RuntimeError):
-    pass
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask index was a tracer: its number of True entries is not known statically."""
+
+    def __init__(self, tracer: Any):
+        aval = getattr(tracer, "aval", None)
+        what = aval.str_short() if aval is not None else type(tracer).__name__
+        super().__init__(
+            f"Array boolean indices must be concrete; got a traced boolean array of type {what}. "
+            "A boolean mask selects a data-dependent number of elements, which cannot be "
+            "traced. Use jnp.where(mask, x, fill) to keep the shape, or jnp.nonzero(mask, "
+            "size=...) / jnp.where(mask, size=...) to get a static number of indices.")
+        self.tracer = tracer
+

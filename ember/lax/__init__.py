@@ -1,8 +1,8 @@
 """ember.lax: primitives with JAX's names and semantics (no implicit promotion)."""
 
+from ember.lax.dot import *
 from ember.lax.elementwise import *
+from ember.lax.reduction import *
 from ember.lax.shape import *
 from ember.lax.slicing import *
-from ember.lax.reduction import *
 from ember.lax.sorting import *
-from ember.lax.dot import *

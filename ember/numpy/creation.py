@@ -567,17 +567,6 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     return lax.reshape(_slice(rows, len(lead) + 1, 0, 1), lead + (length,))
 
 
-def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Any:
-    """The sum along a diagonal.
-
-    Example:
-        >>> jnp.trace(jnp.eye(3))
-        Array(3., dtype=float32)
-    """
-    import ember.numpy as jnp
-    return jnp.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
-
-
 def diag(v: Any, k: int = 0) -> Any:
     """A 2-d array with the 1-d ``v`` on its ``k``-th diagonal, or the ``k``-th diagonal of a
     2-d ``v``.
@@ -659,6 +648,6 @@ def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0
 __all__ = [
     "array", "asarray", "copy", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
     "ones_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
-    "identity", "tri", "tril", "triu", "diag", "diagflat", "diagonal", "trace", "meshgrid",
+    "identity", "tri", "tril", "triu", "diag", "diagflat", "diagonal", "meshgrid",
     "frombuffer",
 ]

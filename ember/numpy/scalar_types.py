@@ -139,17 +139,6 @@ def result_type(*args: Any) -> np.dtype:
     return dtypes.result_type(*[_to_dtype_like(a) for a in args])
 
 
-def _lattice_node(x: Any) -> Any:
-    if isinstance(x, type) and x in (int, float, complex):
-        return dtypes._WEAK_OF_PYTYPE[x]
-    if isinstance(x, type) and x is bool:
-        return dtypes.bool_
-    dt = np.dtype(_to_dtype_like(x))
-    if dt not in dtypes.supported_dtypes:
-        raise TypeError(f"promote_types: dtype {dt} is not a valid ember array type")
-    return dt
-
-
 def promote_types(a: Any, b: Any) -> np.dtype:
     """The promoted type of two dtypes under JAX's lattice (no 64-bit canonicalization).
 
@@ -157,10 +146,10 @@ def promote_types(a: Any, b: Any) -> np.dtype:
         >>> jnp.promote_types(jnp.int8, jnp.uint8)
         dtype('int16')
     """
-    node = dtypes._least_upper_bound(_lattice_node(a), _lattice_node(b))
-    if isinstance(node, np.dtype):
-        return node
-    return np.dtype(node.python_type)
+    def dtype_like(x):
+        return x if isinstance(x, type) and x in (int, float, complex) else _to_dtype_like(x)
+
+    return dtypes.promote_types(dtype_like(a), dtype_like(b))
 
 
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:

@@ -599,7 +599,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
     aval = core.get_aval(a)
     ax = canonicalize_axis("repeat", axis, aval.ndim)
     reps = np.asarray(core.concrete_or_error(
-        repeats, "repeat: repeats must be concrete (or pass total_repeat_length)"))
+        repeats, "repeat: repeats must be concrete"))
     if reps.dtype.kind not in "iub" or reps.ndim > 1:
         raise TypeError(f"repeat: repeats must be an integer or a 1-d integer array, got "
                         f"{repeats!r}")
@@ -627,6 +627,26 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
             raise ValueError("repeat: total_repeat_length is larger than zero but all repeats "
                              "are zero")
     return _take_static(a, idx, ax)
+
+
+def resize(a: Any, new_shape: int | Sequence[int]) -> Any:
+    """An array of ``new_shape`` filled with the elements of ``a`` repeated cyclically.
+
+    Example:
+        >>> jnp.resize(jnp.array([1, 2, 3]), (2, 2))
+        Array([[1, 2],
+               [3, 1]], dtype=int32)
+    """
+    a = ravel(_arr("resize", a))
+    new = _static_ints("resize", "new_shape", new_shape)
+    if any(d < 0 for d in new):
+        raise ValueError(f"resize: new_shape must be non-negative, got {new}")
+    total, n = math.prod(new), core.get_aval(a).size
+    if n == 0 or total == 0:
+        return lax.full(new, 0, core.get_aval(a).dtype)
+    copies = -(-total // n)
+    flat = lax.concatenate([a] * copies, 0) if copies > 1 else a
+    return lax.reshape(_slice(flat, 0, 0, total), new)
 
 
 # ---------------------------------------------------------------- flip / roll / rot90
@@ -965,7 +985,7 @@ __all__ = [
     "shape", "ndim", "size", "reshape", "ravel", "transpose", "permute_dims",
     "matrix_transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "concatenate",
     "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
-    "array_split", "hsplit", "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud",
-    "roll", "rot90", "pad", "broadcast_shapes", "broadcast_to", "broadcast_arrays",
+    "array_split", "hsplit", "vsplit", "dsplit", "tile", "repeat", "resize", "flip", "fliplr",
+    "flipud", "roll", "rot90", "pad", "broadcast_shapes", "broadcast_to", "broadcast_arrays",
     "atleast_1d", "atleast_2d", "atleast_3d",
 ]

@@ -135,7 +135,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got an array of shape {a.shape}")
     if sorter is not None:
-        from ember.numpy.indexing import take
+        from ember.numpy.index_functions import take
 
         a = take(a, sorter)
     a, v = promote_dtypes(a, v)

@@ -772,12 +772,8 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
         Array([1., 0.], dtype=float32)
     """
     if x is None and y is None:
-        from ember.numpy import indexing
+        from ember.numpy.index_functions import nonzero
 
-        nonzero = getattr(indexing, "nonzero", None)
-        if nonzero is None:
-            raise NotImplementedError("where: the one-argument form needs jnp.nonzero, which "
-                                      "is not available")
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("where: either both or neither of the x and y arguments should be "

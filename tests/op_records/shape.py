@@ -89,6 +89,8 @@ RECORDS = [
          SN),
     _rec("repeat_array", lambda x: jnp.repeat(x, np.array([2, 0, 1]), axis=-1),
          lambda x: np.repeat(x, [2, 0, 1], axis=-1), (((3,),), ((2, 3),), ((0, 3),))),
+    _rec("resize", lambda x: jnp.resize(x, (3, 4)), lambda x: np.resize(x, (3, 4)), S1),
+    _rec("dsplit", lambda x: jnp.dsplit(x, [1]), lambda x: np.dsplit(x, [1]), S3),
     # ---- flips / rolls
     _rec("flip", jnp.flip, np.flip, S1),
     _rec("flip_axis", lambda x: jnp.flip(x, (0, -1)), lambda x: np.flip(x, (0, -1)), S2),
