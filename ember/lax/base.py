@@ -116,7 +116,7 @@ def standard_primitive(name: str, impl: Callable, shape_rule: Callable,
 
 def as_operand(x: Any, fn: str = "lax", arg: str = "operand") -> Any:
     """Validates that ``x`` is an array-like (tracer, Array, numpy, scalar) for a lax call."""
-    if isinstance(x, Tracer) or core.is_array_like(x):
+    if hasattr(x, "aval") or isinstance(x, Tracer) or core.is_array_like(x):
         return x
     if isinstance(x, (list, tuple)):
         raise TypeError(f"{fn}: {arg} must be an array, got a {type(x).__name__}; "
@@ -132,6 +132,8 @@ def concrete_dtype_like(x: Any, dtype: np.dtype, weak_type: bool) -> Any:
 
 def scalars_like(prim: str, *args: Any) -> list[Any]:
     """Python scalars among the operands take the dtype of the first array operand."""
+    if all(hasattr(a, "aval") for a in args):  # arrays and tracers: nothing to convert
+        return list(args)
     args = [as_operand(a, prim) for a in args]
     ref = next((a for a in args if not dtypes.is_python_scalar(a)), None)
     if ref is None:

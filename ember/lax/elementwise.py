@@ -765,6 +765,34 @@ convert_element_type_p = standard_primitive(
     lambda x, *, new_dtype, weak_type: weak_type)
 
 
+# Python scalar -> concrete array conversions, memoized (arrays are immutable, so sharing is
+# safe). Floats equal to zero or NaN are not memoized: -0.0 == 0.0 and NaN != NaN.
+_scalar_cache: dict = {}
+
+
+def _convert_python_scalar(x: Any, new_dtype: np.dtype, weak_type: bool) -> Any:
+    cacheable = not (type(x) is float and (x == 0.0 or x != x))
+    key = (type(x), x, new_dtype, weak_type)
+    if cacheable:
+        out = _scalar_cache.get(key)
+        if out is not None:
+            return out
+    if type(x) is int and new_dtype.kind in "iu":
+        info = np.iinfo(new_dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {new_dtype}")
+        value = np.asarray(x, new_dtype)
+    else:
+        value = np.asarray(_convert_impl(np.asarray(x, dtypes.dtype(x, canonicalize=True)),
+                                         new_dtype=new_dtype, weak_type=weak_type))
+    out = core.concrete_array(value, ShapedArray((), new_dtype, weak_type))
+    if cacheable:
+        if len(_scalar_cache) > 1024:
+            _scalar_cache.clear()
+        _scalar_cache[key] = out
+    return out
+
+
 def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) -> Any:
     """Casts ``operand`` to ``new_dtype`` (canonicalized); a no-op when nothing changes.
 
@@ -772,8 +800,13 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
         >>> lax.convert_element_type(jnp.array([1.5]), jnp.int32)
         Array([1], dtype=int32)
     """
+    aval = getattr(operand, "aval", None)
+    if aval is not None and aval.weak_type == weak_type and aval.dtype == new_dtype:
+        return operand  # fast path: arrays and tracers already of the (canonical) type
     operand = base.as_operand(operand, "convert_element_type")
     new_dtype = dtypes.canonicalize_dtype(dtypes.dtype(new_dtype))
+    if type(operand) in (int, float, bool):
+        return _convert_python_scalar(operand, new_dtype, bool(weak_type))
     if not isinstance(operand, core.Tracer):
         aval = core.get_aval(operand)
         if aval.dtype == new_dtype and aval.weak_type == weak_type and \

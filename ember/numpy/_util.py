@@ -30,16 +30,33 @@ def ensure_array(x: Any) -> Any:
     return core.concrete_array(np.asarray(x, dtype=aval.dtype), aval)
 
 
+def _common_aval_dtype(args: tuple) -> np.dtype | None:
+    """The dtype all arguments already share (same weak type too), or None (fast path)."""
+    first = getattr(args[0], "aval", None)
+    if first is None:
+        return None
+    for a in args[1:]:
+        aval = getattr(a, "aval", None)
+        if aval is None or aval.dtype != first.dtype or aval.weak_type != first.weak_type:
+            return None
+    return first.dtype
+
+
 def promote_dtypes(*args: Any) -> list[Any]:
     """Converts the arguments to their common JAX result type (weak types respected)."""
     if len(args) < 2:
         return [ensure_array(a) for a in args]
+    if _common_aval_dtype(args) is not None:
+        return list(args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     return [lax.convert_element_type(a, dt, weak) for a in args]
 
 
 def promote_dtypes_inexact(*args: Any) -> list[Any]:
     """Like promote_dtypes, then integers and bools go to the default float dtype."""
+    common = _common_aval_dtype(args)
+    if common is not None and dtypes.is_inexact(common):
+        return list(args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if not dtypes.is_inexact(dt):
         dt = dtypes.default_float_dtype()
@@ -48,6 +65,9 @@ def promote_dtypes_inexact(*args: Any) -> list[Any]:
 
 def promote_dtypes_numeric(*args: Any) -> list[Any]:
     """Like promote_dtypes, but bools become the default integer dtype."""
+    common = _common_aval_dtype(args)
+    if common is not None and common != dtypes.bool_:
+        return list(args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if dt == dtypes.bool_:
         dt = dtypes.default_int_dtype()
@@ -63,7 +83,7 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def promote_shapes(fn: str, *args: Any) -> list[Any]:
     """Broadcasts the arguments to one shape; rank-0 arguments are left for lax to broadcast."""
-    shapes = [np.shape(a) if not hasattr(a, "aval") else a.aval.shape for a in args]
+    shapes = [a.aval.shape if hasattr(a, "aval") else np.shape(a) for a in args]
     nonscalar = {s for s in shapes if s != ()}
     if len(nonscalar) <= 1:
         return list(args)
