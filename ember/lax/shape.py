@@ -140,7 +140,8 @@ def _check_dims(prim: str, arg: str, dims: Sequence[int], ndim: int,
     return tuple(dims)
 
 
-def _int_tuple(prim: str, arg: str, values: Any) -> tuple[int, ...]:
+def int_tuple(prim: str, arg: str, values: Any) -> tuple[int, ...]:
+    """Static integer parameters (an int, or a sequence of ints / 0-d integer arrays)."""
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = (values,)
     try:
@@ -151,19 +152,23 @@ def _int_tuple(prim: str, arg: str, values: Any) -> tuple[int, ...]:
     for v in values:
         if isinstance(v, core.Tracer):
             core.concrete_or_error(v, f"{prim}: {arg} must be concrete")
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
+                hasattr(v, "ndim") and v.ndim == 0 and dtypes.is_integer(v.dtype)):
             raise TypeError(f"{prim}: {arg} must contain only integers, got {values!r}")
     return tuple(int(v) for v in values)
 
 
 def _canonical_dims(prim: str, arg: str, dims: Any, ndim: int) -> tuple[int, ...]:
-    """Integers in [-ndim, ndim) normalized to [0, ndim)."""
-    dims = _int_tuple(prim, arg, dims)
+    """Distinct integers in [-ndim, ndim) normalized to [0, ndim)."""
+    dims = int_tuple(prim, arg, dims)
     for d in dims:
         if not -ndim <= d < ndim:
             raise ValueError(f"{prim}: {arg} {dims} contains {d}, out of range for an operand "
                              f"of rank {ndim}")
-    return tuple(d % ndim for d in dims)
+    out = tuple(d % ndim for d in dims)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{prim}: {arg} {dims} contains duplicates")
+    return out
 
 
 def _is_array(x: Any) -> bool:
@@ -197,10 +202,7 @@ def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     """
     array = base.as_operand(array, "squeeze", "array")
     aval = core.get_aval(array)
-    dims = _canonical_dims("squeeze", "dimensions", dimensions, aval.ndim)
-    if len(set(dims)) != len(dims):
-        raise ValueError(f"squeeze: dimensions {tuple(dimensions)} contains duplicates")
-    dims = tuple(sorted(dims))
+    dims = tuple(sorted(_canonical_dims("squeeze", "dimensions", dimensions, aval.ndim)))
     if not dims and _is_array(array):
         return array
     return squeeze_p.bind(array, dimensions=dims)
@@ -215,11 +217,9 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
     """
     array = base.as_operand(array, "expand_dims", "array")
     aval = core.get_aval(array)
-    dims = _int_tuple("expand_dims", "dimensions", dimensions)
+    dims = int_tuple("expand_dims", "dimensions", dimensions)
     out_ndim = aval.ndim + len(dims)
     dims = _canonical_dims("expand_dims", "dimensions", dims, out_ndim)
-    if len(set(dims)) != len(dims):
-        raise ValueError(f"expand_dims: dimensions {tuple(dimensions)} contains duplicates")
     shape = [1] * out_ndim
     rest = [i for i in range(out_ndim) if i not in dims]
     for i, s in zip(rest, aval.shape):
@@ -285,7 +285,7 @@ def transpose(operand: Any, permutation: Sequence[int]) -> Any:
         (3, 2)
     """
     operand = base.as_operand(operand, "transpose")
-    perm = _int_tuple("transpose", "permutation", permutation)
+    perm = int_tuple("transpose", "permutation", permutation)
     if perm == tuple(range(core.get_aval(operand).ndim)) and _is_array(operand):
         return operand
     return transpose_p.bind(operand, permutation=perm)
@@ -312,7 +312,7 @@ def rev(operand: Any, dimensions: Sequence[int]) -> Any:
         Array([2, 1, 0], dtype=int32)
     """
     operand = base.as_operand(operand, "rev")
-    dims = _int_tuple("rev", "dimensions", dimensions)
+    dims = int_tuple("rev", "dimensions", dimensions)
     if not dims and _is_array(operand):
         return operand
     return rev_p.bind(operand, dimensions=dims)
@@ -376,7 +376,7 @@ def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, in
     """
     operand, padding_value = base.scalars_like("pad", operand, padding_value)
     try:
-        config = tuple(_int_tuple("pad", "padding_config", c) for c in padding_config)
+        config = tuple(int_tuple("pad", "padding_config", c) for c in padding_config)
     except TypeError:
         raise TypeError(f"pad: padding_config must be a sequence of (lo, hi, interior) "
                         f"integer triples, got {padding_config!r}") from None

@@ -20,29 +20,8 @@ from ember import core, dtypes
 from ember.core import Tracer
 from ember.lax import base
 from ember.lax.base import all_dtypes, check_dtype, int_dtypes, standard_primitive
-
-
-def _other_lax(name: str):
-    # Primitives owned by other lax modules, looked up at call time (no import cycle).
-    from ember import lax
-    return getattr(lax, name, None)
-
-
-def _ints(fn: str, arg: str, seq: Any) -> tuple[int, ...]:
-    if isinstance(seq, (int, np.integer)) and not isinstance(seq, bool):
-        seq = (seq,)
-    try:
-        seq = tuple(seq)
-    except TypeError:
-        raise TypeError(f"{fn}: {arg} must be a sequence of integers, got {seq!r}") from None
-    for v in seq:
-        if isinstance(v, Tracer):
-            core.concrete_or_error(v, f"{fn}: {arg} must be static integers")
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
-                hasattr(v, "ndim") and v.ndim == 0 and dtypes.is_integer(v.dtype)):
-            raise TypeError(f"{fn}: {arg} must contain only integers, got {seq!r}")
-    return tuple(int(v) for v in seq)
-
+from ember.lax.elementwise import add, convert_element_type, lt, select_n
+from ember.lax.shape import expand_dims, int_tuple, squeeze
 
 # ---------------------------------------------------------------- slice
 
@@ -91,9 +70,9 @@ def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[in
         Array([1, 3], dtype=int32)
     """
     operand = base.as_operand(operand, "slice")
-    start = _ints("slice", "start_indices", start_indices)
-    limit = _ints("slice", "limit_indices", limit_indices)
-    st = None if strides is None else _ints("slice", "strides", strides)
+    start = int_tuple("slice", "start_indices", start_indices)
+    limit = int_tuple("slice", "limit_indices", limit_indices)
+    st = None if strides is None else int_tuple("slice", "strides", strides)
     if st is not None and all(s == 1 for s in st):
         st = None
     return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=st)
@@ -134,56 +113,7 @@ def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True)
         raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
                          f"size {n}")
     out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
-    return out if keepdims else squeeze_dims(out, (axis,))
-
-
-def squeeze_dims(x: Any, dims: Sequence[int]) -> Any:
-    """Removes size-1 ``dims`` (lax.squeeze when available, else a reshape)."""
-    dims = tuple(dims)
-    if not dims:
-        return x
-    squeeze = _other_lax("squeeze")
-    if squeeze is not None:
-        return squeeze(x, dims)
-    shape = core.get_aval(x).shape
-    return _other_lax("reshape")(x, tuple(d for i, d in enumerate(shape) if i not in dims))
-
-
-def expand_dims_at(x: Any, dims: Sequence[int]) -> Any:
-    """Inserts size-1 dimensions at the output positions ``dims``."""
-    dims = tuple(dims)
-    if not dims:
-        return x
-    expand = _other_lax("expand_dims")
-    if expand is not None:
-        return expand(x, dims)
-    shape = list(core.get_aval(x).shape)
-    for d in sorted(dims):
-        shape.insert(d, 1)
-    return _other_lax("reshape")(x, tuple(shape))
-
-
-def rev_dims(x: Any, dims: Sequence[int]) -> Any:
-    """Reverses ``dims`` (lax.rev when available, else a gather with reversed indices)."""
-    dims = tuple(dims)
-    if not dims:
-        return x
-    rev = _other_lax("rev")
-    if rev is not None:
-        return rev(x, dims)
-    for d in dims:  # fallback: one gather per reversed axis
-        shape = core.get_aval(x).shape
-        idx = np.arange(shape[d] - 1, -1, -1, dtype=np.int32)[:, None]
-        offset = tuple(i for i in range(len(shape)) if i != d)
-        sizes = tuple(1 if i == d else s for i, s in enumerate(shape))
-        dn = GatherDimensionNumbers(offset, (d,), (d,))
-        x = gather(x, idx, dn, sizes, mode=GatherScatterMode.PROMISE_IN_BOUNDS)
-        perm = list(range(1, len(shape)))
-        perm.insert(d, 0)
-        if d != 0:
-            x = _other_lax("reshape")(x, tuple(core.get_aval(x).shape[p] for p in perm),
-                                       tuple(np.argsort(perm)))
-    return x
+    return out if keepdims else squeeze(out, (axis,))
 
 
 # ---------------------------------------------------------------- dynamic_slice
@@ -271,17 +201,12 @@ def normalize_index(i: Any, n: int) -> Any:
     if dtypes.is_unsigned(aval.dtype) and aval.dtype.itemsize >= 4:
         return i
     if aval.dtype.itemsize < 4:
-        i = _other_lax("convert_element_type")(i, dtypes.default_int_dtype())
+        i = convert_element_type(i, dtypes.default_int_dtype())
         aval = core.get_aval(i)
     if not isinstance(i, Tracer):
         v = np.asarray(i).astype(np.int64)
         return np.asarray(np.clip(np.where(v < 0, v + n, v), -1, n), aval.dtype)
-    lax = _other_lax
-    neg = lax("lt")(i, 0)
-    select_n = lax("select_n")
-    if select_n is not None:
-        return select_n(neg, i, lax("add")(i, n))
-    return lax("add")(i, lax("mul")(lax("convert_element_type")(neg, aval.dtype), n))
+    return select_n(lt(i, 0), i, add(i, n))
 
 
 def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Sequence[int]) -> Any:
@@ -297,7 +222,7 @@ def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Sequence[int]) 
     operand = base.as_operand(operand, "dynamic_slice")
     shape = core.get_aval(operand).shape
     idx = _start_index_operands("dynamic_slice", shape, start_indices)
-    sizes = _ints("dynamic_slice", "slice_sizes", slice_sizes)
+    sizes = int_tuple("dynamic_slice", "slice_sizes", slice_sizes)
     return dynamic_slice_p.bind(operand, *idx, slice_sizes=sizes)
 
 
@@ -328,7 +253,7 @@ def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0,
     shape = core.get_aval(base.as_operand(operand, "dynamic_index_in_dim")).shape
     axis = base.check_axis("dynamic_index_in_dim", "axis", axis, len(shape))
     out = dynamic_slice_in_dim(operand, index, 1, axis)
-    return out if keepdims else squeeze_dims(out, (axis,))
+    return out if keepdims else squeeze(out, (axis,))
 
 
 # ---------------------------------------------------------------- dynamic_update_slice
@@ -405,7 +330,7 @@ def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int
     axis = base.check_axis("dynamic_update_index_in_dim", "axis", axis, len(shape))
     uaval = core.get_aval(base.as_operand(update, "dynamic_update_index_in_dim", "update"))
     if uaval.ndim == len(shape) - 1:
-        update = expand_dims_at(update, (axis,))
+        update = expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis)
 
 
@@ -482,7 +407,7 @@ def _canon_dnums(fn: str, cls, dnums: Any):
         dnums = cls(**dnums)
     if not isinstance(dnums, tuple) or len(dnums) not in (3, 5):
         raise TypeError(f"{fn}: dimension_numbers must be a {cls.__name__}, got {dnums!r}")
-    return cls(*(_ints(fn, f"dimension_numbers.{name}", v)
+    return cls(*(int_tuple(fn, f"dimension_numbers.{name}", v)
                  for name, v in zip(cls._fields, dnums)))
 
 
@@ -672,7 +597,7 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     operand = base.as_operand(operand, "gather")
     start_indices = _check_index_operand("gather", start_indices, "start_indices")
     dn = _canon_dnums("gather", GatherDimensionNumbers, dimension_numbers)
-    sizes = _ints("gather", "slice_sizes", slice_sizes)
+    sizes = int_tuple("gather", "slice_sizes", slice_sizes)
     mode = GatherScatterMode.from_any(mode)
     fill = _fill_param(fill_value) if mode == GatherScatterMode.FILL_OR_DROP else None
     return gather_p.bind(operand, start_indices, dimension_numbers=dn, slice_sizes=sizes,

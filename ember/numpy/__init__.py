@@ -3,10 +3,10 @@
 import sys as _sys
 
 from ember.numpy import array_methods as _array_methods
-from ember.numpy import indexing as _indexing
 from ember.numpy.creation import *
 from ember.numpy.index_functions import *
 from ember.numpy.indexing import *
+from ember.numpy.indexing import _getitem, _IndexUpdateHelper  # used by array_methods
 from ember.numpy.misc import *
 from ember.numpy.products import *
 from ember.numpy.reductions import *
@@ -14,8 +14,5 @@ from ember.numpy.scalar_types import *
 from ember.numpy.shape import *
 from ember.numpy.sorting import *
 from ember.numpy.ufuncs import *
-
-_getitem = getattr(_indexing, "_getitem", None)
-_IndexUpdateHelper = getattr(_indexing, "_IndexUpdateHelper", None)
 
 _array_methods.install(_sys.modules[__name__])

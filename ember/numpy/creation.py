@@ -9,7 +9,8 @@ import numpy as np
 
 from ember import core, dtypes, lax, tree_util
 from ember.core import ShapedArray, Tracer
-from ember.numpy import _util
+from ember.numpy import _util, ufuncs
+from ember.numpy.shape import broadcast_arrays, broadcast_to, moveaxis, ravel, stack, static_int
 
 
 def _concrete(value: np.ndarray, weak_type: bool = False) -> Any:
@@ -32,18 +33,14 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
         dtype = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
     if isinstance(object, Tracer) or (isinstance(object, (list, tuple)) and any(
             isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(object))):
-        from ember.numpy.shape import stack  # lists of tracers are stacked by primitives
-
+        # Lists of tracers are stacked by primitives.
         out = object if isinstance(object, Tracer) else stack(
             [array(o) for o in object]) if len(object) else array(np.zeros((0,)))
-        from ember import lax
-
         out = lax.convert_element_type(out, dtype if dtype is not None else out.dtype,
                                        False if dtype is not None else out.weak_type)
     elif hasattr(object, "aval"):
         out = object
         if dtype is not None and dtype != out.dtype:
-            from ember import lax
             out = lax.convert_element_type(out, dtype)
         elif copy:
             out = out.copy()
@@ -73,7 +70,6 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
                 np_value = np_value.astype(dtypes.canonicalize_dtype(np_value.dtype))
         out = _concrete(np_value, weak)
     if ndmin and out.ndim < ndmin:
-        from ember import lax
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
 
@@ -135,7 +131,6 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     if not _util.is_arraylike(fill_value):
         fill_value = array(fill_value, dtype=dt)
     if np.ndim(fill_value) if not isinstance(fill_value, Tracer) else fill_value.ndim:
-        from ember.numpy.shape import broadcast_to
         return broadcast_to(asarray(fill_value, dtype=dt), shape)
     if core.is_eval_context() and not isinstance(fill_value, Tracer):
         value = _concrete_value(fill_value)
@@ -204,7 +199,6 @@ def _full_like(fn: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Any:
     if not _util.is_arraylike(fill_value):
         fill_value = array(fill_value, dtype=dt)
     if np.ndim(fill_value) if not isinstance(fill_value, Tracer) else fill_value.ndim:
-        from ember.numpy.shape import broadcast_to
         return broadcast_to(asarray(fill_value, dtype=dt), shp)
     if core.is_eval_context() and not isinstance(fill_value, Tracer):
         value = np.asarray(_concrete_value(fill_value)).astype(dt)
@@ -309,13 +303,11 @@ def _linspace_dtype(fn: str, dtype: Any, *args: Any) -> tuple[np.dtype, np.dtype
 
 
 def _insert_axis(fn: str, out: Any, axis: int) -> Any:
-    from ember.numpy.shape import moveaxis
     nd = core.get_aval(out).ndim
     return moveaxis(out, 0, _util.canonicalize_axis(fn, axis, nd))
 
 
 def _linspace_traced(start, stop, num, endpoint, cdt, axis):
-    from ember.numpy.shape import broadcast_arrays
     start, stop = (lax.convert_element_type(x, cdt) for x in (start, stop))
     start, stop = broadcast_arrays(start, stop)
     bshape = core.get_aval(start).shape
@@ -330,8 +322,7 @@ def _linspace_traced(start, stop, num, endpoint, cdt, axis):
     ramp = lax.broadcasted_iota(cdt, shp, 0)
     out = lax.add(s, lax.mul(ramp, lax.broadcast_in_dim(step, shp, dims))) if div > 0 else s
     if endpoint and num > 1:
-        head = lax.pad(out, lax.convert_element_type(0, cdt),
-                       [(0, -1, 0)] + [(0, 0, 0)] * len(bshape))
+        head = lax.slice_in_dim(out, 0, num - 1)
         out = lax.concatenate([head, lax.expand_dims(stop, (0,))], 0)
     return _insert_axis("linspace", out, axis), step
 
@@ -342,14 +333,16 @@ def _finish(fn: str, out: Any, dt: np.dtype) -> Any:
     return lax.convert_element_type(out, dt)
 
 
+def _concrete_samples(value: np.ndarray, dt: np.dtype) -> Any:
+    # Concrete counterpart of _finish: integer results round down.
+    return _concrete(np.asarray(np.floor(value) if dtypes.is_integer(dt) else value).astype(dt))
+
+
 def _num_arg(fn: str, num: Any) -> int:
-    num = core.concrete_or_error(num, f"{fn}: num must be a concrete integer")
-    if isinstance(num, bool) or not isinstance(num, (int, np.integer)) and not (
-            hasattr(num, "aval") and np.ndim(num) == 0 and np.asarray(num).dtype.kind in "iu"):
-        raise TypeError(f"{fn}: num must be an integer, got {num!r}")
-    if int(num) < 0:
-        raise ValueError(f"{fn}: number of samples, {int(num)}, must be non-negative")
-    return int(num)
+    num = static_int(fn, "num", num)
+    if num < 0:
+        raise ValueError(f"{fn}: number of samples, {num}, must be non-negative")
+    return num
 
 
 def _all_concrete(*xs: Any) -> bool:
@@ -374,9 +367,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         _util.canonicalize_axis("linspace", axis, np.broadcast(s, e).ndim + 1)
         with np.errstate(all="ignore"):
             value, step = np.linspace(s, e, num, endpoint=endpoint, retstep=True, axis=axis)
-        if dtypes.is_integer(dt):
-            value = np.floor(value)
-        out = _concrete(np.asarray(value).astype(dt))
+        out = _concrete_samples(value, dt)
         step = _concrete(np.asarray(step).astype(cdt))
     else:
         out, step = _linspace_traced(start, stop, num, endpoint, cdt, axis)
@@ -400,13 +391,10 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
             value = np.logspace(np.asarray(start, np.float64), np.asarray(stop, np.float64),
                                 num, endpoint=endpoint, base=np.asarray(base, np.float64),
                                 axis=axis)
-        if dtypes.is_integer(dt):
-            value = np.floor(value)
-        return _concrete(np.asarray(value).astype(dt))
-    import ember.numpy as jnp
+        return _concrete_samples(value, dt)
     lin = linspace(start, stop, num, endpoint, dtype=cdt, axis=axis)
     b = lax.convert_element_type(base, cdt)
-    return _finish("logspace", jnp.power(b, lin), dt)
+    return _finish("logspace", ufuncs.power(b, lin), dt)
 
 
 def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -426,29 +414,25 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
             raise ValueError("geomspace: geometric sequence cannot include zero")
         with np.errstate(all="ignore"):
             value = np.geomspace(s, e, num, endpoint=endpoint, axis=axis)
-        if dtypes.is_integer(dt):
-            value = np.floor(value)
-        return _concrete(np.asarray(value).astype(dt))
-    import ember.numpy as jnp
+        return _concrete_samples(value, dt)
     s, e = (lax.convert_element_type(x, cdt) for x in (start, stop))
-    lin = linspace(jnp.log(jnp.abs(s)), jnp.log(jnp.abs(e)), num, endpoint, dtype=cdt,
-                   axis=axis)
-    sign = _insert_axis("geomspace", lax.broadcast(jnp.sign(s), (num,)), axis) \
-        if core.get_aval(s).ndim else jnp.sign(s)
-    return _finish("geomspace", jnp.multiply(sign, jnp.exp(lin)), dt)
+    lin = linspace(ufuncs.log(ufuncs.absolute(s)), ufuncs.log(ufuncs.absolute(e)), num,
+                   endpoint, dtype=cdt, axis=axis)
+    sign = ufuncs.sign(s)
+    if core.get_aval(s).ndim:
+        sign = _insert_axis("geomspace", lax.broadcast(sign, (num,)), axis)
+    return _finish("geomspace", ufuncs.multiply(sign, ufuncs.exp(lin)), dt)
 
 
 # ---------------------------------------------------------------- matrices
 
 
-def _static_dim(fn: str, arg: str, x: Any) -> int:
-    x = core.concrete_or_error(x, f"{fn}: {arg} must be a concrete integer")
-    if hasattr(x, "aval"):
-        x = np.asarray(x)
-        x = x[()] if x.ndim == 0 and x.dtype.kind in "iu" else x
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{fn}: {arg} must be an integer, got {x!r}")
-    return int(x)
+def _matrix_dims(fn: str, N: Any, M: Any, k: Any) -> tuple[int, int, int]:
+    n = static_int(fn, "N", N)
+    m = n if M is None else static_int(fn, "M", M)
+    if n < 0 or m < 0:
+        raise ValueError(f"{fn}: negative dimensions are not allowed, got N={n}, M={m}")
+    return n, m, static_int(fn, "k", k)
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
@@ -459,13 +443,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
         Array([[0., 1.],
                [0., 0.]], dtype=float32)
     """
-    n = _static_dim("eye", "N", N)
-    m = n if M is None else _static_dim("eye", "M", M)
-    k = _static_dim("eye", "k", k)
-    if n < 0 or m < 0:
-        raise ValueError(f"eye: negative dimensions are not allowed, got N={n}, M={m}")
-    dt = _dtype_arg(dtype) or dtypes.default_float_dtype()
-    return _concrete(np.eye(n, m, k, dtype=dt))
+    return _concrete(np.eye(*_matrix_dims("eye", N, M, k),
+                            dtype=_dtype_arg(dtype) or dtypes.default_float_dtype()))
 
 
 def identity(n: int, dtype: Any = None) -> Any:
@@ -487,13 +466,8 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
         Array([[1., 0.],
                [1., 1.]], dtype=float32)
     """
-    n = _static_dim("tri", "N", N)
-    m = n if M is None else _static_dim("tri", "M", M)
-    k = _static_dim("tri", "k", k)
-    if n < 0 or m < 0:
-        raise ValueError(f"tri: negative dimensions are not allowed, got N={n}, M={m}")
-    dt = _dtype_arg(dtype) or dtypes.default_float_dtype()
-    return _concrete(np.tri(n, m, k, dtype=dt))
+    return _concrete(np.tri(*_matrix_dims("tri", N, M, k),
+                            dtype=_dtype_arg(dtype) or dtypes.default_float_dtype()))
 
 
 def _triangle(fn: str, m: Any, k: Any, lower: bool) -> Any:
@@ -502,7 +476,7 @@ def _triangle(fn: str, m: Any, k: Any, lower: bool) -> Any:
     aval = core.get_aval(m)
     if aval.ndim < 2:
         raise ValueError(f"{fn}: argument must be at least 2-d, got shape {aval.shape}")
-    k = _static_dim(fn, "k", k)
+    k = static_int(fn, "k", k)
     r, c = aval.shape[-2:]
     mask = np.tri(r, c, k if lower else k - 1, dtype=bool)
     if not lower:
@@ -540,7 +514,6 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         >>> jnp.diagonal(jnp.eye(2))
         Array([1., 1.], dtype=float32)
     """
-    from ember.numpy.shape import _slice, moveaxis
     _util.check_arraylike("diagonal", a)
     a = _util.ensure_array(a)
     nd = core.get_aval(a).ndim
@@ -550,21 +523,17 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     ax2 = _util.canonicalize_axis("diagonal", axis2, nd)
     if ax1 == ax2:
         raise ValueError(f"diagonal: axis1 and axis2 cannot be the same, got {axis1}, {axis2}")
-    k = _static_dim("diagonal", "offset", offset)
+    k = static_int("diagonal", "offset", offset)
     a = moveaxis(a, (ax1, ax2), (-2, -1))
     shp = core.get_aval(a).shape
     lead, (r, c) = shp[:-2], shp[-2:]
     length = builtins.max(0, builtins.min(r, c - k) if k >= 0 else builtins.min(r + k, c))
     flat = lax.reshape(a, lead + (r * c,))
     if length == 0:
-        return _slice(flat, len(lead), 0, 0)
+        return lax.slice_in_dim(flat, 0, 0, axis=len(lead))
     # Element j of the diagonal sits at flat index start + j * (c + 1).
     start = k if k >= 0 else -k * c
-    end = start + length * (c + 1)
-    pad_cfg = [(0, 0, 0)] * len(lead) + [(-start, end - r * c, 0)]
-    rows = lax.reshape(lax.pad(flat, lax.convert_element_type(0, a.dtype), pad_cfg),
-                       lead + (length, c + 1))
-    return lax.reshape(_slice(rows, len(lead) + 1, 0, 1), lead + (length,))
+    return lax.slice_in_dim(flat, start, start + (length - 1) * (c + 1) + 1, c + 1, len(lead))
 
 
 def diag(v: Any, k: int = 0) -> Any:
@@ -579,7 +548,7 @@ def diag(v: Any, k: int = 0) -> Any:
     _util.check_arraylike("diag", v)
     v = _util.ensure_array(v)
     aval = core.get_aval(v)
-    k = _static_dim("diag", "k", k)
+    k = static_int("diag", "k", k)
     if aval.ndim == 2:
         return diagonal(v, k)
     if aval.ndim != 1:
@@ -601,7 +570,6 @@ def diagflat(v: Any, k: int = 0) -> Any:
         >>> jnp.diagflat(jnp.ones((1, 2))).shape
         (2, 2)
     """
-    from ember.numpy.shape import ravel
     _util.check_arraylike("diagflat", v)
     return diag(ravel(v), k)
 

@@ -11,6 +11,7 @@ from ember import core, dtypes, lax
 from ember.core import Tracer
 from ember.lax.slicing import normalize_index
 from ember.numpy import _util
+from ember.numpy.creation import array
 from ember.numpy.indexing import (
     _empty_result,
     _int_dtype,
@@ -18,6 +19,8 @@ from ember.numpy.indexing import (
     _prep_index,
     _stack_last,
 )
+from ember.numpy.reductions import cumsum
+from ember.numpy.shape import static_int
 
 # ---------------------------------------------------------------- take / take_along_axis
 
@@ -38,16 +41,24 @@ def _index_array(fn: str, indices: Any) -> Any:
     dt = np.dtype(core.get_aval(indices).dtype)
     if not dtypes.is_integer(dt):
         raise TypeError(f"{fn}: indices must have an integer dtype, got {dt}")
-    return indices if isinstance(indices, Tracer) or hasattr(indices, "aval") else \
-        np.asarray(indices)
+    return indices if _is_array_index(indices) else np.asarray(indices)
+
+
+# How each take mode maps to a gather mode.
+_GATHER_MODE = {"fill": "fill", "drop": "fill", "clip": "clip", "wrap": "promise_in_bounds",
+                "promise_in_bounds": "promise_in_bounds"}
+
+
+def _floor_mod(i: Any, n: int) -> Any:
+    """``i mod max(n, 1)`` in [0, n) for a traced integer ``i``."""
+    r = lax.rem(i, max(n, 1))
+    return lax.add(r, lax.mul(lax.convert_element_type(lax.lt(r, 0), r.dtype), max(n, 1)))
 
 
 def _wrap_or_normalize(idx: Any, n: int, mode: str, shape: tuple[int, ...]) -> Any:
     if mode == "wrap":
         if isinstance(idx, Tracer):
-            idx = lax.convert_element_type(idx, _int_dtype())
-            r = lax.rem(idx, max(n, 1))
-            r = lax.add(r, lax.mul(lax.convert_element_type(lax.lt(r, 0), r.dtype), max(n, 1)))
+            r = _floor_mod(lax.convert_element_type(idx, _int_dtype()), n)
             return lax.broadcast_to_shape(r, shape)
         v = np.mod(np.asarray(idx).astype(np.int64), max(n, 1)).astype(_int_dtype())
         return np.broadcast_to(v, shape)
@@ -77,7 +88,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
         axis = 0
     shape = core.get_aval(a).shape
     axis = _util.canonicalize_axis("take", axis, len(shape))
-    ishape = tuple(np.shape(indices)) if not _is_array_index(indices) else tuple(indices.shape)
+    ishape = tuple(indices.shape)
     n = shape[axis]
     out_shape = shape[:axis] + ishape + shape[axis + 1:]
     if n == 0:
@@ -91,9 +102,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
     dn = lax.GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=(axis,),
                                     start_index_map=(axis,))
     sizes = tuple(1 if d == axis else s for d, s in enumerate(shape))
-    gmode = {"fill": "fill", "drop": "fill", "clip": "clip", "wrap": "promise_in_bounds",
-             "promise_in_bounds": "promise_in_bounds"}[mode]
-    return lax.gather(a, idx, dn, sizes, mode=gmode, fill_value=fill_value,
+    return lax.gather(a, idx, dn, sizes, mode=_GATHER_MODE[mode], fill_value=fill_value,
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
 
@@ -112,10 +121,9 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
     mode = _take_mode("take_along_axis", mode)
     if axis is None:
         arr = lax.reshape(arr, (core.get_aval(arr).size,))
-        if np.ndim(indices) != 1 if not _is_array_index(indices) else indices.ndim != 1:
-            indices = lax.reshape(indices, (int(np.prod(indices.shape)),)) \
-                if _is_array_index(indices) and not isinstance(indices, np.ndarray) \
-                else np.ravel(indices)
+        if indices.ndim != 1:
+            indices = np.ravel(indices) if isinstance(indices, np.ndarray) else \
+                lax.reshape(indices, (core.get_aval(indices).size,))
         axis = 0
     shape = core.get_aval(arr).shape
     ishape = tuple(indices.shape)
@@ -152,9 +160,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
     idx = _stack_last(cols, out_shape)
     dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(len(shape))),
                                     start_index_map=tuple(range(len(shape))))
-    gmode = {"fill": "fill", "drop": "fill", "clip": "clip", "wrap": "promise_in_bounds",
-             "promise_in_bounds": "promise_in_bounds"}[mode]
-    return lax.gather(arr, idx, dn, (1,) * len(shape), mode=gmode, fill_value=fill_value)
+    return lax.gather(arr, idx, dn, (1,) * len(shape), mode=_GATHER_MODE[mode],
+                      fill_value=fill_value)
 
 
 # ---------------------------------------------------------------- nonzero and friends
@@ -194,7 +201,6 @@ def nonzero(a: Any, *, size: int | None = None,
     if aval.ndim == 0:
         raise ValueError("nonzero: calling nonzero on 0d arrays is not allowed; use "
                          "jnp.atleast_1d(a).nonzero() instead")
-    from ember.numpy.creation import array
     if size is None:
         if fill_value is not None:
             raise ValueError("nonzero: fill_value requires size to be set")
@@ -216,11 +222,10 @@ def nonzero(a: Any, *, size: int | None = None,
 
 
 def _traced_nonzero(a: Any, aval: core.ShapedArray, size: int, fills: list[Any]):
-    from ember import numpy as jnp
     n = aval.size
     flat = lax.reshape(a, (n,))
     mask = lax.ne(flat, np.zeros((), aval.dtype)) if aval.dtype != np.bool_ else flat
-    pos = jnp.cumsum(lax.convert_element_type(mask, _int_dtype())) - 1
+    pos = cumsum(lax.convert_element_type(mask, _int_dtype())) - 1
     # Selected elements go to their rank; the rest to `size` (out of bounds: dropped).
     target = lax.select_n(mask, lax.broadcast_in_dim(np.asarray(size, _int_dtype()), (n,), ()),
                           lax.convert_element_type(pos, _int_dtype()))
@@ -259,7 +264,6 @@ def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     _util.check_arraylike("argwhere", a)
     aval = core.get_aval(a)
     if aval.ndim == 0:
-        from ember.numpy.creation import array
         v = bool(_concrete_value("argwhere", a)) if size is None else None
         rows = (1 if v else 0) if size is None else size
         return array(np.zeros((rows, 0), _int_dtype()))
@@ -383,15 +387,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
 # ---------------------------------------------------------------- index construction
 
 
-def _concrete_ints(fn: str, arg: str, v: Any) -> int:
-    v = core.concrete_or_error(v, f"{fn}: {arg} must be a static integer")
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{fn}: {arg} must be an integer, got {v!r}")
-    return int(v)
-
-
 def _arrays(*xs: np.ndarray) -> tuple[Any, ...]:
-    from ember.numpy.creation import array
     return tuple(array(np.asarray(x).astype(_int_dtype())) for x in xs)
 
 
@@ -402,8 +398,8 @@ def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
         >>> jnp.diag_indices(2)
         (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
     """
-    n = _concrete_ints("diag_indices", "n", n)
-    ndim = _concrete_ints("diag_indices", "ndim", ndim)
+    n = static_int("diag_indices", "n", n)
+    ndim = static_int("diag_indices", "ndim", ndim)
     if n < 0 or ndim < 0:
         raise ValueError(f"diag_indices: n and ndim must be non-negative, got {n}, {ndim}")
     return _arrays(*np.diag_indices(n, ndim))
@@ -426,6 +422,15 @@ def diag_indices_from(arr: Any) -> tuple[Any, ...]:
     return diag_indices(shape[0], len(shape))
 
 
+def _tri_indices(fn: str, n: Any, k: Any, m: Any, np_fn) -> tuple[Any, Any]:
+    n = static_int(fn, "n", n)
+    k = static_int(fn, "k", k)
+    m = n if m is None else static_int(fn, "m", m)
+    if n < 0 or m < 0:
+        raise ValueError(f"{fn}: n and m must be non-negative, got {n}, {m}")
+    return _arrays(*np_fn(n, k, m))
+
+
 def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
     """Row and column indices of the lower triangle of an ``(n, m)`` array.
 
@@ -433,12 +438,7 @@ def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
         >>> jnp.tril_indices(2)
         (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
     """
-    n = _concrete_ints("tril_indices", "n", n)
-    k = _concrete_ints("tril_indices", "k", k)
-    m = n if m is None else _concrete_ints("tril_indices", "m", m)
-    if n < 0 or m < 0:
-        raise ValueError(f"tril_indices: n and m must be non-negative, got {n}, {m}")
-    return _arrays(*np.tril_indices(n, k, m))
+    return _tri_indices("tril_indices", n, k, m, np.tril_indices)
 
 
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
@@ -448,12 +448,7 @@ def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
         >>> jnp.triu_indices(2)
         (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
     """
-    n = _concrete_ints("triu_indices", "n", n)
-    k = _concrete_ints("triu_indices", "k", k)
-    m = n if m is None else _concrete_ints("triu_indices", "m", m)
-    if n < 0 or m < 0:
-        raise ValueError(f"triu_indices: n and m must be non-negative, got {n}, {m}")
-    return _arrays(*np.triu_indices(n, k, m))
+    return _tri_indices("triu_indices", n, k, m, np.triu_indices)
 
 
 def _from_2d(fn: str, arr: Any) -> tuple[int, int]:
@@ -490,7 +485,7 @@ def _shape_tuple(fn: str, shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
     try:
-        dims = tuple(_concrete_ints(fn, "shape", d) for d in shape)
+        dims = tuple(static_int(fn, "shape", d) for d in shape)
     except TypeError as e:
         if "Abstract tracer" in str(e):
             raise
@@ -570,8 +565,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
         if mode == "clip":
             i = lax.max(lax.min(i, max(d - 1, 0)), 0)
         elif mode == "wrap":
-            i = lax.rem(i, max(d, 1))
-            i = lax.add(i, lax.mul(lax.convert_element_type(lax.lt(i, 0), i.dtype), max(d, 1)))
+            i = _floor_mod(i, d)
         term = lax.mul(i, s)
         result = term if result is None else lax.add(*_util.promote_shapes(
             "ravel_multi_index", result, term))
@@ -613,7 +607,6 @@ def indices(dimensions: Sequence[int], dtype: Any = None,
         Array([[0, 0],
                [1, 1]], dtype=int32)
     """
-    from ember.numpy.creation import array
     dims = _shape_tuple("indices", dimensions)
     dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype)) if dtype is not None else _int_dtype()
     res = np.indices(dims, dtype=np.int64, sparse=sparse)

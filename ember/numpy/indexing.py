@@ -17,7 +17,8 @@ from ember import core, dtypes, lax, tree_util
 from ember.core import Tracer
 from ember.errors import NonConcreteBooleanIndexError
 from ember.lax.slicing import GatherScatterMode, normalize_index
-from ember.numpy import _util
+from ember.numpy import _util, ufuncs
+from ember.numpy.creation import array
 
 
 def _int_dtype() -> np.dtype:
@@ -74,7 +75,6 @@ def _classify(i: int, v: Any) -> tuple:
         return ("int", int(v))
     if isinstance(v, (list, tuple)):
         if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(v)):
-            from ember.numpy.creation import array
             v = array(v)
         else:
             try:
@@ -180,7 +180,7 @@ def _apply_slices(x: Any, entries: list[tuple]) -> Any:
         d += 1
     if starts != [0] * len(shape) or limits != list(shape) or any(s != 1 for s in strides):
         x = lax.slice(x, starts, limits, strides)
-    return lax.slicing.rev_dims(x, revs)
+    return lax.rev(x, revs)
 
 
 def _basic_index(x: Any, entries: list[tuple]) -> Any:
@@ -208,7 +208,7 @@ def _basic_index(x: Any, entries: list[tuple]) -> Any:
         starts = [dyn.get(k, 0) for k in range(len(yshape))]
         sizes = [1 if k in dyn else yshape[k] for k in range(len(yshape))]
         y = lax.dynamic_slice(y, starts, sizes)
-    y = lax.slicing.squeeze_dims(y, remove)
+    y = lax.squeeze(y, remove)
     new_axes, p = [], 0
     for e in entries:
         if e[0] == "none":
@@ -216,7 +216,7 @@ def _basic_index(x: Any, entries: list[tuple]) -> Any:
             p += 1
         elif e[0] == "slice":
             p += 1
-    return lax.slicing.expand_dims_at(y, new_axes)
+    return lax.expand_dims(y, new_axes)
 
 
 def _broadcast_index_shape(arrays: Sequence[Any]) -> tuple[int, ...]:
@@ -381,7 +381,6 @@ def _scatter_indices(x: Any, entries: list[tuple]) -> tuple[Any, tuple[int, ...]
 
 def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> Any:
     if isinstance(values, (list, tuple)):
-        from ember.numpy.creation import array
         values = array(values)
     _util.check_arraylike(fn, values)
     xaval = core.get_aval(x)
@@ -484,6 +483,13 @@ class _IndexUpdateRef:
 
     mul = multiply
 
+    def _scaled_ones(self, values, name, indices_are_sorted, unique_indices, mode):
+        # Ones with ``values`` multiplied in at ``idx``: the divisor/exponent of divide/power.
+        x = _util.ensure_array(self.array)
+        ones = lax.broadcast_in_dim(np.ones((), x.dtype), x.shape, ())
+        return x, _scatter_update(ones, self.index, values, lax.scatter_mul, f"at[...].{name}",
+                                  mode, indices_are_sorted, unique_indices)
+
     def divide(self, values: Any, *, indices_are_sorted: bool = False,
                unique_indices: bool = False, mode: Any = None) -> Any:
         """``x[idx] /= values`` (true division: integer arrays give floats, as in JAX).
@@ -492,12 +498,8 @@ class _IndexUpdateRef:
             >>> jnp.ones(2).at[1].divide(4.0)
             Array([1.  , 0.25], dtype=float32)
         """
-        x = _util.ensure_array(self.array)
-        ones = lax.broadcast_in_dim(np.ones((), x.dtype), x.shape, ())
-        denom = _scatter_update(ones, self.index, values, lax.scatter_mul, "at[...].divide",
-                                mode, indices_are_sorted, unique_indices)
-        from ember import numpy as jnp
-        return jnp.true_divide(x, denom)
+        x, denom = self._scaled_ones(values, "divide", indices_are_sorted, unique_indices, mode)
+        return ufuncs.true_divide(x, denom)
 
     def power(self, values: Any, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: Any = None) -> Any:
@@ -507,12 +509,8 @@ class _IndexUpdateRef:
             >>> jnp.full(2, 3.0).at[0].power(2.0)
             Array([9., 3.], dtype=float32)
         """
-        from ember import numpy as jnp
-        x = _util.ensure_array(self.array)
-        ones = lax.broadcast_in_dim(np.ones((), x.dtype), x.shape, ())
-        exps = _scatter_update(ones, self.index, values, lax.scatter_mul, "at[...].power",
-                               mode, indices_are_sorted, unique_indices)
-        return lax.convert_element_type(jnp.power(x, exps), x.dtype, x.weak_type)
+        x, exps = self._scaled_ones(values, "power", indices_are_sorted, unique_indices, mode)
+        return lax.convert_element_type(ufuncs.power(x, exps), x.dtype, x.weak_type)
 
     def min(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None) -> Any:
@@ -546,10 +544,9 @@ class _IndexUpdateRef:
         """
         x = _util.ensure_array(self.array)
         if isinstance(values, (list, tuple)):
-            from ember.numpy.creation import array
             values = array(values)
         _util.check_arraylike("at[...].subtract", values)
-        (neg,) = [lax.neg(lax.convert_element_type(values, x.dtype, False))]
+        neg = lax.neg(lax.convert_element_type(values, x.dtype, False))
         return self._update(neg, lax.scatter_add, "subtract", indices_are_sorted,
                             unique_indices, mode)
 

@@ -18,9 +18,14 @@ from ember import core, dtypes, lax
 from ember.core import Tracer
 from ember.numpy import _util
 from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike
+from ember.numpy.ufuncs import remainder
 
 _max = builtins.max
 _min = builtins.min
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (Tracer, np.ndarray)) or hasattr(x, "aval")
 
 
 def _arr(fn: str, x: Any) -> Any:
@@ -28,9 +33,10 @@ def _arr(fn: str, x: Any) -> Any:
     return _util.ensure_array(x)
 
 
-def _static_int(fn: str, arg: str, x: Any) -> int:
+def static_int(fn: str, arg: str, x: Any) -> int:
+    """A concrete integer argument (Python/NumPy int or 0-d integer array)."""
     x = core.concrete_or_error(x, f"{fn}: {arg} must be a concrete integer")
-    if isinstance(x, np.ndarray) or hasattr(x, "aval"):
+    if _is_array(x):
         x = np.asarray(x)
         if x.ndim != 0 or x.dtype.kind not in "iu":
             raise TypeError(f"{fn}: {arg} must be an integer, got {x!r}")
@@ -44,13 +50,13 @@ def _static_ints(fn: str, arg: str, xs: Any) -> tuple[int, ...]:
     xs = core.concrete_or_error(xs, f"{fn}: {arg} must be concrete")
     if isinstance(xs, (int, np.integer)) and not isinstance(xs, bool):
         return (int(xs),)
-    if hasattr(xs, "aval") or isinstance(xs, np.ndarray):
+    if _is_array(xs):
         xs = np.asarray(xs)
         if xs.dtype.kind not in "iu":
             raise TypeError(f"{fn}: {arg} must contain integers, got {xs!r}")
         return tuple(int(v) for v in xs.reshape(-1))
     try:
-        return tuple(_static_int(fn, arg, v) for v in xs)
+        return tuple(static_int(fn, arg, v) for v in xs)
     except TypeError:
         raise TypeError(f"{fn}: {arg} must be an integer or a sequence of integers, got "
                         f"{xs!r}") from None
@@ -58,19 +64,9 @@ def _static_ints(fn: str, arg: str, xs: Any) -> tuple[int, ...]:
 
 def _slice(x: Any, axis: int, start: int, stop: int) -> Any:
     """``x[..., start:stop, ...]`` along ``axis`` (static bounds, already in range)."""
-    shape = core.get_aval(x).shape
-    if start == 0 and stop == shape[axis]:
+    if start == 0 and stop == core.get_aval(x).shape[axis]:
         return x
-    lax_slice = getattr(lax, "slice", None)
-    if lax_slice is not None:
-        starts = [0] * len(shape)
-        limits = list(shape)
-        starts[axis], limits[axis] = start, stop
-        return lax_slice(x, tuple(starts), tuple(limits))
-    # Cropping with negative padding (used until lax.slice is available).
-    config = [(0, 0, 0)] * len(shape)
-    config[axis] = (-start, stop - shape[axis], 0)
-    return lax.pad(x, np.zeros((), core.get_aval(x).dtype), config)
+    return lax.slice_in_dim(x, start, stop, axis=axis)
 
 
 # ---------------------------------------------------------------- shape queries
@@ -310,7 +306,7 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
         >>> jnp.concatenate([jnp.ones(2), jnp.zeros(3)]).shape
         (5,)
     """
-    if isinstance(arrays, Tracer) or hasattr(arrays, "aval") or isinstance(arrays, np.ndarray):
+    if _is_array(arrays):
         arr = _util.ensure_array(arrays)
         aval = core.get_aval(arr)
         if aval.ndim == 0:
@@ -364,7 +360,7 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
     """
     if out is not None:
         raise NotImplementedError("stack: the 'out' argument is not supported")
-    if isinstance(arrays, Tracer) or hasattr(arrays, "aval") or isinstance(arrays, np.ndarray):
+    if _is_array(arrays):
         arr = _util.ensure_array(arrays)
         if dtype is not None:
             arr = lax.convert_element_type(arr, dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
@@ -373,8 +369,7 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
             raise ValueError("stack: expects a sequence of arrays, got a 0-d array")
         return moveaxis(arr, 0, canonicalize_axis("stack", axis, nd))
     arrays = _sequence_of_arrays("stack", arrays)
-    shapes = {tuple(np.shape(a)) if not hasattr(a, "aval") and not isinstance(a, Tracer)
-              else core.get_aval(a).shape for a in arrays}
+    shapes = {shape(a) for a in arrays}
     if len(shapes) != 1:
         raise ValueError(f"stack: all input arrays must have the same shape, got "
                          f"{sorted(shapes)}")
@@ -385,7 +380,7 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
 
 
 def _stack_helper(fn: str, tup: Any, promote_fn, axis_fn, dtype: Any) -> Any:
-    if isinstance(tup, Tracer) or hasattr(tup, "aval") or isinstance(tup, np.ndarray):
+    if _is_array(tup):
         tup = _unstack0(_util.ensure_array(tup))
     arrays = _sequence_of_arrays(fn, tup)
     arrays = [promote_fn(a) for a in arrays]
@@ -447,8 +442,8 @@ def _split_points(fn: str, n: int, indices_or_sections: Any, even: bool) -> list
     ios = core.concrete_or_error(indices_or_sections,
                                  f"{fn}: indices_or_sections must be concrete")
     if isinstance(ios, (int, np.integer)) and not isinstance(ios, bool) or (
-            (isinstance(ios, np.ndarray) or hasattr(ios, "aval")) and np.ndim(ios) == 0):
-        k = _static_int(fn, "indices_or_sections", ios)
+            _is_array(ios) and np.ndim(ios) == 0):
+        k = static_int(fn, "indices_or_sections", ios)
         if k <= 0:
             raise ValueError(f"{fn}: number of sections must be larger than 0, got {k}")
         if even and n % k:
@@ -561,29 +556,6 @@ def tile(A: Any, reps: int | Sequence[int]) -> Any:
     return lax.reshape(out, tuple(r * s for r, s in zip(reps_t, shp)))
 
 
-def _take_static(x: Any, idx: np.ndarray, axis: int) -> Any:
-    """``x`` indexed by the static integer array ``idx`` along ``axis``."""
-    take = getattr(__import__("ember.numpy.indexing", fromlist=["take"]), "take", None)
-    if take is not None and len(idx):
-        return take(x, _util.ensure_array(idx.astype(np.int32)), axis=axis)
-    # Runs of equal indices become broadcast slices (used until take is available).
-    pieces = []
-    shp = core.get_aval(x).shape
-    start = 0
-    while start < len(idx):
-        stop = start
-        while stop < len(idx) and idx[stop] == idx[start]:
-            stop += 1
-        i = int(idx[start])
-        piece = _slice(x, axis, i, i + 1)
-        tshape = shp[:axis] + (stop - start,) + shp[axis + 1:]
-        pieces.append(lax.broadcast_in_dim(piece, tshape, tuple(range(len(shp)))))
-        start = stop
-    if not pieces:
-        return _slice(x, axis, 0, 0) if shp[axis] else x
-    return lax.concatenate(pieces, axis) if len(pieces) > 1 else pieces[0]
-
-
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,
            total_repeat_length: int | None = None) -> Any:
     """Repeats each element ``repeats`` times (an int, or one concrete count per element).
@@ -618,7 +590,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
                          f"axis size {n}")
     idx = np.repeat(np.arange(n), reps)
     if total_repeat_length is not None:
-        total = _static_int("repeat", "total_repeat_length", total_repeat_length)
+        total = static_int("repeat", "total_repeat_length", total_repeat_length)
         if len(idx) >= total:
             idx = idx[:total]
         elif len(idx):
@@ -626,7 +598,8 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
         elif total:
             raise ValueError("repeat: total_repeat_length is larger than zero but all repeats "
                              "are zero")
-    return _take_static(a, idx, ax)
+    from ember.numpy.index_functions import take  # index_functions -> creation -> shape
+    return take(a, idx.astype(np.int32), axis=ax, mode="promise_in_bounds")
 
 
 def resize(a: Any, new_shape: int | Sequence[int]) -> Any:
@@ -706,13 +679,9 @@ def _roll_dynamic(a: Any, shift: Any, ax: int) -> Any:
     n = core.get_aval(a).shape[ax]
     if n == 0:
         return a
-    dyn = getattr(lax, "dynamic_slice_in_dim", None)
-    if dyn is None:
-        core.concrete_or_error(shift, "roll: shift must be concrete")
-    import ember.numpy as jnp
-    s = jnp.remainder(jnp.asarray(shift).astype(np.int32), n)
+    s = remainder(lax.convert_element_type(shift, np.int32), np.int32(n))
     doubled = lax.concatenate([a, a], ax)
-    return dyn(doubled, jnp.subtract(n, s).astype(np.int32), n, axis=ax)
+    return lax.dynamic_slice_in_dim(doubled, lax.sub(np.int32(n), s), n, axis=ax)
 
 
 def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
@@ -763,7 +732,7 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     a0, a1 = (canonicalize_axis("rot90", x, nd) for x in ax)
     if a0 == a1:
         raise ValueError(f"rot90: axes must be different, got {axes}")
-    k = _static_int("rot90", "k", k) % 4
+    k = static_int("rot90", "k", k) % 4
     if k == 0:
         return m
     if k == 2:
@@ -781,7 +750,7 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
 def _pad_width(fn: str, pad_width: Any, nd: int) -> np.ndarray:
     pw = core.concrete_or_error(pad_width, f"{fn}: pad_width must be concrete")
     try:
-        arr = np.asarray(pw if not hasattr(pw, "aval") else np.asarray(pw))
+        arr = np.asarray(pw)
     except (TypeError, ValueError):
         raise TypeError(f"{fn}: pad_width must be an int or a sequence of int pairs, got "
                         f"{pad_width!r}") from None
@@ -861,8 +830,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
                 not isinstance(cv, np.ndarray):
             cv_val = lax.convert_element_type(cv, aval.dtype)
             return lax.pad(array, cv_val, [(int(lo), int(hi), 0) for lo, hi in widths])
-        cvs = np.asarray(core.concrete_or_error(cv) if not hasattr(cv, "aval")
-                         else np.asarray(cv))
+        cvs = np.asarray(cv)
         try:
             cvs = np.broadcast_to(cvs, (aval.ndim, 2))
         except ValueError:
