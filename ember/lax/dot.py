@@ -16,6 +16,8 @@ import numpy as np
 from ember import core, dtypes
 from ember.lax import base
 from ember.lax.base import standard_primitive
+from ember.lax.reduction import accumulation_dtype
+from ember.lax.shape import int_tuple
 
 
 class Precision(enum.Enum):
@@ -124,18 +126,10 @@ def _dot_general_weak_type(lhs, rhs, *, preferred_element_type, **_):
     return preferred_element_type is None and lhs.weak_type and rhs.weak_type
 
 
-def _compute_dtype(dt: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
-
-
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
-    out_dtype = np.dtype(preferred_element_type) if preferred_element_type is not None \
-        else lhs.dtype
-    if preferred_element_type is not None:
-        acc = _compute_dtype(out_dtype)
-    else:
-        acc = _compute_dtype(lhs.dtype)
+    out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    acc = accumulation_dtype(out_dtype)
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     lt = np.transpose(lhs, list(lb) + lf + list(lc)).astype(acc, copy=False)
@@ -155,19 +149,6 @@ dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_genera
                                    _dot_general_dtype, _dot_general_weak_type)
 
 
-def _dims_tuple(fn: str, what: str, dims: Any) -> tuple[int, ...]:
-    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
-        dims = (dims,)
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise TypeError(f"{fn}: {what} must be a sequence of integers, got {dims!r}") from None
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-            raise TypeError(f"{fn}: {what} must contain only integers, got {dims!r}")
-    return tuple(int(d) for d in dims)
-
-
 def canonicalize_dimension_numbers(dimension_numbers: Any, fn: str = "dot_general") -> tuple:
     """((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as tuples of ints."""
     try:
@@ -175,10 +156,10 @@ def canonicalize_dimension_numbers(dimension_numbers: Any, fn: str = "dot_genera
     except (TypeError, ValueError):
         raise TypeError(f"{fn}: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
                         f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
-    return ((_dims_tuple(fn, "lhs contracting dimensions", lc),
-             _dims_tuple(fn, "rhs contracting dimensions", rc)),
-            (_dims_tuple(fn, "lhs batch dimensions", lb),
-             _dims_tuple(fn, "rhs batch dimensions", rb)))
+    return ((int_tuple(fn, "lhs contracting dimensions", lc),
+             int_tuple(fn, "rhs contracting dimensions", rc)),
+            (int_tuple(fn, "lhs batch dimensions", lb),
+             int_tuple(fn, "rhs batch dimensions", rb)))
 
 
 def _preferred(preferred_element_type: Any) -> np.dtype | None:

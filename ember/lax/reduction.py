@@ -22,11 +22,13 @@ from ember.lax.base import (
     numeric_dtypes,
     standard_primitive,
 )
+from ember.lax.shape import int_tuple
 
 _LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
 
 
-def _acc_dtype(dt: np.dtype) -> np.dtype:
+def accumulation_dtype(dt: np.dtype) -> np.dtype:
+    """Low-precision floats accumulate in float32."""
     return dtypes.float32 if dt in _LOW_PRECISION else dt
 
 
@@ -44,19 +46,12 @@ def _check_axes(prim: str, axes: Any, ndim: int) -> tuple[int, ...]:
 
 def _normalize_axes(fn: str, axes: Any, ndim: int) -> tuple[int, ...]:
     """Python-level axes (int or sequence, negatives allowed) -> canonical tuple."""
-    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
-        axes = (axes,)
-    try:
-        axes = tuple(axes)
-    except TypeError:
-        raise TypeError(f"{fn}: axes must be a sequence of integers, got {axes!r}") from None
+    axes = int_tuple(fn, "axes", axes)
     for a in axes:
-        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-            raise TypeError(f"{fn}: axes must contain only integers, got {axes!r}")
         if not -ndim <= a < ndim:
             raise ValueError(f"{fn}: axis {a} in axes={axes} is out of bounds for an operand of "
                              f"rank {ndim}")
-    return tuple(int(a) % ndim for a in axes)
+    return tuple(a % ndim for a in axes)
 
 
 def _reduce_shape(name: str):
@@ -73,7 +68,8 @@ def _reduce_dtype(name: str, allowed):
     return rule
 
 
-def _max_identity(dt: np.dtype):
+def max_identity(dt: np.dtype):
+    """The identity of reduce_max for ``dt`` (also the fill of masked-out maxima)."""
     if dt == dtypes.bool_:
         return False
     if dtypes.is_integer(dt):
@@ -81,7 +77,8 @@ def _max_identity(dt: np.dtype):
     return -np.inf
 
 
-def _min_identity(dt: np.dtype):
+def min_identity(dt: np.dtype):
+    """The identity of reduce_min for ``dt``."""
     if dt == dtypes.bool_:
         return True
     if dtypes.is_integer(dt):
@@ -91,22 +88,22 @@ def _min_identity(dt: np.dtype):
 
 def _sum_impl(x, *, axes):
     with np.errstate(all="ignore"):
-        return np.sum(x, axis=axes, dtype=_acc_dtype(x.dtype)).astype(x.dtype)
+        return np.sum(x, axis=axes, dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
 
 
 def _prod_impl(x, *, axes):
     with np.errstate(all="ignore"):
-        return np.prod(x, axis=axes, dtype=_acc_dtype(x.dtype)).astype(x.dtype)
+        return np.prod(x, axis=axes, dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
 
 
 def _max_impl(x, *, axes):
     with np.errstate(invalid="ignore"):
-        return np.max(x, axis=axes, initial=_max_identity(x.dtype))
+        return np.max(x, axis=axes, initial=max_identity(x.dtype))
 
 
 def _min_impl(x, *, axes):
     with np.errstate(invalid="ignore"):
-        return np.min(x, axis=axes, initial=_min_identity(x.dtype))
+        return np.min(x, axis=axes, initial=min_identity(x.dtype))
 
 
 def _and_impl(x, *, axes):
@@ -140,17 +137,29 @@ reduce_or_p = _reduction("reduce_or", _or_impl, _bitwise_dtypes)
 reduce_xor_p = _reduction("reduce_xor", _xor_impl, _bitwise_dtypes)
 
 
+def _named(fn, prim, doc: str):
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = doc
+    return fn
+
+
+def _rank1_axis(prim, operand: Any, axis: Any) -> tuple[Any, int]:
+    """The validated operand and its canonical ``axis`` (operands of rank >= 1 only)."""
+    operand = base.as_operand(operand, prim.name)
+    ndim = core.get_aval(operand).ndim
+    if ndim == 0:
+        raise ValueError(f"{prim.name}: operand must have rank >= 1, got a scalar")
+    return operand, base.check_axis(prim.name, "axis", axis, ndim)
+
+
 def _reducer(prim, what: str):
     def fn(operand: Any, axes: Sequence[int]) -> Any:
         operand = base.as_operand(operand, prim.name)
         ndim = core.get_aval(operand).ndim
         return prim.bind(operand, axes=_normalize_axes(prim.name, axes, ndim))
-    fn.__name__ = prim.name
-    fn.__qualname__ = prim.name
-    fn.__doc__ = (f"{what} of ``operand`` over ``axes`` (size-0 axes give the identity).\n\n"
-                  f"    Example:\n        >>> lax.{prim.name}(jnp.ones((2, 3)), axes=(0,)).shape"
-                  "\n        (3,)\n")
-    return fn
+    return _named(fn, prim, f"{what} of ``operand`` over ``axes`` (size-0 axes give the "
+                  f"identity).\n\n    Example:\n        >>> lax.{prim.name}(jnp.ones((2, 3)), "
+                  "axes=(0,)).shape\n        (3,)\n")
 
 
 reduce_sum = _reducer(reduce_sum_p, "Sum")
@@ -203,19 +212,12 @@ argmin_p = standard_primitive("argmin", _argminmax_impl(np.argmin), _argminmax_s
 
 def _arg_reducer(prim):
     def fn(operand: Any, axis: int, index_dtype: Any) -> Any:
-        operand = base.as_operand(operand, prim.name)
-        ndim = core.get_aval(operand).ndim
-        axis = base.check_axis(prim.name, "axis", axis, ndim)
-        if ndim == 0:
-            raise ValueError(f"{prim.name}: operand must have rank >= 1, got a scalar")
+        operand, axis = _rank1_axis(prim, operand, axis)
         index_dtype = dtypes.canonicalize_dtype(dtypes.dtype(index_dtype))
         return prim.bind(operand, axes=(axis,), index_dtype=index_dtype)
-    fn.__name__ = prim.name
-    fn.__qualname__ = prim.name
-    fn.__doc__ = (f"Index of the {prim.name[3:]}imum along ``axis`` (first NaN wins).\n\n"
-                  f"    Example:\n        >>> lax.{prim.name}(jnp.array([1., 3., 2.]), 0, "
-                  "jnp.int32)\n        Array(1, dtype=int32)\n")
-    return fn
+    return _named(fn, prim, f"Index of the {prim.name[3:]}imum along ``axis`` (first NaN "
+                  f"wins).\n\n    Example:\n        >>> lax.{prim.name}(jnp.array([1., 3., 2.]), "
+                  "0, jnp.int32)\n        Array(1, dtype=int32)\n")
 
 
 argmax = _arg_reducer(argmax_p)
@@ -277,18 +279,11 @@ cumlogsumexp_p = _cum_primitive("cumlogsumexp", np.logaddexp.accumulate, float_d
 
 def _cumulative(prim, what: str):
     def fn(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
-        operand = base.as_operand(operand, prim.name)
-        ndim = core.get_aval(operand).ndim
-        if ndim == 0:
-            raise ValueError(f"{prim.name}: operand must have rank >= 1, got a scalar")
-        axis = base.check_axis(prim.name, "axis", axis, ndim)
+        operand, axis = _rank1_axis(prim, operand, axis)
         return prim.bind(operand, axis=axis, reverse=bool(reverse))
-    fn.__name__ = prim.name
-    fn.__qualname__ = prim.name
-    fn.__doc__ = (f"Cumulative {what} along ``axis`` (from the end when ``reverse``).\n\n"
-                  f"    Example:\n        >>> lax.{prim.name}(jnp.array([1., 2., 3.])).shape"
-                  "\n        (3,)\n")
-    return fn
+    return _named(fn, prim, f"Cumulative {what} along ``axis`` (from the end when "
+                  f"``reverse``).\n\n    Example:\n        >>> lax.{prim.name}(jnp.array([1., "
+                  "2., 3.])).shape\n        (3,)\n")
 
 
 cumsum = _cumulative(cumsum_p, "sum")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,8 @@ from ember.numpy._util import (
     promote_args,
     promote_dtypes,
 )
+from ember.numpy.creation import asarray
+from ember.numpy.shape import concatenate
 
 # ---------------------------------------------------------------- helpers
 
@@ -36,16 +37,7 @@ def _isinf(x: Any) -> Any:
     return lax.eq(lax.abs(x), lax.full_like(x, np.inf))
 
 
-def _and(x: Any, y: Any) -> Any:
-    return lax.bitwise_and(x, y)
-
-
-def _or(x: Any, y: Any) -> Any:
-    return lax.bitwise_or(x, y)
-
-
-def _not(x: Any) -> Any:
-    return lax.bitwise_not(x)
+_and, _or, _not = lax.bitwise_and, lax.bitwise_or, lax.bitwise_not
 
 
 def _all(x: Any) -> Any:
@@ -56,18 +48,11 @@ def _false() -> Any:
     return core.concrete_array(np.array(False), core.ShapedArray((), dtypes.bool_))
 
 
-def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
-    if hasattr(lax, "slice_in_dim"):
-        return lax.slice_in_dim(x, start, stop, axis=axis)
+def _diff1(x: Any, axis: int) -> Any:
+    """First difference along ``axis`` (``!=`` of neighbours for booleans)."""
     n = _aval(x).shape[axis]
-    pads = [(0, 0, 0)] * _aval(x).ndim
-    pads[axis] = (-start, stop - n, 0)  # negative padding crops (exact, no arithmetic)
-    return lax.pad(x, lax.convert_element_type(0, _aval(x).dtype), pads)
-
-
-def _concatenate(arrays: Sequence[Any], axis: int) -> Any:
-    from ember.numpy.shape import concatenate
-    return concatenate(arrays, axis=axis)
+    hi, lo = lax.slice_in_dim(x, 1, n, axis=axis), lax.slice_in_dim(x, 0, n - 1, axis=axis)
+    return lax.ne(hi, lo) if _aval(x).dtype == dtypes.bool_ else lax.sub(hi, lo)
 
 
 # ---------------------------------------------------------------- astype
@@ -134,7 +119,6 @@ def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
 
 
 def _asarray_or_none(x: Any) -> Any:
-    from ember.numpy.creation import asarray
     try:
         return asarray(x)
     except (TypeError, ValueError):
@@ -179,10 +163,6 @@ def array_equiv(a1: Any, a2: Any) -> Any:
 # ---------------------------------------------------------------- nan_to_num
 
 
-def _fill(x: Any, value: Any) -> Any:
-    return lax.full_like(x, value)
-
-
 def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
                neginf: Any = None) -> Any:
     """Replaces NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: dtype limits).
@@ -204,9 +184,9 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
     posinf = info.max if posinf is None else core.concrete_or_error(posinf, "nan_to_num")
     neginf = info.min if neginf is None else core.concrete_or_error(neginf, "nan_to_num")
     nan = core.concrete_or_error(nan, "nan_to_num: nan")
-    out = lax.select_n(_isnan(x), x, _fill(x, nan))
-    out = lax.select_n(lax.eq(out, _fill(x, np.inf)), out, _fill(x, posinf))
-    out = lax.select_n(lax.eq(out, _fill(x, -np.inf)), out, _fill(x, neginf))
+    out = lax.select_n(_isnan(x), x, lax.full_like(x, nan))
+    out = lax.select_n(lax.eq(out, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf))
+    out = lax.select_n(lax.eq(out, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf))
     return out
 
 
@@ -252,15 +232,11 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     if append is not None:
         parts.append(_edge("diff", append, arr, axis))
     if len(parts) > 1:
-        arr = _concatenate(parts, axis)
-    is_bool = _aval(arr).dtype == dtypes.bool_
+        arr = concatenate(parts, axis=axis)
     for _ in range(n):
-        size = _aval(arr).shape[axis]
-        if size == 0:
+        if _aval(arr).shape[axis] == 0:
             break
-        hi = _slice_axis(arr, axis, 1, size)
-        lo = _slice_axis(arr, axis, 0, size - 1)
-        arr = lax.ne(hi, lo) if is_bool else lax.sub(hi, lo)
+        arr = _diff1(arr, axis)
     return arr
 
 
@@ -274,13 +250,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     check_arraylike("ediff1d", ary)
     arr = _ravel(ensure_array(ary))
     dt = _aval(arr).dtype
-    size = _aval(arr).size
-    if size:
-        result = lax.sub(_slice_axis(arr, 0, 1, size), _slice_axis(arr, 0, 0, size - 1)) \
-            if dt != dtypes.bool_ else lax.ne(_slice_axis(arr, 0, 1, size),
-                                              _slice_axis(arr, 0, 0, size - 1))
-    else:
-        result = arr
+    result = _diff1(arr, 0) if _aval(arr).size else arr
     parts = [result]
     if to_begin is not None:
         check_arraylike("ediff1d", to_begin)
@@ -288,7 +258,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     if to_end is not None:
         check_arraylike("ediff1d", to_end)
         parts.append(lax.convert_element_type(_ravel(ensure_array(to_end)), dt))
-    return _concatenate(parts, 0) if len(parts) > 1 else result
+    return concatenate(parts, axis=0) if len(parts) > 1 else result
 
 
 def append(arr: Any, values: Any, axis: int | None = None) -> Any:
@@ -301,8 +271,8 @@ def append(arr: Any, values: Any, axis: int | None = None) -> Any:
     check_arraylike("append", arr, values)
     arr, values = ensure_array(arr), ensure_array(values)
     if axis is None:
-        return _concatenate([_ravel(arr), _ravel(values)], 0)
-    return _concatenate([arr, values], axis)
+        return concatenate([_ravel(arr), _ravel(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
 
 
 __all__ = ["astype", "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num", "diff",

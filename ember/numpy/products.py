@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax
-from ember.numpy._util import check_arraylike, ensure_array, promote_dtypes
+from ember.numpy import reductions
+from ember.numpy._util import canonicalize_axis, check_arraylike, ensure_array, promote_dtypes
+from ember.numpy.creation import diagonal
 
 # ---------------------------------------------------------------- helpers
 
@@ -24,30 +26,15 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def _transpose(x: Any, perm: Sequence[int]) -> Any:
     perm = tuple(perm)
-    if perm == tuple(range(len(perm))):
-        return x
-    if hasattr(lax, "transpose"):
-        return lax.transpose(x, perm)
-    shape = _shape(x)
-    return lax.reshape(x, tuple(shape[p] for p in perm), perm)
-
-
-def _reshape(x: Any, shape: Sequence[int]) -> Any:
-    return lax.reshape(x, tuple(shape))
+    return x if perm == tuple(range(len(perm))) else lax.transpose(x, perm)
 
 
 def _sum(x: Any, axes: Sequence[int]) -> Any:
-    """Sums ``x`` over ``axes`` keeping its dtype (bool: any), as lax.reduce_sum does."""
-    axes = tuple(sorted(axes))
+    """Sums ``x`` over ``axes`` keeping its dtype (for bools: a logical any)."""
     if not axes:
         return x
-    aval = core.get_aval(x)
-    if hasattr(lax, "reduce_sum") and aval.dtype != dtypes.bool_:
-        return lax.reduce_sum(x, axes)
-    # Contraction with a vector of ones; for bools this is a logical "any".
-    sizes = tuple(aval.shape[a] for a in axes)
-    ones = core.concrete_array(np.ones(sizes, aval.dtype), core.ShapedArray(sizes, aval.dtype))
-    return lax.dot_general(x, ones, ((axes, tuple(range(len(axes)))), ((), ())))
+    reduce = lax.reduce_or if core.get_aval(x).dtype == dtypes.bool_ else lax.reduce_sum
+    return reduce(x, tuple(sorted(axes)))
 
 
 def _dot_kw(precision: Any, preferred_element_type: Any) -> dict:
@@ -116,9 +103,9 @@ def matmul(a: Any, b: Any, *, precision: Any = None,
         else:
             kinds.append(("b", ib))
     if len(a_keep) != na:
-        a = _reshape(a, [sa[d] for d in a_keep])
+        a = lax.reshape(a, [sa[d] for d in a_keep])
     if len(b_keep) != nb:
-        b = _reshape(b, [sb[d] for d in b_keep])
+        b = lax.reshape(b, [sb[d] for d in b_keep])
     a_pos = {d: j for j, d in enumerate(a_keep)}
     b_pos = {d: j for j, d in enumerate(b_keep)}
     lb = tuple(a_pos[k[1]] for k in kinds if k[0] == "batch")
@@ -184,8 +171,8 @@ def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any =
                          f"({na} != {nb})")
     if dtypes.is_complex(core.get_aval(a).dtype):
         a = lax.conj(a)
-    return lax.dot_general(_reshape(a, (na,)), _reshape(b, (nb,)), (((0,), (0,)), ((), ())),
-                           precision, preferred_element_type)
+    return lax.dot_general(lax.reshape(a, (na,)), lax.reshape(b, (nb,)),
+                           (((0,), (0,)), ((), ())), precision, preferred_element_type)
 
 
 def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
@@ -215,8 +202,8 @@ def outer(a: Any, b: Any, out: None = None) -> Any:
     if out is not None:
         raise NotImplementedError("outer: the 'out' argument is not supported")
     a, b = _promote("outer", a, b)
-    a = _reshape(a, (int(np.prod(_shape(a), dtype=np.int64)),))
-    b = _reshape(b, (int(np.prod(_shape(b), dtype=np.int64)),))
+    a = lax.reshape(a, (int(np.prod(_shape(a), dtype=np.int64)),))
+    b = lax.reshape(b, (int(np.prod(_shape(b), dtype=np.int64)),))
     return lax.dot_general(a, b, (((), ()), ((), ())))
 
 
@@ -279,11 +266,11 @@ def kron(a: Any, b: Any) -> Any:
     sa, sb = _shape(a), _shape(b)
     n = max(len(sa), len(sb))
     sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
-    a, b = _reshape(a, sa), _reshape(b, sb)
+    a, b = lax.reshape(a, sa), lax.reshape(b, sb)
     out = lax.dot_general(a, b, (((), ()), ((), ())))  # shape sa + sb
     perm = [p for i in range(n) for p in (i, n + i)]
     out = _transpose(out, perm)
-    return _reshape(out, [x * y for x, y in zip(sa, sb)])
+    return lax.reshape(out, [x * y for x, y in zip(sa, sb)])
 
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
@@ -297,30 +284,12 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     if out is not None:
         raise NotImplementedError("trace: the 'out' argument is not supported")
     check_arraylike("trace", a)
-    a = ensure_array(a)
-    aval = core.get_aval(a)
-    if aval.ndim < 2:
-        raise ValueError(f"trace: array must be at least 2-d, got shape {aval.shape}")
-    offset = core.concrete_or_error(offset, "trace: offset must be a concrete integer")
-    from ember.numpy._util import canonicalize_axis
-    ax1 = canonicalize_axis("trace", axis1, aval.ndim)
-    ax2 = canonicalize_axis("trace", axis2, aval.ndim)
-    if ax1 == ax2:
+    ndim = core.get_aval(a).ndim
+    if ndim < 2:
+        raise ValueError(f"trace: array must be at least 2-d, got shape {core.get_aval(a).shape}")
+    if canonicalize_axis("trace", axis1, ndim) == canonicalize_axis("trace", axis2, ndim):
         raise ValueError(f"trace: axis1 and axis2 cannot be the same, got {axis1} and {axis2}")
-    if dtype is None:
-        dt = aval.dtype
-        if dt == dtypes.bool_ or (dtypes.is_integer(dt) and not dtypes.is_unsigned(dt)):
-            dt = np.promote_types(dt, dtypes.default_int_dtype()) if dt != dtypes.bool_ \
-                else dtypes.default_int_dtype()
-        elif dtypes.is_unsigned(dt):
-            dt = np.promote_types(dt, dtypes.default_uint_dtype())
-    else:
-        dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
-    a = lax.convert_element_type(a, dt)
-    n1, n2 = aval.shape[ax1], aval.shape[ax2]
-    mask = (np.arange(n2)[None, :] - np.arange(n1)[:, None]) == int(offset)
-    mask = core.concrete_array(mask.astype(dt), core.ShapedArray((n1, n2), dt))
-    return lax.dot_general(a, mask, (((ax1, ax2), (0, 1)), ((), ())))
+    return reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 # ---------------------------------------------------------------- einsum
@@ -441,8 +410,7 @@ def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = "a
     if len(terms) != len(operands):
         raise ValueError(f"einsum: subscripts {subscripts!r} name {len(terms)} operand(s) but "
                          f"{len(operands)} were given")
-    ops = [ensure_array(o) for o in promote_dtypes(*operands)] if len(operands) > 1 else \
-        [ensure_array(operands[0])]
+    ops = [ensure_array(o) for o in promote_dtypes(*operands)]
     labels = [_parse_term(t, len(_shape(o)), i) for i, (t, o) in enumerate(zip(terms, ops))]
     n_ell = max([-min([lab for lab in ls if isinstance(lab, int)], default=0)
                  for ls in labels])
@@ -486,7 +454,7 @@ def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = "a
         shape = _shape(x)
         squeeze = [i for i, lab in enumerate(ls) if shape[i] == 1 and sizes[lab] != 1]
         if squeeze:
-            x = _reshape(x, [s for i, s in enumerate(shape) if i not in squeeze])
+            x = lax.reshape(x, [s for i, s in enumerate(shape) if i not in squeeze])
             ls = [lab for i, lab in enumerate(ls) if i not in squeeze]
         others = {lab for j, l2 in enumerate(labels) if j != k for lab in l2}
         x, ls = _sum_labels(x, ls, set(ls) - others - set(out_labels))
@@ -514,7 +482,7 @@ def einsum(subscripts: Any, *operands: Any, out: None = None, optimize: Any = "a
     x, ls = _sum_labels(x, ls, set(ls) - set(out_labels))
     missing = [lab for lab in out_labels if lab not in ls]
     if missing:  # output labels only present as broadcast size-1 dims
-        x = _reshape(x, [1] * len(missing) + list(_shape(x)))
+        x = lax.reshape(x, [1] * len(missing) + list(_shape(x)))
         ls = missing + ls
     x = _transpose(x, [ls.index(lab) for lab in out_labels])
     return _result(x, preferred_element_type)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax
+from ember.lax.reduction import accumulation_dtype, max_identity, min_identity
 from ember.numpy._util import canonicalize_axes, check_arraylike, ensure_array
 
 # ---------------------------------------------------------------- helpers
@@ -41,12 +42,12 @@ def _where_mask(fn: str, where: Any, shape: tuple[int, ...]) -> Any:
     if where.dtype != dtypes.bool_:
         where = lax.convert_element_type(where, dtypes.bool_)
     try:
-        np.broadcast_shapes(where.shape, shape)
-        if len(where.shape) > len(shape) or np.broadcast_shapes(where.shape, shape) != shape:
-            raise ValueError
+        fits = np.broadcast_shapes(where.shape, shape) == shape
     except ValueError:
+        fits = False
+    if not fits:
         raise ValueError(f"{fn}: where of shape {where.shape} cannot be broadcast to the "
-                         f"operand's shape {shape}") from None
+                         f"operand's shape {shape}")
     return lax.broadcast_to_shape(where, shape)
 
 
@@ -141,18 +142,6 @@ def prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
 # ---------------------------------------------------------------- max / min
 
 
-def _identity_max(dt: np.dtype):
-    if dt == dtypes.bool_:
-        return False
-    return np.iinfo(dt).min if dtypes.is_integer(dt) else -np.inf
-
-
-def _identity_min(dt: np.dtype):
-    if dt == dtypes.bool_:
-        return True
-    return np.iinfo(dt).max if dtypes.is_integer(dt) else np.inf
-
-
 def _minmax(fn: str, lax_reduce, combine, identity_fn, a, axis, out, keepdims, initial, where):
     _check_out(fn, out)
     a = _arg(fn, a)
@@ -181,7 +170,7 @@ def max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
         >>> jnp.max(jnp.array([1., 3., 2.]))
         Array(3., dtype=float32)
     """
-    return _minmax("max", lax.reduce_max, lax.max, _identity_max, a, axis, out, keepdims,
+    return _minmax("max", lax.reduce_max, lax.max, max_identity, a, axis, out, keepdims,
                    initial, where)
 
 
@@ -193,7 +182,7 @@ def min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
         >>> jnp.min(jnp.array([1., 3., 2.]))
         Array(1., dtype=float32)
     """
-    return _minmax("min", lax.reduce_min, lax.min, _identity_min, a, axis, out, keepdims,
+    return _minmax("min", lax.reduce_min, lax.min, min_identity, a, axis, out, keepdims,
                    initial, where)
 
 
@@ -340,21 +329,11 @@ def nanargmin(a: Any, axis: int | None = None, out: Any = None, keepdims: bool =
 # ---------------------------------------------------------------- mean / var / std
 
 
-def _computation_dtype(dt: np.dtype) -> np.dtype:
-    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-
-
 def _inexact_result_dtype(a: Any, dtype: Any) -> np.dtype:
     dt = _dtype_arg(dtype)
     if dt is not None:
         return dt
     return a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
-
-
-def _divide_by_count(total: Any, count: Any) -> Any:
-    if not hasattr(count, "aval") and not isinstance(count, core.Tracer):
-        count = _full(total.shape, count, total.dtype)
-    return lax.div(total, count)
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
@@ -369,12 +348,12 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     a = _arg("mean", a)
     axes = canonicalize_axes("mean", axis, a.ndim)
     res_dt = _inexact_result_dtype(a, dtype)
-    comp = _computation_dtype(res_dt)
+    comp = accumulation_dtype(res_dt)
     weak = a.weak_type and dtype is None
     x = lax.convert_element_type(a, comp, weak)
     if where is None:
         total = lax.reduce_sum(x, axes)
-        result = _divide_by_count(total, _count(a.shape, axes))
+        result = lax.div(total, _full(total.shape, _count(a.shape, axes), total.dtype))
     else:
         mask = _where_mask("mean", where, a.shape)
         total = lax.reduce_sum(_select(mask, x, 0), axes)
@@ -395,7 +374,7 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
     res_dt = _inexact_result_dtype(a, dtype)
     if dtypes.is_complex(res_dt):
         res_dt = np.dtype(np.float32) if res_dt == dtypes.complex64 else np.dtype(np.float64)
-    comp = _computation_dtype(res_dt) if not dtypes.is_complex(a.dtype) else a.dtype
+    comp = accumulation_dtype(res_dt) if not dtypes.is_complex(a.dtype) else a.dtype
     weak = a.weak_type and dtype is None
     x = lax.convert_element_type(a, comp, weak)
     mask = None if where is None else _where_mask(fn, where, a.shape)
@@ -599,7 +578,8 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
 # ---------------------------------------------------------------- cumulative
 
 
-def _cumulative(fn: str, lax_fn, a, axis, dtype, promote: bool, nan_fill=None):
+def _cumulative(fn: str, lax_fn, a, axis, dtype, out=None, nan_fill=None):
+    _check_out(fn, out)
     a = _arg(fn, a)
     if axis is None:
         a = lax.reshape(a, (a.size,))
@@ -609,7 +589,7 @@ def _cumulative(fn: str, lax_fn, a, axis, dtype, promote: bool, nan_fill=None):
     (ax,) = canonicalize_axes(fn, axis, a.ndim)
     dt = _dtype_arg(dtype)
     if dt is None:
-        dt = _upcast_integers(a.dtype) if promote else a.dtype
+        dt = _upcast_integers(a.dtype)
     a = _convert(a, dt, keep_weak=dtype is None)
     if nan_fill is not None:
         a = _nan_to(a, nan_fill)
@@ -626,8 +606,7 @@ def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) 
         >>> jnp.cumsum(jnp.array([1, 2, 3]))
         Array([1, 3, 6], dtype=int32)
     """
-    _check_out("cumsum", out)
-    return _cumulative("cumsum", lax.cumsum, a, axis, dtype, True)
+    return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
 
 
 def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
@@ -637,8 +616,7 @@ def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None)
         >>> jnp.cumprod(jnp.array([1, 2, 3]))
         Array([1, 2, 6], dtype=int32)
     """
-    _check_out("cumprod", out)
-    return _cumulative("cumprod", lax.cumprod, a, axis, dtype, True)
+    return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
 
 
 def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
@@ -648,8 +626,7 @@ def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = Non
         >>> jnp.nancumsum(jnp.array([1., jnp.nan, 2.]))
         Array([1., 1., 3.], dtype=float32)
     """
-    _check_out("nancumsum", out)
-    return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, True, nan_fill=0)
+    return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, out, nan_fill=0)
 
 
 def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
@@ -659,8 +636,7 @@ def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = No
         >>> jnp.nancumprod(jnp.array([2., jnp.nan, 3.]))
         Array([2., 2., 6.], dtype=float32)
     """
-    _check_out("nancumprod", out)
-    return _cumulative("nancumprod", lax.cumprod, a, axis, dtype, True, nan_fill=1)
+    return _cumulative("nancumprod", lax.cumprod, a, axis, dtype, out, nan_fill=1)
 
 
 def _cumulative_include(fn: str, lax_fn, x, axis, dtype, include_initial, identity):
@@ -672,7 +648,7 @@ def _cumulative_include(fn: str, lax_fn, x, axis, dtype, include_initial, identi
         axis = 0
     if x.ndim == 0:
         raise ValueError(f"{fn}: the input array must have at least one dimension")
-    out = _cumulative(fn, lax_fn, x, axis, dtype, True)
+    out = _cumulative(fn, lax_fn, x, axis, dtype)
     if include_initial:
         (ax,) = canonicalize_axes(fn, axis, x.ndim)
         cfg = [(0, 0, 0)] * out.ndim

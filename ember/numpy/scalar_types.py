@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from ember import core, dtypes
+from ember.numpy.creation import asarray
 from ember.runtime.array import Array
 
 _bool = builtins.bool  # this module defines ``bool`` (= bool_) at its end
@@ -29,7 +30,6 @@ class _ScalarMeta(type):
         return not cls == other
 
     def __call__(cls, x: Any = 0) -> Any:
-        from ember.numpy.creation import asarray
         return asarray(x, dtype=cls.dtype)
 
     def __instancecheck__(cls, instance: Any) -> bool:
@@ -103,6 +103,10 @@ def _to_dtype_like(x: Any) -> Any:
     return x.dtype if isinstance(x, _ScalarMeta) else x
 
 
+def _np_dtype(x: Any) -> np.dtype:
+    return np.dtype(dtypes.dtype(_to_dtype_like(x)))
+
+
 def finfo(dtype: Any) -> Any:
     """Machine limits of a floating type (knows bfloat16).
 
@@ -110,7 +114,7 @@ def finfo(dtype: Any) -> Any:
         >>> jnp.finfo(jnp.bfloat16).eps
         0.0078125
     """
-    dt = np.dtype(dtypes.dtype(_to_dtype_like(dtype)))
+    dt = _np_dtype(dtype)
     if not dtypes.is_inexact(dt):
         raise ValueError(f"finfo: data type {dt} is not inexact")
     return ml_dtypes.finfo(dt)
@@ -123,7 +127,7 @@ def iinfo(int_type: Any) -> Any:
         >>> jnp.iinfo(jnp.int8).max
         127
     """
-    dt = np.dtype(dtypes.dtype(_to_dtype_like(int_type)))
+    dt = _np_dtype(int_type)
     if not dtypes.is_integer(dt):
         raise ValueError(f"iinfo: invalid integer data type {dt}")
     return ml_dtypes.iinfo(dt)
@@ -162,9 +166,7 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
         raise ValueError(f"can_cast: casting must be one of 'no', 'equiv', 'safe', "
                          f"'same_kind' or 'unsafe', got {casting!r}")
-    src = np.dtype(dtypes.dtype(_to_dtype_like(from_)))
-    dst = np.dtype(dtypes.dtype(_to_dtype_like(to)))
-    return _bool(np.can_cast(src, dst, casting=casting))
+    return _bool(np.can_cast(_np_dtype(from_), _np_dtype(to), casting=casting))
 
 
 def issubdtype(arg1: Any, arg2: Any) -> bool:

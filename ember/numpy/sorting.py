@@ -12,6 +12,7 @@ import numpy as np
 
 from ember import core, dtypes, lax
 from ember.numpy._util import canonicalize_axes, check_arraylike, ensure_array, promote_dtypes
+from ember.numpy.index_functions import take
 
 
 def _arg(fn: str, a: Any) -> Any:
@@ -19,7 +20,11 @@ def _arg(fn: str, a: Any) -> Any:
     return ensure_array(a)
 
 
-def _flatten_or_axis(fn: str, a: Any, axis: Any) -> tuple[Any, int]:
+def _sort_arg(fn: str, a: Any, axis: Any, order: Any) -> tuple[Any, int]:
+    """The array to sort (flattened when ``axis`` is None) and the canonical axis."""
+    if order is not None:
+        raise TypeError(f"{fn}: the 'order' argument is not supported")
+    a = _arg(fn, a)
     if axis is None:
         return lax.reshape(a, (a.size,)), 0
     if a.ndim == 0:
@@ -36,12 +41,7 @@ def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
         >>> jnp.sort(jnp.array([3, 1, 2]))
         Array([1, 2, 3], dtype=int32)
     """
-    if order is not None:
-        raise TypeError("sort: the 'order' argument is not supported")
-    a = _arg("sort", a)
-    if a.ndim == 0 and axis is not None:
-        raise ValueError(f"sort: axis {axis} is out of bounds for array of dimension 0")
-    a, ax = _flatten_or_axis("sort", a, axis)
+    a, ax = _sort_arg("sort", a, axis, order)
     out = lax.sort(a, dimension=ax, is_stable=stable)
     return lax.rev(out, (ax,)) if descending else out
 
@@ -54,12 +54,7 @@ def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = Non
         >>> jnp.argsort(jnp.array([3, 1, 2]))
         Array([1, 2, 0], dtype=int32)
     """
-    if order is not None:
-        raise TypeError("argsort: the 'order' argument is not supported")
-    a = _arg("argsort", a)
-    if a.ndim == 0 and axis is not None:
-        raise ValueError(f"argsort: axis {axis} is out of bounds for array of dimension 0")
-    a, ax = _flatten_or_axis("argsort", a, axis)
+    a, ax = _sort_arg("argsort", a, axis, order)
     iota = lax.broadcasted_iota(dtypes.int32, a.shape, ax)
     if descending:
         # Stable descending: sort the reversed array with reversed indices, reverse back.
@@ -135,8 +130,6 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got an array of shape {a.shape}")
     if sorter is not None:
-        from ember.numpy.index_functions import take
-
         a = take(a, sorter)
     a, v = promote_dtypes(a, v)
     n = a.shape[0]
@@ -149,6 +142,15 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     return lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (len(big) - 1,))
 
 
+def _partition_arg(fn: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int]:
+    a = _arg(fn, a)
+    (ax,) = canonicalize_axes(fn, axis, a.ndim)
+    kth = core.concrete_or_error(kth, f"{fn}: kth must be a concrete integer")
+    if not -a.shape[ax] <= int(kth) < a.shape[ax]:
+        raise ValueError(f"{fn}: kth={kth} out of bounds for axis of size {a.shape[ax]}")
+    return a, ax
+
+
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
     """Array whose ``kth`` element along ``axis`` is in sorted position (fully sorted here).
 
@@ -156,11 +158,7 @@ def partition(a: Any, kth: int, axis: int = -1) -> Any:
         >>> jnp.partition(jnp.array([3, 1, 2]), 1)[1]
         Array(2, dtype=int32)
     """
-    a = _arg("partition", a)
-    (ax,) = canonicalize_axes("partition", axis, a.ndim)
-    kth = core.concrete_or_error(kth, "partition: kth must be a concrete integer")
-    if not -a.shape[ax] <= int(kth) < a.shape[ax]:
-        raise ValueError(f"partition: kth={kth} out of bounds for axis of size {a.shape[ax]}")
+    a, ax = _partition_arg("partition", a, kth, axis)
     return lax.sort(a, dimension=ax)
 
 
@@ -171,12 +169,7 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
         >>> jnp.argpartition(jnp.array([3, 1, 2]), 1)[1]
         Array(2, dtype=int32)
     """
-    a = _arg("argpartition", a)
-    (ax,) = canonicalize_axes("argpartition", axis, a.ndim)
-    kth = core.concrete_or_error(kth, "argpartition: kth must be a concrete integer")
-    if not -a.shape[ax] <= int(kth) < a.shape[ax]:
-        raise ValueError(f"argpartition: kth={kth} out of bounds for axis of size "
-                         f"{a.shape[ax]}")
+    a, ax = _partition_arg("argpartition", a, kth, axis)
     return argsort(a, axis=ax)
 
 

@@ -669,6 +669,14 @@ def _gcd(x1: Any, x2: Any) -> Any:
     return a
 
 
+def _int_args(fn: str, x1: Any, x2: Any) -> tuple[Any, Any]:
+    """Integer operands promoted and broadcast to one shape (gcd's loop needs equal shapes)."""
+    x1, x2 = promote_args_numeric(fn, x1, x2)
+    _check_int(fn, x1, allow_bool=False)
+    shape = broadcast_shapes(aval_of(x1).shape, aval_of(x2).shape)
+    return lax.broadcast_to_shape(x1, shape), lax.broadcast_to_shape(x2, shape)
+
+
 def gcd(x1: Any, x2: Any, /) -> Any:
     """Elementwise greatest common divisor of integers (non-negative).
 
@@ -676,11 +684,7 @@ def gcd(x1: Any, x2: Any, /) -> Any:
         >>> jnp.gcd(jnp.array([12, 7]), 18)
         Array([6, 1], dtype=int32)
     """
-    x1, x2 = promote_args_numeric("gcd", x1, x2)
-    _check_int("gcd", x1, allow_bool=False)
-    x1, x2 = (lax.broadcast_to_shape(v, broadcast_shapes(aval_of(x1).shape,
-                                                         aval_of(x2).shape)) for v in (x1, x2))
-    return _gcd(x1, x2)
+    return _gcd(*_int_args("gcd", x1, x2))
 
 
 def lcm(x1: Any, x2: Any, /) -> Any:
@@ -690,10 +694,7 @@ def lcm(x1: Any, x2: Any, /) -> Any:
         >>> jnp.lcm(jnp.array([4, 6]), 6)
         Array([12,  6], dtype=int32)
     """
-    x1, x2 = promote_args_numeric("lcm", x1, x2)
-    _check_int("lcm", x1, allow_bool=False)
-    shape = broadcast_shapes(aval_of(x1).shape, aval_of(x2).shape)
-    x1, x2 = (lax.broadcast_to_shape(v, shape) for v in (x1, x2))
+    x1, x2 = _int_args("lcm", x1, x2)
     d = _gcd(x1, x2)
     zero = lax.eq(d, 0)
     a, b = (v if dtypes.is_unsigned(_dt(v)) else lax.abs(v) for v in (x1, x2))
@@ -772,7 +773,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
         Array([1., 0.], dtype=float32)
     """
     if x is None and y is None:
-        from ember.numpy.index_functions import nonzero
+        from ember.numpy.index_functions import nonzero  # cycle: index_functions imports us
 
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
