@@ -1,0 +1,1 @@
+"""The compiler: HLO IR, lowering from jaxprs, verifier and optimization passes."""

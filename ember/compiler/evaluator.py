@@ -1,0 +1,131 @@
+"""A NumPy evaluator of HLO: the semantics of every opcode, used by the interpreter backend
+(``ember.backends.interpreter``) and by constant folding.
+
+Opcode rules are registered with ``@eval_rule("opcode")`` and called as
+``rule(inst, *operand_values)`` where the values are ndarrays (tuples for tuple-shaped
+operands); a rule returns an ndarray of exactly ``inst.shape`` (or a tuple of them). The rules
+live by family: ``eval_elementwise.py`` (elementwise, reduce, dot_general), and
+``eval_structural.py`` (shape ops, slicing, gather/scatter, sort); control flow and the
+structural ops (tuple, call, while, case, fusion, custom_call) are here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember.compiler.hlo import Computation, Instruction
+
+_EVAL_RULES: dict[str, Callable] = {}
+
+# custom_call targets: name -> fn(*operand_values, **attrs) -> value(s).
+CUSTOM_CALL_TARGETS: dict[str, Callable] = {}
+
+
+def eval_rule(*opcodes: str):
+    def register(fn: Callable) -> Callable:
+        for op in opcodes:
+            _EVAL_RULES[op] = fn
+        return fn
+    return register
+
+
+def register_custom_call_target(name: str, fn: Callable) -> None:
+    """Makes ``custom_call`` with ``call_target_name=name`` run ``fn`` (library routines)."""
+    CUSTOM_CALL_TARGETS[name] = fn
+
+
+def _load_rule_modules() -> None:
+    # The rule families register themselves on import.
+    from ember.compiler import eval_elementwise, eval_structural  # noqa: F401
+
+
+def evaluate_instruction(inst: Instruction, operands: Sequence[Any]) -> Any:
+    rule = _EVAL_RULES.get(inst.opcode)
+    if rule is None:
+        _load_rule_modules()
+        rule = _EVAL_RULES.get(inst.opcode)
+        if rule is None:
+            raise NotImplementedError(f"HLO evaluator: no rule for opcode {inst.opcode!r}")
+    return rule(inst, *operands)
+
+
+def evaluate_computation(comp: Computation, args: Sequence[Any]) -> Any:
+    """Runs ``comp`` on ``args`` (one value per parameter) and returns the root's value.
+
+    Values are dropped once their last user has run, so memory stays bounded by what is live.
+    """
+    params = comp.parameters
+    if len(args) != len(params):
+        raise ValueError(f"{comp.name}: expected {len(params)} arguments, got {len(args)}")
+    remaining: dict[int, int] = {}
+    for inst in comp.instructions:
+        for op in inst.operands:
+            remaining[id(op)] = remaining.get(id(op), 0) + 1
+    env: dict[int, Any] = {}
+    for p, a in zip(params, args):
+        env[id(p)] = a
+    for inst in comp.instructions:
+        if inst.opcode == "parameter":
+            continue
+        values = [env[id(op)] for op in inst.operands]
+        env[id(inst)] = evaluate_instruction(inst, values)
+        for op in inst.operands:
+            remaining[id(op)] -= 1
+            if remaining[id(op)] == 0 and op is not comp.root:
+                env.pop(id(op), None)
+    return env[id(comp.root)]
+
+
+# --------------------------------------------------------------------------- structural ops
+
+
+@eval_rule("constant")
+def _constant(inst):
+    return inst.attrs["value"]
+
+
+@eval_rule("tuple")
+def _tuple(inst, *values):
+    return tuple(values)
+
+
+@eval_rule("get_tuple_element")
+def _get_tuple_element(inst, value):
+    return value[inst.attrs["index"]]
+
+
+@eval_rule("call", "fusion")
+def _call(inst, *values):
+    return evaluate_computation(inst.calls[0], values)
+
+
+@eval_rule("while")
+def _while(inst, *values):
+    cond, body = inst.calls
+    state = tuple(values)
+    while bool(evaluate_computation(cond, state)):
+        out = evaluate_computation(body, state)
+        state = tuple(out) if isinstance(out, tuple) else (out,)
+    return state if inst.shape.is_tuple else state[0]
+
+
+@eval_rule("case")
+def _case(inst, index, *values):
+    branches = inst.calls
+    i = int(index)
+    if not 0 <= i < len(branches):  # StableHLO: out-of-range indices run the last branch
+        i = len(branches) - 1
+    return evaluate_computation(branches[i], values)
+
+
+@eval_rule("custom_call")
+def _custom_call(inst, *values):
+    name = inst.attrs["call_target_name"]
+    fn = CUSTOM_CALL_TARGETS.get(name)
+    if fn is None:
+        raise NotImplementedError(f"custom_call: unknown target {name!r}")
+    attrs = {k: v for k, v in inst.attrs.items() if k != "call_target_name"}
+    return fn(*values, **attrs)
