@@ -1,15 +1,31 @@
-"""User-facing transformations: make_jaxpr (and, as they land, jit, grad, vmap, ...)."""
+"""User-facing transformations: jit (with lower/compile), eval_shape, disable_jit, make_jaxpr.
+
+A jitted call computes the signature of its arguments (pytree structure, each leaf's shape,
+dtype and weak type, the static arguments, the x64 flag), looks it up in the function's
+compile cache (``ember.runtime.compile_cache``) and runs the cached executable; a miss traces
+the function to a jaxpr and compiles it (``ember.runtime.dispatch.compile_closed_jaxpr``).
+Under another transformation a jitted call is staged as one ``pjit`` equation.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import logging
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ember import core, tree_util
+from ember.config import config as _config
 from ember.interpreters import partial_eval as pe
+from ember.interpreters.pjit import bind_pjit
 from ember.jaxpr import ClosedJaxpr
+from ember.runtime.array import Array
+from ember.runtime.compile_cache import CacheEntry
 
 
 def _abstractify(x: Any) -> core.ShapedArray:
@@ -111,12 +127,490 @@ class ShapeDtypeStruct:
         import math
         return math.prod(self.shape)
 
-    def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
-
     def __eq__(self, other) -> bool:
         return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (
             other.shape, other.dtype)
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+# --------------------------------------------------------------------------- jit
+
+_log = logging.getLogger("ember")
+
+
+def _fun_name(fun: Callable) -> str:
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _index_tuple(x: int | Sequence[int] | None) -> tuple[int, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, int):
+        return (x,)
+    return tuple(int(i) for i in x)
+
+
+def _name_tuple(x: str | Sequence[str] | None) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, str):
+        return (x,)
+    return tuple(x)
+
+
+def _infer_static(fun: Callable, nums: tuple[int, ...] | None,
+                  names: tuple[str, ...] | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Completes static_argnums from static_argnames and vice versa (as JAX does)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return nums or (), names or ()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not any(p.kind == p.VAR_POSITIONAL for p in params) and nums:
+        nums = tuple(i + len(positional) if i < 0 else i for i in nums)
+    if nums is not None and names is None:
+        names = tuple(p.name for i, p in enumerate(positional)
+                      if i in nums and p.kind == p.POSITIONAL_OR_KEYWORD)
+    elif names is not None and nums is None:
+        nums = tuple(i for i, p in enumerate(positional)
+                     if p.name in names and p.kind == p.POSITIONAL_OR_KEYWORD)
+    return nums or (), names or ()
+
+
+class _Signature:
+    """A call's arguments split into static and dynamic parts, with the cache key."""
+
+    __slots__ = ("key", "flat", "avals", "in_tree", "statics", "args", "kwargs")
+
+    def __init__(self, key, flat, avals, in_tree, statics, args, kwargs):
+        self.key = key
+        self.flat = flat
+        self.avals = avals
+        self.in_tree = in_tree
+        self.statics = statics
+        self.args = args
+        self.kwargs = kwargs
+
+
+def _check_hashable(fun: Callable, statics: list[tuple[Any, Any]]) -> None:
+    for where, value in statics:
+        try:
+            hash(value)
+        except TypeError as e:
+            name = where if isinstance(where, str) else _positional_name(fun, where)
+            raise TypeError(
+                f"jit: the static argument {name!r} of type {type(value).__name__} is not "
+                f"hashable ({e}). Static arguments (static_argnums/static_argnames) are part "
+                "of the compile cache key and must be hashable: pass a tuple instead of a "
+                "list, or make the argument dynamic.") from None
+
+
+def _positional_name(fun: Callable, i: int) -> str:
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return f"args[{i}]"
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                       p.POSITIONAL_OR_KEYWORD)]
+    if i < len(positional):
+        return positional[i]
+    varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    return f"{varargs}[{i - len(positional)}]"
+
+
+def _leaf_names(fun: Callable, sig: _Signature) -> list[str]:
+    """One readable name per flat argument leaf (``x``, or ``x[0]`` in a pytree argument)."""
+    names = []
+    dyn_args, dyn_kwargs = tree_util.tree_unflatten(sig.in_tree, sig.flat)
+    positions = [i for i in range(len(sig.args)) if not any(w == i for w, _ in sig.statics)]
+    groups = [(_positional_name(fun, i), a) for i, a in zip(positions, dyn_args)]
+    groups += [(k, dyn_kwargs[k]) for k in sorted(dyn_kwargs)]
+    for name, arg in groups:
+        n = len(tree_util.tree_leaves(arg))
+        names.extend([name] if n == 1 else [f"{name}[{j}]" for j in range(n)])
+    return names
+
+
+class Lowered:
+    """A jitted function lowered for one signature: ``as_text()`` shows the HLO module
+    before optimization and ``compile()`` gives a ``Compiled``.
+
+    Example:
+        >>> lowered = ember.jit(jnp.sin).lower(ember.ShapeDtypeStruct((3,), jnp.float32))
+        >>> compiled = lowered.compile()
+    """
+
+    def __init__(self, jitted: JitFunction, sig: _Signature, entry: Any):
+        from ember.compiler.lower import lower_closed_jaxpr
+        self._jitted = jitted
+        self._sig = sig
+        self._entry = entry
+        self._lowered = lower_closed_jaxpr(entry.closed, name=f"jit_{jitted.__name__}")
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return self._entry.closed
+
+    @property
+    def out_info(self) -> Any:
+        """The outputs as a pytree of ``ShapeDtypeStruct``."""
+        return _shape_structs(self._entry.out_tree, self._entry.closed.out_avals)
+
+    def as_text(self) -> str:
+        """The HLO module's text, before optimization."""
+        return self._lowered.module.to_text()
+
+    def cost_analysis(self) -> dict:
+        """Cost estimates of the unoptimized module (``flops``, ``bytes accessed``, ...)."""
+        from ember.compiler.cost_analysis import cost_analysis
+        return dict(cost_analysis(self._lowered.module))
+
+    def compile(self) -> Compiled:
+        """Optimizes and compiles the module for the jitted function's backend."""
+        from ember.runtime.dispatch import compile_closed_jaxpr
+        exe = compile_closed_jaxpr(self._entry.closed, self._jitted.__name__,
+                                   self._jitted._backend)
+        return Compiled(self._jitted, self._sig, self._entry, exe)
+
+
+class Compiled:
+    """A compiled jitted function for one signature; call it with matching arguments.
+
+    Example:
+        >>> compiled = ember.jit(jnp.sin).lower(1.0).compile()
+        >>> compiled(2.0)
+        Array(0.9092974, dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, jitted: JitFunction, sig: _Signature, entry: Any, executable: Any):
+        self._jitted = jitted
+        self._sig = sig
+        self._entry = entry
+        self._executable = executable
+
+    @property
+    def out_info(self) -> Any:
+        return _shape_structs(self._entry.out_tree, self._entry.closed.out_avals)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        sig = self._jitted._signature(args, kwargs)
+        if sig.key != self._sig.key:
+            raise TypeError(f"Compiled {self._jitted.__name__}: the arguments do not match "
+                            f"the signature it was compiled for: "
+                            f"{_describe_change(self._jitted, self._sig, sig)}")
+        return self._entry.unflatten(self._executable.execute(_flat_values(sig)))
+
+    def as_text(self) -> str:
+        """The optimized HLO module's text (fusions visible)."""
+        return self._executable.module.to_text()
+
+    def cost_analysis(self) -> dict:
+        """Cost estimates of the optimized module: ``flops``, ``bytes accessed``, ..."""
+        from ember.compiler.cost_analysis import cost_analysis
+        return dict(cost_analysis(self._executable.module))
+
+    def memory_analysis(self) -> MemoryAnalysis:
+        """Buffer sizes of the optimized module (``peak_bytes`` from buffer assignment)."""
+        from ember.compiler.buffer_assignment import assign_buffers
+        assignment = assign_buffers(self._executable.module)
+        arg_bytes = sum(a.size * a.dtype.itemsize for a in self._executable.in_avals)
+        out_bytes = sum(a.size * a.dtype.itemsize for a in self._executable.out_avals)
+        return MemoryAnalysis(int(assignment.peak_bytes), arg_bytes, out_bytes,
+                              int(getattr(assignment, "total_allocation_bytes", 0)))
+
+
+class MemoryAnalysis:
+    """Memory use of a compiled function, in bytes."""
+
+    __slots__ = ("peak_bytes", "argument_size_in_bytes", "output_size_in_bytes",
+                 "temp_size_in_bytes")
+
+    def __init__(self, peak_bytes: int, argument_size_in_bytes: int,
+                 output_size_in_bytes: int, temp_size_in_bytes: int):
+        self.peak_bytes = peak_bytes
+        self.argument_size_in_bytes = argument_size_in_bytes
+        self.output_size_in_bytes = output_size_in_bytes
+        self.temp_size_in_bytes = temp_size_in_bytes
+
+    def __repr__(self) -> str:
+        return (f"MemoryAnalysis(peak_bytes={self.peak_bytes}, argument_size_in_bytes="
+                f"{self.argument_size_in_bytes}, output_size_in_bytes="
+                f"{self.output_size_in_bytes}, temp_size_in_bytes={self.temp_size_in_bytes})")
+
+
+def _shape_structs(out_tree: Any, avals: Sequence[core.ShapedArray]) -> Any:
+    return tree_util.tree_unflatten(
+        out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in avals])
+
+
+def _flat_values(sig: _Signature) -> list:
+    # Arrays are passed as they are (possibly pending); anything else becomes a NumPy value
+    # of its canonical dtype.
+    return [x if type(x) is Array else np.asarray(x, dtype=a.dtype)
+            for x, a in zip(sig.flat, sig.avals)]
+
+
+def _arg_desc(jitted: JitFunction, sig: _Signature) -> list[tuple[str, str]]:
+    desc = [(n, a.str_short() + (" (weak)" if a.weak_type else ""))
+            for n, a in zip(_leaf_names(jitted._fun, sig), sig.avals)]
+    for where, value in sig.statics:
+        name = where if isinstance(where, str) else _positional_name(jitted._fun, where)
+        desc.append((name, repr(value)))
+    return desc
+
+
+def _describe_change(jitted: JitFunction, old: _Signature | list, new: _Signature) -> str:
+    old_desc = old if isinstance(old, list) else _arg_desc(jitted, old)
+    new_desc = _arg_desc(jitted, new)
+    before, after = dict(old_desc), dict(new_desc)
+    changes = [f"argument {n!r} changed from {before[n]} to {d}"
+               for n, d in new_desc if n in before and before[n] != d]
+    changes += [f"argument {n!r} ({d}) is new" for n, d in new_desc if n not in before]
+    changes += [f"argument {n!r} is gone" for n, _ in old_desc if n not in after]
+    return "; ".join(changes) or "the argument structure or the x64 setting changed"
+
+
+class JitFunction:
+    """A function compiled on first call for each new argument signature (see ``jit``)."""
+
+    def __init__(self, fun: Callable, static_argnums: Any, static_argnames: Any,
+                 donate_argnums: Any, backend: str | None):
+        from ember.backends import canonical_name
+        from ember.runtime.compile_cache import function_cache
+        nums = None if static_argnums is None else _index_tuple(static_argnums)
+        names = None if static_argnames is None else _name_tuple(static_argnames)
+        nums, names = _infer_static(fun, nums, names)
+        self._fun = fun
+        self._static_nums = frozenset(nums)
+        self._static_names = frozenset(names)
+        self._donate_argnums = _index_tuple(donate_argnums)  # accepted; no effect yet
+        self._backend = canonical_name(backend)
+        # Only positional Arrays and no static arguments: eligible for the fast path.
+        self._plain = not nums and not names
+        options = (tuple(sorted(nums)), tuple(sorted(names)), self._donate_argnums,
+                   self._backend)
+        self._cache = function_cache(fun, options)
+        functools.update_wrapper(self, fun)
+        self.__name__ = _fun_name(fun)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        # Decorating a method: bind ``self`` like a plain function would.
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _config.jit_disabled:
+            return self._fun(*args, **kwargs)
+        if self._plain and not kwargs and type(core._ctx.trace) is core.EvalTrace:
+            key = [_config.x64_enabled]
+            for a in args:
+                if type(a) is not Array:
+                    break
+                key.append(a.aval)
+            else:
+                entry = self._cache.fast.get(tuple(key))
+                if entry is not None:
+                    return entry.unflatten(entry.executable.execute(list(args)))
+        return self._call_slow(args, kwargs)
+
+    def _call_slow(self, args: tuple, kwargs: dict) -> Any:
+        sig = self._signature(args, kwargs)
+        if not core.is_eval_context():
+            entry = self._entry(sig)
+            outs = bind_pjit(entry.closed, self.__name__, sig.flat)
+            return entry.out_tree.unflatten(outs)
+        entry = self._entry(sig)
+        if entry.executable is None:
+            self._compile(sig, entry)
+        if self._plain and not kwargs and all(type(a) is Array for a in args):
+            self._cache.fast[(sig.key[0], *sig.avals)] = entry
+        return entry.unflatten(entry.executable.execute(_flat_values(sig)))
+
+    def _signature(self, args: tuple, kwargs: dict, abstract: bool = False) -> _Signature:
+        statics: list[tuple[Any, Any]] = []
+        dyn_args = []
+        for i, a in enumerate(args):
+            if i in self._static_nums:
+                statics.append((i, a))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_names:
+                statics.append((k, v))
+            else:
+                dyn_kwargs[k] = v
+        flat, in_tree = tree_util.tree_flatten((tuple(dyn_args), dyn_kwargs))
+        avals = []
+        for x in flat:
+            if type(x) is Array:
+                avals.append(x.aval)
+                continue
+            try:
+                avals.append(_abstractify(x) if abstract else core.get_aval(x))
+            except TypeError:
+                sig = _Signature(None, flat, [], in_tree, statics, args, kwargs)
+                name = _leaf_names(self._fun, sig)[len(avals)]
+                raise TypeError(f"jit {self.__name__}: argument {name!r} of type "
+                                f"{type(x).__name__} is not a valid ember type; mark it "
+                                "static (static_argnums/static_argnames) if it is a "
+                                "Python value") from None
+        static_key = tuple((w, type(v), v) for w, v in statics)
+        key = (_config.x64_enabled, in_tree, tuple(avals), static_key)
+        try:
+            hash(static_key)
+        except TypeError:
+            _check_hashable(self._fun, statics)
+            raise
+        return _Signature(key, flat, avals, in_tree, statics, args, kwargs)
+
+    def _entry(self, sig: _Signature) -> CacheEntry:
+        entry = self._cache.lookup(sig.key)
+        if entry is None:
+            entry = self._trace(sig)
+            # A jaxpr closing over values of an enclosing trace must not outlive it.
+            if not any(isinstance(c, core.Tracer) for c in entry.closed.consts):
+                self._cache.insert(sig.key, entry)
+        return entry
+
+    def _trace(self, sig: _Signature) -> CacheEntry:
+        static_pos = {w: v for w, v in sig.statics if not isinstance(w, str)}
+        static_kw = {w: v for w, v in sig.statics if isinstance(w, str)}
+        n_pos = len(sig.args)
+        out_trees = []
+
+        def flat_fun(*leaves):
+            dyn_args, dyn_kwargs = tree_util.tree_unflatten(sig.in_tree, list(leaves))
+            it = iter(dyn_args)
+            full = [static_pos[i] if i in static_pos else next(it) for i in range(n_pos)]
+            out = self._fun(*full, **dyn_kwargs, **static_kw)
+            out_flat, out_tree = tree_util.tree_flatten(out)
+            out_trees.append(out_tree)
+            return out_flat
+
+        dyn_positions = [i for i in range(n_pos) if i not in static_pos]
+        names = _arg_names(self._fun, sig.args, {k: v for k, v in sig.kwargs.items()
+                                                 if k not in static_kw}, dyn_positions)
+        closed, _ = pe.trace_to_jaxpr(flat_fun, sig.avals, names)
+        return CacheEntry(closed, out_trees[-1], [])
+
+    def _compile(self, sig: _Signature, entry: CacheEntry) -> None:
+        from ember.runtime.dispatch import compile_closed_jaxpr
+        entry.arg_desc = _arg_desc(self, sig)
+        if _config.read("jax_log_compiles"):
+            self._log_compile(sig, entry)
+        entry.executable = compile_closed_jaxpr(entry.closed, self.__name__, self._backend)
+        self._cache.last = entry
+        self._cache.compiles += 1
+
+    def _log_compile(self, sig: _Signature, entry: CacheEntry) -> None:
+        args = ", ".join(f"{n}: {d}" for n, d in entry.arg_desc)
+        _log.warning("Compiling jit(%s) for arguments (%s) on backend %r", self.__name__, args,
+                     self._backend)
+        last = self._cache.last
+        if last is not None:
+            _log.warning("jit(%s) cache miss: %s", self.__name__,
+                         _describe_change(self, last.arg_desc, sig))
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Traces and lowers for these arguments (arrays or ``ShapeDtypeStruct``s).
+
+        Example:
+            >>> print(ember.jit(jnp.sin).lower(1.0).as_text())
+        """
+        sig = self._signature(args, kwargs, abstract=True)
+        return Lowered(self, sig, self._entry(sig))
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The output shapes/dtypes as ``ShapeDtypeStruct``s, computing nothing."""
+        sig = self._signature(args, kwargs, abstract=True)
+        entry = self._entry(sig)
+        return _shape_structs(entry.out_tree, entry.closed.out_avals)
+
+    def clear_cache(self) -> None:
+        """Forgets every compiled signature of this function."""
+        self._cache.clear()
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def __repr__(self) -> str:
+        return f"<ember.jit of {self._fun!r}>"
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        backend: str | None = None) -> Any:
+    """Compiles ``fun``: traced once per argument signature, then run as an executable.
+
+    Arguments are pytrees of arrays and scalars; the compiled code is reused while every
+    leaf's shape, dtype and weak type, the pytree structure and the static arguments stay
+    the same. Static arguments (``static_argnums``/``static_argnames``) are Python values
+    the function may branch on; they must be hashable. ``donate_argnums`` is accepted and
+    has no effect yet. ``backend``: ``"interpreter"`` (the NumPy reference backend) or
+    ``"cpu"``, for now an alias of the interpreter until the LLVM backend lands. Used as
+    ``@jit``, ``jit(f)`` or ``functools.partial(jit, static_argnames=...)``.
+
+    Example:
+        >>> @ember.jit
+        ... def f(x, y):
+        ...     return jnp.sin(x) * y
+        >>> f(jnp.ones(3), 2.0)
+        Array([1.682942, 1.682942, 1.682942], dtype=float32)
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, backend=backend)
+    if not callable(fun):
+        raise TypeError(f"jit: expected a callable, got {type(fun).__name__}: {fun!r}")
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
+
+
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes of ``fun``'s outputs, as ``ShapeDtypeStruct``s, computed by
+    tracing only (arguments may be arrays or ``ShapeDtypeStruct``s).
+
+    Example:
+        >>> ember.eval_shape(jnp.sum, ember.ShapeDtypeStruct((2, 3), jnp.float32))
+        ShapeDtypeStruct(shape=(), dtype=float32)
+    """
+    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    avals = [_abstractify(x) for x in flat]
+    out_trees = []
+
+    def flat_fun(*leaves):
+        a, kw = tree_util.tree_unflatten(in_tree, list(leaves))
+        out_flat, out_tree = tree_util.tree_flatten(fun(*a, **kw))
+        out_trees.append(out_tree)
+        return out_flat
+
+    names = _arg_names(fun, args, kwargs, range(len(args)))
+    closed, _ = pe.trace_to_jaxpr(flat_fun, avals, names)
+    return _shape_structs(out_trees[-1], closed.out_avals)
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Within the block, jitted functions run op by op in Python (for debugging).
+
+    Example:
+        >>> with ember.disable_jit():
+        ...     f(x)  # print() inside f now sees concrete values
+    """
+    previous = _config.read("jax_disable_jit")
+    _config.update("jax_disable_jit", disable)
+    try:
+        yield
+    finally:
+        _config.update("jax_disable_jit", previous)

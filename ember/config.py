@@ -36,6 +36,8 @@ class Config:
         self._listeners: list = []
         # A plain attribute (not a property): read on every dtype decision of the eager path.
         self.x64_enabled: bool = bool(self._values["jax_enable_x64"])
+        # Likewise read on every jitted call.
+        self.jit_disabled: bool = bool(self._values["jax_disable_jit"])
 
     def update(self, name: str, value: Any) -> None:
         """Sets the option ``name`` to ``value``; unknown names raise AttributeError."""
@@ -44,6 +46,8 @@ class Config:
         self._values[name] = value
         if name == "jax_enable_x64":
             self.x64_enabled = bool(value)
+        elif name == "jax_disable_jit":
+            self.jit_disabled = bool(value)
         for listener in self._listeners:
             listener(name, value)
 

@@ -275,8 +275,12 @@ def test_where_clip_select_clamp():
     c = np.array([[True], [False]])
     np.testing.assert_array_equal(npa(jnp.where(A(c), A([1, 2, 3], np.int32), 0)),
                                   np.where(c, [1, 2, 3], 0))
-    np.testing.assert_array_equal(npa(jnp.clip(A([-2.0, 0.5, 3.0], f32), a_min=0.0)),
+    np.testing.assert_array_equal(npa(jnp.clip(A([-2.0, 0.5, 3.0], f32), min=0.0)),
                                   [0.0, 0.5, 3.0])
+    with pytest.raises(TypeError):  # JAX dropped NumPy's a_min/a_max keywords
+        jnp.clip(A([-2.0, 0.5, 3.0], f32), a_min=0.0)
+    with pytest.raises(ValueError):
+        jnp.clip(None, 0.0)
     np.testing.assert_array_equal(npa(jnp.clip(A([-2.0, 0.5, 3.0], f32), max=1.0)),
                                   [-2.0, 0.5, 1.0])
     np.testing.assert_array_equal(npa(A([-2.0, 3.0], f32).clip(0.0, 1.0)), [0.0, 1.0])

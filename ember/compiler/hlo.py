@@ -387,6 +387,7 @@ class Builder:
            calls: Sequence[Computation] = (), **attrs: Any) -> Instruction:
         """Adds ``opcode(operands)``; the shape is inferred (and checked against ``shape``)."""
         from ember.compiler.shape_inference import infer_shape
+        attrs = {k: normalize_attr(v) for k, v in attrs.items()}
         inferred = infer_shape(opcode, [o.shape for o in operands], attrs, list(calls), shape)
         if shape is not None and inferred != shape:
             raise ValueError(f"{opcode}: given shape {shape} differs from the inferred "
@@ -399,6 +400,24 @@ class Builder:
         comp = Computation(self.name, self.instructions, root)
         comp.sort_topologically()
         return self.module.add_computation(comp, entry)
+
+
+def normalize_attr(value: Any) -> Any:
+    """An attribute value in canonical form: lists become tuples, NumPy scalars Python ones.
+
+    Example:
+        >>> normalize_attr([np.int64(1), [2, 3]])
+        (1, (2, 3))
+    """
+    if isinstance(value, (list, tuple)):
+        return tuple(normalize_attr(v) for v in value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
 
 
 def scalar_shape(dtype: Any) -> Shape:

@@ -14,8 +14,11 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember.compiler import eval_elementwise as K
+from ember.compiler.hlo import Shape
 from ember.lax import base
 from ember.lax.base import standard_primitive
+from ember.lax.elementwise import lower_convert
 from ember.lax.reduction import accumulation_dtype
 from ember.lax.shape import int_tuple
 
@@ -127,26 +130,29 @@ def _dot_general_weak_type(lhs, rhs, *, preferred_element_type, **_):
 
 
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
-    acc = accumulation_dtype(out_dtype)
-    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
-    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    lt = np.transpose(lhs, list(lb) + lf + list(lc)).astype(acc, copy=False)
-    rt = np.transpose(rhs, list(rb) + list(rc) + rf).astype(acc, copy=False)
-    bshape = lt.shape[:len(lb)]
-    lfs, rfs = lt.shape[len(lb):len(lb) + len(lf)], rt.shape[len(rb) + len(rc):]
-    k = int(np.prod(lt.shape[len(lb) + len(lf):], dtype=np.int64))
-    m = int(np.prod(lfs, dtype=np.int64))
-    n = int(np.prod(rfs, dtype=np.int64))
-    b = int(np.prod(bshape, dtype=np.int64))
-    with np.errstate(all="ignore"):
-        out = np.matmul(lt.reshape(b, m, k), rt.reshape(b, k, n))
-    return out.reshape(bshape + lfs + rfs).astype(out_dtype, copy=False)
+    out = K.dot_general(lhs, rhs, dimension_numbers, accumulation_dtype(out_dtype))
+    return out.astype(out_dtype, copy=False)
 
 
 dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_general_shape,
                                    _dot_general_dtype, _dot_general_weak_type)
+
+
+@dot_general_p.def_lowering
+def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
+                          preferred_element_type):
+    # Operands are converted to the accumulation type (float32 for float16/bfloat16 results)
+    # and the product rounded to the result type once, as the eager impl does.
+    b = ctx.b
+    out = ctx.aval_out
+    acc = accumulation_dtype(out.dtype)
+    (lc, rc), (lb, rb) = dimension_numbers
+    prod = b.op("dot_general", lower_convert(b, lhs, acc), lower_convert(b, rhs, acc),
+                shape=Shape(acc, out.shape), lhs_batching_dimensions=tuple(lb),
+                rhs_batching_dimensions=tuple(rb), lhs_contracting_dimensions=tuple(lc),
+                rhs_contracting_dimensions=tuple(rc))
+    return lower_convert(b, prod, out.dtype)
 
 
 def canonicalize_dimension_numbers(dimension_numbers: Any, fn: str = "dot_general") -> tuple:

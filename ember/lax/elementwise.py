@@ -7,13 +7,15 @@ warn or crash on bad values (division by zero, domain errors): they give XLA's r
 
 from __future__ import annotations
 
+import builtins
 import enum
-import math
 from typing import Any
 
 import numpy as np
 
 from ember import core, dtypes
+from ember.compiler import eval_elementwise as K
+from ember.compiler.hlo import Builder, Instruction, Shape
 from ember.core import ShapedArray
 from ember.lax import base
 from ember.lax.base import (
@@ -72,24 +74,8 @@ def binop(name: str, impl, allowed=numeric_dtypes, result_dtype=None, weak_type_
         _binary_dtype_rule(name, allowed, result_dtype), weak_type_rule)
 
 
-def _errstate(fn):
-    def wrapped(*args, **kw):
-        with np.errstate(all="ignore"):
-            return fn(*args, **kw)
-    wrapped.__name__ = getattr(fn, "__name__", "impl")
-    return wrapped
-
-
-def _math(fn):
-    """A float impl computed in float32 for float16/bfloat16 (like XLA), warnings silenced."""
-    def wrapped(x, *rest, **kw):
-        with np.errstate(all="ignore"):
-            if x.dtype in _low_floats:
-                rest = [r.astype(np.float32) if r.dtype == x.dtype else r for r in rest]
-                return np.asarray(fn(x.astype(np.float32), *rest, **kw)).astype(x.dtype)
-            return np.asarray(fn(x, *rest, **kw)).astype(x.dtype, copy=False)
-    wrapped.__name__ = getattr(fn, "__name__", "impl")
-    return wrapped
+_errstate = K.quiet
+_math = K.float_math
 
 
 def _unary(prim, doc: str | None = None):
@@ -114,39 +100,11 @@ def _binary(prim, name: str | None = None, doc: str | None = None):
 # ---------------------------------------------------------------- arithmetic
 
 
-def _int_div(x, y):
-    # lax.div on integers rounds toward zero (C semantics); x / 0 gives -1 like XLA's CPU.
-    q = np.where(y == 0, 1, y)
-    out = np.abs(x) // np.abs(q)
-    out = np.where((x < 0) != (q < 0), -out, out) if dtypes.is_integer(x.dtype) and \
-        not dtypes.is_unsigned(x.dtype) else out
-    return np.where(y == 0, np.array(-1).astype(x.dtype), out).astype(x.dtype)
-
-
-def _div_impl(x, y):
-    if dtypes.is_integer(x.dtype):
-        return _int_div(x, y)
-    return np.true_divide(x, y).astype(x.dtype)
-
-
-def _int_rem(x, y):
-    # Remainder with the sign of the dividend (C fmod semantics); x % 0 gives x.
-    q = np.where(y == 0, 1, y)
-    r = np.fmod(x, q)
-    return np.where(y == 0, x, r).astype(x.dtype)
-
-
-def _rem_impl(x, y):
-    if dtypes.is_integer(x.dtype):
-        return _int_rem(x, y)
-    return np.fmod(x, y)
-
-
 add_p = binop("add", _errstate(np.add))
 sub_p = binop("sub", _errstate(np.subtract))
 mul_p = binop("mul", _errstate(np.multiply))
-div_p = binop("div", _errstate(_div_impl))
-rem_p = binop("rem", _errstate(_rem_impl), _int_float)
+div_p = binop("div", K.divide)
+rem_p = binop("rem", K.remainder, _int_float)
 max_p = binop("max", np.maximum, all_dtypes)
 min_p = binop("min", np.minimum, all_dtypes)
 neg_p = unop("neg", _errstate(np.negative), numeric_dtypes)
@@ -156,17 +114,7 @@ max, min = _binary(max_p), _binary(min_p)  # noqa: A001 - lax's names
 neg = _unary(neg_p)
 
 
-def _sign_impl(x):
-    if dtypes.is_unsigned(x.dtype):
-        return (x != 0).astype(x.dtype)
-    if dtypes.is_complex(x.dtype):
-        with np.errstate(all="ignore"):
-            a = np.abs(x)
-            return np.where(a == 0, 0, x / np.where(a == 0, 1, a)).astype(x.dtype)
-    return np.sign(x)
-
-
-sign_p = unop("sign", _sign_impl, numeric_dtypes)
+sign_p = unop("sign", K.sign, numeric_dtypes)
 floor_p = unop("floor", _math(np.floor), float_dtypes)
 ceil_p = unop("ceil", _math(np.ceil), float_dtypes)
 
@@ -181,19 +129,13 @@ class RoundingMethod(enum.IntEnum):
 def _round_impl(x, *, rounding_method):
     if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
         return np.rint(x)
-    t = np.trunc(x)
-    frac = np.abs(x - t)  # exact in the input's precision
-    return np.where(frac >= 0.5, t + np.sign(x), t).astype(x.dtype)
+    return K.round_afz(x)
 
 
 round_p = unop("round", _math(_round_impl), float_dtypes)
 
 
-def _isfinite(x):
-    return np.isfinite(x.astype(np.float32) if x.dtype in _low_floats else x)
-
-
-is_finite_p = unop("is_finite", _isfinite, float_dtypes, result_dtype=dtypes.bool_,
+is_finite_p = unop("is_finite", K.is_finite, float_dtypes, result_dtype=dtypes.bool_,
                    weak_type_rule=lambda x: False)
 sign, floor, ceil, is_finite = (_unary(p) for p in (sign_p, floor_p, ceil_p, is_finite_p))
 
@@ -216,13 +158,6 @@ def round(x: Any, rounding_method: int | RoundingMethod = RoundingMethod.AWAY_FR
 # ---------------------------------------------------------------- math functions
 
 
-def _logistic(x):
-    if dtypes.is_complex(x.dtype):
-        return 1 / (1 + np.exp(-x))
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-
-
 exp_p = unop("exp", _math(np.exp))
 exp2_p = unop("exp2", _math(np.exp2))
 expm1_p = unop("expm1", _math(np.expm1))
@@ -231,7 +166,7 @@ log1p_p = unop("log1p", _math(np.log1p))
 sqrt_p = unop("sqrt", _math(np.sqrt))
 rsqrt_p = unop("rsqrt", _math(lambda x: 1 / np.sqrt(x)))
 cbrt_p = unop("cbrt", _math(np.cbrt), float_dtypes)
-logistic_p = unop("logistic", _math(_logistic))
+logistic_p = unop("logistic", _math(K.logistic))
 sin_p = unop("sin", _math(np.sin))
 cos_p = unop("cos", _math(np.cos))
 tan_p = unop("tan", _math(np.tan))
@@ -289,15 +224,7 @@ def _pow_dtype(x, y, **_):
     return x.dtype
 
 
-def _pow_impl(x, y):
-    with np.errstate(all="ignore"):
-        if x.dtype in _low_floats:
-            return np.power(x.astype(np.float32), y.astype(np.float32)
-                            if y.dtype == x.dtype else y).astype(x.dtype)
-        return np.power(x, y).astype(x.dtype)
-
-
-pow_p = standard_primitive("pow", _pow_impl, lambda x, y, **_: broadcasting_shape("pow", x, y),
+pow_p = standard_primitive("pow", K.power, lambda x, y, **_: broadcasting_shape("pow", x, y),
                            _pow_dtype, lambda x, y, **_: x.weak_type and y.weak_type)
 
 
@@ -364,85 +291,11 @@ def reciprocal(x: Any) -> Any:
 # Computed in float64 with NumPy (eager reference implementations), cast to the input dtype.
 
 
-def _special(fn):
-    def impl(x):
-        with np.errstate(all="ignore"):
-            return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
-    impl.__name__ = fn.__name__
-    return impl
-
-
-def _pyfunc(f):
-    def safe(v):
-        try:
-            return f(v)
-        except (ValueError, OverflowError):
-            return math.inf
-    uf = np.frompyfunc(safe, 1, 1)
-    return lambda x: np.asarray(uf(x), dtype=np.float64)
-
-
-_erf64 = _pyfunc(math.erf)
-_erfc64 = _pyfunc(math.erfc)
-_lgamma64 = _pyfunc(math.lgamma)
-
-
-def _digamma_pos(x):
-    # x > 0: shift up with psi(x) = psi(x + 1) - 1/x until x >= 8, then the asymptotic series.
-    acc = np.zeros_like(x)
-    for _ in range(8):
-        small = x < 8
-        acc = acc - np.where(small, 1 / np.where(small, x, 1), 0)
-        x = np.where(small, x + 1, x)
-    x2 = 1 / (x * x)
-    series = x2 * (1 / 12 - x2 * (1 / 120 - x2 * (1 / 252 - x2 * (1 / 240 - x2 / 132))))
-    return acc + np.log(x) - 0.5 / x - series
-
-
-def _digamma64(x):
-    neg = x <= 0
-    pos = _digamma_pos(np.where(neg, 1 - x, x))
-    # Reflection: psi(x) = psi(1 - x) - pi / tan(pi x); poles at non-positive integers -> nan.
-    refl = pos - np.pi / np.tan(np.pi * x)
-    out = np.where(neg, refl, pos)
-    out = np.where(neg & (x == np.floor(x)), np.nan, out)
-    return np.where(x == np.inf, np.inf, out)
-
-
-def _erf_inv_guess(a):
-    # Giles' single-precision approximation, refined by Newton below.
-    w = -np.log((1 - a) * (1 + a))
-    lo = w - 2.5
-    p1 = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-              -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
-        p1 = c + p1 * lo
-    hi = np.sqrt(w) - 3
-    p2 = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        p2 = c + p2 * hi
-    return np.where(w < 5, p1, p2) * a
-
-
-def _erf_inv64(y):
-    a = np.abs(y)
-    inside = a < 1
-    a_in = np.where(inside, a, 0.5)
-    x = _erf_inv_guess(a_in)
-    for _ in range(3):
-        # Newton on erf (small a) or erfc (a near 1, where erf loses precision).
-        f = np.where(a_in < 0.5, _erf64(x) - a_in, (1 - a_in) - _erfc64(x))
-        x = x - f / (2 / np.sqrt(np.pi) * np.exp(-x * x))
-    out = np.where(inside, x, np.where(a == 1, np.inf, np.nan))
-    return np.sign(y) * out
-
-
-erf_p = unop("erf", _special(_erf64), float_dtypes)
-erfc_p = unop("erfc", _special(_erfc64), float_dtypes)
-erf_inv_p = unop("erf_inv", _special(_erf_inv64), float_dtypes)
-lgamma_p = unop("lgamma", _special(_lgamma64), float_dtypes)
-digamma_p = unop("digamma", _special(_digamma64), float_dtypes)
+erf_p = unop("erf", K.erf, float_dtypes)
+erfc_p = unop("erfc", K.erfc, float_dtypes)
+erf_inv_p = unop("erf_inv", K.erf_inv, float_dtypes)
+lgamma_p = unop("lgamma", K.lgamma, float_dtypes)
+digamma_p = unop("digamma", K.digamma, float_dtypes)
 erf, erfc, erf_inv, lgamma, digamma = (_unary(p) for p in (
     erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
 
@@ -461,70 +314,16 @@ bitwise_xor = _binary(xor_p, "bitwise_xor")
 bitwise_not.__name__ = bitwise_not.__qualname__ = "bitwise_not"
 
 
-def _unsigned(dt: np.dtype) -> np.dtype:
-    return np.dtype(f"u{dt.itemsize}")
-
-
-def _signed(dt: np.dtype) -> np.dtype:
-    return np.dtype(f"i{dt.itemsize}")
-
-
-def _shift_amount(x, y):
-    # Shift amounts are read as unsigned: negative or >= the bit width are out of range (XLA).
-    yu = y.astype(_unsigned(y.dtype))
-    bad = yu >= x.dtype.itemsize * 8
-    return np.where(bad, 0, yu).astype(_unsigned(x.dtype)), bad
-
-
-def _shift_left_impl(x, y):
-    s, bad = _shift_amount(x, y)
-    out = np.left_shift(x.astype(_unsigned(x.dtype)), s)
-    return np.where(bad, 0, out).astype(_unsigned(x.dtype)).view(x.dtype)
-
-
-def _shift_right_logical_impl(x, y):
-    s, bad = _shift_amount(x, y)
-    out = np.right_shift(x.astype(_unsigned(x.dtype)), s)
-    return np.where(bad, 0, out).astype(_unsigned(x.dtype)).view(x.dtype)
-
-
-def _shift_right_arithmetic_impl(x, y):
-    s, bad = _shift_amount(x, y)
-    xs = np.asarray(x).view(_signed(x.dtype))
-    out = np.right_shift(xs, s.astype(xs.dtype))
-    fill = np.where(xs < 0, -1, 0).astype(xs.dtype)
-    return np.where(bad, fill, out).astype(xs.dtype).view(x.dtype)
-
-
-shift_left_p = binop("shift_left", _shift_left_impl, int_dtypes)
-shift_right_arithmetic_p = binop("shift_right_arithmetic", _shift_right_arithmetic_impl,
+shift_left_p = binop("shift_left", K.shift_left, int_dtypes)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", K.shift_right_arithmetic,
                                  int_dtypes)
-shift_right_logical_p = binop("shift_right_logical", _shift_right_logical_impl, int_dtypes)
+shift_right_logical_p = binop("shift_right_logical", K.shift_right_logical, int_dtypes)
 shift_left, shift_right_arithmetic, shift_right_logical = (_binary(p) for p in (
     shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
 
 
-def _popcount_impl(x):
-    return np.bitwise_count(np.asarray(x).view(_unsigned(x.dtype))).astype(x.dtype)
-
-
-def _clz_impl(x):
-    nbits = x.dtype.itemsize * 8
-    udt = _unsigned(x.dtype)
-    v = np.asarray(x).view(udt).copy()
-    n = np.zeros(v.shape, np.int64)
-    s = nbits // 2
-    while s >= 1:
-        top_zero = (v >> udt.type(nbits - s)) == 0
-        n += np.where(top_zero, s, 0)
-        v = np.where(top_zero, v << udt.type(s), v).astype(udt)
-        s //= 2
-    n += (v >> udt.type(nbits - 1)) == 0
-    return n.astype(x.dtype)
-
-
-population_count_p = unop("population_count", _popcount_impl, int_dtypes)
-clz_p = unop("clz", _clz_impl, int_dtypes)
+population_count_p = unop("population_count", K.popcnt, int_dtypes)
+clz_p = unop("clz", K.count_leading_zeros, int_dtypes)
 population_count, clz = _unary(population_count_p), _unary(clz_p)
 
 
@@ -627,7 +426,7 @@ def _clamp_dtype(lo, x, hi, **_):
     return x.dtype
 
 
-clamp_p = standard_primitive("clamp", lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
+clamp_p = standard_primitive("clamp", K.clamp,
                              _clamp_shape, _clamp_dtype, lambda lo, x, hi: x.weak_type)
 
 
@@ -707,20 +506,7 @@ copy_p = unop("copy", lambda x: np.array(x, copy=True), all_dtypes)
 
 
 def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
-    # Round to nearest even at the given mantissa width in float64, then clamp the exponent.
-    with np.errstate(all="ignore"):
-        v = x.astype(np.float64)
-        m, e = np.frexp(v)
-        scale = 2.0 ** (mantissa_bits + 1)
-        out = np.ldexp(np.rint(m * scale) / scale, e)
-        emax = 2 ** (exponent_bits - 1) - 1
-        emin = 1 - emax
-        big = np.abs(out) >= 2.0 ** (emax + 1)
-        out = np.where(big, np.copysign(np.inf, v), out)
-        q = 2.0 ** (emin - mantissa_bits)  # subnormals: multiples of the smallest one
-        out = np.where(np.abs(v) < 2.0 ** emin, np.rint(v / q) * q, out)
-        out = np.where(np.isfinite(v), out, v)
-        return out.astype(x.dtype)
+    return K.reduce_precision(x, exponent_bits, mantissa_bits)
 
 
 reduce_precision_p = unop("reduce_precision", _reduce_precision_impl, float_dtypes)
@@ -746,16 +532,7 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
 
 
 def _convert_impl(x, *, new_dtype, weak_type):
-    if dtypes.is_integer(new_dtype) and dtypes.is_inexact(x.dtype):
-        # Float -> int: NaN gives 0 and out-of-range values saturate (XLA's CPU behaviour).
-        info = np.iinfo(new_dtype)
-        with np.errstate(invalid="ignore"):
-            x = np.where(np.isnan(x), 0, x)
-            x = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
-    if new_dtype == dtypes.bool_:
-        return x != 0
-    with np.errstate(all="ignore"):
-        return x.astype(new_dtype)
+    return K.convert(x, new_dtype)
 
 
 convert_element_type_p = standard_primitive(
@@ -822,6 +599,185 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# ---------------------------------------------------------------- lowering
+# Rank-0 operands of n-ary primitives are broadcast first: HLO elementwise ops need equal dims.
+
+
+def lower_broadcast(b: Builder, x: Instruction, dims: tuple[int, ...]) -> Instruction:
+    """``x`` with ``dims``: unchanged when it has them, else a rank-0 ``x`` broadcast.
+
+    Example (in a lowering rule):
+        >>> y = lower_broadcast(ctx.b, ctx.constant(1.0, np.float32), (2, 3))  # f32[2,3]
+    """
+    dims = tuple(dims)
+    if x.dims == dims:
+        return x
+    return b.op("broadcast_in_dim", x, shape=Shape(x.dtype, dims), broadcast_dimensions=())
+
+
+def lower_broadcast_operands(b: Builder, *xs: Instruction) -> list[Instruction]:
+    """The operands broadcast to their common dims (lax: equal dims or rank 0).
+
+    Example (in a lowering rule):
+        >>> x, y = lower_broadcast_operands(ctx.b, x, y)  # f32[3], f32[] -> f32[3], f32[3]
+    """
+    dims = builtins.max((x.dims for x in xs), key=len)
+    return [lower_broadcast(b, x, dims) for x in xs]
+
+
+def lower_full(b: Builder, value: Any, dtype: Any, dims: tuple[int, ...]) -> Instruction:
+    """A ``dtype`` array of ``dims`` filled with ``value`` (a broadcast scalar constant).
+
+    Example (in a lowering rule):
+        >>> ones = lower_full(ctx.b, 1, np.int32, (4,))  # s32[4]
+    """
+    return lower_broadcast(b, b.constant(np.asarray(value).astype(dtype)), dims)
+
+
+def lower_convert(b: Builder, x: Instruction, dtype: Any) -> Instruction:
+    """``x`` converted to ``dtype`` (``x`` itself when it already has it).
+
+    Example (in a lowering rule):
+        >>> x32 = lower_convert(ctx.b, x, np.float32)  # a convert, unless x is f32
+    """
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    return b.op("convert", x, shape=Shape(dtype, x.dims))
+
+
+def _lower_nary(opcode: str, **attrs: Any):
+    def rule(ctx, *args, **params):
+        return ctx.b.op(opcode, *lower_broadcast_operands(ctx.b, *args), **attrs)
+    return rule
+
+
+_OPCODES = {
+    add_p: "add", sub_p: "subtract", mul_p: "multiply", div_p: "divide", rem_p: "remainder",
+    max_p: "maximum", min_p: "minimum", neg_p: "negate", sign_p: "sign", floor_p: "floor",
+    ceil_p: "ceil", is_finite_p: "is_finite", exp_p: "exponential",
+    expm1_p: "exponential_minus_one", log_p: "log", log1p_p: "log_plus_one", sqrt_p: "sqrt",
+    rsqrt_p: "rsqrt", cbrt_p: "cbrt", logistic_p: "logistic", sin_p: "sine", cos_p: "cosine",
+    tan_p: "tan", asin_p: "asin", acos_p: "acos", atan_p: "atan", sinh_p: "sinh",
+    cosh_p: "cosh", tanh_p: "tanh", asinh_p: "asinh", acosh_p: "acosh", atanh_p: "atanh",
+    atan2_p: "atan2", nextafter_p: "next_after", erf_p: "erf", erfc_p: "erfc",
+    erf_inv_p: "erf_inv", lgamma_p: "lgamma", digamma_p: "digamma", not_p: "not",
+    and_p: "and", or_p: "or", xor_p: "xor", shift_left_p: "shift_left",
+    shift_right_arithmetic_p: "shift_right_arithmetic",
+    shift_right_logical_p: "shift_right_logical", population_count_p: "popcnt",
+    clz_p: "count_leading_zeros", real_p: "real", imag_p: "imag", complex_p: "complex",
+    copy_p: "copy",
+}
+for _prim, _opcode in _OPCODES.items():
+    _prim.def_lowering(_lower_nary(_opcode))
+for _prim, _direction in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
+                          (ge_p, "GE")):
+    _prim.def_lowering(_lower_nary("compare", comparison_direction=_direction))
+
+
+@abs_p.def_lowering
+def _abs_lowering(ctx, x):
+    return ctx.b.op("abs", x, shape=Shape(ctx.aval_out.dtype, x.dims))  # complex -> real
+
+
+@round_p.def_lowering
+def _round_lowering(ctx, x, *, rounding_method):
+    even = rounding_method == RoundingMethod.TO_NEAREST_EVEN
+    return ctx.b.op("round_nearest_even" if even else "round_nearest_afz", x)
+
+
+@exp2_p.def_lowering
+def _exp2_lowering(ctx, x):
+    return ctx.b.op("power", lower_full(ctx.b, 2, x.dtype, x.dims), x)
+
+
+@square_p.def_lowering
+def _square_lowering(ctx, x):
+    return ctx.b.op("multiply", x, x)
+
+
+@pow_p.def_lowering
+def _pow_lowering(ctx, x, y):
+    # HLO's power takes one element type: an integer exponent is converted (as JAX does).
+    y = lower_convert(ctx.b, y, x.dtype)
+    return ctx.b.op("power", *lower_broadcast_operands(ctx.b, x, y))
+
+
+def _power_by_squaring(b: Builder, x: Instruction, n: int) -> Instruction:
+    acc = None
+    while n:
+        if n & 1:
+            acc = x if acc is None else b.op("multiply", acc, x)
+        n >>= 1
+        if n:
+            x = b.op("multiply", x, x)
+    return acc
+
+
+def _int_negative_pow(b: Builder, x: Instruction, y: int) -> Instruction:
+    # Truncating 1 / x**|y|: 1 for x == 1, +-1 for x == -1, 0 otherwise (as the eager impl).
+    dims, dt = x.dims, x.dtype
+    one, zero = lower_full(b, 1, dt, dims), lower_full(b, 0, dt, dims)
+    out = b.op("select", b.op("compare", x, one, comparison_direction="EQ"), one, zero)
+    if dtypes.is_unsigned(dt):
+        return out
+    minus_one = lower_full(b, -1, dt, dims)
+    is_minus_one = b.op("compare", x, minus_one, comparison_direction="EQ")
+    return b.op("select", is_minus_one, minus_one if -y % 2 else one, out)
+
+
+@integer_pow_p.def_lowering
+def _integer_pow_lowering(ctx, x, *, y):
+    b, dt = ctx.b, x.dtype
+    if dtypes.is_integer(dt) and y < 0:
+        return _int_negative_pow(b, x, y)
+    work = lower_convert(b, x, np.float32) if dt in _low_floats else x
+    if y == 0:
+        out = lower_full(b, 1, work.dtype, x.dims)
+    else:
+        out = _power_by_squaring(b, work, -y if y < 0 else y)
+        if y < 0:
+            out = b.op("divide", lower_full(b, 1, work.dtype, x.dims), out)
+    return lower_convert(b, out, dt)
+
+
+@select_n_p.def_lowering
+def _select_n_lowering(ctx, which, *cases):
+    b = ctx.b
+    if len(cases) == 1:
+        return cases[0]
+    if which.dtype == dtypes.bool_:
+        return b.op("select", which, cases[1], cases[0])
+    # Nested selects; which <= 0 picks case 0 and which >= n - 1 the last (the impl clips).
+    out = cases[-1]
+    for i in range(len(cases) - 2, -1, -1):
+        bound = lower_full(b, i, which.dtype, which.dims)
+        out = b.op("select", b.op("compare", which, bound, comparison_direction="LE"),
+                   cases[i], out)
+    return out
+
+
+@clamp_p.def_lowering
+def _clamp_lowering(ctx, lo, x, hi):
+    return ctx.b.op("clamp", lo, x, hi)  # HLO's clamp takes rank-0 bounds too
+
+
+@conj_p.def_lowering
+def _conj_lowering(ctx, x, *, input_dtype):
+    return ctx.b.op("conj", lower_convert(ctx.b, x, ctx.aval_out.dtype))
+
+
+@reduce_precision_p.def_lowering
+def _reduce_precision_lowering(ctx, x, *, exponent_bits, mantissa_bits):
+    return ctx.b.op("reduce_precision", x, exponent_bits=exponent_bits,
+                    mantissa_bits=mantissa_bits)
+
+
+@convert_element_type_p.def_lowering
+def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type):
+    return lower_convert(ctx.b, x, new_dtype)
 
 
 __all__ = [

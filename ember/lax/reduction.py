@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember.compiler import eval_elementwise as K
+from ember.compiler.hlo import Shape
 from ember.lax import base
 from ember.lax.base import (
     all_dtypes,
@@ -22,14 +24,13 @@ from ember.lax.base import (
     numeric_dtypes,
     standard_primitive,
 )
+from ember.lax.elementwise import lower_convert
 from ember.lax.shape import int_tuple
 
 _LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
 
 
-def accumulation_dtype(dt: np.dtype) -> np.dtype:
-    """Low-precision floats accumulate in float32."""
-    return dtypes.float32 if dt in _LOW_PRECISION else dt
+accumulation_dtype = K.accumulation_dtype  # low-precision floats accumulate in float32
 
 
 def _check_axes(prim: str, axes: Any, ndim: int) -> tuple[int, ...]:
@@ -291,6 +292,128 @@ cumprod = _cumulative(cumprod_p, "product")
 cummax = _cumulative(cummax_p, "maximum")
 cummin = _cumulative(cummin_p, "minimum")
 cumlogsumexp = _cumulative(cumlogsumexp_p, "log-sum-exp")
+
+# ---------------------------------------------------------------- lowering
+
+
+def _scalar_body(ctx, opcode: str, dtype: np.dtype):
+    """The computation ``(a, b) -> opcode(a, b)`` on scalars: a reduce body."""
+    bb = ctx.new_builder(f"region_{opcode}")
+    a = bb.parameter(0, Shape(dtype, ()))
+    c = bb.parameter(1, Shape(dtype, ()))
+    return bb.build(bb.op(opcode, a, c))
+
+
+def _and_identity(dt: np.dtype):
+    return True if dt == dtypes.bool_ else np.array(-1).astype(dt)
+
+
+def _lower_reduction(opcode: str, identity, accumulate: bool = False):
+    def rule(ctx, x, *, axes):
+        b, dt = ctx.b, x.dtype
+        acc = accumulation_dtype(dt) if accumulate else dt  # as the eager impl accumulates
+        x = lower_convert(b, x, acc)
+        init = ctx.constant(identity(acc), acc)
+        kept = tuple(d for i, d in enumerate(x.dims) if i not in axes)
+        out = b.op("reduce", x, init, shape=Shape(acc, kept), dimensions=tuple(axes),
+                   calls=[_scalar_body(ctx, opcode, acc)])
+        return lower_convert(b, out, dt)
+    return rule
+
+
+reduce_sum_p.def_lowering(_lower_reduction("add", lambda dt: 0, accumulate=True))
+reduce_prod_p.def_lowering(_lower_reduction("multiply", lambda dt: 1, accumulate=True))
+reduce_max_p.def_lowering(_lower_reduction("maximum", max_identity))
+reduce_min_p.def_lowering(_lower_reduction("minimum", min_identity))
+reduce_and_p.def_lowering(_lower_reduction("and", _and_identity))
+reduce_or_p.def_lowering(_lower_reduction("or", lambda dt: 0))
+reduce_xor_p.def_lowering(_lower_reduction("xor", lambda dt: 0))
+
+
+def _argminmax_body(ctx, dtype: np.dtype, index_dtype: np.dtype, is_max: bool):
+    """(value, index) pairs -> the better pair: a NaN beats any number, then the larger
+    (smaller) value, ties going to the lower index. A total order, so the reduction's order
+    of combination does not matter, and the first NaN / first extremum wins, as in the impl.
+    """
+    bb = ctx.new_builder("region_argmax" if is_max else "region_argmin")
+    av, ai = bb.parameter(0, Shape(dtype, ())), bb.parameter(1, Shape(index_dtype, ()))
+    bv, bi = bb.parameter(2, Shape(dtype, ())), bb.parameter(3, Shape(index_dtype, ()))
+
+    def cmp(x, y, direction):
+        return bb.op("compare", x, y, comparison_direction=direction)
+
+    better = cmp(av, bv, "GT" if is_max else "LT")
+    tie = cmp(av, bv, "EQ")
+    if dtypes.is_inexact(dtype):
+        a_nan, b_nan = cmp(av, av, "NE"), cmp(bv, bv, "NE")
+        better = bb.op("or", better, bb.op("and", a_nan, bb.op("not", b_nan)))
+        tie = bb.op("or", tie, bb.op("and", a_nan, b_nan))
+    pick_a = bb.op("or", better, bb.op("and", tie, cmp(ai, bi, "LT")))
+    root = bb.op("tuple", bb.op("select", pick_a, av, bv), bb.op("select", pick_a, ai, bi))
+    return bb.build(root)
+
+
+def _lower_argminmax(is_max: bool):
+    def rule(ctx, x, *, axes, index_dtype):
+        b, dt, idt = ctx.b, x.dtype, np.dtype(index_dtype)
+        axis = axes[0]
+        index = b.op("iota", shape=Shape(idt, x.dims), iota_dimension=axis)
+        init = ctx.constant(max_identity(dt) if is_max else min_identity(dt), dt)
+        kept = tuple(d for i, d in enumerate(x.dims) if i != axis)
+        out = b.op("reduce", x, index, init, ctx.constant(0, idt),
+                   shape=Shape.tuple([Shape(dt, kept), Shape(idt, kept)]),
+                   dimensions=(axis,), calls=[_argminmax_body(ctx, dt, idt, is_max)])
+        return b.op("get_tuple_element", out, index=1)
+    return rule
+
+
+argmax_p.def_lowering(_lower_argminmax(True))
+argmin_p.def_lowering(_lower_argminmax(False))
+
+
+def _logaddexp(b, x, y):
+    # max + log1p(exp(-|x - y|)); x - y is NaN when both are the same infinity (or a NaN):
+    # then x + y is the answer, as in np.logaddexp.
+    delta = b.op("subtract", x, y)
+    tail = b.op("log_plus_one", b.op("exponential", b.op("negate", b.op("abs", delta))))
+    regular = b.op("add", b.op("maximum", x, y), tail)
+    return b.op("select", b.op("compare", delta, delta, comparison_direction="NE"),
+                b.op("add", x, y), regular)
+
+
+def _lower_cumulative(combine, identity, in_f32: bool):
+    """A log-step (Hillis-Steele) scan: step k combines each element with the one 2**k
+    before it (after it when ``reverse``), shifted in by a ``pad`` with the identity."""
+    def rule(ctx, x, *, axis, reverse):
+        b, dt = ctx.b, x.dtype
+        n = x.dims[axis]
+        if n <= 1:
+            return x
+        y = lower_convert(b, x, accumulation_dtype(dt) if in_f32 else dt)
+        fill = ctx.constant(identity(y.dtype), y.dtype)
+        zeros = (0,) * len(x.dims)
+        shift = 1
+        while shift < n:
+            low, high = list(zeros), list(zeros)
+            low[axis], high[axis] = (-shift, shift) if reverse else (shift, -shift)
+            shifted = b.op("pad", y, fill, edge_padding_low=tuple(low),
+                           edge_padding_high=tuple(high), interior_padding=zeros)
+            y = combine(b, shifted, y)
+            shift *= 2
+        return lower_convert(b, y, dt)
+    return rule
+
+
+def _binary(opcode: str):
+    return lambda b, x, y: b.op(opcode, x, y)
+
+
+cumsum_p.def_lowering(_lower_cumulative(_binary("add"), lambda dt: 0, True))
+cumprod_p.def_lowering(_lower_cumulative(_binary("multiply"), lambda dt: 1, True))
+cummax_p.def_lowering(_lower_cumulative(_binary("maximum"), max_identity, False))
+cummin_p.def_lowering(_lower_cumulative(_binary("minimum"), min_identity, False))
+cumlogsumexp_p.def_lowering(_lower_cumulative(_logaddexp, lambda dt: -np.inf, True))
+
 
 __all__ = [
     "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",

@@ -8,8 +8,16 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember.compiler.eval_structural import pad_array
+from ember.compiler.hlo import Shape
 from ember.lax import base, elementwise
 from ember.lax.base import check_shape, standard_primitive
+
+
+def hlo_shape(aval: Any) -> Shape:
+    """The HLO array shape of an abstract value (for lowering rules)."""
+    return Shape(aval.dtype, aval.shape)
+
 
 # ---------------------------------------------------------------- broadcast_in_dim
 
@@ -43,6 +51,12 @@ def _broadcast_in_dim_shape(x, *, shape, broadcast_dimensions):
 broadcast_in_dim_p = standard_primitive(
     "broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_shape,
     lambda x, **_: x.dtype)
+
+
+@broadcast_in_dim_p.def_lowering
+def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
+    return ctx.b.op("broadcast_in_dim", x, shape=hlo_shape(ctx.aval_out),
+                    broadcast_dimensions=tuple(broadcast_dimensions))
 
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int],
@@ -103,6 +117,13 @@ def _reshape_impl(x, *, new_sizes, dimensions):
 
 
 reshape_p = standard_primitive("reshape", _reshape_impl, _reshape_shape, lambda x, **_: x.dtype)
+
+
+@reshape_p.def_lowering
+def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
+    if dimensions is not None:
+        x = ctx.b.op("transpose", x, permutation=tuple(dimensions))
+    return ctx.b.op("reshape", x, shape=hlo_shape(ctx.aval_out))
 
 
 def reshape(operand: Any, new_sizes: Sequence[int],
@@ -193,6 +214,11 @@ squeeze_p = standard_primitive(
     _same_dtype)
 
 
+@squeeze_p.def_lowering
+def _squeeze_lowering(ctx, x, *, dimensions):
+    return ctx.b.op("reshape", x, shape=hlo_shape(ctx.aval_out))
+
+
 def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     """Removes the given size-1 dimensions (negative indices allowed).
 
@@ -277,6 +303,11 @@ transpose_p = standard_primitive(
     _same_dtype)
 
 
+@transpose_p.def_lowering
+def _transpose_lowering(ctx, x, *, permutation):
+    return ctx.b.op("transpose", x, permutation=tuple(permutation))
+
+
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     """Permutes the dimensions: output dimension i is operand dimension ``permutation[i]``.
 
@@ -302,6 +333,11 @@ def _rev_shape(x, *, dimensions):
 rev_p = standard_primitive(
     "rev", lambda x, *, dimensions: np.flip(x, dimensions) if dimensions else x, _rev_shape,
     _same_dtype)
+
+
+@rev_p.def_lowering
+def _rev_lowering(ctx, x, *, dimensions):
+    return ctx.b.op("reverse", x, dimensions=tuple(dimensions))
 
 
 def rev(operand: Any, dimensions: Sequence[int]) -> Any:
@@ -352,19 +388,18 @@ def _pad_dtype(x, padding_value, **_):
 
 
 def _pad_impl(x, padding_value, *, padding_config):
-    grown = [_pad_out_size(d, max(lo, 0), max(hi, 0), i)
-             for d, (lo, hi, i) in zip(x.shape, padding_config)]
-    out = np.full(grown, padding_value, dtype=x.dtype)
-    place = tuple(slice(max(lo, 0), max(lo, 0) + _pad_out_size(d, 0, 0, i), i + 1)
-                  for d, (lo, hi, i) in zip(x.shape, padding_config))
-    out[place] = x
-    crop = tuple(slice(max(-lo, 0), g - max(-hi, 0))
-                 for g, (lo, hi, _) in zip(grown, padding_config))
-    return out[crop]
+    return pad_array(x, padding_value, padding_config)
 
 
 pad_p = standard_primitive("pad", _pad_impl, _pad_shape, _pad_dtype,
                            lambda x, v, **_: x.weak_type)
+
+
+@pad_p.def_lowering
+def _pad_lowering(ctx, x, padding_value, *, padding_config):
+    lo, hi, interior = (tuple(c[k] for c in padding_config) for k in range(3))
+    return ctx.b.op("pad", x, padding_value, edge_padding_low=lo, edge_padding_high=hi,
+                    interior_padding=interior)
 
 
 def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:
@@ -412,6 +447,11 @@ concatenate_p = standard_primitive(
     _concatenate_shape, lambda *xs, **_: base.check_same_dtypes("concatenate", *xs))
 
 
+@concatenate_p.def_lowering
+def _concatenate_lowering(ctx, *xs, dimension):
+    return ctx.b.op("concatenate", *xs, dimension=dimension)
+
+
 def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     """Concatenates same-dtype, same-rank operands along ``dimension``.
 
@@ -456,6 +496,11 @@ def _iota_impl(*, dtype, shape, dimension):
 
 iota_p = standard_primitive("iota", _iota_impl, _iota_shape, _iota_dtype,
                             lambda **_: False)
+
+
+@iota_p.def_lowering
+def _iota_lowering(ctx, *, dtype, shape, dimension):
+    return ctx.b.op("iota", shape=hlo_shape(ctx.aval_out), iota_dimension=dimension)
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import builtins
 import enum
+import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ember import core, dtypes
+from ember.compiler.eval_structural import clamped_starts, gather_windows, scatter_windows
+from ember.compiler.hlo import Shape
 from ember.core import Tracer
 from ember.lax import base
 from ember.lax.base import all_dtypes, check_dtype, int_dtypes, standard_primitive
@@ -59,6 +62,13 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
 
 
 slice_p = standard_primitive("slice", _slice_impl, _slice_shape, lambda x, **_: x.dtype)
+
+
+@slice_p.def_lowering
+def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * len(start_indices)
+    return ctx.b.op("slice", x, start_indices=tuple(start_indices),
+                    limit_indices=tuple(limit_indices), strides=tuple(strides))
 
 
 def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa: A001
@@ -142,19 +152,29 @@ def _dynamic_slice_shape(x, *idx, slice_sizes):
     return tuple(slice_sizes)
 
 
-def _clamped_starts(shape, sizes, idx):
-    return [int(np.clip(np.asarray(i).astype(np.int64), 0, d - s))
-            for i, d, s in zip(idx, shape, sizes)]
-
-
 def _dynamic_slice_impl(x, *idx, slice_sizes):
-    starts = _clamped_starts(x.shape, slice_sizes, idx)
+    starts = clamped_starts(x.shape, slice_sizes, idx)
     return x[tuple(builtins.slice(s, s + n) for s, n in zip(starts, slice_sizes))]
 
 
 dynamic_slice_p = standard_primitive(
     "dynamic_slice", _dynamic_slice_impl, _dynamic_slice_shape, lambda x, *_, **__: x.dtype,
     lambda x, *_, **__: x.weak_type)
+
+
+def _uniform_starts(ctx, starts):
+    """Start indices of one element type (HLO requires it)."""
+    if len({s.dtype for s in starts}) <= 1:
+        return list(starts)
+    # s64 holds every value the way the eager impl's int64 cast does.
+    s64 = Shape(np.int64, ())
+    return [s if s.dtype == np.int64 else ctx.b.op("convert", s, shape=s64) for s in starts]
+
+
+@dynamic_slice_p.def_lowering
+def _dynamic_slice_lowering(ctx, x, *starts, slice_sizes):
+    return ctx.b.op("dynamic_slice", x, *_uniform_starts(ctx, starts),
+                    slice_sizes=tuple(slice_sizes))
 
 
 def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -> list[Any]:
@@ -279,7 +299,7 @@ def _dus_dtype(x, update, *idx):
 
 
 def _dus_impl(x, update, *idx):
-    starts = _clamped_starts(x.shape, update.shape, idx)
+    starts = clamped_starts(x.shape, update.shape, idx)
     out = np.array(x, copy=True)
     out[tuple(builtins.slice(s, s + n) for s, n in zip(starts, update.shape))] = update
     return out
@@ -288,6 +308,11 @@ def _dus_impl(x, update, *idx):
 dynamic_update_slice_p = standard_primitive(
     "dynamic_update_slice", _dus_impl, _dus_shape, _dus_dtype,
     lambda x, *_, **__: x.weak_type)
+
+
+@dynamic_update_slice_p.def_lowering
+def _dynamic_update_slice_lowering(ctx, x, update, *starts):
+    return ctx.b.op("dynamic_update_slice", x, update, *_uniform_starts(ctx, starts))
 
 
 def dynamic_update_slice(operand: Any, update: Any, start_indices: Any) -> Any:
@@ -421,43 +446,6 @@ def _check_dims(fn: str, name: str, dims, bound: int, what: str, *, sorted_: boo
         raise ValueError(f"{fn}: {name} {dims} must be sorted")
 
 
-def _batch_coords(batch_shape, dim):
-    shape = [1] * len(batch_shape)
-    shape[dim] = batch_shape[dim]
-    return np.arange(batch_shape[dim]).reshape(shape)
-
-
-def _starts(nd, idx, index_map, obd, ibd):
-    """Per-batch window starts (batch_shape + (nd,)) from the index vectors."""
-    batch_shape = idx.shape[:-1]
-    starts = np.zeros(batch_shape + (nd,), np.int64)
-    for k, d in enumerate(index_map):
-        starts[..., d] = idx[..., k]
-    for od, idim in zip(obd, ibd):
-        starts[..., od] = _batch_coords(batch_shape, idim)
-    return starts
-
-
-def _window_grids(starts, sizes):
-    """Coordinate arrays (batch_shape + sizes) of every window element."""
-    nb, nd = starts.ndim - 1, len(sizes)
-    grids = []
-    for d, s in enumerate(sizes):
-        shape = [1] * (nb + nd)
-        shape[nb + d] = s
-        grids.append(starts[..., d].reshape(starts.shape[:-1] + (1,) * nd)
-                     + np.arange(s).reshape(shape))
-    return grids
-
-
-def _in_bounds(starts, upper, dims):
-    dims = list(dims)
-    if not dims:
-        return np.ones(starts.shape[:-1], bool)
-    s = starts[..., dims]
-    return np.all((s >= 0) & (s <= upper[dims]), axis=-1)
-
-
 def default_fill_value(dtype: np.dtype) -> Any:
     """JAX's gather fill: NaN for inexact, min for signed, max for unsigned, True for bool."""
     dtype = np.dtype(dtype)
@@ -533,35 +521,73 @@ def _gather_shape(operand, indices, *, dimension_numbers, slice_sizes, indices_a
 
 def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                  unique_indices, mode, fill_value):
-    dn, nd = dimension_numbers, operand.ndim
-    idx = np.asarray(indices).astype(np.int64)
-    batch_shape = idx.shape[:-1]
-    nb = len(batch_shape)
-    starts = _starts(nd, idx, dn.start_index_map, dn.operand_batching_dims,
-                     dn.start_indices_batching_dims)
-    upper = np.array(operand.shape, np.int64) - np.array(slice_sizes, np.int64)
-    valid = None
+    fill = None
     if mode == GatherScatterMode.FILL_OR_DROP:
-        valid = _in_bounds(starts, upper, dn.start_index_map)
-    starts = np.clip(starts, 0, upper)
-    removed = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
-    kept = tuple(s for d, s in enumerate(slice_sizes) if d not in removed)
-    if nd == 0:
-        out = np.broadcast_to(operand, batch_shape)
-    elif any(slice_sizes[d] == 0 for d in removed):
-        out = np.zeros(batch_shape + kept, operand.dtype)
-    else:
-        out = operand[tuple(_window_grids(starts, slice_sizes))].reshape(batch_shape + kept)
-    if valid is not None:
         fill = default_fill_value(operand.dtype) if fill_value is None else fill_value
         fill = np.asarray(fill).astype(operand.dtype)
-        out = np.where(valid.reshape(batch_shape + (1,) * len(kept)), out, fill)
-    return np.moveaxis(out, tuple(range(nb, nb + len(kept))), dn.offset_dims)
+    return gather_windows(operand, indices, **dimension_numbers._asdict(),
+                          slice_sizes=slice_sizes, fill=fill)
 
 
 gather_p = standard_primitive(
     "gather", _gather_impl, _gather_shape, lambda x, *_, **__: x.dtype,
     lambda x, *_, **__: x.weak_type)
+
+
+def _index_limits(b, indices, limits):
+    """``limits`` (one per index vector entry) clipped to the index type, broadcast like
+    ``indices`` along its last (index vector) axis."""
+    info = np.iinfo(indices.dtype)
+    vec = b.constant(np.array([min(max(v, info.min), info.max) for v in limits],
+                              indices.dtype))
+    return b.op("broadcast_in_dim", vec, shape=indices.shape,
+                broadcast_dimensions=(indices.shape.rank - 1,))
+
+
+def _index_zeros(b, indices):
+    zero = b.constant(np.zeros((), indices.dtype))
+    return b.op("broadcast_in_dim", zero, shape=indices.shape, broadcast_dimensions=())
+
+
+def _windows_in_bounds(b, indices, upper):
+    """pred[batch dims]: every entry of each index vector lies in [0, upper[k]]."""
+    dims = indices.shape.dims
+    nb = len(dims) - 1
+    ok = b.op("compare", indices, _index_limits(b, indices, upper), comparison_direction="LE")
+    if np.issubdtype(indices.dtype, np.signedinteger):
+        ok = b.op("and", ok, b.op("compare", indices, _index_zeros(b, indices),
+                                  comparison_direction="GE"))
+    valid = None
+    for k in range(dims[-1]):
+        col = b.op("slice", ok, start_indices=(0,) * nb + (k,), limit_indices=dims[:-1] + (k + 1,),
+                   strides=(1,) * (nb + 1))
+        col = b.op("reshape", col, shape=Shape(np.bool_, dims[:-1]))
+        valid = col if valid is None else b.op("and", valid, col)
+    return valid
+
+
+@gather_p.def_lowering
+def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
+                     indices_are_sorted, unique_indices, mode, fill_value):
+    dn, b = dimension_numbers, ctx.b
+    out = b.op("gather", operand, indices, offset_dims=dn.offset_dims,
+               collapsed_slice_dims=dn.collapsed_slice_dims,
+               operand_batching_dims=dn.operand_batching_dims,
+               start_indices_batching_dims=dn.start_indices_batching_dims,
+               start_index_map=dn.start_index_map, index_vector_dim=indices.shape.rank - 1,
+               slice_sizes=tuple(slice_sizes), indices_are_sorted=bool(indices_are_sorted))
+    if mode != GatherScatterMode.FILL_OR_DROP or not dn.start_index_map:
+        return out
+    # HLO gather clamps; FILL_OR_DROP replaces the windows that had to be clamped.
+    upper = [operand.shape.dims[d] - slice_sizes[d] for d in dn.start_index_map]
+    valid = _windows_in_bounds(b, indices, upper)
+    batch_dims = tuple(i for i in range(out.shape.rank) if i not in dn.offset_dims)
+    mask = b.op("broadcast_in_dim", valid, shape=Shape(np.bool_, out.shape.dims),
+                broadcast_dimensions=batch_dims)
+    fill = default_fill_value(operand.dtype) if fill_value is None else fill_value
+    fill = b.op("broadcast_in_dim", b.constant(np.asarray(fill).astype(operand.dtype)),
+                shape=out.shape, broadcast_dimensions=())
+    return b.op("select", mask, out, fill)
 
 
 def _check_index_operand(fn: str, x: Any, arg: str) -> Any:
@@ -676,47 +702,53 @@ def _scatter_dtype(operand, indices, updates, *, _name="scatter", **_):
     return operand.dtype
 
 
-def _scatter_apply(operand, indices, updates, dn, mode, combine):
-    nd = operand.ndim
-    out = np.array(operand, copy=True)
-    if nd == 0:
-        out = out.reshape(1)
-    idx = np.asarray(indices).astype(np.int64)
-    batch_shape = idx.shape[:-1]
-    nb = len(batch_shape)
-    removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
-    uwd = dn.update_window_dims
-    upd = np.moveaxis(updates, uwd, tuple(range(nb, nb + len(uwd))))
-    win_it = iter(upd.shape[nb:])
-    wfull = tuple(1 if d in removed else next(win_it) for d in range(nd))
-    upd = upd.reshape(batch_shape + wfull)
-    starts = _starts(nd, idx, dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
-                     dn.scatter_indices_batching_dims)
-    upper = np.array(operand.shape, np.int64) - np.array(wfull, np.int64)
-    if mode == GatherScatterMode.FILL_OR_DROP:
-        valid = _in_bounds(starts, upper, dn.scatter_dims_to_operand_dims)
-    else:
-        valid = np.ones(batch_shape, bool)
-        starts = np.clip(starts, 0, upper)
-    full = batch_shape + wfull
-    if nd == 0:
-        grids = [np.zeros(full, np.int64)]
-    else:
-        grids = [np.broadcast_to(g, full) for g in _window_grids(starts, wfull)]
-    mask = np.broadcast_to(valid.reshape(batch_shape + (1,) * nd), full)
-    coords = tuple(g[mask] for g in grids)
-    vals = np.broadcast_to(upd, full)[mask]
+# The update computation's op per combine function; pred uses the logical ops.
+_COMBINE_OPCODES = {np.add: ("add", "or"), np.multiply: ("multiply", "and"),
+                    np.minimum: ("minimum", "and"), np.maximum: ("maximum", "or")}
+
+
+def _update_computation(ctx, dtype, combine):
+    ub = ctx.new_builder("scatter_update")
+    scalar = Shape(dtype, ())
+    current, update = ub.parameter(0, scalar), ub.parameter(1, scalar)
     if combine is None:
-        out[coords] = vals
-    else:
-        combine.at(out, coords, vals)
-    return out.reshape(operand.shape)
+        return ub.build(update)
+    opcode, pred_opcode = _COMBINE_OPCODES[combine]
+    return ub.build(ub.op(pred_opcode if dtype == np.bool_ else opcode, current, update))
+
+
+def _clamp_window_starts(b, operand, indices, updates, dn):
+    """Index vectors clamped so every update window fits (CLIP mode)."""
+    removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window = iter(updates.shape.dims[d] for d in dn.update_window_dims)
+    wfull = [1 if d in removed else next(window) for d in range(operand.shape.rank)]
+    upper = [operand.shape.dims[d] - wfull[d] for d in dn.scatter_dims_to_operand_dims]
+    return b.op("clamp", _index_zeros(b, indices), indices, _index_limits(b, indices, upper))
+
+
+def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                      unique_indices, mode, update_jaxpr, update_consts, combine):
+    dn, b = dimension_numbers, ctx.b
+    if mode != GatherScatterMode.FILL_OR_DROP and dn.scatter_dims_to_operand_dims:
+        indices = _clamp_window_starts(b, operand, indices, updates, dn)
+    # HLO scatter drops out-of-bounds windows, which is FILL_OR_DROP.
+    fn = _update_computation(ctx, operand.dtype, combine)
+    return b.op("scatter", operand, indices, updates, calls=[fn],
+                update_window_dims=dn.update_window_dims,
+                inserted_window_dims=dn.inserted_window_dims,
+                input_batching_dims=dn.operand_batching_dims,
+                scatter_indices_batching_dims=dn.scatter_indices_batching_dims,
+                scatter_dims_to_operand_dims=dn.scatter_dims_to_operand_dims,
+                index_vector_dim=indices.shape.rank - 1,
+                indices_are_sorted=bool(indices_are_sorted),
+                unique_indices=bool(unique_indices))
 
 
 def _make_scatter(name: str, combine):
     def impl(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
              unique_indices, mode, update_jaxpr, update_consts):
-        return _scatter_apply(operand, indices, updates, dimension_numbers, mode, combine)
+        return scatter_windows(operand, indices, updates, **dimension_numbers._asdict(),
+                               clip=mode != GatherScatterMode.FILL_OR_DROP, combine=combine)
 
     def shape_rule(*avals, **params):
         return _scatter_shape(*avals, _name=name, **params)
@@ -728,8 +760,10 @@ def _make_scatter(name: str, combine):
         check_dtype(name, "operand", dt, allowed)
         return dt
 
-    return standard_primitive(name, impl, shape_rule, dtype_rule,
+    prim = standard_primitive(name, impl, shape_rule, dtype_rule,
                               lambda x, *_, **__: x.weak_type)
+    prim.def_lowering(functools.partial(_scatter_lowering, combine=combine))
+    return prim
 
 
 scatter_p = _make_scatter("scatter", None)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
 from ember.lax import base
 
@@ -26,6 +27,46 @@ def _sort_order(keys: Sequence[np.ndarray], dimension: int) -> np.ndarray:
         return np.argsort(_key(keys[0]), axis=dimension, kind="stable")
     # lexsort's primary key is the last one.
     return np.lexsort([_key(k) for k in reversed(keys)], axis=dimension)
+
+
+# ---------------------------------------------------------------- comparators
+# The eager order: NaNs after every number (equal among themselves), -0.0 == 0.0, stable.
+
+
+def _isnan(b, x):
+    return b.op("compare", x, x, comparison_direction="NE")
+
+
+def _before(b, lhs, rhs):
+    lt = b.op("compare", lhs, rhs, comparison_direction="LT")
+    if lhs.dtype not in base.float_dtypes:
+        return lt
+    return b.op("or", lt, b.op("and", b.op("not", _isnan(b, lhs)), _isnan(b, rhs)))
+
+
+def _equivalent(b, lhs, rhs):
+    eq = b.op("compare", lhs, rhs, comparison_direction="EQ")
+    if lhs.dtype not in base.float_dtypes:
+        return eq
+    return b.op("or", eq, b.op("and", _isnan(b, lhs), _isnan(b, rhs)))
+
+
+def _comparator(ctx, element_types, num_keys: int, descending: bool = False):
+    """A sort comparator ordering by the first ``num_keys`` operands lexicographically."""
+    cb = ctx.new_builder("compare")
+    pairs = []
+    for i, dt in enumerate(element_types):
+        scalar = Shape(dt, ())
+        pairs.append((cb.parameter(2 * i, scalar), cb.parameter(2 * i + 1, scalar)))
+    result = None
+    for lhs, rhs in reversed(pairs[:num_keys]):
+        if descending:
+            lhs, rhs = rhs, lhs
+        lt = _before(cb, lhs, rhs)
+        if result is not None:
+            lt = cb.op("or", lt, cb.op("and", _equivalent(cb, lhs, rhs), result))
+        result = lt
+    return cb.build(result)
 
 
 # ---------------------------------------------------------------- sort
@@ -64,6 +105,14 @@ def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
 sort_p = core.MultipleResultsPrimitive("sort")
 sort_p.def_impl(_sort_impl)
 sort_p.def_abstract_eval(_sort_abstract_eval)
+
+
+@sort_p.def_lowering
+def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
+    # Always stable: the eager impl is, whatever is_stable says.
+    cmp = _comparator(ctx, [x.dtype for x in operands], num_keys)
+    out = ctx.b.op("sort", *operands, calls=[cmp], dimension=dimension, is_stable=True)
+    return [ctx.b.op("get_tuple_element", out, index=i) for i in range(len(operands))]
 
 
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
@@ -132,6 +181,19 @@ def _top_k_abstract_eval(x, *, k):
 top_k_p = core.MultipleResultsPrimitive("top_k")
 top_k_p.def_impl(_top_k_impl)
 top_k_p.def_abstract_eval(_top_k_abstract_eval)
+
+
+@top_k_p.def_lowering
+def _top_k_lowering(ctx, x, *, k):
+    # A stable descending sort of (x, iota) keeps ties in index order, as the eager impl does.
+    b, dims = ctx.b, x.shape.dims
+    last = len(dims) - 1
+    iota = b.op("iota", shape=Shape(np.int32, dims), iota_dimension=last)
+    cmp = _comparator(ctx, [x.dtype, np.dtype(np.int32)], 1, descending=True)
+    out = b.op("sort", x, iota, calls=[cmp], dimension=last, is_stable=True)
+    limit = dims[:-1] + (k,)
+    return [b.op("slice", b.op("get_tuple_element", out, index=i), start_indices=(0,) * len(dims),
+                 limit_indices=limit, strides=(1,) * len(dims)) for i in range(2)]
 
 
 def top_k(operand: Any, k: int) -> tuple[Any, Any]:

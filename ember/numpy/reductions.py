@@ -83,8 +83,9 @@ def _upcast_integers(dt: np.dtype) -> np.dtype:
     return dt
 
 
-def _convert(a: Any, dt: np.dtype, keep_weak: bool = True) -> Any:
-    return lax.convert_element_type(a, dt, bool(keep_weak and a.weak_type))
+def _convert(a: Any, dt: np.dtype) -> Any:
+    # JAX's reductions end in convert_element_type(result, dtype): never weakly typed.
+    return lax.convert_element_type(a, dt, False)
 
 
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
@@ -103,7 +104,7 @@ def _sum_like(fn: str, lax_reduce, identity, a, axis, dtype, out, keepdims, init
     if dt is None:
         dt = _upcast_integers(a.dtype) if promote_integers else (
             dtypes.default_int_dtype() if a.dtype == dtypes.bool_ else a.dtype)
-    a = _convert(a, dt, keep_weak=dtype is None)
+    a = _convert(a, dt)
     if where is not None:
         a = _select(_where_mask(fn, where, a.shape), a, identity)
     result = lax_reduce(a, axes)
@@ -153,6 +154,7 @@ def _minmax(fn: str, lax_reduce, combine, identity_fn, a, axis, out, keepdims, i
         if where is not None:
             raise ValueError(f"reduction operation {fn} does not have an identity, so to use "
                              "a where mask one has to specify 'initial'")
+    a = _convert(a, a.dtype)
     if where is not None:
         a = _select(_where_mask(fn, where, a.shape), a, identity_fn(a.dtype))
     result = lax_reduce(a, axes)
@@ -197,10 +199,11 @@ def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> An
         >>> jnp.ptp(jnp.array([1., 5., 2.]))
         Array(4., dtype=float32)
     """
+    if _arg("ptp", a).dtype == dtypes.bool_:
+        raise TypeError("ptp does not accept dtype bool (maximum minus minimum needs a "
+                        "numeric subtraction)")
     hi = max(a, axis=axis, out=out, keepdims=keepdims)
     lo = min(a, axis=axis, keepdims=keepdims)
-    if hi.dtype == dtypes.bool_:
-        return lax.ne(hi, lo)
     return lax.sub(hi, lo)
 
 
@@ -349,17 +352,16 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     axes = canonicalize_axes("mean", axis, a.ndim)
     res_dt = _inexact_result_dtype(a, dtype)
     comp = accumulation_dtype(res_dt)
-    weak = a.weak_type and dtype is None
-    x = lax.convert_element_type(a, comp, weak)
+    x = _convert(a, comp)
     if where is None:
         total = lax.reduce_sum(x, axes)
         result = lax.div(total, _full(total.shape, _count(a.shape, axes), total.dtype))
     else:
         mask = _where_mask("mean", where, a.shape)
         total = lax.reduce_sum(_select(mask, x, 0), axes)
-        count = lax.reduce_sum(lax.convert_element_type(mask, comp, weak), axes)
+        count = lax.reduce_sum(_convert(mask, comp), axes)
         result = lax.div(total, count)
-    result = lax.convert_element_type(result, res_dt, weak)
+    result = _convert(result, res_dt)
     return _keepdims(result, a.shape, axes) if keepdims else result
 
 
@@ -375,8 +377,7 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
     if dtypes.is_complex(res_dt):
         res_dt = np.dtype(np.float32) if res_dt == dtypes.complex64 else np.dtype(np.float64)
     comp = accumulation_dtype(res_dt) if not dtypes.is_complex(a.dtype) else a.dtype
-    weak = a.weak_type and dtype is None
-    x = lax.convert_element_type(a, comp, weak)
+    x = _convert(a, comp)
     mask = None if where is None else _where_mask(fn, where, a.shape)
     if nan and dtypes.is_inexact(x.dtype):
         notnan = lax.bitwise_not(_isnan(x))
@@ -401,7 +402,7 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
     ss = lax.reduce_sum(sq, axes)
     denom = lax.sub(count_b, _full(count_b.shape, ddof, count_b.dtype))
     result = lax.div(ss, denom)
-    result = lax.convert_element_type(result, res_dt, weak)
+    result = _convert(result, res_dt)
     return _keepdims(result, a.shape, axes) if keepdims else result
 
 
@@ -578,19 +579,23 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
 # ---------------------------------------------------------------- cumulative
 
 
-def _cumulative(fn: str, lax_fn, a, axis, dtype, out=None, nan_fill=None):
+def _cumulative(fn: str, lax_fn, a, axis, dtype, out=None, nan_fill=None,
+                promote_integers=False):
+    # Like JAX, cumsum/cumprod keep narrow int dtypes (int8 wraps); only bools widen, and
+    # cumulative_sum (promote_integers) widens like sum.
     _check_out(fn, out)
     a = _arg(fn, a)
-    if axis is None:
+    if axis is None or a.ndim == 0:  # JAX flattens scalars too, then checks the axis
         a = lax.reshape(a, (a.size,))
-        axis = 0
-    elif a.ndim == 0:
-        raise ValueError(f"{fn}: axis {axis} is out of bounds for array of dimension 0")
+        axis = 0 if axis is None else axis
     (ax,) = canonicalize_axes(fn, axis, a.ndim)
     dt = _dtype_arg(dtype)
     if dt is None:
-        dt = _upcast_integers(a.dtype)
-    a = _convert(a, dt, keep_weak=dtype is None)
+        dt = _upcast_integers(a.dtype) if promote_integers or a.dtype == dtypes.bool_ \
+            else a.dtype
+    elif dt == dtypes.bool_ and a.dtype != dtypes.bool_:
+        a = lax.ne(a, _full(a.shape, 0, a.dtype))
+    a = _convert(a, dt)
     if nan_fill is not None:
         a = _nan_to(a, nan_fill)
     if a.dtype == dtypes.bool_:
@@ -648,7 +653,7 @@ def _cumulative_include(fn: str, lax_fn, x, axis, dtype, include_initial, identi
         axis = 0
     if x.ndim == 0:
         raise ValueError(f"{fn}: the input array must have at least one dimension")
-    out = _cumulative(fn, lax_fn, x, axis, dtype)
+    out = _cumulative(fn, lax_fn, x, axis, dtype, promote_integers=fn == "cumulative_sum")
     if include_initial:
         (ax,) = canonicalize_axes(fn, axis, x.ndim)
         cfg = [(0, 0, 0)] * out.ndim
@@ -700,7 +705,6 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
     dt = dtypes.result_type(a, q)
     if not dtypes.is_inexact(dt):
         dt = dtypes.default_float_dtype()
-    weak = a.weak_type and q.weak_type
     a = lax.convert_element_type(a, dt, False)
     q = lax.convert_element_type(q, dt, False)
     if scale != 1:
@@ -757,7 +761,7 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
     else:
         bad = lax.broadcast_in_dim(lax.reduce_or(_isnan(x), (1,)), (nq, nb), (1,))
     res = lax.select(bad, _full(res.shape, np.nan, dt), res)
-    return lax.convert_element_type(lax.reshape(res, out_shape), dt, weak)
+    return lax.reshape(res, out_shape)
 
 
 def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,

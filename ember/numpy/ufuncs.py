@@ -731,31 +731,21 @@ greater = _binary(lax.gt, "greater")
 greater_equal = _binary(lax.ge, "greater_equal")
 
 
-def clip(arr: Any = None, /, min: Any = None, max: Any = None, *,  # noqa: A002
-         a: Any = None, a_min: Any = None, a_max: Any = None) -> Any:
+def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     """Limits values to ``[min, max]`` (either bound may be None).
 
-    ``a``, ``a_min`` and ``a_max`` are the older keyword names of the arguments.
+    Like JAX, the NumPy keyword names ``a``, ``a_min`` and ``a_max`` are not accepted.
 
     Example:
         >>> jnp.clip(jnp.array([-1.0, 0.5, 2.0]), 0.0, 1.0)
         Array([0. , 0.5, 1. ], dtype=float32)
     """
     if arr is None:
-        arr = a
-    elif a is not None:
-        raise TypeError("clip: pass the array either positionally or as 'a', not both")
-    if arr is None:
-        raise TypeError("clip: missing the array argument")
-    if a_min is not None:
-        if min is not None:
-            raise TypeError("clip: got both 'min' and 'a_min'")
-        min = a_min  # noqa: A001
-    if a_max is not None:
-        if max is not None:
-            raise TypeError("clip: got both 'max' and 'a_max'")
-        max = a_max  # noqa: A001
+        raise ValueError("No input was provided to the clip function.")
     check_arraylike("clip", arr, *(v for v in (min, max) if v is not None))
+    if any(dtypes.is_complex(_dt(v)) for v in (arr, min, max) if v is not None):
+        raise ValueError("clip: complex values have no ordering and cannot be clipped; take "
+                         "the real or imaginary part first")
     out = ensure_array(arr)
     if min is not None:
         out = maximum(min, out)

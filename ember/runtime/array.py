@@ -63,7 +63,11 @@ class Array:
         Array([1., 2.], dtype=float32)
     """
 
-    __slots__ = ("_value", "aval", "__weakref__")
+    # A pending array (the result of an asynchronously dispatched executable) leaves the
+    # ``_value`` slot unset and holds ``_pending = (future, output index)``; reading
+    # ``_value`` then falls through to ``__getattr__``, which waits. Ready arrays never set
+    # ``_pending``, so the eager path pays nothing for asynchrony.
+    __slots__ = ("_value", "_pending", "aval", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: Any, weak_type: bool = False):
@@ -84,6 +88,33 @@ class Array:
         self.aval = aval
         return self
 
+    @classmethod
+    def _make_pending(cls, aval: ShapedArray, future: Any, index: int) -> Array:
+        """An array whose value is output ``index`` of ``future``'s result (a list)."""
+        self = object.__new__(cls)
+        self.aval = aval
+        self._pending = (future, index)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: an unset slot (pending value, no _pending).
+        if name == "_value":
+            return self._resolve()
+        if name == "_pending":
+            return None
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _resolve(self) -> np.ndarray:
+        pending = self._pending
+        if pending is None:  # pragma: no cover - an Array always has one or the other
+            raise AttributeError("Array has neither a value nor a pending computation")
+        future, index = pending
+        # Raises the executable's error (every wait on a failed computation raises it).
+        value = future.result()[index]
+        self._value = value
+        self._pending = None
+        return value
+
     # -- metadata
     @property
     def shape(self) -> tuple[int, ...]:
@@ -99,7 +130,7 @@ class Array:
 
     @property
     def size(self) -> int:
-        return self._value.size
+        return self.aval.size
 
     @property
     def weak_type(self) -> bool:
@@ -107,11 +138,11 @@ class Array:
 
     @property
     def nbytes(self) -> int:
-        return self._value.nbytes
+        return self.aval.size * self.aval.dtype.itemsize
 
     @property
     def itemsize(self) -> int:
-        return self._value.itemsize
+        return self.aval.dtype.itemsize
 
     @property
     def device(self) -> CpuDevice:
@@ -126,10 +157,15 @@ class Array:
 
     # -- synchronization and conversion
     def block_until_ready(self) -> Array:
+        """Waits until the value is computed (raising the computation's error, if any)."""
+        if self._pending is not None:
+            self._resolve()
         return self
 
     def is_ready(self) -> bool:
-        return True
+        """Whether the value is computed (a failed computation counts as ready)."""
+        pending = self._pending
+        return pending is None or pending[0].done()
 
     def __array__(self, dtype=None, copy=None):
         # Without a copy NumPy gets a read-only view of the buffer (no data is copied).

@@ -162,7 +162,7 @@ RECORDS = [
     _b("greater", jnp.greater, np.greater, ALL, diff=False),
     _b("greater_equal", jnp.greater_equal, np.greater_equal, ALL, diff=False),
     OpRecord("clip", jnp.clip, np.clip, NUMERIC, T, differentiable=True),
-    _u("clip_kw", lambda x: jnp.clip(x, a_min=-1, a_max=2),
+    _u("clip_kw", lambda x: jnp.clip(x, min=-1, max=2),
        lambda x: np.clip(x, -1, 2), FLOATS + SIGNED),
     OpRecord("where", jnp.where, np.where, ALL, T, arg_dtypes={0: np.dtype("bool")},
              differentiable=True),

@@ -1,0 +1,71 @@
+"""Backends compile an optimized HLO module into an executable.
+
+A backend has a ``name``, a ``platform`` and ``compile(module, dump=None) -> Executable``. An
+executable's ``execute(args)`` takes one NumPy array per entry parameter and returns the list
+of the entry's outputs (the elements of its root tuple) as NumPy arrays. Backends know nothing
+of ``ember.Array``: the runtime (``ember.runtime.dispatch``) wraps them.
+
+Today only the ``interpreter`` backend exists; ``cpu`` (LLVM) is an alias of it until the
+LLVM backend lands.
+
+Example:
+    >>> exe = get_backend("interpreter").compile(module)
+    >>> outs = exe.execute([np.ones(3, np.float32)])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+# name -> zero-argument factory; backends are created on first use.
+_FACTORIES: dict[str, Callable[[], Any]] = {}
+_BACKENDS: dict[str, Any] = {}
+_ALIASES: dict[str, str] = {"cpu": "interpreter"}
+
+DEFAULT_BACKEND = "interpreter"
+
+
+def register_backend(name: str, factory: Callable[[], Any]) -> None:
+    """Makes ``get_backend(name)`` create its backend with ``factory()``."""
+    _FACTORIES[name] = factory
+    _BACKENDS.pop(name, None)
+    _ALIASES.pop(name, None)
+
+
+def backend_names() -> list[str]:
+    """Names accepted by ``get_backend`` (aliases included)."""
+    return sorted(set(_FACTORIES) | set(_ALIASES))
+
+
+def canonical_name(name: str | None) -> str:
+    """The backend a name stands for (``None`` and ``""`` mean the default backend)."""
+    if not name:
+        from ember.config import config
+        name = config.read("jax_default_backend") or DEFAULT_BACKEND
+    name = _ALIASES.get(name, name)
+    if name not in _FACTORIES:
+        raise ValueError(f"unknown backend {name!r}; known backends: {backend_names()}")
+    return name
+
+
+def get_backend(name: str | None = None) -> Any:
+    """The backend called ``name`` (created once).
+
+    Example:
+        >>> get_backend("interpreter").name
+        'interpreter'
+    """
+    name = canonical_name(name)
+    backend = _BACKENDS.get(name)
+    if backend is None:
+        backend = _BACKENDS[name] = _FACTORIES[name]()
+    return backend
+
+
+def _interpreter_backend() -> Any:
+    from ember.backends.interpreter import InterpreterBackend
+    return InterpreterBackend()
+
+
+register_backend("interpreter", _interpreter_backend)

@@ -1,0 +1,551 @@
+"""Evaluator rules for elementwise ops, ``reduce`` and ``dot_general``, and the NumPy kernels
+they share with the eager impls of ``ember.lax`` (so eager and interpreted results agree).
+
+Kernels follow XLA's CPU results on bad values (integer division by zero gives -1, float to
+integer conversion saturates, NaN converts to 0) and never warn. Float16/bfloat16 math is
+computed in float32 and rounded once, like XLA.
+
+Rules are written elementwise over whatever shapes they are given, so a reduce body can be
+evaluated vectorized over all output positions at once (see ``_reduce``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import dtypes
+from ember.compiler.evaluator import eval_rule, evaluate_computation
+from ember.compiler.hlo import Computation, Instruction
+
+LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
+
+
+def accumulation_dtype(dt: Any) -> np.dtype:
+    """Low-precision floats accumulate (sums, products, dots) in float32."""
+    dt = np.dtype(dt)
+    return dtypes.float32 if dt in LOW_FLOATS else dt
+
+
+# --------------------------------------------------------------------------- kernel wrappers
+
+
+def quiet(fn: Callable) -> Callable:
+    """``fn`` with NumPy's floating-point warnings silenced."""
+    def wrapped(*args, **kw):
+        with np.errstate(all="ignore"):
+            return fn(*args, **kw)
+    wrapped.__name__ = getattr(fn, "__name__", "kernel")
+    return wrapped
+
+
+def float_math(fn: Callable) -> Callable:
+    """A float kernel computed in float32 for float16/bfloat16, cast back to the input dtype.
+
+    Example:
+        >>> float_math(np.exp)(np.ones(2, np.float16)).dtype
+        dtype('float16')
+    """
+    def wrapped(x, *rest, **kw):
+        with np.errstate(all="ignore"):
+            if x.dtype in LOW_FLOATS:
+                rest = [r.astype(np.float32) if r.dtype == x.dtype else r for r in rest]
+                return np.asarray(fn(x.astype(np.float32), *rest, **kw)).astype(x.dtype)
+            return np.asarray(fn(x, *rest, **kw)).astype(x.dtype, copy=False)
+    wrapped.__name__ = getattr(fn, "__name__", "kernel")
+    return wrapped
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def _int_divide(x, y):
+    # Rounds toward zero (C semantics); x / 0 gives -1 like XLA's CPU backend.
+    q = np.where(y == 0, 1, y)
+    out = np.abs(x) // np.abs(q)
+    if dtypes.is_integer(x.dtype) and not dtypes.is_unsigned(x.dtype):
+        out = np.where((x < 0) != (q < 0), -out, out)
+    return np.where(y == 0, np.array(-1).astype(x.dtype), out).astype(x.dtype)
+
+
+@quiet
+def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x / y``; integers truncate toward zero and give -1 when dividing by zero."""
+    if dtypes.is_integer(x.dtype):
+        return _int_divide(x, y)
+    return np.asarray(np.true_divide(x, y)).astype(x.dtype, copy=False)
+
+
+@quiet
+def remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Remainder with the sign of the dividend (C's fmod); integer ``x % 0`` gives ``x``."""
+    if dtypes.is_integer(x.dtype):
+        r = np.fmod(x, np.where(y == 0, 1, y))
+        return np.where(y == 0, x, r).astype(x.dtype)
+    return np.asarray(np.fmod(x, y)).astype(x.dtype, copy=False)
+
+
+@quiet
+def sign(x: np.ndarray) -> np.ndarray:
+    """-1, 0 or 1 (NaN stays NaN); complex ``x / |x|``; unsigned 0 or 1."""
+    if dtypes.is_unsigned(x.dtype):
+        return (x != 0).astype(x.dtype)
+    if dtypes.is_complex(x.dtype):
+        a = np.abs(x)
+        return np.where(a == 0, 0, x / np.where(a == 0, 1, a)).astype(x.dtype)
+    return np.sign(x)
+
+
+def round_afz(x: np.ndarray) -> np.ndarray:
+    """Rounds half away from zero (C's ``round``)."""
+    t = np.trunc(x)
+    frac = np.abs(x - t)  # exact in the input's precision
+    return np.where(frac >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+def is_finite(x: np.ndarray) -> np.ndarray:
+    return np.isfinite(x.astype(np.float32) if x.dtype in LOW_FLOATS else x)
+
+
+def logistic(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-x))`` without overflow for large ``|x|``."""
+    if dtypes.is_complex(x.dtype):
+        return 1 / (1 + np.exp(-x))
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+@quiet
+def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x ** y`` for float/complex ``x``; ``y`` of x's dtype or an integer dtype."""
+    if x.dtype in LOW_FLOATS:
+        yy = y.astype(np.float32) if y.dtype == x.dtype else y
+        return np.power(x.astype(np.float32), yy).astype(x.dtype)
+    return np.asarray(np.power(x, y)).astype(x.dtype, copy=False)
+
+
+def clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``min(max(x, lo), hi)`` (NaN propagates)."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+# --------------------------------------------------------------------------- special functions
+# Computed in float64 (reference implementations), cast to the input dtype.
+
+
+def special(fn: Callable) -> Callable:
+    """A float64 kernel applied to any float dtype (the result is cast back)."""
+    def kernel(x):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
+    kernel.__name__ = fn.__name__
+    return kernel
+
+
+def _pyfunc(f: Callable) -> Callable:
+    def safe(v):
+        try:
+            return f(v)
+        except (ValueError, OverflowError):
+            return math.inf
+    uf = np.frompyfunc(safe, 1, 1)
+
+    def kernel(x):
+        return np.asarray(uf(x), dtype=np.float64)
+    kernel.__name__ = f.__name__
+    return kernel
+
+
+_erf64 = _pyfunc(math.erf)
+_erfc64 = _pyfunc(math.erfc)
+_lgamma64 = _pyfunc(math.lgamma)
+
+
+def _digamma_pos(x):
+    # x > 0: shift up with psi(x) = psi(x + 1) - 1/x until x >= 8, then the asymptotic series.
+    acc = np.zeros_like(x)
+    for _ in range(8):
+        small = x < 8
+        acc = acc - np.where(small, 1 / np.where(small, x, 1), 0)
+        x = np.where(small, x + 1, x)
+    x2 = 1 / (x * x)
+    series = x2 * (1 / 12 - x2 * (1 / 120 - x2 * (1 / 252 - x2 * (1 / 240 - x2 / 132))))
+    return acc + np.log(x) - 0.5 / x - series
+
+
+def _digamma64(x):
+    neg = x <= 0
+    pos = _digamma_pos(np.where(neg, 1 - x, x))
+    # Reflection: psi(x) = psi(1 - x) - pi / tan(pi x); poles at non-positive integers -> nan.
+    refl = pos - np.pi / np.tan(np.pi * x)
+    out = np.where(neg, refl, pos)
+    out = np.where(neg & (x == np.floor(x)), np.nan, out)
+    return np.where(x == np.inf, np.inf, out)
+
+
+def _erf_inv_guess(a):
+    # Giles' single-precision approximation, refined by Newton below.
+    w = -np.log((1 - a) * (1 + a))
+    lo = w - 2.5
+    p1 = 2.81022636e-08
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+              -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
+        p1 = c + p1 * lo
+    hi = np.sqrt(w) - 3
+    p2 = -0.000200214257
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+              0.00943887047, 1.00167406, 2.83297682):
+        p2 = c + p2 * hi
+    return np.where(w < 5, p1, p2) * a
+
+
+def _erf_inv64(y):
+    a = np.abs(y)
+    inside = a < 1
+    a_in = np.where(inside, a, 0.5)
+    x = _erf_inv_guess(a_in)
+    for _ in range(3):
+        # Newton on erf (small a) or erfc (a near 1, where erf loses precision).
+        f = np.where(a_in < 0.5, _erf64(x) - a_in, (1 - a_in) - _erfc64(x))
+        x = x - f / (2 / np.sqrt(np.pi) * np.exp(-x * x))
+    out = np.where(inside, x, np.where(a == 1, np.inf, np.nan))
+    return np.sign(y) * out
+
+
+erf = special(_erf64)
+erfc = special(_erfc64)
+erf_inv = special(_erf_inv64)
+lgamma = special(_lgamma64)
+digamma = special(_digamma64)
+
+
+# --------------------------------------------------------------------------- bitwise
+
+
+def _unsigned(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dt.itemsize}")
+
+
+def _signed(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"i{dt.itemsize}")
+
+
+def _shift_amount(x, y):
+    # Shift amounts are read as unsigned: negative or >= the bit width are out of range (XLA).
+    yu = y.astype(_unsigned(y.dtype))
+    bad = yu >= x.dtype.itemsize * 8
+    return np.where(bad, 0, yu).astype(_unsigned(x.dtype)), bad
+
+
+def shift_left(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    s, bad = _shift_amount(x, y)
+    out = np.left_shift(x.astype(_unsigned(x.dtype)), s)
+    return np.where(bad, 0, out).astype(_unsigned(x.dtype)).view(x.dtype)
+
+
+def shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    s, bad = _shift_amount(x, y)
+    out = np.right_shift(x.astype(_unsigned(x.dtype)), s)
+    return np.where(bad, 0, out).astype(_unsigned(x.dtype)).view(x.dtype)
+
+
+def shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    s, bad = _shift_amount(x, y)
+    xs = np.asarray(x).view(_signed(x.dtype))
+    out = np.right_shift(xs, s.astype(xs.dtype))
+    fill = np.where(xs < 0, -1, 0).astype(xs.dtype)
+    return np.where(bad, fill, out).astype(xs.dtype).view(x.dtype)
+
+
+def popcnt(x: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(np.asarray(x).view(_unsigned(x.dtype))).astype(x.dtype)
+
+
+def count_leading_zeros(x: np.ndarray) -> np.ndarray:
+    nbits = x.dtype.itemsize * 8
+    udt = _unsigned(x.dtype)
+    v = np.asarray(x).view(udt).copy()
+    n = np.zeros(v.shape, np.int64)
+    s = nbits // 2
+    while s >= 1:
+        top_zero = (v >> udt.type(nbits - s)) == 0
+        n += np.where(top_zero, s, 0)
+        v = np.where(top_zero, v << udt.type(s), v).astype(udt)
+        s //= 2
+    n += (v >> udt.type(nbits - 1)) == 0
+    return n.astype(x.dtype)
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
+    """Rounds to nearest even at ``mantissa_bits``, then clamps to the exponent range."""
+    with np.errstate(all="ignore"):
+        v = x.astype(np.float64)
+        m, e = np.frexp(v)
+        scale = 2.0 ** (mantissa_bits + 1)
+        out = np.ldexp(np.rint(m * scale) / scale, e)
+        emax = 2 ** (exponent_bits - 1) - 1
+        emin = 1 - emax
+        big = np.abs(out) >= 2.0 ** (emax + 1)
+        out = np.where(big, np.copysign(np.inf, v), out)
+        q = 2.0 ** (emin - mantissa_bits)  # subnormals: multiples of the smallest one
+        out = np.where(np.abs(v) < 2.0 ** emin, np.rint(v / q) * q, out)
+        out = np.where(np.isfinite(v), out, v)
+        return out.astype(x.dtype)
+
+
+def convert(x: np.ndarray, new_dtype: Any) -> np.ndarray:
+    """Casts ``x``: float to int truncates, saturates and maps NaN to 0; to bool is ``x != 0``;
+    complex to real keeps the real part.
+
+    Example:
+        >>> convert(np.array([np.nan, 1e10, -2.7], np.float32), np.int32)
+        array([         0, 2147483647,         -2], dtype=int32)
+    """
+    new_dtype = np.dtype(new_dtype)
+    if new_dtype == dtypes.bool_:
+        return np.asarray(x != 0)
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+        x = np.real(x)
+    if dtypes.is_integer(new_dtype) and dtypes.is_inexact(x.dtype):
+        info = np.iinfo(new_dtype)
+        with np.errstate(invalid="ignore"):
+            x = np.where(np.isnan(x), 0, x)
+            x = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(x).astype(new_dtype)
+
+
+# --------------------------------------------------------------------------- dot_general
+
+
+def dot_general(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any,
+                dtype: Any) -> np.ndarray:
+    """Contraction with batch dims computed in ``dtype``; batch, lhs free, rhs free dims.
+
+    ``dimension_numbers`` is ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
+
+    Example:
+        >>> dot_general(np.ones((2, 3)), np.ones((3, 4)), (((1,), (0,)), ((), ())),
+        ...             np.float32).shape
+        (2, 4)
+    """
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    lt = np.transpose(lhs, list(lb) + lf + list(lc)).astype(dtype, copy=False)
+    rt = np.transpose(rhs, list(rb) + list(rc) + rf).astype(dtype, copy=False)
+    bshape = lt.shape[:len(lb)]
+    lfs, rfs = lt.shape[len(lb):len(lb) + len(lf)], rt.shape[len(rb) + len(rc):]
+    k = int(np.prod(lt.shape[len(lb) + len(lf):], dtype=np.int64))
+    m = int(np.prod(lfs, dtype=np.int64))
+    n = int(np.prod(rfs, dtype=np.int64))
+    b = int(np.prod(bshape, dtype=np.int64))
+    with np.errstate(all="ignore"):
+        out = np.matmul(lt.reshape(b, m, k), rt.reshape(b, k, n))
+    return out.reshape(bshape + lfs + rfs)
+
+
+# --------------------------------------------------------------------------- evaluator rules
+
+
+def _as(inst: Instruction, value: Any) -> np.ndarray:
+    # Values keep their (possibly broadcast) shape: reduce bodies run vectorized.
+    return np.asarray(value).astype(inst.dtype, copy=False)
+
+
+_UNARY: dict[str, Callable] = {
+    "abs": quiet(np.abs), "negate": quiet(np.negative), "sign": sign,
+    "floor": float_math(np.floor), "ceil": float_math(np.ceil),
+    "round_nearest_even": float_math(np.rint), "round_nearest_afz": float_math(round_afz),
+    "sqrt": float_math(np.sqrt), "rsqrt": float_math(lambda x: 1 / np.sqrt(x)),
+    "cbrt": float_math(np.cbrt), "exponential": float_math(np.exp),
+    "exponential_minus_one": float_math(np.expm1), "log": float_math(np.log),
+    "log_plus_one": float_math(np.log1p), "logistic": float_math(logistic),
+    "tanh": float_math(np.tanh), "sine": float_math(np.sin), "cosine": float_math(np.cos),
+    "tan": float_math(np.tan), "asin": float_math(np.arcsin), "acos": float_math(np.arccos),
+    "atan": float_math(np.arctan), "sinh": float_math(np.sinh), "cosh": float_math(np.cosh),
+    "asinh": float_math(np.arcsinh), "acosh": float_math(np.arccosh),
+    "atanh": float_math(np.arctanh), "not": np.invert, "popcnt": popcnt,
+    "count_leading_zeros": count_leading_zeros, "is_finite": is_finite,
+    "real": np.real, "imag": np.imag, "conj": np.conj, "erf": erf, "erfc": erfc,
+    "erf_inv": erf_inv, "lgamma": lgamma, "digamma": digamma,
+    "copy": lambda x: np.array(x, copy=True),
+}
+
+_BINARY: dict[str, Callable] = {
+    "add": quiet(np.add), "subtract": quiet(np.subtract), "multiply": quiet(np.multiply),
+    "divide": divide, "remainder": remainder, "power": power,
+    "maximum": np.maximum, "minimum": np.minimum, "and": np.bitwise_and,
+    "or": np.bitwise_or, "xor": np.bitwise_xor, "shift_left": shift_left,
+    "shift_right_arithmetic": shift_right_arithmetic,
+    "shift_right_logical": shift_right_logical, "atan2": float_math(np.arctan2),
+    "next_after": np.nextafter, "complex": lambda x, y: x + 1j * y,
+}
+
+_COMPARE: dict[str, Callable] = {
+    "EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+    "GT": np.greater, "GE": np.greater_equal,
+}
+
+
+def _register_unary(opcode: str, kernel: Callable) -> None:
+    @eval_rule(opcode)
+    def rule(inst, x):
+        return _as(inst, kernel(np.asarray(x)))
+
+
+def _register_binary(opcode: str, kernel: Callable) -> None:
+    @eval_rule(opcode)
+    def rule(inst, x, y):
+        return _as(inst, kernel(np.asarray(x), np.asarray(y)))
+
+
+for _op, _kernel in _UNARY.items():
+    _register_unary(_op, _kernel)
+for _op, _kernel in _BINARY.items():
+    _register_binary(_op, _kernel)
+
+
+@eval_rule("compare")
+def _compare(inst, x, y):
+    return np.asarray(_COMPARE[inst.attrs["comparison_direction"]](x, y))
+
+
+@eval_rule("select")
+def _select(inst, pred, on_true, on_false):
+    return _as(inst, np.where(pred, on_true, on_false))
+
+
+@eval_rule("clamp")
+def _clamp(inst, lo, x, hi):
+    return _as(inst, clamp(lo, x, hi))
+
+
+@eval_rule("convert")
+def _convert(inst, x):
+    return convert(np.asarray(x), inst.dtype)
+
+
+@eval_rule("reduce_precision")
+def _reduce_precision(inst, x):
+    return reduce_precision(np.asarray(x), inst.attrs["exponent_bits"],
+                            inst.attrs["mantissa_bits"])
+
+
+@eval_rule("dot_general")
+def _dot_general(inst, lhs, rhs):
+    a = inst.attrs
+    dn = ((tuple(a["lhs_contracting_dimensions"]), tuple(a["rhs_contracting_dimensions"])),
+          (tuple(a["lhs_batching_dimensions"]), tuple(a["rhs_batching_dimensions"])))
+    out = dot_general(np.asarray(lhs), np.asarray(rhs), dn, accumulation_dtype(inst.dtype))
+    return out.astype(inst.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------- reduce
+
+# Bodies that are one commutative binary op of their two parameters reduce with a ufunc.
+_REDUCE_UFUNCS: dict[str, np.ufunc] = {
+    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+
+
+def _simple_reducer(body: Computation) -> np.ufunc | None:
+    root = body.root
+    params = body.parameters
+    if len(params) != 2 or root.opcode not in _REDUCE_UFUNCS or len(root.operands) != 2:
+        return None
+    if {id(o) for o in root.operands} != {id(p) for p in params}:
+        return None
+    return _REDUCE_UFUNCS[root.opcode]
+
+
+def _is_identity(ufunc: np.ufunc, init: np.ndarray) -> bool:
+    """Whether combining with ``init`` leaves every value unchanged (so it can be skipped)."""
+    v = init[()]
+    dt = init.dtype
+    if ufunc is np.add or ufunc is np.bitwise_or or ufunc is np.bitwise_xor:
+        return not v
+    if ufunc is np.multiply:
+        return v == 1
+    if ufunc is np.bitwise_and:
+        return bool(np.all(np.invert(init) == 0))
+    if dt == np.bool_:
+        return bool(v) == (ufunc is np.minimum)
+    if dtypes.is_integer(dt):
+        info = np.iinfo(dt)
+        return v == (info.min if ufunc is np.maximum else info.max)
+    if dtypes.is_complex(dt):
+        return False
+    return v == (-np.inf if ufunc is np.maximum else np.inf)
+
+
+def _reduce_fast(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray, dims: tuple,
+                 out_dtype: np.dtype) -> np.ndarray:
+    kept = tuple(d for i, d in enumerate(x.shape) if i not in dims)
+    if x.size == 0:
+        return np.full(kept, init, dtype=out_dtype)
+    with np.errstate(all="ignore"):
+        out = ufunc.reduce(x, axis=dims, dtype=out_dtype)
+        if not _is_identity(ufunc, init):
+            out = ufunc(init, out)
+    return np.asarray(out).astype(out_dtype, copy=False)
+
+
+def _apply_body(body: Computation, args: Sequence[np.ndarray], shape: tuple,
+                out_dtypes: Sequence[np.dtype]) -> list[np.ndarray]:
+    out = evaluate_computation(body, list(args))
+    outs = list(out) if isinstance(out, tuple) else [out]
+    return [np.broadcast_to(np.asarray(o), shape).astype(dt, copy=False)
+            for o, dt in zip(outs, out_dtypes)]
+
+
+def _reduce_general(body: Computation, inputs: Sequence[np.ndarray],
+                    inits: Sequence[np.ndarray], dims: tuple) -> list[np.ndarray]:
+    """Reduces with any body, evaluated vectorized over all kept positions.
+
+    The reduced elements are combined pairwise in a tree (log2(n) body evaluations), each pair
+    keeping its left-to-right order; the init value is combined last, on the left.
+    """
+    x0 = inputs[0]
+    kept_axes = [i for i in range(x0.ndim) if i not in dims]
+    kept = tuple(x0.shape[i] for i in kept_axes)
+    out_dtypes = [i.dtype for i in inits]
+    n = math.prod(x0.shape[i] for i in dims)
+    vals = [np.transpose(x, kept_axes + list(dims)).reshape(kept + (n,)) for x in inputs]
+    inits_b = [np.broadcast_to(i, kept) for i in inits]
+    if n == 0:
+        return [np.array(i) for i in inits_b]
+    while n > 1:
+        half = n // 2
+        lhs = [v[..., 0:2 * half:2] for v in vals]
+        rhs = [v[..., 1:2 * half:2] for v in vals]
+        pairs = _apply_body(body, lhs + rhs, kept + (half,), out_dtypes)
+        if n % 2:
+            pairs = [np.concatenate([p, v[..., -1:]], axis=-1) for p, v in zip(pairs, vals)]
+        vals, n = pairs, half + n % 2
+    outs = _apply_body(body, inits_b + [v[..., 0] for v in vals], kept, out_dtypes)
+    return [np.array(o) for o in outs]  # copies: no broadcast views escape
+
+
+@eval_rule("reduce")
+def _reduce(inst, *values):
+    n = len(values) // 2
+    inputs = [np.asarray(v) for v in values[:n]]
+    inits = [np.asarray(v) for v in values[n:]]
+    dims = tuple(sorted(inst.attrs["dimensions"]))
+    body = inst.calls[0]
+    if n == 1:
+        ufunc = _simple_reducer(body)
+        if ufunc is not None:
+            return _reduce_fast(ufunc, inputs[0], inits[0], dims, inst.dtype)
+        return _reduce_general(body, inputs, inits, dims)[0]
+    return tuple(_reduce_general(body, inputs, inits, dims))

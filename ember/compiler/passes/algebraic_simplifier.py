@@ -1,0 +1,503 @@
+"""Algebraic simplification: a table of rewrite rules applied to every instruction.
+
+Each rule is data: a ``Rewrite(name, pattern, result, where)`` whose pattern is a small tree
+of ``Op(opcode, *operand_patterns)``, ``Any(name)`` (binds an instruction; a name used twice
+must bind the same instruction) and ``Splat(test)`` (a constant whose elements are all one
+value passing ``test``; a ``broadcast_in_dim`` of such a constant counts as that constant).
+``result`` names the binding that replaces the instruction, or is a function building the
+replacement. A rewrite applies only when the replacement has exactly the instruction's shape.
+
+Only exact rewrites are in the table: ``x * 0 -> 0`` holds for integers only (``nan * 0`` is
+NaN), ``x - x`` and ``compare(x, x)`` likewise. As in XLA, ``x + 0 -> x`` is applied to floats
+too, although ``-0.0 + 0.0`` is ``+0.0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any as AnyType
+
+import ml_dtypes
+import numpy as np
+
+from ember.compiler.hlo import Computation, Instruction, Module, Shape
+from ember.compiler.passes import hlo_pass
+
+# A rewritten instruction is simplified again, at most this many times.
+MAX_REWRITES_PER_INSTRUCTION = 8
+
+
+# --------------------------------------------------------------------------- matching
+
+
+class Match:
+    """The bindings of a successful match and the instructions its rewrite emits."""
+
+    def __init__(self, module: Module, inst: Instruction):
+        self.module = module
+        self.inst = inst
+        self.bindings: dict[str, Instruction] = {}
+        self.emitted: list[Instruction] = []
+        self.result: Instruction | None = None  # set once the rewrite has built it
+
+    def __getitem__(self, name: str) -> Instruction:
+        return self.bindings[name]
+
+    def bind(self, name: str | None, inst: Instruction) -> bool:
+        if name is None:
+            return True
+        bound = self.bindings.setdefault(name, inst)
+        return bound is inst
+
+    def emit(self, opcode: str, operands: list[Instruction], shape: Shape,
+             **attrs: AnyType) -> Instruction:
+        """A new instruction, placed before the one being rewritten."""
+        inst = Instruction(opcode, operands, shape, attrs, (), self.module.new_name(opcode))
+        self.emitted.append(inst)
+        return inst
+
+    def splat(self, value: AnyType, shape: Shape) -> Instruction:
+        """An array of ``shape`` filled with ``value``: a scalar constant, broadcast if needed."""
+        arr = np.array(value, dtype=shape.dtype)
+        arr.flags.writeable = False
+        const = self.emit("constant", [], Shape(shape.dtype, ()), value=arr)
+        if shape.rank == 0:
+            return const
+        return self.emit("broadcast_in_dim", [const], shape, broadcast_dimensions=())
+
+
+class Pattern:
+    def match(self, inst: Instruction, m: Match) -> bool:
+        raise NotImplementedError
+
+
+class Any(Pattern):
+    """Any instruction, bound to ``name``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def match(self, inst: Instruction, m: Match) -> bool:
+        return m.bind(self.name, inst)
+
+
+class Op(Pattern):
+    """An instruction of ``opcode`` whose operands match ``operands`` (any operands if none
+    are given) and for which ``where(inst)`` holds; bound to ``name`` when given."""
+
+    def __init__(self, opcode: str, *operands: Pattern, name: str | None = None,
+                 where: Callable[[Instruction], bool] | None = None):
+        self.opcode = opcode
+        self.operands = operands or None
+        self.name = name
+        self.where = where
+
+    def match(self, inst: Instruction, m: Match) -> bool:
+        if inst.opcode != self.opcode:
+            return False
+        if self.operands is not None:
+            if len(inst.operands) != len(self.operands):
+                return False
+            if not all(p.match(op, m) for p, op in zip(self.operands, inst.operands)):
+                return False
+        if self.where is not None and not self.where(inst):
+            return False
+        return m.bind(self.name, inst)
+
+
+def splat_value(inst: Instruction) -> np.ndarray | None:
+    """The one value of every element of ``inst`` when it is a constant (or a broadcast of
+    one) whose elements are all equal; None otherwise."""
+    if inst.opcode == "broadcast_in_dim":
+        return splat_value(inst.operands[0])
+    if inst.opcode != "constant":
+        return None
+    value = inst.attrs["value"]
+    if value.size == 0:
+        return None
+    first = value.reshape(-1)[0]
+    if value.size > 1 and not np.all(value == first):
+        return None
+    return first
+
+
+class Splat(Pattern):
+    """A constant-valued instruction (see ``splat_value``) whose value passes ``test``."""
+
+    def __init__(self, test: Callable[[AnyType], bool], name: str | None = None):
+        self.test = test
+        self.name = name
+
+    def match(self, inst: Instruction, m: Match) -> bool:
+        value = splat_value(inst)
+        return value is not None and bool(self.test(value)) and m.bind(self.name, inst)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """Replace an instruction matching ``pattern`` (and ``where(match)``) by ``result``: the
+    name of a binding, or ``fn(match) -> Instruction | None`` (None: do not rewrite)."""
+
+    name: str
+    pattern: Pattern
+    result: str | Callable[[Match], Instruction | None]
+    where: Callable[[Match], bool] | None = None
+
+    def apply(self, module: Module, inst: Instruction) -> Match | None:
+        """The match whose ``result`` replaces ``inst``, or None when the rule does not apply."""
+        m = Match(module, inst)
+        if not self.pattern.match(inst, m) or (self.where is not None and not self.where(m)):
+            return None
+        new = m[self.result] if isinstance(self.result, str) else self.result(m)
+        if new is None or new.shape != inst.shape:
+            return None
+        m.result = new
+        return m
+
+
+# --------------------------------------------------------------------------- predicates
+
+
+def _is_zero(v) -> bool:
+    return v == 0
+
+
+def _is_one(v) -> bool:
+    return v == 1
+
+
+def _is_true(v) -> bool:
+    return bool(v)
+
+
+def _is_false(v) -> bool:
+    return not bool(v)
+
+
+def _is_all_ones(v) -> bool:
+    """``x & v == x``: True for pred, every bit set for integers."""
+    if v.dtype.kind == "b":
+        return bool(v)
+    return v.dtype.kind in "iu" and v == np.invert(np.zeros((), v.dtype))
+
+
+def _integral(m: Match) -> bool:
+    return m.inst.dtype.kind in "iub"
+
+
+def _operand_integral(m: Match) -> bool:
+    return m.inst.operands[0].dtype.kind in "iub"
+
+
+def _kind(dt: np.dtype) -> str:
+    """NumPy's dtype kind, with ml_dtypes' floats (kind "V") counted as floats."""
+    return "f" if dt.kind == "V" else dt.kind
+
+
+def _precision(dt: np.dtype) -> ml_dtypes.finfo:
+    return ml_dtypes.finfo(dt)
+
+
+def _real_part(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"f{dt.itemsize // 2}")
+
+
+def exact_conversion(src: AnyType, dst: AnyType) -> bool:
+    """Whether converting ``src`` to ``dst`` keeps every value exactly."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    sk, dk = _kind(src), _kind(dst)
+    if src == dst or sk == "b":
+        return True
+    if dk == "b":
+        return False
+    if dk == "c":
+        if sk == "c":
+            return exact_conversion(_real_part(src), _real_part(dst))
+        return exact_conversion(src, _real_part(dst))
+    if sk in "iu":
+        if dk in "iu":
+            s, d = np.iinfo(src), np.iinfo(dst)
+            return d.min <= s.min and s.max <= d.max
+        # Integers of magnitude <= 2**p are exact in a float with p significand bits.
+        magnitude_bits = np.iinfo(src).bits - (1 if sk == "i" else 0)
+        return _precision(dst).nmant + 1 >= magnitude_bits
+    if sk == "f" and dk == "f":
+        s, d = _precision(src), _precision(dst)
+        return d.nmant >= s.nmant and d.maxexp >= s.maxexp and d.minexp <= s.minexp
+    return False
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _ints(value) -> tuple[int, ...]:
+    return tuple(int(v) for v in value)
+
+
+def _identity_permutation(inst: Instruction) -> bool:
+    return _ints(inst.attrs["permutation"]) == tuple(range(inst.shape.rank))
+
+
+def _same_dims_as_operand(inst: Instruction) -> bool:
+    return inst.operands[0].dims == inst.dims
+
+
+def _identity_broadcast(inst: Instruction) -> bool:
+    dims = _ints(inst.attrs["broadcast_dimensions"])
+    return _same_dims_as_operand(inst) and dims == tuple(range(inst.shape.rank))
+
+
+def _full_slice(inst: Instruction) -> bool:
+    a = inst.attrs
+    operand_dims = inst.operands[0].dims
+    return (all(s == 0 for s in _ints(a["start_indices"]))
+            and _ints(a["limit_indices"]) == operand_dims
+            and all(s == 1 for s in _ints(a["strides"])))
+
+
+def _zero_padding(inst: Instruction) -> bool:
+    a = inst.attrs
+    return all(p == 0 for key in ("edge_padding_low", "edge_padding_high", "interior_padding")
+               for p in _ints(a[key]))
+
+
+def _no_reversal(inst: Instruction) -> bool:
+    return all(inst.dims[d] <= 1 for d in _ints(inst.attrs["dimensions"]))
+
+
+def _compose_transposes(m: Match) -> Instruction:
+    inner, outer = _ints(m["inner"].attrs["permutation"]), _ints(m.inst.attrs["permutation"])
+    perm = tuple(inner[p] for p in outer)
+    if perm == tuple(range(len(perm))):
+        return m["x"]
+    return m.emit("transpose", [m["x"]], m.inst.shape, permutation=perm)
+
+
+def _compose_reshapes(m: Match) -> Instruction:
+    if m["x"].dims == m.inst.dims:
+        return m["x"]
+    return m.emit("reshape", [m["x"]], m.inst.shape)
+
+
+def _compose_broadcasts(m: Match) -> Instruction:
+    inner = _ints(m["inner"].attrs["broadcast_dimensions"])
+    outer = _ints(m.inst.attrs["broadcast_dimensions"])
+    dims = tuple(outer[d] for d in inner)
+    return m.emit("broadcast_in_dim", [m["x"]], m.inst.shape, broadcast_dimensions=dims)
+
+
+def _unit_dims_embedding(src: tuple[int, ...], dst: tuple[int, ...]) -> list[int] | None:
+    """Where each dim of ``src`` sits in ``dst`` when ``dst`` is ``src`` with size-1 dims
+    inserted (so a reshape from ``src`` to ``dst`` moves no data); None otherwise."""
+    where, i = [], 0
+    for j, d in enumerate(dst):
+        if i < len(src) and src[i] == d:
+            where.append(j)
+            i += 1
+        elif d != 1:
+            return None
+    return where if i == len(src) else None
+
+
+def _broadcast_of_unit_reshape(m: Match) -> Instruction | None:
+    where = _unit_dims_embedding(m["x"].dims, m["inner"].dims)
+    if where is None:
+        return None
+    outer = _ints(m.inst.attrs["broadcast_dimensions"])
+    dims = tuple(outer[j] for j in where)
+    return m.emit("broadcast_in_dim", [m["x"]], m.inst.shape, broadcast_dimensions=dims)
+
+
+def _compose_reverses(m: Match) -> Instruction:
+    dims = set(_ints(m["inner"].attrs["dimensions"])) ^ set(_ints(m.inst.attrs["dimensions"]))
+    if not dims:
+        return m["x"]
+    return m.emit("reverse", [m["x"]], m.inst.shape, dimensions=tuple(sorted(dims)))
+
+
+def _compose_slices(m: Match) -> Instruction:
+    inner, outer = m["inner"].attrs, m.inst.attrs
+    starts, limits, strides = [], [], []
+    for d, count in enumerate(m.inst.dims):
+        s1, t1 = int(inner["start_indices"][d]), int(inner["strides"][d])
+        s2, t2 = int(outer["start_indices"][d]), int(outer["strides"][d])
+        start, stride = s1 + s2 * t1, t1 * t2
+        starts.append(start)
+        strides.append(stride)
+        limits.append(start + (count - 1) * stride + 1 if count > 0 else start)
+    return m.emit("slice", [m["x"]], m.inst.shape, start_indices=tuple(starts),
+                  limit_indices=tuple(limits), strides=tuple(strides))
+
+
+def _compose_converts(m: Match) -> Instruction | None:
+    src, mid, dst = m["x"].dtype, m["inner"].dtype, m.inst.dtype
+    if not exact_conversion(src, mid):
+        return None
+    if dst == src:
+        return m["x"]
+    # A float -> int conversion of an out-of-range value depends on the source type.
+    if _kind(src) in "fc" and _kind(dst) in "iu":
+        return None
+    return m.emit("convert", [m["x"]], m.inst.shape)
+
+
+def _compare_self(m: Match) -> Instruction:
+    holds = m.inst.attrs["comparison_direction"] in ("EQ", "LE", "GE")
+    return m.splat(holds, m.inst.shape)
+
+
+def _zeros(m: Match) -> Instruction:
+    return m.splat(0, m.inst.shape)
+
+
+def _tuple_element(m: Match) -> Instruction:
+    return m["t"].operands[int(m.inst.attrs["index"])]
+
+
+# --------------------------------------------------------------------------- the table
+
+x, y = Any("x"), Any("y")
+ZERO, ONE = Splat(_is_zero), Splat(_is_one)
+
+REWRITES: tuple[Rewrite, ...] = (
+    # arithmetic identities
+    Rewrite("add_zero", Op("add", x, ZERO), "x"),
+    Rewrite("zero_add", Op("add", ZERO, x), "x"),
+    Rewrite("subtract_zero", Op("subtract", x, ZERO), "x"),
+    Rewrite("multiply_one", Op("multiply", x, ONE), "x"),
+    Rewrite("one_multiply", Op("multiply", ONE, x), "x"),
+    Rewrite("divide_one", Op("divide", x, ONE), "x"),
+    Rewrite("multiply_zero_int", Op("multiply", x, Splat(_is_zero, "zero")), "zero",
+            where=_integral),
+    Rewrite("zero_multiply_int", Op("multiply", Splat(_is_zero, "zero"), x), "zero",
+            where=_integral),
+    Rewrite("subtract_self_int", Op("subtract", x, x), _zeros, where=_integral),
+    Rewrite("negate_negate", Op("negate", Op("negate", x)), "x"),
+    Rewrite("maximum_self", Op("maximum", x, x), "x"),
+    Rewrite("minimum_self", Op("minimum", x, x), "x"),
+    # logic and bits
+    Rewrite("not_not", Op("not", Op("not", x)), "x"),
+    Rewrite("and_all_ones", Op("and", x, Splat(_is_all_ones)), "x"),
+    Rewrite("all_ones_and", Op("and", Splat(_is_all_ones), x), "x"),
+    Rewrite("or_zero", Op("or", x, ZERO), "x"),
+    Rewrite("zero_or", Op("or", ZERO, x), "x"),
+    Rewrite("xor_zero", Op("xor", x, ZERO), "x"),
+    Rewrite("and_self", Op("and", x, x), "x"),
+    Rewrite("or_self", Op("or", x, x), "x"),
+    Rewrite("compare_self_int", Op("compare", x, x), _compare_self, where=_operand_integral),
+    # selection
+    Rewrite("select_true", Op("select", Splat(_is_true), x, y), "x"),
+    Rewrite("select_false", Op("select", Splat(_is_false), x, y), "y"),
+    Rewrite("select_same", Op("select", Any("p"), x, x), "x"),
+    # element types
+    Rewrite("copy", Op("copy", x), "x"),
+    Rewrite("convert_same_type", Op("convert", x), "x",
+            where=lambda m: m["x"].dtype == m.inst.dtype),
+    Rewrite("convert_convert", Op("convert", Op("convert", x, name="inner")), _compose_converts),
+    # shapes and layouts
+    Rewrite("transpose_identity", Op("transpose", x, where=_identity_permutation), "x"),
+    Rewrite("transpose_transpose", Op("transpose", Op("transpose", x, name="inner")),
+            _compose_transposes),
+    Rewrite("reshape_same_shape", Op("reshape", x, where=_same_dims_as_operand), "x"),
+    Rewrite("reshape_reshape", Op("reshape", Op("reshape", x)), _compose_reshapes),
+    Rewrite("broadcast_identity", Op("broadcast_in_dim", x, where=_identity_broadcast), "x"),
+    Rewrite("broadcast_broadcast",
+            Op("broadcast_in_dim", Op("broadcast_in_dim", x, name="inner")),
+            _compose_broadcasts),
+    Rewrite("broadcast_of_unit_reshape",
+            Op("broadcast_in_dim", Op("reshape", x, name="inner")), _broadcast_of_unit_reshape),
+    Rewrite("slice_full", Op("slice", x, where=_full_slice), "x"),
+    Rewrite("slice_slice", Op("slice", Op("slice", x, name="inner")), _compose_slices),
+    Rewrite("pad_zero", Op("pad", x, y, where=_zero_padding), "x"),
+    Rewrite("concatenate_one", Op("concatenate", x), "x"),
+    Rewrite("reverse_nothing", Op("reverse", x, where=_no_reversal), "x"),
+    Rewrite("reverse_reverse", Op("reverse", Op("reverse", x, name="inner")),
+            _compose_reverses),
+    Rewrite("get_tuple_element_of_tuple", Op("get_tuple_element", Op("tuple", name="t")),
+            _tuple_element),
+)
+
+_BY_OPCODE: dict[str, tuple[Rewrite, ...]] = {}
+for _rw in REWRITES:
+    _BY_OPCODE[_rw.pattern.opcode] = _BY_OPCODE.get(_rw.pattern.opcode, ()) + (_rw,)
+
+
+# --------------------------------------------------------------------------- the pass
+
+
+def rewrite_once(module: Module, inst: Instruction) -> Match | None:
+    """The first rewrite of the table that applies to ``inst``, as its match."""
+    for rw in _BY_OPCODE.get(inst.opcode, ()):
+        m = rw.apply(module, inst)
+        if m is not None:
+            return m
+    return None
+
+
+def _needed(emitted: list[Instruction], result: Instruction) -> list[Instruction]:
+    """The emitted instructions ``result`` depends on (earlier rewrites may be superseded)."""
+    new = {id(i) for i in emitted}
+    needed: set[int] = set()
+    stack = [result]
+    while stack:
+        inst = stack.pop()
+        if id(inst) in new and id(inst) not in needed:
+            needed.add(id(inst))
+            stack.extend(inst.operands)
+    return [i for i in emitted if id(i) in needed]
+
+
+def simplify_instruction(module: Module, inst: Instruction) -> tuple[Instruction,
+                                                                     list[Instruction]]:
+    """The simplest form of ``inst`` and the new instructions it needs (in order)."""
+    current, emitted = inst, []
+    for _ in range(MAX_REWRITES_PER_INSTRUCTION):
+        m = rewrite_once(module, current)
+        if m is None:
+            break
+        emitted.extend(m.emitted)
+        current = m.result
+        if not any(current is e for e in m.emitted):
+            break  # an existing instruction: it has been simplified already
+    return current, _needed(emitted, current)
+
+
+def simplify_computation(module: Module, comp: Computation) -> bool:
+    """Applies the rewrite table to every instruction of ``comp``, in order."""
+    replaced: dict[int, Instruction] = {}
+    out: list[Instruction] = []
+    for inst in comp.instructions:
+        if any(id(op) in replaced for op in inst.operands):
+            inst.operands = [replaced.get(id(op), op) for op in inst.operands]
+        new, emitted = simplify_instruction(module, inst)
+        if new is inst:
+            out.append(inst)
+            continue
+        out.extend(emitted)
+        replaced[id(inst)] = new
+    if not replaced:
+        return False
+    comp.instructions = out
+    comp.root = replaced.get(id(comp.root), comp.root)
+    return True
+
+
+@hlo_pass("algebraic_simplifier")
+def algebraic_simplifier(module: Module) -> bool:
+    """Applies the ``REWRITES`` table to every instruction of every computation.
+
+    Example:
+        >>> import numpy as np
+        >>> from ember.compiler.hlo import Builder, Module, Shape
+        >>> m = Module("m")
+        >>> b = Builder(m, "main")
+        >>> x = b.parameter(0, Shape(np.float32, ()))
+        >>> _ = b.build(b.op("multiply", x, b.constant(np.float32(1))), entry=True)
+        >>> algebraic_simplifier(m), m.entry.root is x
+        (True, True)
+    """
+    changed = False
+    for comp in module.computations:
+        changed |= simplify_computation(module, comp)
+    return changed

@@ -1,0 +1,474 @@
+"""Fusion: groups instructions into ``fusion`` instructions, each of which runs as one kernel.
+
+The pass works on every computation that runs as a sequence of instructions: the entry and the
+computations it reaches through ``while``, ``case`` and ``call`` (never the scalar regions of
+``reduce``/``sort``/``scatter``, nor computations already fused). In each one it:
+
+1. **Producer-consumer fusion** (consumers first): a fusible consumer starts a group and pulls
+   its producers in. A producer whose users are all in the group moves into it; a cheap
+   producer with other users is duplicated into the group (never an op of
+   ``hlo.EXPENSIVE_ELEMENTWISE``: that one stays outside and is read as an operand). Scalar
+   constants are always copied in rather than passed as parameters. Fusible ops are the
+   elementwise ones and ``broadcast_in_dim``, ``reshape``, ``transpose``, ``slice``,
+   ``concatenate``, ``pad``, ``reverse``, ``iota``; a ``reduce`` can only be the root of its
+   group (an "input" fusion), fed by fusible producers.
+2. **Multi-output fusion**: sibling groups that read the same (non-scalar) value are merged,
+   and a producer group is merged into a consumer group (its value becoming an extra output
+   when something outside still needs it), as long as no cycle appears, no reduce result is
+   consumed inside the group, and the outputs share one iteration space: every elementwise
+   output has the same dims, every reduce output reduces the same dimensions of an input of
+   those dims.
+3. **Materialization**: each group becomes ``fusion(inputs...)`` with ``kind`` "input" when
+   an output is a reduce and "loop" otherwise, calling a new ``fused_computation.N`` (whose
+   parameters are the fusion's operands in order). A group with several outputs has a
+   ``tuple`` root and its users read ``get_tuple_element``\\s of the fusion. Groups holding a
+   single op that is neither elementwise nor a reduce are not worth a kernel and stay unfused.
+
+Never fused: ``dot_general``, ``gather``, ``scatter``, ``sort``, ``while``, ``case``,
+``call``, ``custom_call``, ``dynamic_slice``, ``dynamic_update_slice``, tuples, parameters
+and non-scalar constants.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from ember.compiler.hlo import (
+    ELEMENTWISE,
+    EXPENSIVE_ELEMENTWISE,
+    Computation,
+    Instruction,
+    Module,
+    Shape,
+)
+from ember.compiler.passes import hlo_pass
+
+# Ops that may live inside a loop fusion (as producers or consumers).
+LOOP_FUSIBLE = ELEMENTWISE | frozenset({
+    "broadcast_in_dim", "reshape", "transpose", "slice", "concatenate", "pad", "reverse",
+    "iota",
+})
+# Ops whose called computations run as instruction sequences (and so are fused too).
+_CONTROL_FLOW = frozenset({"while", "case", "call"})
+
+
+def _is_scalar_constant(inst: Instruction) -> bool:
+    return inst.opcode == "constant" and not inst.shape.is_tuple and inst.shape.rank == 0
+
+
+def _groupable(inst: Instruction) -> bool:
+    """Whether ``inst`` may be a (home) member of a fusion group."""
+    if inst.shape.is_tuple:
+        # Only a variadic reduce (the root of its own fusion) has a tuple result here.
+        return inst.opcode == "reduce"
+    return inst.opcode in LOOP_FUSIBLE or inst.opcode == "reduce"
+
+
+def _unique(insts: Iterable[Instruction]) -> list[Instruction]:
+    seen: set[int] = set()
+    out = []
+    for i in insts:
+        if id(i) not in seen:
+            seen.add(id(i))
+            out.append(i)
+    return out
+
+
+class _Group:
+    """Instructions fused together: ``home`` members (whose value this group provides to the
+    rest of the computation) and ``private`` copies of cheap producers (used only inside)."""
+
+    __slots__ = ("home", "private", "serial")
+    _serials = itertools.count()
+
+    def __init__(self) -> None:
+        self.home: dict[int, Instruction] = {}
+        self.private: dict[int, Instruction] = {}
+        self.serial = next(self._serials)
+
+    def contains(self, inst: Instruction) -> bool:
+        return id(inst) in self.home or id(inst) in self.private
+
+    def members(self) -> list[Instruction]:
+        return list(self.home.values()) + [
+            m for k, m in self.private.items() if k not in self.home]
+
+
+class _ComputationFuser:
+    """Fusion of one computation: grouping, multi-output merging, then rewriting."""
+
+    def __init__(self, module: Module, comp: Computation):
+        self.module = module
+        self.comp = comp
+        self.pos = {id(inst): n for n, inst in enumerate(comp.instructions)}
+        users = comp.users()
+        self.users = {id(i): _unique(us) for i, us in users.items()}
+        self.home: dict[int, _Group] = {}
+        self.private_in: dict[int, dict[int, _Group]] = {}
+        self.groups: dict[int, _Group] = {}
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _new_group(self, inst: Instruction) -> _Group:
+        g = _Group()
+        self.groups[g.serial] = g
+        self._add_home(inst, g)
+        return g
+
+    def _add_home(self, inst: Instruction, g: _Group) -> None:
+        g.home[id(inst)] = inst
+        self.home[id(inst)] = g
+        if g.private.pop(id(inst), None) is not None:
+            self.private_in[id(inst)].pop(g.serial, None)
+
+    def _add_private(self, inst: Instruction, g: _Group) -> None:
+        g.private[id(inst)] = inst
+        self.private_in.setdefault(id(inst), {})[g.serial] = g
+
+    def _contexts(self, inst: Instruction) -> list:
+        """Where ``inst`` is computed: its home group (or itself, when it runs unfused) and
+        the groups holding a private copy."""
+        out: list = list(self.private_in.get(id(inst), {}).values())
+        g = self.home.get(id(inst))
+        if g is not None:
+            out.append(g)
+        elif not _groupable(inst) and not _is_scalar_constant(inst):
+            out.append(inst)
+        return out
+
+    def _readers(self, inst: Instruction) -> list:
+        """Contexts that read the value of ``inst`` from outside ``inst``'s own context."""
+        out = []
+        for u in self.users[id(inst)]:
+            for k in self._contexts(u):
+                if isinstance(k, _Group) and k.contains(inst):
+                    continue
+                out.append(k)
+        return _unique_objects(out)
+
+    def _successors(self, ctx) -> list:
+        if isinstance(ctx, _Group):
+            found = []
+            for m in ctx.home.values():
+                found.extend(k for k in self._readers(m) if k is not ctx)
+            return _unique_objects(found)
+        return self._readers(ctx)
+
+    def _inputs(self, g: _Group) -> list[Instruction]:
+        """Values ``g`` reads from outside, in order of first use."""
+        members = sorted(g.members(), key=lambda m: self.pos[id(m)])
+        return _unique(op for m in members for op in m.operands if not g.contains(op))
+
+    def _outputs(self, groups: list[_Group]) -> list[Instruction]:
+        """Home members of the union of ``groups`` whose values are needed outside it."""
+        out = []
+        for g in groups:
+            for m in g.home.values():
+                outside = [k for k in self._readers(m) if not any(k is h for h in groups)]
+                if outside or m is self.comp.root:
+                    out.append(m)
+        return sorted(out, key=lambda m: self.pos[id(m)])
+
+    # ------------------------------------------------------------------ producer-consumer
+
+    def _needed_outside(self, inst: Instruction) -> bool:
+        return inst is self.comp.root or bool(self._readers(inst))
+
+    def group_producers(self) -> None:
+        for inst in reversed(self.comp.instructions):
+            if not _groupable(inst):
+                continue
+            g = self.home.get(id(inst))
+            if g is None:
+                if not self._needed_outside(inst):
+                    continue  # dead, or every user computes its own copy
+                g = self._new_group(inst)
+            self._fuse_operands(inst, g)
+
+    def _fuse_operands(self, inst: Instruction, g: _Group) -> None:
+        for op in _unique(inst.operands):
+            self._try_fuse(op, g)
+
+    def _try_fuse(self, producer: Instruction, g: _Group) -> None:
+        if g.contains(producer):
+            return
+        if _is_scalar_constant(producer):
+            self._add_private(producer, g)
+            return
+        if producer.opcode not in LOOP_FUSIBLE or producer.shape.is_tuple:
+            return
+        users = self.users[id(producer)]
+        if id(producer) not in self.home and all(self.home.get(id(u)) is g for u in users):
+            self._add_home(producer, g)  # its own producers are pulled in when it is visited
+        elif producer.opcode not in EXPENSIVE_ELEMENTWISE:
+            self._add_private(producer, g)
+            self._fuse_operands(producer, g)
+
+    # ------------------------------------------------------------------ multi-output
+
+    def merge_multi_output(self) -> None:
+        while self._merge_producers() | self._merge_siblings():
+            pass
+
+    def _merge_producers(self) -> bool:
+        merged = False
+        order = sorted(self.groups.values(), key=self._last_pos, reverse=True)
+        for p in order:
+            if p.serial not in self.groups or self._has_reduce(p):
+                continue
+            for c in self._successors(p):
+                if isinstance(c, _Group) and self._can_merge(p, c):
+                    self._merge(c, p)
+                    merged = True
+                    break
+        return merged
+
+    def _merge_siblings(self) -> bool:
+        readers: dict[int, list[_Group]] = {}
+        values: dict[int, Instruction] = {}
+        for g in sorted(self.groups.values(), key=self._last_pos):
+            for x in self._inputs(g):
+                if not x.shape.is_tuple and x.shape.size > 1:
+                    readers.setdefault(id(x), []).append(g)
+                    values[id(x)] = x
+        merged = False
+        for key in sorted(readers, key=lambda k: self.pos[k]):
+            gs = readers[key]
+            for i, a in enumerate(gs):
+                for b in gs[i + 1:]:
+                    live = a.serial in self.groups and b.serial in self.groups
+                    if live and a is not b and self._can_merge(a, b):
+                        self._merge(a, b)
+                        merged = True
+        return merged
+
+    def _has_reduce(self, g: _Group) -> bool:
+        return any(m.opcode == "reduce" for m in g.home.values())
+
+    def _last_pos(self, g: _Group) -> int:
+        return max(self.pos[k] for k in g.home)
+
+    def _can_merge(self, a: _Group, b: _Group) -> bool:
+        both = [a, b]
+        if self._reduce_feeds_inside(both):
+            return False
+        if not _same_iteration_space(self._outputs(both)):
+            return False
+        return not (self._reaches_through_other(a, b) or self._reaches_through_other(b, a))
+
+    def _reduce_feeds_inside(self, groups: list[_Group]) -> bool:
+        homes = {k for g in groups for k in g.home}
+        for g in groups:
+            for m in g.members():
+                for op in m.operands:
+                    if op.opcode == "reduce" and id(op) in homes:
+                        return True
+        return False
+
+    def _reaches_through_other(self, src: _Group, dst: _Group) -> bool:
+        """Whether a path src -> X -> ... -> dst exists through some other context X."""
+        limit = max(self.pos[id(m)] for m in dst.members())
+        stack = [k for k in self._successors(src) if k is not dst]
+        seen = {id(k) for k in stack}
+        while stack:
+            ctx = stack.pop()
+            if ctx is dst:
+                return True
+            first = (min(self.pos[k] for k in ctx.home) if isinstance(ctx, _Group)
+                     else self.pos[id(ctx)])
+            if first >= limit:
+                continue  # everything it feeds comes after all of dst
+            for k in self._successors(ctx):
+                if id(k) not in seen:
+                    seen.add(id(k))
+                    stack.append(k)
+        return False
+
+    def _merge(self, into: _Group, other: _Group) -> None:
+        del self.groups[other.serial]
+        for inst in other.home.values():
+            self._add_home(inst, into)
+        for k, inst in other.private.items():
+            self.private_in[k].pop(other.serial, None)
+            if k not in into.home:
+                self._add_private(inst, into)
+
+    # ------------------------------------------------------------------ rewriting
+
+    def dissolve_trivial_groups(self) -> None:
+        for g in list(self.groups.values()):
+            ops = [m for m in g.members() if m.opcode != "constant"]
+            if len(ops) == 1 and ops[0].opcode not in ELEMENTWISE and ops[0].opcode != "reduce":
+                del self.groups[g.serial]
+                for k in g.home:
+                    del self.home[k]
+                for k in g.private:
+                    self.private_in[k].pop(g.serial, None)
+
+    def rewrite(self) -> bool:
+        """Replaces the groups by fusion instructions; returns whether any was made."""
+        needed, standalone = self._needed()
+        if not needed:
+            return False
+        provided: dict[int, Instruction] = {}
+        new_insts: list[Instruction] = []
+        for g in sorted(needed, key=lambda h: self._last_pos(h)):
+            outputs = sorted(needed[g].values(), key=lambda m: self.pos[id(m)])
+            new_insts.extend(self._emit_fusion(g, outputs, provided))
+        kept = [i for i in self.comp.instructions if id(i) in standalone]
+        for inst in kept + new_insts:
+            inst.operands = [provided.get(id(op), op) for op in inst.operands]
+        self.comp.instructions = kept + new_insts
+        self.comp.root = provided.get(id(self.comp.root), self.comp.root)
+        self.comp.sort_topologically()
+        return True
+
+    def _needed(self) -> tuple[dict[_Group, dict[int, Instruction]], set[int]]:
+        """The groups that are needed (with their needed outputs) and the unfused
+        instructions that stay, found from the root and every non-fusible instruction."""
+        needed: dict[_Group, dict[int, Instruction]] = {}
+        standalone: set[int] = set()
+        stack = [self.comp.root]
+        stack.extend(i for i in self.comp.instructions
+                     if not _groupable(i) and i.opcode != "constant")
+        while stack:
+            inst = stack.pop()
+            g = self.home.get(id(inst))
+            if g is None:
+                if id(inst) not in standalone:
+                    standalone.add(id(inst))
+                    stack.extend(inst.operands)
+                continue
+            if g not in needed:
+                needed[g] = {}
+                stack.extend(self._inputs(g))
+            needed[g][id(inst)] = inst
+        return needed, standalone
+
+    def _emit_fusion(self, g: _Group, outputs: list[Instruction],
+                     provided: dict[int, Instruction]) -> list[Instruction]:
+        inputs = self._inputs(g)
+        fused = self._fused_computation(g, inputs, outputs)
+        kind = "input" if any(o.opcode == "reduce" for o in outputs) else "loop"
+        fusion = Instruction("fusion", inputs, fused.root.shape, {"kind": kind}, [fused],
+                             self.module.new_name("fusion"))
+        if len(outputs) == 1:
+            provided[id(outputs[0])] = fusion
+            return [fusion]
+        made = [fusion]
+        for n, out in enumerate(outputs):
+            gte = Instruction("get_tuple_element", [fusion], out.shape, {"index": n}, (),
+                              self.module.new_name("get_tuple_element"))
+            provided[id(out)] = gte
+            made.append(gte)
+        return made
+
+    def _fused_computation(self, g: _Group, inputs: list[Instruction],
+                           outputs: list[Instruction]) -> Computation:
+        name = self.module.new_name("fused_computation")
+        inside: dict[int, Instruction] = {}
+        insts = []
+        for n, x in enumerate(inputs):
+            p = Instruction("parameter", [], x.shape, {"index": n}, (),
+                            self.module.new_name(f"param_{n}"))
+            inside[id(x)] = p
+            insts.append(p)
+        for m in sorted(g.members(), key=lambda m: self.pos[id(m)]):
+            clone = Instruction(m.opcode, [inside[id(op)] for op in m.operands], m.shape,
+                                dict(m.attrs), list(m.calls), self.module.new_name(m.opcode))
+            inside[id(m)] = clone
+            insts.append(clone)
+        if len(outputs) == 1:
+            root = inside[id(outputs[0])]
+        else:
+            elems = [inside[id(o)] for o in outputs]
+            root = Instruction("tuple", elems, _tuple_shape(elems), {}, (),
+                               self.module.new_name("tuple"))
+            insts.append(root)
+        fused = Computation(name, insts, root)
+        index = next(n for n, c in enumerate(self.module.computations) if c is self.comp)
+        self.module.computations.insert(index, fused)
+        return fused
+
+
+def _tuple_shape(elems: list[Instruction]) -> Shape:
+    return Shape.tuple(e.shape for e in elems)
+
+
+def _unique_objects(objs: list) -> list:
+    seen: set[int] = set()
+    out = []
+    for o in objs:
+        if id(o) not in seen:
+            seen.add(id(o))
+            out.append(o)
+    return out
+
+
+def _same_iteration_space(outputs: list[Instruction]) -> bool:
+    """Whether the outputs of one fusion can be produced by one loop nest."""
+    if len(outputs) <= 1:
+        return True
+    if any(o.shape.is_tuple for o in outputs):
+        return False
+    loop_dims = {o.dims for o in outputs if o.opcode != "reduce"}
+    reduces = {(o.operands[0].dims, tuple(o.attrs.get("dimensions", ())))
+               for o in outputs if o.opcode == "reduce"}
+    if len(loop_dims) > 1 or len(reduces) > 1:
+        return False
+    if loop_dims and reduces:
+        return next(iter(loop_dims)) == next(iter(reduces))[0]
+    return True
+
+
+def fusible_computations(module: Module) -> list[Computation]:
+    """The entry and the computations it runs through control flow, callees first."""
+    found: list[Computation] = []
+    stack = [module.entry]
+    while stack:
+        comp = stack.pop()
+        if any(comp is c for c in found):
+            continue
+        found.append(comp)
+        for inst in comp.instructions:
+            if inst.opcode in _CONTROL_FLOW:
+                stack.extend(inst.calls)
+    return found[::-1]
+
+
+def fuse_computation(module: Module, comp: Computation) -> bool:
+    """Fuses the instructions of ``comp`` (a computation of ``module``) in place."""
+    fuser = _ComputationFuser(module, comp)
+    fuser.group_producers()
+    fuser.merge_multi_output()
+    fuser.dissolve_trivial_groups()
+    return fuser.rewrite()
+
+
+@hlo_pass("fusion")
+def fuse_module(module: Module) -> bool:
+    """Groups the instructions of ``module`` into loop, input and multi-output fusions.
+
+    Args:
+        module: the module to rewrite in place.
+
+    Returns:
+        Whether any fusion was created.
+
+    Example:
+        >>> from ember.compiler.hlo import Builder, Module, Shape
+        >>> m = Module("m")
+        >>> b = Builder(m, "main")
+        >>> x = b.parameter(0, Shape("float32", (8,)))
+        >>> y = b.op("negate", b.op("add", x, x))
+        >>> _ = b.build(y, entry=True)
+        >>> fuse_module(m)
+        True
+        >>> m.entry.root.opcode, m.entry.root.attrs["kind"]
+        ('fusion', 'loop')
+    """
+    changed = False
+    for comp in fusible_computations(module):
+        changed |= fuse_computation(module, comp)
+    return changed

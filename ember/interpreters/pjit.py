@@ -1,0 +1,69 @@
+"""The ``pjit`` primitive: a call of a jitted function, staged as one equation.
+
+When a jitted function is called while another transformation traces (``make_jaxpr``, an
+enclosing ``jit``, ...), it is traced to its own closed jaxpr and bound as
+``pjit[name=f jaxpr={ lambda ... }]``. Lowering inlines the jaxpr; the eager impl (used when a
+jaxpr holding a ``pjit`` equation is evaluated op by op) compiles and runs it. The impl needs
+the runtime, which installs it at import (``ember.runtime.dispatch``), the way
+``core.set_eager_handler`` wires the eager path.
+
+Example:
+    >>> print(ember.make_jaxpr(lambda x: ember.jit(jnp.sin)(x))(1.0))
+    { lambda ; a:f32[]. let b:f32[] = pjit[jaxpr={ lambda ; c:f32[]. let d:f32[] = sin c in (d,) } name=sin] a in (b,) }
+"""  # noqa: E501
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ember import core
+from ember.jaxpr import ClosedJaxpr, Jaxpr
+
+pjit_p = core.MultipleResultsPrimitive("pjit")
+
+
+def _pjit_abstract_eval(*avals: core.ShapedArray, jaxpr: ClosedJaxpr, name: str):
+    expected = jaxpr.in_avals
+    if len(avals) != len(expected):
+        raise TypeError(f"pjit {name!r}: expected {len(expected)} arguments, got {len(avals)}")
+    for i, (got, want) in enumerate(zip(avals, expected)):
+        if (got.shape, got.dtype) != (want.shape, want.dtype):
+            raise TypeError(f"pjit {name!r}: argument {i} has type {got.str_short()}, the jaxpr "
+                            f"expects {want.str_short()}")
+    return list(jaxpr.out_avals)
+
+
+def _pjit_lowering(ctx: Any, *args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    consts = [ctx.constant(c, v.aval.dtype) for c, v in zip(jaxpr.consts, jaxpr.jaxpr.constvars)]
+    return ctx.lower_jaxpr(jaxpr.jaxpr, consts, list(args))
+
+
+pjit_p.def_abstract_eval(_pjit_abstract_eval)
+pjit_p.def_lowering(_pjit_lowering)
+
+
+def closure_convert(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+    """Turns constants that are tracers (values of an enclosing trace) into leading inputs.
+
+    Returns the new closed jaxpr and the tracers to pass before the original arguments.
+    """
+    tracer_vars, tracer_vals, keep_vars, keep_vals = [], [], [], []
+    for v, c in zip(closed.jaxpr.constvars, closed.consts):
+        if isinstance(c, core.Tracer):
+            tracer_vars.append(v)
+            tracer_vals.append(c)
+        else:
+            keep_vars.append(v)
+            keep_vals.append(c)
+    if not tracer_vars:
+        return closed, []
+    j = closed.jaxpr
+    jaxpr = Jaxpr(keep_vars, tracer_vars + j.invars, j.outvars, j.eqns)
+    return ClosedJaxpr(jaxpr, keep_vals), tracer_vals
+
+
+def bind_pjit(closed: ClosedJaxpr, name: str, args: Sequence[Any]) -> list[Any]:
+    """Binds ``pjit`` on the current trace for a traced jitted call (consts closed over)."""
+    closed, extra = closure_convert(closed)
+    return pjit_p.bind(*extra, *args, jaxpr=closed, name=name)

@@ -1,0 +1,249 @@
+"""Compiling closed jaxprs into executables and running them, synchronously or not.
+
+``compile_closed_jaxpr`` runs the pipeline: lower (``ember.compiler.lower``) → optimize
+(``ember.compiler.pipeline``) → backend compile, and wraps the result in a ``LoadedExecutable``
+that takes and returns ``ember.Array``s. Dispatch is asynchronous: a call queues the work on
+the device's worker thread and returns pending arrays at once; using their value waits (see
+``Array._resolve``), and an error raised by the executable surfaces there. Executables whose
+estimated memory traffic is tiny run inline on the calling thread instead, where a thread
+hand-off would cost more than the work.
+
+``EMBER_DUMP_TO=dir`` (read at each compile) writes ``<name>.<n>.jaxpr.txt`` and the HLO
+before and after every pass (``<name>.<n>.<stage>.hlo.txt``).
+
+Example:
+    >>> exe = compile_closed_jaxpr(ember.make_jaxpr(jnp.sin)(1.0), "sin")
+    >>> exe.execute([jnp.float32(0.5)])
+    [Array(0.47942555, dtype=float32)]
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import re
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+
+from ember import core
+from ember.backends import canonical_name, get_backend
+from ember.compiler.lower import lower_closed_jaxpr
+from ember.compiler.pipeline import optimize
+from ember.interpreters.pjit import pjit_p
+from ember.runtime.array import Array
+
+# Executables that read and write less than this many bytes run on the calling thread.
+INLINE_BYTES_LIMIT = 1 << 20
+
+_ndarray = np.ndarray
+_new_array = object.__new__
+
+
+# --------------------------------------------------------------------------- device worker
+
+
+class _DeviceWorker:
+    """One thread per device running queued executables in submission order.
+
+    FIFO order matters: work reading a pending array always runs after the work producing it.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def ident(self) -> int | None:
+        return self._thread.ident if self._thread is not None else None
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        future: Future = Future()
+        self._queue.put((future, fn, args))
+        if self._thread is None:
+            self._start()
+        return future
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+                thread.start()
+                self._thread = thread
+
+    def _loop(self) -> None:
+        while True:
+            future, fn, args = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args)
+            except BaseException as e:  # the error belongs to whoever waits on the result
+                future.set_exception(e)
+            else:
+                future.set_result(result)
+            del future, fn, args, result  # drop references before blocking on the queue
+
+
+_WORKER = _DeviceWorker("ember-cpu-0")
+
+
+def on_worker_thread() -> bool:
+    """Whether the caller is the device worker (work submitted from there runs inline)."""
+    return threading.get_ident() == _WORKER.ident
+
+
+# --------------------------------------------------------------------------- executables
+
+
+class LoadedExecutable:
+    """A compiled module with its calling convention: Arrays in, Arrays out.
+
+    ``in_avals``/``out_avals`` are the jaxpr's; ``consts`` are the hoisted constants appended
+    to the arguments; ``cost`` is the optimized module's cost analysis; ``inline`` says whether
+    calls run on the calling thread.
+    """
+
+    __slots__ = ("name", "backend", "module", "executable", "in_avals", "out_avals", "consts",
+                 "cost", "inline")
+
+    def __init__(self, name: str, backend: str, module: Any, executable: Any,
+                 in_avals: list, out_avals: list, consts: list, cost: dict):
+        self.name = name
+        self.backend = backend
+        self.module = module
+        self.executable = executable
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+        self.consts = consts
+        self.cost = cost
+        self.inline = cost.get("bytes accessed", 0.0) < INLINE_BYTES_LIMIT
+
+    def execute(self, args: list) -> list[Array]:
+        """Runs on ``args`` (Arrays, or values already converted to the input dtypes)."""
+        if self.inline or on_worker_thread():
+            return self._wrap_outputs(self._run(args))
+        future = _WORKER.submit(self._run, args)
+        return [Array._make_pending(aval, future, i) for i, aval in enumerate(self.out_avals)]
+
+    def execute_values(self, values: list) -> list[np.ndarray]:
+        """Runs synchronously on NumPy values; returns NumPy outputs of the exact out types."""
+        return self._run(values)
+
+    def _run(self, args: list) -> list[np.ndarray]:
+        values = [a._value if isinstance(a, Array) else a for a in args]
+        if self.consts:
+            values.extend(self.consts)
+        outs = self.executable.execute(values)
+        return [_exact(o, aval, self.name) for o, aval in zip(outs, self.out_avals)]
+
+    def _wrap_outputs(self, outs: list[np.ndarray]) -> list[Array]:
+        result = []
+        for value, aval in zip(outs, self.out_avals):
+            out = _new_array(Array)
+            out._value = value
+            out.aval = aval
+            result.append(out)
+        return result
+
+
+def _exact(value: Any, aval: core.ShapedArray, name: str) -> np.ndarray:
+    if type(value) is not _ndarray:
+        value = np.asarray(value)
+    if value.dtype != aval.dtype:
+        value = value.astype(aval.dtype)
+    if value.shape != aval.shape:
+        raise RuntimeError(f"{name}: the executable produced shape {value.shape} where the "
+                           f"jaxpr says {aval.str_short()}")
+    if value.flags.writeable:
+        value.flags.writeable = False
+    return value
+
+
+# --------------------------------------------------------------------------- compiling
+
+_dump_ids = itertools.count()
+
+
+def _sanitize(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("_") or "fn"
+
+
+class _Dumper:
+    """Writes the jaxpr and each pipeline stage's HLO under ``EMBER_DUMP_TO``."""
+
+    def __init__(self, directory: str, name: str):
+        self.prefix = os.path.join(directory, f"{_sanitize(name)}.{next(_dump_ids)}")
+        os.makedirs(directory, exist_ok=True)
+
+    def write(self, suffix: str, text: str) -> None:
+        with open(f"{self.prefix}.{suffix}", "w") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+
+    def stage(self, stage: str, text: str) -> None:
+        self.write(f"{_sanitize(stage)}.hlo.txt", text)
+
+
+def _estimate_cost(module: Any) -> dict:
+    try:
+        from ember.compiler.cost_analysis import cost_analysis
+    except ModuleNotFoundError as e:  # the cost model is optional for dispatch decisions
+        if e.name != "ember.compiler.cost_analysis":
+            raise
+        entry = module.entry
+        traffic = sum(i.shape.nbytes for i in entry.instructions if i.opcode != "tuple")
+        return {"bytes accessed": float(2 * traffic)}
+    return dict(cost_analysis(module))
+
+
+def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> LoadedExecutable:
+    """Lowers, optimizes and compiles ``closed`` for ``backend``.
+
+    Example:
+        >>> exe = compile_closed_jaxpr(ember.make_jaxpr(jnp.cos)(0.0), "cos")
+    """
+    backend_name = canonical_name(backend)
+    module_name = f"jit_{_sanitize(name)}"
+    directory = os.environ.get("EMBER_DUMP_TO")
+    dumper = _Dumper(directory, module_name) if directory else None
+    if dumper is not None:
+        dumper.write("jaxpr.txt", str(closed))
+    lowered = lower_closed_jaxpr(closed, name=module_name)
+    module = optimize(lowered.module, dump=dumper.stage if dumper is not None else None)
+    executable = get_backend(backend_name).compile(
+        module, dump=dumper.stage if dumper is not None else None)
+    consts = [np.asarray(c, dtype=v.aval.dtype) for c, v in
+              zip(lowered.hoisted_consts, _hoisted_vars(closed, lowered))]
+    return LoadedExecutable(module_name, backend_name, module, executable,
+                            list(lowered.in_avals), list(lowered.out_avals), consts,
+                            _estimate_cost(module))
+
+
+def _hoisted_vars(closed: Any, lowered: Any) -> list:
+    # The lowering hoists constants in constvar order; match them back by identity.
+    by_id = {id(c): v for c, v in zip(closed.consts, closed.jaxpr.constvars)}
+    return [by_id[id(c)] for c in lowered.hoisted_consts]
+
+
+# --------------------------------------------------------------------------- pjit impl
+
+# id(closed jaxpr) -> (closed jaxpr, executable); the jaxpr is held so its id stays unique.
+_pjit_executables: dict[int, tuple[Any, LoadedExecutable]] = {}
+_PJIT_CACHE_SIZE = 256
+
+
+def _pjit_impl(*values: Any, jaxpr: Any, name: str) -> list[np.ndarray]:
+    hit = _pjit_executables.get(id(jaxpr))
+    if hit is None or hit[0] is not jaxpr:
+        if len(_pjit_executables) >= _PJIT_CACHE_SIZE:
+            _pjit_executables.pop(next(iter(_pjit_executables)))
+        hit = _pjit_executables[id(jaxpr)] = (jaxpr, compile_closed_jaxpr(jaxpr, name))
+    return hit[1].execute_values(list(values))
+
+
+pjit_p.def_impl(_pjit_impl)

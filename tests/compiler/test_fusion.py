@@ -1,0 +1,498 @@
+"""Tests of the fusion pass: golden HLO text, evaluation before/after, verifier, fuzzing."""
+
+import random
+import textwrap
+
+import numpy as np
+import pytest
+
+from ember.compiler.evaluator import evaluate_computation
+from ember.compiler.hlo import Builder, Module, Shape
+from ember.compiler.passes.fusion import fuse_module
+from ember.compiler.pipeline import optimize
+from ember.compiler.verifier import verify_module
+
+F32 = np.dtype(np.float32)
+S32 = np.dtype(np.int32)
+X = Shape(F32, (4, 8))
+
+
+def region(m, opcode, name="region_sum"):
+    b = Builder(m, m.new_name(name))
+    x = b.parameter(0, Shape(F32, ()), name=m.new_name("x"))
+    y = b.parameter(1, Shape(F32, ()), name=m.new_name("y"))
+    return b.build(b.op(opcode, x, y))
+
+
+def splat(b, value, shape=X):
+    return b.op("broadcast_in_dim", b.constant(value, F32), shape=shape, broadcast_dimensions=())
+
+
+def reduce_sum(b, x, body, dims=(1,)):
+    return b.op("reduce", x, b.constant(0.0, F32), dimensions=dims, calls=[body])
+
+
+def flat(value):
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+def check_fusion(m, args):
+    """Fuses ``m``, checking the verifier and that evaluation is unchanged; returns text."""
+    before = flat(evaluate_computation(m.entry, args))
+    assert fuse_module(m)
+    verify_module(m)
+    after = flat(evaluate_computation(m.entry, args))
+    assert len(before) == len(after)
+    for want, got in zip(before, after):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not fuse_module(m)  # idempotent
+    return m.to_text()
+
+
+def golden(text):
+    return textwrap.dedent(text).strip() + "\n"
+
+
+def same_text(got, want):
+    assert got.strip() == golden(want).strip(), got
+
+
+def opcodes(comp):
+    return [i.opcode for i in comp.instructions]
+
+
+def fused_opcodes(m):
+    return [i.opcode for c in m.computations if c.name.startswith("fused_computation")
+            for i in c.instructions]
+
+
+def rand(*shape, seed=0):
+    return np.random.RandomState(seed).rand(*shape).astype(F32)
+
+
+# --------------------------------------------------------------------------- golden cases
+
+
+def elementwise_chain():
+    m = Module("chain")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    y = b.op("multiply", b.op("add", x, x), splat(b, 2.0))
+    b.build(b.op("negate", b.op("subtract", y, x)), entry=True)
+    return m
+
+
+def test_elementwise_chain_is_one_loop_fusion():
+    m = elementwise_chain()
+    same_text(check_fusion(m, [rand(4, 8)]), """
+        HloModule chain
+
+        %fused_computation.8 (param_0.9: f32[4,8]) -> f32[4,8] {
+          %param_0.9 = f32[4,8] parameter(0)
+          %add.10 = f32[4,8] add(%param_0.9, %param_0.9)
+          %constant.11 = f32[] constant(2)
+          %broadcast_in_dim.12 = f32[4,8] broadcast_in_dim(%constant.11), broadcast_dimensions={}
+          %multiply.13 = f32[4,8] multiply(%add.10, %broadcast_in_dim.12)
+          %subtract.14 = f32[4,8] subtract(%multiply.13, %param_0.9)
+          ROOT %negate.15 = f32[4,8] negate(%subtract.14)
+        }
+
+        ENTRY %main (Arg_0.1: f32[4,8]) -> f32[4,8] {
+          %Arg_0.1 = f32[4,8] parameter(0)
+          ROOT %fusion.16 = f32[4,8] fusion(%Arg_0.1), kind=loop, calls={%fused_computation.8}
+        }
+    """)
+
+
+def exp_two_consumers():
+    m = Module("exp2")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    e = b.op("exponential", x)
+    a = b.op("add", e, x)
+    c = b.op("multiply", e, e)
+    b.build(b.op("tuple", a, c), entry=True)
+    return m
+
+
+def test_exp_feeding_two_consumers_is_not_duplicated():
+    m = exp_two_consumers()
+    same_text(check_fusion(m, [rand(4, 8)]), """
+        HloModule exp2
+
+        %fused_computation.6 (param_0.7: f32[4,8]) -> (f32[4,8], f32[4,8]) {
+          %param_0.7 = f32[4,8] parameter(0)
+          %exponential.8 = f32[4,8] exponential(%param_0.7)
+          %add.9 = f32[4,8] add(%exponential.8, %param_0.7)
+          %multiply.10 = f32[4,8] multiply(%exponential.8, %exponential.8)
+          ROOT %tuple.11 = (f32[4,8], f32[4,8]) tuple(%add.9, %multiply.10)
+        }
+
+        ENTRY %main (Arg_0.1: f32[4,8]) -> (f32[4,8], f32[4,8]) {
+          %Arg_0.1 = f32[4,8] parameter(0)
+          %fusion.12 = (f32[4,8], f32[4,8]) fusion(%Arg_0.1), kind=loop, calls={%fused_computation.6}
+          %get_tuple_element.13 = f32[4,8] get_tuple_element(%fusion.12), index=0
+          %get_tuple_element.14 = f32[4,8] get_tuple_element(%fusion.12), index=1
+          ROOT %tuple.5 = (f32[4,8], f32[4,8]) tuple(%get_tuple_element.13, %get_tuple_element.14)
+        }
+    """)
+
+
+def reduce_of_elementwise():
+    m = Module("reduce_ew")
+    body = region(m, "add")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    y = b.op("add", b.op("multiply", x, x), splat(b, 1.0))
+    b.build(reduce_sum(b, y, body), entry=True)
+    return m
+
+
+def test_reduce_fed_by_elementwise_is_input_fusion():
+    m = reduce_of_elementwise()
+    same_text(check_fusion(m, [rand(4, 8)]), """
+        HloModule reduce_ew
+
+        %region_sum.1 (x.2: f32[], y.3: f32[]) -> f32[] {
+          %x.2 = f32[] parameter(0)
+          %y.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%x.2, %y.3)
+        }
+
+        %fused_computation.12 (param_0.13: f32[4,8]) -> f32[4] {
+          %param_0.13 = f32[4,8] parameter(0)
+          %multiply.14 = f32[4,8] multiply(%param_0.13, %param_0.13)
+          %constant.15 = f32[] constant(1)
+          %broadcast_in_dim.16 = f32[4,8] broadcast_in_dim(%constant.15), broadcast_dimensions={}
+          %add.17 = f32[4,8] add(%multiply.14, %broadcast_in_dim.16)
+          %constant.18 = f32[] constant(0)
+          ROOT %reduce.19 = f32[4] reduce(%add.17, %constant.18), dimensions={1}, calls={%region_sum.1}
+        }
+
+        ENTRY %main (Arg_0.5: f32[4,8]) -> f32[4] {
+          %Arg_0.5 = f32[4,8] parameter(0)
+          ROOT %fusion.20 = f32[4] fusion(%Arg_0.5), kind=input, calls={%fused_computation.12}
+        }
+    """)
+
+
+def sibling_reductions():
+    m = Module("siblings")
+    add = region(m, "add")
+    mx = region(m, "maximum", "region_max")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    s = reduce_sum(b, x, add)
+    q = reduce_sum(b, b.op("multiply", x, x), add)
+    t = b.op("reduce", x, b.constant(-np.inf, F32), dimensions=(1,), calls=[mx])
+    b.build(b.op("tuple", s, q, t), entry=True)
+    return m
+
+
+def test_sibling_reductions_are_one_multi_output_fusion():
+    m = sibling_reductions()
+    same_text(check_fusion(m, [rand(4, 8)]), """
+        HloModule siblings
+
+        %region_sum.1 (x.2: f32[], y.3: f32[]) -> f32[] {
+          %x.2 = f32[] parameter(0)
+          %y.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%x.2, %y.3)
+        }
+
+        %region_max.5 (x.6: f32[], y.7: f32[]) -> f32[] {
+          %x.6 = f32[] parameter(0)
+          %y.7 = f32[] parameter(1)
+          ROOT %maximum.8 = f32[] maximum(%x.6, %y.7)
+        }
+
+        %fused_computation.18 (param_0.19: f32[4,8]) -> (f32[4], f32[4], f32[4]) {
+          %param_0.19 = f32[4,8] parameter(0)
+          %constant.20 = f32[] constant(0)
+          %reduce.21 = f32[4] reduce(%param_0.19, %constant.20), dimensions={1}, calls={%region_sum.1}
+          %multiply.22 = f32[4,8] multiply(%param_0.19, %param_0.19)
+          %constant.23 = f32[] constant(0)
+          %reduce.24 = f32[4] reduce(%multiply.22, %constant.23), dimensions={1}, calls={%region_sum.1}
+          %constant.25 = f32[] constant(-inf)
+          %reduce.26 = f32[4] reduce(%param_0.19, %constant.25), dimensions={1}, calls={%region_max.5}
+          ROOT %tuple.27 = (f32[4], f32[4], f32[4]) tuple(%reduce.21, %reduce.24, %reduce.26)
+        }
+
+        ENTRY %main (Arg_0.9: f32[4,8]) -> (f32[4], f32[4], f32[4]) {
+          %Arg_0.9 = f32[4,8] parameter(0)
+          %fusion.28 = (f32[4], f32[4], f32[4]) fusion(%Arg_0.9), kind=input, calls={%fused_computation.18}
+          %get_tuple_element.29 = f32[4] get_tuple_element(%fusion.28), index=0
+          %get_tuple_element.30 = f32[4] get_tuple_element(%fusion.28), index=1
+          %get_tuple_element.31 = f32[4] get_tuple_element(%fusion.28), index=2
+          ROOT %tuple.17 = (f32[4], f32[4], f32[4]) tuple(%get_tuple_element.29, %get_tuple_element.30, %get_tuple_element.31)
+        }
+    """)
+
+
+def dot_between_chains():
+    m = Module("dot")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    w = b.parameter(1, Shape(F32, (8, 3)))
+    h = b.op("multiply", b.op("add", x, x), x)
+    d = b.op("dot_general", h, w, lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+             lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,))
+    b.build(b.op("tanh", b.op("add", d, splat(b, 1.0, Shape(F32, (4, 3))))), entry=True)
+    return m
+
+
+def test_dot_general_between_elementwise_chains_is_not_fused_through():
+    m = dot_between_chains()
+    same_text(check_fusion(m, [rand(4, 8), rand(8, 3, seed=1)]), """
+        HloModule dot
+
+        %fused_computation.10 (param_0.11: f32[4,8]) -> f32[4,8] {
+          %param_0.11 = f32[4,8] parameter(0)
+          %add.12 = f32[4,8] add(%param_0.11, %param_0.11)
+          ROOT %multiply.13 = f32[4,8] multiply(%add.12, %param_0.11)
+        }
+
+        %fused_computation.15 (param_0.16: f32[4,3]) -> f32[4,3] {
+          %param_0.16 = f32[4,3] parameter(0)
+          %constant.17 = f32[] constant(1)
+          %broadcast_in_dim.18 = f32[4,3] broadcast_in_dim(%constant.17), broadcast_dimensions={}
+          %add.19 = f32[4,3] add(%param_0.16, %broadcast_in_dim.18)
+          ROOT %tanh.20 = f32[4,3] tanh(%add.19)
+        }
+
+        ENTRY %main (Arg_0.1: f32[4,8], Arg_1.2: f32[8,3]) -> f32[4,3] {
+          %Arg_0.1 = f32[4,8] parameter(0)
+          %Arg_1.2 = f32[8,3] parameter(1)
+          %fusion.14 = f32[4,8] fusion(%Arg_0.1), kind=loop, calls={%fused_computation.10}
+          %dot_general.5 = f32[4,3] dot_general(%fusion.14, %Arg_1.2), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+          ROOT %fusion.21 = f32[4,3] fusion(%dot_general.5), kind=loop, calls={%fused_computation.15}
+        }
+    """)
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def test_expensive_producer_with_unfusible_user_becomes_an_extra_output():
+    # exp feeds a dot and an add: it is computed once, in the add's fusion, as a 2nd output.
+    m = Module("extra_output")
+    b = Builder(m, "main")
+    x = b.parameter(0, Shape(F32, (4, 4)))
+    e = b.op("exponential", x)
+    d = b.op("dot_general", e, x, lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+             lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,))
+    b.build(b.op("tuple", b.op("add", e, x), d), entry=True)
+    check_fusion(m, [rand(4, 4)])
+    assert fused_opcodes(m).count("exponential") == 1
+    assert "exponential" not in opcodes(m.entry)
+    (fusion,) = [i for i in m.entry.instructions if i.opcode == "fusion"]
+    assert fusion.shape.is_tuple and len(fusion.shape.tuple_shapes) == 2
+    (dot,) = [i for i in m.entry.instructions if i.opcode == "dot_general"]
+    assert dot.operands[0].opcode == "get_tuple_element"
+
+
+def incompatible_reductions(producer):
+    m = Module("dup")
+    add = region(m, "add")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    p = b.op(producer, x, x) if producer != "exponential" else b.op(producer, x)
+    r0 = reduce_sum(b, b.op("negate", p), add, dims=(0,))
+    r1 = reduce_sum(b, b.op("abs", p), add, dims=(1,))
+    b.build(b.op("tuple", r0, r1), entry=True)
+    return m
+
+
+def test_cheap_producer_is_duplicated_into_consumers():
+    m = incompatible_reductions("add")
+    check_fusion(m, [rand(4, 8)])
+    # Reductions over different dimensions do not share a fusion; the add is copied into both.
+    assert fused_opcodes(m).count("add") == 2
+    assert opcodes(m.entry).count("fusion") == 2
+    assert "add" not in opcodes(m.entry)
+
+
+def test_expensive_producer_is_not_duplicated():
+    m = incompatible_reductions("exponential")
+    check_fusion(m, [rand(4, 8)])
+    assert fused_opcodes(m).count("exponential") == 1
+    assert opcodes(m.entry).count("fusion") == 2
+
+
+def test_no_cycle_through_an_unfused_instruction():
+    # a = x + x feeds both dot(a, x) and a + dot: a fusion of a with the final add would
+    # need the dot, which needs a: the cheap add is duplicated instead.
+    for first in ("add", "exponential"):
+        m = Module("cycle")
+        b = Builder(m, "main")
+        x = b.parameter(0, Shape(F32, (4, 4)))
+        a = b.op(first, x, x) if first == "add" else b.op(first, x)
+        d = b.op("dot_general", a, x, lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+                 lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,))
+        b.build(b.op("multiply", a, d), entry=True)
+        check_fusion(m, [rand(4, 4)])
+        assert opcodes(m.entry).count("fusion") == 2
+        assert fused_opcodes(m).count(first) == (2 if first == "add" else 1)
+
+
+def test_unfusible_ops_stay_unfused():
+    m = Module("unfusible")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    i = b.parameter(1, Shape(S32, ()))
+    y = b.op("add", x, x)
+    s = b.op("dynamic_slice", y, i, i, slice_sizes=(2, 2))
+    b.build(b.op("negate", s), entry=True)
+    text = check_fusion(m, [rand(4, 8), np.int32(1)])
+    assert opcodes(m.entry) == ["parameter", "parameter", "fusion", "dynamic_slice", "fusion"]
+    assert "dynamic_slice" not in fused_opcodes(m), text
+
+
+def test_lone_data_movement_is_not_fused_but_lone_elementwise_is():
+    m = Module("lone")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    t = b.op("transpose", x, permutation=(1, 0), shape=Shape(F32, (8, 4)))
+    b.build(b.op("tuple", t, b.op("exponential", x)), entry=True)
+    check_fusion(m, [rand(4, 8)])
+    assert opcodes(m.entry) == ["parameter", "transpose", "fusion", "tuple"]
+
+
+def test_nothing_to_fuse_returns_false():
+    m = Module("nothing")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    b.build(b.op("reshape", x, shape=Shape(F32, (32,))), entry=True)
+    before = m.to_text()
+    assert not fuse_module(m)
+    assert m.to_text() == before
+
+
+def test_constants_scalar_pulled_in_array_passed_as_parameter():
+    m = Module("consts")
+    b = Builder(m, "main")
+    x = b.parameter(0, Shape(F32, (3,)))
+    c = b.constant(np.array([1.0, 2.0, 3.0], F32))
+    b.build(b.op("multiply", b.op("add", x, c), splat(b, 3.0, Shape(F32, (3,)))), entry=True)
+    check_fusion(m, [rand(3)])
+    fusion = m.entry.root
+    assert [o.opcode for o in fusion.operands] == ["parameter", "constant"]
+    fused = fusion.calls[0]
+    assert [p.shape for p in fused.parameters] == [Shape(F32, (3,)), Shape(F32, (3,))]
+    assert [i.opcode for i in fused.instructions].count("constant") == 1
+    assert fused is m.computations[-2] and fused.name.startswith("fused_computation.")
+
+
+def test_sibling_loop_fusions_share_an_input():
+    m = Module("loop_siblings")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    y = b.parameter(1, X)
+    b.build(b.op("tuple", b.op("sine", x), b.op("cosine", b.op("add", x, y))), entry=True)
+    check_fusion(m, [rand(4, 8), rand(4, 8, seed=1)])
+    assert opcodes(m.entry) == ["parameter", "parameter", "fusion", "get_tuple_element",
+                                "get_tuple_element", "tuple"]
+    assert m.entry.instructions[2].attrs["kind"] == "loop"
+
+
+def test_while_body_is_fused():
+    m = Module("loop")
+    state = [Shape(S32, ()), X]
+    cb = Builder(m, "cond")
+    i = cb.parameter(0, state[0])
+    cb.parameter(1, state[1])
+    cond = cb.build(cb.op("compare", i, cb.constant(3, S32), comparison_direction="LT"))
+    bb = Builder(m, "body")
+    i = bb.parameter(0, state[0])
+    v = bb.parameter(1, state[1])
+    v2 = bb.op("add", bb.op("multiply", v, splat(bb, 0.5)), splat(bb, 1.0))
+    body = bb.build(bb.op("tuple", bb.op("add", i, bb.constant(1, S32)), v2))
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    w = b.op("while", b.constant(0, S32), b.op("exponential", x), calls=[cond, body])
+    b.build(b.op("get_tuple_element", w, index=1), entry=True)
+    check_fusion(m, [rand(4, 8)])
+    assert opcodes(body).count("fusion") == 2  # the counter's add and the state update
+    assert opcodes(cond) == ["parameter", "parameter", "fusion"]  # the scalar compare
+    assert "fusion" in opcodes(m.entry)
+    names = [c.name for c in m.computations]
+    assert names.index("body") > max(n for n, c in enumerate(m.computations)
+                                      if any(i.opcode == "fusion" and i.calls[0] is c
+                                             for i in body.instructions))
+
+
+def test_pipeline_runs_fusion_with_the_verifier():
+    m = reduce_of_elementwise()
+    x = rand(4, 8)
+    want = evaluate_computation(m.entry, [x])
+    optimize(m, verify=True, passes=["fusion"])
+    assert opcodes(m.entry) == ["parameter", "fusion"]
+    np.testing.assert_allclose(evaluate_computation(m.entry, [x]), want, rtol=1e-6)
+
+
+def test_fused_module_round_trips_through_text():
+    m = sibling_reductions()
+    fuse_module(m)
+    assert m.clone().to_text() == m.to_text()
+
+
+# --------------------------------------------------------------------------- fuzzing
+
+
+def random_module(seed):
+    rng = random.Random(seed)
+    m = Module(f"fuzz{seed}")
+    sums = [region(m, "add"), region(m, "maximum", "region_max")]
+    b = Builder(m, "main")
+    shape = Shape(F32, (3, 4))
+    vals = [b.parameter(i, shape) for i in range(2)]
+    vecs = []
+    for _ in range(rng.randint(2, 14)):
+        k = rng.random()
+        a = rng.choice(vals)
+        if k < 0.35:
+            op = rng.choice(["add", "multiply", "subtract", "maximum"])
+            vals.append(b.op(op, a, rng.choice(vals)))
+        elif k < 0.5:
+            vals.append(b.op(rng.choice(["exponential", "tanh", "negate", "sine"]), a))
+        elif k < 0.6:
+            vals.append(b.op("multiply", a, splat(b, rng.choice([0.5, 2.0]), shape)))
+        elif k < 0.72:
+            r = reduce_sum(b, a, rng.choice(sums), dims=(rng.choice([1, 1, 0]),))
+            vecs.append(r)
+            if r.dims == (3,) and rng.random() < 0.6:
+                vals.append(b.op("broadcast_in_dim", r, shape=shape, broadcast_dimensions=(0,)))
+        elif k < 0.8:
+            t = b.op("transpose", a, permutation=(1, 0), shape=Shape(F32, (4, 3)))
+            vals.append(b.op("reshape", t, shape=shape))
+        elif k < 0.9:
+            d = b.op("dot_general", a, rng.choice(vals), lhs_batching_dimensions=(0,),
+                     rhs_batching_dimensions=(0,), lhs_contracting_dimensions=(1,),
+                     rhs_contracting_dimensions=(1,))
+            vecs.append(d)
+            vals.append(b.op("broadcast_in_dim", d, shape=shape, broadcast_dimensions=(0,)))
+        else:
+            e = b.op("exponential", a)
+            vals.append(b.op("add", e, a))
+            vals.append(b.op("multiply", e, e))
+    outs = rng.sample(vals[2:], k=min(len(vals) - 2, rng.randint(1, 3))) + vecs[:2]
+    root = outs[0] if len(outs) == 1 and rng.random() < 0.5 else b.op("tuple", *outs)
+    b.build(root, entry=True)
+    return m
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_graphs_fuse_to_equivalent_valid_modules(seed):
+    m = random_module(seed)
+    args = [rand(3, 4, seed=seed), rand(3, 4, seed=seed + 1000)]
+    before = flat(evaluate_computation(m.entry, args))
+    fuse_module(m)
+    verify_module(m)
+    after = flat(evaluate_computation(m.entry, args))
+    for want, got in zip(before, after, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not fuse_module(m)
+    for comp in m.computations:
+        if comp.name.startswith("fused_computation"):
+            assert not {"dot_general", "fusion", "while"} & set(opcodes(comp))

@@ -1,0 +1,969 @@
+# ruff: noqa: E501  (golden HLO text has long lines)
+"""Tests of the simplification passes: dce, cse, constant_folding, algebraic_simplifier.
+
+Every case checks the HLO text after the pass against a golden, that the verifier accepts the
+result, that a second run changes nothing, and that the module computes the same values
+before and after (the HLO evaluator, on random inputs).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from ember.compiler import pipeline
+from ember.compiler.evaluator import evaluate_computation, register_custom_call_target
+from ember.compiler.hlo import Builder, Module, Shape
+from ember.compiler.passes.algebraic_simplifier import REWRITES, exact_conversion
+from ember.compiler.verifier import verify_module
+
+F32 = np.float32
+S32 = np.int32
+
+
+def shape(dtype, *dims) -> Shape:
+    return Shape(dtype, dims)
+
+
+def random_args(module: Module, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    args = []
+    for s in module.entry.parameter_shapes:
+        if s.dtype.kind == "b":
+            args.append(rng.random(s.dims) < 0.5)
+        elif s.dtype.kind in "iu":
+            args.append(rng.integers(-50, 50, s.dims).astype(s.dtype))
+        else:
+            args.append(rng.standard_normal(s.dims).astype(s.dtype))
+    return args
+
+
+def evaluate(module: Module, args) -> list[np.ndarray]:
+    out = evaluate_computation(module.entry, args)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def assert_same_values(before, after) -> None:
+    assert len(before) == len(after)
+    for b, a in zip(before, after):
+        if isinstance(b, tuple):
+            assert_same_values(list(b), list(a))
+            continue
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+def verify(module: Module) -> None:
+    verify_module(module)
+
+
+def golden(text: str) -> str:
+    return textwrap.dedent(text).strip() + "\n"
+
+
+def normalized(module: Module) -> str:
+    return module.to_text().strip() + "\n"
+
+
+def check(module: Module, passes, expected: str, changed: bool = True) -> None:
+    """Runs ``passes`` (names) once each; checks text, verifier, fixpoint and values."""
+    args = random_args(module)
+    before = evaluate(module, args)
+    results = [pipeline.run_pass(module, name) for name in passes]
+    assert results[0] is changed
+    assert normalized(module) == golden(expected)
+    verify(module)
+    assert not any(pipeline.run_pass(module, name) for name in passes)
+    assert_same_values(before, evaluate(module, args))
+
+
+def new(name: str = "m") -> tuple[Module, Builder]:
+    m = Module(name)
+    return m, Builder(m, "main")
+
+
+def bcast(b: Builder, value, dtype, dims) -> object:
+    """A broadcast of the scalar constant ``value`` to ``dims``."""
+    return b.op("broadcast_in_dim", b.constant(value, dtype), shape=Shape(dtype, dims),
+                broadcast_dimensions=())
+
+
+def add_body(m: Module, dtype=F32, name: str = "add") -> object:
+    b = Builder(m, m.new_name(name))
+    p0, p1 = b.parameter(0, shape(dtype)), b.parameter(1, shape(dtype))
+    return b.build(b.op("add", p0, p1))
+
+
+# --------------------------------------------------------------------------- dce
+
+
+def test_dce_removes_dead_instructions_keeps_parameters_and_side_effects():
+    calls = []
+
+    def record(value, has_side_effect=False):
+        calls.append(has_side_effect)
+        return value
+
+    register_custom_call_target("test_passes.record", record)
+    m, b = new()
+    x = b.parameter(0, shape(F32, 3))
+    b.parameter(1, shape(F32, 2))  # unused, but part of the signature
+    dead = b.op("exponential", x)
+    b.op("negate", dead)
+    b.op("custom_call", b.op("sine", x), shape=shape(F32, 3),
+         call_target_name="test_passes.record", has_side_effect=True)
+    b.op("custom_call", x, shape=shape(F32, 3), call_target_name="test_passes.record")
+    b.build(b.op("add", x, x), entry=True)
+    check(m, ["dce"], """
+        HloModule m
+
+        ENTRY %main (Arg_0.1: f32[3], Arg_1.2: f32[2]) -> f32[3] {
+          %Arg_0.1 = f32[3] parameter(0)
+          %Arg_1.2 = f32[2] parameter(1)
+          %sine.5 = f32[3] sine(%Arg_0.1)
+          %custom_call.6 = f32[3] custom_call(%sine.5), call_target_name=test_passes.record, has_side_effect=true
+          ROOT %add.8 = f32[3] add(%Arg_0.1, %Arg_0.1)
+        }
+    """)
+    assert calls == [True, False, True]  # before: both custom_calls ran; after: the kept one
+
+
+def test_dce_removes_unreachable_computations():
+    m, b = new()
+    body = add_body(m)
+    x = b.parameter(0, shape(F32, 4))
+    b.op("reduce", x, b.constant(0, F32), dimensions=(0,), calls=[body])  # dead
+    b.build(b.op("negate", x), entry=True)
+    check(m, ["dce"], """
+        HloModule m
+
+        ENTRY %main (Arg_0.5: f32[4]) -> f32[4] {
+          %Arg_0.5 = f32[4] parameter(0)
+          ROOT %negate.8 = f32[4] negate(%Arg_0.5)
+        }
+    """)
+    assert len(m.computations) == 1
+
+
+def test_dce_runs_inside_called_computations():
+    m, b_out = new()
+    b = Builder(m, "callee")
+    p = b.parameter(0, shape(F32, 2))
+    b.op("exponential", p)
+    callee = b.build(b.op("negate", p))
+    x = b_out.parameter(0, shape(F32, 2))
+    b_out.build(b_out.op("call", x, calls=[callee]), entry=True)
+    check(m, ["dce"], """
+        HloModule m
+
+        %callee (Arg_0.1: f32[2]) -> f32[2] {
+          %Arg_0.1 = f32[2] parameter(0)
+          ROOT %negate.3 = f32[2] negate(%Arg_0.1)
+        }
+
+        ENTRY %main (Arg_0.4: f32[2]) -> f32[2] {
+          %Arg_0.4 = f32[2] parameter(0)
+          ROOT %call.5 = f32[2] call(%Arg_0.4), calls={%callee}
+        }
+    """)
+
+
+def test_dce_no_change():
+    m, b = new()
+    x = b.parameter(0, shape(F32, 2))
+    b.build(b.op("negate", x), entry=True)
+    check(m, ["dce"], """
+        HloModule m
+
+        ENTRY %main (Arg_0.1: f32[2]) -> f32[2] {
+          %Arg_0.1 = f32[2] parameter(0)
+          ROOT %negate.2 = f32[2] negate(%Arg_0.1)
+        }
+    """, changed=False)
+
+
+# --------------------------------------------------------------------------- cse
+
+
+def test_cse_merges_identical_and_commutative_instructions_and_equal_constants():
+    m, b = new()
+    x, y = b.parameter(0, shape(F32, 3)), b.parameter(1, shape(F32, 3))
+    e1, e2 = b.op("exponential", x), b.op("exponential", x)
+    sums = b.op("add", e1, y), b.op("add", y, e2)  # commutative: one add
+    diffs = b.op("subtract", e1, y), b.op("subtract", y, e2)  # not commutative: two
+    two_a, two_b = b.constant(F32(2)), b.constant(F32(2))
+    zeros = b.constant(F32(-0.0)), b.constant(F32(0.0))  # different bits: kept apart
+    b.build(b.op("tuple", *sums, *diffs, b.op("add", two_a, two_b), b.op("add", *zeros),
+                 b.op("add", x, y)), entry=True)
+    check(m, ["cse"], """
+        HloModule m
+
+        ENTRY %main (Arg_0.1: f32[3], Arg_1.2: f32[3]) -> (f32[3], f32[3], f32[3], f32[3], f32[], f32[], f32[3]) {
+          %Arg_0.1 = f32[3] parameter(0)
+          %Arg_1.2 = f32[3] parameter(1)
+          %exponential.3 = f32[3] exponential(%Arg_0.1)
+          %add.5 = f32[3] add(%exponential.3, %Arg_1.2)
+          %subtract.7 = f32[3] subtract(%exponential.3, %Arg_1.2)
+          %subtract.8 = f32[3] subtract(%Arg_1.2, %exponential.3)
+          %constant.9 = f32[] constant(2)
+          %constant.11 = f32[] constant(-0)
+          %constant.12 = f32[] constant(0)
+          %add.13 = f32[] add(%constant.9, %constant.9)
+          %add.14 = f32[] add(%constant.11, %constant.12)
+          %add.15 = f32[3] add(%Arg_0.1, %Arg_1.2)
+          ROOT %tuple.16 = (f32[3], f32[3], f32[3], f32[3], f32[], f32[], f32[3]) tuple(%add.5, %add.5, %subtract.7, %subtract.8, %add.13, %add.14, %add.15)
+        }
+    """)
+
+
+def test_cse_merges_identical_computations_then_their_callers():
+    m, b = new()
+    body1, body2 = add_body(m), add_body(m)
+    x = b.parameter(0, shape(F32, 2, 3))
+    zero = b.constant(0, F32)
+    rows1 = b.op("reduce", x, zero, dimensions=(1,), calls=[body1])
+    rows2 = b.op("reduce", x, zero, dimensions=(1,), calls=[body2])
+    cols = b.op("reduce", x, zero, dimensions=(0,), calls=[body2])
+    b.build(b.op("tuple", rows1, rows2, cols), entry=True)
+    check(m, ["cse"], """
+        HloModule m
+
+        %add.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.9: f32[2,3]) -> (f32[2], f32[2], f32[3]) {
+          %Arg_0.9 = f32[2,3] parameter(0)
+          %constant.10 = f32[] constant(0)
+          %reduce.11 = f32[2] reduce(%Arg_0.9, %constant.10), dimensions={1}, calls={%add.1}
+          %reduce.13 = f32[3] reduce(%Arg_0.9, %constant.10), dimensions={0}, calls={%add.1}
+          ROOT %tuple.14 = (f32[2], f32[2], f32[3]) tuple(%reduce.11, %reduce.11, %reduce.13)
+        }
+    """)
+
+
+def test_cse_keeps_parameters_side_effects_and_different_attrs():
+    register_custom_call_target("test_passes.identity", lambda v, **attrs: v)
+    m, b = new()
+    x, y = b.parameter(0, shape(F32, 2)), b.parameter(1, shape(F32, 2))
+    effects = [b.op("custom_call", x, shape=shape(F32, 2), has_side_effect=True,
+                    call_target_name="test_passes.identity") for _ in range(2)]
+    pure = [b.op("custom_call", x, shape=shape(F32, 2),
+                 call_target_name="test_passes.identity") for _ in range(2)]
+    lt = b.op("compare", x, y, comparison_direction="LT")
+    gt = b.op("compare", x, y, comparison_direction="GT")
+    b.build(b.op("tuple", x, y, *effects, *pure, lt, gt), entry=True)
+    check(m, ["cse"], """
+        HloModule m
+
+        ENTRY %main (Arg_0.1: f32[2], Arg_1.2: f32[2]) -> (f32[2], f32[2], f32[2], f32[2], f32[2], f32[2], pred[2], pred[2]) {
+          %Arg_0.1 = f32[2] parameter(0)
+          %Arg_1.2 = f32[2] parameter(1)
+          %custom_call.3 = f32[2] custom_call(%Arg_0.1), call_target_name=test_passes.identity, has_side_effect=true
+          %custom_call.4 = f32[2] custom_call(%Arg_0.1), call_target_name=test_passes.identity, has_side_effect=true
+          %custom_call.5 = f32[2] custom_call(%Arg_0.1), call_target_name=test_passes.identity
+          %compare.7 = pred[2] compare(%Arg_0.1, %Arg_1.2), comparison_direction=LT
+          %compare.8 = pred[2] compare(%Arg_0.1, %Arg_1.2), comparison_direction=GT
+          ROOT %tuple.9 = (f32[2], f32[2], f32[2], f32[2], f32[2], f32[2], pred[2], pred[2]) tuple(%Arg_0.1, %Arg_1.2, %custom_call.3, %custom_call.4, %custom_call.5, %custom_call.5, %compare.7, %compare.8)
+        }
+    """)
+
+
+# --------------------------------------------------------------------------- constant folding
+
+
+def test_constant_folding_folds_chains_reductions_and_small_broadcast_operands():
+    m, b = new()
+    body = add_body(m)
+    x = b.parameter(0, shape(F32, 3))
+    c = b.constant(np.arange(6, dtype=F32).reshape(2, 3))
+    two = b.constant(F32(2))
+    sums = b.op("reduce", b.op("multiply", c, c), b.constant(F32(0)), dimensions=(0,),
+                calls=[body])
+    big = b.op("compare", sums, b.op("broadcast_in_dim", two, shape=shape(F32, 3),
+                                      broadcast_dimensions=()), comparison_direction="GT")
+    mask = b.op("convert", big, shape=shape(F32, 3))
+    kept = b.op("broadcast_in_dim", two, shape=shape(F32, 2, 3), broadcast_dimensions=())
+    b.build(b.op("tuple", b.op("add", x, sums), b.op("multiply", x, mask), kept), entry=True)
+    check(m, ["constant_folding", "dce"], """
+        HloModule m
+
+        ENTRY %main (Arg_0.5: f32[3]) -> (f32[3], f32[3], f32[2,3]) {
+          %Arg_0.5 = f32[3] parameter(0)
+          %constant.7 = f32[] constant(2)
+          %constant.19 = f32[3] constant({9,17,29})
+          %constant.21 = f32[3] constant({1,1,1})
+          %broadcast_in_dim.14 = f32[2,3] broadcast_in_dim(%constant.7), broadcast_dimensions={}
+          %add.15 = f32[3] add(%Arg_0.5, %constant.19)
+          %multiply.16 = f32[3] multiply(%Arg_0.5, %constant.21)
+          ROOT %tuple.17 = (f32[3], f32[3], f32[2,3]) tuple(%add.15, %multiply.16, %broadcast_in_dim.14)
+        }
+    """)
+
+
+def test_constant_folding_keeps_broadcasts_of_scalars_as_broadcasts():
+    m, b = new()
+    x = b.parameter(0, shape(F32, 40, 50))
+    five = b.op("add", bcast(b, 2, F32, (40, 50)), bcast(b, 3, F32, (40, 50)))
+    pred = b.op("compare", five, bcast(b, 4, F32, (40, 50)), comparison_direction="GT")
+    b.build(b.op("select", pred, x, five), entry=True)
+    check(m, ["constant_folding", "dce"], """
+        HloModule m
+
+        ENTRY %main (Arg_0.1: f32[40,50]) -> f32[40,50] {
+          %Arg_0.1 = f32[40,50] parameter(0)
+          %constant.11 = f32[] constant(5)
+          %broadcast_in_dim.12 = f32[40,50] broadcast_in_dim(%constant.11), broadcast_dimensions={}
+          %constant.13 = pred[] constant(true)
+          %broadcast_in_dim.14 = pred[40,50] broadcast_in_dim(%constant.13), broadcast_dimensions={}
+          ROOT %select.10 = f32[40,50] select(%broadcast_in_dim.14, %Arg_0.1, %broadcast_in_dim.12)
+        }
+    """)
+
+
+def test_constant_folding_is_bounded_in_size_and_skips_control_flow(monkeypatch):
+    from ember.compiler.passes import constant_folding
+    monkeypatch.setattr(constant_folding, "MAX_FOLD_ELEMENTS", 8)
+    monkeypatch.setattr(constant_folding, "MAX_GROWTH_ELEMENTS", 4)
+    m, b = new()
+    cmp_b = Builder(m, "less")
+    lhs, rhs = cmp_b.parameter(0, shape(F32)), cmp_b.parameter(1, shape(F32))
+    less = cmp_b.build(cmp_b.op("compare", lhs, rhs, comparison_direction="LT"))
+    ten = b.constant(np.arange(10, dtype=F32))
+    pair, zero = b.constant(np.array([1, 2], F32)), b.constant(F32(0))
+    b.build(b.op("tuple",
+                 b.op("add", ten, ten),  # 10 elements > MAX_FOLD_ELEMENTS
+                 b.op("pad", pair, zero, edge_padding_low=(0,), edge_padding_high=(3,),
+                      interior_padding=(0,)),  # grows from 3 to 5 > MAX_GROWTH_ELEMENTS
+                 b.op("pad", pair, zero, edge_padding_low=(1,), edge_padding_high=(0,),
+                      interior_padding=(0,)),  # 3 elements from 3: folds
+                 b.op("iota", shape=shape(S32, 3), iota_dimension=0),
+                 bcast(b, 7, F32, (3,)),
+                 b.op("sort", b.constant(np.array([3, 1], F32)), dimension=0,
+                      is_stable=True, calls=[less])), entry=True)
+    check(m, ["constant_folding", "dce"], """
+        HloModule m
+
+        %less (Arg_0.1: f32[], Arg_1.2: f32[]) -> pred[] {
+          %Arg_0.1 = f32[] parameter(0)
+          %Arg_1.2 = f32[] parameter(1)
+          ROOT %compare.3 = pred[] compare(%Arg_0.1, %Arg_1.2), comparison_direction=LT
+        }
+
+        ENTRY %main () -> (f32[10], f32[5], f32[3], s32[3], f32[3], (f32[2])) {
+          %constant.4 = f32[10] constant({0,1,2,3,4,5,6,7,8,9})
+          %constant.5 = f32[2] constant({1,2})
+          %constant.6 = f32[] constant(0)
+          %add.7 = f32[10] add(%constant.4, %constant.4)
+          %pad.8 = f32[5] pad(%constant.5, %constant.6), edge_padding_high={3}, edge_padding_low={0}, interior_padding={0}
+          %constant.16 = f32[3] constant({0,1,2})
+          %iota.10 = s32[3] iota(), iota_dimension=0
+          %constant.11 = f32[] constant(7)
+          %broadcast_in_dim.12 = f32[3] broadcast_in_dim(%constant.11), broadcast_dimensions={}
+          %constant.13 = f32[2] constant({3,1})
+          %sort.14 = (f32[2]) sort(%constant.13), dimension=0, is_stable=true, calls={%less}
+          ROOT %tuple.15 = (f32[10], f32[5], f32[3], s32[3], f32[3], (f32[2])) tuple(%add.7, %pad.8, %constant.16, %iota.10, %broadcast_in_dim.12, %sort.14)
+        }
+    """)
+
+
+def test_constant_folding_runs_inside_called_computations():
+    m, b = new()
+    cb = Builder(m, "callee")
+    p = cb.parameter(0, shape(F32, 2))
+    k = cb.op("multiply", cb.constant(np.array([1.5, 2], F32)), cb.constant(np.array([2, 4], F32)))
+    callee = cb.build(cb.op("add", p, k))
+    x = b.parameter(0, shape(F32, 2))
+    b.build(b.op("call", x, calls=[callee]), entry=True)
+    check(m, ["constant_folding", "dce"], """
+        HloModule m
+
+        %callee (Arg_0.1: f32[2]) -> f32[2] {
+          %Arg_0.1 = f32[2] parameter(0)
+          %constant.8 = f32[2] constant({3,8})
+          ROOT %add.5 = f32[2] add(%Arg_0.1, %constant.8)
+        }
+
+        ENTRY %main (Arg_0.6: f32[2]) -> f32[2] {
+          %Arg_0.6 = f32[2] parameter(0)
+          ROOT %call.7 = f32[2] call(%Arg_0.6), calls={%callee}
+        }
+    """)
+
+
+# --------------------------------------------------------------------------- algebraic simplifier
+
+# Each case builds the entry computation's root from a builder; the pattern's name is the
+# rewrite expected to fire (cases named "keep_..." must not change anything).
+
+
+def _x(b, dtype=F32, dims=(2, 3), i=0):
+    return b.parameter(i, Shape(dtype, dims))
+
+
+def _unary(opcode, dtype=F32):
+    return lambda b: b.op(opcode, b.op(opcode, _x(b, dtype)))
+
+
+def _binary_with_splat(opcode, value, dtype=F32, splat_first=False, dims=(2, 3)):
+    def build(b):
+        x = _x(b, dtype, dims)
+        c = bcast(b, value, dtype, dims) if dims else b.constant(value, dtype)
+        return b.op(opcode, c, x) if splat_first else b.op(opcode, x, c)
+    return build
+
+
+def _self(opcode, dtype=F32, **attrs):
+    def build(b):
+        x = _x(b, dtype)
+        return b.op(opcode, x, x, **attrs)
+    return build
+
+
+def _converts(*dtypes):
+    def build(b):
+        x = _x(b, dtypes[0])
+        for dt in dtypes[1:]:
+            x = b.op("convert", x, shape=Shape(dt, (2, 3)))
+        return x
+    return build
+
+
+def _transposes(*perms):
+    def build(b):
+        x = _x(b, F32, (2, 3, 4))
+        for perm in perms:
+            x = b.op("transpose", x, permutation=perm)
+        return x
+    return build
+
+
+def _reshapes(*shapes):
+    def build(b):
+        x = _x(b, F32, (2, 3, 4))
+        for dims in shapes:
+            x = b.op("reshape", x, shape=Shape(F32, dims))
+        return x
+    return build
+
+
+def _broadcasts(*steps):
+    def build(b):
+        x = _x(b, F32, (3,))
+        for dims, bdims in steps:
+            x = b.op("broadcast_in_dim", x, shape=Shape(F32, dims), broadcast_dimensions=bdims)
+        return x
+    return build
+
+
+def _reshape_then_broadcast(reshaped, dims, bdims):
+    def build(b):
+        x = b.op("reshape", _x(b, F32, (3, 2)), shape=Shape(F32, reshaped))
+        return b.op("broadcast_in_dim", x, shape=Shape(F32, dims), broadcast_dimensions=bdims)
+    return build
+
+
+def _slices(*steps):
+    def build(b):
+        x = _x(b, F32, (10, 4))
+        for start, limit, strides in steps:
+            x = b.op("slice", x, start_indices=start, limit_indices=limit, strides=strides)
+        return x
+    return build
+
+
+def _reverses(*dim_sets, dims=(2, 3)):
+    def build(b):
+        x = _x(b, F32, dims)
+        for d in dim_sets:
+            x = b.op("reverse", x, dimensions=d)
+        return x
+    return build
+
+
+def _pad_zero(b):
+    return b.op("pad", _x(b), b.constant(F32(0)), edge_padding_low=(0, 0),
+                edge_padding_high=(0, 0), interior_padding=(0, 0))
+
+
+def _select_constant(value):
+    def build(b):
+        x, y = _x(b), _x(b, i=1)
+        return b.op("select", b.constant(np.bool_(value)), x, y)
+    return build
+
+
+def _select_same(b):
+    p, x = _x(b, np.bool_), _x(b, i=1)
+    return b.op("select", p, x, x)
+
+
+def _tuple_element(b):
+    x, y = _x(b), _x(b, S32, (3,), i=1)
+    return b.op("get_tuple_element", b.op("tuple", x, y), index=1)
+
+
+def _negate_chain(b):
+    x = _x(b)
+    for _ in range(5):
+        x = b.op("negate", x)
+    return x
+
+
+ALGEBRAIC_CASES = {
+    "add_zero": _binary_with_splat("add", 0),
+    "zero_add": _binary_with_splat("add", 0, splat_first=True),
+    "subtract_zero": _binary_with_splat("subtract", 0),
+    "multiply_one": _binary_with_splat("multiply", 1, dims=()),
+    "one_multiply": _binary_with_splat("multiply", 1, splat_first=True),
+    "divide_one": _binary_with_splat("divide", 1),
+    "multiply_zero_int": _binary_with_splat("multiply", 0, S32),
+    "zero_multiply_int": _binary_with_splat("multiply", 0, S32, splat_first=True),
+    "subtract_self_int": _self("subtract", S32),
+    "negate_negate": _unary("negate"),
+    "maximum_self": _self("maximum"),
+    "minimum_self": _self("minimum"),
+    "not_not": _unary("not", np.bool_),
+    "and_all_ones": _binary_with_splat("and", -1, S32),
+    "all_ones_and": _binary_with_splat("and", True, np.bool_, splat_first=True),
+    "or_zero": _binary_with_splat("or", 0, np.uint8),
+    "zero_or": _binary_with_splat("or", False, np.bool_, splat_first=True),
+    "xor_zero": _binary_with_splat("xor", 0, S32),
+    "and_self": _self("and", S32),
+    "or_self": _self("or", np.bool_),
+    "compare_self_int": _self("compare", S32, comparison_direction="LE"),
+    "select_true": _select_constant(True),
+    "select_false": _select_constant(False),
+    "select_same": _select_same,
+    "copy": lambda b: b.op("copy", _x(b)),
+    "convert_same_type": _converts(F32, F32),
+    "convert_convert": _converts(F32, np.float64, F32),
+    "convert_convert_to_third_type": _converts(np.int8, np.int32, F32),
+    "transpose_identity": _transposes((0, 1, 2)),
+    "transpose_transpose": _transposes((1, 2, 0), (2, 0, 1)),
+    "transpose_transpose_composed": _transposes((1, 0, 2), (0, 2, 1)),
+    "reshape_same_shape": _reshapes((2, 3, 4)),
+    "reshape_reshape": _reshapes((6, 4), (4, 6)),
+    "reshape_reshape_back": _reshapes((24,), (2, 3, 4)),
+    "broadcast_identity": _broadcasts(((3,), (0,))),
+    "broadcast_broadcast": _broadcasts(((3, 2), (0,)), ((5, 3, 2), (1, 2))),
+    "broadcast_of_unit_reshape": _reshape_then_broadcast((3, 1, 2), (3, 4, 2), (0, 1, 2)),
+    "keep_broadcast_of_moving_reshape": _reshape_then_broadcast((2, 3), (2, 3, 5), (0, 1)),
+    "slice_full": _slices(((0, 0), (10, 4), (1, 1))),
+    "slice_slice": _slices(((1, 0), (10, 4), (2, 1)), ((1, 1), (4, 3), (2, 1))),
+    "pad_zero": _pad_zero,
+    "concatenate_one": lambda b: b.op("concatenate", _x(b), dimension=0),
+    "reverse_nothing": _reverses((0,), dims=(1, 3)),
+    "reverse_reverse": _reverses((0, 1), (1, 0)),
+    "reverse_reverse_partial": _reverses((0, 1), (0,)),
+    "get_tuple_element_of_tuple": _tuple_element,
+    "negate_chain": _negate_chain,
+    # Not exact, so not rewritten:
+    "keep_multiply_zero_float": _binary_with_splat("multiply", 0),
+    "keep_subtract_self_float": _self("subtract"),
+    "keep_compare_self_float": _self("compare", comparison_direction="EQ"),
+    "keep_convert_narrowing_first": _converts(np.float64, F32, np.float64),
+    "keep_convert_float_to_int": _converts(np.float16, F32, S32),
+    "keep_add_one": _binary_with_splat("add", 1),
+}
+
+
+ALGEBRAIC_GOLDEN = {
+    "add_zero": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "zero_add": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "subtract_zero": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "multiply_one": """
+        ENTRY %main (Arg_0.1: f32[]) -> f32[] {
+          ROOT %Arg_0.1 = f32[] parameter(0)
+        }
+    """,
+    "one_multiply": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "divide_one": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "multiply_zero_int": """
+        ENTRY %main (Arg_0.1: s32[2,3]) -> s32[2,3] {
+          %Arg_0.1 = s32[2,3] parameter(0)
+          %constant.2 = s32[] constant(0)
+          ROOT %broadcast_in_dim.3 = s32[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
+        }
+    """,
+    "zero_multiply_int": """
+        ENTRY %main (Arg_0.1: s32[2,3]) -> s32[2,3] {
+          %Arg_0.1 = s32[2,3] parameter(0)
+          %constant.2 = s32[] constant(0)
+          ROOT %broadcast_in_dim.3 = s32[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
+        }
+    """,
+    "subtract_self_int": """
+        ENTRY %main (Arg_0.1: s32[2,3]) -> s32[2,3] {
+          %Arg_0.1 = s32[2,3] parameter(0)
+          %constant.3 = s32[] constant(0)
+          ROOT %broadcast_in_dim.4 = s32[2,3] broadcast_in_dim(%constant.3), broadcast_dimensions={}
+        }
+    """,
+    "negate_negate": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "maximum_self": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "minimum_self": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "not_not": """
+        ENTRY %main (Arg_0.1: pred[2,3]) -> pred[2,3] {
+          ROOT %Arg_0.1 = pred[2,3] parameter(0)
+        }
+    """,
+    "and_all_ones": """
+        ENTRY %main (Arg_0.1: s32[2,3]) -> s32[2,3] {
+          ROOT %Arg_0.1 = s32[2,3] parameter(0)
+        }
+    """,
+    "all_ones_and": """
+        ENTRY %main (Arg_0.1: pred[2,3]) -> pred[2,3] {
+          ROOT %Arg_0.1 = pred[2,3] parameter(0)
+        }
+    """,
+    "or_zero": """
+        ENTRY %main (Arg_0.1: u8[2,3]) -> u8[2,3] {
+          ROOT %Arg_0.1 = u8[2,3] parameter(0)
+        }
+    """,
+    "zero_or": """
+        ENTRY %main (Arg_0.1: pred[2,3]) -> pred[2,3] {
+          ROOT %Arg_0.1 = pred[2,3] parameter(0)
+        }
+    """,
+    "xor_zero": """
+        ENTRY %main (Arg_0.1: s32[2,3]) -> s32[2,3] {
+          ROOT %Arg_0.1 = s32[2,3] parameter(0)
+        }
+    """,
+    "and_self": """
+        ENTRY %main (Arg_0.1: s32[2,3]) -> s32[2,3] {
+          ROOT %Arg_0.1 = s32[2,3] parameter(0)
+        }
+    """,
+    "or_self": """
+        ENTRY %main (Arg_0.1: pred[2,3]) -> pred[2,3] {
+          ROOT %Arg_0.1 = pred[2,3] parameter(0)
+        }
+    """,
+    "compare_self_int": """
+        ENTRY %main (Arg_0.1: s32[2,3]) -> pred[2,3] {
+          %Arg_0.1 = s32[2,3] parameter(0)
+          %constant.3 = pred[] constant(true)
+          ROOT %broadcast_in_dim.4 = pred[2,3] broadcast_in_dim(%constant.3), broadcast_dimensions={}
+        }
+    """,
+    "select_true": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+          %Arg_1.2 = f32[2,3] parameter(1)
+        }
+    """,
+    "select_false": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: f32[2,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          ROOT %Arg_1.2 = f32[2,3] parameter(1)
+        }
+    """,
+    "select_same": """
+        ENTRY %main (Arg_0.1: pred[2,3], Arg_1.2: f32[2,3]) -> f32[2,3] {
+          %Arg_0.1 = pred[2,3] parameter(0)
+          ROOT %Arg_1.2 = f32[2,3] parameter(1)
+        }
+    """,
+    "copy": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "convert_same_type": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "convert_convert": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "convert_convert_to_third_type": """
+        ENTRY %main (Arg_0.1: s8[2,3]) -> f32[2,3] {
+          %Arg_0.1 = s8[2,3] parameter(0)
+          ROOT %convert.4 = f32[2,3] convert(%Arg_0.1)
+        }
+    """,
+    "transpose_identity": """
+        ENTRY %main (Arg_0.1: f32[2,3,4]) -> f32[2,3,4] {
+          ROOT %Arg_0.1 = f32[2,3,4] parameter(0)
+        }
+    """,
+    "transpose_transpose": """
+        ENTRY %main (Arg_0.1: f32[2,3,4]) -> f32[2,3,4] {
+          ROOT %Arg_0.1 = f32[2,3,4] parameter(0)
+        }
+    """,
+    "transpose_transpose_composed": """
+        ENTRY %main (Arg_0.1: f32[2,3,4]) -> f32[3,4,2] {
+          %Arg_0.1 = f32[2,3,4] parameter(0)
+          ROOT %transpose.4 = f32[3,4,2] transpose(%Arg_0.1), permutation={1,2,0}
+        }
+    """,
+    "reshape_same_shape": """
+        ENTRY %main (Arg_0.1: f32[2,3,4]) -> f32[2,3,4] {
+          ROOT %Arg_0.1 = f32[2,3,4] parameter(0)
+        }
+    """,
+    "reshape_reshape": """
+        ENTRY %main (Arg_0.1: f32[2,3,4]) -> f32[4,6] {
+          %Arg_0.1 = f32[2,3,4] parameter(0)
+          ROOT %reshape.4 = f32[4,6] reshape(%Arg_0.1)
+        }
+    """,
+    "reshape_reshape_back": """
+        ENTRY %main (Arg_0.1: f32[2,3,4]) -> f32[2,3,4] {
+          ROOT %Arg_0.1 = f32[2,3,4] parameter(0)
+        }
+    """,
+    "broadcast_identity": """
+        ENTRY %main (Arg_0.1: f32[3]) -> f32[3] {
+          ROOT %Arg_0.1 = f32[3] parameter(0)
+        }
+    """,
+    "broadcast_broadcast": """
+        ENTRY %main (Arg_0.1: f32[3]) -> f32[5,3,2] {
+          %Arg_0.1 = f32[3] parameter(0)
+          ROOT %broadcast_in_dim.4 = f32[5,3,2] broadcast_in_dim(%Arg_0.1), broadcast_dimensions={1}
+        }
+    """,
+    "broadcast_of_unit_reshape": """
+        ENTRY %main (Arg_0.1: f32[3,2]) -> f32[3,4,2] {
+          %Arg_0.1 = f32[3,2] parameter(0)
+          ROOT %broadcast_in_dim.4 = f32[3,4,2] broadcast_in_dim(%Arg_0.1), broadcast_dimensions={0,2}
+        }
+    """,
+    "keep_broadcast_of_moving_reshape": """
+        ENTRY %main (Arg_0.1: f32[3,2]) -> f32[2,3,5] {
+          %Arg_0.1 = f32[3,2] parameter(0)
+          %reshape.2 = f32[2,3] reshape(%Arg_0.1)
+          ROOT %broadcast_in_dim.3 = f32[2,3,5] broadcast_in_dim(%reshape.2), broadcast_dimensions={0,1}
+        }
+    """,
+    "slice_full": """
+        ENTRY %main (Arg_0.1: f32[10,4]) -> f32[10,4] {
+          ROOT %Arg_0.1 = f32[10,4] parameter(0)
+        }
+    """,
+    "slice_slice": """
+        ENTRY %main (Arg_0.1: f32[10,4]) -> f32[2,2] {
+          %Arg_0.1 = f32[10,4] parameter(0)
+          ROOT %slice.4 = f32[2,2] slice(%Arg_0.1), limit_indices={8,3}, start_indices={3,1}, strides={4,1}
+        }
+    """,
+    "pad_zero": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "concatenate_one": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "reverse_nothing": """
+        ENTRY %main (Arg_0.1: f32[1,3]) -> f32[1,3] {
+          ROOT %Arg_0.1 = f32[1,3] parameter(0)
+        }
+    """,
+    "reverse_reverse": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "reverse_reverse_partial": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          ROOT %reverse.4 = f32[2,3] reverse(%Arg_0.1), dimensions={1}
+        }
+    """,
+    "get_tuple_element_of_tuple": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: s32[3]) -> s32[3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          ROOT %Arg_1.2 = s32[3] parameter(1)
+        }
+    """,
+    "negate_chain": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          ROOT %negate.6 = f32[2,3] negate(%Arg_0.1)
+        }
+    """,
+    "keep_multiply_zero_float": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %constant.2 = f32[] constant(0)
+          %broadcast_in_dim.3 = f32[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
+          ROOT %multiply.4 = f32[2,3] multiply(%Arg_0.1, %broadcast_in_dim.3)
+        }
+    """,
+    "keep_subtract_self_float": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          ROOT %subtract.2 = f32[2,3] subtract(%Arg_0.1, %Arg_0.1)
+        }
+    """,
+    "keep_compare_self_float": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> pred[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          ROOT %compare.2 = pred[2,3] compare(%Arg_0.1, %Arg_0.1), comparison_direction=EQ
+        }
+    """,
+    "keep_convert_narrowing_first": """
+        ENTRY %main (Arg_0.1: f64[2,3]) -> f64[2,3] {
+          %Arg_0.1 = f64[2,3] parameter(0)
+          %convert.2 = f32[2,3] convert(%Arg_0.1)
+          ROOT %convert.3 = f64[2,3] convert(%convert.2)
+        }
+    """,
+    "keep_convert_float_to_int": """
+        ENTRY %main (Arg_0.1: f16[2,3]) -> s32[2,3] {
+          %Arg_0.1 = f16[2,3] parameter(0)
+          %convert.2 = f32[2,3] convert(%Arg_0.1)
+          ROOT %convert.3 = s32[2,3] convert(%convert.2)
+        }
+    """,
+    "keep_add_one": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %constant.2 = f32[] constant(1)
+          %broadcast_in_dim.3 = f32[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
+          ROOT %add.4 = f32[2,3] add(%Arg_0.1, %broadcast_in_dim.3)
+        }
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALGEBRAIC_CASES))
+def test_algebraic_simplifier_pattern(name):
+    m, b = new()
+    b.build(ALGEBRAIC_CASES[name](b), entry=True)
+    expected = "HloModule m\n\n" + textwrap.dedent(ALGEBRAIC_GOLDEN[name]).strip()
+    check(m, ["algebraic_simplifier", "dce"], expected, changed=not name.startswith("keep_"))
+
+
+def test_every_rewrite_has_a_case():
+    assert {rw.name for rw in REWRITES} <= set(ALGEBRAIC_CASES)
+    assert len({rw.name for rw in REWRITES}) == len(REWRITES)
+
+
+def test_algebraic_simplifier_runs_inside_called_computations():
+    m, b = new()
+    rb = Builder(m, "body")
+    acc, v = rb.parameter(0, shape(F32)), rb.parameter(1, shape(F32))
+    body = rb.build(rb.op("add", acc, rb.op("multiply", v, rb.constant(F32(1)))))
+    x = b.parameter(0, shape(F32, 4))
+    b.build(b.op("reduce", b.op("negate", b.op("negate", x)), b.constant(F32(0)),
+                 dimensions=(0,), calls=[body]), entry=True)
+    check(m, ["algebraic_simplifier", "dce"], """
+        HloModule m
+
+        %body (Arg_0.1: f32[], Arg_1.2: f32[]) -> f32[] {
+          %Arg_0.1 = f32[] parameter(0)
+          %Arg_1.2 = f32[] parameter(1)
+          ROOT %add.5 = f32[] add(%Arg_0.1, %Arg_1.2)
+        }
+
+        ENTRY %main (Arg_0.6: f32[4]) -> f32[] {
+          %Arg_0.6 = f32[4] parameter(0)
+          %constant.9 = f32[] constant(0)
+          ROOT %reduce.10 = f32[] reduce(%Arg_0.6, %constant.9), dimensions={0}, calls={%body}
+        }
+    """)
+
+
+def test_exact_conversion():
+    assert exact_conversion(np.int8, np.float16) and exact_conversion(np.uint8, "bfloat16")
+    assert exact_conversion(np.int16, F32) and not exact_conversion(np.int32, F32)
+    assert exact_conversion(np.int32, np.float64) and not exact_conversion(np.int64, np.float64)
+    assert exact_conversion(np.float16, F32) and exact_conversion("bfloat16", F32)
+    assert not exact_conversion(np.float16, "bfloat16") and not exact_conversion(F32, np.float16)
+    assert exact_conversion(F32, np.complex64) and not exact_conversion(np.float64, np.complex64)
+    assert exact_conversion(np.bool_, np.int8) and not exact_conversion(np.int8, np.bool_)
+    assert exact_conversion(np.uint8, np.int16) and not exact_conversion(np.int8, np.uint32)
+    assert not exact_conversion(np.complex64, F32)
+
+
+# --------------------------------------------------------------------------- pipeline
+
+
+def _mlp_loss(params, x, labels):
+    import ember.numpy as jnp
+    (w1, b1), (w2, b2) = params
+    h = jnp.maximum(x @ w1 + b1, 0.0)
+    logits = h @ w2 + b2
+    top = jnp.max(logits, axis=1, keepdims=True)
+    logp = logits - top - jnp.log(jnp.sum(jnp.exp(logits - top), axis=1, keepdims=True))
+    onehot = (labels[:, None] == jnp.arange(3)).astype(jnp.float32)
+    return -jnp.mean(jnp.sum(logp * onehot, axis=1)) * 1.0 + 0.0
+
+
+def test_optimize_lowered_mlp_loss(capsys):
+    import ember
+    from ember.compiler.lower import lower_closed_jaxpr
+
+    rng = np.random.default_rng(0)
+    params = ((rng.standard_normal((4, 8)).astype(F32), rng.standard_normal(8).astype(F32)),
+              (rng.standard_normal((8, 3)).astype(F32), rng.standard_normal(3).astype(F32)))
+    x = rng.standard_normal((5, 4)).astype(F32)
+    labels = np.array([0, 2, 1, 1, 0], S32)
+    module = lower_closed_jaxpr(ember.make_jaxpr(_mlp_loss)(params, x, labels)).module
+    args = [params[0][0], params[0][1], params[1][0], params[1][1], x, labels]
+    before_count = module.instruction_count()
+    before = evaluate(module, args)
+    stages = []
+    pipeline.optimize(module, verify=True, fuse=False, dump=lambda name, text: stages.append(name))
+    after_count = module.instruction_count()
+    with capsys.disabled():
+        print(f"\nMLP loss: {before_count} HLO instructions before, {after_count} after")
+    assert_same_values(before, evaluate(module, args))
+    np.testing.assert_allclose(before[0], np.asarray(_mlp_loss(params, x, labels)), rtol=1e-6)
+    assert after_count < before_count
+    opcodes = [i.opcode for i in module.entry.instructions]
+    assert opcodes.count("subtract") == 2  # logits - top was computed twice
+    assert "reshape" in opcodes and len(module.computations) == 3  # max body, one add body
+    assert module.entry.root.operands[0].opcode == "negate"  # "* 1.0 + 0.0" is gone
+    assert stages[0] == "00.before_optimizations" and stages[-1].endswith("after_dce")
+    verify(module)
+    assert not any(pipeline.run_pass(module, name) for name in pipeline.SIMPLIFICATION_PASSES)

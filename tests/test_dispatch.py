@@ -1,0 +1,171 @@
+"""Asynchronous dispatch: pending arrays, waiting, errors at the wait, inline small work."""
+
+import copy
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import core
+from ember.compiler.evaluator import register_custom_call_target
+from ember.compiler.hlo import Shape
+from ember.runtime import dispatch
+
+# A test-only primitive lowered to a custom_call whose target runs Python code: it lets the
+# tests hold the worker (on an Event), see which thread runs, and raise inside the executable.
+_GATE = threading.Event()
+_THREADS: list[str] = []
+
+
+def _hold_target(x, **attrs):
+    _THREADS.append(threading.current_thread().name)
+    if not _GATE.wait(timeout=30):
+        raise TimeoutError("test gate never opened")
+    return np.array(x)
+
+
+def _fail_target(x, **attrs):
+    raise ValueError("boom inside the executable")
+
+
+register_custom_call_target("test_hold", _hold_target)
+register_custom_call_target("test_fail", _fail_target)
+
+
+def _custom_call_primitive(target):
+    prim = core.Primitive(target)
+    prim.def_abstract_eval(lambda x: x)
+    prim.def_impl(lambda x: np.array(x))
+    prim.def_lowering(lambda ctx, x: ctx.b.op(
+        "custom_call", x, shape=Shape(ctx.aval_out.dtype, ctx.aval_out.shape),
+        call_target_name=target, has_side_effect=True))
+    return prim
+
+
+hold_p = _custom_call_primitive("test_hold")
+fail_p = _custom_call_primitive("test_fail")
+
+BIG = 1 << 20  # 4 MiB of float32: far above the inline limit
+
+
+@pytest.fixture(autouse=True)
+def _open_gate():
+    _GATE.set()
+    _THREADS.clear()
+    yield
+    _GATE.set()
+
+
+def test_big_work_returns_before_it_is_done():
+    f = ember.jit(lambda x: hold_p.bind(x) * 2.0)
+    x = jnp.ones(BIG)
+    _GATE.clear()
+    y = f(x)
+    assert not y.is_ready()
+    assert y.shape == (BIG,) and y.dtype == np.float32  # metadata does not wait
+    assert y.size == BIG and y.nbytes == 4 * BIG
+    assert not y.is_ready()
+    _GATE.set()
+    assert y.block_until_ready() is y
+    assert y.is_ready()
+    assert float(y[0]) == 2.0 and float(y[-1]) == 2.0
+    assert _THREADS == ["ember-cpu-0"]
+
+
+def test_error_surfaces_at_the_wait():
+    f = ember.jit(lambda x: fail_p.bind(x) + 1.0)
+    y = f(jnp.ones(BIG))  # returns: the error happens on the worker
+    with pytest.raises(ValueError, match="boom inside the executable"):
+        y.block_until_ready()
+    with pytest.raises(ValueError, match="boom"):
+        np.asarray(y)
+    with pytest.raises(ValueError, match="boom"):
+        y + 1  # an eager op on it waits too
+    assert y.is_ready()
+    # The worker keeps running later work.
+    g = ember.jit(lambda x: jnp.sin(x))
+    np.testing.assert_allclose(g(jnp.ones(BIG))[:3], np.sin(np.ones(3)), rtol=1e-6)
+
+
+def test_small_work_runs_inline():
+    f = ember.jit(lambda x: hold_p.bind(x) + 1.0)
+    y = f(jnp.ones(8))
+    assert y.is_ready() and y._pending is None
+    assert _THREADS == [threading.current_thread().name]
+    with pytest.raises(ValueError, match="boom"):
+        ember.jit(lambda x: fail_p.bind(x))(jnp.ones(4))  # inline errors raise at the call
+
+
+def test_inline_limit_is_read_at_compile_time(monkeypatch):
+    monkeypatch.setattr(dispatch, "INLINE_BYTES_LIMIT", 0)
+    f = ember.jit(lambda x: hold_p.bind(x) - 1.0)
+    _GATE.clear()
+    y = f(jnp.ones(4))
+    assert not y.is_ready()
+    _GATE.set()
+    np.testing.assert_array_equal(y, [0.0, 0.0, 0.0, 0.0])
+
+
+def test_pending_arrays_work_everywhere():
+    f = ember.jit(lambda x: hold_p.bind(x) * 3.0)
+    x = jnp.arange(float(BIG))
+    _GATE.clear()
+    y = f(x)
+    z = ember.jit(lambda a: a + 1.0)(y)  # chained: queued behind y on the worker
+    assert not y.is_ready() and not z.is_ready()
+    _GATE.set()
+    np.testing.assert_array_equal(np.asarray(z)[:3], [1.0, 4.0, 7.0])
+    for make in (lambda: f(x),):
+        _GATE.clear()
+        p = make()
+        threading.Timer(0.05, _GATE.set).start()
+        assert "Array([0., 3., 6., ...," in repr(p)  # printing waits
+    _GATE.clear()
+    p = f(x)
+    threading.Timer(0.05, _GATE.set).start()
+    eager = (p + 1.0)[:2]  # eager ops read the value (waiting)
+    np.testing.assert_array_equal(eager, [1.0, 4.0])
+    q = f(x)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(q))[:2], [0.0, 3.0])
+    q = f(x)
+    np.testing.assert_array_equal(ember.device_get({"q": q})["q"][:2], [0.0, 3.0])
+    q = f(x)
+    np.testing.assert_array_equal(copy.deepcopy(q)[:2], [0.0, 3.0])
+    q = f(x)
+    assert ember.block_until_ready((q, [q])) [0] is q and q.is_ready()
+    q = f(x)
+    assert float(q.sum()) == 3.0 * (BIG - 1) * BIG / 2
+
+
+def test_real_large_computation_is_asynchronous_and_correct():
+    x = jnp.linspace(0.0, 1.0, 2 * BIG)
+    f = ember.jit(lambda x: jnp.sin(x) * jnp.cos(x) + x)
+    y = f(x)
+    assert y._pending is not None  # queued on the worker (it may already be finished)
+    ref = np.sin(np.asarray(x)) * np.cos(np.asarray(x)) + np.asarray(x)
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-6, atol=1e-7)
+
+
+def test_dispatch_from_the_worker_runs_inline():
+    inner = ember.jit(lambda a: a * 2.0)
+    results = []
+
+    def nested_target(x, **attrs):
+        out = inner(jnp.asarray(np.array(x)))  # big: would be async from the main thread
+        results.append(out.is_ready())
+        return np.asarray(out)
+
+    register_custom_call_target("test_nested", nested_target)
+    prim = _custom_call_primitive("test_nested")
+    y = ember.jit(lambda x: prim.bind(x))(jnp.ones(BIG))
+    np.testing.assert_array_equal(np.asarray(y)[:2], [2.0, 2.0])
+    assert results == [True]
+
+
+def test_eager_path_arrays_have_no_pending_state():
+    a = jnp.ones(3) + 1
+    assert a.is_ready() and a._pending is None
+    assert a.block_until_ready() is a

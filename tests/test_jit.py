@@ -1,0 +1,447 @@
+"""ember.jit: caching and retracing, static arguments, pjit, lower/compile, dumps, logs."""
+
+import functools
+import logging
+import os
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import errors
+from ember.jaxpr import eval_jaxpr
+
+
+def _counting(fn):
+    """``fn`` wrapped so that ``wrapper.traces`` counts how often it runs (= traces)."""
+    def wrapper(*args, **kwargs):
+        wrapper.traces += 1
+        return fn(*args, **kwargs)
+    wrapper.traces = 0
+    return wrapper
+
+
+# --------------------------------------------------------------------------- cache / retrace
+
+
+def test_same_signature_does_not_retrace():
+    f = _counting(lambda x: x * 2.0 + 1.0)
+    jf = ember.jit(f)
+    x = jnp.arange(3.0)
+    np.testing.assert_array_equal(jf(x), [1.0, 3.0, 5.0])
+    np.testing.assert_array_equal(jf(x + 1), [3.0, 5.0, 7.0])
+    np.testing.assert_array_equal(jf(np.arange(3.0, dtype=np.float32)), [1.0, 3.0, 5.0])
+    assert f.traces == 1
+    jf(jnp.arange(4.0))  # new shape
+    assert f.traces == 2
+    jf(jnp.arange(3))  # new dtype
+    assert f.traces == 3
+    jf(jnp.arange(3.0))
+    assert f.traces == 3
+    assert jf._cache_size() == 3
+
+
+def test_weak_type_is_part_of_the_signature():
+    f = _counting(lambda x: x + 1)
+    jf = ember.jit(f)
+    out = jf(2.0)
+    assert out.weak_type and out.dtype == np.float32
+    out = jf(jnp.float32(2.0))
+    assert not out.weak_type and out.dtype == np.float32
+    assert f.traces == 2
+
+
+def test_jit_in_a_loop_reuses_the_cache():
+    f = _counting(lambda x: jnp.sin(x))
+    for i in range(5):
+        ember.jit(f)(jnp.ones(3) * i)
+    assert f.traces == 1
+    # Different options are different caches.
+    ember.jit(f, backend="interpreter")(jnp.ones(3))
+    ember.jit(f, donate_argnums=0)(jnp.ones(3))
+    assert f.traces == 2
+
+
+def test_new_lambdas_retrace():
+    traces = []
+    for _ in range(3):
+        ember.jit(lambda x: (traces.append(1), x + 1)[1])(jnp.ones(2))
+    assert len(traces) == 3
+
+
+def test_new_partials_get_new_entries():
+    f = _counting(lambda x, y: x * y)
+    for k in range(3):
+        np.testing.assert_array_equal(ember.jit(functools.partial(f, y=2.0))(jnp.ones(2)),
+                                      [2.0, 2.0])
+    assert f.traces == 3
+
+
+def test_clear_caches():
+    f = _counting(lambda x: x - 1)
+    jf = ember.jit(f)
+    jf(jnp.ones(2))
+    ember.clear_caches()
+    jf(jnp.ones(2))
+    assert f.traces == 2
+
+
+# --------------------------------------------------------------------------- static arguments
+
+
+def test_static_argnums():
+    def f(x, n):
+        f.traces += 1
+        for _ in range(n):
+            x = x * 2
+        return x
+    f.traces = 0
+    jf = ember.jit(f, static_argnums=1)
+    np.testing.assert_array_equal(jf(jnp.ones(2), 3), [8.0, 8.0])
+    np.testing.assert_array_equal(jf(jnp.ones(2), 3), [8.0, 8.0])
+    assert f.traces == 1
+    np.testing.assert_array_equal(jf(jnp.ones(2), 1), [2.0, 2.0])
+    assert f.traces == 2
+    # static_argnums also makes the argument static when passed by keyword.
+    np.testing.assert_array_equal(jf(jnp.ones(2), n=3), [8.0, 8.0])
+
+
+def test_static_argnames_and_partial_decorator():
+    traces = []
+
+    @functools.partial(ember.jit, static_argnames="mode")
+    def f(x, mode="double"):
+        traces.append(mode)
+        return x * 2 if mode == "double" else x * 3
+    np.testing.assert_array_equal(f(jnp.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(f(jnp.ones(2), mode="triple"), [3.0, 3.0])
+    np.testing.assert_array_equal(f(jnp.ones(2), mode="triple"), [3.0, 3.0])
+    # static_argnames also makes the argument static when passed positionally.
+    np.testing.assert_array_equal(f(jnp.ones(2), "triple"), [3.0, 3.0])
+    assert traces == ["double", "triple", "triple"]  # default, keyword, positional
+
+
+def test_negative_static_argnums():
+    jf = ember.jit(lambda x, shape: jnp.reshape(x, shape), static_argnums=-1)
+    assert jf(jnp.arange(6.0), (2, 3)).shape == (2, 3)
+
+
+def test_unhashable_static_argument_names_it():
+    jf = ember.jit(lambda x, shape: jnp.reshape(x, shape), static_argnums=1)
+    with pytest.raises(TypeError, match="static argument 'shape'.*not hashable"):
+        jf(jnp.arange(6.0), [2, 3])
+    jg = ember.jit(lambda x, axes=None: x.sum(axes), static_argnames="axes")
+    with pytest.raises(TypeError, match="'axes' of type list"):
+        jg(jnp.ones((2, 2)), axes=[0])
+
+
+def test_invalid_dynamic_argument_names_it():
+    jf = ember.jit(lambda x, mode: x)
+    with pytest.raises(TypeError, match="argument 'mode' of type str"):
+        jf(jnp.ones(2), "fast")
+
+
+# --------------------------------------------------------------------------- pytrees, kwargs, dtypes
+
+
+def test_pytrees_in_and_out():
+    @ember.jit
+    def f(params, x):
+        return {"y": params["w"] * x + params["b"], "aux": (x.sum(), None)}
+    out = f({"w": jnp.ones(3) * 2, "b": 1.0}, jnp.arange(3.0))
+    assert set(out) == {"y", "aux"}
+    np.testing.assert_array_equal(out["y"], [1.0, 3.0, 5.0])
+    assert float(out["aux"][0]) == 3.0 and out["aux"][1] is None
+
+
+def test_keyword_arguments_are_dynamic():
+    f = _counting(lambda x, scale=1.0: x * scale)
+    jf = ember.jit(f)
+    np.testing.assert_array_equal(jf(jnp.ones(2), scale=3.0), [3.0, 3.0])
+    np.testing.assert_array_equal(jf(jnp.ones(2), scale=4.0), [4.0, 4.0])
+    assert f.traces == 1
+    np.testing.assert_array_equal(jf(x=jnp.ones(2), scale=jnp.ones(2)), [1.0, 1.0])
+
+
+def test_output_weak_types_match_eager():
+    f = lambda x, y: (x * 2, x + y, jnp.float32(1.0) + x)  # noqa: E731
+    for args in [(1.0, 2), (jnp.float32(1.0), 2.0), (jnp.ones(2), 3)]:
+        eager = f(*args)
+        jitted = ember.jit(f)(*args)
+        for e, j in zip(eager, jitted):
+            assert (j.dtype, j.weak_type, j.shape) == (e.dtype, e.weak_type, e.shape)
+            np.testing.assert_array_equal(j, e)
+
+
+def test_constant_and_passthrough_outputs():
+    out = ember.jit(lambda x: (x, 2.0, jnp.arange(3)))(jnp.ones(2))
+    np.testing.assert_array_equal(out[0], [1.0, 1.0])
+    assert out[1].weak_type and float(out[1]) == 2.0
+    np.testing.assert_array_equal(out[2], [0, 1, 2])
+
+
+def test_captured_large_constant_is_hoisted():
+    table = jnp.arange(5000.0)
+    out = ember.jit(lambda i: table * i)(2.0)
+    np.testing.assert_array_equal(out, np.arange(5000.0, dtype=np.float32) * 2)
+
+
+def test_x64_on_and_off():
+    x = np.arange(3)
+    assert ember.jit(lambda x: x + 1)(x).dtype == np.int32
+    ember.config.update("jax_enable_x64", True)
+    try:
+        out = ember.jit(lambda x: x + 1)(x)
+        assert out.dtype == np.int64
+        np.testing.assert_array_equal(out, [1, 2, 3])
+        assert ember.jit(lambda x: x * 0.5)(np.ones(2)).dtype == np.float64
+    finally:
+        ember.config.update("jax_enable_x64", False)
+    assert ember.jit(lambda x: x + 1)(x).dtype == np.int32
+
+
+def test_x64_flag_is_part_of_the_key():
+    f = _counting(lambda x: x + 1)
+    jf = ember.jit(f)
+    jf(1)
+    ember.config.update("jax_enable_x64", True)
+    try:
+        assert jf(1).dtype == np.int64
+    finally:
+        ember.config.update("jax_enable_x64", False)
+    assert jf(1).dtype == np.int32
+    assert f.traces == 2
+
+
+def test_method_decoration():
+    class Model:
+        def __init__(self, k):
+            self.k = k
+
+        @functools.partial(ember.jit, static_argnums=0)
+        def apply(self, x):
+            return x * self.k
+    # self is static: hashable by identity.
+    np.testing.assert_array_equal(Model(3).apply(jnp.ones(2)), [3.0, 3.0])
+
+
+# --------------------------------------------------------------------------- pjit
+
+
+def test_nested_jit_is_a_pjit_equation():
+    def f(x):
+        return jnp.sin(x) * 2.0
+    jaxpr = ember.make_jaxpr(lambda x: ember.jit(f)(x) + 1.0)(jnp.ones(3))
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = pjit[\n"
+        "      jaxpr={ lambda ; c:f32[3]. let\n"
+        "          d:f32[3] = sin c\n"
+        "          e:f32[3] = mul d 2.0:f32[]\n"
+        "        in (e,) }\n"
+        "      name=f\n"
+        "    ] a\n"
+        "    f:f32[3] = add b 1.0:f32[]\n"
+        "  in (f,) }")
+    # Evaluating that jaxpr eagerly runs pjit's impl (compile and run the inner jaxpr).
+    out, = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, jnp.arange(3.0))
+    np.testing.assert_allclose(out, np.sin(np.arange(3.0)) * 2 + 1, rtol=1e-6)
+
+
+def test_nested_jit_compiles_inlined():
+    inner = _counting(lambda x: jnp.exp(x))
+    outer = ember.jit(lambda x: ember.jit(inner)(x) - ember.jit(inner)(x * 2))
+    x = jnp.linspace(0.0, 1.0, 5)
+    np.testing.assert_allclose(outer(x), np.exp(np.asarray(x)) - np.exp(np.asarray(x) * 2),
+                               rtol=1e-6)
+    assert inner.traces == 1  # both inner calls share one signature
+    # The inner jaxpr traced under the outer trace is reused at top level: no retrace.
+    ember.jit(inner)(x)
+    assert inner.traces == 1
+
+
+def test_nested_jit_closing_over_an_outer_tracer():
+    def outer(x, y):
+        return ember.jit(lambda z: z * y)(x)  # y is a tracer of the outer trace
+    jaxpr = ember.make_jaxpr(outer)(jnp.ones(2), 3.0)
+    eqn = jaxpr.eqns[0]
+    assert eqn.primitive.name == "pjit" and len(eqn.invars) == 2
+    np.testing.assert_array_equal(ember.jit(outer)(jnp.ones(2), 3.0), [3.0, 3.0])
+    np.testing.assert_array_equal(ember.jit(outer)(jnp.ones(2), 4.0), [4.0, 4.0])
+
+
+# --------------------------------------------------------------------------- eval_shape, disable_jit
+
+
+def test_eval_shape():
+    def f(x, y):
+        return {"s": x @ y, "m": x.mean()}
+    out = ember.eval_shape(f, ember.ShapeDtypeStruct((2, 3), np.float32), jnp.ones((3, 4)))
+    assert out["s"] == ember.ShapeDtypeStruct((2, 4), np.float32)
+    assert out["m"].shape == () and out["m"].dtype == np.float32
+    weak = ember.eval_shape(lambda x: x * 2, 1.0)
+    assert weak.weak_type and repr(weak) == (
+        "ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)")
+    f_counted = _counting(lambda x: x + 1)
+    assert ember.jit(f_counted).eval_shape(jnp.ones(4)).shape == (4,)
+
+
+def test_eval_shape_computes_nothing():
+    calls = []
+
+    def f(x):
+        calls.append(type(x).__name__)
+        return x.sum()
+    ember.eval_shape(f, ember.ShapeDtypeStruct((1000, 1000), np.float32))
+    assert calls == ["JaxprTracer"]
+
+
+def test_disable_jit_runs_op_by_op():
+    seen = []
+
+    @ember.jit
+    def f(x):
+        seen.append(type(x).__name__)
+        return x + 1
+    with ember.disable_jit():
+        np.testing.assert_array_equal(f(jnp.ones(2)), [2.0, 2.0])
+        np.testing.assert_array_equal(f(jnp.ones(2)), [2.0, 2.0])
+    assert seen == ["Array", "Array"]
+    f(jnp.ones(2))
+    assert seen[-1] == "JaxprTracer"
+    ember.config.update("jax_disable_jit", True)
+    try:
+        f(jnp.ones(2))
+        assert seen[-1] == "Array"
+    finally:
+        ember.config.update("jax_disable_jit", False)
+
+
+# --------------------------------------------------------------------------- lower / compile
+
+
+def test_lower_and_compile():
+    def f(x, y):
+        return jnp.exp(x) * y + 1.0
+    lowered = ember.jit(f).lower(ember.ShapeDtypeStruct((4,), np.float32), jnp.ones(4))
+    text = lowered.as_text()
+    assert text.startswith("HloModule jit_f")
+    assert "exponential" in text and "fusion" not in text
+    assert lowered.out_info == ember.ShapeDtypeStruct((4,), np.float32)
+    compiled = lowered.compile()
+    optimized = compiled.as_text()
+    assert "fusion" in optimized and "exponential" in optimized
+    x = jnp.arange(4.0)
+    np.testing.assert_allclose(compiled(x, jnp.ones(4) * 2), np.exp(np.arange(4.0)) * 2 + 1,
+                               rtol=1e-6)
+    with pytest.raises(TypeError, match="argument 'x' changed from f32\\[4\\] to f32\\[5\\]"):
+        compiled(jnp.ones(5), jnp.ones(4))
+
+
+def test_compiled_cost_and_memory_analysis():
+    n = 1000
+    compiled = ember.jit(lambda x, y: jnp.sum(x * y)).lower(jnp.ones(n), jnp.ones(n)).compile()
+    cost = compiled.cost_analysis()
+    assert {"flops", "bytes accessed", "transcendentals"} <= set(cost)
+    assert cost["flops"] >= 2 * n - 1
+    assert cost["bytes accessed"] >= 2 * n * 4
+    memory = compiled.memory_analysis()
+    assert memory.peak_bytes >= 4
+    assert memory.argument_size_in_bytes == 2 * n * 4
+    assert memory.output_size_in_bytes == 4
+
+
+def test_lower_with_static_arguments():
+    lowered = ember.jit(lambda x, n: x * n, static_argnums=1).lower(jnp.ones(2), 3)
+    compiled = lowered.compile()
+    np.testing.assert_array_equal(compiled(jnp.ones(2), 3), [3.0, 3.0])
+    with pytest.raises(TypeError, match="argument 'n' changed from 3 to 4"):
+        compiled(jnp.ones(2), 4)
+
+
+# --------------------------------------------------------------------------- debugging
+
+
+def test_dump_to_writes_jaxpr_and_every_pass(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+
+    def my_fn(x):
+        return jnp.tanh(x) + 0.0
+    ember.jit(my_fn)(jnp.ones(3))
+    files = sorted(os.listdir(tmp_path))
+    jaxprs = [f for f in files if f.endswith(".jaxpr.txt")]
+    assert len(jaxprs) == 1 and jaxprs[0].startswith("jit_my_fn.")
+    prefix = jaxprs[0][:-len("jaxpr.txt")]
+    assert "tanh" in (tmp_path / jaxprs[0]).read_text()
+    hlo = [f for f in files if f.endswith(".hlo.txt")]
+    assert all(f.startswith(prefix) for f in hlo)
+    before = [f for f in hlo if "before_optimizations" in f]
+    assert len(before) == 1 and "HloModule" in (tmp_path / before[0]).read_text()
+    assert any("after_fusion" in f for f in hlo) and any("after_dce" in f for f in hlo)
+    assert len(hlo) >= 3
+
+
+def test_log_compiles_names_the_changed_argument(caplog):
+    def scale(x, y):
+        return x * y
+    jf = ember.jit(scale)
+    ember.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ember"):
+            jf(jnp.ones(3), 2.0)
+            jf(jnp.ones(3), 5.0)  # cache hit: nothing logged
+            assert len(caplog.records) == 1
+            assert "Compiling jit(scale)" in caplog.text and "x: f32[3]" in caplog.text
+            jf(jnp.ones(4), 2.0)
+    finally:
+        ember.config.update("jax_log_compiles", False)
+    assert "argument 'x' changed from f32[3] to f32[4]" in caplog.text
+    assert all(r.name == "ember" for r in caplog.records)
+
+
+def test_no_logs_by_default(caplog):
+    with caplog.at_level(logging.DEBUG, logger="ember"):
+        ember.jit(lambda x: x * 3)(jnp.ones(2))
+    assert not caplog.records
+
+
+# --------------------------------------------------------------------------- tracer errors
+
+
+def test_python_if_on_traced_value_names_the_argument():
+    @ember.jit
+    def f(x, threshold):
+        if x.sum() > threshold:
+            return x
+        return -x
+    with pytest.raises(errors.TracerBoolConversionError) as info:
+        f(jnp.ones(3), 1.0)
+    message = str(info.value)
+    assert "'x'" in message and "static_argnums" in message and "lax.cond" in message
+
+
+def test_concretization_error_inside_jit():
+    f = ember.jit(lambda x, n: jnp.zeros(int(n)) + x)
+    with pytest.raises(errors.TracerIntegerConversionError, match="'n'"):
+        f(1.0, 3)
+    # Marking it static is the fix.
+    g = ember.jit(lambda x, n: jnp.zeros(int(n)) + x, static_argnums=1)
+    np.testing.assert_array_equal(g(1.0, 3), [1.0, 1.0, 1.0])
+
+
+def test_float_of_traced_value_inside_jit():
+    with pytest.raises(errors.ConcretizationTypeError, match="'y'"):
+        ember.jit(lambda x, y: x * float(y))(1.0, 2.0)
+
+
+def test_jit_rejects_non_callables():
+    with pytest.raises(TypeError, match="expected a callable"):
+        ember.jit(3)
+    with pytest.raises(ValueError, match="unknown backend 'tpu'"):
+        ember.jit(lambda x: x, backend="tpu")
+
+
+def test_cpu_backend_is_the_interpreter_for_now():
+    out = ember.jit(lambda x: x * 2, backend="cpu")(jnp.ones(2))
+    np.testing.assert_array_equal(out, [2.0, 2.0])
