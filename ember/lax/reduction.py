@@ -273,8 +273,8 @@ def _int_cumprod(x, axis):
 
 cumsum_p = _cum_primitive("cumsum", _int_cumsum, numeric_dtypes)
 cumprod_p = _cum_primitive("cumprod", _int_cumprod, numeric_dtypes)
-cummax_p = _cum_primitive("cummax", np.maximum.accumulate, all_dtypes)
-cummin_p = _cum_primitive("cummin", np.minimum.accumulate, all_dtypes)
+cummax_p = _cum_primitive("cummax", np.maximum.accumulate, numeric_dtypes)  # no bool (JAX)
+cummin_p = _cum_primitive("cummin", np.minimum.accumulate, numeric_dtypes)
 cumlogsumexp_p = _cum_primitive("cumlogsumexp", np.logaddexp.accumulate, float_dtypes)
 
 

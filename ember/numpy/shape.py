@@ -21,7 +21,6 @@ from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arrayl
 from ember.numpy.ufuncs import remainder
 
 _max = builtins.max
-_min = builtins.min
 
 
 def _is_array(x: Any) -> bool:
@@ -460,15 +459,14 @@ def _split(fn: str, ary: Any, indices_or_sections: Any, axis: int, even: bool) -
     aval = core.get_aval(ary)
     ax = canonicalize_axis(fn, axis, aval.ndim)
     n = aval.shape[ax]
-    points = _split_points(fn, n, indices_or_sections, even)
-    bounds = [0] + points + [n]
-    out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        # NumPy slice semantics: negative points wrap, everything clamps to [0, n].
-        lo = _min(_max(lo + n if lo < 0 else lo, 0), n)
-        hi = _min(_max(hi + n if hi < 0 else hi, 0), n)
-        out.append(_slice(ary, ax, lo, _max(lo, hi)))
-    return out
+    bounds = [0] + [int(p) for p in _split_points(fn, n, indices_or_sections, even)] + [n]
+    # JAX (unlike NumPy) neither wraps negative split points nor clamps them: the piece
+    # sizes are the differences of the points and must all be nonnegative.
+    sizes = [hi - lo for lo, hi in zip(bounds[:-1], bounds[1:])]
+    if any(sz < 0 for sz in sizes):
+        raise ValueError(f"{fn}: sizes passed to split must be nonnegative, got {sizes} (split "
+                         f"points must be increasing and within [0, {n}])")
+    return [_slice(ary, ax, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:

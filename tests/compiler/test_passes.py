@@ -170,6 +170,42 @@ def test_dce_runs_inside_called_computations():
     """)
 
 
+def test_dce_and_cse_keep_calls_of_computations_with_side_effects():
+    register_custom_call_target("test_passes.identity", lambda v, **attrs: v)
+    m, b_out = new()
+    b = Builder(m, "effect")
+    p = b.parameter(0, shape(F32, 2))
+    effect = b.build(b.op("custom_call", p, shape=shape(F32, 2), has_side_effect=True,
+                          call_target_name="test_passes.identity"))
+    b = Builder(m, "pure")
+    pure = b.build(b.op("negate", b.parameter(0, shape(F32, 2))))
+    x = b_out.parameter(0, shape(F32, 2))
+    b_out.op("call", x, calls=[effect])
+    b_out.op("call", x, calls=[effect])
+    b_out.op("call", x, calls=[pure])
+    b_out.build(b_out.op("call", x, calls=[pure]), entry=True)
+    check(m, ["cse", "dce"], """
+        HloModule m
+
+        %effect (Arg_0.1: f32[2]) -> f32[2] {
+          %Arg_0.1 = f32[2] parameter(0)
+          ROOT %custom_call.2 = f32[2] custom_call(%Arg_0.1), call_target_name=test_passes.identity, has_side_effect=true
+        }
+
+        %pure (Arg_0.3: f32[2]) -> f32[2] {
+          %Arg_0.3 = f32[2] parameter(0)
+          ROOT %negate.4 = f32[2] negate(%Arg_0.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2]) -> f32[2] {
+          %Arg_0.5 = f32[2] parameter(0)
+          %call.6 = f32[2] call(%Arg_0.5), calls={%effect}
+          %call.7 = f32[2] call(%Arg_0.5), calls={%effect}
+          ROOT %call.8 = f32[2] call(%Arg_0.5), calls={%pure}
+        }
+    """)
+
+
 def test_dce_no_change():
     m, b = new()
     x = b.parameter(0, shape(F32, 2))
@@ -521,6 +557,7 @@ ALGEBRAIC_CASES = {
     "multiply_one": _binary_with_splat("multiply", 1, dims=()),
     "one_multiply": _binary_with_splat("multiply", 1, splat_first=True),
     "divide_one": _binary_with_splat("divide", 1),
+    "power_one": _binary_with_splat("power", 1),
     "multiply_zero_int": _binary_with_splat("multiply", 0, S32),
     "zero_multiply_int": _binary_with_splat("multiply", 0, S32, splat_first=True),
     "subtract_self_int": _self("subtract", S32),
@@ -569,6 +606,7 @@ ALGEBRAIC_CASES = {
     "keep_convert_narrowing_first": _converts(np.float64, F32, np.float64),
     "keep_convert_float_to_int": _converts(np.float16, F32, S32),
     "keep_add_one": _binary_with_splat("add", 1),
+    "keep_multiply_one_complex": _binary_with_splat("multiply", 1, np.complex64),
 }
 
 
@@ -599,6 +637,11 @@ ALGEBRAIC_GOLDEN = {
         }
     """,
     "divide_one": """
+        ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
+          ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "power_one": """
         ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
           ROOT %Arg_0.1 = f32[2,3] parameter(0)
         }
@@ -864,6 +907,14 @@ ALGEBRAIC_GOLDEN = {
           ROOT %convert.3 = s32[2,3] convert(%convert.2)
         }
     """,
+    "keep_multiply_one_complex": """
+        ENTRY %main (Arg_0.1: c64[2,3]) -> c64[2,3] {
+          %Arg_0.1 = c64[2,3] parameter(0)
+          %constant.2 = c64[] constant((1,0))
+          %broadcast_in_dim.3 = c64[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
+          ROOT %multiply.4 = c64[2,3] multiply(%Arg_0.1, %broadcast_in_dim.3)
+        }
+    """,
     "keep_add_one": """
         ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
           %Arg_0.1 = f32[2,3] parameter(0)
@@ -967,3 +1018,50 @@ def test_optimize_lowered_mlp_loss(capsys):
     assert stages[0] == "00.before_optimizations" and stages[-1].endswith("after_dce")
     verify(module)
     assert not any(pipeline.run_pass(module, name) for name in pipeline.SIMPLIFICATION_PASSES)
+
+
+def test_optimize_golden_before_and_after():
+    m, b = new()
+    x = b.parameter(0, shape(F32, 2, 3))
+    scaled = b.op("multiply", x, bcast(b, 1, F32, (2, 3)))
+    twice = b.op("transpose", b.op("transpose", scaled, permutation=(1, 0)), permutation=(1, 0))
+    five = b.op("add", b.constant(F32(2)), b.constant(F32(3)))
+    y = b.op("add", twice, b.op("broadcast_in_dim", five, shape=shape(F32, 2, 3),
+                                broadcast_dimensions=()))
+    b.build(b.op("tuple", y, b.op("exponential", x), b.op("exponential", x)), entry=True)
+    assert normalized(m) == golden("""
+        HloModule m
+
+        ENTRY %main (Arg_0.1: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3]) {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %constant.2 = f32[] constant(1)
+          %broadcast_in_dim.3 = f32[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
+          %multiply.4 = f32[2,3] multiply(%Arg_0.1, %broadcast_in_dim.3)
+          %transpose.5 = f32[3,2] transpose(%multiply.4), permutation={1,0}
+          %transpose.6 = f32[2,3] transpose(%transpose.5), permutation={1,0}
+          %constant.7 = f32[] constant(2)
+          %constant.8 = f32[] constant(3)
+          %add.9 = f32[] add(%constant.7, %constant.8)
+          %broadcast_in_dim.10 = f32[2,3] broadcast_in_dim(%add.9), broadcast_dimensions={}
+          %add.11 = f32[2,3] add(%transpose.6, %broadcast_in_dim.10)
+          %exponential.12 = f32[2,3] exponential(%Arg_0.1)
+          %exponential.13 = f32[2,3] exponential(%Arg_0.1)
+          ROOT %tuple.14 = (f32[2,3], f32[2,3], f32[2,3]) tuple(%add.11, %exponential.12, %exponential.13)
+        }
+    """)
+    args = random_args(m)
+    before = evaluate(m, args)
+    pipeline.optimize(m, verify=True, fuse=False)
+    assert normalized(m) == golden("""
+        HloModule m
+
+        ENTRY %main (Arg_0.1: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3]) {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %constant.15 = f32[] constant(5)
+          %broadcast_in_dim.10 = f32[2,3] broadcast_in_dim(%constant.15), broadcast_dimensions={}
+          %add.11 = f32[2,3] add(%Arg_0.1, %broadcast_in_dim.10)
+          %exponential.12 = f32[2,3] exponential(%Arg_0.1)
+          ROOT %tuple.14 = (f32[2,3], f32[2,3], f32[2,3]) tuple(%add.11, %exponential.12, %exponential.12)
+        }
+    """)
+    assert_same_values(before, evaluate(m, args))

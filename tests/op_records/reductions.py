@@ -32,6 +32,11 @@ def _int_sum_dtype(dt):
     return dt
 
 
+def _cum_dtype(dt):
+    """jnp.cumsum/cumprod keep the input dtype (int8 stays int8, like JAX); bools widen."""
+    return I32 if dt == np.bool_ else dt
+
+
 def _float_dtype(dt):
     return dt if dt.kind == "f" or str(dt) == "bfloat16" else F32
 
@@ -164,10 +169,10 @@ RECORDS = [
     *_recs("nanquantile", _nan_fn(lambda x, **k: jnp.nanquantile(x, 0.3, **k)),
            _nan_ref(lambda x, **k: np.nanquantile(x, 0.3, **k)), (F32,),
            [(s, k, ((((5,),), ((3, 4),)))) for s, k, _ in NONEMPTY_CONFIGS[1:3]]),
-    *_recs("cumsum", jnp.cumsum, np.cumsum, ALL, CUM_CONFIGS, out_dtype=_int_sum_dtype,
+    *_recs("cumsum", jnp.cumsum, np.cumsum, ALL, CUM_CONFIGS, out_dtype=_cum_dtype,
            differentiable=True),
     *_recs("cumprod", jnp.cumprod, np.cumprod, NUMERIC, CUM_CONFIGS, rng="small",
-           out_dtype=_int_sum_dtype, differentiable=True),
+           out_dtype=_cum_dtype, differentiable=True),
     *_recs("nancumsum", _nan_fn(jnp.nancumsum), _nan_ref(np.nancumsum), FLOATS,
            CUM_CONFIGS[1:]),
     *_recs("nancumprod", _nan_fn(jnp.nancumprod), _nan_ref(np.nancumprod), (F32,),
@@ -267,8 +272,8 @@ LAX_RECORDS = [
       for name, fn, ref, dts, diff, kw in [
           ("cumsum", lax.cumsum, _np_cum(np.add), NUMERIC, True, {}),
           ("cumprod", lax.cumprod, _np_cum(np.multiply), NUMERIC, True, {"rng": "small"}),
-          ("cummax", lax.cummax, _np_cum(np.maximum), ALL, True, {}),
-          ("cummin", lax.cummin, _np_cum(np.minimum), ALL, True, {}),
+          ("cummax", lax.cummax, _np_cum(np.maximum), NUMERIC, True, {}),
+          ("cummin", lax.cummin, _np_cum(np.minimum), NUMERIC, True, {}),
           ("cumlogsumexp", lax.cumlogsumexp, _np_cumlogsumexp, FLOATS, True, {}),
       ] for rev in (False, True)],
 ]

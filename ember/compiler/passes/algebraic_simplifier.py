@@ -8,8 +8,12 @@ value passing ``test``; a ``broadcast_in_dim`` of such a constant counts as that
 replacement. A rewrite applies only when the replacement has exactly the instruction's shape.
 
 Only exact rewrites are in the table: ``x * 0 -> 0`` holds for integers only (``nan * 0`` is
-NaN), ``x - x`` and ``compare(x, x)`` likewise. As in XLA, ``x + 0 -> x`` is applied to floats
-too, although ``-0.0 + 0.0`` is ``+0.0``.
+NaN), ``x - x`` and ``compare(x, x)`` likewise; ``x * 1 -> x`` is not applied to complex
+numbers (``(inf + 0j) * (1 + 0j)`` is ``inf + nanj``). As in XLA, ``x + 0 -> x`` is applied to
+floats too, although ``-0.0 + 0.0`` is ``+0.0``.
+
+To add a rule, append a ``Rewrite`` to ``REWRITES`` and a case of the same name to the
+pattern table of ``tests/compiler/test_passes.py``.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class Match:
 
 
 class Pattern:
+    """Matches an instruction, recording its bindings in the ``Match``."""
+
     def match(self, inst: Instruction, m: Match) -> bool:
         raise NotImplementedError
 
@@ -184,6 +190,10 @@ def _is_all_ones(v) -> bool:
 
 def _integral(m: Match) -> bool:
     return m.inst.dtype.kind in "iub"
+
+
+def _not_complex(m: Match) -> bool:
+    return m.inst.dtype.kind != "c"
 
 
 def _operand_integral(m: Match) -> bool:
@@ -365,9 +375,11 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("add_zero", Op("add", x, ZERO), "x"),
     Rewrite("zero_add", Op("add", ZERO, x), "x"),
     Rewrite("subtract_zero", Op("subtract", x, ZERO), "x"),
-    Rewrite("multiply_one", Op("multiply", x, ONE), "x"),
-    Rewrite("one_multiply", Op("multiply", ONE, x), "x"),
-    Rewrite("divide_one", Op("divide", x, ONE), "x"),
+    # complex: (inf + 0j) * (1 + 0j) is inf + nanj
+    Rewrite("multiply_one", Op("multiply", x, ONE), "x", where=_not_complex),
+    Rewrite("one_multiply", Op("multiply", ONE, x), "x", where=_not_complex),
+    Rewrite("divide_one", Op("divide", x, ONE), "x", where=_not_complex),
+    Rewrite("power_one", Op("power", x, ONE), "x", where=_not_complex),
     Rewrite("multiply_zero_int", Op("multiply", x, Splat(_is_zero, "zero")), "zero",
             where=_integral),
     Rewrite("zero_multiply_int", Op("multiply", Splat(_is_zero, "zero"), x), "zero",

@@ -77,7 +77,8 @@ def _foldable(inst: Instruction) -> bool:
 def _evaluate(inst: Instruction, values: list[Any]) -> Any:
     """The value of ``inst`` on ``values``, or None when the evaluator has no rule for it."""
     try:
-        return evaluate_instruction(inst, values)
+        with np.errstate(all="ignore"):  # 1/0 folds to inf, as at run time, without a warning
+            return evaluate_instruction(inst, values)
     except NotImplementedError:
         return None
 

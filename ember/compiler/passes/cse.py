@@ -5,7 +5,7 @@ operands (by identity; in either order for commutative ops), the same shape, equ
 (constant values compared by dtype, dims and bytes, so ``0.0`` and ``-0.0`` stay apart) and
 call the same computations. Structurally identical called computations (the many ``add``
 reduce bodies lowering creates) are merged first, so the instructions calling them can merge.
-Parameters and side-effecting ``custom_call`` instructions are never merged.
+Parameters and instructions with side effects (see ``dce.has_side_effect``) are never merged.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from ember.compiler.hlo import Computation, Instruction, Module
 from ember.compiler.passes import hlo_pass
-from ember.compiler.passes.dce import has_side_effect
+from ember.compiler.passes.dce import effectful_computations, has_side_effect
 
 # a op b == b op a bit for bit (IEEE addition and multiplication are commutative).
 COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
@@ -52,20 +52,21 @@ def _instruction_key(inst: Instruction, ids: dict[int, int],
     return (inst.opcode, _operand_key(inst, ids), inst.shape, attrs, calls)
 
 
-def _mergeable(inst: Instruction) -> bool:
-    return inst.opcode != "parameter" and not has_side_effect(inst)
+def _mergeable(inst: Instruction, effectful: frozenset[int]) -> bool:
+    return inst.opcode != "parameter" and not has_side_effect(inst, effectful)
 
 
 # --------------------------------------------------------------------------- computations
 
 
-def _computation_key(comp: Computation, comp_ids: dict[int, int]) -> tuple | None:
+def _computation_key(comp: Computation, comp_ids: dict[int, int],
+                     effectful: frozenset[int]) -> tuple | None:
     """A structural fingerprint of ``comp`` (names ignored); None if it has side effects."""
+    if id(comp) in effectful:
+        return None
     ids: dict[int, int] = {}
     keys = []
     for n, inst in enumerate(comp.instructions):
-        if has_side_effect(inst):
-            return None
         ids[id(inst)] = n
         keys.append(_instruction_key(inst, ids, comp_ids))
     return (tuple(keys), ids[id(comp.root)])
@@ -73,13 +74,14 @@ def _computation_key(comp: Computation, comp_ids: dict[int, int]) -> tuple | Non
 
 def merge_identical_computations(module: Module) -> bool:
     """Makes callers of structurally identical computations call one of them."""
+    effectful = effectful_computations(module)
     canonical: dict[tuple, Computation] = {}
     comp_ids: dict[int, int] = {}  # id(computation) -> number of its canonical computation
     replacement: dict[int, Computation] = {}
     for n, comp in enumerate(module.computations):
         if comp is module.entry:
             break
-        key = _computation_key(comp, comp_ids)
+        key = _computation_key(comp, comp_ids, effectful)
         if key is None:
             comp_ids[id(comp)] = n
             continue
@@ -101,7 +103,7 @@ def merge_identical_computations(module: Module) -> bool:
 # --------------------------------------------------------------------------- instructions
 
 
-def cse_computation(comp: Computation) -> bool:
+def cse_computation(comp: Computation, effectful: frozenset[int] = frozenset()) -> bool:
     """Merges the identical instructions of ``comp``; returns whether any were merged."""
     seen: dict[tuple, Instruction] = {}
     ids: dict[int, int] = {}
@@ -111,7 +113,7 @@ def cse_computation(comp: Computation) -> bool:
         if any(id(op) in merged for op in inst.operands):
             inst.operands = [merged.get(id(op), op) for op in inst.operands]
         ids[id(inst)] = len(ids)
-        if _mergeable(inst):
+        if _mergeable(inst, effectful):
             first = seen.setdefault(_instruction_key(inst, ids, {}), inst)
             if first is not inst:
                 merged[id(inst)] = first
@@ -140,6 +142,7 @@ def cse(module: Module) -> bool:
         (True, ['parameter', 'exponential', 'multiply'])
     """
     changed = merge_identical_computations(module)
+    effectful = effectful_computations(module)
     for comp in module.computations:
-        changed |= cse_computation(comp)
+        changed |= cse_computation(comp, effectful)
     return changed
