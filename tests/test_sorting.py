@@ -30,6 +30,18 @@ def test_nans_sort_last():
     assert np.isnan(np.asarray(vals)[0]) and list(np.asarray(idx)) == [0, 3]
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_top_k_axis_returns_list(axis):
+    x = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
+    out = lax.top_k(A(x), 2, axis=axis)
+    assert isinstance(out, list) and len(out) == 2  # JAX returns a list
+    order = np.take(np.argsort(-x, axis=axis, kind="stable"), [0, 1], axis=axis)
+    np.testing.assert_array_equal(np.asarray(out[1]), order)
+    np.testing.assert_array_equal(np.asarray(out[0]), np.take_along_axis(x, order, axis=axis))
+    with pytest.raises(ValueError):
+        lax.top_k(A(x), 2, axis=2)
+
+
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
 def test_searchsorted_vs_numpy(side, dtype):

@@ -135,8 +135,7 @@ def _round_impl(x, *, rounding_method):
 round_p = unop("round", _math(_round_impl), float_dtypes)
 
 
-is_finite_p = unop("is_finite", K.is_finite, float_dtypes, result_dtype=dtypes.bool_,
-                   weak_type_rule=lambda x: False)
+is_finite_p = unop("is_finite", K.is_finite, float_dtypes, result_dtype=dtypes.bool_)
 sign, floor, ceil, is_finite = (_unary(p) for p in (sign_p, floor_p, ceil_p, is_finite_p))
 
 
@@ -250,13 +249,15 @@ def pow(x: Any, y: Any) -> Any:  # noqa: A001
 
 def _integer_pow_impl(x, *, y):
     with np.errstate(all="ignore"):
-        if dtypes.is_integer(x.dtype):
-            if y >= 0:
-                return np.power(x, y, dtype=x.dtype)
-            # 1 // x**|y| with truncation: 1 for x == 1, +-1 for x == -1, 0 otherwise.
-            one = (x == 1) | ((x == -1) if not dtypes.is_unsigned(x.dtype) else False)
-            odd = (x == -1) & (-y % 2 == 1) if not dtypes.is_unsigned(x.dtype) else False
-            return np.where(odd, -1, np.where(one, 1, 0)).astype(x.dtype)
+        if dtypes.is_integer(x.dtype):  # y >= 0: the wrapper rejects negative int powers
+            # Square-and-multiply in x's dtype (wrapping), so any exponent size works.
+            out, sq = np.ones_like(x), np.array(x, copy=True)
+            while y:
+                if y & 1:
+                    out = np.multiply(out, sq, dtype=x.dtype)
+                sq = np.multiply(sq, sq, dtype=x.dtype)
+                y >>= 1
+            return out
         if x.dtype in _low_floats:
             return np.power(x.astype(np.float32), y).astype(x.dtype)
         return np.power(x, float(y) if y < 0 else y).astype(x.dtype)
@@ -274,7 +275,13 @@ def integer_pow(x: Any, y: int) -> Any:
     """
     if isinstance(y, bool) or not isinstance(y, (int, np.integer)):
         raise TypeError(f"integer_pow: exponent y must be a Python integer, got {y!r}")
-    return integer_pow_p.bind(base.as_operand(x, "integer_pow", "x"), y=int(y))
+    x = base.as_operand(x, "integer_pow", "x")
+    aval = core.get_aval(x)
+    if y < 0 and dtypes.is_integer(aval.dtype):  # JAX's error, raised before any work
+        dims = ",".join(str(d) for d in aval.shape)
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({aval.dtype.name}[{dims}], {int(y)})")
+    return integer_pow_p.bind(x, y=int(y))
 
 
 def reciprocal(x: Any) -> Any:
@@ -331,8 +338,8 @@ population_count, clz = _unary(population_count_p), _unary(clz_p)
 
 
 def _compare(name, impl):
-    return binop(name, impl, all_dtypes, result_dtype=dtypes.bool_,
-                 weak_type_rule=lambda *a, **_: False)
+    # Weak when every operand is weak (JAX: jnp.arange(3) < 1.5 is a weakly typed bool).
+    return binop(name, impl, all_dtypes, result_dtype=dtypes.bool_)
 
 
 eq_p = _compare("eq", np.equal)
@@ -554,11 +561,13 @@ def _convert_python_scalar(x: Any, new_dtype: np.dtype, weak_type: bool) -> Any:
         out = _scalar_cache.get(key)
         if out is not None:
             return out
-    if type(x) is int and new_dtype.kind in "iu":
-        info = np.iinfo(new_dtype)
-        if not info.min <= x <= info.max:
+    if type(x) is int:
+        # Like JAX, a C-style cast from 64 bits: convert_element_type(300, int8) wraps to 44.
+        # (jnp functions reject Python ints outside the default int type before this.)
+        if not -2 ** 63 <= x < 2 ** 64:
             raise OverflowError(f"Python int {x} too large to convert to {new_dtype}")
-        value = np.asarray(x, new_dtype)
+        src = np.asarray(x, np.int64 if x < 2 ** 63 else np.uint64)
+        value = np.asarray(_convert_impl(src, new_dtype=new_dtype, weak_type=weak_type))
     else:
         value = np.asarray(_convert_impl(np.asarray(x, dtypes.dtype(x, canonicalize=True)),
                                          new_dtype=new_dtype, weak_type=weak_type))

@@ -292,9 +292,9 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
 
 
 def _transpose_shape(x, *, permutation):
-    if tuple(sorted(permutation)) != tuple(range(x.ndim)):
-        raise ValueError(f"transpose: permutation {tuple(permutation)} is not a permutation of "
-                         f"the operand dimensions {tuple(range(x.ndim))}")
+    if tuple(sorted(permutation)) != tuple(range(x.ndim)):  # a TypeError in JAX
+        raise TypeError(f"transpose: permutation {tuple(permutation)} is not a permutation of "
+                        f"the operand dimensions {tuple(range(x.ndim))}")
     return tuple(x.shape[p] for p in permutation)
 
 

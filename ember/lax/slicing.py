@@ -613,7 +613,8 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     """XLA's gather: windows of ``slice_sizes`` at the index vectors in ``start_indices``.
 
     The last dimension of ``start_indices`` holds the index vectors. ``mode`` is a
-    GatherScatterMode or one of 'clip', 'fill', 'promise_in_bounds' (None means 'fill').
+    GatherScatterMode or one of 'clip', 'fill', 'promise_in_bounds' (None means
+    'promise_in_bounds', as in JAX: ember clamps).
 
     Example:
         >>> dn = lax.GatherDimensionNumbers((), (0,), (0,))
@@ -624,7 +625,8 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     start_indices = _check_index_operand("gather", start_indices, "start_indices")
     dn = _canon_dnums("gather", GatherDimensionNumbers, dimension_numbers)
     sizes = int_tuple("gather", "slice_sizes", slice_sizes)
-    mode = GatherScatterMode.from_any(mode)
+    mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else \
+        GatherScatterMode.from_any(mode)
     fill = _fill_param(fill_value) if mode == GatherScatterMode.FILL_OR_DROP else None
     return gather_p.bind(operand, start_indices, dimension_numbers=dn, slice_sizes=sizes,
                          indices_are_sorted=bool(indices_are_sorted),

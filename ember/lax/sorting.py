@@ -13,6 +13,7 @@ from ember import core, dtypes
 from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
 from ember.lax import base
+from ember.lax.shape import transpose
 
 
 def _key(x: np.ndarray) -> np.ndarray:
@@ -196,19 +197,29 @@ def _top_k_lowering(ctx, x, *, k):
                  limit_indices=limit, strides=(1,) * len(dims)) for i in range(2)]
 
 
-def top_k(operand: Any, k: int) -> tuple[Any, Any]:
-    """The ``k`` largest entries along the last axis and their (int32) indices.
+def top_k(operand: Any, k: int, *, axis: int = -1) -> list[Any]:
+    """The ``k`` largest entries along ``axis`` and their (int32) indices, as a list (JAX's).
 
     Example:
         >>> lax.top_k(jnp.array([1., 3., 2.]), 2)
-        (Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32))
+        [Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32)]
     """
     operand = base.as_operand(operand, "top_k")
     k = core.concrete_or_error(k, "top_k: k must be a concrete integer")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"top_k: k must be an integer, got {k!r}")
-    values, indices = top_k_p.bind(operand, k=int(k))
-    return values, indices
+    nd = np.ndim(operand)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or \
+            not -nd <= axis < nd:
+        raise ValueError(f"top_k: axis {axis!r} is out of bounds for an operand of rank {nd}")
+    axis = int(axis) % nd
+    if axis == nd - 1:
+        return list(top_k_p.bind(operand, k=int(k)))
+    # top_k_p works on the last axis: move ``axis`` there and back.
+    perm = tuple(d for d in range(nd) if d != axis) + (axis,)
+    inv = tuple(int(i) for i in np.argsort(perm))
+    outs = top_k_p.bind(transpose(operand, perm), k=int(k))
+    return [transpose(o, inv) for o in outs]
 
 
 __all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]

@@ -42,14 +42,33 @@ def _common_aval_dtype(args: tuple) -> np.dtype | None:
     return first.dtype
 
 
+def check_python_ints(*args: Any) -> None:
+    """JAX parses Python ints as the default int type: out of its range is an OverflowError.
+
+    In range, they then convert to the promoted dtype like a C cast (int8 + 300 wraps to 44).
+    """
+    for a in args:
+        if type(a) is int:
+            info = np.iinfo(dtypes.default_int_dtype())
+            if not info.min <= a <= info.max:
+                raise OverflowError(f"Python int {a} too large to convert to "
+                                    f"{dtypes.default_int_dtype()}")
+
+
+def _convert_all(args: tuple, dt: np.dtype, weak: bool) -> list[Any]:
+    check_python_ints(*args)
+    return [lax.convert_element_type(a, dt, weak) for a in args]
+
+
 def promote_dtypes(*args: Any) -> list[Any]:
     """Converts the arguments to their common JAX result type (weak types respected)."""
     if len(args) < 2:
+        check_python_ints(*args)
         return [ensure_array(a) for a in args]
     if _common_aval_dtype(args) is not None:
         return list(args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    return [lax.convert_element_type(a, dt, weak) for a in args]
+    return _convert_all(args, dt, weak)
 
 
 def promote_dtypes_inexact(*args: Any) -> list[Any]:
@@ -60,7 +79,7 @@ def promote_dtypes_inexact(*args: Any) -> list[Any]:
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if not dtypes.is_inexact(dt):
         dt = dtypes.default_float_dtype()
-    return [lax.convert_element_type(a, dt, weak) for a in args]
+    return _convert_all(args, dt, weak)
 
 
 def promote_dtypes_numeric(*args: Any) -> list[Any]:
@@ -71,7 +90,7 @@ def promote_dtypes_numeric(*args: Any) -> list[Any]:
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if dt == dtypes.bool_:
         dt = dtypes.default_int_dtype()
-    return [lax.convert_element_type(a, dt, weak) for a in args]
+    return _convert_all(args, dt, weak)
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -89,9 +108,9 @@ def promote_shapes(fn: str, *args: Any) -> list[Any]:
         return list(args)
     try:
         result = broadcast_shapes(*shapes)
-    except ValueError:
-        raise ValueError(f"{fn}: incompatible shapes for broadcasting: "
-                         f"{', '.join(str(s) for s in shapes)}") from None
+    except ValueError:  # TypeError, like JAX's elementwise functions
+        raise TypeError(f"{fn} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(s) for s in shapes)}.") from None
     return [a if s == () else lax.broadcast_to_shape(a, result) for a, s in zip(args, shapes)]
 
 

@@ -59,9 +59,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
         else:
             try:
                 np_value = np.array(object, dtype=dtype)
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"array: cannot convert {type(object).__name__} to an array: "
-                                f"{e}") from None
+            except (TypeError, ValueError) as e:  # same class as NumPy/JAX (ragged: ValueError)
+                raise type(e)(f"array: cannot convert {type(object).__name__} to an array: "
+                              f"{e}") from None
             if np_value.dtype == object_dtype:
                 raise TypeError(f"array: cannot convert {object!r} to an array")
             if dtype is None and isinstance(object, (list, tuple)) and np_value.dtype.kind \
@@ -101,8 +101,8 @@ def _shape_arg(fn: str, shape: Any) -> tuple[int, ...]:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) and not (
                 isinstance(d, np.ndarray) and d.ndim == 0 and d.dtype.kind in "iu"):
             raise TypeError(f"{fn}: shape must contain integers, got {shape!r}")
-        if int(d) < 0:
-            raise ValueError(f"{fn}: negative dimensions are not allowed, got shape {shape}")
+        if int(d) < 0:  # a TypeError in JAX
+            raise TypeError(f"{fn}: negative dimensions are not allowed, got shape {shape}")
     return tuple(int(d) for d in shape)
 
 
@@ -133,9 +133,10 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     if np.ndim(fill_value) if not isinstance(fill_value, Tracer) else fill_value.ndim:
         return broadcast_to(asarray(fill_value, dtype=dt), shape)
     if core.is_eval_context() and not isinstance(fill_value, Tracer):
-        value = _concrete_value(fill_value)
         out_dt = dt if dt is not None else dtypes.canonicalize_dtype(dtypes.dtype(fill_value))
         weak = dt is None and dtypes.is_weakly_typed(fill_value)
+        # Converted like lax.convert_element_type (JAX): ints wrap, floats saturate.
+        value = np.asarray(lax.convert_element_type(_concrete_value(fill_value), out_dt, weak))
         return _concrete(np.full(shape, value, dtype=out_dt), weak)
     return lax.full(shape, fill_value, dt)
 

@@ -55,13 +55,19 @@ def _floor_mod(i: Any, n: int) -> Any:
     return lax.add(r, lax.mul(lax.convert_element_type(lax.lt(r, 0), r.dtype), max(n, 1)))
 
 
-def _wrap_or_normalize(idx: Any, n: int, mode: str, shape: tuple[int, ...]) -> Any:
+def _wrap_or_normalize(idx: Any, n: int, mode: str, shape: tuple[int, ...],
+                       wrap_negative: bool = True) -> Any:
     if mode == "wrap":
         if isinstance(idx, Tracer):
             r = _floor_mod(lax.convert_element_type(idx, _int_dtype()), n)
             return lax.broadcast_to_shape(r, shape)
         v = np.mod(np.asarray(idx).astype(np.int64), max(n, 1)).astype(_int_dtype())
         return np.broadcast_to(v, shape)
+    if not wrap_negative:  # JAX's take in 'clip' mode clamps -1 to 0 instead of wrapping
+        if isinstance(idx, Tracer):
+            return lax.broadcast_to_shape(lax.convert_element_type(idx, _int_dtype()), shape)
+        v = np.clip(np.asarray(idx).astype(np.int64), -1, n)  # stays clamped, fits int32
+        return np.broadcast_to(v.astype(_int_dtype()), shape)
     return _prep_index(idx, n, shape)
 
 
@@ -96,7 +102,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
             if int(np.prod(out_shape, dtype=np.int64)) == 0:
                 return _empty_result(a, out_shape)
         raise IndexError(f"take: cannot take from axis {axis} of size 0 with non-empty indices")
-    idx = _wrap_or_normalize(indices, n, mode, ishape)
+    idx = _wrap_or_normalize(indices, n, mode, ishape, wrap_negative=mode != "clip")
     idx = _stack_last([idx], ishape)
     offset = tuple(range(axis)) + tuple(range(axis + len(ishape), len(out_shape)))
     dn = lax.GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=(axis,),
@@ -346,8 +352,8 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
             raise TypeError(f"select: condlist entry {i} must be a boolean array, got dtype "
                             f"{core.get_aval(c).dtype}")
     *choices, default = _util.promote_dtypes(*choicelist, default)
-    args = _util.promote_shapes("select", *condlist, *choices, default)
-    shape = _util.broadcast_shapes(*(core.get_aval(x).shape for x in args))
+    args = [*condlist, *choices, default]
+    shape = _util.broadcast_shapes(*(core.get_aval(x).shape for x in args))  # ValueError (JAX)
     args = [lax.broadcast_to_shape(_util.ensure_array(x), shape) for x in args]
     conds, choices, result = args[:len(condlist)], args[len(condlist):-1], args[-1]
     for c, v in zip(reversed(conds), reversed(choices)):

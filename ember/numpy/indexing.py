@@ -106,8 +106,21 @@ def _classify(i: int, v: Any) -> tuple:
                     f"{type(v).__name__}: {v!r}")
 
 
+def _reject_list_index(idx: Any) -> None:
+    # JAX raises for every non-tuple sequence index (NumPy's heuristics are ambiguous).
+    if isinstance(idx, Sequence) and not isinstance(idx, (tuple, str)) and \
+            not _is_array_index(idx):
+        seq_like = any(isinstance(i, (Sequence, slice)) or i is Ellipsis or i is None or
+                       _is_array_index(i) and np.ndim(i) != 0 for i in idx)
+        fix = "arr[tuple(seq)]" if seq_like else "arr[array(seq)]"
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                        f"allowed; use `{fix}` instead of `arr[seq]`. See "
+                        "https://github.com/jax-ml/jax/issues/4564 for more information.")
+
+
 def _parse(shape: tuple[int, ...], idx: Any) -> list[tuple]:
     """Entries aligned with the operand's dimensions (Ellipsis expanded, masks -> arrays)."""
+    _reject_list_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
     entries = [_classify(i, v) for i, v in enumerate(idx)]

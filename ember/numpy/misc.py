@@ -41,7 +41,9 @@ _and, _or, _not = lax.bitwise_and, lax.bitwise_or, lax.bitwise_not
 
 
 def _all(x: Any) -> Any:
-    return lax.reduce_and(x, tuple(range(_aval(x).ndim)))
+    # A jnp reduction: never weakly typed (JAX).
+    out = lax.reduce_and(x, tuple(range(_aval(x).ndim)))
+    return lax.convert_element_type(out, dtypes.bool_, False)
 
 
 def _false() -> Any:
@@ -91,7 +93,7 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
     a, b = promote_args("isclose", a, b)
     dt = _aval(a).dtype
     if not dtypes.is_inexact(dt):
-        return lax.eq(a, b)
+        return lax.convert_element_type(lax.eq(a, b), dtypes.bool_, False)  # JAX: not weak
     rdt = np.dtype(np.float32) if dt == dtypes.complex64 else \
         np.dtype(np.float64) if dt == dtypes.complex128 else dt
     rtol = lax.convert_element_type(core.concrete_or_error(rtol, "isclose: rtol"), rdt)

@@ -72,8 +72,8 @@ def matmul(a: Any, b: Any, *, precision: Any = None,
     ka = sa[-1]
     kb = sb[0] if len(sb) == 1 else sb[-2]
     if ka != kb:
-        raise ValueError(f"matmul: contracting dimensions do not match for shapes {sa} and "
-                         f"{sb} ({ka} != {kb})")
+        raise TypeError(f"matmul: contracting dimensions do not match for shapes {sa} and "
+                        f"{sb} ({ka} != {kb})")  # TypeError, as in JAX
     na, nb = len(sa), len(sb)
     ba = sa[:-2] if na >= 2 else ()
     bb = sb[:-2] if nb >= 2 else ()
@@ -151,8 +151,8 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
         return lax.dot_general(a, b, (((), ()), ((), ())), **kw)
     cb = 0 if len(sb) == 1 else len(sb) - 2
     if sa[-1] != sb[cb]:
-        raise ValueError(f"dot: shapes {sa} and {sb} are not aligned: dimension {len(sa) - 1} "
-                         f"(size {sa[-1]}) != dimension {cb} (size {sb[cb]})")
+        raise TypeError(f"dot: shapes {sa} and {sb} are not aligned: dimension {len(sa) - 1} "
+                        f"(size {sa[-1]}) != dimension {cb} (size {sb[cb]})")
     return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())), **kw)
 
 
@@ -188,7 +188,7 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
     if len(sa) == 0 or len(sb) == 0:
         return lax.dot_general(a, b, (((), ()), ((), ())), **kw)
     if sa[-1] != sb[-1]:
-        raise ValueError(f"inner: last dimensions of shapes {sa} and {sb} do not match")
+        raise TypeError(f"inner: last dimensions of shapes {sa} and {sb} do not match")
     return lax.dot_general(a, b, (((len(sa) - 1,), (len(sb) - 1,)), ((), ())), **kw)
 
 

@@ -108,21 +108,22 @@ def size(a: Any, axis: int | None = None) -> int:
 
 
 def _reshape_target(fn: str, shape_in: tuple[int, ...], newshape: Any) -> tuple[int, ...]:
+    # Bad target shapes are TypeErrors in JAX.
     new = _static_ints(fn, "shape", newshape)
     total = math.prod(shape_in)
     if new.count(-1) > 1:
-        raise ValueError(f"{fn}: can only specify one unknown dimension (-1), got shape {new}")
+        raise TypeError(f"{fn}: can only specify one unknown dimension (-1), got shape {new}")
     if any(d < -1 for d in new):
-        raise ValueError(f"{fn}: negative dimensions are not allowed, got shape {new}")
+        raise TypeError(f"{fn}: negative dimensions are not allowed, got shape {new}")
     if -1 in new:
         known = math.prod(d for d in new if d != -1)
         if known == 0 or total % known:
-            raise ValueError(f"{fn}: cannot reshape array of shape {shape_in} (size {total}) "
-                             f"into shape {new}")
+            raise TypeError(f"{fn}: cannot reshape array of shape {shape_in} (size {total}) "
+                            f"into shape {new}")
         new = tuple(total // known if d == -1 else d for d in new)
     if math.prod(new) != total:
-        raise ValueError(f"{fn}: cannot reshape array of shape {shape_in} (size {total}) into "
-                         f"shape {new} (size {math.prod(new)})")
+        raise TypeError(f"{fn}: cannot reshape array of shape {shape_in} (size {total}) into "
+                        f"shape {new} (size {math.prod(new)})")
     return new
 
 
@@ -174,9 +175,10 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
         perm = tuple(range(nd))[::-1]
     else:
         axes_t = _static_ints("transpose", "axes", axes)
-        if len(axes_t) != nd:
-            raise ValueError(f"transpose: axes {axes_t} don't match an array of dimension {nd}")
-        perm = canonicalize_axes("transpose", axes_t, nd)
+        perm = tuple(a + nd if -nd <= a < 0 else a for a in axes_t)
+        if sorted(perm) != list(range(nd)):  # a TypeError in JAX
+            raise TypeError(f"transpose: axes {axes_t} are not a permutation of the dimensions "
+                            f"of an array of dimension {nd}")
     return lax.transpose(a, perm)
 
 
@@ -325,13 +327,13 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     nd = avals[0].ndim
     ax = canonicalize_axis("concatenate", axis, nd)
     for av in avals:
-        if av.ndim != nd:
-            raise ValueError(f"concatenate: all the input arrays must have the same number of "
-                             f"dimensions, got shapes {[a.shape for a in avals]}")
+        if av.ndim != nd:  # TypeErrors, as in JAX
+            raise TypeError(f"concatenate: all the input arrays must have the same number of "
+                            f"dimensions, got shapes {[a.shape for a in avals]}")
         if any(s != t for i, (s, t) in enumerate(zip(av.shape, avals[0].shape)) if i != ax):
-            raise ValueError(f"concatenate: all the input array dimensions except for the "
-                             f"concatenation axis {ax} must match exactly, got shapes "
-                             f"{[a.shape for a in avals]}")
+            raise TypeError(f"concatenate: all the input array dimensions except for the "
+                            f"concatenation axis {ax} must match exactly, got shapes "
+                            f"{[a.shape for a in avals]}")
     return lax.concatenate(arrays, ax)
 
 

@@ -136,7 +136,13 @@ def _int_floordiv(x1: Any, x2: Any) -> Any:
     return _select(adjust, lax.sub(q, 1), q)
 
 
+def _ones_for_zeros(x2: Any) -> Any:
+    # JAX's integer remainder/fmod divide by 1 where the divisor is 0, giving 0 there.
+    return _select(lax.eq(x2, _full(x2, 0)), _full(x2, 1), x2)
+
+
 def _int_mod(x1: Any, x2: Any) -> Any:
+    x2 = _ones_for_zeros(x2)
     r = lax.rem(x1, x2)
     if dtypes.is_unsigned(_dt(x1)):
         return r
@@ -172,7 +178,11 @@ def remainder(x1: Any, x2: Any, /) -> Any:
 
 mod = _doc(lambda x1, x2, /: remainder(x1, x2), "mod", "Alias of remainder.",
            "jnp.array([-7, 7]), 3")
-fmod = _binary(lax.rem, "fmod", promote_args_numeric,
+def _fmod(x1: Any, x2: Any) -> Any:
+    return lax.rem(x1, _ones_for_zeros(x2) if dtypes.is_integer(_dt(x2)) else x2)
+
+
+fmod = _binary(_fmod, "fmod", promote_args_numeric,
                "Elementwise remainder with the sign of the dividend (C's fmod).")
 
 
@@ -402,11 +412,12 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
         raise TypeError(f"round: decimals must be an integer, got {decimals!r}")
     x = ensure_array(a)
     dt = _dt(x)
-    if _is_int_or_bool(dt):
-        if decimals >= 0:
-            return x
-        f = lax.convert_element_type(x, dtypes.float32, x.weak_type)
-        return lax.convert_element_type(round(f, decimals), dt, x.weak_type)
+    if dt == dtypes.bool_:
+        raise ValueError("round: data type bool is not inexact (round bools as integers)")
+    if dtypes.is_integer(dt):
+        if decimals < 0:  # as in JAX
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return x
     if dtypes.is_complex(dt):
         return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     even = lax.RoundingMethod.TO_NEAREST_EVEN
@@ -427,12 +438,21 @@ around = _doc(lambda a, decimals=0, out=None: round(a, decimals, out), "around",
 # ---------------------------------------------------------------- floating-point tests
 
 
-def _float_pred(name: str, float_fn: Callable, int_value: bool, text: str) -> Callable:
+def _strong(x: Any) -> Any:
+    """``x`` without its weak type (JAX compares with non-weak constants in these functions)."""
+    return lax.convert_element_type(x, _dt(x), False)
+
+
+def _float_pred(name: str, float_fn: Callable, int_value: bool, text: str,
+                weak_float: bool = False, weak_int: bool = False) -> Callable:
+    # weak_float/weak_int: whether a weak input gives a weak result (as in JAX) on each path.
     def fn(x: Any, /) -> Any:
         (x,) = promote_args(name, x)
         if _is_int_or_bool(_dt(x)):
-            return lax.eq(x, x) if int_value else lax.ne(x, x)
-        return float_fn(x)
+            out = lax.eq(x, x) if int_value else lax.ne(x, x)
+            return out if weak_int else _strong(out)
+        out = float_fn(x)
+        return out if weak_float else _strong(out)
     return _doc(fn, name, text, "jnp.array([1.0, jnp.inf, jnp.nan])")
 
 
@@ -448,9 +468,10 @@ def _isinf(x):
     return lax.eq(lax.abs(x), np.inf)
 
 
-isnan = _float_pred("isnan", lambda x: lax.ne(x, x), False, "True where x is NaN.")
+isnan = _float_pred("isnan", lambda x: lax.ne(x, x), False, "True where x is NaN.", True, True)
 isinf = _float_pred("isinf", _isinf, False, "True where x is +inf or -inf.")
-isfinite = _float_pred("isfinite", _isfinite, True, "True where x is neither inf nor NaN.")
+isfinite = _float_pred("isfinite", _isfinite, True, "True where x is neither inf nor NaN.",
+                       weak_float=True)
 isposinf = _float_pred("isposinf", lambda x: lax.eq(x, np.inf), False, "True where x is +inf.")
 isneginf = _float_pred("isneginf", lambda x: lax.eq(x, -np.inf), False,
                        "True where x is -inf.")
@@ -472,10 +493,10 @@ def signbit(x: Any, /) -> Any:
     (x,) = promote_args("signbit", x)
     dt = _dt(x)
     if dt == dtypes.bool_ or dtypes.is_unsigned(dt):
-        return lax.ne(x, x)
+        return _strong(lax.ne(x, x))
     if dtypes.is_integer(dt):
-        return lax.lt(x, 0)
-    return _signbit_float(x)
+        return _strong(lax.lt(x, 0))
+    return _strong(_signbit_float(x))
 
 
 def _copysign(x1, x2):

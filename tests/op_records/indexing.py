@@ -136,7 +136,8 @@ def _scatter_set_ref(x, u):
 
 
 def _take_ref(x, i):
-    return np.take(x, np.clip(np.where(i < 0, i + x.shape[1], i), 0, x.shape[1] - 1), axis=1)
+    # JAX's take(mode="clip") clamps negative indices to 0 (no wrapping)
+    return np.take(x, np.clip(i, 0, x.shape[1] - 1), axis=1)
 
 
 def _select_ref(c1, c2, a, b):
@@ -201,8 +202,11 @@ RECORDS = [
              _SH2 + (((2, 0),),), kind="lax", differentiable=True),
     OpRecord("lax_gather_rows_fill", lambda x: _rows_gather(x, "fill", 0),
              lambda x: _rows_ref(x, 0), ALL, _SH2, kind="lax", differentiable=True),
-    OpRecord("lax_gather_rows_fill_default", lambda x: _rows_gather(x, None),
+    OpRecord("lax_gather_rows_fill_default", lambda x: _rows_gather(x, "fill"),
              lambda x: _rows_ref(x, np.nan), FLOATS[:2], _SH2, kind="lax"),
+    # JAX: mode=None means promise_in_bounds (clamped on CPU), not fill
+    OpRecord("lax_gather_rows_mode_none", lambda x: _rows_gather(x, None), _rows_ref, ALL,
+             _SH2, kind="lax"),
     OpRecord("lax_gather_windows", _window_gather, _window_ref, ALL,
              (((4, 4),), ((5, 3),)), kind="lax", differentiable=True),
     OpRecord("lax_gather_batched", _batched_gather, _batched_ref, NUMERIC,
@@ -273,7 +277,7 @@ RECORDS = [
     OpRecord("at_mul", lambda x: x.at[np.array([1, 1])].multiply(2),
              lambda x: _np_ufunc_at(x, np.multiply, [1, 1], 2), NUMERIC, _SH2),
     OpRecord("at_min", lambda x: x.at[0, 1:].min(0), lambda x: _np_min_at(x), NUMERIC, _SH2),
-    OpRecord("at_max", lambda x, v: x.at[[0, 1, 0]].max(v),
+    OpRecord("at_max", lambda x, v: x.at[np.array([0, 1, 0])].max(v),
              lambda x, v: _np_ufunc_at(x, np.maximum, [0, 1, 0], v), ALL,
              (((3, 4), (3, 4)), ((4,), (3,)))),
     OpRecord("at_set_oob_dropped", lambda x: x.at[np.array([0, 9, -9])].set(5),

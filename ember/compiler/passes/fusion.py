@@ -319,9 +319,8 @@ class _ComputationFuser:
         kept = [i for i in self.comp.instructions if id(i) in standalone]
         for inst in kept + new_insts:
             inst.operands = [provided.get(id(op), op) for op in inst.operands]
-        self.comp.instructions = kept + new_insts
         self.comp.root = provided.get(id(self.comp.root), self.comp.root)
-        self.comp.sort_topologically()
+        self.comp.instructions = _topological_order(kept + new_insts)
         return True
 
     def _needed(self) -> tuple[dict[_Group, dict[int, Instruction]], set[int]]:
@@ -420,6 +419,30 @@ def _same_iteration_space(outputs: list[Instruction]) -> bool:
     if loop_dims and reduces:
         return next(iter(loop_dims)) == next(iter(reduces))[0]
     return True
+
+
+def _topological_order(insts: list[Instruction]) -> list[Instruction]:
+    """``insts`` reordered so operands come first (parameters first, otherwise by a DFS from
+    each instruction in the given order)."""
+    order = [i for i in insts if i.opcode == "parameter"]
+    done = {id(i) for i in order}
+    started: set[int] = set()
+    for start in insts:
+        stack = [(start, False)]
+        while stack:
+            inst, expanded = stack.pop()
+            if id(inst) in done:
+                continue
+            if expanded:
+                done.add(id(inst))
+                order.append(inst)
+                continue
+            if id(inst) in started:
+                raise AssertionError(f"fusion: cycle through {inst.name}")
+            started.add(id(inst))
+            stack.append((inst, True))
+            stack.extend((op, False) for op in reversed(inst.operands) if id(op) not in done)
+    return order
 
 
 def fusible_computations(module: Module) -> list[Computation]:
