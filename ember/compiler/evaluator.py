@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from ember.compiler.hlo import Computation, Instruction
 
 _EVAL_RULES: dict[str, Callable] = {}

@@ -241,29 +241,34 @@ class Computation:
             self.root = new
 
     def sort_topologically(self) -> None:
-        """Reorders the instructions so each comes after its operands (parameters first)."""
-        order: list[Instruction] = []
-        seen: set[int] = set()
-        params = self.parameters
-        for p in params:
-            seen.add(id(p))
-            order.append(p)
+        """Reorders the instructions so each comes after its operands (parameters first).
+
+        Iterative depth-first search; each instruction is expanded once, and a cycle raises.
+        """
+        order: list[Instruction] = list(self.parameters)
+        done: set[int] = {id(p) for p in order}
+        active: set[int] = set()
         for start in self.instructions:
-            if id(start) in seen:
+            if id(start) in done:
                 continue
-            stack = [(start, False)]
+            stack: list[tuple[Instruction, int]] = [(start, 0)]
+            active.add(id(start))
             while stack:
-                inst, expanded = stack.pop()
-                if id(inst) in seen:
-                    continue
-                if expanded:
-                    seen.add(id(inst))
+                inst, next_operand = stack[-1]
+                if next_operand < len(inst.operands):
+                    stack[-1] = (inst, next_operand + 1)
+                    op = inst.operands[next_operand]
+                    if id(op) in done:
+                        continue
+                    if id(op) in active:
+                        raise ValueError(f"{self.name}: cycle through %{op.name}")
+                    active.add(id(op))
+                    stack.append((op, 0))
+                else:
+                    stack.pop()
+                    active.discard(id(inst))
+                    done.add(id(inst))
                     order.append(inst)
-                    continue
-                stack.append((inst, True))
-                for op in reversed(inst.operands):
-                    if id(op) not in seen:
-                        stack.append((op, False))
         self.instructions = order
 
     def to_text(self, entry: bool = False) -> str:

@@ -264,6 +264,16 @@ def _integer_pow_impl(x, *, y):
 
 
 integer_pow_p = unop("integer_pow", _integer_pow_impl, numeric_dtypes)
+_integer_pow_abstract_eval = integer_pow_p.abstract_eval
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_checked(x, *, y):
+    if y < 0 and dtypes.is_integer(x.dtype):  # JAX's error, raised before any work
+        dims = ",".join(str(d) for d in x.shape)
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({x.dtype.name}[{dims}], {int(y)})")
+    return _integer_pow_abstract_eval(x, y=y)
 
 
 def integer_pow(x: Any, y: int) -> Any:
@@ -276,11 +286,6 @@ def integer_pow(x: Any, y: int) -> Any:
     if isinstance(y, bool) or not isinstance(y, (int, np.integer)):
         raise TypeError(f"integer_pow: exponent y must be a Python integer, got {y!r}")
     x = base.as_operand(x, "integer_pow", "x")
-    aval = core.get_aval(x)
-    if y < 0 and dtypes.is_integer(aval.dtype):  # JAX's error, raised before any work
-        dims = ",".join(str(d) for d in aval.shape)
-        raise TypeError(f"Integers cannot be raised to negative powers, got "
-                        f"integer_pow({aval.dtype.name}[{dims}], {int(y)})")
     return integer_pow_p.bind(x, y=int(y))
 
 
@@ -725,23 +730,9 @@ def _power_by_squaring(b: Builder, x: Instruction, n: int) -> Instruction:
     return acc
 
 
-def _int_negative_pow(b: Builder, x: Instruction, y: int) -> Instruction:
-    # Truncating 1 / x**|y|: 1 for x == 1, +-1 for x == -1, 0 otherwise (as the eager impl).
-    dims, dt = x.dims, x.dtype
-    one, zero = lower_full(b, 1, dt, dims), lower_full(b, 0, dt, dims)
-    out = b.op("select", b.op("compare", x, one, comparison_direction="EQ"), one, zero)
-    if dtypes.is_unsigned(dt):
-        return out
-    minus_one = lower_full(b, -1, dt, dims)
-    is_minus_one = b.op("compare", x, minus_one, comparison_direction="EQ")
-    return b.op("select", is_minus_one, minus_one if -y % 2 else one, out)
-
-
 @integer_pow_p.def_lowering
 def _integer_pow_lowering(ctx, x, *, y):
     b, dt = ctx.b, x.dtype
-    if dtypes.is_integer(dt) and y < 0:
-        return _int_negative_pow(b, x, y)
     work = lower_convert(b, x, np.float32) if dt in _low_floats else x
     if y == 0:
         out = lower_full(b, 1, work.dtype, x.dims)

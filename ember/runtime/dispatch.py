@@ -78,16 +78,19 @@ class _DeviceWorker:
 
     def _loop(self) -> None:
         while True:
-            future, fn, args = self._queue.get()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = fn(*args)
-            except BaseException as e:  # the error belongs to whoever waits on the result
-                future.set_exception(e)
-            else:
-                future.set_result(result)
-            del future, fn, args, result  # drop references before blocking on the queue
+            self._run_one(*self._queue.get())
+
+    @staticmethod
+    def _run_one(future: Future, fn: Any, args: tuple) -> None:
+        # A separate frame, so no reference to the work outlives it while the loop waits.
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            result = fn(*args)
+        except BaseException as e:  # the error belongs to whoever waits on the result
+            future.set_exception(e)
+        else:
+            future.set_result(result)
 
 
 _WORKER = _DeviceWorker("ember-cpu-0")

@@ -102,7 +102,7 @@ def test_elementwise_chain_is_one_loop_fusion():
           %Arg_0.1 = f32[4,8] parameter(0)
           ROOT %fusion.16 = f32[4,8] fusion(%Arg_0.1), kind=loop, calls={%fused_computation.8}
         }
-    """)
+    """)  # noqa: E501 (golden HLO lines are long)
 
 
 def exp_two_consumers():
@@ -136,7 +136,7 @@ def test_exp_feeding_two_consumers_is_not_duplicated():
           %get_tuple_element.14 = f32[4,8] get_tuple_element(%fusion.12), index=1
           ROOT %tuple.5 = (f32[4,8], f32[4,8]) tuple(%get_tuple_element.13, %get_tuple_element.14)
         }
-    """)
+    """)  # noqa: E501 (golden HLO lines are long)
 
 
 def reduce_of_elementwise():
@@ -174,7 +174,7 @@ def test_reduce_fed_by_elementwise_is_input_fusion():
           %Arg_0.5 = f32[4,8] parameter(0)
           ROOT %fusion.20 = f32[4] fusion(%Arg_0.5), kind=input, calls={%fused_computation.12}
         }
-    """)
+    """)  # noqa: E501 (golden HLO lines are long)
 
 
 def sibling_reductions():
@@ -227,7 +227,7 @@ def test_sibling_reductions_are_one_multi_output_fusion():
           %get_tuple_element.31 = f32[4] get_tuple_element(%fusion.28), index=2
           ROOT %tuple.17 = (f32[4], f32[4], f32[4]) tuple(%get_tuple_element.29, %get_tuple_element.30, %get_tuple_element.31)
         }
-    """)
+    """)  # noqa: E501 (golden HLO lines are long)
 
 
 def dot_between_chains():
@@ -268,7 +268,7 @@ def test_dot_general_between_elementwise_chains_is_not_fused_through():
           %dot_general.5 = f32[4,3] dot_general(%fusion.14, %Arg_1.2), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
           ROOT %fusion.21 = f32[4,3] fusion(%dot_general.5), kind=loop, calls={%fused_computation.15}
         }
-    """)
+    """)  # noqa: E501 (golden HLO lines are long)
 
 
 # --------------------------------------------------------------------------- rules
@@ -496,3 +496,20 @@ def test_random_graphs_fuse_to_equivalent_valid_modules(seed):
     for comp in m.computations:
         if comp.name.startswith("fused_computation"):
             assert not {"dot_general", "fusion", "while"} & set(opcodes(comp))
+
+
+def test_copies_of_cheap_chains_are_bounded():
+    # Every link of a long add chain also feeds a dot: copying whole prefixes into every
+    # fusion would be quadratic; copies stop a few producers deep.
+    m = Module("long_chain")
+    b = Builder(m, "main")
+    x = b.parameter(0, Shape(F32, (4, 4)))
+    a, dots = x, []
+    for _ in range(200):
+        a = b.op("add", a, x)
+        dots.append(b.op("dot_general", a, x, lhs_batching_dimensions=(),
+                         rhs_batching_dimensions=(), lhs_contracting_dimensions=(1,),
+                         rhs_contracting_dimensions=(0,)))
+    b.build(b.op("tuple", a, *dots[:2], *dots[-2:]), entry=True)
+    check_fusion(m, [rand(4, 4)])
+    assert m.instruction_count() < 5 * 400

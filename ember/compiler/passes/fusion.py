@@ -7,17 +7,19 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
 1. **Producer-consumer fusion** (consumers first): a fusible consumer starts a group and pulls
    its producers in. A producer whose users are all in the group moves into it; a cheap
    producer with other users is duplicated into the group (never an op of
-   ``hlo.EXPENSIVE_ELEMENTWISE``: that one stays outside and is read as an operand). Scalar
+   ``hlo.EXPENSIVE_ELEMENTWISE``: that one stays outside and is read as an operand; copies
+   stop ``_MAX_DUPLICATION_DEPTH`` producers deep so chains are not copied whole). Scalar
    constants are always copied in rather than passed as parameters. Fusible ops are the
    elementwise ones and ``broadcast_in_dim``, ``reshape``, ``transpose``, ``slice``,
    ``concatenate``, ``pad``, ``reverse``, ``iota``; a ``reduce`` can only be the root of its
-   group (an "input" fusion), fed by fusible producers.
+   group (an "input" fusion), fed by fusible producers; a variadic (tuple-shaped) reduce is
+   always the only output of its fusion.
 2. **Multi-output fusion**: sibling groups that read the same (non-scalar) value are merged,
    and a producer group is merged into a consumer group (its value becoming an extra output
    when something outside still needs it), as long as no cycle appears, no reduce result is
    consumed inside the group, and the outputs share one iteration space: every elementwise
    output has the same dims, every reduce output reduces the same dimensions of an input of
-   those dims.
+   those dims. Cycle checks use a bitset of each group's descendants.
 3. **Materialization**: each group becomes ``fusion(inputs...)`` with ``kind`` "input" when
    an output is a reduce and "loop" otherwise, calling a new ``fused_computation.N`` (whose
    parameters are the fusion's operands in order). A group with several outputs has a
@@ -51,6 +53,10 @@ LOOP_FUSIBLE = ELEMENTWISE | frozenset({
 })
 # Ops whose called computations run as instruction sequences (and so are fused too).
 _CONTROL_FLOW = frozenset({"while", "case", "call"})
+# How deep a chain of cheap producers may be copied into one consumer (bounds the copies).
+_MAX_DUPLICATION_DEPTH = 4
+# Readers of one value considered for sibling fusion (bounds the pairs tried).
+_MAX_SIBLINGS = 16
 
 
 def _is_scalar_constant(inst: Instruction) -> bool:
@@ -91,8 +97,7 @@ class _Group:
         return id(inst) in self.home or id(inst) in self.private
 
     def members(self) -> list[Instruction]:
-        return list(self.home.values()) + [
-            m for k, m in self.private.items() if k not in self.home]
+        return [*self.home.values(), *self.private.values()]  # disjoint
 
 
 class _ComputationFuser:
@@ -162,13 +167,17 @@ class _ComputationFuser:
 
     def _outputs(self, groups: list[_Group]) -> list[Instruction]:
         """Home members of the union of ``groups`` whose values are needed outside it."""
-        out = []
-        for g in groups:
-            for m in g.home.values():
-                outside = [k for k in self._readers(m) if not any(k is h for h in groups)]
-                if outside or m is self.comp.root:
-                    out.append(m)
+        out = [m for g in groups for m in g.home.values()
+               if m is self.comp.root or self._read_outside(m, groups)]
         return sorted(out, key=lambda m: self.pos[id(m)])
+
+    def _read_outside(self, inst: Instruction, groups: list[_Group]) -> bool:
+        for u in self.users[id(inst)]:
+            for k in self._contexts(u):
+                if isinstance(k, _Group) and (k.contains(inst) or any(k is g for g in groups)):
+                    continue
+                return True
+        return False
 
     # ------------------------------------------------------------------ producer-consumer
 
@@ -186,11 +195,11 @@ class _ComputationFuser:
                 g = self._new_group(inst)
             self._fuse_operands(inst, g)
 
-    def _fuse_operands(self, inst: Instruction, g: _Group) -> None:
+    def _fuse_operands(self, inst: Instruction, g: _Group, depth: int = 0) -> None:
         for op in _unique(inst.operands):
-            self._try_fuse(op, g)
+            self._try_fuse(op, g, depth)
 
-    def _try_fuse(self, producer: Instruction, g: _Group) -> None:
+    def _try_fuse(self, producer: Instruction, g: _Group, depth: int) -> None:
         if g.contains(producer):
             return
         if _is_scalar_constant(producer):
@@ -201,13 +210,17 @@ class _ComputationFuser:
         users = self.users[id(producer)]
         if id(producer) not in self.home and all(self.home.get(id(u)) is g for u in users):
             self._add_home(producer, g)  # its own producers are pulled in when it is visited
-        elif producer.opcode not in EXPENSIVE_ELEMENTWISE:
+        elif producer.opcode not in EXPENSIVE_ELEMENTWISE and depth < _MAX_DUPLICATION_DEPTH:
             self._add_private(producer, g)
-            self._fuse_operands(producer, g)
+            self._fuse_operands(producer, g, depth + 1)
 
     # ------------------------------------------------------------------ multi-output
 
     def merge_multi_output(self) -> None:
+        contexts = _unique_objects(
+            list(self.groups.values())
+            + [i for i in self.comp.instructions if id(i) not in self.home])
+        self.graph = _ContextGraph(contexts, self._successors)
         while self._merge_producers() | self._merge_siblings():
             pass
 
@@ -217,7 +230,7 @@ class _ComputationFuser:
         for p in order:
             if p.serial not in self.groups or self._has_reduce(p):
                 continue
-            for c in self._successors(p):
+            for c in self.graph.successors(p):
                 if isinstance(c, _Group) and self._can_merge(p, c):
                     self._merge(c, p)
                     merged = True
@@ -226,15 +239,13 @@ class _ComputationFuser:
 
     def _merge_siblings(self) -> bool:
         readers: dict[int, list[_Group]] = {}
-        values: dict[int, Instruction] = {}
         for g in sorted(self.groups.values(), key=self._last_pos):
             for x in self._inputs(g):
                 if not x.shape.is_tuple and x.shape.size > 1:
                     readers.setdefault(id(x), []).append(g)
-                    values[id(x)] = x
         merged = False
         for key in sorted(readers, key=lambda k: self.pos[k]):
-            gs = readers[key]
+            gs = readers[key][:_MAX_SIBLINGS]
             for i, a in enumerate(gs):
                 for b in gs[i + 1:]:
                     live = a.serial in self.groups and b.serial in self.groups
@@ -251,11 +262,9 @@ class _ComputationFuser:
 
     def _can_merge(self, a: _Group, b: _Group) -> bool:
         both = [a, b]
-        if self._reduce_feeds_inside(both):
+        if self.graph.would_cycle(a, b) or self._reduce_feeds_inside(both):
             return False
-        if not _same_iteration_space(self._outputs(both)):
-            return False
-        return not (self._reaches_through_other(a, b) or self._reaches_through_other(b, a))
+        return _same_iteration_space(self._outputs(both))
 
     def _reduce_feeds_inside(self, groups: list[_Group]) -> bool:
         homes = {k for g in groups for k in g.home}
@@ -266,26 +275,8 @@ class _ComputationFuser:
                         return True
         return False
 
-    def _reaches_through_other(self, src: _Group, dst: _Group) -> bool:
-        """Whether a path src -> X -> ... -> dst exists through some other context X."""
-        limit = max(self.pos[id(m)] for m in dst.members())
-        stack = [k for k in self._successors(src) if k is not dst]
-        seen = {id(k) for k in stack}
-        while stack:
-            ctx = stack.pop()
-            if ctx is dst:
-                return True
-            first = (min(self.pos[k] for k in ctx.home) if isinstance(ctx, _Group)
-                     else self.pos[id(ctx)])
-            if first >= limit:
-                continue  # everything it feeds comes after all of dst
-            for k in self._successors(ctx):
-                if id(k) not in seen:
-                    seen.add(id(k))
-                    stack.append(k)
-        return False
-
     def _merge(self, into: _Group, other: _Group) -> None:
+        self.graph.merge(into, other)
         del self.groups[other.serial]
         for inst in other.home.values():
             self._add_home(inst, into)
@@ -389,6 +380,75 @@ class _ComputationFuser:
         index = next(n for n, c in enumerate(self.module.computations) if c is self.comp)
         self.module.computations.insert(index, fused)
         return fused
+
+
+class _ContextGraph:
+    """The dependence graph between contexts (groups and unfused instructions) with each
+    node's descendants as a bitset, kept up to date (conservatively) as groups merge."""
+
+    def __init__(self, contexts: list, successors):
+        self.index = {id(c): n for n, c in enumerate(contexts)}
+        self.nodes = list(contexts)
+        self.succ: list[set[int]] = [
+            {self.index[id(k)] for k in successors(c) if id(k) in self.index}
+            for c in contexts]
+        self.pred: list[set[int]] = [set() for _ in contexts]
+        for n, ss in enumerate(self.succ):
+            for s in ss:
+                self.pred[s].add(n)
+        self.desc = [0] * len(contexts)
+        for n in reversed(self._topological()):
+            for s in self.succ[n]:
+                self.desc[n] |= self.desc[s] | (1 << s)
+
+    def _topological(self) -> list[int]:
+        indegree = [len(p) for p in self.pred]
+        ready = [n for n, d in enumerate(indegree) if d == 0]
+        order = []
+        while ready:
+            n = ready.pop()
+            order.append(n)
+            for s in self.succ[n]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    ready.append(s)
+        if len(order) != len(self.nodes):
+            raise AssertionError("fusion: the grouping has a cycle")
+        return order
+
+    def successors(self, ctx) -> list:
+        return [self.nodes[s] for s in sorted(self.succ[self.index[id(ctx)]])]
+
+    def _reaches_through_other(self, a: int, b: int) -> bool:
+        return any(s != b and self.desc[s] >> b & 1 for s in self.succ[a])
+
+    def would_cycle(self, x, y) -> bool:
+        """Whether merging contexts x and y would make a cycle (a path between them through
+        another context)."""
+        a, b = self.index[id(x)], self.index[id(y)]
+        return self._reaches_through_other(a, b) or self._reaches_through_other(b, a)
+
+    def merge(self, into, other) -> None:
+        a, b = self.index[id(into)], self.index.pop(id(other))
+        pair = {a, b}
+        self.succ[a] = (self.succ[a] | self.succ[b]) - pair
+        self.pred[a] = (self.pred[a] | self.pred[b]) - pair
+        for s in self.succ[b]:
+            self.pred[s].discard(b)
+            if s != a:
+                self.pred[s].add(a)
+        for p in self.pred[b]:
+            self.succ[p].discard(b)
+            if p != a:
+                self.succ[p].add(a)
+        self.succ[b], self.pred[b] = set(), set()
+        both = (1 << a) | (1 << b)
+        self.desc[a] = (self.desc[a] | self.desc[b]) & ~both
+        self.desc[b] = 0
+        merged = (1 << a) | self.desc[a]
+        for n, d in enumerate(self.desc):
+            if d & both:
+                self.desc[n] = (d & ~(1 << b)) | merged
 
 
 def _tuple_shape(elems: list[Instruction]) -> Shape:

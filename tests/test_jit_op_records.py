@@ -1,0 +1,68 @@
+"""jit vs eager for every record of the op-record table (interpreter backend).
+
+``ember.jit(rec.fn)(*args)`` goes through tracing, lowering, the optimization pipeline and
+the interpreter backend; it must give the eager result: same shapes, dtypes and weak types,
+exact values for integers and booleans, floats within a few ulps (fusion and the order of
+reductions may differ), NaNs in the same places.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import tree_util
+from tests.op_records import ALL_RECORDS, make_args
+
+
+def _cases():
+    for rec in ALL_RECORDS:
+        for dtype in rec.dtypes:
+            for shapes in rec.shapes:
+                yield pytest.param(rec, dtype, shapes,
+                                   id=f"{rec.name}-{np.dtype(dtype).name}-{shapes}")
+
+
+def _float64(x: np.ndarray) -> np.ndarray:
+    # bfloat16 is not understood by NumPy's comparison helpers: compare every float in f64.
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+def _rtol(dtype: np.dtype) -> float:
+    if dtype.kind in "fc" or dtype.kind == "V" or str(dtype) == "bfloat16":
+        return max(1e-6, 2.0 * float(ember.numpy.finfo(dtype).eps))
+    return 0.0
+
+
+def assert_same(jitted, eager):
+    if isinstance(eager, ember.Array):
+        assert isinstance(jitted, ember.Array), type(jitted)
+        assert jitted.weak_type == eager.weak_type, (jitted.aval, eager.aval)
+    j = np.asarray(jitted)
+    e = np.asarray(eager)
+    assert (j.shape, j.dtype) == (e.shape, e.dtype), (j.shape, j.dtype, e.shape, e.dtype)
+    rtol = _rtol(e.dtype)
+    if rtol == 0.0:
+        np.testing.assert_array_equal(j, e)
+        return
+    j64, e64 = _float64(j), _float64(e)
+    finite = np.isfinite(e64)
+    scale = float(np.max(np.abs(e64[finite]))) if finite.any() else 1.0
+    np.testing.assert_allclose(j64, e64, rtol=rtol, atol=rtol * max(scale, 1.0),
+                               equal_nan=True)
+
+
+@pytest.mark.parametrize("rec,dtype,shapes", list(_cases()))
+def test_jit_matches_eager(rec, dtype, shapes):
+    args = [jnp.asarray(a) for a in make_args(rec, dtype, shapes)]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        eager = rec.fn(*args)
+        jitted = ember.jit(rec.fn)(*args)
+    eager_leaves, eager_tree = tree_util.tree_flatten(eager)
+    jitted_leaves, jitted_tree = tree_util.tree_flatten(jitted)
+    assert jitted_tree == eager_tree
+    for j, e in zip(jitted_leaves, eager_leaves):
+        assert_same(j, e)
