@@ -128,11 +128,12 @@ class ShapeDtypeStruct:
         return math.prod(self.shape)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (
-            other.shape, other.dtype)
+        return isinstance(other, ShapeDtypeStruct) and (
+            self.shape, self.dtype, self.weak_type) == (other.shape, other.dtype,
+                                                        other.weak_type)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype))
+        return hash((self.shape, self.dtype, self.weak_type))
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
@@ -169,6 +170,8 @@ def _name_tuple(x: str | Sequence[str] | None) -> tuple[str, ...]:
 def _infer_static(fun: Callable, nums: tuple[int, ...] | None,
                   names: tuple[str, ...] | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Completes static_argnums from static_argnames and vice versa (as JAX does)."""
+    if nums is None and names is None:
+        return (), ()
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
@@ -392,7 +395,7 @@ class JitFunction:
         self._static_nums = frozenset(nums)
         self._static_names = frozenset(names)
         self._donate_argnums = _index_tuple(donate_argnums)  # accepted; no effect yet
-        self._backend = canonical_name(backend)
+        self._backend = canonical_name(backend or _config.read("jax_default_backend"))
         # Only positional Arrays and no static arguments: eligible for the fast path.
         self._plain = not nums and not names
         options = (tuple(sorted(nums)), tuple(sorted(names)), self._donate_argnums,

@@ -127,6 +127,9 @@ class Primitive:
     """
 
     multiple_results = False
+    # Params printed first, in this order (the rest follow sorted), like JAX's per-primitive
+    # printing rules: pjit prints ``name`` before its ``jaxpr``.
+    pp_param_order: tuple[str, ...] = ()
 
     def __init__(self, name: str):
         self.name = name

@@ -199,11 +199,16 @@ def _pp_param_value(v: Any, ctx: _NameContext) -> pp.Doc:
     return pp.text(str(v))
 
 
-def pp_params(params: dict, ctx: _NameContext) -> pp.Doc:
+def _param_order(params: dict, first: Sequence[str]) -> list[tuple[str, Any]]:
+    head = [(k, params[k]) for k in first if k in params]
+    return head + sorted((k, v) for k, v in params.items() if k not in first)
+
+
+def pp_params(params: dict, ctx: _NameContext, first: Sequence[str] = ()) -> pp.Doc:
     if not params:
         return pp.nil
     pairs = [pp.concat([pp.text(f"{k}="), _pp_param_value(v, ctx)])
-             for k, v in sorted(params.items())]
+             for k, v in _param_order(params, first)]
     return pp.group(pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)]))
                     + pp.brk("") + pp.text("]"))
 
@@ -218,7 +223,8 @@ def pp_vars(atoms: Sequence[Atom], ctx: _NameContext, decl: bool = False,
 def pp_eqn(eqn: JaxprEqn, ctx: _NameContext) -> pp.Doc:
     lhs = pp_vars(eqn.outvars, ctx, decl=True)
     # Like JAX, the space before the operands is printed even when there are none.
-    rhs = [pp.text(eqn.primitive.name), pp_params(eqn.params, ctx),
+    rhs = [pp.text(eqn.primitive.name),
+           pp_params(eqn.params, ctx, eqn.primitive.pp_param_order),
            pp.text(" ") + pp_vars(eqn.invars, ctx)]
     return pp.concat([lhs, pp.text(" = "), *rhs])
 

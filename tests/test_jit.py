@@ -1,8 +1,10 @@
 """ember.jit: caching and retracing, static arguments, pjit, lower/compile, dumps, logs."""
 
 import functools
+import gc
 import logging
 import os
+import weakref
 
 import numpy as np
 import pytest
@@ -236,11 +238,11 @@ def test_nested_jit_is_a_pjit_equation():
     assert str(jaxpr) == (
         "{ lambda ; a:f32[3]. let\n"
         "    b:f32[3] = pjit[\n"
+        "      name=f\n"
         "      jaxpr={ lambda ; c:f32[3]. let\n"
         "          d:f32[3] = sin c\n"
         "          e:f32[3] = mul d 2.0:f32[]\n"
         "        in (e,) }\n"
-        "      name=f\n"
         "    ] a\n"
         "    f:f32[3] = add b 1.0:f32[]\n"
         "  in (f,) }")
@@ -445,3 +447,22 @@ def test_jit_rejects_non_callables():
 def test_cpu_backend_is_the_interpreter_for_now():
     out = ember.jit(lambda x: x * 2, backend="cpu")(jnp.ones(2))
     np.testing.assert_array_equal(out, [2.0, 2.0])
+
+
+def test_cache_goes_away_with_the_function():
+    f = lambda x: x + 1  # noqa: E731
+    jf = ember.jit(f)
+    jf(jnp.ones(2))
+    ref = weakref.ref(jf._cache)
+    del f, jf
+    gc.collect()
+    assert ref() is None
+
+
+def test_cached_call_takes_positional_arrays_and_scalars_alike():
+    f = _counting(lambda x, y: x * y)
+    jf = ember.jit(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(jf(jnp.ones(2), 3.0), [3.0, 3.0])
+        np.testing.assert_array_equal(jf(jnp.ones(2), jnp.float32(3.0)), [3.0, 3.0])
+    assert f.traces == 2  # weak and strong y

@@ -40,10 +40,7 @@ def backend_names() -> list[str]:
 
 def canonical_name(name: str | None) -> str:
     """The backend a name stands for (``None`` and ``""`` mean the default backend)."""
-    if not name:
-        from ember.config import config
-        name = config.read("jax_default_backend") or DEFAULT_BACKEND
-    name = _ALIASES.get(name, name)
+    name = _ALIASES.get(name or DEFAULT_BACKEND, name or DEFAULT_BACKEND)
     if name not in _FACTORIES:
         raise ValueError(f"unknown backend {name!r}; known backends: {backend_names()}")
     return name

@@ -416,7 +416,8 @@ for _op, _kernel in _BINARY.items():
 
 @eval_rule("compare")
 def _compare(inst, x, y):
-    return np.asarray(_COMPARE[inst.attrs["comparison_direction"]](x, y))
+    with np.errstate(invalid="ignore"):  # NaN operands compare false, as in IEEE
+        return np.asarray(_COMPARE[inst.attrs["comparison_direction"]](x, y))
 
 
 @eval_rule("select")

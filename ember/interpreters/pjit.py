@@ -9,8 +9,13 @@ the runtime, which installs it at import (``ember.runtime.dispatch``), the way
 
 Example:
     >>> print(ember.make_jaxpr(lambda x: ember.jit(jnp.sin)(x))(1.0))
-    { lambda ; a:f32[]. let b:f32[] = pjit[jaxpr={ lambda ; c:f32[]. let d:f32[] = sin c in (d,) } name=sin] a in (b,) }
-"""  # noqa: E501
+    { lambda ; a:f32[]. let
+        b:f32[] = pjit[
+          name=sin
+          jaxpr={ lambda ; c:f32[]. let d:f32[] = sin c in (d,) }
+        ] a
+      in (b,) }
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from ember import core
 from ember.jaxpr import ClosedJaxpr, Jaxpr
 
 pjit_p = core.MultipleResultsPrimitive("pjit")
+pjit_p.pp_param_order = ("name", "jaxpr")
 
 
 def _pjit_abstract_eval(*avals: core.ShapedArray, jaxpr: ClosedJaxpr, name: str):

@@ -342,7 +342,10 @@ population_count, clz = _unary(population_count_p), _unary(clz_p)
 # ---------------------------------------------------------------- comparisons
 
 
-def _compare(name, impl):
+def _compare(name, ufunc):
+    def impl(x, y):
+        with np.errstate(invalid="ignore"):  # NaN compares false (bfloat16 ufuncs warn)
+            return ufunc(x, y)
     # Weak when every operand is weak (JAX: jnp.arange(3) < 1.5 is a weakly typed bool).
     return binop(name, impl, all_dtypes, result_dtype=dtypes.bool_)
 

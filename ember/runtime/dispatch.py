@@ -14,7 +14,7 @@ before and after every pass (``<name>.<n>.<stage>.hlo.txt``).
 Example:
     >>> exe = compile_closed_jaxpr(ember.make_jaxpr(jnp.sin)(1.0), "sin")
     >>> exe.execute([jnp.float32(0.5)])
-    [Array(0.47942555, dtype=float32)]
+    [Array(0.47942555, dtype=float32, weak_type=True)]
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ import numpy as np
 
 from ember import core
 from ember.backends import canonical_name, get_backend
+from ember.compiler.cost_analysis import cost_analysis
 from ember.compiler.lower import lower_closed_jaxpr
 from ember.compiler.pipeline import optimize
+from ember.config import config
 from ember.interpreters.pjit import pjit_p
 from ember.runtime.array import Array
 
@@ -192,25 +194,13 @@ class _Dumper:
         self.write(f"{_sanitize(stage)}.hlo.txt", text)
 
 
-def _estimate_cost(module: Any) -> dict:
-    try:
-        from ember.compiler.cost_analysis import cost_analysis
-    except ModuleNotFoundError as e:  # the cost model is optional for dispatch decisions
-        if e.name != "ember.compiler.cost_analysis":
-            raise
-        entry = module.entry
-        traffic = sum(i.shape.nbytes for i in entry.instructions if i.opcode != "tuple")
-        return {"bytes accessed": float(2 * traffic)}
-    return dict(cost_analysis(module))
-
-
 def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> LoadedExecutable:
     """Lowers, optimizes and compiles ``closed`` for ``backend``.
 
     Example:
         >>> exe = compile_closed_jaxpr(ember.make_jaxpr(jnp.cos)(0.0), "cos")
     """
-    backend_name = canonical_name(backend)
+    backend_name = canonical_name(backend or config.read("jax_default_backend"))
     module_name = f"jit_{_sanitize(name)}"
     directory = os.environ.get("EMBER_DUMP_TO")
     dumper = _Dumper(directory, module_name) if directory else None
@@ -224,7 +214,7 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
               zip(lowered.hoisted_consts, _hoisted_vars(closed, lowered))]
     return LoadedExecutable(module_name, backend_name, module, executable,
                             list(lowered.in_avals), list(lowered.out_avals), consts,
-                            _estimate_cost(module))
+                            dict(cost_analysis(module)))
 
 
 def _hoisted_vars(closed: Any, lowered: Any) -> list:
