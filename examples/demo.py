@@ -1,4 +1,4 @@
-"""ember demo: trace functions into jaxprs, print them, and run them eagerly.
+"""ember demo: trace functions into jaxprs, print them, run them eagerly and under jit.
 
 Run with ``python examples/demo.py``.
 """
@@ -32,6 +32,13 @@ def main() -> None:
     print("\njaxpr of a small model's loss:")
     print(jax.make_jaxpr(loss)(params, inputs, targets))
     print("loss =", loss(params, inputs, targets))
+
+    fast_loss = jax.jit(loss)
+    print("jit(loss) =", fast_loss(params, inputs, targets))
+    compiled = fast_loss.lower(params, inputs, targets).compile()
+    print("\noptimized HLO of jit(loss):")
+    print(compiled.as_text())
+    print("cost analysis:", compiled.cost_analysis())
 
     y = x.at[1:3].set(0.0)
     print("\nx.at[1:3].set(0.0) =", repr(y), " (x unchanged:", repr(x), ")")

@@ -15,25 +15,26 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ember.compiler.evaluator import evaluate_computation
+from ember.compiler.evaluator import Plan
 from ember.compiler.hlo import Module
 
 
 class InterpreterExecutable:
     """An HLO module ready to run; ``execute`` returns the entry's outputs as a list."""
 
-    __slots__ = ("module", "entry", "out_shapes", "_tuple_root")
+    __slots__ = ("module", "entry", "out_shapes", "_tuple_root", "_plan")
 
     def __init__(self, module: Module):
         self.module = module
         self.entry = module.entry
+        self._plan = Plan(self.entry)
         root_shape = self.entry.root.shape
         self._tuple_root = root_shape.is_tuple
         self.out_shapes = list(root_shape.tuple_shapes) if root_shape.is_tuple else [root_shape]
 
     def execute(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Runs the entry computation on ``args`` (one array per parameter)."""
-        out = evaluate_computation(self.entry, args)
+        out = self._plan.run(args)
         outs = list(out) if self._tuple_root else [out]
         # The evaluator's rules give exactly the instruction's shape; NumPy scalars (0-d
         # results of some ufuncs) are turned back into arrays of the exact dtype.
