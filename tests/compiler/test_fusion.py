@@ -484,6 +484,17 @@ def random_module(seed):
 
 @pytest.mark.parametrize("seed", range(60))
 def test_random_graphs_fuse_to_equivalent_valid_modules(seed):
+    check_random_graph(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(60, 3000))
+def test_random_graphs_fuzz(seed):
+    """The long fuzz run (``pytest -m slow``): thousands more random graphs."""
+    check_random_graph(seed)
+
+
+def check_random_graph(seed):
     m = random_module(seed)
     args = [rand(3, 4, seed=seed), rand(3, 4, seed=seed + 1000)]
     before = flat(evaluate_computation(m.entry, args))
