@@ -44,7 +44,7 @@ _I, _F, _C = _WeakType("i*", int), _WeakType("f*", float), _WeakType("c*", compl
 _weak_types = (_I, _F, _C)
 _WEAK_OF_PYTYPE = {int: _I, float: _F, complex: _C}
 
-_LATTICE: dict[Any, list[Any]] = {
+_LATTICE_X64: dict[Any, list[Any]] = {
     bool_: [_I],
     _I: [uint8, int8],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F],
@@ -53,31 +53,35 @@ _LATTICE: dict[Any, list[Any]] = {
     bfloat16: [float32], float16: [float32], float32: [float64, complex64], float64: [complex128],
     _C: [complex64], complex64: [complex128], complex128: [],
 }
+# With x64 off no promotion may form a 64-bit type from narrower inputs. The only such edge is
+# uint32 | int32 -> int64; as in JAX it becomes uint32 | int32 -> int32.
+_LATTICE_X32: dict[Any, list[Any]] = {**_LATTICE_X64, uint32: [int32, uint64]}
 
 
-def _upper_bounds() -> dict[Any, frozenset]:
+def _upper_bounds(lattice: dict[Any, list[Any]]) -> dict[Any, frozenset]:
     bounds: dict[Any, frozenset] = {}
 
     def visit(node):
         if node not in bounds:
             above = {node}
-            for parent in _LATTICE[node]:
+            for parent in lattice[node]:
                 above |= visit(parent)
             bounds[node] = frozenset(above)
         return bounds[node]
 
-    for node in _LATTICE:
+    for node in lattice:
         visit(node)
     return bounds
 
 
-_UPPER = _upper_bounds()
+_UPPER = {True: _upper_bounds(_LATTICE_X64), False: _upper_bounds(_LATTICE_X32)}  # [x64]
 
 
 @functools.lru_cache(maxsize=512)
-def _least_upper_bound(*nodes) -> Any:
-    common = functools.reduce(frozenset.intersection, (_UPPER[n] for n in nodes))
-    least = [c for c in common if all(o in _UPPER[c] for o in common)]
+def _least_upper_bound(x64: bool, *nodes) -> Any:
+    upper = _UPPER[x64]
+    common = functools.reduce(frozenset.intersection, (upper[n] for n in nodes))
+    least = [c for c in common if all(o in upper[c] for o in common)]
     if len(least) != 1:  # pragma: no cover - the lattice is a lattice
         raise TypeError(f"no unique least upper bound for {nodes}")
     return least[0]
@@ -267,11 +271,14 @@ _result_type_cache: dict = {}
 def _lattice_result_type(pairs) -> tuple[np.dtype, bool]:
     for dt, _ in pairs:
         _check_supported(dt, "result_type")
+    x64 = x64_enabled()
+    if not x64:  # as in JAX, inputs are canonicalized before they meet in the x32 lattice
+        pairs = tuple((_TO_32.get(dt, dt), w) for dt, w in pairs)
     if all(w for _, w in pairs):
-        node = _least_upper_bound(*{dt for dt, _ in pairs})
+        node = _least_upper_bound(x64, *{dt for dt, _ in pairs})
         weak = True
     else:
-        node = _least_upper_bound(*{_lattice_node(dt, w) for dt, w in pairs})
+        node = _least_upper_bound(x64, *{_lattice_node(dt, w) for dt, w in pairs})
         weak = any(node is t for t in _weak_types)
     return _node_to_dtype(node), weak
 
@@ -279,14 +286,16 @@ def _lattice_result_type(pairs) -> tuple[np.dtype, bool]:
 def promote_types(a: Any, b: Any) -> np.dtype:
     """The promoted dtype of two dtypes, as the lattice gives it (not canonicalized to 32 bits).
 
-    Python types count as weak; a weak result is that Python type's 64-bit dtype.
+    Python types count as weak; a weak result is that Python type's 64-bit dtype. With x64
+    off the x32 lattice is used, which forms no 64-bit type from narrower inputs
+    (``uint32 | int32`` is ``int32``), but 64-bit inputs keep their width.
 
     Example:
         >>> promote_types(np.float64, np.float32)
         dtype('float64')
     """
     da, db = _dtype_and_weakness_type(a), _dtype_and_weakness_type(b)
-    node = _least_upper_bound(da, db)
+    node = _least_upper_bound(x64_enabled(), da, db)
     if isinstance(node, _WeakType):
         return np.dtype(node.python_type)
     return node

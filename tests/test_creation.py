@@ -189,7 +189,7 @@ def test_arange_traced_bound():
         ember.make_jaxpr(lambda n: jnp.arange(n))(3)
     with pytest.raises(ConcretizationTypeError, match="arange: stop must be concrete"):
         ember.make_jaxpr(lambda n: jnp.arange(0, n))(3)
-    with pytest.raises(ValueError, match="arange: step must not be zero"):
+    with pytest.raises(ZeroDivisionError, match="arange: step must not be zero"):
         jnp.arange(0, 5, 0)
 
 
@@ -215,3 +215,36 @@ def test_bad_creation_calls():
         jnp.geomspace(0, 1, 3)
     with pytest.raises(TypeError, match="zeros_like requires ndarray or scalar arguments"):
         jnp.zeros_like([1, 2])
+
+
+def test_array_of_nested_sequences_promotes_like_jax():
+    # The leaves promote in the weak lattice: Python scalars adopt the arrays' dtype.
+    out = jnp.array([jnp.ones(2, jnp.int8), [1, 2]])
+    assert out.dtype == np.int8 and not out.weak_type
+    assert jnp.array([jnp.ones(2, jnp.float16), [2.5, 1]]).dtype == np.float16
+    assert jnp.array([True, 2]).dtype == np.int32
+    assert jnp.array([np.float64(1.5), 2]).dtype == np.float32
+    assert jnp.array([]).dtype == np.float32
+    with pytest.raises(OverflowError):
+        jnp.array([-2 ** 31 - 1])
+    with pytest.raises(OverflowError):
+        jnp.array([jnp.ones(1, jnp.int8), [300]])
+    with pytest.raises(ValueError, match="None is not a valid value"):
+        jnp.array([1, None])
+    with pytest.raises(ValueError, match="None is not a valid value"):
+        jnp.array(None)
+
+
+def test_explicit_dtype_drops_weak_type():
+    assert not jnp.asarray(jnp.asarray(2.0), dtype=jnp.float32).weak_type
+    assert not jnp.array(jnp.asarray(2), dtype=jnp.int32).weak_type
+    assert jnp.asarray(jnp.asarray(2.0)).weak_type
+
+
+def test_arange_rejects_bool_and_zero_step():
+    with pytest.raises(TypeError, match="arange: does not accept dtype bool"):
+        jnp.arange(True)
+    with pytest.raises(TypeError, match="arange: does not accept dtype bool"):
+        jnp.arange(3, dtype=bool)
+    with pytest.raises(ZeroDivisionError):
+        jnp.arange(0.0, 1.0, 0.0)

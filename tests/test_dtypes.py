@@ -97,6 +97,8 @@ def test_promotion_table_result_type(x64, enable):
     errors = []
     for (a, b), r in _PAIRS.items():
         got = dtypes.result_type(_CODES[a], _CODES[b], return_weak_type_flag=True)
+        if not enable:  # JAX canonicalizes the inputs first, then promotes in the x32 lattice
+            r = _PAIRS[(_CANON32.get(a, a), _CANON32.get(b, b))]
         want = _expected(r, enable)
         if (np.dtype(got[0]), got[1]) != want:
             errors.append(f"{a}+{b}: got {got}, want {want}")
@@ -107,10 +109,26 @@ def test_promotion_table_result_type(x64, enable):
 def test_promote_types_table(x64, enable):
     # Like jnp.promote_types, the lattice result is not canonicalized: with x64 off too,
     # promote_types(float64, float32) is float64 and weak results are their 64-bit types.
+    # The x32 lattice only differs in forming no 64-bit type from narrower inputs.
     x64(enable)
     for (a, b), r in _PAIRS.items():
+        if not enable and {a, b} in ({"u4", "i1"}, {"u4", "i2"}, {"u4", "i4"}):
+            r = "i4"
         got = dtypes.promote_types(_CODES[a], _CODES[b])
         assert got == _expected(r, True)[0], (a, b)
+
+
+def test_x32_lattice_forms_no_64_bit_type(x64):
+    x64(False)
+    assert jnp.promote_types(jnp.uint32, jnp.int32) == np.int32
+    assert jnp.promote_types(jnp.uint32, jnp.int64) == np.int64
+    assert jnp.promote_types(jnp.uint64, jnp.int32) == np.float64  # weak float's dtype
+    assert jnp.promote_types(int, int) == np.int64
+    assert jnp.result_type(np.uint64, np.int32) == np.int32  # canonicalized inputs first
+    assert jnp.result_type(np.float64, np.float16) == np.float32
+    x64(True)
+    assert jnp.promote_types(jnp.uint32, jnp.int32) == np.int64
+    assert jnp.result_type(np.uint64, np.int32) == np.float64
 
 
 def _operand(code: str):

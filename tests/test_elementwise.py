@@ -197,6 +197,19 @@ def test_promotion_results():
     assert jnp.clip(A([1, 5], np.int32), 2.5).dtype == np.float32
 
 
+def test_weak_types_of_float_results_follow_jax():
+    """JAX converts to a strong float here, so weak inputs give strong results."""
+    weak_int, weak_float = jnp.asarray(1), jnp.asarray(-1.0)
+    for out in (jnp.angle(weak_int), jnp.angle(weak_float), jnp.rint(weak_int),
+                jnp.nan_to_num(weak_float), jnp.frexp(weak_int)[0], jnp.frexp(weak_float)[0]):
+        assert out.dtype == np.float32 and not out.weak_type
+    assert jnp.angle(jnp.broadcast_to(weak_float, (2,))).weak_type  # 1-d floats stay weak
+    assert jnp.angle(A(-1.0, np.float16)).dtype == np.float32  # 0-d floats: default float
+    assert jnp.angle(2 + 3j).weak_type
+    assert jnp.nan_to_num(weak_int).weak_type  # integers are returned unchanged
+    assert not jnp.asarray(weak_float, dtype=np.float32).weak_type
+
+
 def test_ufuncs_trace():
     x = A([1.0, -2.0], f32)
     jaxpr = ember.make_jaxpr(lambda v: jnp.exp(v) + jnp.sin(v))(x)
@@ -370,8 +383,13 @@ BAD_CALLS = [
      r"clamp: min must be a scalar or have the operand's shape"),
     (lambda: lax.real(A([1.0], f32)), TypeError, r"real does not accept dtype float32"),
     (lambda: jnp.subtract(A([True]), A([False])), TypeError, r"subtract: boolean subtract"),
-    (lambda: jnp.gcd(A([1.0], f32), A([2.0], f32)), TypeError, r"gcd: only integer dtypes"),
-    (lambda: jnp.ldexp(A([1.0], f32), A([1.0], f32)), TypeError, r"ldexp: x2 must be an int"),
+    # JAX's classes: ValueError for gcd/lcm/ldexp dtypes, TypeError for sign of bools
+    (lambda: jnp.gcd(A([1.0], f32), A([2.0], f32)), ValueError, r"gcd: arguments must be int"),
+    (lambda: jnp.gcd(A([True]), A([True])), ValueError, r"gcd: arguments must be integers, got b"),
+    (lambda: jnp.lcm(A([1]), 2.5), ValueError, r"lcm: arguments must be integers"),
+    (lambda: jnp.ldexp(A([1.0], f32), A([1.0], f32)), ValueError, r"ldexp: not supported for"),
+    (lambda: jnp.ldexp(A([1j]), A([1])), ValueError, r"ldexp: not supported for input types"),
+    (lambda: jnp.sign(A([True])), TypeError, r"sign: does not accept dtype bool"),
     (lambda: jnp.where(A([True]), A([1.0], f32)), ValueError, r"where: either both or neither"),
     (lambda: jnp.round(A([1.0], f32), 1.5), TypeError, r"round: decimals must be an integer"),
     (lambda: lax.reduce_precision(A([1.0], f32), 0, 3), ValueError,

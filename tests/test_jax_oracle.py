@@ -197,8 +197,9 @@ def compare_values(e_arr, j_arr, tol):
         return None  # reported as a shape difference
     if e_arr.size == 0:
         return None
-    e = e_arr.astype(np.float64) if e_arr.dtype != np.bool_ else e_arr
-    j = j_arr.astype(np.float64) if j_arr.dtype != np.bool_ else j_arr
+    wide = np.complex128 if np.iscomplexobj(e_arr) or np.iscomplexobj(j_arr) else np.float64
+    e = e_arr.astype(wide) if e_arr.dtype != np.bool_ else e_arr
+    j = j_arr.astype(wide) if j_arr.dtype != np.bool_ else j_arr
     if e.dtype == np.bool_ or j.dtype == np.bool_:
         if np.array_equal(np.asarray(e, bool), np.asarray(j, bool)) and e.dtype == j.dtype:
             return None
@@ -551,6 +552,90 @@ PROBES = {
     "ptp_bool": lambda n, l: n.ptp(n.array([True, False])),
     "clip_a_min": lambda n, l: n.clip(n.ones(2), a_min=0.0),
     "integer_pow_neg_int": lambda n, l: l.integer_pow(n.array([2]), -1),
+    # weak types of float-producing functions on integer / weak inputs
+    "angle_int": lambda n, l: n.angle(n.array([1, -2])),
+    "angle_weak_int": lambda n, l: n.angle(n.asarray(1)),
+    "angle_weak_float_0d": lambda n, l: n.angle(n.asarray(-1.0)),
+    "angle_float16_0d": lambda n, l: n.angle(n.array(-1.0, n.float16)),
+    "angle_weak_float_1d": lambda n, l: n.angle(n.broadcast_to(n.asarray(-1.0), (2,))),
+    "angle_python_complex": lambda n, l: n.angle(2 + 3j),
+    "rint_weak_int": lambda n, l: n.rint(n.asarray(1)),
+    "rint_int8": lambda n, l: n.rint(n.array([1], n.int8)),
+    "rint_complex": lambda n, l: n.rint(n.array([1.5 - 2.5j])),
+    "nan_to_num_weak_float": lambda n, l: n.nan_to_num(n.asarray(np.nan)),
+    "nan_to_num_weak_int": lambda n, l: n.nan_to_num(n.asarray(1)),
+    "nan_to_num_float16": lambda n, l: n.nan_to_num(n.array([np.nan, np.inf, -np.inf], n.float16),
+                                                    posinf=1e10, neginf=-1.5),
+    "frexp_weak_int": lambda n, l: n.frexp(n.asarray(8)),
+    "frexp_weak_float": lambda n, l: n.frexp(n.asarray(8.0)),
+    "frexp_bool": lambda n, l: n.frexp(n.array([True])),
+    # bool inputs and bad dtypes
+    "sign_bool": lambda n, l: n.sign(n.array([True, False])),
+    "sign_uint8": lambda n, l: n.sign(n.array([0, 3], n.uint8)),
+    "gcd_bool": lambda n, l: n.gcd(n.array([True, False]), n.array([True, True])),
+    "lcm_bool": lambda n, l: n.lcm(n.array([True, False]), n.array([True, True])),
+    "gcd_float": lambda n, l: n.gcd(n.array([1.0]), n.array([2.0])),
+    "lcm_int_float": lambda n, l: n.lcm(n.array([4]), 2.0),
+    "ldexp_float_exponent": lambda n, l: n.ldexp(n.array([1.0]), n.array([2.0])),
+    "ldexp_complex": lambda n, l: n.ldexp(n.array([1j]), n.array([2])),
+    "ldexp_bool_exponent": lambda n, l: n.ldexp(n.array([1.0]), n.array([True])),
+    "ldexp_int_int": lambda n, l: n.ldexp(n.array([3]), n.array([2])),
+    # error classes for bad arguments
+    "swapaxes_axis_oob": lambda n, l: n.swapaxes(n.ones((2, 3)), 0, 2),
+    "swapaxes_axis_neg_oob": lambda n, l: n.swapaxes(n.ones((2, 3)), -3, 0),
+    "sum_axis_oob": lambda n, l: n.sum(n.ones((2, 3)), axis=2),
+    "mean_axis_oob": lambda n, l: n.mean(n.ones((2, 3)), axis=-3),
+    "argmax_axis_oob": lambda n, l: n.argmax(n.ones((2, 3)), axis=2),
+    "split_axis_oob": lambda n, l: n.split(n.ones((2, 4)), 2, axis=2),
+    "tile_float_reps": lambda n, l: n.tile(n.ones((2, 3)), 1.5),
+    "arange_step_zero": lambda n, l: n.arange(0, 5, 0),
+    "arange_float_step_zero": lambda n, l: n.arange(0.0, 5.0, 0.0),
+    # cross products
+    "cross_3": lambda n, l: n.cross(n.array([1.0, 2, 3]), n.array([4.0, 5, 6])),
+    "cross_2": lambda n, l: n.cross(n.array([[1.0, 2], [3, 4]]), n.array([5.0, 6])),
+    "cross_2_3": lambda n, l: n.cross(n.array([1, 2]), n.array([4, 5, 6])),
+    "cross_axis": lambda n, l: n.cross(n.arange(6.0).reshape(3, 2), n.ones((3, 2)), axis=0),
+    "cross_axisc": lambda n, l: n.cross(n.arange(6.0).reshape(2, 3), n.ones(3), axisc=0),
+    "cross_weak": lambda n, l: n.cross(n.array([1, 2, 3], n.int8), n.asarray([2, 1, 0])),
+    "cross_scalar": lambda n, l: n.cross(n.array([1, 2, 3], n.int8), 2),
+    "cross_bool": lambda n, l: n.cross(n.array([True, False, True]), n.array([True, True, False])),
+    "cross_bad_dim": lambda n, l: n.cross(n.ones(4), n.ones(4)),
+    "cross_bad_axis": lambda n, l: n.cross(n.ones(3), n.ones(3), axis=1),
+    "cross_list": lambda n, l: n.cross([1, 2, 3], [4, 5, 6]),
+    # promote_types / result_type with x64 off (JAX's x32 lattice)
+    "promote_types_uint32_int16": lambda n, l: str(n.promote_types(n.uint32, n.int16)),
+    "promote_types_uint32_int64": lambda n, l: str(n.promote_types(n.uint32, n.int64)),
+    "promote_types_uint64_int32": lambda n, l: str(n.promote_types(n.uint64, n.int32)),
+    "promote_types_float64_int8": lambda n, l: str(n.promote_types(n.float64, n.int8)),
+    "promote_types_int_bool": lambda n, l: str(n.promote_types(int, bool)),
+    "promote_types_float_int8": lambda n, l: str(n.promote_types(float, n.int8)),
+    "promote_types_str": lambda n, l: str(n.promote_types("float16", "bfloat16")),
+    "result_type_uint64_int32": lambda n, l: str(n.result_type(n.uint64, n.int32)),
+    "result_type_float64_float16": lambda n, l: str(n.result_type(n.float64, n.float16)),
+    "result_type_np_int64_uint32": lambda n, l: str(n.result_type(np.ones(2, np.int64),
+                                                                  np.uint32)),
+    "uint32_plus_int32_arrays": lambda n, l: n.ones(2, n.uint32) + n.ones(2, n.int32),
+    # reductions: dtype= and axis arguments
+    "std_int_dtype": lambda n, l: n.std(n.arange(4.0), dtype=n.int32),
+    "nanstd_float16_dtype": lambda n, l: n.nanstd(n.arange(4), dtype=n.float16),
+    "cumsum_axis_tuple": lambda n, l: n.cumsum(n.ones((2, 3)), axis=(0, 1)),
+    "cumprod_axis_float": lambda n, l: n.cumprod(n.ones((2, 3)), axis=1.0),
+    # array creation from nested sequences, explicit dtypes and bad values
+    "array_nested_int8_and_ints": lambda n, l: n.array([n.ones(2, n.int8), [1, 2]]),
+    "array_nested_float16_and_float": lambda n, l: n.array([n.ones(2, n.float16), [2.5, 1]]),
+    "array_list_int_overflow": lambda n, l: n.array([-2 ** 31 - 1]),
+    "array_list_int8_overflow": lambda n, l: n.array([n.ones(1, n.int8), [300]]),
+    "array_list_np_float64": lambda n, l: n.array([np.float64(1.5), 2]),
+    "array_list_bool_only": lambda n, l: n.array([True, False]),
+    "array_list_complex": lambda n, l: n.array([1, 1j]),
+    "array_none": lambda n, l: n.array(None),
+    "array_list_with_none": lambda n, l: n.array([1, None]),
+    "asarray_weak_with_dtype": lambda n, l: n.asarray(n.asarray(2.0), dtype=n.float32),
+    "array_weak_with_dtype": lambda n, l: n.array(n.asarray(2), dtype=n.int32),
+    "arange_bool": lambda n, l: n.arange(True),
+    "arange_bool_dtype": lambda n, l: n.arange(3, dtype=bool),
+    "can_cast_python_float": lambda n, l: n.can_cast(1.0, n.float16),
+    "pad_unknown_mode": lambda n, l: n.pad(n.arange(3.0), 2, mode="foo"),
 }
 
 

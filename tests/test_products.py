@@ -249,3 +249,22 @@ def test_bad_calls_under_tracing():
     with pytest.raises(TypeError, match="dot_general: contracting dimension sizes must match"):
         ember.make_jaxpr(lambda a, b: lax.dot_general(a, b, (((0,), (0,)), ((), ()))))(
             jnp.ones((2, 3)), jnp.ones((3, 4)))
+
+
+def test_cross_products():
+    a, b = jnp.array([1.0, 2, 3]), jnp.array([4.0, 5, 6])
+    np.testing.assert_allclose(np.asarray(jnp.cross(a, b)), np.cross([1, 2, 3], [4, 5, 6]))
+    # two 2-vectors give the z component; a 2-vector has a zero z against a 3-vector
+    assert float(jnp.cross(jnp.array([1.0, 2]), jnp.array([3.0, 4]))) == -2.0
+    np.testing.assert_array_equal(np.asarray(jnp.cross(jnp.array([1, 2]), jnp.array([4, 5, 6]))),
+                                  [12, -6, -3])
+    x = jnp.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(np.asarray(jnp.cross(x, jnp.ones((3, 2)), axis=0)),
+                               np.cross(np.arange(6.0).reshape(3, 2), np.ones((3, 2)), axis=0))
+    assert jnp.cross(jnp.array([1, 2, 3], jnp.int8), jnp.ones(3, jnp.int8)).dtype == np.int8
+    f = ember.jit(lambda p, q: jnp.cross(p, q, axisc=0))
+    np.testing.assert_allclose(np.asarray(f(a, b)), np.asarray(jnp.cross(a, b, axisc=0)))
+    with pytest.raises(ValueError, match="cross: dimension must be either 2 or 3"):
+        jnp.cross(jnp.ones(4), jnp.ones(4))
+    with pytest.raises(TypeError, match="cross requires ndarray or scalar arguments"):
+        jnp.cross([1, 2, 3], [4, 5, 6])

@@ -258,3 +258,24 @@ X = np.zeros((2, 3), np.float32)
 def test_bad_calls(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_bad_axes_raise_numpy_axis_error():
+    # JAX raises ValueError or IndexError depending on the function; NumPy's AxisError is both.
+    for call in (lambda: jnp.sum(jnp.ones((2, 3)), axis=2),
+                 lambda: jnp.mean(jnp.ones((2, 3)), axis=-3),
+                 lambda: jnp.argmax(jnp.ones((2, 3)), axis=2),
+                 lambda: jnp.swapaxes(jnp.ones((2, 3)), 0, 2),
+                 lambda: jnp.split(jnp.ones((2, 4)), 2, axis=2)):
+        with pytest.raises(np.exceptions.AxisError, match="axis .* is out of bounds"):
+            call()
+    assert issubclass(np.exceptions.AxisError, ValueError)
+    assert issubclass(np.exceptions.AxisError, IndexError)
+
+
+def test_std_dtype_and_cumulative_axis_checks():
+    with pytest.raises(ValueError, match="dtype argument to jnp.std must be inexact"):
+        jnp.std(jnp.arange(4.0), dtype=jnp.int32)
+    assert jnp.nanstd(jnp.arange(4), dtype=jnp.float16).dtype == np.float16
+    with pytest.raises(TypeError, match="cumsum: axis must be an integer"):
+        jnp.cumsum(jnp.ones((2, 3)), axis=(0, 1))

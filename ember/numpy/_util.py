@@ -134,7 +134,8 @@ def canonicalize_axis(fn: str, axis: Any, ndim: int) -> int:
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{fn}: axis must be an integer, got {axis!r}")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{fn}: axis {axis} is out of bounds for array of dimension {ndim}")
+        # NumPy's AxisError is both a ValueError and an IndexError; JAX raises either.
+        raise np.exceptions.AxisError(int(axis), ndim, fn)
     return int(axis) % ndim
 
 

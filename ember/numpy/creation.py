@@ -31,6 +31,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
     """
     if dtype is not None:
         dtype = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    if object is None or isinstance(object, (list, tuple)) and any(
+            leaf is None for leaf in tree_util.tree_leaves(object, is_leaf=lambda x: x is None)):
+        raise ValueError("None is not a valid value for jnp.array")
     if isinstance(object, Tracer) or (isinstance(object, (list, tuple)) and any(
             isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(object))):
         # Lists of tracers are stacked by primitives.
@@ -40,8 +43,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
                                        False if dtype is not None else out.weak_type)
     elif hasattr(object, "aval"):
         out = object
-        if dtype is not None and dtype != out.dtype:
-            out = lax.convert_element_type(out, dtype)
+        if dtype is not None and (dtype != out.dtype or out.weak_type):
+            out = lax.convert_element_type(out, dtype)  # an explicit dtype is never weak
         elif copy:
             out = out.copy()
     else:
@@ -51,6 +54,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
                 bad = next(leaf for leaf in leaves if not core.is_array_like(leaf))
                 raise TypeError(f"array: unsupported element of type {type(bad).__name__} "
                                 "in the input sequence")
+            if dtype is None:  # JAX's promotion of the leaves: Python scalars are weak
+                dtype = _leaves_result_type(leaves)
             leaves_np = [np.asarray(x) if hasattr(x, "aval") else x for x in leaves]
             object = tree_util.tree_unflatten(tree_util.tree_structure(object), leaves_np)
         weak = dtypes.is_weakly_typed(object) and dtype is None
@@ -64,10 +69,6 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
                               f"{e}") from None
             if np_value.dtype == object_dtype:
                 raise TypeError(f"array: cannot convert {object!r} to an array")
-            if dtype is None and isinstance(object, (list, tuple)) and np_value.dtype.kind \
-                    in "iuf" and np_value.dtype.itemsize == 8:
-                # Python number lists: default (canonical) int/float types.
-                np_value = np_value.astype(dtypes.canonicalize_dtype(np_value.dtype))
         out = _concrete(np_value, weak)
     if ndmin and out.ndim < ndmin:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
@@ -75,6 +76,16 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
 
 
 object_dtype = np.dtype(object)
+
+
+def _leaves_result_type(leaves: list[Any]) -> np.dtype:
+    """The promoted dtype of a nested sequence's leaves (default float when empty)."""
+    if not leaves:
+        return dtypes.default_float_dtype()
+    distinct = {}  # one leaf per (dtype, weak type): long lists promote quickly
+    for leaf in leaves:
+        distinct.setdefault((dtypes.dtype(leaf), dtypes.is_weakly_typed(leaf)), leaf)
+    return dtypes.canonicalize_dtype(dtypes.result_type(*distinct.values()))
 
 
 def asarray(a: Any, dtype: Any = None, order: Any = None, copy: bool | None = None) -> Any:
@@ -279,11 +290,14 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     if any(np.iscomplexobj(v) for v in (start, stop, step) if v is not None):
         raise TypeError("arange: complex arguments are not supported")
     if step is not None and step == 0:
-        raise ValueError("arange: step must not be zero")
+        raise ZeroDivisionError("arange: step must not be zero (division by zero)")
     dt = _dtype_arg(dtype)
     if dt is None:
         dt = dtypes.canonicalize_dtype(dtypes.result_type(
             *(v for v in (start, stop, step) if v is not None)))
+    if dt == dtypes.bool_:  # as JAX's iota
+        raise TypeError("arange: does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
     if stop is None and step is None:
         start, stop = 0, start
     step = 1 if step is None else step

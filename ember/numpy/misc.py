@@ -183,12 +183,20 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
         im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
         return lax.complex(re, im)
     info = dtypes.finfo(dt)
-    posinf = info.max if posinf is None else core.concrete_or_error(posinf, "nan_to_num")
-    neginf = info.min if neginf is None else core.concrete_or_error(neginf, "nan_to_num")
-    nan = core.concrete_or_error(nan, "nan_to_num: nan")
-    out = lax.select_n(_isnan(x), x, lax.full_like(x, nan))
-    out = lax.select_n(lax.eq(out, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf))
-    out = lax.select_n(lax.eq(out, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf))
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    shape = _aval(x).shape
+
+    def fill(value):  # a strong value of x's dtype, as JAX's asarray(value, dtype=dt)
+        check_arraylike("nan_to_num", value)
+        value = lax.convert_element_type(ensure_array(value), dt, False)
+        return lax.broadcast_to_shape(value, shape)
+
+    # The result is strongly typed even for a weak x (JAX selects against strong constants).
+    x = lax.convert_element_type(x, dt, False)
+    out = lax.select_n(_isnan(x), x, fill(nan))
+    out = lax.select_n(lax.eq(out, lax.full_like(x, np.inf)), out, fill(posinf))
+    out = lax.select_n(lax.eq(out, lax.full_like(x, -np.inf)), out, fill(neginf))
     return out
 
 

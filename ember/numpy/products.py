@@ -16,6 +16,8 @@ from ember import core, dtypes, lax
 from ember.numpy import reductions
 from ember.numpy._util import canonicalize_axis, check_arraylike, ensure_array, promote_dtypes
 from ember.numpy.creation import diagonal
+from ember.numpy.shape import moveaxis, stack
+from ember.numpy.ufuncs import multiply, subtract
 
 # ---------------------------------------------------------------- helpers
 
@@ -504,5 +506,41 @@ def einsum_path(subscripts: str, *operands: Any, optimize: Any = "greedy") -> tu
     return ["einsum_path", *path], ""
 
 
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Any:
+    """Cross product of (batches of) 2- or 3-vectors, broadcasting the batch dimensions.
+
+    The vectors lie along ``axisa`` of ``a`` and ``axisb`` of ``b``; for 3-vectors the result
+    vectors lie along ``axisc``. ``axis``, when given, overrides all three. Two 2-vectors give
+    the scalar z component; a 2-vector meets a 3-vector as if its z component were 0.
+
+    Example:
+        >>> jnp.cross(jnp.array([1, 0, 0]), jnp.array([0, 1, 0]))
+        Array([0, 0, 1], dtype=int32)
+    """
+    check_arraylike("cross", a, b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    na, nb = _shape(a)[-1], _shape(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError(f"cross: dimension must be either 2 or 3 for cross product, got "
+                         f"{na} and {nb}")
+
+    def components(x, n):
+        parts = [lax.index_in_dim(x, i, axis=len(_shape(x)) - 1, keepdims=False)
+                 for i in range(n)]
+        return parts if n == 3 else [*parts, lax.full_like(parts[0], 0)]  # z of a 2-vector
+
+    a0, a1, a2 = components(a, na)
+    b0, b1, b2 = components(b, nb)
+    if na == 2 and nb == 2:
+        return subtract(multiply(a0, b1), multiply(a1, b0))
+    c = stack([subtract(multiply(a1, b2), multiply(a2, b1)),
+               subtract(multiply(a2, b0), multiply(a0, b2)),
+               subtract(multiply(a0, b1), multiply(a1, b0))])
+    return moveaxis(c, 0, axisc)
+
+
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "kron", "trace", "einsum",
-           "einsum_path"]
+           "einsum_path", "cross"]

@@ -11,7 +11,7 @@ import numpy as np
 
 from ember import core, dtypes, lax
 from ember.lax.reduction import accumulation_dtype, max_identity, min_identity
-from ember.numpy._util import canonicalize_axes, check_arraylike, ensure_array
+from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike, ensure_array
 
 # ---------------------------------------------------------------- helpers
 
@@ -425,7 +425,14 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
         >>> jnp.std(jnp.array([1., 3.]))
         Array(1., dtype=float32)
     """
+    _check_inexact_dtype("std", dtype)
     return lax.sqrt(_var("std", a, axis, dtype, out, ddof, keepdims, where, correction, False))
+
+
+def _check_inexact_dtype(fn: str, dtype: Any) -> None:
+    dt = _dtype_arg(dtype)
+    if dt is not None and not dtypes.is_inexact(dt):
+        raise ValueError(f"dtype argument to jnp.{fn} must be inexact; got {dt}")
 
 
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
@@ -588,7 +595,7 @@ def _cumulative(fn: str, lax_fn, a, axis, dtype, out=None, nan_fill=None,
     if axis is None or a.ndim == 0:  # JAX flattens scalars too, then checks the axis
         a = lax.reshape(a, (a.size,))
         axis = 0 if axis is None else axis
-    (ax,) = canonicalize_axes(fn, axis, a.ndim)
+    ax = canonicalize_axis(fn, axis, a.ndim)  # one axis: a tuple is a TypeError, as in JAX
     dt = _dtype_arg(dtype)
     if dt is None:
         dt = _upcast_integers(a.dtype) if promote_integers or a.dtype == dtypes.bool_ \

@@ -153,15 +153,7 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     def dtype_like(x):
         return x if isinstance(x, type) and x in (int, float, complex) else _to_dtype_like(x)
 
-    a, b = dtype_like(a), dtype_like(b)
-    out = dtypes.promote_types(a, b)
-    # JAX's x32 lattice forms no 64-bit type from narrower inputs: uint32 | int32 is int32.
-    widths = [0 if t in (int, float, complex) else np.dtype(t).itemsize for t in (a, b)]
-    if max(widths) == 0:  # only Python types: JAX answers with their 64-bit dtypes
-        return np.dtype({"i": np.int64, "f": np.float64, "c": np.complex128}[out.kind])
-    if not dtypes.x64_enabled() and out.itemsize == 8 and max(widths) < 8:
-        out = dtypes.canonicalize_dtype(out)
-    return out
+    return dtypes.promote_types(dtype_like(a), dtype_like(b))
 
 
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
@@ -174,6 +166,9 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
         raise ValueError(f"can_cast: casting must be one of 'no', 'equiv', 'safe', "
                          f"'same_kind' or 'unsafe', got {casting!r}")
+    if type(from_) in (int, float, complex):
+        raise TypeError("can_cast() does not support Python ints, floats, and complex because "
+                        "the result used to depend on the value.")
     return _bool(np.can_cast(_np_dtype(from_), _np_dtype(to), casting=casting))
 
 

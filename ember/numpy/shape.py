@@ -815,7 +815,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     array = _arr("pad", array)
     aval = core.get_aval(array)
     if not isinstance(mode, str) or mode not in _PAD_MODES:
-        raise ValueError(f"pad: unsupported mode {mode!r}; supported modes are {_PAD_MODES}")
+        raise NotImplementedError(f"pad: unimplemented padding mode {mode!r}; supported modes "
+                                  f"are {_PAD_MODES}")
     allowed = {"constant": {"constant_values"}, "reflect": {"reflect_type"},
                "symmetric": {"reflect_type"}}.get(mode, set())
     bad = set(kwargs) - allowed

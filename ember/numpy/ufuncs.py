@@ -296,7 +296,10 @@ def sign(x: Any, /) -> Any:
         >>> jnp.sign(jnp.array([-2.0, 0.0, 3.0]))
         Array([-1.,  0.,  1.], dtype=float32)
     """
-    (x,) = promote_args_numeric("sign", x)
+    (x,) = promote_args("sign", x)
+    if _dt(x) == dtypes.bool_:
+        raise TypeError("sign: does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
     return lax.sign(x)
 
 
@@ -389,11 +392,12 @@ def rint(x: Any, /) -> Any:
         Array([0., 2.], dtype=float32)
     """
     check_arraylike("rint", x)
-    dt = aval_of(x).dtype
-    if _is_int_or_bool(dt):
-        (x,) = promote_dtypes_inexact(x)
-        return x
-    return lax.round(ensure_array(x), lax.RoundingMethod.TO_NEAREST_EVEN)
+    x = ensure_array(x)
+    if _is_int_or_bool(_dt(x)):  # a strong default float, as in JAX
+        return lax.convert_element_type(x, dtypes.default_float_dtype(), False)
+    if dtypes.is_complex(_dt(x)):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
 def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
@@ -526,8 +530,10 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
         Array([8.], dtype=float32)
     """
     check_arraylike("ldexp", x1, x2)
-    if not _is_int_or_bool(aval_of(x2).dtype):
-        raise TypeError(f"ldexp: x2 must be an integer array, got {aval_of(x2).dtype}")
+    dt1, dt2 = aval_of(x1).dtype, aval_of(x2).dtype
+    if dtypes.is_complex(dt1) or not _is_int_or_bool(dt2):
+        raise ValueError(f"ldexp: not supported for input types {(dt1, dt2)}; x1 must be real "
+                         "and x2 an integer array")
     (x1,) = promote_dtypes_inexact(x1)
     x2 = lax.convert_element_type(ensure_array(x2), dtypes.int32)
     x1, x2 = promote_shapes("ldexp", x1, x2)
@@ -565,7 +571,7 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
     e = _select(small, lax.sub(e, 1), e)
     m = _select(special, w, m)
     e = _select(special, _full(e, 0), e)
-    return lax.convert_element_type(m, dt, x.weak_type), e
+    return lax.convert_element_type(m, dt, False), e
 
 
 def modf(x: Any, /) -> tuple[Any, Any]:
@@ -692,8 +698,9 @@ def _gcd(x1: Any, x2: Any) -> Any:
 
 def _int_args(fn: str, x1: Any, x2: Any) -> tuple[Any, Any]:
     """Integer operands promoted and broadcast to one shape (gcd's loop needs equal shapes)."""
-    x1, x2 = promote_args_numeric(fn, x1, x2)
-    _check_int(fn, x1, allow_bool=False)
+    x1, x2 = promote_args(fn, x1, x2)
+    if not dtypes.is_integer(_dt(x1)):
+        raise ValueError(f"{fn}: arguments must be integers, got {_dt(x1)}")
     shape = broadcast_shapes(aval_of(x1).shape, aval_of(x2).shape)
     return lax.broadcast_to_shape(x1, shape), lax.broadcast_to_shape(x2, shape)
 
@@ -854,7 +861,9 @@ def angle(z: Any, deg: bool = False) -> Any:
     if dtypes.is_complex(_dt(z)):
         re, im = lax.real(z), lax.imag(z)
     else:
-        (re,) = promote_dtypes_inexact(z)
+        re = z
+        if not dtypes.is_inexact(_dt(z)) or aval_of(z).ndim == 0:  # JAX's rule, weak dropped
+            re = lax.convert_element_type(z, dtypes.default_float_dtype(), False)
         im = lax.broadcast_to_shape(_full(re, 0), aval_of(re).shape)
     out = lax.atan2(im, re)
     return rad2deg(out) if deg else out

@@ -1,5 +1,7 @@
 """Records for dot_general / lax.dot and the ember.numpy products (matmul, einsum, ...)."""
 
+import warnings
+
 import numpy as np
 
 import ember.numpy as jnp
@@ -34,6 +36,12 @@ def _np_dg(dn):
             [c for i, c in enumerate(yl) if i not in rc + rb]
         return np.einsum(f"{''.join(xl)},{''.join(yl)}->{''.join(out)}", x, y).astype(x.dtype)
     return ref
+
+
+def _np_cross_2d(a, b):
+    with warnings.catch_warnings():  # NumPy 2 deprecates 2-vectors; JAX keeps them
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return np.cross(a, b)
 
 
 _MM = (((1,), (0,)), ((), ()))
@@ -113,4 +121,15 @@ RECORDS = [
              NUM_DTYPES, (((2, 3, 4),), ((2, 4, 3),)), differentiable=True),
     OpRecord("trace[neg_offset]", lambda a: jnp.trace(a, -1), lambda a: np.trace(a, -1),
              NUM_DTYPES, (((3, 4),), ((4, 3),)), differentiable=True),
+    OpRecord("cross", jnp.cross, np.cross, NUM_DTYPES,
+             (((3,), (3,)), ((4, 3), (4, 3)), ((2, 1, 3), (5, 3)), ((0, 3), (0, 3))),
+             differentiable=True),
+    OpRecord("cross[axis]", lambda a, b: jnp.cross(a, b, axis=0),
+             lambda a, b: np.cross(a, b, axis=0), NUM_DTYPES, (((3, 2, 4), (3, 2, 4)),),
+             differentiable=True),
+    OpRecord("cross[axisa,axisb,axisc]", lambda a, b: jnp.cross(a, b, 0, -1, 1),
+             lambda a, b: np.cross(a, b, 0, -1, 1), NUM_DTYPES, (((3, 4), (4, 3)),),
+             differentiable=True),
+    OpRecord("cross[2-vectors]", jnp.cross, _np_cross_2d, NUM_DTYPES,
+             (((4, 2), (2,)), ((2,), (3,)), ((4, 3), (4, 2))), differentiable=True),
 ] + [_es(s) for s in _EINSUM]
