@@ -44,25 +44,28 @@ def _static_argnums_tuple(static_argnums: int | Sequence[int]) -> tuple[int, ...
     return tuple(static_argnums)
 
 
-def _arg_names(fun: Callable, args: Sequence[Any], kwargs: dict,
-               dyn_positions: Sequence[int]) -> list[str] | None:
-    """The Python parameter name of each flat argument leaf (for error messages)."""
+def _positional_namer(fun: Callable) -> Callable[[int], str] | None:
+    """Maps an argument position to its parameter name; None when ``fun`` has no signature."""
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         return None
     positional = [p.name for p in params
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+    varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    return lambda i: (positional[i] if i < len(positional)
+                      else f"{varargs}[{i - len(positional)}]")
+
+
+def _arg_names(fun: Callable, args: Sequence[Any], kwargs: dict,
+               dyn_positions: Sequence[int]) -> list[str] | None:
+    """The Python parameter name of each flat argument leaf (for error messages)."""
+    namer = _positional_namer(fun)
+    if namer is None:
+        return None
     names: list[str] = []
     for i in dyn_positions:
-        if i < len(positional):
-            name = positional[i]
-        elif varargs is not None:
-            name = f"{varargs}[{i - len(positional)}]"
-        else:
-            name = f"args[{i}]"
-        names.extend([name] * len(tree_util.tree_leaves(args[i])))
+        names.extend([namer(i)] * len(tree_util.tree_leaves(args[i])))
     for key in sorted(kwargs):  # dicts flatten in sorted key order
         names.extend([key] * len(tree_util.tree_leaves(kwargs[key])))
     return names
@@ -217,16 +220,8 @@ def _check_hashable(fun: Callable, statics: list[tuple[Any, Any]]) -> None:
 
 
 def _positional_name(fun: Callable, i: int) -> str:
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return f"args[{i}]"
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
-                                                       p.POSITIONAL_OR_KEYWORD)]
-    if i < len(positional):
-        return positional[i]
-    varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
-    return f"{varargs}[{i - len(positional)}]"
+    namer = _positional_namer(fun)
+    return f"args[{i}]" if namer is None else namer(i)
 
 
 def _leaf_names(fun: Callable, sig: _Signature) -> list[str]:

@@ -35,13 +35,19 @@ from __future__ import annotations
 
 import math
 
-from ember.compiler.hlo import ELEMENTWISE, EXPENSIVE_ELEMENTWISE, Computation, Instruction, Module
+from ember.compiler.hlo import (
+    CONTROL_FLOW,
+    ELEMENTWISE,
+    EXPENSIVE_ELEMENTWISE,
+    Computation,
+    Instruction,
+    Module,
+)
 
 # Elementwise ops counted as transcendentals rather than flops.
 TRANSCENDENTAL = EXPENSIVE_ELEMENTWISE - frozenset({"divide", "remainder", "next_after"})
 
 _FREE = frozenset({"parameter", "constant", "tuple", "get_tuple_element"})
-_CONTROL_FLOW = frozenset({"call", "while", "case"})
 
 
 class _Cost:
@@ -93,7 +99,7 @@ def _instruction_cost(inst: Instruction, top_level: bool) -> _Cost:
     op = inst.opcode
     if op in _FREE:
         return _Cost()
-    if op in _CONTROL_FLOW:
+    if op in CONTROL_FLOW:
         return _control_flow_cost(inst, top_level)
     cost = _Cost()
     if op in ELEMENTWISE:

@@ -55,26 +55,7 @@ def evaluate_computation(comp: Computation, args: Sequence[Any]) -> Any:
 
     Values are dropped once their last user has run, so memory stays bounded by what is live.
     """
-    params = comp.parameters
-    if len(args) != len(params):
-        raise ValueError(f"{comp.name}: expected {len(params)} arguments, got {len(args)}")
-    remaining: dict[int, int] = {}
-    for inst in comp.instructions:
-        for op in inst.operands:
-            remaining[id(op)] = remaining.get(id(op), 0) + 1
-    env: dict[int, Any] = {}
-    for p, a in zip(params, args):
-        env[id(p)] = a
-    for inst in comp.instructions:
-        if inst.opcode == "parameter":
-            continue
-        values = [env[id(op)] for op in inst.operands]
-        env[id(inst)] = evaluate_instruction(inst, values)
-        for op in inst.operands:
-            remaining[id(op)] -= 1
-            if remaining[id(op)] == 0 and op is not comp.root:
-                env.pop(id(op), None)
-    return env[id(comp.root)]
+    return Plan(comp).run(args)
 
 
 class Plan:

@@ -166,6 +166,9 @@ EXPENSIVE_ELEMENTWISE = frozenset({
 
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 
+# Ops that run called computations as part of the program (not as per-element bodies).
+CONTROL_FLOW = frozenset({"call", "while", "case"})
+
 # Every opcode the IR knows, for the verifier and the parser.
 OPCODES = ELEMENTWISE | frozenset({
     "parameter", "constant", "iota", "broadcast_in_dim", "reshape", "transpose", "slice",
@@ -322,16 +325,24 @@ class Module:
                 return c
         raise KeyError(name)
 
-    def remove_unreachable_computations(self) -> bool:
-        reachable: list[Computation] = []
+    def reachable_computations(self, opcodes: frozenset[str] | None = None
+                               ) -> list[Computation]:
+        """The entry and what it calls, transitively, callees first; only through
+        instructions whose opcode is in ``opcodes`` when given."""
+        found: list[Computation] = []
         stack = [self.entry]
         while stack:
             comp = stack.pop()
-            if any(c is comp for c in reachable):
+            if any(c is comp for c in found):
                 continue
-            reachable.append(comp)
+            found.append(comp)
             for inst in comp.instructions:
-                stack.extend(inst.calls)
+                if opcodes is None or inst.opcode in opcodes:
+                    stack.extend(inst.calls)
+        return found[::-1]
+
+    def remove_unreachable_computations(self) -> bool:
+        reachable = self.reachable_computations()
         before = len(self.computations)
         self.computations = [c for c in self.computations if any(c is r for r in reachable)]
         return len(self.computations) != before

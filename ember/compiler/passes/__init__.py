@@ -6,9 +6,15 @@ under its name with ``@hlo_pass("name")``; ``ember.compiler.pipeline`` runs them
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from ember.compiler.hlo import Computation, Instruction
 
 PASSES: dict[str, Callable] = {}
+
+# What a rewrite gives for one instruction: None to keep it, or the new instructions to emit
+# (in order, possibly none) and the instruction that replaces it.
+Replacement = tuple[Sequence[Instruction], Instruction] | None
 
 
 def hlo_pass(name: str):
@@ -18,3 +24,27 @@ def hlo_pass(name: str):
         PASSES[name] = fn
         return fn
     return register
+
+
+def rewrite_computation(comp: Computation,
+                        rewrite: Callable[[Instruction], Replacement]) -> bool:
+    """Runs ``rewrite`` on every instruction of ``comp`` in order, replacing each one it
+    rewrites; later instructions (and the root) see the replacements. Returns whether any
+    instruction was replaced."""
+    replaced: dict[int, Instruction] = {}
+    out: list[Instruction] = []
+    for inst in comp.instructions:
+        if any(id(op) in replaced for op in inst.operands):
+            inst.operands = [replaced.get(id(op), op) for op in inst.operands]
+        replacement = rewrite(inst)
+        if replacement is None:
+            out.append(inst)
+            continue
+        emitted, result = replacement
+        out.extend(emitted)
+        replaced[id(inst)] = result
+    if not replaced:
+        return False
+    comp.instructions = out
+    comp.root = replaced.get(id(comp.root), comp.root)
+    return True

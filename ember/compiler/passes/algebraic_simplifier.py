@@ -26,7 +26,7 @@ import ml_dtypes
 import numpy as np
 
 from ember.compiler.hlo import Computation, Instruction, Module, Shape
-from ember.compiler.passes import hlo_pass
+from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation
 
 # A rewritten instruction is simplified again, at most this many times.
 MAX_REWRITES_PER_INSTRUCTION = 8
@@ -477,22 +477,11 @@ def simplify_instruction(module: Module, inst: Instruction) -> tuple[Instruction
 
 def simplify_computation(module: Module, comp: Computation) -> bool:
     """Applies the rewrite table to every instruction of ``comp``, in order."""
-    replaced: dict[int, Instruction] = {}
-    out: list[Instruction] = []
-    for inst in comp.instructions:
-        if any(id(op) in replaced for op in inst.operands):
-            inst.operands = [replaced.get(id(op), op) for op in inst.operands]
+    def simplify(inst: Instruction) -> Replacement:
         new, emitted = simplify_instruction(module, inst)
-        if new is inst:
-            out.append(inst)
-            continue
-        out.extend(emitted)
-        replaced[id(inst)] = new
-    if not replaced:
-        return False
-    comp.instructions = out
-    comp.root = replaced.get(id(comp.root), comp.root)
-    return True
+        return None if new is inst else (emitted, new)
+
+    return rewrite_computation(comp, simplify)
 
 
 @hlo_pass("algebraic_simplifier")

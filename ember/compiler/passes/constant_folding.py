@@ -21,7 +21,7 @@ import numpy as np
 
 from ember.compiler.evaluator import evaluate_instruction
 from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Module, Shape
-from ember.compiler.passes import hlo_pass
+from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation
 
 MAX_FOLD_ELEMENTS = 1024
 # An op whose result has more elements than its operands together folds only up to this size.
@@ -123,25 +123,14 @@ def _fold_scalar_broadcasts(module: Module, inst: Instruction) -> list[Instructi
 
 def fold_computation(module: Module, comp: Computation) -> bool:
     """Folds the constant instructions of ``comp``; returns whether any were folded."""
-    replaced: dict[int, Instruction] = {}
-    out: list[Instruction] = []
-    for inst in comp.instructions:
-        if any(id(op) in replaced for op in inst.operands):
-            inst.operands = [replaced.get(id(op), op) for op in inst.operands]
+    def fold(inst: Instruction) -> Replacement:
         # Broadcasts of scalars stay broadcasts (cheap); other constant inputs fold fully.
         new = _fold_scalar_broadcasts(module, inst)
         if new is None and _foldable(inst):
             new = _fold(module, inst)
-        if new is None:
-            out.append(inst)
-            continue
-        out.extend(new)
-        replaced[id(inst)] = new[-1]
-    if not replaced:
-        return False
-    comp.instructions = out
-    comp.root = replaced.get(id(comp.root), comp.root)
-    return True
+        return None if new is None else (new, new[-1])
+
+    return rewrite_computation(comp, fold)
 
 
 @hlo_pass("constant_folding")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ember.compiler.hlo import Computation, Instruction, Module
-from ember.compiler.passes import hlo_pass
+from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation
 from ember.compiler.passes.dce import effectful_computations, has_side_effect
 
 # a op b == b op a bit for bit (IEEE addition and multiplication are commutative).
@@ -107,23 +107,16 @@ def cse_computation(comp: Computation, effectful: frozenset[int] = frozenset()) 
     """Merges the identical instructions of ``comp``; returns whether any were merged."""
     seen: dict[tuple, Instruction] = {}
     ids: dict[int, int] = {}
-    merged: dict[int, Instruction] = {}
-    kept: list[Instruction] = []
-    for inst in comp.instructions:
-        if any(id(op) in merged for op in inst.operands):
-            inst.operands = [merged.get(id(op), op) for op in inst.operands]
+
+    def merge(inst: Instruction) -> Replacement:
         ids[id(inst)] = len(ids)
         if _mergeable(inst, effectful):
             first = seen.setdefault(_instruction_key(inst, ids, {}), inst)
             if first is not inst:
-                merged[id(inst)] = first
-                continue
-        kept.append(inst)
-    if not merged:
-        return False
-    comp.instructions = kept
-    comp.root = merged.get(id(comp.root), comp.root)
-    return True
+                return (), first
+        return None
+
+    return rewrite_computation(comp, merge)
 
 
 @hlo_pass("cse")

@@ -37,6 +37,7 @@ import itertools
 from collections.abc import Iterable
 
 from ember.compiler.hlo import (
+    CONTROL_FLOW,
     ELEMENTWISE,
     EXPENSIVE_ELEMENTWISE,
     Computation,
@@ -52,7 +53,6 @@ LOOP_FUSIBLE = ELEMENTWISE | frozenset({
     "iota",
 })
 # Ops whose called computations run as instruction sequences (and so are fused too).
-_CONTROL_FLOW = frozenset({"while", "case", "call"})
 # How deep a chain of cheap producers may be copied into one consumer (bounds the copies).
 _MAX_DUPLICATION_DEPTH = 4
 # Readers of one value considered for sibling fusion (bounds the pairs tried).
@@ -71,13 +71,14 @@ def _groupable(inst: Instruction) -> bool:
     return inst.opcode in LOOP_FUSIBLE or inst.opcode == "reduce"
 
 
-def _unique(insts: Iterable[Instruction]) -> list[Instruction]:
+def _unique(objs: Iterable) -> list:
+    """``objs`` without repeats (by identity), in first-seen order."""
     seen: set[int] = set()
     out = []
-    for i in insts:
-        if id(i) not in seen:
-            seen.add(id(i))
-            out.append(i)
+    for o in objs:
+        if id(o) not in seen:
+            seen.add(id(o))
+            out.append(o)
     return out
 
 
@@ -150,14 +151,14 @@ class _ComputationFuser:
                 if isinstance(k, _Group) and k.contains(inst):
                     continue
                 out.append(k)
-        return _unique_objects(out)
+        return _unique(out)
 
     def _successors(self, ctx) -> list:
         if isinstance(ctx, _Group):
             found = []
             for m in ctx.home.values():
                 found.extend(k for k in self._readers(m) if k is not ctx)
-            return _unique_objects(found)
+            return _unique(found)
         return self._readers(ctx)
 
     def _inputs(self, g: _Group) -> list[Instruction]:
@@ -217,7 +218,7 @@ class _ComputationFuser:
     # ------------------------------------------------------------------ multi-output
 
     def merge_multi_output(self) -> None:
-        contexts = _unique_objects(
+        contexts = _unique(
             list(self.groups.values())
             + [i for i in self.comp.instructions if id(i) not in self.home])
         self.graph = _ContextGraph(contexts, self._successors)
@@ -311,7 +312,8 @@ class _ComputationFuser:
         for inst in kept + new_insts:
             inst.operands = [provided.get(id(op), op) for op in inst.operands]
         self.comp.root = provided.get(id(self.comp.root), self.comp.root)
-        self.comp.instructions = _topological_order(kept + new_insts)
+        self.comp.instructions = kept + new_insts
+        self.comp.sort_topologically()
         return True
 
     def _needed(self) -> tuple[dict[_Group, dict[int, Instruction]], set[int]]:
@@ -455,16 +457,6 @@ def _tuple_shape(elems: list[Instruction]) -> Shape:
     return Shape.tuple(e.shape for e in elems)
 
 
-def _unique_objects(objs: list) -> list:
-    seen: set[int] = set()
-    out = []
-    for o in objs:
-        if id(o) not in seen:
-            seen.add(id(o))
-            out.append(o)
-    return out
-
-
 def _same_iteration_space(outputs: list[Instruction]) -> bool:
     """Whether the outputs of one fusion can be produced by one loop nest."""
     if len(outputs) <= 1:
@@ -481,43 +473,9 @@ def _same_iteration_space(outputs: list[Instruction]) -> bool:
     return True
 
 
-def _topological_order(insts: list[Instruction]) -> list[Instruction]:
-    """``insts`` reordered so operands come first (parameters first, otherwise by a DFS from
-    each instruction in the given order)."""
-    order = [i for i in insts if i.opcode == "parameter"]
-    done = {id(i) for i in order}
-    started: set[int] = set()
-    for start in insts:
-        stack = [(start, False)]
-        while stack:
-            inst, expanded = stack.pop()
-            if id(inst) in done:
-                continue
-            if expanded:
-                done.add(id(inst))
-                order.append(inst)
-                continue
-            if id(inst) in started:
-                raise AssertionError(f"fusion: cycle through {inst.name}")
-            started.add(id(inst))
-            stack.append((inst, True))
-            stack.extend((op, False) for op in reversed(inst.operands) if id(op) not in done)
-    return order
-
-
 def fusible_computations(module: Module) -> list[Computation]:
     """The entry and the computations it runs through control flow, callees first."""
-    found: list[Computation] = []
-    stack = [module.entry]
-    while stack:
-        comp = stack.pop()
-        if any(comp is c for c in found):
-            continue
-        found.append(comp)
-        for inst in comp.instructions:
-            if inst.opcode in _CONTROL_FLOW:
-                stack.extend(inst.calls)
-    return found[::-1]
+    return module.reachable_computations(CONTROL_FLOW)
 
 
 def fuse_computation(module: Module, comp: Computation) -> bool:
