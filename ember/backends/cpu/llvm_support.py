@@ -1,0 +1,118 @@
+"""LLVM through llvmlite: the host target, the O3 pipeline, object code and loading it.
+
+``compile_ir(text)`` optimizes a textual LLVM module for the host CPU (its name and features)
+with the new pass manager at O3, so loops vectorize, and returns the object code plus the
+optimized IR and assembly for dumps. ``LoadedObject(object_code)`` loads object code into an
+execution engine and hands out function addresses; it owns its engine and the engine's target
+machine (llvmlite frees the target machine with the engine), so keep it alive as long as any
+address taken from it is used.
+
+llvmlite serializes LLVM behind a lock, so compiles are also serialized here (``_LOCK``).
+
+Example:
+    >>> art = compile_ir(ir_text)
+    >>> lib = LoadedObject(art.object_code)
+    >>> addr = lib.address("kernel_0")
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import llvmlite
+import llvmlite.binding as llvm
+
+_LOCK = threading.RLock()
+_INITIALIZED = False
+
+
+def _init() -> None:
+    global _INITIALIZED
+    if not _INITIALIZED:
+        with _LOCK:
+            if not _INITIALIZED:
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
+                _INITIALIZED = True
+
+
+def host_cpu() -> tuple[str, str]:
+    """The host CPU's LLVM name and feature string (``+avx2,+fma,...``)."""
+    _init()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def target_triple() -> str:
+    _init()
+    return llvm.get_process_triple()
+
+
+def _target_machine() -> llvm.TargetMachine:
+    name, features = host_cpu()
+    target = llvm.Target.from_triple(target_triple())
+    return target.create_target_machine(cpu=name, features=features, opt=3,
+                                        codemodel="jitdefault")
+
+
+def backend_fingerprint() -> str:
+    """What object code depends on besides the IR: llvmlite/LLVM versions, CPU and features."""
+    name, features = host_cpu()
+    version = ".".join(map(str, llvm.llvm_version_info))
+    return f"llvmlite={llvmlite.__version__};llvm={version};cpu={name};features={features}"
+
+
+@dataclass(frozen=True)
+class CompiledArtifact:
+    """The result of compiling one LLVM module."""
+
+    object_code: bytes
+    optimized_ir: str | None = None
+    assembly: str | None = None
+
+
+def compile_ir(ir_text: str, want_text: bool = False) -> CompiledArtifact:
+    """Parses, verifies and optimizes ``ir_text`` at O3 for the host, returning object code.
+
+    With ``want_text``, the optimized IR and the assembly come back too (for dumps).
+    """
+    _init()
+    with _LOCK:
+        tm = _target_machine()
+        mod = llvm.parse_assembly(ir_text)
+        mod.triple = target_triple()
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        obj = tm.emit_object(mod)
+        if not want_text:
+            return CompiledArtifact(obj)
+        return CompiledArtifact(obj, str(mod), tm.emit_assembly(mod))
+
+
+class LoadedObject:
+    """Object code loaded into its own execution engine (kept alive by this object)."""
+
+    __slots__ = ("_engine", "_tm", "__weakref__")
+
+    def __init__(self, object_code: bytes):
+        _init()
+        with _LOCK:
+            self._tm = _target_machine()
+            backing = llvm.parse_assembly("")
+            backing.triple = target_triple()
+            self._engine = llvm.create_mcjit_compiler(backing, self._tm)
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+            self._engine.finalize_object()
+
+    def address(self, name: str) -> int:
+        """The address of the function ``name`` (``ValueError`` if the object lacks it)."""
+        with _LOCK:
+            addr = self._engine.get_function_address(name)
+        if not addr:
+            raise ValueError(f"compiled object has no function {name!r}")
+        return addr
