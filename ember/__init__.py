@@ -1,7 +1,34 @@
 """ember: a JAX-compatible array framework (``import ember as jax``)."""
 
-from ember import dtypes, errors, lax, numpy, tree_util
-from ember.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
+from ember import (
+    ad_checkpoint,
+    custom_derivatives,
+    dtypes,
+    errors,
+    lax,
+    numpy,
+    test_util,
+    tree_util,
+)
+from ember.api import (
+    ShapeDtypeStruct,
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    disable_jit,
+    eval_shape,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jit,
+    jvp,
+    linearize,
+    make_jaxpr,
+    remat,
+    value_and_grad,
+    vjp,
+)
 from ember.config import config
 from ember.runtime import Array, block_until_ready, device_get, device_put, devices
 from ember.runtime.compile_cache import clear_caches
@@ -12,4 +39,7 @@ __all__ = [
     "Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config", "device_get",
     "device_put", "devices", "disable_jit", "dtypes", "errors", "eval_shape", "jit", "lax",
     "make_jaxpr", "numpy", "tree_util",
+    "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
+    "linearize", "remat", "value_and_grad", "vjp", "ad_checkpoint", "custom_derivatives",
+    "test_util",
 ]

@@ -396,7 +396,7 @@ class JitFunction:
         options = (tuple(sorted(nums)), tuple(sorted(names)), self._donate_argnums,
                    self._backend)
         self._cache = function_cache(fun, options)
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not __dict__: it would clobber ours
         self.__name__ = _fun_name(fun)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -612,3 +612,20 @@ def disable_jit(disable: bool = True):
         yield
     finally:
         _config.update("jax_disable_jit", previous)
+
+
+# --------------------------------------------------------------------------- autodiff
+# Implemented in ember._ad_api, ember.custom_derivatives and ember.ad_checkpoint.
+from ember._ad_api import (  # noqa: E402, F401 - re-exported
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
+from ember.ad_checkpoint import checkpoint, remat  # noqa: E402, F401 - re-exported
+from ember.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402, F401 - re-exported
+from ember.lax.ad_util import stop_gradient  # noqa: E402, F401 - re-exported

@@ -6,12 +6,12 @@ import os
 from typing import Any
 
 
-def _env_flag(*names: str) -> bool:
+def _env_flag(*names: str, default: bool = False) -> bool:
     for name in names:
         value = os.environ.get(name)
         if value is not None:
             return value.strip().lower() in ("1", "true", "yes", "on")
-    return False
+    return default
 
 
 class Config:
@@ -32,6 +32,12 @@ class Config:
             "jax_platform_name": "",
             "jax_default_backend": os.environ.get("EMBER_BACKEND", ""),
             "jax_numpy_rank_promotion": "allow",
+            # The on-disk cache of compiled object code (ember.backends.cpu.object_cache);
+            # a None directory means default_cache_dir() ($EMBER_CACHE_DIR or the user's).
+            "jax_enable_compilation_cache": _env_flag("EMBER_ENABLE_COMPILATION_CACHE",
+                                                      "JAX_ENABLE_COMPILATION_CACHE",
+                                                      default=True),
+            "jax_compilation_cache_dir": None,
         }
         self._listeners: list = []
         # A plain attribute (not a property): read on every dtype decision of the eager path.

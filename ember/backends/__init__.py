@@ -5,8 +5,9 @@ executable's ``execute(args)`` takes one NumPy array per entry parameter and ret
 of the entry's outputs (the elements of its root tuple) as NumPy arrays. Backends know nothing
 of ``ember.Array``: the runtime (``ember.runtime.dispatch``) wraps them.
 
-Today only the ``interpreter`` backend exists; ``cpu`` (LLVM) is an alias of it until the
-LLVM backend lands.
+Two backends exist: ``cpu`` (the default: native code compiled by LLVM, ``ember.backends.cpu``)
+and ``interpreter`` (the NumPy evaluator of HLO, the reference). ``EMBER_BACKEND`` or the
+``jax_default_backend`` option picks the default.
 
 Example:
     >>> exe = get_backend("interpreter").compile(module)
@@ -21,9 +22,9 @@ from typing import Any
 # name -> zero-argument factory; backends are created on first use.
 _FACTORIES: dict[str, Callable[[], Any]] = {}
 _BACKENDS: dict[str, Any] = {}
-_ALIASES: dict[str, str] = {"cpu": "interpreter"}
+_ALIASES: dict[str, str] = {}
 
-DEFAULT_BACKEND = "interpreter"
+DEFAULT_BACKEND = "cpu"
 
 
 def register_backend(name: str, factory: Callable[[], Any]) -> None:
@@ -66,3 +67,11 @@ def _interpreter_backend() -> Any:
 
 
 register_backend("interpreter", _interpreter_backend)
+
+
+def _cpu_backend() -> Any:
+    from ember.backends.cpu import CpuBackend
+    return CpuBackend()
+
+
+register_backend("cpu", _cpu_backend)

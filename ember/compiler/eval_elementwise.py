@@ -64,12 +64,17 @@ def float_math(fn: Callable) -> Callable:
 
 
 def _int_divide(x, y):
-    # Rounds toward zero (C semantics); x / 0 gives -1 like XLA's CPU backend.
-    q = np.where(y == 0, 1, y)
-    out = np.abs(x) // np.abs(q)
-    if dtypes.is_integer(x.dtype) and not dtypes.is_unsigned(x.dtype):
-        out = np.where((x < 0) != (q < 0), -out, out)
-    return np.where(y == 0, np.array(-1).astype(x.dtype), out).astype(x.dtype)
+    # Rounds toward zero (C semantics); x / 0 gives -1 like XLA's CPU backend. Floor division
+    # corrected by one where the remainder is non-zero and the signs differ (no abs(), which
+    # overflows for INT_MIN).
+    zero = y == 0
+    d = np.where(zero, 1, y).astype(x.dtype)
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(x, d)
+        inexact = np.remainder(x, d) != 0
+        if dtypes.is_integer(x.dtype) and not dtypes.is_unsigned(x.dtype):
+            q = np.where(inexact & ((x < 0) != (d < 0)), q + 1, q)
+    return np.where(zero, np.array(-1).astype(x.dtype), q).astype(x.dtype)
 
 
 @quiet

@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -168,3 +168,339 @@ def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
             return [Zero(a.aval) if is_undefined_primal(a) else None for a in args]
         return transpose_rule(ct, *args, **params)
     prim.transpose = transpose
+
+
+# --------------------------------------------------------------------------- JVP trace
+
+
+class JVPTracer(core.Tracer):
+    """A primal value (of the parent trace) carrying a tangent (never a symbolic ``Zero``)."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: JVPTrace, primal: Any, tangent: Any):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> core.ShapedArray:
+        return core.get_aval(self.primal)
+
+    def to_concrete_value(self):
+        p = self.primal
+        return p.to_concrete_value() if isinstance(p, core.Tracer) else p
+
+
+class JVPTrace(core.Trace):
+    """Forward mode: each primitive runs its JVP rule on the parent trace.
+
+    A value that is not a tracer of this trace (a constant, or a tracer of an enclosing
+    transformation) has a symbolic zero tangent, so nested JVPs never confuse their tangents.
+    """
+
+    def to_primal_tangent_pair(self, x: Any) -> tuple[Any, Any]:
+        if type(x) is JVPTracer and x._trace is self:
+            return x.primal, x.tangent
+        return x, Zero.from_primal_value(x)
+
+    def new(self, primal: Any, tangent: Any) -> Any:
+        """A tracer for ``primal`` and ``tangent``, or ``primal`` itself for a zero tangent."""
+        if type(tangent) is Zero:
+            return primal
+        return JVPTracer(self, primal, tangent)
+
+    def process_primitive(self, primitive, args, params):
+        primals, tangents = [], []
+        for x in args:
+            p, t = self.to_primal_tangent_pair(x)
+            primals.append(p)
+            tangents.append(t)
+        with core.set_current_trace(self.parent):
+            if all(type(t) is Zero for t in tangents):
+                return primitive.bind(*primals, **params)
+            if primitive.jvp is None:
+                raise NotImplementedError(
+                    f"Differentiation rule for '{primitive.name}' not implemented")
+            out, tangent_out = primitive.jvp(primals, tangents, **params)
+        if primitive.multiple_results:
+            return [self.new(p, t) for p, t in zip(out, tangent_out)]
+        return self.new(out, tangent_out)
+
+
+def _tangent_in(primal: Any, tangent: Any) -> Any:
+    aval = core.get_aval(primal)
+    if tangent is None or type(tangent) is Zero or not dtypes.is_inexact(aval.dtype) or \
+            getattr(tangent, "dtype", None) == dtypes.float0:
+        return Zero(tangent_aval(aval))
+    return tangent
+
+
+def jvp_flat(fun: Callable, primals: list, tangents: list) -> tuple[list, list]:
+    """Runs ``fun`` (flat list in, flat list out) forward on primals and tangents.
+
+    Returns the output primals and tangents; a tangent may be a symbolic ``Zero``. Tangents
+    of integer inputs (and ``None`` entries) are zeros.
+    """
+    trace = JVPTrace()
+    ins = [trace.new(p, _tangent_in(p, t)) for p, t in zip(primals, tangents)]
+    try:
+        with core.set_current_trace(trace):
+            outs = fun(*ins)
+        pairs = [trace.to_primal_tangent_pair(o) for o in outs]
+    finally:
+        trace.invalidate()
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+# --------------------------------------------------------------------------- linearize
+
+
+class Linearized:
+    """The linear part of a function at a point, as a jaxpr over the input tangents.
+
+    ``jaxpr`` takes the tangents of the inputs marked in ``in_mask`` (the inexact ones) and
+    returns the tangents of the outputs not marked in ``out_zero``; its constants are the
+    residuals saved from the forward pass.
+    """
+
+    __slots__ = ("jaxpr", "in_avals", "in_mask", "out_avals", "out_zero")
+
+    def __init__(self, jaxpr, in_avals, in_mask, out_avals, out_zero):
+        self.jaxpr = jaxpr
+        self.in_avals = in_avals
+        self.in_mask = in_mask
+        self.out_avals = out_avals
+        self.out_zero = out_zero
+
+    def jvp(self, tangents: Sequence[Any]) -> list:
+        """The output tangents (zeros instantiated) for the input tangents."""
+        j = self.jaxpr
+        ins = [t for t, m in zip(tangents, self.in_mask) if m]
+        outs = iter(_eval_keep_weak(j.jaxpr, j.consts, ins))
+        return [instantiate_zeros(Zero(a)) if z else next(outs)
+                for a, z in zip(self.out_avals, self.out_zero)]
+
+    def transpose(self, cts: Sequence[Any]) -> list:
+        """The input cotangents (zeros instantiated; float0 for integer inputs)."""
+        j = self.jaxpr
+        args = [UndefinedPrimal(tangent_aval(a))
+                for a, m in zip(self.in_avals, self.in_mask) if m]
+        cts = [ct for ct, z in zip(cts, self.out_zero) if not z]
+        cts_in = iter(backward_pass(j.jaxpr, j.consts, args, cts))
+        return [instantiate_zeros(next(cts_in)) if m else instantiate_zeros(Zero(tangent_aval(a)))
+                for a, m in zip(self.in_avals, self.in_mask)]
+
+
+def _eval_keep_weak(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any]) -> list:
+    from ember.jaxpr import Literal
+    env = {v.id: x for v, x in zip(jaxpr.constvars, consts)}
+    env.update((v.id, x) for v, x in zip(jaxpr.invars, args))
+
+    def read(a):
+        return literal_value(a) if type(a) is Literal else env[a.id]
+
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        env.update((v.id, x) for v, x in zip(eqn.outvars, outs))
+    return [read(a) for a in jaxpr.outvars]
+
+
+def linearize_flat(fun: Callable, primals: list) -> tuple[list, Linearized]:
+    """Evaluates ``fun`` at ``primals`` and stages its linear part (jvp + partial eval).
+
+    Primal work runs on the current trace (eagerly, or staged into an enclosing jit); the
+    work on tangents is recorded into the jaxpr of the returned ``Linearized``.
+    """
+    from ember.interpreters.partial_eval import PartialEvalTrace
+    in_avals = [core.get_aval(p) for p in primals]
+    in_mask = [dtypes.is_inexact(a.dtype) for a in in_avals]
+    pe_trace = PartialEvalTrace()
+    try:
+        tangents = [pe_trace.new_arg(tangent_aval(a)) if m else Zero(tangent_aval(a))
+                    for a, m in zip(in_avals, in_mask)]
+        with core.set_current_trace(pe_trace):
+            jvp_trace = JVPTrace()
+        ins = [jvp_trace.new(p, t) for p, t in zip(primals, tangents)]
+        try:
+            with core.set_current_trace(jvp_trace):
+                outs = fun(*ins)
+            pairs = [jvp_trace.to_primal_tangent_pair(o) for o in outs]
+        finally:
+            jvp_trace.invalidate()
+        out_primals = [p for p, _ in pairs]
+        out_zero = [type(t) is Zero for _, t in pairs]
+        jaxpr = pe_trace.to_jaxpr([t for _, t in pairs if type(t) is not Zero])
+    finally:
+        pe_trace.invalidate()
+    out_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
+    return out_primals, Linearized(jaxpr, in_avals, in_mask, out_avals, out_zero)
+
+
+# --------------------------------------------------------------------------- transposition
+
+
+def literal_value(lit: Any) -> Any:
+    """A Literal's value as an array keeping the Literal's weak type."""
+    if lit.aval.weak_type:
+        return core.concrete_array(np.asarray(lit.val, lit.aval.dtype), lit.aval)
+    return lit.val
+
+
+def backward_pass(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any],
+                  cts_out: Sequence[Any]) -> list:
+    """Transposes the linear part of ``jaxpr``.
+
+    ``args`` holds a value for each non-linear input and an ``UndefinedPrimal`` for each
+    linear one; ``cts_out`` one cotangent (value or ``Zero``) per output. Equations with no
+    linear input are evaluated forward; the others are transposed in reverse order. Returns
+    one cotangent per argument: a value or ``Zero`` for linear ones, ``None`` for the others.
+    """
+    from ember.jaxpr import Literal
+    primal_env: dict[int, Any] = {}
+    ct_env: dict[int, Any] = {}
+    linear: set[int] = set()
+
+    def read(a):
+        if type(a) is Literal:
+            return literal_value(a)
+        if a.id in linear:
+            return UndefinedPrimal(a.aval)
+        return primal_env[a.id]
+
+    def add_ct(v, ct):
+        if type(v) is Literal or v.id not in linear or ct is None or type(ct) is Zero:
+            return
+        prev = ct_env.get(v.id)
+        ct_env[v.id] = ct if prev is None else add_tangents(prev, ct)
+
+    for v, c in zip(jaxpr.constvars, consts):
+        primal_env[v.id] = c
+    for v, x in zip(jaxpr.invars, args):
+        if is_undefined_primal(x):
+            linear.add(v.id)
+        else:
+            primal_env[v.id] = x
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(a) is not Literal and a.id in linear for a in eqn.invars):
+            linear_eqns.append(eqn)
+            linear.update(v.id for v in eqn.outvars)
+        else:
+            outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for v, x in zip(eqn.outvars, outs):
+                primal_env[v.id] = x
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        add_ct(v, ct)
+    for eqn in reversed(linear_eqns):
+        cts = [ct_env.pop(v.id, None) for v in eqn.outvars]
+        if all(ct is None for ct in cts):
+            continue
+        cts = [Zero(tangent_aval(v.aval)) if ct is None else ct
+               for v, ct in zip(eqn.outvars, cts)]
+        if eqn.primitive.transpose is None:
+            raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                      f"'{eqn.primitive.name}' not implemented")
+        ct = cts if eqn.primitive.multiple_results else cts[0]
+        cts_in = eqn.primitive.transpose(ct, *[read(a) for a in eqn.invars], **eqn.params)
+        for a, c in zip(eqn.invars, cts_in):
+            add_ct(a, c)
+    out = []
+    for v, x in zip(jaxpr.invars, args):
+        if is_undefined_primal(x):
+            ct = ct_env.get(v.id)
+            out.append(Zero(x.aval) if ct is None else ct)
+        else:
+            out.append(None)
+    return out
+
+
+# --------------------------------------------------------------------------- jaxpr transforms
+# Used by the rules of primitives that hold a jaxpr (pjit, remat2): the jaxpr is
+# transformed once per signature and cached, so repeated calls reuse compiled code.
+
+_jaxpr_cache: dict[tuple, tuple[Any, Any]] = {}
+_JAXPR_CACHE_SIZE = 512
+
+
+def _cached(kind: str, closed: Any, key: tuple, make: Callable) -> Any:
+    full_key = (kind, id(closed), key)
+    hit = _jaxpr_cache.get(full_key)
+    if hit is not None and hit[0] is closed:
+        return hit[1]
+    value = make()
+    if not any(isinstance(c, core.Tracer) for c in closed.consts):
+        if len(_jaxpr_cache) >= _JAXPR_CACHE_SIZE:
+            _jaxpr_cache.pop(next(iter(_jaxpr_cache)))
+        _jaxpr_cache[full_key] = (closed, value)
+    return value
+
+
+def jvp_jaxpr(closed: Any, nonzeros: Sequence[bool], instantiate: bool | Sequence[bool]
+              ) -> tuple[Any, list[bool]]:
+    """A jaxpr computing ``closed``'s outputs and tangents.
+
+    It takes the primals, then the tangents of the inputs marked in ``nonzeros``; it returns
+    the primal outputs, then the output tangents that are not symbolic zeros (or are marked
+    in ``instantiate``). Returns the jaxpr and which output tangents it returns.
+    """
+    n_out = len(closed.out_avals)
+    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+    return _cached("jvp", closed, (tuple(nonzeros), tuple(inst)),
+                   lambda: _make_jvp_jaxpr(closed, list(nonzeros), inst))
+
+
+def _make_jvp_jaxpr(closed, nonzeros, instantiate):
+    from ember.interpreters import partial_eval as pe
+    from ember.jaxpr import eval_jaxpr
+    avals = closed.in_avals
+    n = len(avals)
+    out_nz_box = []
+
+    def fun(*args):
+        it = iter(args[n:])
+        trace = JVPTrace()
+        ins = [trace.new(p, next(it) if nz else Zero(tangent_aval(a)))
+               for p, nz, a in zip(args[:n], nonzeros, avals)]
+        try:
+            with core.set_current_trace(trace):
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+            pairs = [trace.to_primal_tangent_pair(o) for o in outs]
+        finally:
+            trace.invalidate()
+        out_nz = [type(t) is not Zero or i for (_, t), i in zip(pairs, instantiate)]
+        out_nz_box.append(out_nz)
+        return ([p for p, _ in pairs]
+                + [instantiate_zeros(t) for (_, t), nz in zip(pairs, out_nz) if nz])
+
+    tangent_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+    jaxpr, _ = pe.trace_to_jaxpr(fun, list(avals) + tangent_avals)
+    return jaxpr, out_nz_box[0]
+
+
+def transpose_jaxpr(closed: Any, linear: Sequence[bool], ct_nonzeros: Sequence[bool]) -> Any:
+    """A jaxpr taking the non-linear inputs of ``closed``, then the cotangents of the outputs
+    marked in ``ct_nonzeros``, and returning the cotangents of the ``linear`` inputs."""
+    return _cached("transpose", closed, (tuple(linear), tuple(ct_nonzeros)),
+                   lambda: _make_transpose_jaxpr(closed, list(linear), list(ct_nonzeros)))
+
+
+def _make_transpose_jaxpr(closed, linear, ct_nonzeros):
+    from ember.interpreters import partial_eval as pe
+    avals = closed.in_avals
+    res_avals = [a for a, lin in zip(avals, linear) if not lin]
+    out_avals = [tangent_aval(a) for a in closed.out_avals]
+    ct_avals = [a for a, nz in zip(out_avals, ct_nonzeros) if nz]
+
+    def fun(*args):
+        res = iter(args[:len(res_avals)])
+        cts = iter(args[len(res_avals):])
+        ins = [UndefinedPrimal(a) if lin else next(res) for a, lin in zip(avals, linear)]
+        cts_out = [next(cts) if nz else Zero(a) for a, nz in zip(out_avals, ct_nonzeros)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, ins, cts_out)
+        return [instantiate_zeros(c) for c, lin in zip(cts_in, linear) if lin]
+
+    jaxpr, _ = pe.trace_to_jaxpr(fun, res_avals + ct_avals)
+    return jaxpr

@@ -14,7 +14,7 @@ import numpy as np
 from ember import core
 from ember.core import ShapedArray, Trace, Tracer, get_aval
 from ember.errors import UnexpectedTracerError
-from ember.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from ember.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
 
 
 class JaxprTracer(Tracer):
@@ -117,3 +117,99 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
     finally:
         trace.invalidate()
     return closed, outs
+
+
+# --------------------------------------------------------------------------- partial evaluation
+# A PartialEvalTrace stages only the equations that depend on its own tracers (the *unknown*
+# values); an equation whose inputs are all known runs on the parent trace at once. Reverse
+# mode uses it under a JVP trace (linearize): primal work runs, tangent work is staged into
+# the linear jaxpr, and known values it uses become that jaxpr's constvars (the residuals).
+
+# Primitives holding jaxprs (pjit, remat2, ...) split themselves into a known and an unknown
+# part: ``rule(trace, args, params) -> outputs``.
+partial_eval_rules: dict[core.Primitive, Callable] = {}
+
+
+class PartialEvalTrace(DynamicJaxprTrace):
+    """Stages equations with an unknown input; runs the others on the parent trace."""
+
+    def is_unknown(self, x: Any) -> bool:
+        return type(x) is JaxprTracer and x._trace is self
+
+    def process_primitive(self, primitive, args, params):
+        if not any(type(x) is JaxprTracer and x._trace is self for x in args):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        rule = partial_eval_rules.get(primitive)
+        if rule is not None:
+            return rule(self, args, params)
+        return self.stage(primitive, args, params)
+
+    def stage(self, primitive, args, params):
+        """Records ``primitive`` as an equation whatever its inputs."""
+        return DynamicJaxprTrace.process_primitive(self, primitive, args, params)
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]
+                       ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
+    """Splits ``closed`` by which inputs are unknown.
+
+    Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` maps the known inputs to
+    the known outputs followed by ``num_res`` residuals; ``unknown`` maps the residuals
+    followed by the unknown inputs to the unknown outputs.
+    """
+    avals = closed.in_avals
+    known_trace = DynamicJaxprTrace()
+    try:
+        with core.set_current_trace(known_trace):
+            pe_trace = PartialEvalTrace()
+        args = [pe_trace.new_arg(a) if u else known_trace.new_arg(a)
+                for a, u in zip(avals, unknowns)]
+        # new_arg appended to both invars lists in argument order: keep each list's order.
+        try:
+            with core.set_current_trace(pe_trace):
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        finally:
+            pe_trace.invalidate()
+        out_unknowns = [pe_trace.is_unknown(o) for o in outs]
+        unknown_closed = pe_trace.to_jaxpr([o for o, u in zip(outs, out_unknowns) if u])
+        res_vars, res_vals, keep_vars, keep_vals = [], [], [], []
+        for v, c in zip(unknown_closed.jaxpr.constvars, unknown_closed.consts):
+            if isinstance(c, Tracer):
+                res_vars.append(v)
+                res_vals.append(c)
+            else:
+                keep_vars.append(v)
+                keep_vals.append(c)
+        j = unknown_closed.jaxpr
+        unknown = ClosedJaxpr(Jaxpr(keep_vars, res_vars + j.invars, j.outvars, j.eqns),
+                              keep_vals)
+        known = known_trace.to_jaxpr([o for o, u in zip(outs, out_unknowns) if not u]
+                                     + res_vals)
+    finally:
+        known_trace.invalidate()
+    return known, unknown, out_unknowns, len(res_vals)
+
+
+def dce_jaxpr(closed: ClosedJaxpr, used_outputs: Sequence[bool],
+              keep_inputs: bool = True) -> tuple[ClosedJaxpr, list[bool]]:
+    """Drops the outputs not used and every equation they alone needed.
+
+    Returns the new jaxpr and which inputs it still reads; with ``keep_inputs=False`` the
+    unread inputs are removed from its signature too.
+    """
+    j = closed.jaxpr
+    outvars = [v for v, u in zip(j.outvars, used_outputs) if u]
+    live = {v.id for v in outvars if isinstance(v, Var)}
+    eqns = []
+    for eqn in reversed(j.eqns):
+        if any(v.id in live for v in eqn.outvars):
+            eqns.append(eqn)
+            live.update(a.id for a in eqn.invars if isinstance(a, Var))
+    eqns.reverse()
+    used_inputs = [v.id in live for v in j.invars]
+    invars = j.invars if keep_inputs else [v for v, u in zip(j.invars, used_inputs) if u]
+    used_consts = [v.id in live for v in j.constvars]
+    constvars = [v for v, u in zip(j.constvars, used_consts) if u]
+    consts = [c for c, u in zip(closed.consts, used_consts) if u]
+    return ClosedJaxpr(Jaxpr(constvars, invars, outvars, eqns), consts), used_inputs

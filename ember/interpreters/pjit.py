@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember import core
+from ember.interpreters import ad
+from ember.interpreters import partial_eval as pe
 from ember.jaxpr import ClosedJaxpr, Jaxpr
 
 pjit_p = core.MultipleResultsPrimitive("pjit")
@@ -73,3 +75,53 @@ def bind_pjit(closed: ClosedJaxpr, name: str, args: Sequence[Any]) -> list[Any]:
     """Binds ``pjit`` on the current trace for a traced jitted call (consts closed over)."""
     closed, extra = closure_convert(closed)
     return pjit_p.bind(*extra, *args, jaxpr=closed, name=name)
+
+
+# --------------------------------------------------------------------------- autodiff rules
+# jvp: a pjit of the JVP jaxpr; partial eval: a known pjit (run now) and an unknown one
+# (staged) linked by residuals; transpose: a pjit of the transposed jaxpr.
+
+
+def _pjit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
+    nonzeros = [type(t) is not ad.Zero for t in tangents]
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    outs = pjit_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
+                       jaxpr=jvp_closed, name=f"jvp({name})")
+    n = len(jaxpr.out_avals)
+    it = iter(outs[n:])
+    tangents_out = [next(it) if nz else ad.Zero(ad.tangent_aval(a))
+                    for nz, a in zip(out_nz, jaxpr.out_avals)]
+    return outs[:n], tangents_out
+
+
+def _pjit_partial_eval(trace: pe.PartialEvalTrace, args: Sequence[Any], params: dict) -> list:
+    jaxpr, name = params["jaxpr"], params["name"]
+    unknowns = [trace.is_unknown(x) for x in args]
+    known, unknown, out_unknowns, num_res = ad._cached(
+        "partial_eval", jaxpr, tuple(unknowns), lambda: pe.partial_eval_jaxpr(jaxpr, unknowns))
+    with core.set_current_trace(trace.parent):
+        known_outs = pjit_p.bind(*[x for x, u in zip(args, unknowns) if not u],
+                                 jaxpr=known, name=name)
+    n_known = len(known_outs) - num_res
+    residuals = known_outs[n_known:]
+    unknown_outs = trace.stage(pjit_p, [*residuals, *[x for x, u in zip(args, unknowns) if u]],
+                               dict(jaxpr=unknown, name=name))
+    k, u = iter(known_outs[:n_known]), iter(unknown_outs)
+    return [next(u) if unk else next(k) for unk in out_unknowns]
+
+
+def _pjit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
+    linear = [ad.is_undefined_primal(a) for a in args]
+    ct_nz = [type(c) is not ad.Zero for c in cts]
+    if not any(ct_nz):
+        return [ad.Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
+    t_closed = ad.transpose_jaxpr(jaxpr, linear, ct_nz)
+    outs = iter(pjit_p.bind(*[a for a, lin in zip(args, linear) if not lin],
+                            *[c for c in cts if type(c) is not ad.Zero],
+                            jaxpr=t_closed, name=f"transpose({name})"))
+    return [next(outs) if lin else None for lin in linear]
+
+
+pjit_p.def_jvp(_pjit_jvp)
+pjit_p.def_transpose(_pjit_transpose)
+pe.partial_eval_rules[pjit_p] = _pjit_partial_eval

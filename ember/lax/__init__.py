@@ -1,5 +1,6 @@
 """ember.lax: primitives with JAX's names and semantics (no implicit promotion)."""
 
+from ember.lax.ad_util import *
 from ember.lax.dot import *
 from ember.lax.elementwise import *
 from ember.lax.reduction import *

@@ -9,6 +9,7 @@ dtype (and the accumulation type). Low-precision floats accumulate in float32.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,11 +17,13 @@ import numpy as np
 from ember import core, dtypes
 from ember.compiler import eval_elementwise as K
 from ember.compiler.hlo import Shape
+from ember.interpreters import ad
 from ember.lax import base
+from ember.lax import elementwise as E
 from ember.lax.base import standard_primitive
-from ember.lax.elementwise import lower_convert
+from ember.lax.elementwise import convert_element_type, lower_convert
 from ember.lax.reduction import accumulation_dtype
-from ember.lax.shape import int_tuple
+from ember.lax.shape import int_tuple, transpose
 
 
 class Precision(enum.Enum):
@@ -153,6 +156,55 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                 rhs_batching_dimensions=tuple(rb), lhs_contracting_dimensions=tuple(lc),
                 rhs_contracting_dimensions=tuple(rc))
     return lower_convert(b, prod, out.dtype)
+
+
+# ---------------------------------------------------------------- dot_general autodiff
+
+
+def _ranges_like(*xs: Sequence) -> list[list[int]]:
+    """Consecutive index ranges with the lengths of ``xs``."""
+    out, start = [], 0
+    for x in xs:
+        out.append(list(range(start, start + len(x))))
+        start += len(x)
+    return out
+
+
+def _transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision, swap_ans=False):
+    """The cotangent of lhs ``x``: ``ct`` contracted with ``y`` over y's free dimensions,
+    transposed back into x's dimension order."""
+    (xc, yc), (xb, yb) = dimension_numbers
+    y_ndim = core.get_aval(y).ndim
+    x_kept = [d for d in range(x_aval.ndim) if d not in xc and d not in xb]
+    y_kept = [d for d in range(y_ndim) if d not in yc and d not in yb]
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(xb, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(xb, x_kept, y_kept)
+    dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
+    xc_by_y = [xc[i] for i in np.argsort(yc)]
+    out_axes = tuple(int(i) for i in np.argsort(list(xb) + x_kept + xc_by_y))
+    ct_dtype = core.get_aval(ct).dtype
+    y_dtype = core.get_aval(y).dtype
+    prod = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                              preferred_element_type=None if ct_dtype == y_dtype else ct_dtype)
+    return convert_element_type(transpose(prod, out_axes), x_aval.dtype, x_aval.weak_type)
+
+
+def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
+    if ad.is_undefined_primal(x) == ad.is_undefined_primal(y):
+        raise ValueError("dot_general: can transpose with respect to exactly one operand")
+    if ad.is_undefined_primal(x):
+        return [_transpose_lhs(ct, x.aval, y, dimension_numbers=dimension_numbers,
+                               precision=precision), None]
+    (xc, yc), (xb, yb) = dimension_numbers
+    return [None, _transpose_lhs(ct, y.aval, x, dimension_numbers=((yc, xc), (yb, xb)),
+                                 precision=precision, swap_ans=True)]
+
+
+ad.defjvp(dot_general_p, lambda g, x, y, **params: dot_general_p.bind(g, y, **params),
+          lambda g, x, y, **params: dot_general_p.bind(x, g, **params))
+E._def_transpose(dot_general_p, _dot_general_transpose)
 
 
 def canonicalize_dimension_numbers(dimension_numbers: Any, fn: str = "dot_general") -> tuple:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import math
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from ember import core, dtypes
 from ember.compiler import eval_elementwise as K
 from ember.compiler.hlo import Builder, Instruction, Shape
 from ember.core import ShapedArray
+from ember.interpreters import ad
 from ember.lax import base
 from ember.lax.base import (
     all_dtypes,
@@ -616,6 +618,302 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# ---------------------------------------------------------------- autodiff rules
+# JVP rules use only lax ops that have rules themselves, so derivatives nest to any order.
+# Rank-0 operands of n-ary ops broadcast: their tangents are broadcast to the output shape
+# and their cotangents summed back to rank 0.
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return x.aval.shape if ad.is_undefined_primal(x) else core.get_aval(x).shape
+
+
+def _out_shape(*xs: Any) -> tuple[int, ...]:
+    return builtins.max((_shape_of(x) for x in xs), key=len)
+
+
+def _bcast(t: Any, shape: tuple[int, ...]) -> Any:
+    if core.get_aval(t).shape == tuple(shape):
+        return t
+    from ember.lax.shape import broadcast_in_dim  # shape.py imports this module
+    return broadcast_in_dim(t, shape, ())
+
+
+def _unbcast(x: Any, ct: Any) -> Any:
+    """Cotangent ``ct`` of a broadcasting op, summed down to operand ``x``'s shape."""
+    if _shape_of(x) == core.get_aval(ct).shape:
+        return ct
+    from ember.lax.reduction import reduce_sum  # reduction.py imports this module
+    return reduce_sum(ct, tuple(range(core.get_aval(ct).ndim)))
+
+
+def _full(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
+    return _bcast(convert_element_type(value, dtype), shape)
+
+
+def _zeros(x: Any) -> Any:
+    """Zeros like ``x``: a value, a ``Zero``, an ``UndefinedPrimal`` or an abstract value."""
+    aval = x if isinstance(x, ShapedArray) else x.aval if isinstance(
+        x, (ad.Zero, ad.UndefinedPrimal)) else core.get_aval(x)
+    return _full(aval.shape, 0, aval.dtype)
+
+
+def _instantiate(t: Any) -> Any:
+    return _zeros(t) if type(t) is ad.Zero else t
+
+
+def _cts(args: tuple, *cts: Any) -> list[Any]:
+    """One cotangent per argument: the given one for linear arguments, None for the rest."""
+    return [ct if ad.is_undefined_primal(a) else None for a, ct in zip(args, cts)]
+
+
+def _def_transpose(prim, rule) -> None:
+    """``prim.transpose`` from ``rule(ct, *args, **params)``; a symbolic zero ``ct`` gives
+    zero cotangents without calling it."""
+    def transpose(ct, *args, **params):
+        if type(ct) is ad.Zero:
+            return [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None for a in args]
+        return rule(ct, *args, **params)
+    prim.def_transpose(transpose)
+
+
+def _def_transpose_bcast(prim, rule) -> None:
+    """Like ``_def_transpose``; the cotangents of rank-0 operands are summed to rank 0."""
+    _def_transpose(prim, lambda ct, *args: [
+        None if c is None else _unbcast(a, c) for a, c in zip(args, rule(ct, *args))])
+
+
+def _add_jvp(primals, tangents):
+    x, y = primals
+    out = add_p.bind(x, y)
+    shape = core.get_aval(out).shape
+    tx, ty = (t if type(t) is ad.Zero else _bcast(t, shape) for t in tangents)
+    if type(tx) is ad.Zero and type(ty) is ad.Zero:
+        return out, ad.Zero.from_primal_value(out)
+    return out, ad.add_tangents(tx, ty)
+
+
+add_p.def_jvp(_add_jvp)
+_def_transpose_bcast(add_p, lambda ct, x, y: _cts((x, y), ct, ct))
+ad.defjvp(sub_p, lambda g, x, y: _bcast(g, _out_shape(x, y)),
+          lambda g, x, y: _bcast(neg(g), _out_shape(x, y)))
+_def_transpose_bcast(sub_p, lambda ct, x, y: _cts((x, y), ct, neg(ct)))
+
+
+def _mul_transpose(ct, x, y):
+    if ad.is_undefined_primal(x) == ad.is_undefined_primal(y):
+        raise ValueError("mul: cannot transpose a product of two linear operands")
+    if ad.is_undefined_primal(x):
+        return [_unbcast(x, mul(ct, y)), None]
+    return [None, _unbcast(y, mul(x, ct))]
+
+
+ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
+_def_transpose(mul_p, _mul_transpose)
+
+
+def _div_transpose(ct, x, y):
+    if ad.is_undefined_primal(y):
+        raise ValueError("div: cannot transpose with respect to the divisor (it is not linear)")
+    return [_unbcast(x, div(ct, y)), None]
+
+
+ad.defjvp(div_p, lambda g, x, y: div(_bcast(g, _out_shape(x, y)), y),
+          lambda g, x, y: div(mul(neg(g), x), integer_pow(y, 2)))
+_def_transpose(div_p, _div_transpose)
+ad.defjvp(rem_p, lambda g, x, y: _bcast(g, _out_shape(x, y)),
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+
+def _balanced_eq(x, z, y):
+    """1 where ``x`` alone attains ``z``, 0.5 where ``x`` and ``y`` both do, else 0 (JAX's
+    split of a max/min gradient at ties)."""
+    shape, dt = core.get_aval(z).shape, core.get_aval(z).dtype
+    one, half, zero = (_full(shape, v, dt) for v in (1, 0.5, 0))
+    return select(eq(x, z), select(eq(y, z), half, one), zero)
+
+
+for _p in (max_p, min_p):
+    ad.defjvp2(_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+               lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+ad.deflinear(neg_p, lambda ct: [neg(ct)])
+# nextafter has no derivative rule, as in JAX.
+for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p):
+    ad.defjvp_zero(_p)
+
+
+def _trigamma(x):
+    """polygamma(1, x) from lax ops (the derivative of digamma): the recurrence
+    psi1(x) = psi1(x + 1) + 1/x**2 up to x + 8, then the asymptotic series; reflection
+    psi1(x) = pi**2 / sin(pi x)**2 - psi1(1 - x) below 0.5."""
+    reflect = lt(x, 0.5)
+    z = select(reflect, sub(1.0, x), x)
+    acc = None
+    for k in range(8):
+        term = integer_pow(add(z, float(k)), -2)
+        acc = term if acc is None else add(acc, term)
+    r = integer_pow(add(z, 8.0), -1)
+    r2 = mul(r, r)
+    series = 5 / 66
+    for c in (-1 / 30, 1 / 42, -1 / 30, 1 / 6):  # Bernoulli-number coefficients
+        series = add(mul(series, r2), c)
+    series = mul(r, add(1.0, mul(r, add(0.5, mul(r, series)))))
+    psi1 = add(acc, series)
+    pi2 = math.pi ** 2
+    return select(reflect, sub(div(pi2, square(sin(mul(x, math.pi)))), psi1), psi1)
+
+
+_sqrt_pi = math.sqrt(math.pi)
+ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, math.log(2.0))))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1.0)))
+ad.defjvp(log_p, lambda g, x: div(g, x))
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, 1.0)))
+ad.defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(ans, 2.0)))
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)))
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(integer_pow(ans, -2), 1 / 3)))
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1.0, ans))))
+ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(square(ans), 1.0)))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(1.0, square(x)))))
+ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(1.0, square(x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, add(square(x), 1.0)))
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(g, sub(1.0, square(ans))))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1.0))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, 1.0), add(x, 1.0)))))
+ad.defjvp(atanh_p, lambda g, x: div(g, mul(add(x, 1.0), sub(1.0, x))))
+ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
+
+
+def _abs_jvp(g, ans, x):
+    if dtypes.is_complex(core.get_aval(x).dtype):  # d|x| = re(conj(x) dx) / |x|
+        safe = select(eq(ans, 0.0), _full(core.get_aval(ans).shape, 1, ans.dtype), ans)
+        return div(real(mul(conj(x), g)), safe)
+    return select(ge(x, 0), g, neg(g))  # JAX's convention: slope 1 at 0
+
+
+ad.defjvp2(abs_p, _abs_jvp)
+ad.defjvp(square_p, lambda g, x: mul(g, mul(x, 2.0)))
+
+
+def _pow_jvp_x(g, x, y):
+    xdt = core.get_aval(x).dtype
+    if dtypes.is_integer(core.get_aval(y).dtype):
+        yx = convert_element_type(y, xdt)
+        jac = mul(yx, pow(x, sub(y, 1)))
+        jac = select(eq(yx, 0), _zeros(jac), jac)
+    else:
+        jac = mul(y, pow(x, sub(y, 1.0)))
+    return mul(g, jac)
+
+
+def _pow_jvp_y(g, ans, x, y):
+    safe_x = select(eq(x, 0), _full(core.get_aval(x).shape, 1, core.get_aval(x).dtype), x)
+    return mul(g, mul(log(safe_x), ans))
+
+
+def _pow_jvp(primals, tangents):
+    x, y = primals
+    gx, gy = tangents
+    out = pow_p.bind(x, y)
+    shape = core.get_aval(out).shape
+    terms = []
+    if type(gx) is not ad.Zero:
+        terms.append(_bcast(_pow_jvp_x(gx, x, y), shape))
+    if type(gy) is not ad.Zero:
+        terms.append(_bcast(_pow_jvp_y(gy, out, x, y), shape))
+    if not terms:
+        return out, ad.Zero.from_primal_value(out)
+    return out, terms[0] if len(terms) == 1 else ad.add_tangents(*terms)
+
+
+pow_p.def_jvp(_pow_jvp)
+
+
+def _integer_pow_jvp(g, x, *, y):
+    if y == 0:
+        return _zeros(g)
+    return mul(g, mul(integer_pow(x, y - 1), float(y)))
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+ad.defjvp(erf_p, lambda g, x: mul(g, mul(exp(neg(square(x))), 2 / _sqrt_pi)))
+ad.defjvp(erfc_p, lambda g, x: mul(g, mul(exp(neg(square(x))), -2 / _sqrt_pi)))
+ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(exp(square(ans)), _sqrt_pi / 2)))
+ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+ad.defjvp(digamma_p, lambda g, x: mul(g, _trigamma(x)))
+for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
+           shift_right_logical_p, population_count_p, clz_p, eq_p, ne_p, lt_p, le_p, gt_p,
+           ge_p):
+    ad.defjvp_zero(_p)
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    ts = tangents[1:]
+    if all(type(t) is ad.Zero for t in ts):
+        return out, ad.Zero.from_primal_value(out)
+    return out, select_n_p.bind(which, *(_instantiate(t) for t in ts))
+
+
+def _select_n_transpose(ct, which, *cases):
+    if ad.is_undefined_primal(which):
+        raise ValueError("select_n: cannot transpose with respect to the predicate 'which'")
+    zeros = _zeros(ct)
+    return [None] + _cts(cases, *(
+        select_n(which, *(ct if j == i else zeros for j in range(len(cases))))
+        for i in range(len(cases))))
+
+
+select_n_p.def_jvp(_select_n_jvp)
+_def_transpose(select_n_p, _select_n_transpose)
+
+
+def _clamp_term(g, pred):
+    shape = core.get_aval(pred).shape
+    g = _bcast(g, shape)
+    return select(pred, g, _zeros(g))
+
+
+ad.defjvp(clamp_p,
+          lambda g, lo, x, hi: _clamp_term(g, bitwise_and(gt(lo, x), lt(lo, hi))),
+          lambda g, lo, x, hi: _clamp_term(g, bitwise_and(gt(x, lo), lt(x, hi))),
+          lambda g, lo, x, hi: _clamp_term(g, lt(hi, x)))
+ad.deflinear(real_p, lambda ct: [complex(ct, 0.0)])
+ad.deflinear(imag_p, lambda ct: [complex(0.0, neg(ct))])
+ad.deflinear(complex_p, lambda ct: None)  # the jvp; the transpose rule follows
+_def_transpose_bcast(complex_p, lambda ct, x, y: _cts((x, y), real(ct), imag(neg(ct))))
+ad.deflinear2(conj_p, lambda ct, x, *, input_dtype: [
+    conj(ct) if dtypes.is_complex(input_dtype) else real(ct)])
+ad.deflinear(copy_p, lambda ct: [copy_p.bind(ct)])
+ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    x, = primals
+    t, = tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is ad.Zero or not dtypes.is_inexact(new_dtype):
+        return out, ad.Zero.from_primal_value(out)
+    return out, convert_element_type(t, new_dtype, weak_type)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    aval = x.aval
+    if not dtypes.is_inexact(aval.dtype):
+        return [ad.Zero(ad.tangent_aval(aval))]
+    return [convert_element_type(ct, aval.dtype, aval.weak_type)]
+
+
+convert_element_type_p.def_jvp(_convert_jvp)
+_def_transpose(convert_element_type_p, _convert_transpose)
 
 
 # ---------------------------------------------------------------- lowering

@@ -14,7 +14,9 @@ import numpy as np
 from ember import core, dtypes
 from ember.compiler import eval_elementwise as K
 from ember.compiler.hlo import Shape
+from ember.interpreters import ad
 from ember.lax import base
+from ember.lax import elementwise as E
 from ember.lax.base import (
     all_dtypes,
     bool_dtypes,
@@ -25,7 +27,7 @@ from ember.lax.base import (
     standard_primitive,
 )
 from ember.lax.elementwise import lower_convert
-from ember.lax.shape import int_tuple
+from ember.lax.shape import broadcast_in_dim, int_tuple, pad, reshape, transpose
 
 _LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
 
@@ -292,6 +294,106 @@ cumprod = _cumulative(cumprod_p, "product")
 cummax = _cumulative(cummax_p, "maximum")
 cummin = _cumulative(cummin_p, "minimum")
 cumlogsumexp = _cumulative(cumlogsumexp_p, "log-sum-exp")
+
+# ---------------------------------------------------------------- autodiff rules
+
+
+def _kept_dims(ndim: int, axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _expand_reduced(ans: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
+    """A reduction result broadcast back over the reduced ``axes`` of ``shape``."""
+    return broadcast_in_dim(ans, shape, _kept_dims(len(shape), axes))
+
+
+ad.deflinear2(reduce_sum_p, lambda ct, x, *, axes: [
+    _expand_reduced(ct, x.aval.shape, axes)])
+
+
+def _shift(x: Any, fill: Any, axis: int, reverse: bool, s: int = 1) -> Any:
+    """``x`` moved ``s`` places along ``axis`` (towards the end, or the start when
+    ``reverse``), ``fill`` coming in."""
+    config = [(0, 0, 0)] * core.get_aval(x).ndim
+    config[axis] = (-s, s, 0) if reverse else (s, -s, 0)
+    return pad(x, fill, config)
+
+
+def _linear_recurrence(a: Any, b: Any, axis: int, reverse: bool) -> Any:
+    """``h[i] = a[i] * h[i-1] + b[i]`` along ``axis`` (``h[i+1]`` when ``reverse``), h = 0
+    before the first element: a log-step scan of lax ops, linear in ``b``."""
+    n, s = core.get_aval(b).shape[axis], 1
+    while s < n:
+        b = E.add(E.mul(_shift(b, 0, axis, reverse, s), a), b)
+        if 2 * s < n:
+            a = E.mul(_shift(a, 1, axis, reverse, s), a)
+        s *= 2
+    return b
+
+
+def _cumprod_jvp(g, ans, x, *, axis, reverse):
+    # d ans[i] = x[i] * d ans[i-1] + g[i] * ans[i-1]: no division, exact at zeros.
+    return _linear_recurrence(x, E.mul(g, _shift(ans, 1, axis, reverse)), axis, reverse)
+
+
+def _reduce_prod_jvp(g, ans, x, *, axes):
+    # The product of all elements but one, from exclusive prefix and suffix products.
+    shape = core.get_aval(x).shape
+    kept = _kept_dims(len(shape), axes)
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    if n == 0:
+        return E._zeros(ans)
+    perm = tuple(axes) + kept
+    flat = (n,) + tuple(shape[d] for d in kept)
+    xs, gs = (reshape(transpose(v, perm), flat) for v in (x, g))
+    before = _shift(cumprod(xs, 0), 1, 0, False)
+    after = _shift(cumprod(xs, 0, reverse=True), 1, 0, True)
+    return reduce_sum(E.mul(gs, E.mul(before, after)), (0,))
+
+
+def _reduce_chooser_jvp(g, ans, x, *, axes):
+    # The tangent at the extremum, averaged over ties (as JAX does).
+    shape = core.get_aval(x).shape
+    at = E.convert_element_type(E.eq(x, _expand_reduced(ans, shape, axes)),
+                                core.get_aval(g).dtype)
+    # An empty reduction (constant -inf/inf) gets tangent 0 rather than JAX's 0/0.
+    return E.div(reduce_sum(E.mul(g, at), axes), E.max(reduce_sum(at, axes), 1.0))
+
+
+ad.defjvp2(reduce_prod_p, _reduce_prod_jvp)
+ad.defjvp2(reduce_max_p, _reduce_chooser_jvp)
+ad.defjvp2(reduce_min_p, _reduce_chooser_jvp)
+for _p in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
+    ad.defjvp_zero(_p)
+ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [cumsum(ct, axis, not reverse)])
+ad.defjvp2(cumprod_p, _cumprod_jvp)
+
+
+def _cum_chooser_jvp(is_max: bool):
+    def rule(g, ans, x, *, axis, reverse):
+        # Each step takes max(previous, x[i]): x[i]'s tangent where it wins, the previous
+        # one where it loses, half of each at a tie.
+        dt = core.get_aval(x).dtype
+        prev = _shift(ans, (max_identity if is_max else min_identity)(dt), axis, reverse)
+        wins = (E.gt if is_max else E.lt)(x, prev)
+        one, half, zero = (E._full(core.get_aval(x).shape, v, dt) for v in (1, 0.5, 0))
+        w = E.select(E.eq(x, prev), half, E.select(wins, one, zero))
+        return _linear_recurrence(E.sub(1.0, w), E.mul(g, w), axis, reverse)
+    return rule
+
+
+def _cumlogsumexp_jvp(g, ans, x, *, axis, reverse):
+    # d ans[i] = exp(ans[i-1] - ans[i]) d ans[i-1] + exp(x[i] - ans[i]) g[i]: all factors
+    # are at most 1, so nothing overflows.
+    prev = _shift(ans, -np.inf, axis, reverse)
+    return _linear_recurrence(E.exp(E.sub(prev, ans)), E.mul(g, E.exp(E.sub(x, ans))), axis,
+                              reverse)
+
+
+ad.defjvp2(cummax_p, _cum_chooser_jvp(True))
+ad.defjvp2(cummin_p, _cum_chooser_jvp(False))
+ad.defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
+
 
 # ---------------------------------------------------------------- lowering
 

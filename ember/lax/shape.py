@@ -10,6 +10,7 @@ import numpy as np
 from ember import core, dtypes
 from ember.compiler.eval_structural import pad_array
 from ember.compiler.hlo import Shape
+from ember.interpreters import ad
 from ember.lax import base, elementwise
 from ember.lax.base import check_shape, standard_primitive
 
@@ -57,6 +58,21 @@ broadcast_in_dim_p = standard_primitive(
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
     return ctx.b.op("broadcast_in_dim", x, shape=hlo_shape(ctx.aval_out),
                     broadcast_dimensions=tuple(broadcast_dimensions))
+
+
+def _sum(x: Any, axes: tuple[int, ...]) -> Any:
+    from ember.lax.reduction import reduce_sum  # reduction.py imports this module
+    return reduce_sum(x, axes) if axes else x
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    # Sum over the new dimensions and over the size-1 dimensions that were stretched.
+    in_shape = x.aval.shape
+    kept = {d for d, n in zip(broadcast_dimensions, in_shape) if n == shape[d]}
+    return [reshape(_sum(ct, tuple(d for d in range(len(shape)) if d not in kept)), in_shape)]
+
+
+ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int],
@@ -124,6 +140,16 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
     if dimensions is not None:
         x = ctx.b.op("transpose", x, permutation=tuple(dimensions))
     return ctx.b.op("reshape", x, shape=hlo_shape(ctx.aval_out))
+
+
+def _reshape_transpose(ct, x, *, new_sizes, dimensions):
+    if dimensions is None:
+        return [reshape(ct, x.aval.shape)]
+    permuted = tuple(x.aval.shape[d] for d in dimensions)
+    return [transpose(reshape(ct, permuted), _inverse(dimensions))]
+
+
+ad.deflinear2(reshape_p, _reshape_transpose)
 
 
 def reshape(operand: Any, new_sizes: Sequence[int],
@@ -219,6 +245,9 @@ def _squeeze_lowering(ctx, x, *, dimensions):
     return ctx.b.op("reshape", x, shape=hlo_shape(ctx.aval_out))
 
 
+ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+
+
 def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     """Removes the given size-1 dimensions (negative indices allowed).
 
@@ -308,6 +337,13 @@ def _transpose_lowering(ctx, x, *, permutation):
     return ctx.b.op("transpose", x, permutation=tuple(permutation))
 
 
+def _inverse(permutation: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argsort(permutation))
+
+
+ad.deflinear(transpose_p, lambda ct, *, permutation: [transpose(ct, _inverse(permutation))])
+
+
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     """Permutes the dimensions: output dimension i is operand dimension ``permutation[i]``.
 
@@ -338,6 +374,9 @@ rev_p = standard_primitive(
 @rev_p.def_lowering
 def _rev_lowering(ctx, x, *, dimensions):
     return ctx.b.op("reverse", x, dimensions=tuple(dimensions))
+
+
+ad.deflinear(rev_p, lambda ct, *, dimensions: [rev(ct, dimensions)])
 
 
 def rev(operand: Any, dimensions: Sequence[int]) -> Any:
@@ -402,6 +441,24 @@ def _pad_lowering(ctx, x, padding_value, *, padding_config):
                     interior_padding=interior)
 
 
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    # Crop the edges (or restore cropped ones as zeros), then skip the interior padding;
+    # the padding value received everything the operand did not.
+    from ember.lax.slicing import slice  # slicing.py imports this module
+    unpadded = pad(ct, 0, tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    ndim = len(padding_config)
+    ct_x = slice(unpadded, (0,) * ndim, core.get_aval(unpadded).shape,
+                 tuple(interior + 1 for _, _, interior in padding_config))
+    ct_v = None
+    if ad.is_undefined_primal(padding_value):
+        everything = tuple(range(ndim))
+        ct_v = elementwise.sub(_sum(ct, everything), _sum(ct_x, everything))
+    return [ct_x if ad.is_undefined_primal(x) else None, ct_v]
+
+
+ad.deflinear2(pad_p, _pad_transpose)
+
+
 def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:
     """Pads with ``padding_value``: per dimension (low, high, interior); negative lo/hi crop.
 
@@ -450,6 +507,26 @@ concatenate_p = standard_primitive(
 @concatenate_p.def_lowering
 def _concatenate_lowering(ctx, *xs, dimension):
     return ctx.b.op("concatenate", *xs, dimension=dimension)
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    from ember.lax.slicing import slice  # slicing.py imports this module
+    ct_shape = core.get_aval(ct).shape
+    out, start = [], 0
+    for x in xs:
+        stop = start + (x.aval if ad.is_undefined_primal(x) else core.get_aval(x)).shape[
+            dimension]
+        if ad.is_undefined_primal(x):
+            starts, limits = [0] * len(ct_shape), list(ct_shape)
+            starts[dimension], limits[dimension] = start, stop
+            out.append(slice(ct, starts, limits))
+        else:
+            out.append(None)
+        start = stop
+    return out
+
+
+ad.deflinear2(concatenate_p, _concatenate_transpose)
 
 
 def concatenate(operands: Sequence[Any], dimension: int) -> Any:
@@ -501,6 +578,9 @@ iota_p = standard_primitive("iota", _iota_impl, _iota_shape, _iota_dtype,
 @iota_p.def_lowering
 def _iota_lowering(ctx, *, dtype, shape, dimension):
     return ctx.b.op("iota", shape=hlo_shape(ctx.aval_out), iota_dimension=dimension)
+
+
+ad.defjvp_zero(iota_p)  # no operands: never differentiated, zero for completeness
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:

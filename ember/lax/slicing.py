@@ -21,10 +21,20 @@ from ember import core, dtypes
 from ember.compiler.eval_structural import clamped_starts, gather_windows, scatter_windows
 from ember.compiler.hlo import Shape
 from ember.core import Tracer
+from ember.interpreters import ad
 from ember.lax import base
+from ember.lax import elementwise as E
 from ember.lax.base import all_dtypes, check_dtype, int_dtypes, standard_primitive
 from ember.lax.elementwise import add, convert_element_type, lt, select_n
-from ember.lax.shape import expand_dims, int_tuple, squeeze
+from ember.lax.shape import (
+    broadcast_in_dim,
+    expand_dims,
+    int_tuple,
+    iota,
+    pad,
+    reshape,
+    squeeze,
+)
 
 # ---------------------------------------------------------------- slice
 
@@ -69,6 +79,19 @@ def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
     return ctx.b.op("slice", x, start_indices=tuple(start_indices),
                     limit_indices=tuple(limit_indices), strides=tuple(strides))
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
+    # Zeros around and between the sliced elements: a pad.
+    ct_shape = core.get_aval(ct).shape
+    strides = strides or (1,) * len(ct_shape)
+    ends = [s + (0 if n == 0 else 1 + (n - 1) * st)
+            for s, n, st in zip(start_indices, ct_shape, strides)]
+    return [pad(ct, 0, tuple((s, d - e, st - 1) for s, d, e, st in zip(
+        start_indices, x.aval.shape, ends, strides)))]
+
+
+ad.deflinear2(slice_p, _slice_transpose)
 
 
 def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa: A001
@@ -175,6 +198,17 @@ def _uniform_starts(ctx, starts):
 def _dynamic_slice_lowering(ctx, x, *starts, slice_sizes):
     return ctx.b.op("dynamic_slice", x, *_uniform_starts(ctx, starts),
                     slice_sizes=tuple(slice_sizes))
+
+
+def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
+    if any(ad.is_undefined_primal(i) for i in idx):
+        raise ValueError("dynamic_slice: cannot transpose with respect to the start indices")
+    return [dynamic_update_slice_p.bind(E._zeros(x), ct, *idx)] + [None] * len(idx)
+
+
+ad.defjvp(dynamic_slice_p, lambda g, x, *idx, slice_sizes: dynamic_slice_p.bind(
+    g, *idx, slice_sizes=slice_sizes))
+E._def_transpose(dynamic_slice_p, _dynamic_slice_transpose)
 
 
 def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -> list[Any]:
@@ -313,6 +347,32 @@ dynamic_update_slice_p = standard_primitive(
 @dynamic_update_slice_p.def_lowering
 def _dynamic_update_slice_lowering(ctx, x, update, *starts):
     return ctx.b.op("dynamic_update_slice", x, update, *_uniform_starts(ctx, starts))
+
+
+def _dus_jvp(primals, tangents):
+    x, update, *idx = primals
+    out = dynamic_update_slice_p.bind(x, update, *idx)
+    tx, tu = tangents[:2]
+    if type(tx) is ad.Zero and type(tu) is ad.Zero:
+        return out, ad.Zero.from_primal_value(out)
+    return out, dynamic_update_slice_p.bind(E._instantiate(tx), E._instantiate(tu), *idx)
+
+
+def _dus_transpose(ct, x, update, *idx):
+    if any(ad.is_undefined_primal(i) for i in idx):
+        raise ValueError("dynamic_update_slice: cannot transpose with respect to the start "
+                         "indices")
+    u_aval = update.aval if ad.is_undefined_primal(update) else core.get_aval(update)
+    ct_x = ct_u = None
+    if ad.is_undefined_primal(x):
+        ct_x = dynamic_update_slice_p.bind(ct, E._zeros(u_aval), *idx)
+    if ad.is_undefined_primal(update):
+        ct_u = dynamic_slice_p.bind(ct, *idx, slice_sizes=u_aval.shape)
+    return [ct_x, ct_u] + [None] * len(idx)
+
+
+dynamic_update_slice_p.def_jvp(_dus_jvp)
+E._def_transpose(dynamic_update_slice_p, _dus_transpose)
 
 
 def dynamic_update_slice(operand: Any, update: Any, start_indices: Any) -> Any:
@@ -810,6 +870,179 @@ scatter_add = _scatter_fn(scatter_add_p, "scatter_add")
 scatter_mul = _scatter_fn(scatter_mul_p, "scatter_mul")
 scatter_min = _scatter_fn(scatter_min_p, "scatter_min")
 scatter_max = _scatter_fn(scatter_max_p, "scatter_max")
+
+
+# ---------------------------------------------------------------- gather / scatter autodiff
+
+
+def _gather_dnums_of(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
+    return GatherDimensionNumbers(
+        offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+        start_index_map=dn.scatter_dims_to_operand_dims,
+        operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=dn.scatter_indices_batching_dims)
+
+
+def _gather_scattered(t, indices, dn, updates_shape, mode, fill_value=0):
+    """For each element of a scatter's updates, the element of ``t`` it lands on (the
+    inverse gather; dropped windows read ``fill_value``, None meaning the default fill)."""
+    removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window = iter(updates_shape[d] for d in dn.update_window_dims)
+    sizes = tuple(1 if d in removed else next(window)
+                  for d in range(core.get_aval(t).ndim))
+    fill = fill_value if mode == GatherScatterMode.FILL_OR_DROP else None
+    return gather_p.bind(t, indices, dimension_numbers=_gather_dnums_of(dn), slice_sizes=sizes,
+                         indices_are_sorted=False, unique_indices=False, mode=mode,
+                         fill_value=fill)
+
+
+def _shape(x) -> tuple[int, ...]:
+    return (x.aval if ad.is_undefined_primal(x) else core.get_aval(x)).shape
+
+
+def _check_indices_defined(name: str, indices) -> None:
+    if ad.is_undefined_primal(indices):
+        raise ValueError(f"{name}: cannot transpose with respect to the indices")
+
+
+def _gather_jvp(g, operand, indices, *, mode, fill_value, **params):
+    fill = 0 if mode == GatherScatterMode.FILL_OR_DROP else None  # tangents fill with 0
+    return gather_p.bind(g, indices, mode=mode, fill_value=fill, **params)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
+                      indices_are_sorted, unique_indices, mode, fill_value):
+    _check_indices_defined("gather", indices)
+    dn = dimension_numbers
+    sdn = ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+    return [scatter_add_p.bind(E._zeros(operand), indices, ct, dimension_numbers=sdn,
+                               indices_are_sorted=indices_are_sorted,
+                               unique_indices=unique_indices, mode=mode, update_jaxpr=None,
+                               update_consts=()), None]
+
+
+ad.defjvp(gather_p, _gather_jvp)
+E._def_transpose(gather_p, _gather_transpose)
+
+
+def _scatter_linear_jvp(prim):
+    """The JVP of a scatter that is linear in (operand, updates): the same scatter."""
+    def jvp(primals, tangents, **params):
+        x, indices, updates = primals
+        out = prim.bind(x, indices, updates, **params)
+        tx, _, tu = tangents
+        if type(tx) is ad.Zero and type(tu) is ad.Zero:
+            return out, ad.Zero.from_primal_value(out)
+        return out, prim.bind(E._instantiate(tx), indices, E._instantiate(tu), **params)
+    return jvp
+
+
+def _scatter_add_transpose(ct, x, indices, updates, *, dimension_numbers, mode, **params):
+    _check_indices_defined("scatter_add", indices)
+    ct_u = None
+    if ad.is_undefined_primal(updates):
+        ct_u = _gather_scattered(ct, indices, dimension_numbers, updates.aval.shape, mode)
+    return [ct if ad.is_undefined_primal(x) else None, None, ct_u]
+
+
+scatter_add_p.def_jvp(_scatter_linear_jvp(scatter_add_p))
+E._def_transpose(scatter_add_p, _scatter_add_transpose)
+
+
+def _scatter_jvp(primals, tangents, **params):
+    if params["unique_indices"]:
+        return _scatter_linear_jvp(scatter_p)(primals, tangents, **params)
+    x, indices, updates = primals
+    out = scatter_p.bind(x, indices, updates, **params)
+    tx, _, tu = tangents
+    if type(tx) is ad.Zero and type(tu) is ad.Zero:
+        return out, ad.Zero.from_primal_value(out)
+    # With repeated indices the update that lands is unspecified: tag every update with an
+    # id, scatter the ids, and keep the tangents of the updates whose id landed and of the
+    # operand elements nothing landed on; a scatter-add then combines them (JAX's scheme).
+    dn = params["dimension_numbers"]
+    u_shape = _shape(updates)
+    ids_shape = tuple(1 if d in dn.update_window_dims else n for d, n in enumerate(u_shape))
+    ids = E.add(reshape(iota(np.int32, int(np.prod(ids_shape, dtype=np.int64))), ids_shape),
+                np.int32(1))
+    ids = broadcast_in_dim(ids, u_shape, tuple(range(len(u_shape))))
+    landed = scatter_p.bind(E._full(_shape(x), 0, np.int32), indices, ids, **params)
+    untouched = E.eq(landed, np.int32(0))
+    won = E.eq(ids, _gather_scattered(landed, indices, dn, u_shape, params["mode"]))
+    tx, tu = E._instantiate(tx), E._instantiate(tu)
+    return out, scatter_add_p.bind(E.select(untouched, tx, E._zeros(tx)), indices,
+                                   E.select(won, tu, E._zeros(tu)), **params)
+
+
+def _scatter_transpose(ct, x, indices, updates, *, dimension_numbers, mode, unique_indices,
+                       **params):
+    _check_indices_defined("scatter", indices)
+    if not unique_indices:
+        raise NotImplementedError("scatter transpose is only implemented where "
+                                  "unique_indices=True")
+    ct_x = ct_u = None
+    if ad.is_undefined_primal(x):
+        ct_x = scatter_p.bind(ct, indices, E._zeros(updates), dimension_numbers=dimension_numbers,
+                              mode=mode, unique_indices=unique_indices, **params)
+    if ad.is_undefined_primal(updates):
+        ct_u = _gather_scattered(ct, indices, dimension_numbers, updates.aval.shape, mode)
+    return [ct_x, None, ct_u]
+
+
+scatter_p.def_jvp(_scatter_jvp)
+E._def_transpose(scatter_p, _scatter_transpose)
+
+
+def _scatter_mul_jvp_updates(g, x, indices, updates, **params):
+    if not params["unique_indices"]:
+        raise NotImplementedError("scatter_mul gradients are only implemented if "
+                                  "`unique_indices=True`")
+    return E.mul(x, scatter_add_p.bind(E._zeros(x), indices, g, **params))
+
+
+def _scatter_mul_transpose(ct, x, indices, updates, **params):
+    # Linear in the operand only (the JVP in the updates is a scatter-add).
+    _check_indices_defined("scatter_mul", indices)
+    if ad.is_undefined_primal(updates):
+        raise ValueError("scatter_mul: cannot transpose with respect to the updates (it is "
+                         "not linear in them)")
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+ad.defjvp(scatter_mul_p, lambda g, x, indices, updates, **params: scatter_mul_p.bind(
+    g, indices, updates, **params), None, _scatter_mul_jvp_updates)
+E._def_transpose(scatter_mul_p, _scatter_mul_transpose)
+
+
+def _scatter_extremum_jvp(prim):
+    def jvp(primals, tangents, **params):
+        # The tangent of whatever attains the result, averaged over ties (operand element
+        # and the updates landing on it), like the max/min reductions.
+        x, indices, updates = primals
+        out = prim.bind(x, indices, updates, **params)
+        tx, _, tu = tangents
+        if type(tx) is ad.Zero and type(tu) is ad.Zero:
+            return out, ad.Zero.from_primal_value(out)
+        tx, tu = E._instantiate(tx), E._instantiate(tu)
+        dt = core.get_aval(out).dtype
+        won = convert_element_type(E.eq(updates, _gather_scattered(
+            out, indices, params["dimension_numbers"], _shape(updates), params["mode"], None)),
+            dt)
+        kept = convert_element_type(E.eq(x, out), dt)
+        zeros = E._zeros(out)
+        count = E.add(kept, scatter_add_p.bind(zeros, indices, won, **params))
+        total = E.add(E.mul(tx, kept), scatter_add_p.bind(zeros, indices, E.mul(tu, won),
+                                                          **params))
+        return out, E.div(total, count)
+    return jvp
+
+
+scatter_min_p.def_jvp(_scatter_extremum_jvp(scatter_min_p))
+scatter_max_p.def_jvp(_scatter_extremum_jvp(scatter_max_p))
 
 
 __all__ = [

@@ -12,8 +12,11 @@ import numpy as np
 from ember import core, dtypes
 from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
+from ember.interpreters import ad
 from ember.lax import base
-from ember.lax.shape import transpose
+from ember.lax import elementwise as E
+from ember.lax.shape import broadcasted_iota, concatenate, reshape, transpose
+from ember.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
 
 
 def _key(x: np.ndarray) -> np.ndarray:
@@ -116,6 +119,32 @@ def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
     return [ctx.b.op("get_tuple_element", out, index=i) for i in range(len(operands))]
 
 
+def _take_along(t: Any, idx: Any, dimension: int) -> Any:
+    """``t`` permuted along ``dimension`` by the int32 positions ``idx`` (a gather; its
+    shape is ``idx``'s)."""
+    shape = core.get_aval(idx).shape
+    nd = len(shape)
+    if 0 in shape or 0 in core.get_aval(t).shape:
+        return E._full(shape, 0, core.get_aval(t).dtype)
+    coords = [idx if d == dimension else broadcasted_iota(np.int32, shape, d) for d in range(nd)]
+    indices = concatenate([reshape(c, shape + (1,)) for c in coords], nd)
+    dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(nd)),
+                                start_index_map=tuple(range(nd)))
+    return gather(t, indices, dn, (1,) * nd, mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    # Sort an iota along with the operands: it gives the permutation the tangents follow.
+    shape = core.get_aval(primals[0]).shape
+    *out, perm = sort_p.bind(*primals, broadcasted_iota(np.int32, shape, dimension),
+                             dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    return out, [ad.Zero.from_primal_value(o) if type(t) is ad.Zero else
+                 _take_along(t, perm, dimension) for o, t in zip(out, tangents)]
+
+
+sort_p.def_jvp(_sort_jvp)
+
+
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
     """Sorts ``operand`` (or a sequence of operands, by their first ``num_keys``) along a dim.
 
@@ -195,6 +224,17 @@ def _top_k_lowering(ctx, x, *, k):
     limit = dims[:-1] + (k,)
     return [b.op("slice", b.op("get_tuple_element", out, index=i), start_indices=(0,) * len(dims),
                  limit_indices=limit, strides=(1,) * len(dims)) for i in range(2)]
+
+
+def _top_k_jvp(primals, tangents, *, k):
+    values, idx = top_k_p.bind(*primals, k=k)
+    t, = tangents
+    t_values = ad.Zero.from_primal_value(values) if type(t) is ad.Zero else \
+        _take_along(t, idx, len(core.get_aval(idx).shape) - 1)
+    return [values, idx], [t_values, ad.Zero.from_primal_value(idx)]
+
+
+top_k_p.def_jvp(_top_k_jvp)
 
 
 def top_k(operand: Any, k: int, *, axis: int = -1) -> list[Any]:

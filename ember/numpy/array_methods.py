@@ -35,22 +35,31 @@ _METHODS = {
 }
 
 
+# Operand types that never defer (checked first: the common case costs one set lookup).
+_OPERAND_TYPES = frozenset((Array, int, float, complex, bool))
+
+
 def _defer(other: Any) -> bool:
     return not (isinstance(other, Tracer) or core.is_array_like(other))
 
 
-def _binary_method(fn_name: str, reflected: bool):
-    def method(self, other):
-        if _defer(other):
-            return NotImplemented
-        fn = getattr(_jnp, fn_name)
-        return fn(other, self) if reflected else fn(self, other)
+def _binary_method(fn: Any, reflected: bool):
+    if reflected:
+        def method(self, other):
+            if type(other) not in _OPERAND_TYPES and _defer(other):
+                return NotImplemented
+            return fn(other, self)
+    else:
+        def method(self, other):
+            if type(other) not in _OPERAND_TYPES and _defer(other):
+                return NotImplemented
+            return fn(self, other)
     return method
 
 
-def _unary_method(fn_name: str):
+def _unary_method(fn: Any):
     def method(self):
-        return getattr(_jnp, fn_name)(self)
+        return fn(self)
     return method
 
 
@@ -86,12 +95,13 @@ def install(jnp_module: Any) -> None:
     _jnp = jnp_module
     for cls in (Array, Tracer):
         for op, fn_name in _BINARY_OPERATORS.items():
-            setattr(cls, f"__{op}__", _binary_method(fn_name, False))
-            setattr(cls, f"__r{op}__", _binary_method(fn_name, True))
+            fn = getattr(jnp_module, fn_name)
+            setattr(cls, f"__{op}__", _binary_method(fn, False))
+            setattr(cls, f"__r{op}__", _binary_method(fn, True))
         for op, fn_name in _COMPARISONS.items():
-            setattr(cls, f"__{op}__", _binary_method(fn_name, False))
+            setattr(cls, f"__{op}__", _binary_method(getattr(jnp_module, fn_name), False))
         for op, fn_name in _UNARY_OPERATORS.items():
-            setattr(cls, f"__{op}__", _unary_method(fn_name))
+            setattr(cls, f"__{op}__", _unary_method(getattr(jnp_module, fn_name)))
         for name, fn_name in _METHODS.items():
             setattr(cls, name, _forwarding_method(fn_name))
         cls.reshape = _reshape

@@ -14,6 +14,7 @@ import numpy as np
 
 from ember import core, dtypes, lax
 from ember.lax import base
+from ember.numpy._fastpath import fastpath
 from ember.numpy._util import (
     aval_of,
     broadcast_shapes,
@@ -885,3 +886,41 @@ __all__ = [
     "fmin", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "clip",
     "where", "real", "imag", "conj", "conjugate", "angle",
 ]
+
+
+# ---------------------------------------------------------------- eager fast path
+# Each function below, called eagerly with Arrays and Python scalars, replays a compiled
+# program of its argument signature (ember/numpy/_fastpath.py). Aliases share one cache.
+
+_FAST_SIGNATURES = {
+    1: ("negative", "positive", "absolute", "abs", "fabs", "sign", "reciprocal", "square",
+        "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos",
+        "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+        "arctanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "deg2rad", "rad2deg",
+        "radians", "degrees", "floor", "ceil", "trunc", "fix", "rint", "round", "around",
+        "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "frexp", "modf",
+        "sinc", "logical_not", "invert", "bitwise_not", "bitwise_invert", "real", "imag",
+        "conjugate", "conj", "angle"),
+    2: ("add", "subtract", "multiply", "true_divide", "divide", "floor_divide", "remainder",
+        "mod", "fmod", "divmod", "float_power", "arctan2", "atan2", "logaddexp", "logaddexp2",
+        "hypot", "copysign", "nextafter", "ldexp", "heaviside", "logical_and", "logical_or",
+        "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+        "right_shift", "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "maximum",
+        "minimum", "fmax", "fmin", "equal", "not_equal", "less", "less_equal", "greater",
+        "greater_equal"),
+    3: ("where", "clip"),
+}
+
+
+def _install_fast_paths() -> None:
+    wrapped: dict[int, Callable] = {}
+    specs = [(name, n, ()) for n, names in _FAST_SIGNATURES.items() for name in names]
+    specs += [("power", 2, (1,)), ("pow", 2, (1,))]  # an int exponent selects integer_pow
+    for name, nargs, static in specs:
+        fn = globals()[name]
+        if id(fn) not in wrapped:
+            wrapped[id(fn)] = fastpath(fn, nargs, static)
+        globals()[name] = wrapped[id(fn)]
+
+
+_install_fast_paths()

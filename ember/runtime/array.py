@@ -40,6 +40,7 @@ class CpuDevice:
 
 
 _CPU = CpuDevice(0)
+_setflags = np.ndarray.setflags  # positional setflags(a, False): the cheapest way to freeze
 
 
 def devices(backend: str | None = None) -> list[CpuDevice]:
@@ -83,7 +84,7 @@ class Array:
     def _wrap(cls, value: np.ndarray, aval: ShapedArray) -> Array:
         """Fast constructor for a fresh buffer whose aval is already known."""
         self = object.__new__(cls)
-        value.flags.writeable = False
+        _setflags(value, False)
         self._value = value
         self.aval = aval
         return self

@@ -209,7 +209,7 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
     lowered = lower_closed_jaxpr(closed, name=module_name)
     module = optimize(lowered.module, dump=dumper.stage if dumper is not None else None)
     executable = get_backend(backend_name).compile(
-        module, dump=dumper.stage if dumper is not None else None)
+        module, dump=dumper.write if dumper is not None else None)
     consts = [np.asarray(c, dtype=v.aval.dtype) for c, v in
               zip(lowered.hoisted_consts, _hoisted_vars(closed, lowered))]
     return LoadedExecutable(module_name, backend_name, module, executable,

@@ -16,6 +16,7 @@ from ember.runtime.array import Array
 
 _ndarray = np.ndarray
 _new_array = object.__new__
+_setflags = np.ndarray.setflags  # setflags(a, False) is several times cheaper than flags.writeable
 
 # (primitive, avals, params items, x64) -> output aval(s). Only successful evaluations are
 # stored, so errors are raised afresh each time; bounded by clearing when full.
@@ -42,7 +43,7 @@ def _wrap(value, aval: core.ShapedArray) -> Array:
     if value.shape != aval.shape:
         raise AssertionError(f"impl produced shape {value.shape}, abstract eval {aval.shape}")
     # Views of inputs are fine: every buffer is read-only, so sharing is safe.
-    value.flags.writeable = False
+    _setflags(value, False)
     out = _new_array(Array)
     out._value = value
     out.aval = aval

@@ -22,7 +22,8 @@ def _cast(x, dt):
 
 def _astype(dt):
     return OpRecord(f"astype[{np.dtype(dt).name}]", lambda x: jnp.astype(x, dt),
-                    lambda x: _cast(x, dt), ALL, UNARY_SHAPES, out_dtype=lambda d: np.dtype(dt))
+                    lambda x: _cast(x, dt), ALL, UNARY_SHAPES, out_dtype=lambda d: np.dtype(dt),
+                    differentiable=np.dtype(dt) == np.float32)
 
 
 def _scalar_type(name, dt):
@@ -57,7 +58,7 @@ RECORDS = [
     OpRecord("nan_to_num", jnp.nan_to_num, np.nan_to_num, ALL, UNARY_SHAPES,
              differentiable=True),
     OpRecord("nan_to_num[log]", lambda x: jnp.nan_to_num(jnp.log(x)), _np_nan_to_num_log,
-             (F32,), UNARY_SHAPES),
+             (F32,), UNARY_SHAPES, differentiable=True),
     OpRecord("diff", jnp.diff, np.diff, ALL, DIFF_SHAPES, differentiable=True),
     OpRecord("diff[n2_axis0]", lambda x: jnp.diff(x, 2, axis=0),
              lambda x: np.diff(x, 2, axis=0), NUM, (((5,),), ((4, 3),), ((1, 2),), ((0, 2),)),
@@ -68,7 +69,7 @@ RECORDS = [
     OpRecord("ediff1d", jnp.ediff1d, np.ediff1d, NUM, UNARY_SHAPES, differentiable=True),
     OpRecord("ediff1d[ends]", lambda x, b, e: jnp.ediff1d(x, to_end=e, to_begin=b),
              lambda x, b, e: np.ediff1d(x, to_end=e, to_begin=b), NUM,
-             (((4,), (), (2,)), ((2, 3), (2,), ()), ((0,), (1,), (1,)))),
+             (((4,), (), (2,)), ((2, 3), (2,), ()), ((0,), (1,), (1,))), differentiable=True),
     OpRecord("append", jnp.append, np.append, ALL, BINARY_SHAPES, differentiable=True),
     OpRecord("append[axis0]", lambda a, b: jnp.append(a, b, axis=0),
              lambda a, b: np.append(a, b, axis=0), ALL,

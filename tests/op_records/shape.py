@@ -18,8 +18,8 @@ def _rec(name, fn, ref, shapes, dtypes=ALL, **kw):
     return OpRecord(name, fn, ref, dtypes, shapes, differentiable=True, **kw)
 
 
-def _lax(name, fn, ref, shapes, dtypes=ALL, **kw):
-    return OpRecord(name, fn, ref, dtypes, shapes, kind="lax", **kw)
+def _lax(name, fn, ref, shapes, dtypes=ALL, diff=True, **kw):
+    return OpRecord(name, fn, ref, dtypes, shapes, kind="lax", differentiable=diff, **kw)
 
 
 def _np_pad_lax(x, config):
@@ -143,9 +143,9 @@ RECORDS = [
          lambda x, y: np.concatenate([x, y], 0), PAIR),
     _lax("lax_broadcasted_iota", lambda x: lax.broadcasted_iota(x.dtype, (2, 3), 1),
          lambda x: np.broadcast_to(np.arange(3, dtype=x.dtype), (2, 3)), (((),),),
-         dtypes=NUMERIC),
+         dtypes=NUMERIC, diff=False),
     _lax("lax_iota", lambda x: lax.iota(x.dtype, 5), lambda x: np.arange(5).astype(x.dtype),
-         (((),),), dtypes=NUMERIC),
+         (((),),), dtypes=NUMERIC, diff=False),
     _lax("lax_full", lambda x: lax.full((2, 3), x), lambda x: np.full((2, 3), x), (((),),)),
     _lax("lax_full_like", lambda x: lax.full_like(x, 2), lambda x: np.full_like(x, 2), S1,
          dtypes=NUMERIC),

@@ -27,6 +27,28 @@ _LOCK = threading.RLock()
 _INITIALIZED = False
 
 
+# Runtime-library routines LLVM's code generator may call (half-precision conversions it
+# does not expand inline); they live in libgcc_s, which MCJIT does not search by itself.
+_BUILTINS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
+
+
+def _register_builtins() -> None:
+    import ctypes
+    import ctypes.util
+    for lib in ("libgcc_s.so.1", ctypes.util.find_library("gcc_s")):
+        if not lib:
+            continue
+        try:
+            handle = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for name in _BUILTINS:
+            fn = getattr(handle, name, None)
+            if fn is not None:
+                llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+        return
+
+
 def _init() -> None:
     global _INITIALIZED
     if not _INITIALIZED:
@@ -34,6 +56,7 @@ def _init() -> None:
             if not _INITIALIZED:
                 llvm.initialize_native_target()
                 llvm.initialize_native_asmprinter()
+                _register_builtins()
                 _INITIALIZED = True
 
 
@@ -115,4 +138,12 @@ class LoadedObject:
             addr = self._engine.get_function_address(name)
         if not addr:
             raise ValueError(f"compiled object has no function {name!r}")
+        return addr
+
+    def global_address(self, name: str) -> int:
+        """The address of the global variable ``name``."""
+        with _LOCK:
+            addr = self._engine.get_global_value_address(name)
+        if not addr:
+            raise ValueError(f"compiled object has no global {name!r}")
         return addr

@@ -1,0 +1,471 @@
+"""Autodiff transformations: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian.
+
+All work on pytrees and compose with each other and with jit to any order: forward mode runs
+a JVP trace (``ember.interpreters.ad``); reverse mode linearizes (jvp + partial evaluation)
+and transposes the linear jaxpr. Re-exported by ``ember.api`` and ``ember``.
+
+Example:
+    >>> f = lambda x: -2 * jnp.sin(x) + x
+    >>> ember.grad(f)(3.0)
+    Array(2.979985, dtype=float32, weak_type=True)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, tree_util
+from ember.interpreters import ad
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _flatten_fun(fun: Callable, in_tree: Any, has_aux: bool = False):
+    """``fun`` on flat leaves; the output tree (and aux) land in the returned store."""
+    store: dict[str, Any] = {}
+
+    def flat_fun(*leaves):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(leaves)))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("has_aux=True requires the function to return a pair "
+                                f"(output, aux); got {_type_desc(out)}")
+            out, aux = out
+            store["aux"] = aux
+        out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+        for x in out_flat:
+            if not core.valid_jaxtype(x):
+                raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+        return out_flat
+
+    return flat_fun, store
+
+
+def _type_desc(x: Any) -> str:
+    return f"{type(x).__name__} {x!r}"[:200]
+
+
+def _aux_primal(aux: Any) -> Any:
+    # aux outputs of a transformed function are not differentiated: keep their primal part.
+    def strip(x):
+        while type(x) is ad.JVPTracer and not x._trace.alive:
+            x = x.primal
+        return x
+    return tree_util.tree_map(strip, aux)
+
+
+def _argnums_tuple(argnums: int | Sequence[int], fn: str) -> tuple[int, ...]:
+    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool):
+        return (int(argnums),)
+    try:
+        nums = tuple(argnums)
+    except TypeError:
+        raise TypeError(f"{fn}: argnums must be an int or a sequence of ints, got "
+                        f"{argnums!r}") from None
+    if not nums or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                           for i in nums):
+        raise TypeError(f"{fn}: argnums must be an int or a non-empty sequence of ints, got "
+                        f"{argnums!r}")
+    return tuple(int(i) for i in nums)
+
+
+def _split_args(fun: Callable, args: tuple, kwargs: dict, argnums: int | Sequence[int],
+                fn: str) -> tuple[Callable, tuple]:
+    """``fun`` as a function of the arguments at ``argnums`` only, and those arguments."""
+    nums = _argnums_tuple(argnums, fn)
+    n = len(args)
+    for i in nums:
+        if i >= n or i < -n:
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                            f"least {max(nums) + 1} positional arguments to be passed by the "
+                            f"caller, but got only {n} positional arguments.")
+    nums = tuple(i % n for i in nums)
+
+    def partial_fun(*dyn):
+        full = list(args)
+        for i, v in zip(nums, dyn):
+            full[i] = v
+        return fun(*full, **kwargs)
+
+    return partial_fun, tuple(args[i] for i in nums)
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    return core.get_aval(x).dtype
+
+
+# --------------------------------------------------------------------------- jvp, linearize
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple:
+    """Forward-mode derivative: ``fun``'s outputs and their tangents along ``tangents``.
+
+    ``primals`` and ``tangents`` are tuples (or lists) of pytrees of the same structure,
+    shapes and dtypes; integer and boolean primals take ``float0`` tangents.
+
+    Example:
+        >>> ember.jvp(jnp.sin, (0.0,), (2.0,))
+        (Array(0., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; "
+                        f"found {type(primals).__name__} and {type(tangents).__name__}.")
+    p_flat, p_tree = tree_util.tree_flatten(tuple(primals))
+    t_flat, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure; primals have tree structure {p_tree} whereas tangents "
+                        f"have tree structure {t_tree}.")
+    for p, t in zip(p_flat, t_flat):
+        _check_tangent(p, t)
+    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    outs, touts = ad.jvp_flat(flat_fun, p_flat, t_flat)
+    touts = [ad.instantiate_zeros(t) for t in touts]
+    out_tree = store["out_tree"]
+    result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts))
+    if has_aux:
+        return (*result, _aux_primal(store["aux"]))
+    return result
+
+
+def _check_tangent(p: Any, t: Any) -> None:
+    p_aval, t_aval = core.get_aval(p), core.get_aval(t)
+    if p_aval.shape != t_aval.shape:
+        raise ValueError("jvp called with different primal and tangent shapes;Got primal "
+                         f"shape {p_aval.shape} and tangent shape as {t_aval.shape}")
+    expected = ad.tangent_aval(p_aval).dtype
+    if t_aval.dtype != expected:
+        expected_name = "float0" if expected == dtypes.float0 else expected.name
+        got_name = "float0" if t_aval.dtype == dtypes.float0 else t_aval.dtype.name
+        raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must be "
+                        "equal, or in case of int/bool primal dtype the tangent dtype must be "
+                        f"float0.Got primal dtype {p_aval.dtype.name} and so expected tangent "
+                        f"dtype {expected_name}, but got tangent dtype {got_name} instead.")
+
+
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``fun``'s outputs at ``primals`` and its linear approximation there (a function).
+
+    The primal computation runs once; calling the returned function evaluates only the
+    saved linear jaxpr.
+
+    Example:
+        >>> y, f_jvp = ember.linearize(jnp.sin, 0.0)
+        >>> f_jvp(2.0)
+        Array(2., dtype=float32, weak_type=True)
+    """
+    p_flat, p_tree = tree_util.tree_flatten(primals)
+    flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
+    outs, lin = ad.linearize_flat(flat_fun, p_flat)
+    out_tree = store["out_tree"]
+
+    def f_jvp(*tangents: Any) -> Any:
+        t_flat, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function: expected tangents of structure {p_tree}, "
+                            f"got {t_tree}")
+        for p, t in zip(p_flat, t_flat):
+            _check_tangent(p, t)
+        return tree_util.tree_unflatten(out_tree, lin.jvp(t_flat))
+
+    f_jvp.__name__ = f"jvp({getattr(fun, '__name__', 'fun')})"
+    out = tree_util.tree_unflatten(out_tree, outs)
+    return (out, f_jvp, _aux_primal(store["aux"])) if has_aux else (out, f_jvp)
+
+
+# --------------------------------------------------------------------------- vjp
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """Reverse-mode derivative: ``fun``'s outputs and a function pulling cotangents back.
+
+    ``vjp_fun(ct)`` takes a cotangent shaped like the outputs and returns a tuple with one
+    cotangent per primal (``float0`` zeros for integer primals).
+
+    Example:
+        >>> y, f_vjp = ember.vjp(jnp.sin, 0.0)
+        >>> f_vjp(1.0)
+        (Array(1., dtype=float32, weak_type=True),)
+    """
+    p_flat, p_tree = tree_util.tree_flatten(primals)
+    flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
+    outs, lin = ad.linearize_flat(flat_fun, p_flat)
+    out_tree = store["out_tree"]
+    out_avals = [core.get_aval(o) for o in outs]
+
+    def vjp_fun(ct: Any) -> tuple:
+        ct_flat, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                            f"structure of primal output {out_tree}.")
+        for c, a in zip(ct_flat, out_avals):
+            c_aval = core.get_aval(c)
+            expected = ad.tangent_aval(a)
+            if c_aval.shape != a.shape or (c_aval.dtype != expected.dtype
+                                           and expected.dtype != dtypes.float0):
+                raise ValueError(
+                    "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                    f"{_jax_type(c_aval)}, but expected {_jax_type(expected)} because the "
+                    "corresponding output of the differentiated function had JAX type "
+                    f"{_jax_type(a)}")
+        cts_in = lin.transpose(ct_flat)
+        return tree_util.tree_unflatten(p_tree, cts_in)
+
+    vjp_fun.__name__ = f"vjp({getattr(fun, '__name__', 'fun')})"
+    out = tree_util.tree_unflatten(out_tree, outs)
+    return (out, vjp_fun, _aux_primal(store["aux"])) if has_aux else (out, vjp_fun)
+
+
+def _jax_type(aval: core.ShapedArray) -> str:
+    name = "float0" if aval.dtype == dtypes.float0 else aval.dtype.name
+    return f"{name}[{','.join(str(d) for d in aval.shape)}]"
+
+
+# --------------------------------------------------------------------------- grad
+
+
+def _check_grad_inputs(fn: str, dyn_args: tuple, holomorphic: bool, allow_int: bool) -> None:
+    for x in tree_util.tree_leaves(dyn_args):
+        dt = _dtype_of(x)
+        if holomorphic:
+            if not dtypes.is_complex(dt):
+                raise TypeError(f"{fn} with holomorphic=True requires inputs with complex "
+                                f"dtype, but got {dt.name}.")
+        elif not dtypes.is_inexact(dt) and not allow_int:
+            raise TypeError(f"{fn} requires real- or complex-valued inputs (input dtype that "
+                            f"is a sub-dtype of np.inexact), but got {dt.name}. If you want "
+                            "to use Boolean- or integer-valued inputs, use vjp or set "
+                            "allow_int to True.")
+
+
+def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
+    msg = "Gradient only defined for scalar-output functions. Output {}."
+    try:
+        aval = core.get_aval(ans)
+    except TypeError:
+        raise TypeError(msg.format(f"was {ans}")) from None
+    if aval.shape != ():
+        raise TypeError(msg.format(f"had shape: {aval.shape}"))
+    dt = aval.dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif dtypes.is_complex(dt):
+        raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For holomorphic differentiation,"
+                        " pass holomorphic=True. For differentiation of non-holomorphic "
+                        "functions involving complex outputs, use jax.vjp directly.")
+    elif not dtypes.is_float(dt):
+        raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For differentiation of "
+                        "functions with integer outputs, use jax.vjp directly.")
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """A function returning ``fun``'s value and its gradient with respect to ``argnums``.
+
+    ``fun`` must return a real scalar (or ``(scalar, aux)`` with ``has_aux=True``); the
+    gradient has the structure of the differentiated arguments (a tuple of them when
+    ``argnums`` is a tuple).
+
+    Example:
+        >>> ember.value_and_grad(lambda x: x ** 2)(3.0)
+        (Array(9., dtype=float32, weak_type=True), Array(6., dtype=float32, weak_type=True))
+    """
+    if not callable(fun):
+        raise TypeError(f"value_and_grad: expected a callable, got {_type_desc(fun)}")
+    _argnums_tuple(argnums, "value_and_grad")
+
+    @functools.wraps(fun, updated=())
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> tuple:
+        f_partial, dyn_args = _split_args(fun, args, kwargs, argnums, "value_and_grad")
+        _check_grad_inputs("grad", dyn_args, holomorphic, allow_int)
+        if has_aux:
+            ans, vjp_fun, aux = vjp(f_partial, *dyn_args, has_aux=True)
+        else:
+            ans, vjp_fun = vjp(f_partial, *dyn_args)
+        _check_scalar_output(ans, holomorphic)
+        from ember.lax import full_like
+        grads = vjp_fun(full_like(ans, 1))
+        g = grads[0] if isinstance(argnums, (int, np.integer)) else grads
+        return ((ans, aux), g) if has_aux else (ans, g)
+
+    return value_and_grad_f
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The gradient of a scalar function ``fun`` with respect to the arguments ``argnums``.
+
+    With ``has_aux=True`` ``fun`` returns ``(scalar, aux)`` and the gradient function returns
+    ``(gradient, aux)``. ``allow_int=True`` lets integer arguments through (their gradient
+    is ``float0`` zeros).
+
+    Example:
+        >>> ember.grad(lambda x: -2 * jnp.sin(x) + x)(3.0)
+        Array(2.979985, dtype=float32, weak_type=True)
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun, updated=())
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        return vg(*args, **kwargs)[1]
+
+    @functools.wraps(fun, updated=())
+    def grad_f_aux(*args: Any, **kwargs: Any) -> Any:
+        (_, aux), g = vg(*args, **kwargs)
+        return g, aux
+
+    return grad_f_aux if has_aux else grad_f
+
+
+# --------------------------------------------------------------------------- jacobians
+# Without vmap, a Jacobian is built column by column (jacfwd: the linearized function on each
+# input basis vector) or row by row (jacrev: the VJP of each output basis vector).
+
+
+def _basis(aval: core.ShapedArray) -> list[np.ndarray]:
+    eye = np.eye(aval.size, dtype=aval.dtype)
+    return [row.reshape(aval.shape) for row in eye]
+
+
+def _check_jac_inputs(fn: str, dyn_args: tuple, holomorphic: bool) -> None:
+    for x in tree_util.tree_leaves(dyn_args):
+        dt = _dtype_of(x)
+        if holomorphic:
+            if not dtypes.is_complex(dt):
+                raise TypeError(f"{fn} with holomorphic=True requires inputs with complex "
+                                f"dtype, but got {dt.name}.")
+        elif not dtypes.is_float(dt):
+            raise TypeError(f"{fn} requires real-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
+                            "differentiation, pass holomorphic=True. For differentiation of "
+                            "non-holomorphic functions involving complex inputs or integer "
+                            f"inputs, use jax.{'jvp' if fn == 'jacfwd' else 'vjp'} directly.")
+
+
+def _assemble(pieces: list[list[Any]], out_avals: list, in_avals: list, out_first: bool):
+    """Stacks the per-basis-vector results into an ``out.shape + in.shape`` block each."""
+    import ember.numpy as jnp
+    blocks = []
+    for k, oa in enumerate(out_avals):
+        row = []
+        for i, ia in enumerate(in_avals):
+            parts = pieces[k][i]
+            if out_first:  # jacfwd: parts[j] has out.shape, one per input element
+                stacked = jnp.stack(parts, axis=-1) if parts else jnp.zeros(
+                    oa.shape + (0,), oa.dtype)
+                row.append(jnp.reshape(stacked, oa.shape + ia.shape))
+            else:  # jacrev: parts[j] has in.shape, one per output element
+                stacked = jnp.stack(parts, axis=0) if parts else jnp.zeros(
+                    (0,) + ia.shape, ia.dtype)
+                row.append(jnp.reshape(stacked, oa.shape + ia.shape))
+        blocks.append(row)
+    return blocks
+
+
+def _jac_result(out_tree: Any, in_tree: Any, blocks: list, argnums: Any, dyn_args: tuple):
+    per_out = [tree_util.tree_unflatten(in_tree, row) for row in blocks]
+    if isinstance(argnums, (int, np.integer)):
+        per_out = [p[0] for p in per_out]
+    return tree_util.tree_unflatten(out_tree, per_out)
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``fun`` by forward mode: for each output leaf, a pytree (of the
+    differentiated arguments' structure) of blocks of shape ``out.shape + in.shape``.
+
+    Example:
+        >>> ember.jacfwd(lambda x: x * x)(jnp.array([1.0, 2.0]))
+        Array([[2., 0.],
+               [0., 4.]], dtype=float32)
+    """
+    _argnums_tuple(argnums, "jacfwd")
+
+    @functools.wraps(fun, updated=())
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        f_partial, dyn_args = _split_args(fun, args, kwargs, argnums, "jacfwd")
+        _check_jac_inputs("jacfwd", dyn_args, holomorphic)
+        res = linearize(f_partial, *dyn_args, has_aux=has_aux)
+        y, f_jvp = res[0], res[1]
+        in_flat, in_tree = tree_util.tree_flatten(dyn_args)
+        out_flat, out_tree = tree_util.tree_flatten(y)
+        in_avals = [core.get_aval(x).strip_weak_type() for x in in_flat]
+        out_avals = [core.get_aval(o) for o in out_flat]
+        pieces = [[[] for _ in in_avals] for _ in out_avals]
+        zeros = [np.zeros(a.shape, a.dtype) for a in in_avals]
+        for i, ia in enumerate(in_avals):
+            for e in _basis(ia):
+                tangents = list(zeros)
+                tangents[i] = e
+                outs = tree_util.tree_leaves(f_jvp(*tree_util.tree_unflatten(in_tree,
+                                                                              tangents)))
+                for k, o in enumerate(outs):
+                    pieces[k][i].append(o)
+        blocks = _assemble(pieces, out_avals, in_avals, out_first=True)
+        jac = _jac_result(out_tree, in_tree, blocks, argnums, dyn_args)
+        return (jac, res[2]) if has_aux else jac
+
+    return jacfun
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The Jacobian of ``fun`` by reverse mode (same layout as ``jacfwd``).
+
+    Example:
+        >>> ember.jacrev(lambda x: x * x)(jnp.array([1.0, 2.0]))
+        Array([[2., 0.],
+               [0., 4.]], dtype=float32)
+    """
+    _argnums_tuple(argnums, "jacrev")
+
+    @functools.wraps(fun, updated=())
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        f_partial, dyn_args = _split_args(fun, args, kwargs, argnums, "jacrev")
+        if not allow_int:
+            _check_jac_inputs("jacrev", dyn_args, holomorphic)
+        res = vjp(f_partial, *dyn_args, has_aux=has_aux)
+        y, f_vjp = res[0], res[1]
+        in_flat, in_tree = tree_util.tree_flatten(dyn_args)
+        out_flat, out_tree = tree_util.tree_flatten(y)
+        in_avals = [core.get_aval(x) for x in in_flat]
+        out_avals = [core.get_aval(o).strip_weak_type() for o in out_flat]
+        pieces = [[[] for _ in in_avals] for _ in out_avals]
+        zeros = [np.zeros(a.shape, ad.tangent_aval(a).dtype) for a in out_avals]
+        for k, oa in enumerate(out_avals):
+            for e in _basis(oa):
+                cts = list(zeros)
+                cts[k] = e
+                grads = tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+                for i, g in enumerate(grads):
+                    pieces[k][i].append(g)
+        blocks = _assemble(pieces, out_avals, in_avals, out_first=False)
+        jac = _jac_result(out_tree, in_tree, blocks, argnums, dyn_args)
+        return (jac, res[2]) if has_aux else jac
+
+    return jacfun
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``.
+
+    Example:
+        >>> ember.hessian(lambda x: jnp.sum(x ** 3))(jnp.array([1.0, 2.0]))
+        Array([[ 6.,  0.],
+               [ 0., 12.]], dtype=float32)
+    """
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+
+
+__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "value_and_grad", "vjp"]

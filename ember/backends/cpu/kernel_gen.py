@@ -1,0 +1,663 @@
+"""One LLVM function per fusion: loops over the fusion's iteration space, elements computed by
+walking the fused computation (an "elemental" emitter, as XLA's), nothing materialized.
+
+A kernel has the signature ``void kernel(i8** buffers, i64 lo, i64 hi)``: ``buffers`` holds
+the fusion's operands, then its output leaves; ``[lo, hi)`` is the part of the *parallel
+dimension* this call computes (callers split it across threads; ``KernelInfo`` says what it
+is). Shape ops inside a fusion (broadcast, reshape, transpose, slice, concatenate, pad,
+reverse, iota) are index arithmetic on the way to the loads; reads of concatenate/pad
+operands use clamped indices, so no load is ever out of bounds.
+
+Iteration spaces:
+
+- **loop fusions** run over their output's dims: flat (one loop over linear indices) when
+  every op maps linear indices to linear indices (elementwise ops, scalar broadcasts,
+  reshapes); otherwise a loop nest whose outermost dim is the parallel one.
+- **input fusions** (reduce outputs) run over the reduce's input dims D: kept dims outside,
+  reduced dims inside. The parallel dim is the first kept dim; with none (a full
+  reduction) it is the first reduced dim, and each call writes a *partial* result that the
+  caller combines (only for simple reducers whose init is their identity). Float sums
+  accumulate in blocks of ``BLOCK`` elements in the element type (reassociable, so the block
+  loop vectorizes) and across blocks in float64: accurate and fast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from ember.backends.cpu import scalar_ops as S
+from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
+from ember.compiler.hlo import (
+    BINARY_ELEMENTWISE,
+    TERNARY_ELEMENTWISE,
+    UNARY_ELEMENTWISE,
+    Computation,
+    Instruction,
+)
+
+I8P = S.I8.as_pointer()
+I8PP = I8P.as_pointer()
+KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I8PP, I64, I64])
+BLOCK = 1024
+
+# Reducer bodies that are one op of their two parameters.
+SIMPLE_REDUCERS = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the caller needs to run a kernel.
+
+    Attributes:
+        name: the LLVM function's name.
+        extent: size of the parallel dimension (calls cover ``[0, extent)``).
+        work_per_item: elements computed per unit of the parallel dimension.
+        partial_reducers: for full reductions split across calls, the reducer opcode of each
+            output leaf (None for elementwise outputs); empty when calls write final results.
+    """
+
+    name: str
+    extent: int
+    work_per_item: int
+    partial_reducers: tuple
+
+
+def simple_reducer(body: Computation) -> str | None:
+    """The opcode of a reducer body that is ``op(p0, p1)``, else None."""
+    root, params = body.root, body.parameters
+    if (len(params) == 2 and root.opcode in SIMPLE_REDUCERS and len(root.operands) == 2
+            and {id(o) for o in root.operands} == {id(p) for p in params}):
+        return root.opcode
+    return None
+
+
+def _is_identity(opcode: str, inst: Instruction) -> bool:
+    """Whether ``inst`` is a constant equal to the identity of the reducer ``opcode``."""
+    if inst.opcode != "constant":
+        return False
+    v = np.asarray(inst.attrs["value"])
+    dt = v.dtype
+    if opcode in ("add", "or", "xor"):
+        return not np.any(v)
+    if opcode == "multiply":
+        return bool(v == 1)
+    if opcode == "and":
+        return bool(np.all(np.invert(v) == 0)) if dt.kind in "iub" else False
+    if dt == np.bool_:
+        return bool(v) == (opcode == "minimum")
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return bool(v == (info.min if opcode == "maximum" else info.max))
+    return bool(v == (-np.inf if opcode == "maximum" else np.inf))
+
+
+def _strides(dims) -> list[int]:
+    out, s = [], 1
+    for d in reversed(dims):
+        out.append(s)
+        s *= d
+    return out[::-1]
+
+
+class Index:
+    """An element position in an array of ``dims``: a multi-index, a linear index, or both
+    (each derived from the other on demand)."""
+
+    __slots__ = ("dims", "multi", "linear")
+
+    def __init__(self, dims, multi=None, linear=None):
+        self.dims = tuple(dims)
+        self.multi = multi
+        self.linear = linear
+
+    def get_multi(self, b: ir.IRBuilder) -> tuple:
+        if self.multi is None:
+            rest, multi = self.linear, []
+            for d in reversed(self.dims):
+                if d == 1:
+                    multi.append(ir.Constant(I64, 0))
+                    continue
+                multi.append(b.urem(rest, ir.Constant(I64, d)))
+                rest = b.udiv(rest, ir.Constant(I64, d))
+            self.multi = tuple(reversed(multi))
+        return self.multi
+
+    def get_linear(self, b: ir.IRBuilder) -> ir.Value:
+        if self.linear is None:
+            lin = ir.Constant(I64, 0)
+            for i, s in zip(self.multi, _strides(self.dims)):
+                if s == 0 or (isinstance(i, ir.Constant) and i.constant == 0):
+                    continue
+                term = i if s == 1 else b.mul(i, ir.Constant(I64, s), flags=("nsw", "nuw"))
+                lin = term if (isinstance(lin, ir.Constant) and lin.constant == 0) else \
+                    b.add(lin, term, flags=("nsw", "nuw"))
+            self.linear = lin
+        return self.linear
+
+    def key(self):
+        if self.multi is not None:
+            return ("m",) + tuple(id(v) for v in self.multi)
+        return ("l", id(self.linear))
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def _scalar_index() -> Index:
+    return Index((), multi=(), linear=_c(0))
+
+
+class ElementEmitter:
+    """Emits the value of a fused instruction at an index (memoized per index)."""
+
+    def __init__(self, b: ir.IRBuilder, param_ptrs: dict, module_consts):
+        self.b = b
+        self.param_ptrs = param_ptrs  # id(parameter inst) -> typed pointer
+        self.module_consts = module_consts  # fn(builder, ndarray) -> typed global pointer
+        self.memo: dict = {}
+
+    def emit(self, inst: Instruction, index: Index) -> ir.Value:
+        key = (id(inst),) + index.key()
+        v = self.memo.get(key)
+        if v is None:
+            v = self._emit(inst, index)
+            self.memo[key] = v
+        return v
+
+    def _load(self, ptr, inst, index):
+        if inst.shape.rank == 0:
+            p = ptr
+        else:
+            p = self.b.gep(ptr, [index.get_linear(self.b)], inbounds=True)
+        return S.load(self.b, p, inst.dtype)
+
+    def _emit(self, inst: Instruction, index: Index) -> ir.Value:
+        b, op = self.b, inst.opcode
+        if op == "parameter":
+            return self._load(self.param_ptrs[id(inst)], inst, index)
+        if op == "constant":
+            value = np.asarray(inst.attrs["value"])
+            if value.ndim == 0:
+                return S.const(inst.dtype, value[()])
+            return self._load(self.module_consts(self.b, value), inst, index)
+        operands = inst.operands
+        if op in UNARY_ELEMENTWISE:
+            x = self.emit(operands[0], index)
+            return S.unary(b, op, x, operands[0].dtype, inst.dtype, inst.attrs)
+        if op in BINARY_ELEMENTWISE:
+            x = self.emit(operands[0], index)
+            y = self.emit(operands[1], index)
+            return S.binary(b, op, x, y, operands[0].dtype, inst.dtype, inst.attrs,
+                            y_dt=operands[1].dtype)
+        if op in TERNARY_ELEMENTWISE:
+            a, x, y = (self.emit(o, index) for o in operands)
+            if op == "select":
+                return b.select(a, x, y)
+            return S.clamp(b, a, x, y, inst.dtype)
+        if op == "broadcast_in_dim":
+            return self.emit(operands[0], self._broadcast_index(inst, index))
+        if op == "reshape":
+            return self.emit(operands[0], Index(operands[0].dims,
+                                                linear=index.get_linear(b)))
+        if op == "transpose":
+            multi = index.get_multi(b)
+            perm = inst.attrs["permutation"]
+            src = [None] * len(perm)
+            for i, p in enumerate(perm):
+                src[p] = multi[i]
+            return self.emit(operands[0], Index(operands[0].dims, multi=tuple(src)))
+        if op == "slice":
+            multi = index.get_multi(b)
+            a = inst.attrs
+            src = tuple(self._affine(i, s, st) for i, s, st in
+                        zip(multi, a["strides"], a["start_indices"]))
+            return self.emit(operands[0], Index(operands[0].dims, multi=src))
+        if op == "reverse":
+            multi = list(index.get_multi(b))
+            for d in inst.attrs["dimensions"]:
+                multi[d] = b.sub(_c(inst.dims[d] - 1), multi[d])
+            return self.emit(operands[0], Index(operands[0].dims, multi=tuple(multi)))
+        if op == "iota":
+            i = index.get_multi(b)[inst.attrs["iota_dimension"]]
+            return S.convert(b, i, np.dtype(np.int64), inst.dtype)
+        if op == "concatenate":
+            return self._concatenate(inst, index)
+        if op == "pad":
+            return self._pad(inst, index)
+        raise UnsupportedOp(op)
+
+    def _affine(self, i, scale, offset):
+        b = self.b
+        if scale != 1:
+            i = b.mul(i, _c(scale), flags=("nsw", "nuw"))
+        if offset:
+            i = b.add(i, _c(offset), flags=("nsw", "nuw"))
+        return i
+
+    def _broadcast_index(self, inst, index):
+        operand = inst.operands[0]
+        if operand.shape.rank == 0:
+            return _scalar_index()
+        multi = index.get_multi(self.b)
+        src = []
+        for j, d in enumerate(inst.attrs["broadcast_dimensions"]):
+            src.append(_c(0) if operand.dims[j] == 1 else multi[d])
+        return Index(operand.dims, multi=tuple(src))
+
+    def _clamp(self, i, hi):
+        """``i`` clamped into ``[0, hi]`` (signed)."""
+        b = self.b
+        i = b.select(b.icmp_signed("<", i, _c(0)), _c(0), i)
+        return b.select(b.icmp_signed(">", i, _c(hi)), _c(hi), i)
+
+    def _concatenate(self, inst, index):
+        b = self.b
+        d = inst.attrs["dimension"]
+        multi = index.get_multi(b)
+        offset = 0
+        pieces = []
+        for operand in inst.operands:
+            size = operand.dims[d]
+            if size == 0:
+                continue
+            local = self._clamp(b.sub(multi[d], _c(offset)), size - 1)
+            src = multi[:d] + (local,) + multi[d + 1:]
+            pieces.append((offset, self.emit(operand, Index(operand.dims, multi=src))))
+            offset += size
+        if not pieces:  # an empty result: this code never runs
+            return S.const(inst.dtype, 0)
+        return self._pick(multi[d], pieces)
+
+    def _pick(self, pos, pieces):
+        b = self.b
+        out = pieces[0][1]
+        for start, value in pieces[1:]:
+            out = b.select(b.icmp_signed(">=", pos, _c(start)), value, out)
+        return out
+
+    def _pad(self, inst, index):
+        b = self.b
+        operand, pad_value = inst.operands
+        a = inst.attrs
+        multi = index.get_multi(b)
+        inside = ir.Constant(S.I1, 1)
+        src = []
+        for i, lo, interior, size in zip(multi, a["edge_padding_low"], a["interior_padding"],
+                                         operand.dims):
+            shifted = b.sub(i, _c(lo))
+            step = interior + 1
+            if step == 1:
+                q = shifted
+            else:
+                q = b.sdiv(shifted, _c(step))
+                exact = b.icmp_signed("==", b.srem(shifted, _c(step)), _c(0))
+                inside = b.and_(inside, exact)
+            ok = b.and_(b.icmp_signed(">=", shifted, _c(0)),
+                        b.icmp_signed("<", q, _c(size)))
+            inside = b.and_(inside, ok)
+            src.append(self._clamp(q, max(size - 1, 0)))
+        if operand.shape.size == 0:
+            return self.emit(pad_value, _scalar_index())
+        value = self.emit(operand, Index(operand.dims, multi=tuple(src)))
+        return b.select(inside, value, self.emit(pad_value, _scalar_index()))
+
+
+# --------------------------------------------------------------------------- loops
+
+
+class Loops:
+    """Helpers for counted loops and stack slots in one function."""
+
+    def __init__(self, b: ir.IRBuilder, entry_block):
+        self.b = b
+        self.entry_block = entry_block
+
+    def alloca(self, ty, name=""):
+        b = self.b
+        with b.goto_block(self.entry_block):
+            b.position_at_start(self.entry_block)
+            return b.alloca(ty, name=name)
+
+    def loop(self, lo, hi, body, name="i"):
+        """Emits ``for i in [lo, hi): body(i)``."""
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block(f"{name}.head")
+        loop_body = b.append_basic_block(f"{name}.body")
+        done = b.append_basic_block(f"{name}.end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=name)
+        i.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), loop_body, done)
+        b.position_at_end(loop_body)
+        body(i)
+        i.add_incoming(b.add(i, _c(1), flags=("nsw", "nuw")), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def nest(self, ranges, body, prefix="d"):
+        """Nested loops over ``ranges`` (a list of (lo, hi) values); ``body(indices)``."""
+        def level(k, acc):
+            if k == len(ranges):
+                body(tuple(acc))
+                return
+            lo, hi = ranges[k]
+            self.loop(lo, hi, lambda i: level(k + 1, acc + [i]), name=f"{prefix}{k}")
+        level(0, [])
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def _outputs(fused: Computation) -> list[tuple[Instruction, int]]:
+    """(instruction, leaf) of each output leaf of a fused computation."""
+    root = fused.root
+    if root.opcode == "tuple":
+        return [(op, 0) for op in root.operands]
+    if root.shape.is_tuple:
+        return [(root, i) for i in range(len(root.shape.tuple_shapes))]
+    return [(root, 0)]
+
+
+def _leaf_shape(inst, leaf):
+    return inst.shape.tuple_shapes[leaf] if inst.shape.is_tuple else inst.shape
+
+
+_LINEAR_OPS = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | TERNARY_ELEMENTWISE | {
+    "parameter", "constant", "reshape"}
+
+
+def _is_flat(fused: Computation, size: int) -> bool:
+    """Whether every op maps linear indices to linear indices (see module doc)."""
+    for inst in fused.instructions:
+        if inst.opcode == "tuple":
+            continue
+        if inst.opcode == "broadcast_in_dim" and inst.operands[0].shape.rank == 0:
+            continue
+        if inst.opcode not in _LINEAR_OPS:
+            return False
+        if inst.shape.rank and inst.shape.size != size:
+            return False
+    return True
+
+
+class KernelBuilder:
+    """Builds the kernel of one fused computation into an LLVM module."""
+
+    def __init__(self, module: ir.Module, name: str, fused: Computation, module_consts):
+        self.module = module
+        self.name = name
+        self.fused = fused
+        self.module_consts = module_consts
+        for inst in fused.instructions:
+            if not inst.shape.is_tuple:
+                S.check_dtype(inst.dtype)
+            for leaf in inst.shape.leaves() if inst.shape.is_tuple else ():
+                S.check_dtype(leaf.dtype)
+
+    def build(self) -> KernelInfo:
+        fn = ir.Function(self.module, KERNEL_TYPE, self.name)
+        fn.args[0].add_attribute("noalias")
+        # Kept out of line: the entry function calls it, threads call it on ranges; one copy
+        # of the (vectorized) loop code is enough and compiles faster.
+        fn.attributes.add("noinline")
+        entry = fn.append_basic_block("entry")
+        b = self.b = ir.IRBuilder(entry)
+        self.loops = Loops(b, entry)
+        bufs, lo, hi = fn.args
+        params = self.fused.parameters
+        self.param_ptrs = {}
+        for k, p in enumerate(params):
+            raw = b.load(b.gep(bufs, [_c(k)], inbounds=True))
+            self.param_ptrs[id(p)] = b.bitcast(raw, S.memory_type(p.dtype).as_pointer())
+        self.outputs = _outputs(self.fused)
+        self.out_ptrs = []
+        for k, (inst, leaf) in enumerate(self.outputs):
+            raw = b.load(b.gep(bufs, [_c(len(params) + k)], inbounds=True))
+            dt = _leaf_shape(inst, leaf).dtype
+            self.out_ptrs.append(b.bitcast(raw, S.memory_type(dt).as_pointer()))
+        reduces = [inst for inst, _ in self.outputs if inst.opcode == "reduce"]
+        if reduces:
+            info = self._build_reduce(reduces, lo, hi)
+        else:
+            info = self._build_loop(lo, hi)
+        b.ret_void()
+        return info
+
+    def _emitter(self) -> ElementEmitter:
+        return ElementEmitter(self.b, self.param_ptrs, self.module_consts)
+
+    def _clamp_range(self, lo, hi, extent):
+        b = self.b
+        lo = b.select(b.icmp_signed("<", lo, _c(0)), _c(0), lo)
+        hi = b.select(b.icmp_signed(">", hi, _c(extent)), _c(extent), hi)
+        return lo, hi
+
+    def _store(self, k, value, index: Index):
+        inst, leaf = self.outputs[k]
+        shape = _leaf_shape(inst, leaf)
+        ptr = self.out_ptrs[k]
+        if shape.rank:
+            ptr = self.b.gep(ptr, [index.get_linear(self.b)], inbounds=True)
+        S.store(self.b, value, ptr, shape.dtype)
+
+    # ------------------------------------------------------------------ loop fusions
+
+    def _build_loop(self, lo, hi) -> KernelInfo:
+        dims = _leaf_shape(*self.outputs[0]).dims
+        size = math.prod(dims)
+        if not dims or _is_flat(self.fused, size):
+            lo, hi = self._clamp_range(lo, hi, size)
+
+            def body(i):
+                em = self._emitter()
+                index = Index(dims, linear=i)
+                for k, (inst, _) in enumerate(self.outputs):
+                    self._store(k, em.emit(inst, index), index)
+            self.loops.loop(lo, hi, body)
+            return KernelInfo(self.name, size, 1, ())
+        lo, hi = self._clamp_range(lo, hi, dims[0])
+        ranges = [(lo, hi)] + [(_c(0), _c(d)) for d in dims[1:]]
+
+        def nest_body(multi):
+            em = self._emitter()
+            index = Index(dims, multi=multi)
+            for k, (inst, _) in enumerate(self.outputs):
+                self._store(k, em.emit(inst, index), index)
+        self.loops.nest(ranges, nest_body)
+        return KernelInfo(self.name, dims[0], size // max(dims[0], 1), ())
+
+    # ------------------------------------------------------------------ input fusions
+
+    def _build_reduce(self, reduces, lo, hi) -> KernelInfo:
+        b = self.b
+        first = reduces[0]
+        n_in = len(first.operands) // 2
+        in_dims = first.operands[0].dims
+        red = sorted(first.attrs["dimensions"])
+        kept = [d for d in range(len(in_dims)) if d not in red]
+        kept_dims = [in_dims[d] for d in kept]
+        red_dims = [in_dims[d] for d in red]
+        # A full reduction splits over its first reduced dim when every reduce is simple
+        # with an identity init (then per-call partials combine correctly).
+        reducers = []
+        for r in reduces:
+            op = simple_reducer(r.calls[0])
+            n = len(r.operands) // 2
+            ok = op is not None and n == 1 and _is_identity(op, r.operands[1])
+            reducers.append(op if ok else None)
+        split_reduced = not kept and red and all(reducers)
+        if kept:
+            extent = kept_dims[0]
+        elif split_reduced:
+            extent = red_dims[0]
+        else:
+            extent = 1
+        lo, hi = self._clamp_range(lo, hi, extent)
+        partials = ()
+        if split_reduced:
+            ops = {id(r): op for r, op in zip(reduces, reducers)}
+            partials = tuple(ops.get(id(inst)) if inst.opcode == "reduce" else None
+                             for inst, _ in self.outputs)
+
+        def kept_body(kidx):
+            self._reduce_row(reduces, in_dims, kept, red, kidx, lo, hi, split_reduced)
+
+        if kept:
+            ranges = [(lo, hi)] + [(_c(0), _c(d)) for d in kept_dims[1:]]
+            self.loops.nest(ranges, kept_body, prefix="k")
+        else:
+            # extent 1 and no split: run when this call's range covers item 0.
+            if split_reduced:
+                kept_body(())
+            else:
+                then = b.icmp_signed("<", lo, hi)
+                with b.if_then(then):
+                    kept_body(())
+        work = math.prod(in_dims) // max(extent, 1)
+        return KernelInfo(self.name, extent, work, partials)
+
+    def _reduce_row(self, reduces, in_dims, kept, red, kidx, lo, hi, split_reduced):
+        """Reduces over all reduced dims at kept position ``kidx`` and stores the results."""
+        b, loops = self.b, self.loops
+        # Accumulator slots: per reduce, one per variadic input; initialized from the inits.
+        init_em = self._emitter()
+        accs = {}
+        for r in reduces:
+            n = len(r.operands) // 2
+            slots = []
+            for j in range(n):
+                init = init_em.emit(r.operands[n + j], _scalar_index())
+                slot = loops.alloca(init.type)
+                b.store(init, slot)
+                slots.append(slot)
+            accs[id(r)] = slots
+        # Float sums: per-block narrow accumulator + float64 accumulator across blocks.
+        float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
+                      and len(r.operands) == 2 and S.is_float(r.dtype)]
+        wide = {}
+        for r in float_sums:
+            slot = loops.alloca(S.F64)
+            b.store(self._widen(b.load(accs[id(r)][0])), slot)
+            wide[id(r)] = slot
+        red_ranges = [(_c(0), _c(in_dims[d])) for d in red]
+        if split_reduced:
+            red_ranges[0] = (lo, hi)
+        elementwise_outs = [k for k, (inst, _) in enumerate(self.outputs)
+                            if inst.opcode != "reduce"]
+
+        def element(ridx):
+            full = [None] * len(in_dims)
+            for d, v in zip(kept, kidx):
+                full[d] = v
+            for d, v in zip(red, ridx):
+                full[d] = v
+            index = Index(in_dims, multi=tuple(full))
+            em = self._emitter()
+            for r in reduces:
+                n = len(r.operands) // 2
+                values = [em.emit(r.operands[j], index) for j in range(n)]
+                slots = narrow.get(id(r)) or accs[id(r)]
+                self._combine(r, slots, values)
+            for k in elementwise_outs:
+                self._store(k, em.emit(self.outputs[k][0], index), index)
+
+        narrow = {}
+
+        def inner(outer_ridx):
+            lo_in, hi_in = red_ranges[-1]
+            n_inner = in_dims[red[-1]]
+            if not float_sums or n_inner <= BLOCK:
+                for r in float_sums:
+                    narrow[id(r)] = [self._zero_slot(r)]
+                loops.loop(lo_in, hi_in, lambda j: element(outer_ridx + (j,)), name="r")
+                self._flush(float_sums, narrow, wide)
+                return
+
+            def block(blk):
+                start = b.add(lo_in, b.mul(blk, _c(BLOCK)))
+                end = b.add(start, _c(BLOCK))
+                end = b.select(b.icmp_signed(">", end, hi_in), hi_in, end)
+                for r in float_sums:
+                    narrow[id(r)] = [self._zero_slot(r)]
+                loops.loop(start, end, lambda j: element(outer_ridx + (j,)), name="r")
+                self._flush(float_sums, narrow, wide)
+            count = b.sdiv(b.add(b.sub(hi_in, lo_in), _c(BLOCK - 1)), _c(BLOCK))
+            loops.loop(_c(0), count, block, name="blk")
+
+        if red:
+            if len(red) > 1:
+                loops.nest(red_ranges[:-1], inner, prefix="ro")
+            else:
+                inner(())
+        else:
+            element(())
+        # Results.
+        for r in float_sums:
+            value = b.load(wide[id(r)])
+            b.store(self._narrow(value, r.dtype), accs[id(r)][0])
+        kidx_full = Index([in_dims[d] for d in kept], multi=tuple(kidx))
+        for k, (inst, leaf) in enumerate(self.outputs):
+            if inst.opcode == "reduce":
+                self._store(k, b.load(accs[id(inst)][leaf]), kidx_full)
+
+    def _zero_slot(self, r):
+        slot = self.loops.alloca(S.value_type(r.dtype))
+        self.b.store(ir.Constant(S.value_type(r.dtype), 0.0), slot)
+        return slot
+
+    def _flush(self, float_sums, narrow, wide):
+        b = self.b
+        for r in float_sums:
+            part = self._widen(b.load(narrow[id(r)][0]))
+            b.store(b.fadd(b.load(wide[id(r)]), part), wide[id(r)])
+        narrow.clear()
+
+    def _widen(self, v):
+        return v if v.type == S.F64 else self.b.fpext(v, S.F64)
+
+    def _narrow(self, v, dt):
+        ty = S.value_type(dt)
+        if ty == S.F64:
+            return v
+        return S.convert(self.b, v, np.dtype(np.float64), dt)
+
+    def _combine(self, r, slots, values):
+        """``slots := body(slots, values)`` for one reduce."""
+        b = self.b
+        body = r.calls[0]
+        op = simple_reducer(body)
+        if op is not None and len(slots) == 1:
+            acc = b.load(slots[0])
+            dt = r.dtype if not r.shape.is_tuple else r.shape.tuple_shapes[0].dtype
+            if op == "add" and S.is_float(dt):
+                out = b.fadd(acc, values[0], flags=("reassoc",))
+                out = S.round_low_float(b, out, dt)
+            elif op == "multiply" and S.is_float(dt):
+                out = S.round_low_float(b, b.fmul(acc, values[0], flags=("reassoc",)), dt)
+            else:
+                out = S.binary(b, op, acc, values[0], dt, dt, {})
+            b.store(out, slots[0])
+            return
+        accs = [b.load(s) for s in slots]
+        outs = emit_computation(b, body, accs + list(values), self.module_consts)
+        for s, v in zip(slots, outs):
+            b.store(v, s)
+
+
+def emit_computation(b: ir.IRBuilder, comp: Computation, args: list, module_consts) -> list:
+    """Emits a scalar computation (a reducer body) on register values; returns its outputs."""
+    em = ElementEmitter(b, {}, module_consts)
+    scalar = _scalar_index()
+    for p, v in zip(comp.parameters, args):
+        em.memo[(id(p),) + scalar.key()] = v
+    root = comp.root
+    if root.opcode == "tuple":
+        return [em.emit(o, scalar) for o in root.operands]
+    return [em.emit(root, scalar)]

@@ -1,0 +1,411 @@
+"""LLVM IR for one element of every elementwise HLO op, with ember's (the evaluator's) semantics.
+
+Values live in registers as: ``i1`` for pred, ``iN`` for integers (signedness comes from the
+dtype), ``float``/``double`` for float32/float64, and ``float`` for float16/bfloat16, rounded to
+their precision after every op (``round_low_float``), which is what computing each op in float32
+and casting back gives. ``memory_type`` is how an element is stored (pred as ``i8``, float16 as
+``half``, bfloat16 as ``i16`` bits).
+
+Integer division and shifts are guarded so no input is undefined behaviour in LLVM: ``x / 0`` is
+-1, ``x % 0`` is ``x``, ``INT_MIN / -1`` wraps, out-of-range shift amounts give 0 (or the sign
+fill), float-to-int conversion saturates with NaN mapping to 0 — the evaluator's semantics.
+Transcendental functions come from ``vecmath`` (straight-line IR, so loops vectorize).
+
+``UnsupportedOp`` is raised for what has no native code (complex numbers, ``lgamma``...): the
+backend then runs that fusion through the NumPy evaluator instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ember import dtypes
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+HALF = ir.HalfType()
+
+_BF16 = np.dtype(dtypes.bfloat16)
+_F16 = np.dtype(np.float16)
+LOW_FLOATS = (_F16, _BF16)
+
+
+class UnsupportedOp(Exception):
+    """An op (or dtype) the native code generator does not handle."""
+
+
+def is_float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or dt == _BF16
+
+
+def is_signed(dt: np.dtype) -> bool:
+    return dt.kind == "i"
+
+
+def check_dtype(dt: np.dtype) -> None:
+    if dt.kind == "c" or dt == dtypes.float0:
+        raise UnsupportedOp(f"dtype {dt}")
+
+
+def value_type(dt: np.dtype) -> ir.Type:
+    """The register type of an element of ``dt``."""
+    dt = np.dtype(dt)
+    check_dtype(dt)
+    if dt == np.bool_:
+        return I1
+    if dt.kind in "iu":
+        return ir.IntType(8 * dt.itemsize)
+    if dt == np.float64:
+        return F64
+    return F32
+
+
+def memory_type(dt: np.dtype) -> ir.Type:
+    """The in-memory type of an element of ``dt``."""
+    dt = np.dtype(dt)
+    check_dtype(dt)
+    if dt == np.bool_:
+        return I8
+    if dt == _F16:
+        return HALF
+    if dt == _BF16:
+        return I16
+    return value_type(dt)
+
+
+def const(dt: np.dtype, value) -> ir.Constant:
+    """A register constant of ``dt`` holding ``value`` (a Python or NumPy scalar)."""
+    dt = np.dtype(dt)
+    ty = value_type(dt)
+    if dt == np.bool_:
+        return ir.Constant(I1, int(bool(value)))
+    if dt.kind in "iu":
+        return ir.Constant(ty, int(np.asarray(value).astype(dt).view(f"u{dt.itemsize}")))
+    v = float(np.asarray(value, dtype=dt).astype(np.float64))
+    return ir.Constant(ty, v)
+
+
+# --------------------------------------------------------------------------- intrinsics
+
+
+def intrinsic(b: ir.IRBuilder, name: str, ret: ir.Type, args: list) -> ir.Value:
+    """Calls the LLVM intrinsic ``name`` (declared once per module)."""
+    module = b.module
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ret, [a.type for a in args]), name)
+    return b.call(fn, args)
+
+
+def _suffix(ty: ir.Type) -> str:
+    if ty == F32:
+        return "f32"
+    if ty == F64:
+        return "f64"
+    return f"i{ty.width}"
+
+
+def fintr(b: ir.IRBuilder, base: str, *args: ir.Value) -> ir.Value:
+    """A float intrinsic overloaded on its first argument's type (``llvm.fabs.f32``...)."""
+    ty = args[0].type
+    return intrinsic(b, f"llvm.{base}.{_suffix(ty)}", ty, list(args))
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def load(b: ir.IRBuilder, ptr: ir.Value, dt: np.dtype) -> ir.Value:
+    """Loads an element from a pointer of ``memory_type(dt)*`` as a register value."""
+    v = b.load(ptr)
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    if dt == _F16:
+        return b.fpext(v, F32)
+    if dt == _BF16:
+        return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+    return v
+
+
+def store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, dt: np.dtype) -> None:
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        value = b.zext(value, I8)
+    elif dt == _F16:
+        value = b.fptrunc(value, HALF)
+    elif dt == _BF16:
+        value = _bf16_bits(b, value)
+    b.store(value, ptr)
+
+
+def _bf16_bits(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """float32 -> bfloat16 bits, rounding to nearest even; NaN stays a (quiet) NaN."""
+    bits = b.bitcast(x, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.add(b.add(bits, ir.Constant(I32, 0x7FFF)), lsb)
+    nan = b.fcmp_unordered("uno", x, x)
+    quiet = b.or_(bits, ir.Constant(I32, 0x00400000))
+    out = b.select(nan, quiet, rounded)
+    return b.trunc(b.lshr(out, ir.Constant(I32, 16)), I16)
+
+
+def round_low_float(b: ir.IRBuilder, x: ir.Value, dt: np.dtype) -> ir.Value:
+    """Rounds a float32 register value to float16/bfloat16 precision (others: unchanged)."""
+    dt = np.dtype(dt)
+    if dt == _F16:
+        return b.fpext(b.fptrunc(x, HALF), F32)
+    if dt == _BF16:
+        return b.bitcast(b.shl(b.zext(_bf16_bits(b, x), I32), ir.Constant(I32, 16)), F32)
+    return x
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def convert(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Value:
+    """``convert`` from ``src`` to ``dst`` (register values)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    sty, dty = value_type(src), value_type(dst)
+    if dst == np.bool_:
+        if is_float(src):
+            return b.fcmp_unordered("!=", x, ir.Constant(sty, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(sty, 0))
+    if src == np.bool_:
+        return b.uitofp(x, dty) if is_float(dst) else b.zext(x, dty)
+    if is_float(src) and is_float(dst):
+        if dst == _F16 and sty == F64:  # one rounding, straight to half
+            return b.fpext(b.fptrunc(x, HALF), F32)
+        if sty == dty:
+            out = x
+        elif sty == F32 and dty == F64:
+            out = b.fpext(x, dty)
+        else:
+            out = b.fptrunc(x, dty)
+        return round_low_float(b, out, dst)
+    if is_float(dst):  # int -> float
+        out = b.sitofp(x, dty) if is_signed(src) else b.uitofp(x, dty)
+        return round_low_float(b, out, dst)
+    if is_float(src):  # float -> int: saturating, NaN -> 0
+        name = "fptosi.sat" if is_signed(dst) else "fptoui.sat"
+        return intrinsic(b, f"llvm.{name}.i{dty.width}.{_suffix(sty)}", dty, [x])
+    if sty.width == dty.width:
+        return x
+    if sty.width > dty.width:
+        return b.trunc(x, dty)
+    return b.sext(x, dty) if is_signed(src) else b.zext(x, dty)
+
+
+# --------------------------------------------------------------------------- unary ops
+
+
+def _float_sign(b, x):
+    one = ir.Constant(x.type, 1.0)
+    pos = b.fcmp_ordered(">", x, ir.Constant(x.type, 0.0))
+    neg = b.fcmp_ordered("<", x, ir.Constant(x.type, 0.0))
+    return b.select(pos, one, b.select(neg, ir.Constant(x.type, -1.0), x))
+
+
+def _int_sign(b, x, dt):
+    zero = ir.Constant(x.type, 0)
+    if not is_signed(dt):
+        return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
+    pos = b.zext(b.icmp_signed(">", x, zero), x.type)
+    neg = b.zext(b.icmp_signed("<", x, zero), x.type)
+    return b.sub(pos, neg)
+
+
+def unary(b: ir.IRBuilder, opcode: str, x: ir.Value, dt: np.dtype, out_dt: np.dtype,
+          attrs: dict) -> ir.Value:
+    """One element of the unary op ``opcode`` on ``x`` (dtype ``dt``, result ``out_dt``)."""
+    dt = np.dtype(dt)
+    if opcode == "convert":
+        return convert(b, x, dt, out_dt)
+    if opcode == "copy":
+        return x
+    if opcode == "is_finite":
+        return b.fcmp_ordered("<", fintr(b, "fabs", x), ir.Constant(x.type, float("inf")))
+    if opcode == "not":
+        return b.not_(x)
+    if is_float(dt):
+        out = _float_unary(b, opcode, x)
+        return round_low_float(b, out, out_dt)
+    return _int_unary(b, opcode, x, dt)
+
+
+_FLOAT_INTRINSICS = {"floor": "floor", "ceil": "ceil", "round_nearest_even": "roundeven",
+                     "round_nearest_afz": "round", "sqrt": "sqrt", "abs": "fabs"}
+
+
+def _float_unary(b, opcode, x):
+    if opcode in _FLOAT_INTRINSICS:
+        return fintr(b, _FLOAT_INTRINSICS[opcode], x)
+    if opcode == "negate":
+        return b.fneg(x)
+    if opcode == "sign":
+        return _float_sign(b, x)
+    if opcode == "rsqrt":
+        return b.fdiv(ir.Constant(x.type, 1.0), fintr(b, "sqrt", x))
+    vecmath = _vecmath()
+    if vecmath is not None and opcode in vecmath.SUPPORTED_UNARY:
+        return vecmath.emit_unary(b, opcode, x)
+    raise UnsupportedOp(opcode)
+
+
+def _int_unary(b, opcode, x, dt):
+    zero = ir.Constant(x.type, 0)
+    if opcode == "negate":
+        return b.sub(zero, x)
+    if opcode == "abs":
+        if not is_signed(dt):
+            return x
+        return b.select(b.icmp_signed("<", x, zero), b.sub(zero, x), x)
+    if opcode == "sign":
+        return _int_sign(b, x, dt)
+    if opcode == "popcnt":
+        return intrinsic(b, f"llvm.ctpop.i{x.type.width}", x.type, [x])
+    if opcode == "count_leading_zeros":
+        return intrinsic(b, f"llvm.ctlz.i{x.type.width}", x.type, [x, ir.Constant(I1, 0)])
+    raise UnsupportedOp(f"{opcode} on {dt}")
+
+
+def _vecmath():
+    try:
+        from ember.backends.cpu import vecmath
+    except ImportError:  # math routines not available: those ops run in the evaluator
+        return None
+    return vecmath
+
+
+# --------------------------------------------------------------------------- binary ops
+
+
+_FCMP = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def compare(b: ir.IRBuilder, direction: str, x: ir.Value, y: ir.Value,
+            dt: np.dtype) -> ir.Value:
+    op = _FCMP[direction]
+    dt = np.dtype(dt)
+    if is_float(dt):
+        if direction == "NE":
+            return b.fcmp_unordered("!=", x, y)
+        return b.fcmp_ordered(op, x, y)
+    if is_signed(dt):
+        return b.icmp_signed(op, x, y)
+    return b.icmp_unsigned(op, x, y)
+
+
+def _int_max_min(b, x, y, dt, is_max):
+    if dt == np.bool_:
+        return b.or_(x, y) if is_max else b.and_(x, y)
+    name = ("s" if is_signed(dt) else "u") + ("max" if is_max else "min")
+    return intrinsic(b, f"llvm.{name}.i{x.type.width}", x.type, [x, y])
+
+
+def max_min(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dt: np.dtype, is_max: bool):
+    """``maximum``/``minimum``; for floats NaN propagates (LLVM's ``maximum``/``minimum``)."""
+    if is_float(np.dtype(dt)):
+        return fintr(b, "maximum" if is_max else "minimum", x, y)
+    return _int_max_min(b, x, y, np.dtype(dt), is_max)
+
+
+def _int_divide(b, x, y, dt, remainder):
+    ty = x.type
+    zero, one, minus1 = ir.Constant(ty, 0), ir.Constant(ty, 1), ir.Constant(ty, -1)
+    y_zero = b.icmp_unsigned("==", y, zero)
+    if is_signed(dt):
+        int_min = ir.Constant(ty, -(1 << (ty.width - 1)))
+        overflow = b.and_(b.icmp_signed("==", x, int_min), b.icmp_signed("==", y, minus1))
+        safe_y = b.select(b.or_(y_zero, overflow), one, y)
+        if remainder:
+            r = b.srem(x, safe_y)
+            return b.select(y_zero, x, b.select(overflow, zero, r))
+        q = b.sdiv(x, safe_y)  # INT_MIN / -1: x / 1 = INT_MIN, the wrapped result
+        return b.select(y_zero, minus1, q)
+    safe_y = b.select(y_zero, one, y)
+    if remainder:
+        return b.select(y_zero, x, b.urem(x, safe_y))
+    return b.select(y_zero, minus1, b.udiv(x, safe_y))
+
+
+def _shift(b, opcode, x, y):
+    ty = x.type
+    width = ir.Constant(ty, ty.width)
+    bad = b.icmp_unsigned(">=", y, width)
+    safe = b.select(bad, ir.Constant(ty, 0), y)
+    if opcode == "shift_left":
+        return b.select(bad, ir.Constant(ty, 0), b.shl(x, safe))
+    if opcode == "shift_right_logical":
+        return b.select(bad, ir.Constant(ty, 0), b.lshr(x, safe))
+    fill = b.ashr(x, ir.Constant(ty, ty.width - 1))
+    return b.select(bad, fill, b.ashr(x, safe))
+
+
+def binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, dt: np.dtype,
+           out_dt: np.dtype, attrs: dict, y_dt: np.dtype | None = None) -> ir.Value:
+    """One element of the binary op ``opcode`` (operands of dtype ``dt``)."""
+    dt = np.dtype(dt)
+    if opcode == "compare":
+        return compare(b, attrs["comparison_direction"], x, y, dt)
+    if opcode in ("maximum", "minimum"):
+        return max_min(b, x, y, dt, opcode == "maximum")
+    if is_float(dt):
+        out = _float_binary(b, opcode, x, y, y_dt)
+        return round_low_float(b, out, out_dt)
+    return _int_binary(b, opcode, x, y, dt)
+
+
+def _float_binary(b, opcode, x, y, y_dt):
+    if opcode == "add":
+        return b.fadd(x, y)
+    if opcode == "subtract":
+        return b.fsub(x, y)
+    if opcode == "multiply":
+        return b.fmul(x, y)
+    if opcode == "divide":
+        return b.fdiv(x, y)
+    if opcode == "remainder":
+        return b.frem(x, y)
+    vecmath = _vecmath()
+    if opcode == "power" and y_dt is not None and not is_float(np.dtype(y_dt)):
+        y = convert(b, y, y_dt, np.float64 if x.type == F64 else np.float32)
+    if vecmath is not None and opcode in vecmath.SUPPORTED_BINARY:
+        return vecmath.emit_binary(b, opcode, x, y)
+    raise UnsupportedOp(opcode)
+
+
+def _int_binary(b, opcode, x, y, dt):
+    if opcode == "add":
+        return b.add(x, y) if dt != np.bool_ else b.or_(x, y)
+    if opcode == "subtract":
+        return b.sub(x, y)
+    if opcode == "multiply":
+        return b.mul(x, y) if dt != np.bool_ else b.and_(x, y)
+    if opcode == "divide":
+        return _int_divide(b, x, y, dt, remainder=False)
+    if opcode == "remainder":
+        return _int_divide(b, x, y, dt, remainder=True)
+    if opcode == "and":
+        return b.and_(x, y)
+    if opcode == "or":
+        return b.or_(x, y)
+    if opcode == "xor":
+        return b.xor(x, y)
+    if opcode.startswith("shift_"):
+        return _shift(b, opcode, x, y)
+    raise UnsupportedOp(f"{opcode} on {dt}")
+
+
+def select(b: ir.IRBuilder, pred: ir.Value, on_true: ir.Value, on_false: ir.Value):
+    return b.select(pred, on_true, on_false)
+
+
+def clamp(b: ir.IRBuilder, lo: ir.Value, x: ir.Value, hi: ir.Value, dt: np.dtype):
+    """``min(max(x, lo), hi)`` (NaN propagates)."""
+    return max_min(b, max_min(b, x, lo, dt, True), hi, dt, False)

@@ -1,0 +1,444 @@
+"""Custom differentiation rules: ``custom_jvp`` and ``custom_vjp``, as in JAX.
+
+Eagerly the function just runs. Under a JVP trace the rule runs instead of differentiating
+the function. Under any other trace (jit, make_jaxpr, partial evaluation) the call is staged
+as one ``custom_jvp_call`` / ``custom_vjp_call`` equation that keeps the rule, so it applies
+when the staged jaxpr is differentiated later (``grad(jit(f))``). A custom VJP is linearized
+into a ``custom_lin`` equation whose transpose calls the user's ``bwd``.
+
+Example:
+    >>> @ember.custom_jvp
+    ... def f(x):
+    ...     return jnp.sin(x)
+    >>> f.defjvp(lambda primals, tangents: (f(primals[0]), 2.0 * tangents[0]))
+    >>> ember.grad(f)(1.0)
+    Array(2., dtype=float32, weak_type=True)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember import core, dtypes, tree_util
+from ember.interpreters import ad
+from ember.interpreters import partial_eval as pe
+from ember.interpreters.pjit import _pjit_lowering, closure_convert
+from ember.jaxpr import ClosedJaxpr, eval_closed_jaxpr
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _call_impl(*args: Any, call_jaxpr: ClosedJaxpr, **_: Any) -> list:
+    return [np.asarray(o) for o in eval_closed_jaxpr(call_jaxpr, *args)]
+
+
+def _call_abstract_eval(*avals: Any, call_jaxpr: ClosedJaxpr, **_: Any) -> list:
+    return list(call_jaxpr.out_avals)
+
+
+def _call_lowering(ctx: Any, *args: Any, call_jaxpr: ClosedJaxpr, **_: Any) -> list:
+    return _pjit_lowering(ctx, *args, jaxpr=call_jaxpr, name="custom")
+
+
+def _stage_call(prim: core.Primitive, fun: Callable, args: Sequence[Any], **params: Any):
+    """Binds ``prim`` with ``fun`` traced to a jaxpr (closed-over tracers become leading
+    arguments, counted by ``num_consts`` when there are any)."""
+    closed, _ = pe.trace_to_jaxpr(fun, [core.get_aval(x) for x in args])
+    closed, consts = closure_convert(closed)
+    if consts:
+        params["num_consts"] = len(consts)
+    return prim.bind(*consts, *args, call_jaxpr=closed, **params)
+
+
+def _check_const_tangents(tangents: Sequence[Any], kind: str) -> None:
+    if any(type(t) is not ad.Zero for t in tangents):
+        raise TypeError(f"{kind} function closes over a value that is being differentiated; "
+                        "pass that value as an explicit argument instead.")
+
+
+def _resolve_args(fun: Callable, args: tuple, kwargs: dict, name: str) -> tuple:
+    if not kwargs:
+        return args
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"{name}: keyword-only arguments are not supported by custom "
+                        "derivative functions; pass them positionally")
+    return bound.args
+
+
+def _fun_name(f: Any) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _tangent_type(aval: core.ShapedArray) -> str:
+    t = ad.tangent_aval(aval)
+    name = "float0" if t.dtype == dtypes.float0 else t.dtype.name
+    return f"{name}[{','.join(str(d) for d in t.shape)}]"
+
+
+# --------------------------------------------------------------------------- custom_jvp
+
+custom_jvp_call_p = core.MultipleResultsPrimitive("custom_jvp_call")
+custom_jvp_call_p.pp_param_order = ("name", "call_jaxpr", "jvp")
+custom_jvp_call_p.def_impl(_call_impl)
+custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
+custom_jvp_call_p.def_lowering(_call_lowering)
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, name, symbolic_zeros,
+                         num_consts=0):
+    _check_const_tangents(tangents[:num_consts], "custom_jvp")
+    return _apply_jvp_rule(jvp, primals[num_consts:], tangents[num_consts:])
+
+
+custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
+
+
+def _apply_jvp_rule(jvp: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+    tangents = [ad.instantiate_zeros(t) for t in tangents]
+    outs, touts = jvp(list(primals), tangents)
+    return outs, [t if dtypes.is_inexact(core.get_aval(o).dtype)
+                  else ad.Zero.from_primal_value(o) for o, t in zip(outs, touts)]
+
+
+def bind_custom_jvp(fun: Callable, jvp: Callable, args: Sequence[Any], name: str) -> list:
+    """Calls ``fun`` (flat in, flat out) with ``jvp`` as its derivative rule, dispatching on
+    the current trace."""
+    trace = core.current_trace()
+    if isinstance(trace, core.EvalTrace):
+        return fun(*args)
+    if isinstance(trace, ad.JVPTrace):
+        primals, tangents = zip(*[trace.to_primal_tangent_pair(x) for x in args]) \
+            if args else ((), ())
+        if all(type(t) is ad.Zero for t in tangents):
+            # Nothing to differentiate through the rule; values ``fun`` closes over may still
+            # carry tangents of this trace, so run it here.
+            return fun(*primals)
+        with core.set_current_trace(trace.parent):
+            outs, touts = _apply_jvp_rule(jvp, primals, tangents)
+        return [trace.new(o, t) for o, t in zip(outs, touts)]
+    return _stage_call(custom_jvp_call_p, fun, args, jvp=jvp, name=name,
+                       symbolic_zeros=False)
+
+
+class custom_jvp:  # noqa: N801 - JAX's name
+    """A function with a custom JVP rule, set with ``defjvp`` or ``defjvps``.
+
+    ``nondiff_argnums`` are positions of arguments that are not differentiated (Python
+    values, e.g. functions); they are passed first to the rule.
+
+    Example:
+        >>> @ember.custom_jvp
+        ... def log1pexp(x):
+        ...     return jnp.log(1.0 + jnp.exp(x))
+        >>> @log1pexp.defjvp
+        ... def log1pexp_jvp(primals, tangents):
+        ...     x, = primals
+        ...     t, = tangents
+        ...     return log1pexp(x), t * (1.0 - 1.0 / (1.0 + jnp.exp(x)))
+        >>> ember.grad(log1pexp)(100.0)
+        Array(1., dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TypeError(f"custom_jvp: expected a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp: Callable | None = None
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """Sets the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_jvp.defjvp: symbolic_zeros=True is not supported")
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """Sets one rule per argument, ``jvp_i(g, ans, *primals)``; ``None`` for arguments
+        with zero derivative. The tangent out is the sum of the terms."""
+        def jvp(primals, tangents):
+            ans = self(*primals)
+            out = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                term = rule(t, ans, *primals)
+                out = term if out is None else tree_util.tree_map(lambda a, b: a + b, out, term)
+            if out is None:
+                out = tree_util.tree_map(lambda a: a * 0, ans)
+            return ans, out
+        self.jvp = jvp
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        name = _fun_name(self.fun)
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve_args(self.fun, args, kwargs, name)
+        nondiff = {i % len(args): args[i] for i in self.nondiff_argnums} if args else {}
+        diff_args = [a for i, a in enumerate(args) if i not in nondiff]
+        flat, in_tree = tree_util.tree_flatten(diff_args)
+        store: dict[str, Any] = {}
+
+        def full(dyn: list) -> list:
+            it = iter(dyn)
+            return [nondiff[i] if i in nondiff else next(it) for i in range(len(args))]
+
+        def flat_fun(*leaves):
+            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
+            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+            return out_flat
+
+        def flat_jvp(primals, tangents):
+            p = tree_util.tree_unflatten(in_tree, primals)
+            t = tree_util.tree_unflatten(in_tree, tangents)
+            res = self.jvp(*[nondiff[i] for i in sorted(nondiff)], tuple(p), tuple(t))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError("Custom JVP rule must produce a pair (list or tuple of length "
+                                f"two) representing primal and tangent outputs, but got {res}.")
+            out, tout = res
+            out_flat, out_tree = tree_util.tree_flatten(out)
+            tout_flat, tout_tree = tree_util.tree_flatten(tout)
+            if out_tree != tout_tree:
+                raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                                "equal container (pytree) structures, but got "
+                                f"{out_tree} and {tout_tree} respectively.")
+            for o, t in zip(out_flat, tout_flat):
+                oa, ta = core.get_aval(o), core.get_aval(t)
+                expected = ad.tangent_aval(oa)
+                if (ta.shape, ta.dtype) != (expected.shape, expected.dtype):
+                    raise TypeError(
+                        "Custom JVP rule must produce primal and tangent outputs with "
+                        "corresponding shapes and dtypes. Expected "
+                        f"{_tangent_type(oa)} (tangent type of "
+                        f"{oa.dtype.name}[{','.join(map(str, oa.shape))}]) but got "
+                        f"{ta.dtype.name}[{','.join(map(str, ta.shape))}].")
+            store.setdefault("out_tree", out_tree)
+            return out_flat, tout_flat
+
+        flat_jvp.__name__ = _fun_name(self.jvp)
+        outs = bind_custom_jvp(flat_fun, flat_jvp, flat, name)
+        return tree_util.tree_unflatten(store["out_tree"], outs)
+
+
+# --------------------------------------------------------------------------- custom_vjp
+
+custom_vjp_call_p = core.MultipleResultsPrimitive("custom_vjp_call")
+custom_vjp_call_p.pp_param_order = ("name",)
+custom_vjp_call_p.def_impl(_call_impl)
+custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
+custom_vjp_call_p.def_lowering(_call_lowering)
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, name, symbolic_zeros,
+                         num_consts=0):
+    _check_const_tangents(tangents[:num_consts], "custom_vjp")
+    return _apply_fwd(fwd, bwd, primals[num_consts:], tangents[num_consts:])
+
+
+custom_vjp_call_p.def_jvp(_custom_vjp_call_jvp)
+
+
+def _apply_fwd(fwd: Callable, bwd: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+    outs, res = fwd(*primals)
+    in_mask = tuple(dtypes.is_inexact(core.get_aval(p).dtype) for p in primals)
+    out_avals = tuple(core.get_aval(o) for o in outs)
+    out_mask = tuple(dtypes.is_inexact(a.dtype) for a in out_avals)
+    tans = [ad.instantiate_zeros(t) for t, m in zip(tangents, in_mask) if m]
+    touts = custom_lin_p.bind(*res, *tans, num_res=len(res), bwd=bwd, in_mask=in_mask,
+                              out_avals=out_avals)
+    it = iter(touts)
+    return outs, [next(it) if m else ad.Zero(ad.tangent_aval(a))
+                  for a, m in zip(out_avals, out_mask)]
+
+
+def bind_custom_vjp(fun: Callable, fwd: Callable, bwd: Callable, args: Sequence[Any],
+                    name: str) -> list:
+    """Calls ``fun`` (flat in, flat out) with ``fwd``/``bwd`` as its VJP, dispatching on the
+    current trace."""
+    trace = core.current_trace()
+    if isinstance(trace, core.EvalTrace):
+        return fun(*args)
+    if isinstance(trace, ad.JVPTrace):
+        primals, tangents = zip(*[trace.to_primal_tangent_pair(x) for x in args]) \
+            if args else ((), ())
+        if all(type(t) is ad.Zero for t in tangents):
+            return fun(*primals)  # as in bind_custom_jvp
+        with core.set_current_trace(trace.parent):
+            outs, touts = _apply_fwd(fwd, bwd, primals, tangents)
+        return [trace.new(o, t) for o, t in zip(outs, touts)]
+    return _stage_call(custom_vjp_call_p, fun, args, fwd=fwd, bwd=bwd, name=name,
+                       symbolic_zeros=False)
+
+
+# custom_lin: the linearized custom_vjp function; only its transpose (bwd) can be computed.
+custom_lin_p = core.MultipleResultsPrimitive("custom_lin")
+_NO_JVP = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
+
+
+def _custom_lin_abstract_eval(*avals, num_res, bwd, in_mask, out_avals):
+    return [ad.tangent_aval(a) for a in out_avals if dtypes.is_inexact(a.dtype)]
+
+
+def _custom_lin_impl(*args, **params):
+    raise TypeError(_NO_JVP)
+
+
+def _custom_lin_jvp(primals, tangents, **params):
+    raise TypeError(_NO_JVP)
+
+
+def _custom_lin_lowering(ctx, *args, **params):
+    raise TypeError(_NO_JVP)
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, in_mask, out_avals):
+    res = list(args[:num_res])
+    it = iter(cts)
+    cts_full = [ad.instantiate_zeros(next(it)) if dtypes.is_inexact(a.dtype)
+                else ad.instantiate_zeros(ad.Zero(ad.tangent_aval(a))) for a in out_avals]
+    cts_in = bwd(res, cts_full)
+    out = [None] * num_res
+    for ct, m in zip(cts_in, in_mask):
+        if m:
+            out.append(ct)
+    return out
+
+
+custom_lin_p.def_abstract_eval(_custom_lin_abstract_eval)
+custom_lin_p.def_impl(_custom_lin_impl)
+custom_lin_p.def_jvp(_custom_lin_jvp)
+custom_lin_p.def_lowering(_custom_lin_lowering)
+custom_lin_p.def_transpose(_custom_lin_transpose)
+
+
+class custom_vjp:  # noqa: N801 - JAX's name
+    """A function with a custom VJP, set with ``defvjp(fwd, bwd)``.
+
+    ``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> tuple`` with one
+    cotangent per argument (``None`` for an argument with no derivative). Arguments at
+    ``nondiff_argnums`` are passed first to ``bwd``. Forward mode (jvp) is not available.
+
+    Example:
+        >>> @ember.custom_vjp
+        ... def clip_gradient(x):
+        ...     return x
+        >>> clip_gradient.defvjp(lambda x: (x, None),
+        ...                      lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+        >>> ember.grad(lambda x: 3.0 * clip_gradient(x))(2.0)
+        Array(1., dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TypeError(f"custom_vjp: expected a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+        """Sets the forward function ``fwd`` and the backward function ``bwd``."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_vjp.defvjp: symbolic_zeros=True is not supported")
+        self.fwd = fwd
+        self.bwd = bwd
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        name = _fun_name(self.fun)
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve_args(self.fun, args, kwargs, name)
+        nondiff = {i % len(args): args[i] for i in self.nondiff_argnums} if args else {}
+        nondiff_vals = [nondiff[i] for i in sorted(nondiff)]
+        diff_args = [a for i, a in enumerate(args) if i not in nondiff]
+        flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+        store: dict[str, Any] = {}
+
+        def full(dyn: Sequence[Any]) -> list:
+            it = iter(dyn)
+            return [nondiff[i] if i in nondiff else next(it) for i in range(len(args))]
+
+        def flat_fun(*leaves):
+            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
+            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+            return out_flat
+
+        def flat_fwd(*leaves):
+            res = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom VJP fwd rule {_fun_name(self.fwd)} must produce a "
+                                "pair (list or tuple of length two) where the first element "
+                                "represents the primal output and the second the residuals, "
+                                f"but got {res}.")
+            out, residuals = res
+            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+            res_flat, store["res_tree"] = tree_util.tree_flatten(residuals)
+            return out_flat, res_flat
+
+        def flat_bwd(res_flat, cts_flat):
+            residuals = tree_util.tree_unflatten(store["res_tree"], res_flat)
+            ct = tree_util.tree_unflatten(store["out_tree"], cts_flat)
+            cts_in = self.bwd(*nondiff_vals, residuals, ct)
+            return _flatten_bwd_output(cts_in, diff_args, flat)
+
+        flat_fwd.__name__ = _fun_name(self.fwd)
+        flat_bwd.__name__ = _fun_name(self.bwd)
+        outs = bind_custom_vjp(flat_fun, flat_fwd, flat_bwd, flat, name)
+        return tree_util.tree_unflatten(store["out_tree"], outs)
+
+
+def _flatten_bwd_output(cts_in: Any, diff_args: list, flat_args: list) -> list:
+    """The bwd result as one cotangent per flat argument (``None`` entries become zeros)."""
+    args_tree = tree_util.tree_structure(tuple(diff_args))
+    if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(diff_args):
+        got = tree_util.tree_structure(cts_in, is_leaf=lambda x: x is None)
+        raise TypeError("Custom VJP bwd rule must produce an output with the same container "
+                        "(pytree) structure as the args tuple of the primal function, and in "
+                        "particular must produce a tuple of length equal to the number of "
+                        "arguments to the primal function, but got bwd output structure "
+                        f"{got} for primal input structure {args_tree}.")
+    out = []
+    for ct, arg in zip(cts_in, diff_args):
+        leaves = tree_util.tree_leaves(arg)
+        if ct is None:
+            out.extend(ad.Zero.from_primal_value(x) for x in leaves)
+            continue
+        ct_leaves, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
+        if ct_tree != tree_util.tree_structure(arg, is_leaf=lambda x: x is None):
+            raise TypeError("Custom VJP bwd rule must produce an output with the same "
+                            "container (pytree) structure as the args tuple of the primal "
+                            f"function, but got {ct_tree} for an argument of structure "
+                            f"{tree_util.tree_structure(arg)}.")
+        for c, x in zip(ct_leaves, leaves):
+            if c is None:
+                out.append(ad.Zero.from_primal_value(x))
+                continue
+            ca, xa = core.get_aval(c), ad.tangent_aval(core.get_aval(x))
+            if ca.shape != xa.shape:
+                raise ValueError(f"Custom VJP bwd rule produced a cotangent of shape "
+                                 f"{ca.shape} for an argument of shape {xa.shape}.")
+            out.append(c)
+    assert len(out) == len(flat_args)
+    return out
+
+
+__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
+           "custom_lin_p"]

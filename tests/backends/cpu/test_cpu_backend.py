@@ -1,0 +1,217 @@
+"""The LLVM CPU backend against the NumPy interpreter and NumPy itself.
+
+Each program is jitted on both backends; values must agree (integers exactly, floats within a
+few ulps). Also: the code is vectorized, big loops split across threads give the same bits as
+one thread, full reductions are accurate, unsupported ops fall back to library thunks, dumps
+are written.
+"""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.backends import get_backend
+from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import threads
+
+rng = np.random.default_rng(0)
+
+
+def both(f, *args, static_argnums=()):
+    cpu = ember.jit(f, backend="cpu", static_argnums=static_argnums)(*args)
+    ref = ember.jit(f, backend="interpreter", static_argnums=static_argnums)(*args)
+    return cpu, ref
+
+
+def assert_close(cpu, ref, rtol=2e-6, atol=0.0):
+    for c, r in zip(ember.tree_util.tree_leaves(cpu), ember.tree_util.tree_leaves(ref)):
+        c, r = np.asarray(c), np.asarray(r)
+        assert c.shape == r.shape and c.dtype == r.dtype
+        if c.dtype.kind in "iub":
+            np.testing.assert_array_equal(c, r)
+        else:
+            np.testing.assert_allclose(c.astype(np.float64), r.astype(np.float64),
+                                       rtol=rtol, atol=atol, equal_nan=True)
+
+
+def test_default_backend_is_cpu():
+    assert get_backend().name == "cpu"
+    assert ember.jit(lambda x: x)(jnp.ones(2)) is not None
+
+
+# --------------------------------------------------------------------------- index arithmetic
+
+
+SHAPE_PROGRAMS = {
+    "broadcast": lambda x, y: x[:, None, :] * y[0][None, :, None],
+    "transpose": lambda x, y: jnp.transpose(x) + 1.0,
+    "reshape_mix": lambda x, y: jnp.reshape(x, (6, 4)).T * 2.0,
+    "slice": lambda x, y: x[1:, ::2] - 3.0,
+    "concat": lambda x, y: jnp.concatenate([x, x * 2.0, y[:4, :]], axis=0) + 1.0,
+    "pad": lambda x, y: lax.pad(x + 1.0, 0.5, ((1, 2, 1), (-1, 1, 0))),
+    "reverse": lambda x, y: jnp.flip(x, axis=1) * 3.0,
+    "iota": lambda x, y: x + jnp.arange(6, dtype=jnp.float32),
+    "row_reduce": lambda x, y: jnp.sum(x * 2.0, axis=1),
+    "col_reduce": lambda x, y: jnp.max(x, axis=0),
+    "multi_output": lambda x, y: (jnp.exp(x) if hasattr(jnp, "exp") else x, jnp.sum(x, 1)),
+    "argmax": lambda x, y: jnp.argmax(x, axis=1),
+    "softmax": lambda x, y: jnp.exp(x - jnp.max(x, 1, keepdims=True)) /
+        jnp.sum(jnp.exp(x - jnp.max(x, 1, keepdims=True)), 1, keepdims=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_PROGRAMS))
+def test_shape_ops_in_fusions(name):
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    y = rng.standard_normal((6, 6)).astype(np.float32)
+    cpu, ref = both(SHAPE_PROGRAMS[name], x, y)
+    assert_close(cpu, ref, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- integer semantics
+
+INT_EDGES = {
+    np.int32: [0, 1, -1, 7, -7, 2**31 - 1, -2**31, 3, -3],
+    np.uint8: [0, 1, 2, 7, 128, 255, 3, 100, 9],
+    np.int8: [0, 1, -1, 127, -128, 5, -5, 64, 3],
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(INT_EDGES, key=str))
+@pytest.mark.parametrize("op", ["div", "rem", "shl", "shr", "max", "min", "neg", "abs"])
+def test_integer_edge_semantics(dtype, op):
+    v = np.array(INT_EDGES[dtype], dtype)
+    x = np.repeat(v, len(v))
+    y = np.tile(v, len(v))
+    fns = {
+        "div": lax.div, "rem": lax.rem, "shl": lax.shift_left,
+        "shr": lax.shift_right_arithmetic, "max": lax.max, "min": lax.min,
+        "neg": lambda a, b: lax.neg(a), "abs": lambda a, b: lax.abs(a),
+    }
+    if op in ("neg", "abs") and np.dtype(dtype).kind == "u":
+        pytest.skip("signed ops")
+    cpu, ref = both(fns[op], x, y)
+    assert_close(cpu, ref)
+
+
+def test_float_to_int_conversion_saturates():
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 0.5], np.float32)
+    for dt in (np.int32, np.uint8, np.int8, np.uint32, np.bool_):
+        cpu, ref = both(lambda a, dt=dt: lax.convert_element_type(a * 1.0, dt), x)
+        assert_close(cpu, ref)
+
+
+def test_nan_propagates_through_max_min_and_clamp():
+    x = np.array([np.nan, 1.0, -0.0, np.inf], np.float32)
+    y = np.array([0.0, np.nan, 0.0, -np.inf], np.float32)
+    cpu, ref = both(lambda a, b: (jnp.maximum(a, b), jnp.minimum(a, b),
+                                  jnp.clip(a, -1.0, b), jnp.max(a), jnp.min(b)), x, y)
+    assert_close(cpu, ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+def test_low_precision_floats_round_per_op(dtype):
+    x = (rng.standard_normal(257) * 3).astype(dtype)
+    cpu, ref = both(lambda a: (a * 1.1 + 0.3) / 0.7 - a, x)
+    assert_close(cpu, ref, rtol=0)
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+def test_float32_sum_of_ten_million_is_accurate():
+    x = rng.random(10_000_000, dtype=np.float32)
+    out = ember.jit(lambda a: jnp.sum(a))(x)
+    exact = np.sum(x, dtype=np.float64)
+    assert abs(float(out) - exact) / exact < 1e-6
+
+
+@pytest.mark.parametrize("reducer", ["sum", "max", "min", "prod", "any"])
+def test_threaded_full_reduction_matches_single_thread(reducer, monkeypatch):
+    x = rng.standard_normal(300_001).astype(np.float32)
+    if reducer == "prod":  # products of +-1 are exact in any order
+        x = np.sign(x).astype(np.float32)
+    fn = {"sum": jnp.sum, "max": jnp.max, "min": jnp.min, "prod": jnp.prod,
+          "any": lambda a: jnp.any(a > 4.0)}[reducer]
+    threaded = np.asarray(ember.jit(lambda a: fn(a * 1.0))(x))
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = np.asarray(ember.jit(lambda a: fn(a * 1.0 + 0.0))(x))
+    if reducer == "sum":
+        np.testing.assert_allclose(threaded, single, rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(threaded, single)
+
+
+def test_threaded_elementwise_is_bitwise_identical(monkeypatch):
+    assert threads.pool().size >= 1
+    x = rng.standard_normal((700, 301)).astype(np.float32)
+    f = lambda a: (jnp.tanh(a) * 2.0 + jnp.sum(a, axis=1, keepdims=True))  # noqa: E731
+    threaded = np.asarray(ember.jit(f)(x))
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = np.asarray(ember.jit(lambda a: f(a))(x))
+    np.testing.assert_array_equal(threaded, single)
+
+
+# --------------------------------------------------------------------------- library thunks
+
+
+def test_library_ops_run_beside_kernels():
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    idx = np.array([4, 0, 2], np.int32)
+
+    def f(a, i):
+        s = jnp.sort(a * 2.0, axis=1)
+        g = a[i] + 1.0
+        d = jnp.dot(a, a.T) * 0.5
+        u = a.at[i, 0].add(10.0)
+        return s, g, d, u, lax.dynamic_slice(a, (1, 2), (2, 3)) - 1.0
+
+    cpu, ref = both(f, x, idx)
+    assert_close(cpu, ref, rtol=1e-5)
+
+
+def test_complex_fusion_falls_back_to_the_evaluator():
+    x = (rng.standard_normal(8) + 1j * rng.standard_normal(8)).astype(np.complex64)
+    cpu, ref = both(lambda a: a * a + 1.0, x)
+    assert_close(cpu, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
+def test_empty_arrays(shape):
+    x = np.ones(shape, np.float32)
+    cpu, ref = both(lambda a: (a * 2.0, jnp.sum(a, axis=0), jnp.sum(a)), x)
+    assert_close(cpu, ref)
+
+
+def test_outputs_that_are_parameters_and_constants():
+    x = np.arange(3, dtype=np.float32)
+    cpu, ref = both(lambda a: (a, jnp.array([1.0, 2.0]), a + 1.0, a + 1.0), x)
+    assert_close(cpu, ref)
+
+
+def test_non_contiguous_arguments():
+    base = rng.standard_normal((6, 8)).astype(np.float32)
+    x = jnp.asarray(base)[:, ::2]
+    cpu, ref = both(lambda a: a * 2.0 + 1.0, x)
+    assert_close(cpu, ref)
+
+
+# --------------------------------------------------------------------------- dumps
+
+
+def test_dump_writes_llvm_ir_and_assembly(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    ember.jit(lambda a: jnp.exp(a) * 2.0 if hasattr(jnp, "exp") else a * 2.0)(
+        np.ones(64, np.float32))
+    names = os.listdir(tmp_path)
+    assert any(n.endswith(".llvm.ll") for n in names)
+    assert any(n.endswith(".llvm.opt.ll") for n in names)
+    asm = glob.glob(str(tmp_path / "*.s"))
+    assert asm and "kernel_0" in open(asm[0]).read()
+    opt = glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]
+    assert "x float>" in open(opt).read()  # the loop was vectorized

@@ -1,0 +1,379 @@
+"""Accuracy, special values and vectorization of the IR math in ember.backends.cpu.vecmath.
+
+Each function is compiled into a loop kernel ``out[i] = f(x[i])`` and compared in ulps with
+NumPy computed in float64 (rounded to float32 for float32), or with ``math.erf``/``math.erfc``
+and a long-double logistic where NumPy has no accurate float64 function.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import cache
+
+import numpy as np
+import pytest
+from llvmlite import ir
+
+cffi = pytest.importorskip("cffi")
+
+from ember.backends.cpu import vecmath  # noqa: E402
+from ember.backends.cpu.llvm_support import LoadedObject, compile_ir  # noqa: E402
+
+_FFI = cffi.FFI()
+_CTYPES = {np.float32: (ir.FloatType(), "float"), np.float64: (ir.DoubleType(), "double")}
+DTYPES = [np.float32, np.float64]
+
+
+def _kernel_ir(opcode: str, dtype, nargs: int) -> str:
+    ty = _CTYPES[dtype][0]
+    mod = ir.Module(name=opcode)
+    i64 = ir.IntType(64)
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [ty.as_pointer()] * (nargs + 1) + [i64]),
+                     "kernel")
+    for a in fn.args[:-1]:
+        a.add_attribute("noalias")
+    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+    b = ir.IRBuilder(entry)
+    n = fn.args[-1]
+    b.cbranch(b.icmp_signed(">", n, ir.Constant(i64, 0)), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(i64)
+    i.add_incoming(ir.Constant(i64, 0), entry)
+    xs = [b.load(b.gep(fn.args[1 + k], [i])) for k in range(nargs)]
+    if nargs == 1:
+        y = vecmath.emit_unary(b, opcode, xs[0])
+    else:
+        y = vecmath.emit_binary(b, opcode, *xs)
+    b.store(y, b.gep(fn.args[0], [i]))
+    i1 = b.add(i, ir.Constant(i64, 1))
+    i.add_incoming(i1, loop)
+    b.cbranch(b.icmp_signed("<", i1, n), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    return str(mod)
+
+
+class _Kernel:
+    def __init__(self, opcode: str, dtype, nargs: int = 1):
+        self.dtype, self.cname = dtype, _CTYPES[dtype][1]
+        self.lib = LoadedObject(compile_ir(_kernel_ir(opcode, dtype, nargs)).object_code)
+        sig = f"void(*)({', '.join([self.cname + '*'] * (nargs + 1))}, int64_t)"
+        self.fn = _FFI.cast(sig, self.lib.address("kernel"))
+
+    def __call__(self, *xs):
+        xs = [np.ascontiguousarray(x, dtype=self.dtype) for x in xs]
+        out = np.empty_like(xs[0])
+        buf = self.cname + "[]"
+        self.fn(_FFI.from_buffer(buf, out), *[_FFI.from_buffer(buf, x) for x in xs], out.size)
+        return out
+
+
+@cache
+def kernel(opcode: str, dtype, nargs: int = 1) -> _Kernel:
+    return _Kernel(opcode, dtype, nargs)
+
+
+def ulp_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many representable values lie between a and b (NaN vs NaN: 0, NaN vs number: inf;
+    +0 and -0 count as the same value, signs of zeros are checked separately)."""
+    it = np.int32 if a.dtype == np.float32 else np.int64
+    mask = np.int64(np.iinfo(it).max)
+
+    def ordinal(v):
+        i = v.view(it).astype(np.int64)
+        return np.where(i < 0, -(i & mask), i)
+
+    oa, ob = ordinal(a), ordinal(b)
+    with np.errstate(over="ignore"):
+        d = np.abs(oa - ob).astype(np.float64)
+    far = (oa < 0) != (ob < 0)
+    d = np.where(far, np.abs(oa.astype(np.float64)) + np.abs(ob.astype(np.float64)), d)
+    na, nb = np.isnan(a), np.isnan(b)
+    return np.where(na ^ nb, np.inf, np.where(na & nb, 0.0, d))
+
+
+def _logistic_ref(x):
+    x = x.astype(np.longdouble)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(np.float64)
+
+
+def _vec(f):
+    u = np.frompyfunc(f, 1, 1)
+    return lambda x: u(x).astype(np.float64)
+
+
+REFERENCE = {
+    "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log,
+    "log_plus_one": np.log1p, "tanh": np.tanh, "logistic": _logistic_ref, "sine": np.sin,
+    "cosine": np.cos, "tan": np.tan, "erf": _vec(math.erf), "erfc": _vec(math.erfc),
+    "cbrt": np.cbrt, "rsqrt": lambda x: 1 / np.sqrt(x), "atan": np.arctan, "asin": np.arcsin,
+    "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh,
+}
+SLOW_REF = {"erf", "erfc"}  # references evaluated in Python
+UNARY = sorted(REFERENCE)
+assert set(UNARY) == vecmath.SUPPORTED_UNARY
+
+
+def reference(opcode: str, x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return REFERENCE[opcode](x.astype(np.float64)).astype(x.dtype)
+
+
+def sweep(dtype, n: int, seed: int = 0) -> np.ndarray:
+    """Random bit patterns (log-uniform over all exponents, both signs, denormals, inf, NaN),
+    dense grids over the interesting range, and the float limits."""
+    rng = np.random.default_rng(seed)
+    it = np.uint32 if dtype == np.float32 else np.uint64
+    bits = rng.integers(0, np.iinfo(it).max, n, dtype=it, endpoint=True).view(dtype)
+    info = np.finfo(dtype)
+    dense = [np.linspace(-1.5, 1.5, n // 4), np.linspace(-12, 12, n // 4),
+             np.linspace(-800, 800, n // 8), np.linspace(0.999, 1.001, n // 16),
+             np.linspace(-1.001, -0.999, n // 16)]
+    edge = [0, 1, 2, 0.5, info.max, info.tiny, info.smallest_subnormal, info.eps, np.inf, np.nan]
+    edge = edge + [-v for v in edge]
+    return np.concatenate([bits] + [d.astype(dtype) for d in dense] + [np.array(edge, dtype)])
+
+
+def _mpmath_reference(opcode: str, x: np.ndarray) -> np.ndarray:
+    """erf/erfc in float64 from mpmath (math.erfc itself is up to 2 ulp off)."""
+    mp = pytest.importorskip("mpmath")
+    f = {"erf": mp.erf, "erfc": mp.erfc}[opcode]
+    g = {"erf": math.erf, "erfc": math.erfc}[opcode]  # exact enough beyond |x| = 30
+    with mp.workdps(30):
+        return np.array([float(f(mp.mpf(v))) if abs(v) < 30 else g(v)
+                         for v in x.astype(np.float64).tolist()])
+
+
+def _max_ulp(opcode, dtype, x):
+    got = kernel(opcode, dtype)(x)
+    if dtype == np.float64 and opcode in SLOW_REF:
+        d = ulp_dist(got, _mpmath_reference(opcode, x))
+    else:
+        d = ulp_dist(got, reference(opcode, x))
+    j = int(np.argmax(d))
+    return d[j], x[j], got[j]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("opcode", UNARY)
+def test_unary_accuracy(opcode, dtype):
+    n = 1 << (20 if dtype == np.float32 else 18)
+    x = sweep(dtype, n)
+    if opcode in SLOW_REF:  # Python-level references: fewer points, dense where it matters
+        dense = np.linspace(-6, 28, 2001 if dtype == np.float64 else 20001).astype(dtype)
+        x = np.concatenate([x[:: 256 if dtype == np.float64 else 16], dense])
+    worst, at, got = _max_ulp(opcode, dtype, x)
+    assert worst <= 4, f"{opcode} {dtype.__name__}: {worst} ulp at x={at!r} (got {got!r})"
+
+
+SPECIAL_INPUTS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("opcode", UNARY)
+def test_unary_special_values_exact(opcode, dtype):
+    info = np.finfo(dtype)
+    x = np.array(SPECIAL_INPUTS + [info.smallest_subnormal, -info.smallest_subnormal, info.tiny,
+                                   info.max, -info.max], dtype)
+    got = kernel(opcode, dtype)(x)
+    want = reference(opcode, x)
+    special = (want == 0) | ~np.isfinite(want) | ~np.isfinite(x) | (x == 0)
+    d = ulp_dist(got, want)
+    exact = (d == 0) & (np.signbit(got) == np.signbit(want)) | np.isnan(want)
+    ok = np.where(special, exact, d <= 4)
+    assert ok.all(), f"{opcode}: x={x[~ok]} got={got[~ok]} want={want[~ok]}"
+
+
+@pytest.mark.parametrize("opcode,value,want", [
+    ("exponential", -0.0, 1.0), ("log", 0.0, -np.inf), ("log", -1.0, np.nan),
+    ("exponential_minus_one", -np.inf, -1.0), ("exponential_minus_one", -0.0, -0.0),
+    ("log_plus_one", -0.0, -0.0), ("log_plus_one", -1.0, -np.inf), ("logistic", -np.inf, 0.0),
+    ("logistic", np.inf, 1.0), ("tanh", np.inf, 1.0), ("tanh", -np.inf, -1.0),
+    ("sine", -0.0, -0.0), ("tan", -0.0, -0.0), ("sine", np.inf, np.nan),
+    ("cosine", -np.inf, np.nan), ("atan", -np.inf, -np.pi / 2), ("cbrt", -0.0, -0.0),
+    ("cbrt", -8.0, -2.0), ("rsqrt", 0.0, np.inf), ("acosh", 0.5, np.nan), ("atanh", 1.0, np.inf),
+    ("atanh", -1.0, -np.inf), ("asin", 1.5, np.nan), ("erfc", -np.inf, 2.0), ("erf", -0.0, -0.0),
+    ("sinh", -0.0, -0.0), ("cosh", -np.inf, np.inf), ("asinh", -0.0, -0.0),
+])
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_named_special_values(opcode, value, want, dtype):
+    got = kernel(opcode, dtype)(np.array([value], dtype))[0]
+    want = dtype(want)
+    if np.isnan(want):
+        assert np.isnan(got)
+    else:
+        assert got == want and np.signbit(got) == np.signbit(want), (got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_exp_overflow_and_denormal_thresholds(dtype):
+    info = np.finfo(dtype)
+    hi = np.log(float(info.max))
+    lo = np.log(float(info.smallest_subnormal))
+    x = np.concatenate([np.linspace(hi - 0.01, hi + 0.01, 20001),
+                        np.linspace(lo - 1, lo + 30, 20001),
+                        np.linspace(-hi - 0.5, -hi + 0.5, 2001)]).astype(dtype)
+    for opcode in ("exponential", "exponential_minus_one", "sinh", "cosh", "logistic"):
+        got = kernel(opcode, dtype)(x)
+        d = ulp_dist(got, reference(opcode, x))
+        assert d.max() <= 4, (opcode, x[d.argmax()], got[d.argmax()])
+    # the overflow threshold itself: inf exactly where the rounded reference is inf
+    ref = reference("exponential", x)
+    got = kernel("exponential", dtype)(x)
+    assert np.array_equal(np.isinf(got), np.isinf(ref)) or ulp_dist(got, ref).max() <= 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_log_of_denormals(dtype):
+    info = np.finfo(dtype)
+    x = np.geomspace(float(info.smallest_subnormal), float(info.tiny) * 4, 100001).astype(dtype)
+    for opcode in ("log", "log_plus_one", "cbrt", "rsqrt", "asinh", "atan", "sine"):
+        worst, at, got = _max_ulp(opcode, dtype, x)
+        assert worst <= 4, (opcode, at, got)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_trig_huge_arguments(dtype):
+    rng = np.random.default_rng(7)
+    big = float(np.finfo(dtype).max) * (1 - 1e-15)  # geomspace overflows at the exact max
+    x = np.concatenate([np.geomspace(1e3, big, 200001), rng.uniform(-1e9, 1e9, 100000),
+                        -np.geomspace(1e20, big, 10001)]).astype(dtype)
+    if dtype == np.float32:
+        x = np.concatenate([x, np.array([16367173.0, 1.6263733e38, 3.4028235e38], dtype)])
+    for opcode in ("sine", "cosine", "tan"):
+        worst, at, got = _max_ulp(opcode, dtype, x)
+        assert worst <= 4, (opcode, at, got)
+
+
+def test_trig_hardest_float64_reduction():
+    # the double closest to a multiple of pi/2 (x mod pi/2 ~ 4.7e-19); values from mpmath at
+    # 400 digits (NumPy's own float64 cos is 8 ulp off here)
+    x = np.array([math.ldexp(6381956970095103, 797)])
+    assert kernel("cosine", np.float64)(x)[0] == -4.687165924254628e-19
+    assert kernel("sine", np.float64)(x)[0] == 1.0
+
+
+def _binary_inputs(dtype, n: int):
+    rng = np.random.default_rng(3)
+    it = np.uint32 if dtype == np.float32 else np.uint64
+    lim = 700 if dtype == np.float64 else 85
+
+    def rbits():
+        return rng.integers(0, np.iinfo(it).max, n, dtype=it, endpoint=True).view(dtype)
+
+    xs = [rbits(), rng.uniform(0, 10, n), rng.uniform(-5, 5, n), np.exp(rng.uniform(-lim, lim, n))]
+    ys = [rbits(), rng.uniform(-40, 40, n), np.round(rng.uniform(-30, 30, n)),
+          rng.uniform(-1, 1, n)]
+    return (np.concatenate([np.asarray(v, dtype) for v in xs]),
+            np.concatenate([np.asarray(v, dtype) for v in ys]))
+
+
+BINARY_SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5, np.inf,
+                   -np.inf, np.nan, 1e-40]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("opcode,ref,bound", [
+    ("power", np.power, {np.float32: 4, np.float64: 2}),
+    ("atan2", np.arctan2, {np.float32: 4, np.float64: 3}),
+])
+def test_binary(opcode, ref, bound, dtype):
+    x, y = _binary_inputs(dtype, 1 << 17)
+    k = kernel(opcode, dtype, 2)
+    with np.errstate(all="ignore"):
+        want = ref(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
+    d = ulp_dist(k(x, y), want)
+    assert d.max() <= bound[dtype], (x[d.argmax()], y[d.argmax()], k(x, y)[d.argmax()])
+    # special values: exact, including signed zeros and infinities
+    sx, sy = (a.ravel() for a in np.meshgrid(np.array(BINARY_SPECIALS, dtype),
+                                             np.array(BINARY_SPECIALS, dtype)))
+    with np.errstate(all="ignore"):
+        want = ref(sx.astype(np.float64), sy.astype(np.float64)).astype(dtype)
+    got = k(sx, sy)
+    exact = ~np.isfinite(want) | (want == 0) | (want == 1) | (np.abs(want) == np.float32(np.pi))
+    d = ulp_dist(got, want)
+    bad = (exact & ((d > 0) | ((np.signbit(got) != np.signbit(want)) & ~np.isnan(want))))
+    bad |= d > bound[dtype]
+    assert not bad.any(), list(zip(sx[bad], sy[bad], got[bad], want[bad]))
+
+
+def test_power_negative_base_and_integer_exponents():
+    x = np.array([-2.0, -2.0, -2.0, -0.0, -0.0, -np.inf, -np.inf, -1.0, np.nan, 1.0, -8.0])
+    y = np.array([3.0, 2.0, 0.5, -3.0, -2.0, 3.0, -3.0, np.inf, 0.0, np.nan, 1 / 3])
+    for dtype in DTYPES:
+        got = kernel("power", dtype, 2)(x.astype(dtype), y.astype(dtype))
+        with np.errstate(all="ignore"):
+            want = np.power(x, y).astype(dtype)
+        assert np.array_equal(got, want, equal_nan=True)
+        assert np.array_equal(np.signbit(got), np.signbit(want)) or np.isnan(want).any() and \
+            np.array_equal(np.signbit(got)[~np.isnan(want)], np.signbit(want)[~np.isnan(want)])
+
+
+def _vector_width_in(ir_text: str, dtype) -> bool:
+    name = "float" if dtype == np.float32 else "double"
+    return any(f"<{w} x {name}>" in ir_text for w in (4, 8, 16))
+
+
+@pytest.mark.parametrize("opcode", ["exponential", "log", "sine", "tanh", "logistic", "cosine"])
+def test_loops_vectorize(opcode):
+    art = compile_ir(_kernel_ir(opcode, np.float32, 1), want_text=True)
+    assert "<16 x float>" in art.optimized_ir or "<8 x float>" in art.optimized_ir
+    assert _vector_width_in(art.optimized_ir, np.float32)
+
+
+def test_emitted_code_is_straight_line_without_libm():
+    mod = ir.Module()
+    for dtype in DTYPES:
+        ty = _CTYPES[dtype][0]
+        for opcode in UNARY:
+            fn = ir.Function(mod, ir.FunctionType(ty, [ty]), f"{opcode}_{dtype.__name__}")
+            b = ir.IRBuilder(fn.append_basic_block())
+            b.ret(vecmath.emit_unary(b, opcode, fn.args[0]))
+            assert len(fn.blocks) == 1
+        for opcode in vecmath.SUPPORTED_BINARY:
+            fn = ir.Function(mod, ir.FunctionType(ty, [ty, ty]), f"{opcode}_{dtype.__name__}")
+            b = ir.IRBuilder(fn.append_basic_block())
+            b.ret(vecmath.emit_binary(b, opcode, *fn.args))
+    text = str(mod)
+    declared = [ln for ln in text.splitlines() if ln.startswith("declare")]
+    assert declared and all('@"llvm.' in ln for ln in declared), declared
+    assert " br " not in text and "switch" not in text
+    # intrinsics are declared once per module even when used by many functions
+    assert len(declared) == len(set(declared))
+    compile_ir(text)  # verifies
+
+
+def test_two_over_pi_constant_matches_pi():
+    v, n = vecmath._two_over_pi_bits()
+    prod = Fraction(v, 1 << n) * vecmath._PI
+    assert abs(prod - 2) < Fraction(1, 1 << 300)
+
+
+def test_bad_arguments():
+    mod = ir.Module()
+    fn = ir.Function(mod, ir.FunctionType(ir.FloatType(), [ir.FloatType(), ir.IntType(32),
+                                                           ir.DoubleType()]), "f")
+    b = ir.IRBuilder(fn.append_basic_block())
+    with pytest.raises(ValueError, match="emit_unary.*opcode"):
+        vecmath.emit_unary(b, "sqrtt", fn.args[0])
+    with pytest.raises(TypeError, match="emit_unary: x"):
+        vecmath.emit_unary(b, "exponential", fn.args[1])
+    with pytest.raises(TypeError, match="emit_binary"):
+        vecmath.emit_binary(b, "power", fn.args[0], fn.args[2])
+    with pytest.raises(ValueError, match="emit_binary.*opcode"):
+        vecmath.emit_binary(b, "exponential", fn.args[0], fn.args[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("opcode", UNARY)
+def test_unary_accuracy_large_sweep(opcode, dtype):
+    n = 1 << (24 if dtype == np.float32 else 22)
+    if opcode in SLOW_REF:
+        n >>= 5 if dtype == np.float32 else 10
+    for seed in (11, 12):
+        worst, at, got = _max_ulp(opcode, dtype, sweep(dtype, n, seed))
+        assert worst <= 4, f"{opcode} {dtype.__name__}: {worst} ulp at x={at!r} (got {got!r})"

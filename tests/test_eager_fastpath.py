@@ -1,0 +1,373 @@
+"""The eager fast path of ember.numpy's elementwise functions (ember/numpy/_fastpath.py).
+
+Every fast result is compared with the ordinary path (promotion, lax binding, abstract
+evaluation, impls) for value bytes, dtype, weak type and shape, across dtypes, scalars,
+broadcasting and x64; errors must be the same. Independent NumPy references pin a few values.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import dtypes
+from ember.core import ShapedArray
+from ember.numpy import _fastpath
+from ember.numpy._fastpath import _SLOW, ordinary_path
+from ember.runtime.array import Array
+
+_VALUES = {
+    "b": [True, False, True, True],
+    "i": [0, 1, -3, 127, -128, 100],
+    "u": [0, 1, 7, 255, 200, 3],
+    "f": [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e38, 1e-30, 7.0],
+    "c": [0j, 1 + 2j, -3.5 - 0.5j, complex(np.inf, 1), complex(np.nan, 0), 2j],
+}
+X32_DTYPES = ["bool", "int8", "int32", "uint8", "uint32", "float16", "bfloat16", "float32",
+              "complex64"]
+
+
+def _array(dtype: str, shape=(6,), offset: int = 0) -> Array:
+    dt = np.dtype(dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    kind = "f" if dtype == "bfloat16" else dt.kind
+    vals = _VALUES[kind]
+    n = int(np.prod(shape))
+    flat = [vals[(i + offset) % len(vals)] for i in range(n)]
+    if kind == "f":
+        flat = [v if not (dt.itemsize <= 2 and abs(v) > 6e4) else 6e4 for v in flat]
+    with np.errstate(all="ignore"):
+        value = np.array(flat).astype(dt).reshape(shape)
+    return jnp.asarray(value)
+
+
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except Exception as e:  # noqa: BLE001 - the error itself is compared
+        return "error", (type(e), str(e))
+
+
+def _check_same(fast, slow):
+    if isinstance(slow, (tuple, list)):
+        assert type(fast) is type(slow) and len(fast) == len(slow)
+        for f, s in zip(fast, slow):
+            _check_same(f, s)
+        return
+    assert type(fast) is Array and type(slow) is Array
+    assert fast.shape == slow.shape
+    assert fast.dtype == slow.dtype
+    assert fast.weak_type == slow.weak_type
+    assert np.asarray(fast).tobytes() == np.asarray(slow).tobytes()
+    assert not np.asarray(fast).flags.writeable
+
+
+def _compare(fn, *args, expect_fast: bool | None = None):
+    """Calls ``fn`` twice on the fast path (compile, replay) and once on the ordinary path."""
+    with ordinary_path():
+        slow = _outcome(fn, *args)
+    first = _outcome(fn, *args)
+    second = _outcome(fn, *args)
+    for fast in (first, second):
+        assert fast[0] == slow[0], (fast, slow)
+        if slow[0] == "ok":
+            _check_same(fast[1], slow[1])
+        else:
+            assert fast[1] == slow[1]
+    if expect_fast is not None:
+        cache = fn._fast_cache
+        keys = cache.key_objects(args)
+        prog = cache.by_value.get(keys)
+        assert (prog is not None and prog is not _SLOW) == expect_fast, (keys, prog)
+    return slow
+
+
+UNARY = ["negative", "positive", "abs", "sign", "sqrt", "exp", "log1p", "sin", "tanh",
+         "arctan", "floor", "trunc", "rint", "round", "isnan", "isfinite", "signbit",
+         "logical_not", "invert", "square", "reciprocal", "real", "imag", "conj", "angle",
+         "frexp", "modf", "log2", "sinc", "deg2rad", "expm1", "cbrt"]
+BINARY = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "fmod",
+          "power", "maximum", "minimum", "fmax", "arctan2", "logaddexp", "hypot", "equal",
+          "less", "greater_equal", "logical_and", "logical_xor", "bitwise_and", "bitwise_xor",
+          "left_shift", "right_shift", "divmod", "copysign", "nextafter", "heaviside",
+          "ldexp", "gcd", "float_power"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", X32_DTYPES)
+def test_unary_matches_ordinary_path(name, dtype):
+    _compare(getattr(jnp, name), _array(dtype))
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint32", "float16", "bfloat16", "float32",
+                                   "complex64"])
+def test_binary_same_dtype_matches_ordinary_path(name, dtype):
+    _compare(getattr(jnp, name), _array(dtype), _array(dtype, offset=3))
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "true_divide", "maximum", "power",
+                                  "less", "remainder", "bitwise_or", "arctan2"])
+@pytest.mark.parametrize("d1,d2", [("int8", "uint8"), ("int32", "float32"),
+                                   ("float16", "bfloat16"), ("bool", "int8"),
+                                   ("uint32", "int32"), ("float32", "complex64")])
+def test_binary_mixed_dtypes_matches_ordinary_path(name, d1, d2):
+    _compare(getattr(jnp, name), _array(d1), _array(d2, offset=1))
+    _compare(getattr(jnp, name), _array(d2), _array(d1, offset=2))
+
+
+@pytest.mark.parametrize("scalar", [0, 1, 300, -7, 2 ** 31 - 1, -2 ** 31, 1.5, -0.0, 0.0,
+                                    float("nan"), float("inf"), 1e10, 3.4e38, True, False,
+                                    2 + 3j])
+@pytest.mark.parametrize("dtype", X32_DTYPES)
+@pytest.mark.parametrize("name", ["add", "multiply", "subtract", "maximum", "less",
+                                  "power", "true_divide"])
+def test_python_scalars_match_ordinary_path(name, dtype, scalar):
+    fn = getattr(jnp, name)
+    _compare(fn, _array(dtype), scalar)
+    _compare(fn, scalar, _array(dtype))
+
+
+@pytest.mark.parametrize("a,b", [(2, 3), (2, 3.5), (1.5, 2.5), (True, 2), (1j, 2.0),
+                                 (True, False), (0, -0.0)])
+def test_two_python_scalars(a, b):
+    for name in ["add", "multiply", "maximum", "equal", "true_divide"]:
+        _compare(getattr(jnp, name), a, b)
+
+
+@pytest.mark.parametrize("s1,s2", [((2, 3), (3,)), ((2, 1), (1, 4)), ((), (5,)),
+                                   ((3,), ()), ((), ()), ((0,), (1,))])
+def test_broadcasting(s1, s2):
+    a = _array("float32", s1)
+    b = _array("int32", s2, offset=1)
+    for name in ["add", "multiply", "maximum", "greater", "arctan2", "logaddexp"]:
+        _compare(getattr(jnp, name), a, b)
+        _compare(getattr(jnp, name), b, a)
+    _compare(jnp.where, a > 1, a, b)
+    _compare(jnp.where, _array("bool", s2), 1.0, a)
+
+
+def test_incompatible_shapes_raise_like_the_ordinary_path():
+    slow = _compare(jnp.add, _array("float32", (3,)), _array("float32", (4,)))
+    assert slow[0] == "error" and slow[1][0] is TypeError
+
+
+def test_where_and_clip():
+    x, y = _array("float32"), _array("float32", offset=2)
+    _compare(jnp.where, x > 0, x, y, expect_fast=True)
+    _compare(jnp.where, x > 0, x, 0.0, expect_fast=True)
+    _compare(jnp.where, True, x, 2)
+    _compare(jnp.where, _array("int8"), _array("int8"), _array("uint8"))
+    _compare(jnp.clip, x, -1.0, 2.0, expect_fast=True)
+    _compare(jnp.clip, _array("int8"), 0, 100)
+    # Other call forms take the ordinary path.
+    np.testing.assert_array_equal(jnp.clip(x, max=1.0), jnp.minimum(x, 1.0))
+    assert jnp.where(jnp.asarray([0, 3]))[0].tolist() == [1]
+
+
+def test_fast_path_is_taken_for_common_signatures():
+    x = _array("float32")
+    _compare(jnp.add, x, x, expect_fast=True)
+    _compare(jnp.multiply, x, 2.0, expect_fast=True)
+    _compare(jnp.add, x, 1, expect_fast=True)
+    _compare(jnp.sin, x, expect_fast=True)
+    _compare(jnp.power, x, 3, expect_fast=True)
+    _compare(jnp.add, _array("int8"), 300, expect_fast=True)
+
+
+def test_integer_overflow_wraps_and_nan_propagates():
+    i8 = jnp.asarray(np.array([127, -128, 5], np.int8))
+    for _ in range(2):
+        out = jnp.add(i8, 1)
+        assert out.dtype == np.int8 and out.tolist() == [-128, -127, 6]
+        assert jnp.multiply(i8, 300).tolist() == (np.array([127, -128, 5], np.int8)
+                                                  * np.int8(44)).tolist()
+    f = jnp.asarray(np.array([np.nan, 1.0, np.inf], np.float32))
+    for _ in range(2):
+        out = jnp.maximum(f, 2.0)
+        assert np.isnan(out[0]) and out.tolist()[1:] == [2.0, np.inf]
+        assert np.isnan(jnp.subtract(f, np.inf)[2])
+
+
+def test_no_warnings_on_bad_values():
+    f = jnp.asarray(np.array([0.0, -1.0, 3e38], np.float32))
+    with np.errstate(all="raise"):
+        for _ in range(2):
+            jnp.log(f)
+            jnp.true_divide(f, 0.0)
+            jnp.multiply(f, 10.0)
+            jnp.sqrt(f)
+
+
+def test_python_int_out_of_range_raises_every_time():
+    x = _array("int32")
+    jnp.add(x, 5)  # compiles the (i32[6], int) signature
+    for _ in range(2):
+        with pytest.raises(OverflowError):
+            jnp.add(x, 2 ** 31)
+        with pytest.raises(OverflowError):
+            x + 2 ** 40
+    assert jnp.add(x, 5).tolist() == (np.asarray(x) + 5).tolist()
+
+
+@pytest.mark.parametrize("args", [
+    ("add", [_array("float32"), [1.0, 2.0]]),
+    ("add", [_array("float32"), "a"]),
+    ("add", [_array("float32"), None]),
+    ("subtract", [_array("bool"), _array("bool")]),
+    ("bitwise_and", [_array("float32"), _array("float32")]),
+    ("left_shift", [_array("float32"), 1]),
+    ("negative", [_array("bool")]),
+    ("power", [_array("int32"), -2]),
+    ("ldexp", [_array("float32"), _array("float32")]),
+    ("frexp", [_array("complex64")]),
+])
+def test_errors_match_ordinary_path(args):
+    name, call_args = args
+    slow = _compare(getattr(jnp, name), *call_args)
+    assert slow[0] == "error"
+    assert slow[1][0] in (TypeError, ValueError, NotImplementedError)
+
+
+def test_operators():
+    x = _array("float32")
+    i = _array("int32")
+    cases = [lambda: x + 1, lambda: 1 + x, lambda: x * 2.0, lambda: 2.0 * x, lambda: x - i,
+             lambda: i // 2, lambda: i % 3, lambda: x ** 2, lambda: 2 ** i, lambda: -x,
+             lambda: abs(x), lambda: ~i, lambda: x > 0.5, lambda: x == x, lambda: i & 6,
+             lambda: i << 1, lambda: x / 3, lambda: 1 / x, lambda: i != 2]
+    for case in cases:
+        with ordinary_path():
+            slow = case()
+        for _ in range(2):
+            _check_same(case(), slow)
+    assert (x + np.float32(1)).dtype == np.float32  # NumPy operands take the ordinary path
+    assert (x.__add__([1]) is NotImplemented)
+
+
+def test_positive_returns_its_argument():
+    x = _array("float32")
+    assert jnp.positive(x) is x
+    assert jnp.positive(x) is x
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "true_divide", "power", "maximum"])
+def test_x64_toggle(name):
+    fn = getattr(jnp, name)
+    ember.config.update("jax_enable_x64", True)
+    try:
+        x64 = [jnp.asarray(np.array([1, 2, 3], np.int64)),
+               jnp.asarray(np.array([1.5, -2.0, 0.5])), 2, 2.5, 2 ** 40]
+        for a, b in itertools.product(x64, repeat=2):
+            _compare(fn, a, b)
+        assert fn(2, 2.5).dtype == np.float64
+        if name != "true_divide":
+            assert fn(x64[0], 2 ** 40).dtype == np.int64
+    finally:
+        ember.config.update("jax_enable_x64", False)
+    assert fn(2, 2.5).dtype == np.float32
+    slow = _compare(fn, jnp.asarray(np.array([1, 2, 3], np.int32)), 2 ** 40)
+    # An int exponent is static (integer_pow); elsewhere the int must fit in int32.
+    assert slow[0] == ("ok" if name == "power" else "error")
+
+
+def test_tracing_does_not_take_the_fast_path():
+    x = _array("float32")
+    f = ember.jit(lambda v: jnp.maximum(v * 2.0 + 1, 0.5))
+    ref = np.maximum(np.asarray(x) * np.float32(2) + np.float32(1), np.float32(0.5))
+    np.testing.assert_array_equal(np.asarray(f(x)), ref)
+    cache = jnp.sin._fast_cache
+    before = dict(cache.by_value)
+    y = _array("float32", (7,))
+    ember.make_jaxpr(lambda v: jnp.sin(v))(y)
+    assert cache.by_value == before  # tracing left the cache alone
+    jaxpr = ember.make_jaxpr(lambda v: jnp.add(v, 1.0))(y)
+    assert "add" in str(jaxpr)
+    g = ember.grad(lambda v: jnp.sum(jnp.tanh(v) * 3.0))(x)
+    ref = 3.0 * (1 - np.tanh(np.asarray(x, np.float64)) ** 2)
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(np.asarray(g)[finite], ref[finite], rtol=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(ember, "vmap"), reason="ember.vmap not available yet")
+def test_vmap_uses_tracers():
+    x = jnp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    out = ember.vmap(lambda r: jnp.maximum(r, 2.0) * r)(x)
+    ref = np.maximum(np.asarray(x), 2.0) * np.asarray(x)
+    np.testing.assert_array_equal(np.asarray(out), ref)
+
+
+def test_pending_array_inputs():
+    value = np.array([1.0, 2.0, 3.0], np.float32)
+    future = concurrent.futures.Future()
+    pending = Array._make_pending(ShapedArray((3,), np.float32), future, 0)
+    future.set_result([value])
+    x = jnp.asarray(value)
+    jnp.add(x, x)  # compiles the signature for ready arrays
+    for _ in range(2):
+        out = jnp.add(pending, 1.0)
+        assert out.tolist() == [2.0, 3.0, 4.0]
+        assert jnp.multiply(pending, x).tolist() == [1.0, 4.0, 9.0]
+
+
+def test_non_ember_inputs_take_the_ordinary_path():
+    x = _array("float32")
+    for other in (np.float32(2), np.arange(6, dtype=np.float32), np.int64(3)):
+        _compare(jnp.add, x, other, expect_fast=False)
+        _compare(jnp.multiply, other, x, expect_fast=False)
+
+
+def test_raw_kernels_agree_with_the_impls():
+    from ember.lax import base
+
+    def sample(dt):
+        kind = "f" if dt == dtypes.bfloat16 else np.dtype(dt).kind
+        with np.errstate(all="ignore"):
+            return np.array(_VALUES[kind] * 2).astype(dt)[:8]
+
+    table = list(_fastpath._ANY_DTYPE.items()) + list(_fastpath._NOT_LOW_FLOAT.items())
+    for prim, raw in table:
+        for dt in base.all_dtypes:
+            if prim in _fastpath._NOT_LOW_FLOAT and dt in _fastpath._LOW_FLOATS:
+                continue
+            x, y = sample(dt), sample(dt)[::-1].copy()
+            aval = ShapedArray(x.shape, dt)
+            nargs = 1 if prim.name in ("neg", "abs", "square", "not") or \
+                prim in _fastpath._NOT_LOW_FLOAT and prim.name != "atan2" else 2
+            args = (x, y)[:nargs]
+            try:
+                out_aval = prim.abstract_eval(*[aval] * nargs)
+            except TypeError:
+                continue  # the primitive rejects this dtype
+            with np.errstate(all="ignore"):
+                expected = np.asarray(prim.impl(*args))
+                got = np.asarray(raw(*args))
+            assert got.dtype == expected.dtype == out_aval.dtype, (prim, dt)
+            assert got.tobytes() == expected.tobytes(), (prim, dt)
+
+
+def test_config_change_clears_caches():
+    x = _array("float32")
+    jnp.add(x, 1.0)
+    assert jnp.add._fast_cache.by_value
+    ember.config.update("jax_enable_x64", False)
+    assert not jnp.add._fast_cache.by_value
+
+
+def test_cache_sizes_are_bounded():
+    cache = jnp.negative._fast_cache
+    for n in range(_fastpath._L2_SIZE + 10):
+        jnp.negative(jnp.asarray(np.zeros(n + 1, np.float32)))
+    assert len(cache.by_value) <= _fastpath._L2_SIZE
+    assert len(cache.by_id) <= _fastpath._L1_SIZE
+
+
+def test_wrappers_keep_names_and_docs():
+    assert jnp.add.__name__ == "add" and "x1 + x2" in jnp.add.__doc__
+    assert jnp.asin is jnp.arcsin
+    with pytest.raises(TypeError, match="add"):
+        jnp.add(1)
