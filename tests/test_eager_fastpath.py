@@ -67,12 +67,11 @@ def _check_same(fast, slow):
 
 
 def _compare(fn, *args, expect_fast: bool | None = None):
-    """Calls ``fn`` twice on the fast path (compile, replay) and once on the ordinary path."""
+    """Calls ``fn`` on the ordinary path, then thrice more (first sight, compile, replay)."""
     with ordinary_path():
         slow = _outcome(fn, *args)
-    first = _outcome(fn, *args)
-    second = _outcome(fn, *args)
-    for fast in (first, second):
+    calls = [_outcome(fn, *args) for _ in range(3)]
+    for fast in calls:
         assert fast[0] == slow[0], (fast, slow)
         if slow[0] == "ok":
             _check_same(fast[1], slow[1])
@@ -205,6 +204,7 @@ def test_no_warnings_on_bad_values():
 
 def test_python_int_out_of_range_raises_every_time():
     x = _array("int32")
+    jnp.add(x, 5)
     jnp.add(x, 5)  # compiles the (i32[6], int) signature
     for _ in range(2):
         with pytest.raises(OverflowError):
@@ -275,9 +275,26 @@ def test_x64_toggle(name):
     assert slow[0] == ("ok" if name == "power" else "error")
 
 
+def test_x64_toggle_invalidates_compiled_signatures():
+    x = jnp.asarray(np.array([1, 2], np.int32))
+    for _ in range(3):
+        assert jnp.multiply(3, 2.5).dtype == np.float32
+        assert jnp.add(x, 1).dtype == np.int32
+    ember.config.update("jax_enable_x64", True)
+    try:
+        for _ in range(3):
+            assert jnp.multiply(3, 2.5).dtype == np.float64
+            assert jnp.add(x, 1).dtype == np.int32
+            assert jnp.add(x, 2 ** 40).tolist() == [1, 2]  # wraps to int32, as in JAX
+            assert jnp.add(2 ** 40, 1).dtype == np.int64
+    finally:
+        ember.config.update("jax_enable_x64", False)
+    assert jnp.multiply(3, 2.5).dtype == np.float32
+
+
 def test_tracing_does_not_take_the_fast_path():
     x = _array("float32")
-    f = ember.jit(lambda v: jnp.maximum(v * 2.0 + 1, 0.5))
+    f = ember.jit(lambda v: jnp.maximum(v * 2.0 + 1, 0.5), backend="interpreter")
     ref = np.maximum(np.asarray(x) * np.float32(2) + np.float32(1), np.float32(0.5))
     np.testing.assert_array_equal(np.asarray(f(x)), ref)
     cache = jnp.sin._fast_cache
@@ -307,7 +324,9 @@ def test_pending_array_inputs():
     pending = Array._make_pending(ShapedArray((3,), np.float32), future, 0)
     future.set_result([value])
     x = jnp.asarray(value)
-    jnp.add(x, x)  # compiles the signature for ready arrays
+    for _ in range(2):
+        jnp.add(x, 1.0)  # compiles the signature for ready arrays
+        jnp.multiply(x, x)
     for _ in range(2):
         out = jnp.add(pending, 1.0)
         assert out.tolist() == [2.0, 3.0, 4.0]
@@ -348,6 +367,14 @@ def test_raw_kernels_agree_with_the_impls():
                 got = np.asarray(raw(*args))
             assert got.dtype == expected.dtype == out_aval.dtype, (prim, dt)
             assert got.tobytes() == expected.tobytes(), (prim, dt)
+
+
+def test_one_off_signatures_are_not_compiled():
+    x = jnp.asarray(np.ones(11, np.float32))
+    jnp.cos(x)
+    assert jnp.cos._fast_cache.by_value[(x.aval,)] is _fastpath._SEEN
+    jnp.cos(x)
+    assert callable(jnp.cos._fast_cache.by_value[(x.aval,)])
 
 
 def test_config_change_clears_caches():

@@ -1,9 +1,13 @@
-"""jit vs eager for every record of the op-record table (interpreter backend).
+"""jit vs eager for every record of the op-record table, on every backend.
 
-``ember.jit(rec.fn)(*args)`` goes through tracing, lowering, the optimization pipeline and
-the interpreter backend; it must give the eager result: same shapes, dtypes and weak types,
-exact values for integers and booleans, floats within a few ulps (fusion and the order of
-reductions may differ), NaNs in the same places.
+``ember.jit(rec.fn, backend=...)(*args)`` goes through tracing, lowering, the optimization
+pipeline and the backend (the LLVM ``cpu`` backend and the NumPy ``interpreter``); it must give
+the eager result: same shapes, dtypes and weak types, exact values for integers and booleans,
+floats within a few ulps (fusion and the order of reductions may differ), NaNs in the same
+places.
+
+The op records use small arrays, which the cpu backend compiles without IR optimization
+(``FAST_COMPILE_MAX_WORK``); every 5th case also runs with the full O3 pipeline forced.
 """
 
 import warnings
@@ -17,12 +21,18 @@ from ember import tree_util
 from tests.op_records import ALL_RECORDS, make_args
 
 
-def _cases():
+BACKENDS = ["cpu", "interpreter"]
+
+
+def _cases(every: int = 1):
+    n = 0
     for rec in ALL_RECORDS:
         for dtype in rec.dtypes:
             for shapes in rec.shapes:
-                yield pytest.param(rec, dtype, shapes,
-                                   id=f"{rec.name}-{np.dtype(dtype).name}-{shapes}")
+                n += 1
+                if n % every == 0:
+                    yield pytest.param(rec, dtype, shapes,
+                                       id=f"{rec.name}-{np.dtype(dtype).name}-{shapes}")
 
 
 def _float64(x: np.ndarray) -> np.ndarray:
@@ -54,15 +64,27 @@ def assert_same(jitted, eager):
                                equal_nan=True)
 
 
-@pytest.mark.parametrize("rec,dtype,shapes", list(_cases()))
-def test_jit_matches_eager(rec, dtype, shapes):
+def check_jit_matches_eager(rec, dtype, shapes, backend):
     args = [jnp.asarray(a) for a in make_args(rec, dtype, shapes)]
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         eager = rec.fn(*args)
-        jitted = ember.jit(rec.fn)(*args)
+        jitted = ember.jit(rec.fn, backend=backend)(*args)
     eager_leaves, eager_tree = tree_util.tree_flatten(eager)
     jitted_leaves, jitted_tree = tree_util.tree_flatten(jitted)
     assert jitted_tree == eager_tree
     for j, e in zip(jitted_leaves, eager_leaves):
         assert_same(j, e)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("rec,dtype,shapes", list(_cases()))
+def test_jit_matches_eager(rec, dtype, shapes, backend):
+    check_jit_matches_eager(rec, dtype, shapes, backend)
+
+
+@pytest.mark.parametrize("rec,dtype,shapes", list(_cases(every=5)))
+def test_jit_matches_eager_fully_optimized(rec, dtype, shapes, monkeypatch):
+    import ember.backends.cpu as cpu
+    monkeypatch.setattr(cpu, "FAST_COMPILE_MAX_WORK", -1)
+    check_jit_matches_eager(rec, dtype, shapes, "cpu")

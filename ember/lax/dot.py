@@ -204,7 +204,7 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_
 
 ad.defjvp(dot_general_p, lambda g, x, y, **params: dot_general_p.bind(g, y, **params),
           lambda g, x, y, **params: dot_general_p.bind(x, g, **params))
-E._def_transpose(dot_general_p, _dot_general_transpose)
+E.def_transpose(dot_general_p, _dot_general_transpose)
 
 
 def canonicalize_dimension_numbers(dimension_numbers: Any, fn: str = "dot_general") -> tuple:

@@ -623,7 +623,8 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
 # ---------------------------------------------------------------- autodiff rules
 # JVP rules use only lax ops that have rules themselves, so derivatives nest to any order.
 # Rank-0 operands of n-ary ops broadcast: their tangents are broadcast to the output shape
-# and their cotangents summed back to rank 0.
+# and their cotangents summed back to rank 0. ``full_of``, ``zeros_of``, ``instantiate`` and
+# ``def_transpose`` are shared with the other lax modules' rules.
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:
@@ -649,19 +650,21 @@ def _unbcast(x: Any, ct: Any) -> Any:
     return reduce_sum(ct, tuple(range(core.get_aval(ct).ndim)))
 
 
-def _full(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
+def full_of(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
+    """A ``dtype`` array of ``shape`` filled with ``value`` (staged when tracing)."""
     return _bcast(convert_element_type(value, dtype), shape)
 
 
-def _zeros(x: Any) -> Any:
+def zeros_of(x: Any) -> Any:
     """Zeros like ``x``: a value, a ``Zero``, an ``UndefinedPrimal`` or an abstract value."""
     aval = x if isinstance(x, ShapedArray) else x.aval if isinstance(
         x, (ad.Zero, ad.UndefinedPrimal)) else core.get_aval(x)
-    return _full(aval.shape, 0, aval.dtype)
+    return full_of(aval.shape, 0, aval.dtype)
 
 
-def _instantiate(t: Any) -> Any:
-    return _zeros(t) if type(t) is ad.Zero else t
+def instantiate(t: Any) -> Any:
+    """A tangent with a symbolic ``Zero`` replaced by zeros."""
+    return zeros_of(t) if type(t) is ad.Zero else t
 
 
 def _cts(args: tuple, *cts: Any) -> list[Any]:
@@ -669,7 +672,7 @@ def _cts(args: tuple, *cts: Any) -> list[Any]:
     return [ct if ad.is_undefined_primal(a) else None for a, ct in zip(args, cts)]
 
 
-def _def_transpose(prim, rule) -> None:
+def def_transpose(prim, rule) -> None:
     """``prim.transpose`` from ``rule(ct, *args, **params)``; a symbolic zero ``ct`` gives
     zero cotangents without calling it."""
     def transpose(ct, *args, **params):
@@ -680,8 +683,8 @@ def _def_transpose(prim, rule) -> None:
 
 
 def _def_transpose_bcast(prim, rule) -> None:
-    """Like ``_def_transpose``; the cotangents of rank-0 operands are summed to rank 0."""
-    _def_transpose(prim, lambda ct, *args: [
+    """Like ``def_transpose``; the cotangents of rank-0 operands are summed to rank 0."""
+    def_transpose(prim, lambda ct, *args: [
         None if c is None else _unbcast(a, c) for a, c in zip(args, rule(ct, *args))])
 
 
@@ -711,7 +714,7 @@ def _mul_transpose(ct, x, y):
 
 
 ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
-_def_transpose(mul_p, _mul_transpose)
+def_transpose(mul_p, _mul_transpose)
 
 
 def _div_transpose(ct, x, y):
@@ -722,7 +725,7 @@ def _div_transpose(ct, x, y):
 
 ad.defjvp(div_p, lambda g, x, y: div(_bcast(g, _out_shape(x, y)), y),
           lambda g, x, y: div(mul(neg(g), x), integer_pow(y, 2)))
-_def_transpose(div_p, _div_transpose)
+def_transpose(div_p, _div_transpose)
 ad.defjvp(rem_p, lambda g, x, y: _bcast(g, _out_shape(x, y)),
           lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
 
@@ -731,7 +734,7 @@ def _balanced_eq(x, z, y):
     """1 where ``x`` alone attains ``z``, 0.5 where ``x`` and ``y`` both do, else 0 (JAX's
     split of a max/min gradient at ties)."""
     shape, dt = core.get_aval(z).shape, core.get_aval(z).dtype
-    one, half, zero = (_full(shape, v, dt) for v in (1, 0.5, 0))
+    one, half, zero = (full_of(shape, v, dt) for v in (1, 0.5, 0))
     return select(eq(x, z), select(eq(y, z), half, one), zero)
 
 
@@ -793,7 +796,7 @@ ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
 
 def _abs_jvp(g, ans, x):
     if dtypes.is_complex(core.get_aval(x).dtype):  # d|x| = re(conj(x) dx) / |x|
-        safe = select(eq(ans, 0.0), _full(core.get_aval(ans).shape, 1, ans.dtype), ans)
+        safe = select(eq(ans, 0.0), full_of(core.get_aval(ans).shape, 1, ans.dtype), ans)
         return div(real(mul(conj(x), g)), safe)
     return select(ge(x, 0), g, neg(g))  # JAX's convention: slope 1 at 0
 
@@ -807,14 +810,14 @@ def _pow_jvp_x(g, x, y):
     if dtypes.is_integer(core.get_aval(y).dtype):
         yx = convert_element_type(y, xdt)
         jac = mul(yx, pow(x, sub(y, 1)))
-        jac = select(eq(yx, 0), _zeros(jac), jac)
+        jac = select(eq(yx, 0), zeros_of(jac), jac)
     else:
         jac = mul(y, pow(x, sub(y, 1.0)))
     return mul(g, jac)
 
 
 def _pow_jvp_y(g, ans, x, y):
-    safe_x = select(eq(x, 0), _full(core.get_aval(x).shape, 1, core.get_aval(x).dtype), x)
+    safe_x = select(eq(x, 0), full_of(core.get_aval(x).shape, 1, core.get_aval(x).dtype), x)
     return mul(g, mul(log(safe_x), ans))
 
 
@@ -838,7 +841,7 @@ pow_p.def_jvp(_pow_jvp)
 
 def _integer_pow_jvp(g, x, *, y):
     if y == 0:
-        return _zeros(g)
+        return zeros_of(g)
     return mul(g, mul(integer_pow(x, y - 1), float(y)))
 
 
@@ -860,26 +863,26 @@ def _select_n_jvp(primals, tangents):
     ts = tangents[1:]
     if all(type(t) is ad.Zero for t in ts):
         return out, ad.Zero.from_primal_value(out)
-    return out, select_n_p.bind(which, *(_instantiate(t) for t in ts))
+    return out, select_n_p.bind(which, *(instantiate(t) for t in ts))
 
 
 def _select_n_transpose(ct, which, *cases):
     if ad.is_undefined_primal(which):
         raise ValueError("select_n: cannot transpose with respect to the predicate 'which'")
-    zeros = _zeros(ct)
+    zeros = zeros_of(ct)
     return [None] + _cts(cases, *(
         select_n(which, *(ct if j == i else zeros for j in range(len(cases))))
         for i in range(len(cases))))
 
 
 select_n_p.def_jvp(_select_n_jvp)
-_def_transpose(select_n_p, _select_n_transpose)
+def_transpose(select_n_p, _select_n_transpose)
 
 
 def _clamp_term(g, pred):
     shape = core.get_aval(pred).shape
     g = _bcast(g, shape)
-    return select(pred, g, _zeros(g))
+    return select(pred, g, zeros_of(g))
 
 
 ad.defjvp(clamp_p,
@@ -913,7 +916,7 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 
 
 convert_element_type_p.def_jvp(_convert_jvp)
-_def_transpose(convert_element_type_p, _convert_transpose)
+def_transpose(convert_element_type_p, _convert_transpose)
 
 
 # ---------------------------------------------------------------- lowering

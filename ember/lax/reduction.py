@@ -342,7 +342,7 @@ def _reduce_prod_jvp(g, ans, x, *, axes):
     kept = _kept_dims(len(shape), axes)
     n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     if n == 0:
-        return E._zeros(ans)
+        return E.zeros_of(ans)
     perm = tuple(axes) + kept
     flat = (n,) + tuple(shape[d] for d in kept)
     xs, gs = (reshape(transpose(v, perm), flat) for v in (x, g))
@@ -376,7 +376,7 @@ def _cum_chooser_jvp(is_max: bool):
         dt = core.get_aval(x).dtype
         prev = _shift(ans, (max_identity if is_max else min_identity)(dt), axis, reverse)
         wins = (E.gt if is_max else E.lt)(x, prev)
-        one, half, zero = (E._full(core.get_aval(x).shape, v, dt) for v in (1, 0.5, 0))
+        one, half, zero = (E.full_of(core.get_aval(x).shape, v, dt) for v in (1, 0.5, 0))
         w = E.select(E.eq(x, prev), half, E.select(wins, one, zero))
         return _linear_recurrence(E.sub(1.0, w), E.mul(g, w), axis, reverse)
     return rule

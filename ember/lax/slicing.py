@@ -203,12 +203,12 @@ def _dynamic_slice_lowering(ctx, x, *starts, slice_sizes):
 def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
     if any(ad.is_undefined_primal(i) for i in idx):
         raise ValueError("dynamic_slice: cannot transpose with respect to the start indices")
-    return [dynamic_update_slice_p.bind(E._zeros(x), ct, *idx)] + [None] * len(idx)
+    return [dynamic_update_slice_p.bind(E.zeros_of(x), ct, *idx)] + [None] * len(idx)
 
 
 ad.defjvp(dynamic_slice_p, lambda g, x, *idx, slice_sizes: dynamic_slice_p.bind(
     g, *idx, slice_sizes=slice_sizes))
-E._def_transpose(dynamic_slice_p, _dynamic_slice_transpose)
+E.def_transpose(dynamic_slice_p, _dynamic_slice_transpose)
 
 
 def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -> list[Any]:
@@ -355,7 +355,7 @@ def _dus_jvp(primals, tangents):
     tx, tu = tangents[:2]
     if type(tx) is ad.Zero and type(tu) is ad.Zero:
         return out, ad.Zero.from_primal_value(out)
-    return out, dynamic_update_slice_p.bind(E._instantiate(tx), E._instantiate(tu), *idx)
+    return out, dynamic_update_slice_p.bind(E.instantiate(tx), E.instantiate(tu), *idx)
 
 
 def _dus_transpose(ct, x, update, *idx):
@@ -365,14 +365,14 @@ def _dus_transpose(ct, x, update, *idx):
     u_aval = update.aval if ad.is_undefined_primal(update) else core.get_aval(update)
     ct_x = ct_u = None
     if ad.is_undefined_primal(x):
-        ct_x = dynamic_update_slice_p.bind(ct, E._zeros(u_aval), *idx)
+        ct_x = dynamic_update_slice_p.bind(ct, E.zeros_of(u_aval), *idx)
     if ad.is_undefined_primal(update):
         ct_u = dynamic_slice_p.bind(ct, *idx, slice_sizes=u_aval.shape)
     return [ct_x, ct_u] + [None] * len(idx)
 
 
 dynamic_update_slice_p.def_jvp(_dus_jvp)
-E._def_transpose(dynamic_update_slice_p, _dus_transpose)
+E.def_transpose(dynamic_update_slice_p, _dus_transpose)
 
 
 def dynamic_update_slice(operand: Any, update: Any, start_indices: Any) -> Any:
@@ -919,14 +919,14 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
         scatter_dims_to_operand_dims=dn.start_index_map,
         operand_batching_dims=dn.operand_batching_dims,
         scatter_indices_batching_dims=dn.start_indices_batching_dims)
-    return [scatter_add_p.bind(E._zeros(operand), indices, ct, dimension_numbers=sdn,
+    return [scatter_add_p.bind(E.zeros_of(operand), indices, ct, dimension_numbers=sdn,
                                indices_are_sorted=indices_are_sorted,
                                unique_indices=unique_indices, mode=mode, update_jaxpr=None,
                                update_consts=()), None]
 
 
 ad.defjvp(gather_p, _gather_jvp)
-E._def_transpose(gather_p, _gather_transpose)
+E.def_transpose(gather_p, _gather_transpose)
 
 
 def _scatter_linear_jvp(prim):
@@ -937,7 +937,7 @@ def _scatter_linear_jvp(prim):
         tx, _, tu = tangents
         if type(tx) is ad.Zero and type(tu) is ad.Zero:
             return out, ad.Zero.from_primal_value(out)
-        return out, prim.bind(E._instantiate(tx), indices, E._instantiate(tu), **params)
+        return out, prim.bind(E.instantiate(tx), indices, E.instantiate(tu), **params)
     return jvp
 
 
@@ -950,7 +950,7 @@ def _scatter_add_transpose(ct, x, indices, updates, *, dimension_numbers, mode, 
 
 
 scatter_add_p.def_jvp(_scatter_linear_jvp(scatter_add_p))
-E._def_transpose(scatter_add_p, _scatter_add_transpose)
+E.def_transpose(scatter_add_p, _scatter_add_transpose)
 
 
 def _scatter_jvp(primals, tangents, **params):
@@ -970,12 +970,12 @@ def _scatter_jvp(primals, tangents, **params):
     ids = E.add(reshape(iota(np.int32, int(np.prod(ids_shape, dtype=np.int64))), ids_shape),
                 np.int32(1))
     ids = broadcast_in_dim(ids, u_shape, tuple(range(len(u_shape))))
-    landed = scatter_p.bind(E._full(_shape(x), 0, np.int32), indices, ids, **params)
+    landed = scatter_p.bind(E.full_of(_shape(x), 0, np.int32), indices, ids, **params)
     untouched = E.eq(landed, np.int32(0))
     won = E.eq(ids, _gather_scattered(landed, indices, dn, u_shape, params["mode"]))
-    tx, tu = E._instantiate(tx), E._instantiate(tu)
-    return out, scatter_add_p.bind(E.select(untouched, tx, E._zeros(tx)), indices,
-                                   E.select(won, tu, E._zeros(tu)), **params)
+    tx, tu = E.instantiate(tx), E.instantiate(tu)
+    return out, scatter_add_p.bind(E.select(untouched, tx, E.zeros_of(tx)), indices,
+                                   E.select(won, tu, E.zeros_of(tu)), **params)
 
 
 def _scatter_transpose(ct, x, indices, updates, *, dimension_numbers, mode, unique_indices,
@@ -986,7 +986,7 @@ def _scatter_transpose(ct, x, indices, updates, *, dimension_numbers, mode, uniq
                                   "unique_indices=True")
     ct_x = ct_u = None
     if ad.is_undefined_primal(x):
-        ct_x = scatter_p.bind(ct, indices, E._zeros(updates), dimension_numbers=dimension_numbers,
+        ct_x = scatter_p.bind(ct, indices, E.zeros_of(updates), dimension_numbers=dimension_numbers,
                               mode=mode, unique_indices=unique_indices, **params)
     if ad.is_undefined_primal(updates):
         ct_u = _gather_scattered(ct, indices, dimension_numbers, updates.aval.shape, mode)
@@ -994,14 +994,14 @@ def _scatter_transpose(ct, x, indices, updates, *, dimension_numbers, mode, uniq
 
 
 scatter_p.def_jvp(_scatter_jvp)
-E._def_transpose(scatter_p, _scatter_transpose)
+E.def_transpose(scatter_p, _scatter_transpose)
 
 
 def _scatter_mul_jvp_updates(g, x, indices, updates, **params):
     if not params["unique_indices"]:
         raise NotImplementedError("scatter_mul gradients are only implemented if "
                                   "`unique_indices=True`")
-    return E.mul(x, scatter_add_p.bind(E._zeros(x), indices, g, **params))
+    return E.mul(x, scatter_add_p.bind(E.zeros_of(x), indices, g, **params))
 
 
 def _scatter_mul_transpose(ct, x, indices, updates, **params):
@@ -1015,7 +1015,7 @@ def _scatter_mul_transpose(ct, x, indices, updates, **params):
 
 ad.defjvp(scatter_mul_p, lambda g, x, indices, updates, **params: scatter_mul_p.bind(
     g, indices, updates, **params), None, _scatter_mul_jvp_updates)
-E._def_transpose(scatter_mul_p, _scatter_mul_transpose)
+E.def_transpose(scatter_mul_p, _scatter_mul_transpose)
 
 
 def _scatter_extremum_jvp(prim):
@@ -1027,13 +1027,13 @@ def _scatter_extremum_jvp(prim):
         tx, _, tu = tangents
         if type(tx) is ad.Zero and type(tu) is ad.Zero:
             return out, ad.Zero.from_primal_value(out)
-        tx, tu = E._instantiate(tx), E._instantiate(tu)
+        tx, tu = E.instantiate(tx), E.instantiate(tu)
         dt = core.get_aval(out).dtype
         won = convert_element_type(E.eq(updates, _gather_scattered(
             out, indices, params["dimension_numbers"], _shape(updates), params["mode"], None)),
             dt)
         kept = convert_element_type(E.eq(x, out), dt)
-        zeros = E._zeros(out)
+        zeros = E.zeros_of(out)
         count = E.add(kept, scatter_add_p.bind(zeros, indices, won, **params))
         total = E.add(E.mul(tx, kept), scatter_add_p.bind(zeros, indices, E.mul(tu, won),
                                                           **params))

@@ -125,7 +125,7 @@ def _take_along(t: Any, idx: Any, dimension: int) -> Any:
     shape = core.get_aval(idx).shape
     nd = len(shape)
     if 0 in shape or 0 in core.get_aval(t).shape:
-        return E._full(shape, 0, core.get_aval(t).dtype)
+        return E.full_of(shape, 0, core.get_aval(t).dtype)
     coords = [idx if d == dimension else broadcasted_iota(np.int32, shape, d) for d in range(nd)]
     indices = concatenate([reshape(c, shape + (1,)) for c in coords], nd)
     dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(nd)),

@@ -40,7 +40,9 @@ from ember.runtime.array import Array
 
 _SCALAR_TYPES = frozenset((bool, int, float, complex))
 _LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
+_SEEN = object()  # cache value: this signature was called once (compiled when seen again)
 _SLOW = object()  # cache value: this signature always takes the ordinary path
+_NO_ENTRY = (_SLOW, _SLOW, _SLOW, None)  # matches no key objects
 _L1_SIZE, _L2_SIZE = 2048, 512
 
 # The thread's trace state, read directly on the hot path (``current_trace()`` costs a call).
@@ -186,8 +188,9 @@ def _compile(closed, kinds: tuple, scalar_avals: dict, out_tree: type | None) ->
     jaxpr = closed.jaxpr
     env: dict[str, Any] = {
         "_Array": Array, "_new": _new, "_sf": _setflags, "_asarray": np.asarray,
-        "_conv": _convert_scalar, "_Fallback": _Fallback, "_errvar": _errvar,
-        "_IGNORE": _IGNORE, "_errstate": np.errstate, "_ndarray": np.ndarray,
+        "_conv": _convert_scalar, "_Fallback": _Fallback, "_IGNORE": _IGNORE,
+        "_errset": _errvar and _errvar.set, "_errreset": _errvar and _errvar.reset,
+        "_errstate": np.errstate, "_ndarray": np.ndarray,
         "_fix": _fix_value,
     }
     names: dict[int, str] = {}  # id(var) -> local name
@@ -283,8 +286,8 @@ def _compile(closed, kinds: tuple, scalar_avals: dict, out_tree: type | None) ->
         lines += [line[4:] for line in body]
     elif body:
         if _errvar is not None:
-            lines += ["    tok = _errvar.set(_IGNORE)", "    try:", *body,
-                      "    finally:", "        _errvar.reset(tok)"]
+            lines += ["    tok = _errset(_IGNORE)", "    try:", *body,
+                      "    finally:", "        _errreset(tok)"]
         else:  # pragma: no cover - other NumPy versions
             lines += ["    with _errstate(all='ignore'):", "      if True:", *body]
     lines += [*tail, f"    return {result}"]
@@ -324,11 +327,13 @@ class FastFunction:
         self.static_ints = static_ints
         self.by_id: dict = {}  # ids of the signature's key objects -> (program, key objects)
         self.by_value: dict = {}  # key objects (avals, types, static ints) -> program or _SLOW
+        self.last: list = [_NO_ENTRY]  # the wrapper's latest (key objects..., program)
         _all_caches.append(self)
 
     def clear(self) -> None:
         self.by_id.clear()
         self.by_value.clear()
+        self.last[0] = _NO_ENTRY
 
     def key_objects(self, args: tuple) -> tuple | None:
         keys = []
@@ -348,8 +353,13 @@ class FastFunction:
         if keys is None:
             return self.fn(*args)
         prog = self.by_value.get(keys)
-        if prog is None:
-            return self._first_call(keys, args)
+        if prog is None:  # first sight: one-off signatures are not worth compiling
+            if len(self.by_value) >= _L2_SIZE:
+                self.clear()
+            self.by_value[keys] = _SEEN
+            return self.fn(*args)
+        if prog is _SEEN:
+            return self._compile_call(keys, args)
         if prog is _SLOW:
             return self.fn(*args)
         self._remember(keys, prog)
@@ -370,9 +380,8 @@ class FastFunction:
             return id(keys[0])
         return tuple(k if type(k) is tuple else id(k) for k in keys)
 
-    def _first_call(self, keys: tuple, args: tuple) -> Any:
-        if len(self.by_value) >= _L2_SIZE:
-            self.clear()
+    def _compile_call(self, keys: tuple, args: tuple) -> Any:
+        """Compiles the signature, checking the program's result against the ordinary path."""
         prog = self._build(keys, args)
         result = self.fn(*args)  # the ordinary path decides (and raises, for bad input)
         if prog is not None:
@@ -444,33 +453,41 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = ()) -> Cal
         >>> square = fastpath(lambda x, /: lax.mul(x, x), nargs=1)
     """
     cache = FastFunction(fn, nargs, static_ints)
-    by_id = cache.by_id
-    miss = cache.miss
+    by_id, miss, last = cache.by_id, cache.miss, cache.last
     simple = not static_ints and _positional_only(fn, nargs)
+    # ``last[0]`` is (key objects..., program) of the latest signature served from ``by_id``:
+    # a repeated signature is recognized by identity, without building a key. It is one tuple,
+    # replaced whole, so another thread never sees a half-updated entry.
 
     if simple and nargs == 1:
         def wrapper(x, /):
             if type(_trace_state.trace) is not EvalTrace:
                 return fn(x)
-            tx = type(x)
-            entry = by_id.get(id(x.aval if tx is Array else tx))
-            if entry is None:
-                return miss((x,))
+            k = x.aval if type(x) is Array else type(x)
+            entry = last[0]
+            if k is not entry[0]:
+                entry = by_id.get(id(k))
+                if entry is None:
+                    return miss((x,))
+                last[0] = entry = (k, entry[0])
             try:
-                return entry[0](x)
+                return entry[1](x)
             except _Fallback:
                 return fn(x)
     elif simple and nargs == 2:
         def wrapper(x1, x2, /):
             if type(_trace_state.trace) is not EvalTrace:
                 return fn(x1, x2)
-            t1, t2 = type(x1), type(x2)
-            entry = by_id.get((id(x1.aval if t1 is Array else t1),
-                               id(x2.aval if t2 is Array else t2)))
-            if entry is None:
-                return miss((x1, x2))
+            k1 = x1.aval if type(x1) is Array else type(x1)
+            k2 = x2.aval if type(x2) is Array else type(x2)
+            entry = last[0]
+            if k1 is not entry[0] or k2 is not entry[1]:
+                entry = by_id.get((id(k1), id(k2)))
+                if entry is None:
+                    return miss((x1, x2))
+                last[0] = entry = (k1, k2, entry[0])
             try:
-                return entry[0](x1, x2)
+                return entry[2](x1, x2)
             except _Fallback:
                 return fn(x1, x2)
     elif nargs == 3 and not static_ints:
@@ -478,14 +495,17 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = ()) -> Cal
             if kwargs or len(args) != 3 or type(_trace_state.trace) is not EvalTrace:
                 return fn(*args, **kwargs)
             x1, x2, x3 = args
-            t1, t2, t3 = type(x1), type(x2), type(x3)
-            entry = by_id.get((id(x1.aval if t1 is Array else t1),
-                               id(x2.aval if t2 is Array else t2),
-                               id(x3.aval if t3 is Array else t3)))
-            if entry is None:
-                return miss(args)
+            k1 = x1.aval if type(x1) is Array else type(x1)
+            k2 = x2.aval if type(x2) is Array else type(x2)
+            k3 = x3.aval if type(x3) is Array else type(x3)
+            entry = last[0]
+            if k1 is not entry[0] or k2 is not entry[1] or k3 is not entry[2]:
+                entry = by_id.get((id(k1), id(k2), id(k3)))
+                if entry is None:
+                    return miss(args)
+                last[0] = entry = (k1, k2, k3, entry[0])
             try:
-                return entry[0](x1, x2, x3)
+                return entry[3](x1, x2, x3)
             except _Fallback:
                 return fn(x1, x2, x3)
     else:

@@ -115,7 +115,7 @@ class LoadedExecutable:
     """
 
     __slots__ = ("name", "backend", "module", "executable", "in_avals", "out_avals", "consts",
-                 "cost", "inline")
+                 "cost", "inline", "_exact_run")
 
     def __init__(self, name: str, backend: str, module: Any, executable: Any,
                  in_avals: list, out_avals: list, consts: list, cost: dict):
@@ -128,6 +128,9 @@ class LoadedExecutable:
         self.consts = consts
         self.cost = cost
         self.inline = cost.get("bytes accessed", 0.0) < INLINE_BYTES_LIMIT
+        # Backends may offer ``execute_exact``: outputs already of the exact dtypes and shapes,
+        # read-only (the CPU backend's generated single-call runner).
+        self._exact_run = getattr(executable, "execute_exact", None)
 
     def execute(self, args: list) -> list[Array]:
         """Runs on ``args`` (Arrays, or values already converted to the input dtypes)."""
@@ -144,6 +147,8 @@ class LoadedExecutable:
         values = [a._value if isinstance(a, Array) else a for a in args]
         if self.consts:
             values.extend(self.consts)
+        if self._exact_run is not None and all(type(v) is _ndarray for v in values):
+            return self._exact_run(values)
         outs = self.executable.execute(values)
         return [_exact(o, aval, self.name) for o, aval in zip(outs, self.out_avals)]
 

@@ -450,35 +450,50 @@ class KernelBuilder:
     # ------------------------------------------------------------------ loop fusions
 
     def _build_loop(self, lo, hi) -> KernelInfo:
-        dims = _leaf_shape(*self.outputs[0]).dims
+        by_dims: dict[tuple, list[int]] = {}
+        for k, (inst, leaf) in enumerate(self.outputs):
+            by_dims.setdefault(_leaf_shape(inst, leaf).dims, []).append(k)
+        if len(by_dims) > 1:
+            # Outputs over different iteration spaces: one loop each, in a single call.
+            lo, hi = self._clamp_range(lo, hi, 1)
+            with self.b.if_then(self.b.icmp_signed("<", lo, hi)):
+                for dims, ks in by_dims.items():
+                    self._output_loop(dims, ks, _c(0), _c(dims[0] if dims else 1))
+            total = sum(math.prod(d) for d in by_dims)
+            return KernelInfo(self.name, 1, total, ())
+        dims = next(iter(by_dims))
+        size = math.prod(dims)
+        flat = not dims or _is_flat(self.fused, size)
+        extent = size if flat else dims[0]
+        lo, hi = self._clamp_range(lo, hi, extent)
+        self._output_loop(dims, list(range(len(self.outputs))), lo, hi)
+        return KernelInfo(self.name, extent, size // max(extent, 1), ())
+
+    def _output_loop(self, dims, ks, lo, hi) -> None:
+        """Computes outputs ``ks`` (all of ``dims``) over ``[lo, hi)`` of the parallel dim."""
         size = math.prod(dims)
         if not dims or _is_flat(self.fused, size):
-            lo, hi = self._clamp_range(lo, hi, size)
-
             def body(i):
                 em = self._emitter()
                 index = Index(dims, linear=i)
-                for k, (inst, _) in enumerate(self.outputs):
-                    self._store(k, em.emit(inst, index), index)
+                for k in ks:
+                    self._store(k, em.emit(self.outputs[k][0], index), index)
             self.loops.loop(lo, hi, body)
-            return KernelInfo(self.name, size, 1, ())
-        lo, hi = self._clamp_range(lo, hi, dims[0])
+            return
         ranges = [(lo, hi)] + [(_c(0), _c(d)) for d in dims[1:]]
 
         def nest_body(multi):
             em = self._emitter()
             index = Index(dims, multi=multi)
-            for k, (inst, _) in enumerate(self.outputs):
-                self._store(k, em.emit(inst, index), index)
+            for k in ks:
+                self._store(k, em.emit(self.outputs[k][0], index), index)
         self.loops.nest(ranges, nest_body)
-        return KernelInfo(self.name, dims[0], size // max(dims[0], 1), ())
 
     # ------------------------------------------------------------------ input fusions
 
     def _build_reduce(self, reduces, lo, hi) -> KernelInfo:
         b = self.b
         first = reduces[0]
-        n_in = len(first.operands) // 2
         in_dims = first.operands[0].dims
         red = sorted(first.attrs["dimensions"])
         kept = [d for d in range(len(in_dims)) if d not in red]
@@ -540,7 +555,7 @@ class KernelBuilder:
             accs[id(r)] = slots
         # Float sums: per-block narrow accumulator + float64 accumulator across blocks.
         float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
-                      and len(r.operands) == 2 and S.is_float(r.dtype)]
+                      and len(r.operands) == 2 and S.is_float(r.dtype)] if red else []
         wide = {}
         for r in float_sums:
             slot = loops.alloca(S.F64)

@@ -83,8 +83,9 @@ class LibraryStep:
 class ConstantPool:
     """Array constants of the module as LLVM globals (deduplicated by content)."""
 
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, prefix: str):
         self.module = module
+        self.prefix = prefix
         self.arrays: list[np.ndarray] = []
         self.names: list[str] = []
         self._by_key: dict = {}
@@ -97,7 +98,7 @@ class ConstantPool:
         i = self._by_key.get(key)
         if i is None:
             i = self._by_key[key] = len(self.arrays)
-            name = f"const_{i}"
+            name = f"{self.prefix}_const_{i}"
             data = bytearray(value.tobytes()) or bytearray(1)
             g = ir.GlobalVariable(self.module, ir.ArrayType(S.I8, len(data)), name)
             g.initializer = ir.Constant(ir.ArrayType(S.I8, len(data)), data)
@@ -139,19 +140,30 @@ class Program:
     arena_bytes: int
     has_entry: bool
     n_values: int
+    entry_name: str
+
+    @property
+    def max_work(self) -> int:
+        """Elements computed by the biggest kernel (0 without kernels)."""
+        return max((work_of(s) for s in self.steps if isinstance(s, KernelStep)), default=0)
 
 
 class ProgramBuilder:
     """Turns the entry computation into a ``Program``."""
 
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, prefix: str = "m"):
         self.module = module
+        self.prefix = prefix  # makes every symbol unique in the process's shared engine
         self.entry = module.entry
         self.ir_module = ir.Module(name="ember")
-        self.consts = ConstantPool(self.ir_module)
+        self.consts = ConstantPool(self.ir_module, prefix)
         self.refs: dict[int, list[BufferRef]] = {}  # id(inst) -> leaf refs
         self.n_values = 0
         self.kernel_count = 0
+
+    @property
+    def entry_name(self) -> str:
+        return f"{self.prefix}_entry"
 
     def build(self) -> Program:
         comp = self.entry
@@ -186,16 +198,14 @@ class ProgramBuilder:
                 continue
             step = self._step(inst, assignment, offsets, output_of)
             steps.append(step)
-        outputs = []
-        for key, inst_leaf in zip(root_leaves, self._root_refs(comp)):
-            outputs.append(inst_leaf)
+        outputs = list(self._root_refs(comp))
         has_entry = all(isinstance(s, KernelStep) for s in steps)
         if has_entry:
             self._emit_entry(steps, len(comp.parameters), len(output_shapes))
         arena = max(offsets.values(), default=0)
         return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
                        len(comp.parameters), outputs, output_shapes, arena, has_entry,
-                       self.n_values)
+                       self.n_values, self.entry_name)
 
     # ------------------------------------------------------------------ buffers
 
@@ -276,7 +286,7 @@ class ProgramBuilder:
         return LibraryStep(inst, inputs, outs)
 
     def _try_kernel(self, fused: Computation) -> KernelInfo | None:
-        name = f"kernel_{self.kernel_count}"
+        name = f"{self.prefix}_kernel_{self.kernel_count}"
         self.kernel_count += 1
         try:
             return KernelBuilder(self.ir_module, name, fused, self.consts.typed_pointer).build()
@@ -290,7 +300,7 @@ class ProgramBuilder:
         """``void entry(i8* params..., i8* outputs..., i8* arena)``: runs every kernel."""
         n_args = n_params + n_outputs + 1
         fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), [I8P] * n_args),
-                         "entry")
+                         self.entry_name)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         args = fn.args
         kernels = {}
