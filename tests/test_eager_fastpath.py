@@ -17,6 +17,9 @@ import ember
 import ember.numpy as jnp
 from ember import dtypes
 from ember.core import ShapedArray
+from ember.jaxpr import JaxprEqn, Var
+from ember.lax import base
+from ember.lax import elementwise as ew
 from ember.numpy import _fastpath
 from ember.numpy._fastpath import _SLOW, ordinary_path
 from ember.runtime.array import Array
@@ -79,7 +82,7 @@ def _compare(fn, *args, expect_fast: bool | None = None):
             assert fast[1] == slow[1]
     if expect_fast is not None:
         cache = fn._fast_cache
-        keys = cache.key_objects(args)
+        keys = cache.key_objects(args, {})
         prog = cache.by_value.get(keys)
         assert (prog is not None and prog is not _SLOW) == expect_fast, (keys, prog)
     return slow
@@ -340,33 +343,57 @@ def test_non_ember_inputs_take_the_ordinary_path():
         _compare(jnp.multiply, other, x, expect_fast=False)
 
 
+_BINARY_PRIMS = {"add", "sub", "mul", "max", "min", "eq", "ne", "lt", "le", "gt", "ge",
+                 "and", "or", "xor", "atan2", "div"}
+
+
+def _sample(dt, reverse=False):
+    kind = "f" if dt == dtypes.bfloat16 else np.dtype(dt).kind
+    with np.errstate(all="ignore"):
+        out = np.array(_VALUES[kind] * 2).astype(dt)[:8]
+    return out[::-1].copy() if reverse else out
+
+
 def test_raw_kernels_agree_with_the_impls():
-    from ember.lax import base
-
-    def sample(dt):
-        kind = "f" if dt == dtypes.bfloat16 else np.dtype(dt).kind
+    prims = [*_fastpath._ANY_DTYPE, *_fastpath._NOT_LOW_FLOAT, ew.div_p]
+    checked = 0
+    for prim, dt in itertools.product(prims, base.all_dtypes):
+        nargs = 2 if prim.name in _BINARY_PRIMS else 1
+        aval = ShapedArray((8,), dt)
+        try:
+            out_aval = prim.abstract_eval(*[aval] * nargs)
+        except TypeError:
+            continue  # the primitive rejects this dtype
+        eqn = JaxprEqn([Var(aval)] * nargs, [Var(out_aval)], prim, {})
+        raw = _fastpath._raw_kernel(eqn)
+        if raw is None:
+            continue
+        args = (_sample(dt), _sample(dt, reverse=True))[:nargs]
         with np.errstate(all="ignore"):
-            return np.array(_VALUES[kind] * 2).astype(dt)[:8]
+            expected = np.asarray(prim.impl(*args))
+            got = np.asarray(raw(*args))
+        assert got.dtype == expected.dtype == out_aval.dtype, (prim, dt)
+        assert got.tobytes() == expected.tobytes(), (prim, dt)
+        checked += 1
+    assert checked > 150
 
-    table = list(_fastpath._ANY_DTYPE.items()) + list(_fastpath._NOT_LOW_FLOAT.items())
-    for prim, raw in table:
-        for dt in base.all_dtypes:
-            if prim in _fastpath._NOT_LOW_FLOAT and dt in _fastpath._LOW_FLOATS:
-                continue
-            x, y = sample(dt), sample(dt)[::-1].copy()
-            aval = ShapedArray(x.shape, dt)
-            nargs = 1 if prim.name in ("neg", "abs", "square", "not") or \
-                prim in _fastpath._NOT_LOW_FLOAT and prim.name != "atan2" else 2
-            args = (x, y)[:nargs]
-            try:
-                out_aval = prim.abstract_eval(*[aval] * nargs)
-            except TypeError:
-                continue  # the primitive rejects this dtype
-            with np.errstate(all="ignore"):
-                expected = np.asarray(prim.impl(*args))
-                got = np.asarray(raw(*args))
-            assert got.dtype == expected.dtype == out_aval.dtype, (prim, dt)
-            assert got.tobytes() == expected.tobytes(), (prim, dt)
+
+def test_raw_conversions_and_select_agree_with_the_impls():
+    for src, dst in itertools.product(base.all_dtypes, repeat=2):
+        raw = _fastpath._raw_convert(np.dtype(src), np.dtype(dst))
+        if raw is None:
+            continue
+        x = _sample(src)
+        with np.errstate(all="ignore"):
+            expected = np.asarray(ew.convert_element_type_p.impl(x, new_dtype=np.dtype(dst),
+                                                                 weak_type=False))
+            got = raw(x)
+        assert got.dtype == expected.dtype == dst
+        assert got.tobytes() == expected.tobytes(), (src, dst)
+    which = np.array([True, False, True, False])
+    a, b = np.arange(4.0), -np.arange(4.0)
+    np.testing.assert_array_equal(_fastpath._select2(which, a, b),
+                                  ew.select_n_p.impl(which, a, b))
 
 
 def test_one_off_signatures_are_not_compiled():
@@ -398,3 +425,122 @@ def test_wrappers_keep_names_and_docs():
     assert jnp.asin is jnp.arcsin
     with pytest.raises(TypeError, match="add"):
         jnp.add(1)
+
+
+# ------------------------------------------------------------------ static arguments
+
+
+def _compare_kw(fn, args, kwargs):
+    with ordinary_path():
+        slow = _outcome(lambda: fn(*args, **kwargs))
+    for _ in range(3):
+        fast = _outcome(lambda: fn(*args, **kwargs))
+        assert fast[0] == slow[0], (fast, slow)
+        if slow[0] == "ok":
+            _check_same(fast[1], slow[1])
+        else:
+            assert fast[1] == slow[1]
+    return slow
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "var", "std", "all",
+                                  "any", "argmax", "argmin", "cumsum", "nansum", "ptp",
+                                  "count_nonzero"])
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint32", "float16", "float32"])
+def test_reductions_match_ordinary_path(name, dtype):
+    fn = getattr(jnp, name)
+    x = _array(dtype, (2, 3))
+    _compare_kw(fn, (x,), {})
+    for axis in (0, 1, -1, (0, 1), 2, (0, 0), 1.0, None):
+        _compare_kw(fn, (x,), {"axis": axis})
+        _compare_kw(fn, (x, axis), {})
+    if name not in ("argmax", "argmin", "cumsum"):
+        _compare_kw(fn, (x,), {"axis": 1, "keepdims": True})
+    if name in ("sum", "prod", "mean", "cumsum"):
+        _compare_kw(fn, (x,), {"dtype": jnp.float32})
+        _compare_kw(fn, (x,), {"dtype": "int32"})
+    _compare_kw(fn, (3.5,), {})
+
+
+def test_array_methods_take_the_fast_path():
+    x = _array("float32", (2, 3))
+    cases = [lambda: x.sum(), lambda: x.sum(axis=0), lambda: x.mean(1), lambda: x.max(),
+             lambda: x.reshape(3, 2), lambda: x.reshape((6,)), lambda: x.reshape(-1),
+             lambda: x.T, lambda: x.transpose(1, 0), lambda: x.astype(jnp.int32),
+             lambda: x.astype("float16"), lambda: x[0], lambda: x[:, 1], lambda: x[..., None],
+             lambda: x[-1, ::-2], lambda: x[1:, np.int64(0)], lambda: x @ x.T,
+             lambda: x.ravel(), lambda: x.squeeze(), lambda: x.argmax(axis=1),
+             lambda: x.cumsum(axis=1), lambda: x[True]]
+    for case in cases:
+        with ordinary_path():
+            slow = case()
+        for _ in range(3):
+            _check_same(case(), slow)
+    assert "run" in repr(jnp.sum._fast_cache.by_value)  # compiled programs are cached
+
+
+@pytest.mark.parametrize("call", [
+    ("reshape", (_array("float32", (2, 3)), (3, 2)), {}),
+    ("reshape", (_array("float32", (2, 3)), (4, 2)), {}),
+    ("reshape", (_array("float32", (2, 3)), (3, -1)), {"order": "F"}),
+    ("transpose", (_array("int8", (2, 3)),), {"axes": (1, 0)}),
+    ("transpose", (_array("int8", (2, 3)), (0, 0)), {}),
+    ("swapaxes", (_array("float32", (2, 3, 1)), 0, 2), {}),
+    ("moveaxis", (_array("float32", (2, 3, 1)), 0, -1), {}),
+    ("expand_dims", (_array("float32", (2, 3)), (0, 3)), {}),
+    ("squeeze", (_array("float32", (1, 3)),), {"axis": 0}),
+    ("squeeze", (_array("float32", (2, 3)),), {"axis": 0}),
+    ("flip", (_array("complex64", (2, 3)),), {"axis": 1}),
+    ("broadcast_to", (_array("float32", (3,)), (2, 3)), {}),
+    ("broadcast_to", (_array("float32", (3,)), (2, 4)), {}),
+    ("broadcast_to", (2.5, (2,)), {}),
+    ("astype", (_array("float32"), jnp.int8), {}),
+    ("astype", (_array("float32"), np.dtype("bool")), {}),
+    ("astype", (_array("float32"), None), {}),
+    ("matmul", (_array("float32", (2, 3)), _array("float32", (3,))), {}),
+    ("matmul", (_array("int8", (2, 3)), _array("float16", (3, 2))), {}),
+    ("matmul", (_array("float32", (2, 3)), _array("float32", (2, 3))), {}),
+    ("dot", (_array("float32", (3,)), _array("float32", (3,))), {}),
+    ("dot", (_array("float32", (3,)), 2.0), {}),
+    ("outer", (_array("int32", (3,)), _array("float32", (2,))), {}),
+    ("tensordot", (_array("float32", (2, 3)), _array("float32", (3, 2))), {"axes": 1}),
+    ("_getitem", (_array("float32", (2, 3)), (1, 5)), {}),
+    ("_getitem", (_array("float32", (2, 3)), (slice(None), None, 0)), {}),
+    ("_getitem", (_array("float32", (2, 3)), 1.5), {}),
+])
+def test_static_arguments_match_ordinary_path(call):
+    name, args, kwargs = call
+    _compare_kw(getattr(jnp, name), args, kwargs)
+
+
+def test_static_keys_tell_values_apart():
+    x = _array("float32", (2, 3))
+    assert jnp.sum(x, axis=1).shape == (2,)
+    assert jnp.sum(x, axis=1).shape == (2,)
+    with pytest.raises(TypeError):
+        jnp.sum(x, axis=1.0)  # 1.0 == 1, but a float axis is an error
+    with pytest.raises(TypeError):
+        jnp.sum(x, axis=True)  # True == 1 too
+    assert jnp.astype(x, "int8").dtype == np.int8
+    assert jnp.astype(x, np.dtype("int8")).dtype == np.int8
+    # Unhashable or array-valued static arguments take the ordinary path.
+    np.testing.assert_array_equal(jnp.sum(x, where=x > 0), np.where(np.asarray(x) > 0,
+                                                                    np.asarray(x), 0).sum())
+    assert jnp.sum(x, axis=[0, 1]).shape == ()
+
+
+def test_unreplayable_signatures_stay_on_the_ordinary_path():
+    scalar = jnp.asarray(np.float32(2.0))
+    for _ in range(3):
+        assert jnp.imag(scalar).tolist() == 0.0  # a constant output
+    assert jnp.imag._fast_cache.by_value[(scalar.aval,)] is _SLOW
+
+    def branchy(x, /):  # value-dependent Python control flow: cannot be traced
+        return jnp.negative(x) if float(jnp.sum(x)) > 0 else jnp.add(x, 1.0)
+
+    fast = _fastpath.fastpath(branchy, 1)
+    pos, neg = jnp.asarray(np.ones(3, np.float32)), jnp.asarray(-np.ones(3, np.float32))
+    for _ in range(3):
+        assert fast(pos).tolist() == [-1.0] * 3
+        assert fast(neg).tolist() == [0.0] * 3
+    assert fast._fast_cache.by_value[(pos.aval,)] is _SLOW

@@ -20,7 +20,6 @@ import ember.numpy as jnp
 from ember import tree_util
 from tests.op_records import ALL_RECORDS, make_args
 
-
 BACKENDS = ["cpu", "interpreter"]
 
 

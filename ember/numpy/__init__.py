@@ -2,6 +2,7 @@
 
 import sys as _sys
 
+from ember.numpy import _fastpath
 from ember.numpy import array_methods as _array_methods
 from ember.numpy.creation import *
 from ember.numpy.index_functions import *
@@ -15,4 +16,5 @@ from ember.numpy.shape import *
 from ember.numpy.sorting import *
 from ember.numpy.ufuncs import *
 
+_fastpath.install(_sys.modules[__name__])  # reductions, shapes, products: the eager fast path
 _array_methods.install(_sys.modules[__name__])

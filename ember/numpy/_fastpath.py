@@ -182,8 +182,8 @@ def _convert_scalar(memo: dict, x: Any, dtype: np.dtype, weak: bool) -> np.ndarr
 def _compile(closed, kinds: tuple, scalar_avals: dict, out_tree: type | None) -> Callable | None:
     """The jaxpr as a Python function of the call's arguments; None if not replayable.
 
-    ``kinds[i]`` is "array", "scalar" or ("static", value) for argument i; the jaxpr's invars
-    are the non-static arguments in order. ``out_tree`` is tuple/list for several outputs.
+    ``kinds[i]`` is "array", "scalar" or "static" for argument i; the jaxpr's invars are the
+    non-static arguments in order. ``out_tree`` is tuple/list for several outputs.
     """
     jaxpr = closed.jaxpr
     env: dict[str, Any] = {
@@ -197,7 +197,7 @@ def _compile(closed, kinds: tuple, scalar_avals: dict, out_tree: type | None) ->
     arg_of: dict[int, int] = {}  # id(invar) -> argument position
     invars = iter(jaxpr.invars)
     for i, kind in enumerate(kinds):
-        if not isinstance(kind, tuple):  # static arguments are baked into the jaxpr
+        if kind != "static":  # static arguments are baked into the jaxpr
             var = next(invars)
             names[id(var)] = f"v{i}"
             arg_of[id(var)] = i
@@ -318,15 +318,48 @@ def _same(a: Any, b: Any) -> bool:
 _all_caches: list[FastFunction] = []
 
 
-class FastFunction:
-    """The cache of compiled programs of one function (see the module docstring)."""
+_STATIC_ATOMS = frozenset((type(None), bool, int, str, type(Ellipsis)))
 
-    def __init__(self, fn: Callable, nargs: int, static_ints: tuple[int, ...]):
+
+def _static_key(v: Any) -> Any:
+    """A hashable key of a static argument telling values apart exactly, or None if unusable.
+
+    Types are part of the key (``1``, ``1.0`` and ``True`` differ) and floats are keyed by
+    their bits' hex form (``0.0`` and ``-0.0`` differ).
+    """
+    t = type(v)
+    if t in _STATIC_ATOMS:
+        return (t, v)
+    if t is float:
+        return (t, v.hex())
+    if t is tuple or t is list or t is slice:
+        items = (v.start, v.stop, v.step) if t is slice else v
+        parts = tuple(_static_key(e) for e in items)
+        return None if None in parts else (t, parts)
+    if t is np.dtype or isinstance(v, type):  # dtypes and scalar types (jnp.float32)
+        return (t, v)
+    if isinstance(v, (np.integer, np.bool_)):
+        return (t, v.item())
+    return None
+
+
+class FastFunction:
+    """The cache of compiled programs of one function (see the module docstring).
+
+    The first ``nargs`` positional arguments are arrays (ember Arrays or Python scalars, which
+    are abstract: only their type matters), except Python ints at positions ``static_ints``.
+    With ``statics``, further positional arguments and keyword arguments are static: their
+    values (see ``_static_key``) are part of the signature.
+    """
+
+    def __init__(self, fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
+                 statics: bool = False):
         self.fn = fn
         self.nargs = nargs
         self.static_ints = static_ints
+        self.statics = statics
         self.by_id: dict = {}  # ids of the signature's key objects -> (program, key objects)
-        self.by_value: dict = {}  # key objects (avals, types, static ints) -> program or _SLOW
+        self.by_value: dict = {}  # key objects (avals, types, static keys) -> program/_SLOW
         self.last: list = [_NO_ENTRY]  # the wrapper's latest (key objects..., program)
         _all_caches.append(self)
 
@@ -335,38 +368,59 @@ class FastFunction:
         self.by_value.clear()
         self.last[0] = _NO_ENTRY
 
-    def key_objects(self, args: tuple) -> tuple | None:
+    def key_objects(self, args: tuple, kwargs: dict) -> tuple | None:
+        """The signature of a call: avals, scalar types and ("static", key) tuples; or None
+        when the call must take the ordinary path."""
+        nargs = self.nargs
+        if len(args) < nargs or (len(args) > nargs or kwargs) and not self.statics:
+            return None
         keys = []
         for i, a in enumerate(args):
             t = type(a)
-            if t is Array:
+            if i >= nargs or (t is int and i in self.static_ints):
+                k = _static_key(a)
+                if k is None:
+                    return None
+                keys.append(("static", k))
+            elif t is Array:
                 keys.append(a.aval)
             elif t in _SCALAR_TYPES:
-                keys.append(("static", a) if t is int and i in self.static_ints else t)
+                keys.append(t)
             else:
                 return None
+        if kwargs:
+            k = _static_key(tuple(sorted(kwargs.items())))
+            if k is None:
+                return None
+            keys.append(("kwargs", k))
         return tuple(keys)
 
-    def miss(self, args: tuple) -> Any:
-        """Serves a call whose signature is not in ``by_id`` (compiling it if new)."""
-        keys = self.key_objects(args)
+    def id_key(self, keys: tuple) -> Any:
+        """The ``by_id`` key of a signature, as the wrappers compute it."""
+        if len(keys) == 1 and type(keys[0]) is not tuple:
+            return id(keys[0])
+        return tuple(k if type(k) is tuple else id(k) for k in keys)
+
+    def miss(self, args: tuple, kwargs: dict = {}) -> Any:  # noqa: B006 - never mutated
+        """Serves a call whose signature is not in ``by_id`` (compiling it if seen before)."""
+        keys = self.key_objects(args, kwargs)
         if keys is None:
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
         prog = self.by_value.get(keys)
         if prog is None:  # first sight: one-off signatures are not worth compiling
             if len(self.by_value) >= _L2_SIZE:
                 self.clear()
             self.by_value[keys] = _SEEN
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
         if prog is _SEEN:
-            return self._compile_call(keys, args)
+            return self._compile_call(keys, args, kwargs)
         if prog is _SLOW:
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
         self._remember(keys, prog)
         try:
             return prog(*args)
         except _Fallback:
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
 
     def _remember(self, keys: tuple, prog: Callable) -> None:
         if len(self.by_id) >= _L1_SIZE:
@@ -374,16 +428,10 @@ class FastFunction:
         # The entry holds the key objects, so their ids cannot be reused while it lives.
         self.by_id[self.id_key(keys)] = (prog, keys)
 
-    def id_key(self, keys: tuple) -> Any:
-        """The ``by_id`` key of a signature, as the wrapper computes it."""
-        if self.nargs == 1 and not self.static_ints:
-            return id(keys[0])
-        return tuple(k if type(k) is tuple else id(k) for k in keys)
-
-    def _compile_call(self, keys: tuple, args: tuple) -> Any:
+    def _compile_call(self, keys: tuple, args: tuple, kwargs: dict) -> Any:
         """Compiles the signature, checking the program's result against the ordinary path."""
-        prog = self._build(keys, args)
-        result = self.fn(*args)  # the ordinary path decides (and raises, for bad input)
+        prog = self._build(keys, args, kwargs)
+        result = self.fn(*args, **kwargs)  # the ordinary path decides (and raises)
         if prog is not None:
             try:
                 fast = prog(*args)
@@ -399,11 +447,11 @@ class FastFunction:
             self._remember(keys, prog)
         return result
 
-    def _build(self, keys: tuple, args: tuple) -> Callable | None:
+    def _build(self, keys: tuple, args: tuple, kwargs: dict) -> Callable | None:
         kinds, in_avals, scalar_avals = [], [], {}
         for i, (k, a) in enumerate(zip(keys, args)):
             if type(k) is tuple:
-                kinds.append(k)
+                kinds.append("static")
             elif type(k) is ShapedArray:
                 kinds.append("array")
                 in_avals.append(k)
@@ -412,12 +460,12 @@ class FastFunction:
                 scalar_avals[i] = core.get_aval(a)
                 in_avals.append(scalar_avals[i])
         kinds = tuple(kinds)
-
         out_tree = []
 
         def flat(*tracers):
             it = iter(tracers)
-            out = self.fn(*[k[1] if type(k) is tuple else next(it) for k in kinds])
+            full = [a if kind == "static" else next(it) for kind, a in zip(kinds, args)]
+            out = self.fn(*full, **kwargs)
             if isinstance(out, (tuple, list)):
                 out_tree.append(type(out))
                 return list(out)
@@ -441,20 +489,25 @@ def _positional_only(fn: Callable, nargs: int) -> bool:
         p.kind is p.POSITIONAL_ONLY and p.default is p.empty for p in params)
 
 
-def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = ()) -> Callable:
-    """``fn`` (positional array arguments only) with the eager fast path.
+def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
+             statics: bool = False) -> Callable:
+    """``fn`` with the eager fast path for its first ``nargs`` (array) arguments.
 
-    Calls with exactly ``nargs`` positional ember Arrays / Python scalars and no keywords,
-    outside any transformation, are served by a compiled program of their signature; every
-    other call is ``fn`` itself. Python ints at positions ``static_ints`` are part of the
-    signature (their value changes the computation, like an integer power).
+    Calls outside any transformation whose first ``nargs`` positional arguments are ember
+    Arrays or Python scalars are served by a compiled program of their signature; every other
+    call is ``fn`` itself. Python ints at positions ``static_ints`` are part of the signature
+    (their value changes the computation, like an integer power). With ``statics``, further
+    positional and keyword arguments (axes, shapes, dtypes, flags) may be given: their values
+    are part of the signature; without it such calls take the ordinary path.
 
     Example:
         >>> square = fastpath(lambda x, /: lax.mul(x, x), nargs=1)
+        >>> total = fastpath(plain_sum, nargs=1, statics=True)   # total(x, axis=0)
     """
-    cache = FastFunction(fn, nargs, static_ints)
+    cache = FastFunction(fn, nargs, static_ints, statics)
     by_id, miss, last = cache.by_id, cache.miss, cache.last
-    simple = not static_ints and _positional_only(fn, nargs)
+    key_objects, id_key = cache.key_objects, cache.id_key
+    simple = not static_ints and not statics and _positional_only(fn, nargs)
     # ``last[0]`` is (key objects..., program) of the latest signature served from ``by_id``:
     # a repeated signature is recognized by identity, without building a key. It is one tuple,
     # replaced whole, so another thread never sees a half-updated entry.
@@ -490,7 +543,7 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = ()) -> Cal
                 return entry[2](x1, x2)
             except _Fallback:
                 return fn(x1, x2)
-    elif nargs == 3 and not static_ints:
+    elif nargs == 3 and not static_ints and not statics:
         def wrapper(*args, **kwargs):
             if kwargs or len(args) != 3 or type(_trace_state.trace) is not EvalTrace:
                 return fn(*args, **kwargs)
@@ -510,22 +563,45 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = ()) -> Cal
                 return fn(x1, x2, x3)
     else:
         def wrapper(*args, **kwargs):
-            if kwargs or len(args) != nargs or type(_trace_state.trace) is not EvalTrace:
+            if type(_trace_state.trace) is not EvalTrace:
                 return fn(*args, **kwargs)
-            keys = cache.key_objects(args)
+            keys = key_objects(args, kwargs)
             if keys is None:
-                return fn(*args)
-            entry = by_id.get(cache.id_key(keys))
+                return fn(*args, **kwargs)
+            entry = by_id.get(id_key(keys))
             if entry is None:
-                return miss(args)
+                return miss(args, kwargs)
             try:
                 return entry[0](*args)
             except _Fallback:
-                return fn(*args)
+                return fn(*args, **kwargs)
 
     functools.update_wrapper(wrapper, fn)
     wrapper._fast_cache = cache
     return wrapper
+
+
+# ember.numpy functions (other than the ufuncs, which install theirs in ember.numpy.ufuncs)
+# whose leading array arguments get the fast path, any further arguments being static.
+_STATIC_SIGNATURES = {
+    1: ("sum", "prod", "max", "min", "amax", "amin", "ptp", "all", "any", "count_nonzero",
+        "argmax", "argmin", "mean", "var", "std", "nansum", "nanprod", "nanmax", "nanmin",
+        "nanmean", "nanvar", "nanstd", "cumsum", "cumprod", "reshape", "ravel", "transpose",
+        "permute_dims", "matrix_transpose", "swapaxes", "moveaxis", "expand_dims",
+        "squeeze", "flip", "broadcast_to", "astype", "_getitem"),
+    2: ("matmul", "dot", "vdot", "inner", "outer", "tensordot"),
+}
+
+
+def install(namespace: Any) -> None:
+    """Gives the functions of ``_STATIC_SIGNATURES`` in ``namespace`` the fast path."""
+    wrapped: dict[int, Callable] = {}
+    for nargs, names in _STATIC_SIGNATURES.items():
+        for name in names:
+            fn = getattr(namespace, name)
+            if id(fn) not in wrapped:
+                wrapped[id(fn)] = fastpath(fn, nargs, statics=True)
+            setattr(namespace, name, wrapped[id(fn)])
 
 
 class _OrdinaryEvalTrace(EvalTrace):
