@@ -83,9 +83,6 @@ def test_jit_of_grad_and_grad_of_jit():
 
 @pytest.mark.parametrize("backend", ember.backends.backend_names())
 def test_classic_case_under_jit_on_every_backend(backend):
-    if backend == "cpu":
-        pytest.xfail("the LLVM cpu backend is under construction (wrong sin/cos, missing "
-                     "kernels at the time of writing)")
     expected = -2 * np.cos(3.0) + 1
     g = ember.jit(ember.grad(f_classic), backend=backend)(3.0)
     np.testing.assert_allclose(g, expected, rtol=1e-6)

@@ -15,7 +15,6 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import tree_util
-from ember.backends import canonical_name
 from ember.test_util import check_grads
 from tests.op_records import ALL_RECORDS, make_args
 
@@ -106,25 +105,8 @@ def test_check_grads(rec, dtype, shapes, x64_for):
     _check(*_prepare(rec, dtype, shapes))
 
 
-# Wrong results of the CPU (LLVM) backend, not of the rules (the eager checks pass; the
-# interpreter backend gives the right values for the same jaxprs): a reduce over no axes
-# returns zeros, and a multi-output module of scatters gives wrong outputs.
-CPU_BACKEND_BUGS = {
-    "lax.reduce_sum_all": "cpu backend: reduce_sum with axes=() returns zeros",
-    "lax.reduce_max_all": "cpu backend: reduce_sum with axes=() returns zeros",
-    "lax.reduce_min_all": "cpu backend: reduce_sum with axes=() returns zeros",
-    "lax_scatter": "cpu backend: wrong outputs of a multi-output module of scatters",
-}
-
-
 def _jit_cases():
-    for case in _cases(jit_subset=True):
-        rec = case.values[0]
-        if rec.name in CPU_BACKEND_BUGS and canonical_name(
-                ember.config.read("jax_default_backend")) == "cpu":
-            case = pytest.param(*case.values, id=case.id, marks=pytest.mark.xfail(
-                reason=CPU_BACKEND_BUGS[rec.name], strict=False))
-        yield case
+    yield from _cases(jit_subset=True)
 
 
 @pytest.mark.parametrize("rec,dtype,shapes", list(_jit_cases()))
