@@ -7,7 +7,7 @@ floats within a few ulps (fusion and the order of reductions may differ), NaNs i
 places.
 
 The op records use small arrays, which the cpu backend compiles without IR optimization
-(``FAST_COMPILE_MAX_WORK``); every 5th case also runs with the full O3 pipeline forced.
+(``FAST_COMPILE_MAX_WORK``); every 25th case also runs with the full O3 pipeline forced.
 """
 
 import warnings
@@ -82,7 +82,7 @@ def test_jit_matches_eager(rec, dtype, shapes, backend):
     check_jit_matches_eager(rec, dtype, shapes, backend)
 
 
-@pytest.mark.parametrize("rec,dtype,shapes", list(_cases(every=5)))
+@pytest.mark.parametrize("rec,dtype,shapes", list(_cases(every=25)))
 def test_jit_matches_eager_fully_optimized(rec, dtype, shapes, monkeypatch):
     import ember.backends.cpu as cpu
     monkeypatch.setattr(cpu, "FAST_COMPILE_MAX_WORK", -1)
