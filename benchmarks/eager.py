@@ -16,15 +16,8 @@ import numpy as np
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-REPEATS = 9
+REPEATS = 15
 CHAIN_OPS = 20
-
-
-def _per_call_us(fn, number: int) -> float:
-    fn()  # warm up (JAX compiles each op once)
-    fn()
-    times = timeit.repeat(fn, repeat=REPEATS, number=number)
-    return statistics.median(times) / number * 1e6
 
 
 def _sin_chain(jnp, x):
@@ -47,33 +40,52 @@ def _workloads(jnp, asarray, ready):
     x = asarray(np.linspace(-1, 1, 10_000, dtype=np.float32))
     y = asarray(np.linspace(1, -1, 10_000, dtype=np.float32))
     return {
-        "jnp.add(a, b), 4 x f32": (lambda: ready(jnp.add(a, b)), 20_000, 1),
-        "a + 1, 4 x f32": (lambda: ready(a + 1), 20_000, 1),
-        "a * 2.0, 4 x f32": (lambda: ready(a * 2.0), 20_000, 1),
-        "jnp.sin(a), 4 x f32": (lambda: ready(jnp.sin(a)), 20_000, 1),
-        "chain sin(x) * 1.01, 1e4 f32, per op": (lambda: ready(_sin_chain(jnp, x)), 200,
+        "jnp.add(a, b), 4 x f32": (lambda: ready(jnp.add(a, b)), 5_000, 1),
+        "a + 1, 4 x f32": (lambda: ready(a + 1), 5_000, 1),
+        "a * 2.0, 4 x f32": (lambda: ready(a * 2.0), 5_000, 1),
+        "jnp.sin(a), 4 x f32": (lambda: ready(jnp.sin(a)), 5_000, 1),
+        "chain sin(x) * 1.01, 1e4 f32, per op": (lambda: ready(_sin_chain(jnp, x)), 50,
                                                   CHAIN_OPS),
         "chain add/mul/exp/tanh/max/where, 1e4 f32, per op": (
-            lambda: ready(_mixed_chain(jnp, x, y)), 200, CHAIN_OPS),
+            lambda: ready(_mixed_chain(jnp, x, y)), 50, CHAIN_OPS),
     }
 
 
-def _measure(jnp, asarray, ready) -> dict[str, float]:
-    return {name: _per_call_us(fn, number) / ops
-            for name, (fn, number, ops) in _workloads(jnp, asarray, ready).items()}
+def _measure(libraries: dict) -> dict[str, dict[str, float]]:
+    """Median µs per call (per op for chains) of each workload for each library.
+
+    The libraries' repeats are interleaved, so load changes on a shared machine affect all
+    of them alike.
+    """
+    loads = {lib: _workloads(*args) for lib, args in libraries.items()}
+    results: dict[str, dict[str, float]] = {lib: {} for lib in libraries}
+    for name in loads["ember"]:
+        samples: dict[str, list[float]] = {lib: [] for lib in libraries}
+        for lib in libraries:
+            fn = loads[lib][name][0]
+            fn()  # warm up (JAX compiles each op once)
+            fn()
+        for _ in range(REPEATS):
+            for lib in libraries:
+                fn, number, ops = loads[lib][name]
+                samples[lib].append(timeit.timeit(fn, number=number) / number / ops * 1e6)
+        for lib in libraries:
+            results[lib][name] = statistics.median(samples[lib])
+    return results
 
 
 def main() -> None:
     import ember.numpy as enp
 
-    results = {"ember": _measure(enp, enp.asarray, lambda v: v.block_until_ready())}
-    results["numpy"] = _measure(np, np.asarray, lambda v: v)
+    libraries = {"ember": (enp, enp.asarray, lambda v: v.block_until_ready()),
+                 "numpy": (np, np.asarray, lambda v: v)}
     try:
         import jax.numpy as jjnp
     except ImportError:
         jjnp = None
     if jjnp is not None:
-        results["jax"] = _measure(jjnp, jjnp.asarray, lambda v: v.block_until_ready())
+        libraries["jax"] = (jjnp, jjnp.asarray, lambda v: v.block_until_ready())
+    results = _measure(libraries)
 
     header = f"{'workload (µs)':52s} {'ember':>8s} {'jax':>8s} {'numpy':>8s} {'ember/jax':>10s}"
     print(header)

@@ -20,7 +20,7 @@ from ember.core import ShapedArray
 from ember.jaxpr import JaxprEqn, Var
 from ember.lax import base
 from ember.lax import elementwise as ew
-from ember.numpy import _fastpath
+from ember.numpy import _fastpath, _replay
 from ember.numpy._fastpath import _SLOW, ordinary_path
 from ember.runtime.array import Array
 
@@ -355,7 +355,7 @@ def _sample(dt, reverse=False):
 
 
 def test_raw_kernels_agree_with_the_impls():
-    prims = [*_fastpath._ANY_DTYPE, *_fastpath._NOT_LOW_FLOAT, ew.div_p]
+    prims = [*_replay.ANY_DTYPE, *_replay.NOT_LOW_FLOAT, ew.div_p]
     checked = 0
     for prim, dt in itertools.product(prims, base.all_dtypes):
         nargs = 2 if prim.name in _BINARY_PRIMS else 1
@@ -365,7 +365,7 @@ def test_raw_kernels_agree_with_the_impls():
         except TypeError:
             continue  # the primitive rejects this dtype
         eqn = JaxprEqn([Var(aval)] * nargs, [Var(out_aval)], prim, {})
-        raw = _fastpath._raw_kernel(eqn)
+        raw = _replay.raw_kernel(eqn)
         if raw is None:
             continue
         args = (_sample(dt), _sample(dt, reverse=True))[:nargs]
@@ -380,7 +380,7 @@ def test_raw_kernels_agree_with_the_impls():
 
 def test_raw_conversions_and_select_agree_with_the_impls():
     for src, dst in itertools.product(base.all_dtypes, repeat=2):
-        raw = _fastpath._raw_convert(np.dtype(src), np.dtype(dst))
+        raw = _replay.raw_convert(np.dtype(src), np.dtype(dst))
         if raw is None:
             continue
         x = _sample(src)
@@ -392,7 +392,7 @@ def test_raw_conversions_and_select_agree_with_the_impls():
         assert got.tobytes() == expected.tobytes(), (src, dst)
     which = np.array([True, False, True, False])
     a, b = np.arange(4.0), -np.arange(4.0)
-    np.testing.assert_array_equal(_fastpath._select2(which, a, b),
+    np.testing.assert_array_equal(_replay._select2(which, a, b),
                                   ew.select_n_p.impl(which, a, b))
 
 

@@ -59,10 +59,13 @@ def test_jit_in_a_loop_reuses_the_cache():
     for i in range(5):
         ember.jit(f)(jnp.ones(3) * i)
     assert f.traces == 1
-    # Different options are different caches.
-    ember.jit(f, backend="interpreter")(jnp.ones(3))
+    # Naming the default backend is the same cache; different options are different caches.
+    ember.jit(f, backend="cpu")(jnp.ones(3))
+    assert f.traces == 1
     ember.jit(f, donate_argnums=0)(jnp.ones(3))
     assert f.traces == 2
+    ember.jit(f, backend="interpreter")(jnp.ones(3))
+    assert f.traces == 3
 
 
 def test_new_lambdas_retrace():
@@ -444,9 +447,12 @@ def test_jit_rejects_non_callables():
         ember.jit(lambda x: x, backend="tpu")
 
 
-def test_cpu_backend_is_the_interpreter_for_now():
-    out = ember.jit(lambda x: x * 2, backend="cpu")(jnp.ones(2))
-    np.testing.assert_array_equal(out, [2.0, 2.0])
+def test_cpu_backend_is_the_default_and_agrees_with_the_interpreter():
+    assert ember.backends.get_backend().name == "cpu"
+    x = jnp.linspace(-2.0, 2.0, 7)
+    cpu = ember.jit(lambda x: jnp.sin(x) * 2, backend="cpu")(x)
+    ref = ember.jit(lambda x: jnp.sin(x) * 2, backend="interpreter")(x)
+    np.testing.assert_allclose(cpu, ref, rtol=1e-6)
 
 
 def test_cache_goes_away_with_the_function():

@@ -1,13 +1,14 @@
-"""The eager fast path of ember.numpy's elementwise functions.
+"""The eager fast path of ember.numpy functions (ufuncs, reductions, shapes, products).
 
 Outside any transformation, a call such as ``jnp.add(x, 1.0)`` whose arguments are ember
 Arrays and Python scalars is served from a cache of the function keyed by the signature of its
-arguments: each Array's abstract value (shape, dtype, weak type) and each scalar's Python type.
-On a miss the function is traced once into a jaxpr (scalars as weakly typed values, which is
-how JAX's promotion sees them) and compiled into a small Python function that calls the
+arguments: each Array's abstract value (shape, dtype, weak type), each scalar's Python type and
+the values of static arguments (axes, shapes, dtypes). When a signature is seen a second time
+the function is traced into a jaxpr (scalars as weakly typed values, which is how JAX's
+promotion sees them) and compiled (``_replay``) into a small Python function that calls the
 primitives' NumPy kernels directly, skipping promotion, binding and abstract evaluation. The
-first result of a new signature is checked against the ordinary path; signatures that cannot
-be replayed (errors, value-dependent code, constant outputs) stay on the ordinary path for good.
+first result of a compiled signature is checked against the ordinary path; signatures that
+cannot be replayed (errors, value-dependent code, constant outputs) stay on the ordinary path.
 
 Python scalars keep the ordinary path's conversion (``lax.convert_element_type``), and Python
 ints outside the default integer range always take the ordinary path (which raises). Caches are
@@ -29,17 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, lax
+from ember import core
 from ember.config import config
 from ember.core import EvalTrace, ShapedArray
 from ember.interpreters.partial_eval import trace_to_jaxpr
-from ember.jaxpr import Literal
-from ember.lax import elementwise as ew
-from ember.lax.shape import broadcast_in_dim_p
+from ember.numpy._replay import Fallback, compile_jaxpr
 from ember.runtime.array import Array
 
 _SCALAR_TYPES = frozenset((bool, int, float, complex))
-_LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
 _SEEN = object()  # cache value: this signature was called once (compiled when seen again)
 _SLOW = object()  # cache value: this signature always takes the ordinary path
 _NO_ENTRY = (_SLOW, _SLOW, _SLOW, None)  # matches no key objects
@@ -47,260 +45,6 @@ _L1_SIZE, _L2_SIZE = 2048, 512
 
 # The thread's trace state, read directly on the hot path (``current_trace()`` costs a call).
 _trace_state = core._ctx
-_setflags = np.ndarray.setflags
-_new = object.__new__
-
-# NumPy's floating-point error state lives in a context variable; setting it directly costs a
-# tenth of ``np.errstate``. The kernels below run with all errors ignored (XLA never warns).
-try:
-    from numpy._core.umath import _extobj_contextvar as _errvar
-
-    with np.errstate(all="ignore"):
-        _IGNORE = _errvar.get()
-except (ImportError, AttributeError):  # pragma: no cover - other NumPy versions
-    _errvar = _IGNORE = None
-
-
-class _Fallback(Exception):
-    """Raised by a compiled program when this call must take the ordinary path."""
-
-
-# ------------------------------------------------------------------ kernels
-# Primitives whose eager impl is a NumPy ufunc wrapped only to silence warnings (the compiled
-# programs run with warnings off), so the ufunc itself can be called.
-
-def _square(x):
-    return np.multiply(x, x)
-
-
-_ANY_DTYPE = {
-    ew.add_p: np.add, ew.sub_p: np.subtract, ew.mul_p: np.multiply, ew.neg_p: np.negative,
-    ew.max_p: np.maximum, ew.min_p: np.minimum, ew.abs_p: np.abs, ew.square_p: _square,
-    ew.eq_p: np.equal, ew.ne_p: np.not_equal, ew.lt_p: np.less, ew.le_p: np.less_equal,
-    ew.gt_p: np.greater, ew.ge_p: np.greater_equal, ew.and_p: np.bitwise_and,
-    ew.or_p: np.bitwise_or, ew.xor_p: np.bitwise_xor, ew.not_p: np.invert,
-}
-# Float math: float16/bfloat16 are computed in float32 by the impl, other dtypes directly.
-_NOT_LOW_FLOAT = {
-    ew.exp_p: np.exp, ew.exp2_p: np.exp2, ew.expm1_p: np.expm1, ew.log_p: np.log,
-    ew.log1p_p: np.log1p, ew.sqrt_p: np.sqrt, ew.cbrt_p: np.cbrt, ew.sin_p: np.sin,
-    ew.cos_p: np.cos, ew.tan_p: np.tan, ew.asin_p: np.arcsin, ew.acos_p: np.arccos,
-    ew.atan_p: np.arctan, ew.sinh_p: np.sinh, ew.cosh_p: np.cosh, ew.tanh_p: np.tanh,
-    ew.asinh_p: np.arcsinh, ew.acosh_p: np.arccosh, ew.atanh_p: np.arctanh,
-    ew.atan2_p: np.arctan2, ew.floor_p: np.floor, ew.ceil_p: np.ceil,
-}
-
-
-def _raw_convert(src: np.dtype, dst: np.dtype) -> Callable | None:
-    # convert_element_type is a plain cast except into bool, complex to real, float to int
-    # (saturating) and casts involving float16/bfloat16 (kept on the impl).
-    if (dst == dtypes.bool_ or src in _LOW_FLOATS or dst in _LOW_FLOATS
-            or (dtypes.is_complex(src) and not dtypes.is_complex(dst))
-            or (dtypes.is_integer(dst) and dtypes.is_inexact(src))):
-        return None
-    return lambda x: x.astype(dst)
-
-
-def _select2(which, case0, case1):
-    return np.where(which, case1, case0)
-
-
-def _raw_kernel(eqn) -> Callable | None:
-    """A NumPy function computing ``eqn`` (broadcasting like NumPy), or None: use the impl."""
-    prim, in_dts = eqn.primitive, [a.aval.dtype for a in eqn.invars]
-    raw = _ANY_DTYPE.get(prim)
-    if raw is None and not any(dt in _LOW_FLOATS for dt in in_dts):
-        raw = _NOT_LOW_FLOAT.get(prim)
-    if raw is None and prim is ew.div_p and dtypes.is_inexact(in_dts[0]):
-        raw = np.true_divide
-    if raw is None and prim is ew.select_n_p and len(in_dts) == 3 and \
-            in_dts[0] == dtypes.bool_:
-        raw = _select2
-    if raw is None and prim is ew.convert_element_type_p:
-        raw = _raw_convert(in_dts[0], eqn.params["new_dtype"])
-    return raw
-
-
-def _numpy_broadcast(eqn) -> bool:
-    """Whether ``eqn`` is a broadcast_in_dim that NumPy's broadcasting rules also perform."""
-    if eqn.primitive is not broadcast_in_dim_p:
-        return False
-    ndim, out_ndim = len(eqn.invars[0].aval.shape), len(eqn.params["shape"])
-    return tuple(eqn.params["broadcast_dimensions"]) == tuple(range(out_ndim - ndim, out_ndim))
-
-
-def _plan(jaxpr) -> list[tuple[Any, list, Callable | None]]:
-    """The equations to run, as (eqn, operands, raw kernel or None).
-
-    A NumPy-style broadcast feeding a raw kernel is left to the kernel's own broadcasting when
-    the output shape stays the same; equations whose outputs are then unused are dropped.
-    """
-    source: dict[int, Any] = {}  # id(output of a NumPy-style broadcast) -> its operand
-    steps = []
-    for eqn in jaxpr.eqns:
-        raw = _raw_kernel(eqn)
-        operands = list(eqn.invars)
-        if raw is not None and any(id(a) in source for a in operands):
-            folded = [source.get(id(a), a) for a in operands]
-            shape = np.broadcast_shapes(*(a.aval.shape for a in folded))
-            if shape == eqn.outvars[0].aval.shape:
-                operands = folded
-        if _numpy_broadcast(eqn):
-            source[id(eqn.outvars[0])] = eqn.invars[0]
-        steps.append((eqn, operands, raw))
-    live = {id(v) for v in jaxpr.outvars}
-    kept = []
-    for eqn, operands, raw in reversed(steps):
-        if any(id(v) in live for v in eqn.outvars):
-            kept.append((eqn, operands, raw))
-            live.update(id(a) for a in operands)
-    return kept[::-1]
-
-
-# ------------------------------------------------------------------ compiling a jaxpr
-
-
-def _int_bounds() -> tuple[int, int]:
-    info = np.iinfo(dtypes.default_int_dtype())
-    return int(info.min), int(info.max)
-
-
-def _convert_scalar(memo: dict, x: Any, dtype: np.dtype, weak: bool) -> np.ndarray:
-    """``x`` converted as the ordinary path converts it, memoized in ``memo`` by value.
-
-    A memo serves one argument position of one signature, so its keys share one Python type;
-    zeros (0.0 == -0.0) and NaNs (NaN != NaN) are not memoized.
-    """
-    value = lax.convert_element_type(x, dtype, weak)._value
-    if x == x and x != 0:
-        if len(memo) >= 256:
-            memo.clear()
-        memo[x] = value
-    return value
-
-
-def _compile(closed, kinds: tuple, scalar_avals: dict, out_tree: type | None) -> Callable | None:
-    """The jaxpr as a Python function of the call's arguments; None if not replayable.
-
-    ``kinds[i]`` is "array", "scalar" or "static" for argument i; the jaxpr's invars are the
-    non-static arguments in order. ``out_tree`` is tuple/list for several outputs.
-    """
-    jaxpr = closed.jaxpr
-    env: dict[str, Any] = {
-        "_Array": Array, "_new": _new, "_sf": _setflags, "_asarray": np.asarray,
-        "_conv": _convert_scalar, "_Fallback": _Fallback, "_IGNORE": _IGNORE,
-        "_errset": _errvar and _errvar.set, "_errreset": _errvar and _errvar.reset,
-        "_errstate": np.errstate, "_ndarray": np.ndarray,
-        "_fix": _fix_value,
-    }
-    names: dict[int, str] = {}  # id(var) -> local name
-    arg_of: dict[int, int] = {}  # id(invar) -> argument position
-    invars = iter(jaxpr.invars)
-    for i, kind in enumerate(kinds):
-        if kind != "static":  # static arguments are baked into the jaxpr
-            var = next(invars)
-            names[id(var)] = f"v{i}"
-            arg_of[id(var)] = i
-    for j, c in enumerate(jaxpr.constvars):
-        value = closed.consts[j]
-        env[f"_c{j}"] = value._value if isinstance(value, Array) else np.asarray(value)
-        names[id(c)] = f"_c{j}"
-    used: set[str] = set()
-
-    def atom(a) -> str:
-        if isinstance(a, Literal):
-            name = f"_lit{len(env)}"
-            env[name] = np.asarray(a.val, a.aval.dtype)
-            return name
-        used.add(names[id(a)])
-        return names[id(a)]
-
-    body = []
-    for j, (eqn, operands, raw) in enumerate(_plan(jaxpr)):
-        outs = [f"t{j}_{k}" for k in range(len(eqn.outvars))]
-        for v, n in zip(eqn.outvars, outs):
-            names[id(v)] = n
-        pos = arg_of.get(id(operands[0])) if operands else None
-        if (eqn.primitive is ew.convert_element_type_p and pos is not None
-                and kinds[pos] == "scalar"):
-            # A Python scalar converted by promotion: the ordinary path's own conversion.
-            env[f"_dt{j}"], env[f"_m{j}"] = eqn.params["new_dtype"], {}
-            body.append(f"        {outs[0]} = _m{j}.get(a{pos})")
-            body.append(f"        if {outs[0]} is None: {outs[0]} = _conv(_m{j}, a{pos}, "
-                        f"_dt{j}, {bool(eqn.params['weak_type'])})")
-            continue
-        if raw is not None:
-            env[f"_k{j}"] = raw
-        else:
-            env[f"_k{j}"] = (functools.partial(eqn.primitive.impl, **eqn.params)
-                             if eqn.params else eqn.primitive.impl)
-        call = f"_k{j}({', '.join(atom(a) for a in operands)})"
-        many = "," if eqn.primitive.multiple_results else ""
-        body.append(f"        {', '.join(outs)}{many} = {call}")
-        for v, n in zip(eqn.outvars, outs):
-            env[f"_d{n}"] = v.aval.dtype
-            if raw is None:  # as the eager path: every value an ndarray of its aval's dtype
-                body.append(f"        if type({n}) is not _ndarray or {n}.dtype != _d{n}: "
-                            f"{n} = _fix({n}, _d{n})")
-            elif v.aval.shape == ():  # ufuncs give NumPy scalars for 0-d operands
-                body.append(f"        {n} = _asarray({n})")
-
-    rets, tail = [], []
-    for k, v in enumerate(jaxpr.outvars):
-        if isinstance(v, Literal) or names.get(id(v), "_c").startswith("_c"):
-            return None  # a constant output: not worth replaying
-        n = names[id(v)]
-        if id(v) in arg_of and kinds[arg_of[id(v)]] == "array":
-            rets.append(f"a{arg_of[id(v)]}")  # the argument itself, as the ordinary path
-            continue
-        used.add(n)
-        env[f"_av{k}"] = v.aval
-        tail.append(f"    _sf({n}, False)")
-        tail.append(f"    o{k} = _new(_Array); o{k}._value = {n}; o{k}.aval = _av{k}")
-        rets.append(f"o{k}")
-    if out_tree is None:
-        result = rets[0]
-    else:
-        result = f"({', '.join(rets)},)" if out_tree is tuple else f"[{', '.join(rets)}]"
-
-    head = []
-    lo, hi = _int_bounds()
-    for i, kind in enumerate(kinds):
-        if kind == "array":
-            if f"v{i}" in used:
-                head.append(f"    v{i} = a{i}._value")
-        elif kind == "scalar":
-            aval = scalar_avals[i]
-            if aval.dtype != dtypes.bool_ and dtypes.is_integer(aval.dtype):
-                head.append(f"    if not {lo} <= a{i} <= {hi}: raise _Fallback")
-            if f"v{i}" in used:
-                env[f"_sdt{i}"], env[f"_sm{i}"] = aval.dtype, {}
-                head.append(f"    v{i} = _sm{i}.get(a{i})")
-                head.append(f"    if v{i} is None: v{i} = _conv(_sm{i}, a{i}, _sdt{i}, "
-                            f"{aval.weak_type})")
-    lines = [f"def run({', '.join(f'a{i}' for i in range(len(kinds)))}):", *head]
-    # Integer and boolean kernels never raise floating-point warnings: no error state needed.
-    quiet = not any(dtypes.is_inexact(v.aval.dtype) for eqn in jaxpr.eqns
-                    for v in (*eqn.invars, *eqn.outvars))
-    if quiet:
-        lines += [line[4:] for line in body]
-    elif body:
-        if _errvar is not None:
-            lines += ["    tok = _errset(_IGNORE)", "    try:", *body,
-                      "    finally:", "        _errreset(tok)"]
-        else:  # pragma: no cover - other NumPy versions
-            lines += ["    with _errstate(all='ignore'):", "      if True:", *body]
-    lines += [*tail, f"    return {result}"]
-    source = "\n".join(lines)
-    exec(compile(source, "<ember fastpath>", "exec"), env)  # noqa: S102
-    run = env["run"]
-    run.source = source
-    return run
-
-
-def _fix_value(value: Any, dtype: np.dtype) -> np.ndarray:
-    value = np.asarray(value)
-    return value if value.dtype == dtype else value.astype(dtype)
 
 
 # ------------------------------------------------------------------ the per-function cache
@@ -419,7 +163,7 @@ class FastFunction:
         self._remember(keys, prog)
         try:
             return prog(*args)
-        except _Fallback:
+        except Fallback:
             return self.fn(*args, **kwargs)
 
     def _remember(self, keys: tuple, prog: Callable) -> None:
@@ -435,7 +179,7 @@ class FastFunction:
         if prog is not None:
             try:
                 fast = prog(*args)
-            except _Fallback:
+            except Fallback:
                 return result  # a value-dependent fallback: decide again next time
             except Exception:  # noqa: BLE001 - any failure keeps the ordinary path
                 prog = None
@@ -474,9 +218,9 @@ class FastFunction:
 
         try:
             closed, _ = trace_to_jaxpr(flat, in_avals)
+            return compile_jaxpr(closed, kinds, scalar_avals, out_tree[0])
         except Exception:  # noqa: BLE001 - errors, value-dependent code: ordinary path
             return None
-        return _compile(closed, kinds, scalar_avals, out_tree[0])
 
 
 def _positional_only(fn: Callable, nargs: int) -> bool:
@@ -525,7 +269,7 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
                 last[0] = entry = (k, entry[0])
             try:
                 return entry[1](x)
-            except _Fallback:
+            except Fallback:
                 return fn(x)
     elif simple and nargs == 2:
         def wrapper(x1, x2, /):
@@ -541,7 +285,7 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
                 last[0] = entry = (k1, k2, entry[0])
             try:
                 return entry[2](x1, x2)
-            except _Fallback:
+            except Fallback:
                 return fn(x1, x2)
     elif nargs == 3 and not static_ints and not statics:
         def wrapper(*args, **kwargs):
@@ -559,7 +303,7 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
                 last[0] = entry = (k1, k2, k3, entry[0])
             try:
                 return entry[3](x1, x2, x3)
-            except _Fallback:
+            except Fallback:
                 return fn(x1, x2, x3)
     else:
         def wrapper(*args, **kwargs):
@@ -573,7 +317,7 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
                 return miss(args, kwargs)
             try:
                 return entry[0](*args)
-            except _Fallback:
+            except Fallback:
                 return fn(*args, **kwargs)
 
     functools.update_wrapper(wrapper, fn)
