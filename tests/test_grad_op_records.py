@@ -110,7 +110,11 @@ def _jit_cases():
 
 
 @pytest.mark.parametrize("rec,dtype,shapes", list(_jit_cases()))
-def test_check_grads_jit(rec, dtype, shapes, x64_for):
+def test_check_grads_jit(rec, dtype, shapes, x64_for, monkeypatch):
+    # check_grads compiles many small derivative programs; skip LLVM's O3 pipeline for them
+    # (the op-record jit tests cover optimized code) so the suite stays fast.
+    import ember.backends.cpu as cpu
+    monkeypatch.setattr(cpu, "FAST_COMPILE_MAX_WORK", 1 << 40)
     x64_for(dtype)
     f, args, options = _prepare(rec, dtype, shapes)
     _check(ember.jit(f), args, options)

@@ -43,6 +43,10 @@ I8P = S.I8.as_pointer()
 I8PP = I8P.as_pointer()
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I8PP, I64, I64])
 BLOCK = 1024
+# Element emissions allowed per kernel. Concatenate and pad read every operand at a clamped
+# index, so nested ones multiply the code; past this budget the fusion runs as a library
+# thunk instead of compiling (for minutes) into a huge function.
+MAX_EMISSIONS = 20_000
 
 # Reducer bodies that are one op of their two parameters.
 SIMPLE_REDUCERS = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
@@ -155,16 +159,20 @@ def _scalar_index() -> Index:
 class ElementEmitter:
     """Emits the value of a fused instruction at an index (memoized per index)."""
 
-    def __init__(self, b: ir.IRBuilder, param_ptrs: dict, module_consts):
+    def __init__(self, b: ir.IRBuilder, param_ptrs: dict, module_consts, budget=None):
         self.b = b
         self.param_ptrs = param_ptrs  # id(parameter inst) -> typed pointer
         self.module_consts = module_consts  # fn(builder, ndarray) -> typed global pointer
         self.memo: dict = {}
+        self.budget = budget if budget is not None else [MAX_EMISSIONS]
 
     def emit(self, inst: Instruction, index: Index) -> ir.Value:
         key = (id(inst),) + index.key()
         v = self.memo.get(key)
         if v is None:
+            self.budget[0] -= 1
+            if self.budget[0] < 0:
+                raise UnsupportedOp("kernel too large")
             v = self._emit(inst, index)
             self.memo[key] = v
         return v
@@ -395,6 +403,7 @@ class KernelBuilder:
         self.name = name
         self.fused = fused
         self.module_consts = module_consts
+        self.budget = [MAX_EMISSIONS]  # shared by every emitter of this kernel
         for inst in fused.instructions:
             if not inst.shape.is_tuple:
                 S.check_dtype(inst.dtype)
@@ -431,7 +440,7 @@ class KernelBuilder:
         return info
 
     def _emitter(self) -> ElementEmitter:
-        return ElementEmitter(self.b, self.param_ptrs, self.module_consts)
+        return ElementEmitter(self.b, self.param_ptrs, self.module_consts, self.budget)
 
     def _clamp_range(self, lo, hi, extent):
         b = self.b
