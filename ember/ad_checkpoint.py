@@ -87,15 +87,8 @@ def _compose(in_avals, unknowns, known: ClosedJaxpr, unknown: ClosedJaxpr,
 
 
 def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
-    linear = [ad.is_undefined_primal(a) for a in args]
-    ct_nz = [type(c) is not ad.Zero for c in cts]
-    if not any(ct_nz):
-        return [ad.Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
-    t_closed = ad.transpose_jaxpr(jaxpr, linear, ct_nz)
-    outs = iter(remat_p.bind(*[a for a, lin in zip(args, linear) if not lin],
-                             *[c for c in cts if type(c) is not ad.Zero], jaxpr=t_closed,
-                             prevent_cse=prevent_cse, differentiated=True, policy=policy))
-    return [next(outs) if lin else None for lin in linear]
+    return ad.call_transpose(remat_p, cts, args, jaxpr, prevent_cse=prevent_cse,
+                             differentiated=True, policy=policy)
 
 
 remat_p.def_impl(_remat_impl)

@@ -130,7 +130,44 @@ def bind_custom_jvp(fun: Callable, jvp: Callable, args: Sequence[Any], name: str
                        symbolic_zeros=False)
 
 
-class custom_jvp:  # noqa: N801 - JAX's name
+class _CustomDerivative:
+    """What custom_jvp and custom_vjp share: the wrapped function, its non-differentiable
+    arguments, and the flattening of the differentiable ones into leaves."""
+
+    _kind = ""
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TypeError(f"{self._kind}: expected a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def _split_args(self, args: tuple, kwargs: dict, name: str):
+        """``(nondiff, diff_args, full)``: the non-differentiable arguments by position, the
+        others in order, and ``full(dyn)`` putting differentiable values back among them."""
+        args = _resolve_args(self.fun, args, kwargs, name)
+        nondiff = {i % len(args): args[i] for i in self.nondiff_argnums} if args else {}
+        diff_args = [a for i, a in enumerate(args) if i not in nondiff]
+
+        def full(dyn: Sequence[Any]) -> list:
+            it = iter(dyn)
+            return [nondiff[i] if i in nondiff else next(it) for i in range(len(args))]
+        return nondiff, diff_args, full
+
+    def _flat_fun(self, full: Callable, in_tree: Any, store: dict) -> Callable:
+        """The function on flat leaves; records its output tree in ``store``."""
+        def flat_fun(*leaves):
+            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
+            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+            return out_flat
+        return flat_fun
+
+
+class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
     """A function with a custom JVP rule, set with ``defjvp`` or ``defjvps``.
 
     ``nondiff_argnums`` are positions of arguments that are not differentiated (Python
@@ -149,16 +186,11 @@ class custom_jvp:  # noqa: N801 - JAX's name
         Array(1., dtype=float32, weak_type=True)
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        if not callable(fun):
-            raise TypeError(f"custom_jvp: expected a callable, got {type(fun).__name__}")
-        functools.update_wrapper(self, fun, updated=())
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
-        self.jvp: Callable | None = None
+    _kind = "custom_jvp"
 
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        return self if obj is None else functools.partial(self, obj)
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp: Callable | None = None
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         """Sets the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
@@ -187,20 +219,10 @@ class custom_jvp:  # noqa: N801 - JAX's name
         name = _fun_name(self.fun)
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        args = _resolve_args(self.fun, args, kwargs, name)
-        nondiff = {i % len(args): args[i] for i in self.nondiff_argnums} if args else {}
-        diff_args = [a for i, a in enumerate(args) if i not in nondiff]
+        nondiff, diff_args, full = self._split_args(args, kwargs, name)
         flat, in_tree = tree_util.tree_flatten(diff_args)
         store: dict[str, Any] = {}
-
-        def full(dyn: list) -> list:
-            it = iter(dyn)
-            return [nondiff[i] if i in nondiff else next(it) for i in range(len(args))]
-
-        def flat_fun(*leaves):
-            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
-            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
-            return out_flat
+        flat_fun = self._flat_fun(full, in_tree, store)
 
         def flat_jvp(primals, tangents):
             p = tree_util.tree_unflatten(in_tree, primals)
@@ -325,7 +347,7 @@ custom_lin_p.def_lowering(_custom_lin_lowering)
 custom_lin_p.def_transpose(_custom_lin_transpose)
 
 
-class custom_vjp:  # noqa: N801 - JAX's name
+class custom_vjp(_CustomDerivative):  # noqa: N801 - JAX's name
     """A function with a custom VJP, set with ``defvjp(fwd, bwd)``.
 
     ``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> tuple`` with one
@@ -342,17 +364,12 @@ class custom_vjp:  # noqa: N801 - JAX's name
         Array(1., dtype=float32, weak_type=True)
     """
 
+    _kind = "custom_vjp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        if not callable(fun):
-            raise TypeError(f"custom_vjp: expected a callable, got {type(fun).__name__}")
-        functools.update_wrapper(self, fun, updated=())
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        return self if obj is None else functools.partial(self, obj)
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         """Sets the forward function ``fwd`` and the backward function ``bwd``."""
@@ -365,21 +382,11 @@ class custom_vjp:  # noqa: N801 - JAX's name
         name = _fun_name(self.fun)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        args = _resolve_args(self.fun, args, kwargs, name)
-        nondiff = {i % len(args): args[i] for i in self.nondiff_argnums} if args else {}
+        nondiff, diff_args, full = self._split_args(args, kwargs, name)
         nondiff_vals = [nondiff[i] for i in sorted(nondiff)]
-        diff_args = [a for i, a in enumerate(args) if i not in nondiff]
         flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
         store: dict[str, Any] = {}
-
-        def full(dyn: Sequence[Any]) -> list:
-            it = iter(dyn)
-            return [nondiff[i] if i in nondiff else next(it) for i in range(len(args))]
-
-        def flat_fun(*leaves):
-            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
-            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
-            return out_flat
+        flat_fun = self._flat_fun(full, in_tree, store)
 
         def flat_fwd(*leaves):
             res = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(leaves))))

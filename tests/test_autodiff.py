@@ -15,17 +15,6 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _interpreter_backend():
-    # jit here runs on the reference backend; test_autodiff checks every backend separately.
-    previous = ember.config.read("jax_default_backend")
-    ember.config.update("jax_default_backend", "interpreter")
-    try:
-        yield
-    finally:
-        ember.config.update("jax_default_backend", previous)
-
-
 def f_classic(x):
     return -2 * jnp.sin(x) + x
 

@@ -9,17 +9,6 @@ from ember import lax
 from ember.test_util import check_grads, numerical_jvp
 
 
-@pytest.fixture(autouse=True)
-def _interpreter_backend():
-    # jit here runs on the reference backend; test_autodiff checks every backend separately.
-    previous = ember.config.read("jax_default_backend")
-    ember.config.update("jax_default_backend", "interpreter")
-    try:
-        yield
-    finally:
-        ember.config.update("jax_default_backend", previous)
-
-
 @pytest.fixture
 def x64():
     ember.config.update("jax_enable_x64", True)

@@ -10,17 +10,6 @@ from ember.test_util import check_grads
 jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _interpreter_backend():
-    # jit here runs on the reference backend; test_autodiff checks every backend separately.
-    previous = ember.config.read("jax_default_backend")
-    ember.config.update("jax_default_backend", "interpreter")
-    try:
-        yield
-    finally:
-        ember.config.update("jax_default_backend", previous)
-
 # --------------------------------------------------------------------------- custom_jvp
 
 

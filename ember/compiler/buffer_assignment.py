@@ -113,7 +113,7 @@ class BufferAssignment:
         return [b for a in self.allocations for b in a.buffers]
 
 
-def _leaf_ranges(inst: Instruction, index: int) -> tuple[int, int]:
+def leaf_range(inst: Instruction, index: int) -> tuple[int, int]:
     """The leaves of element ``index`` of ``inst``'s tuple result, as a [start, stop) range."""
     shapes = inst.shape.tuple_shapes
     start = sum(len(s.leaves()) for s in shapes[:index])
@@ -128,7 +128,7 @@ def _define_leaves(comp: Computation) -> dict[int, list[LogicalBuffer | None]]:
         if inst.opcode == "tuple":
             leaves[id(inst)] = [b for op in inst.operands for b in leaves[id(op)]]
         elif inst.opcode == "get_tuple_element":
-            start, stop = _leaf_ranges(inst.operands[0], inst.attrs["index"])
+            start, stop = leaf_range(inst.operands[0], inst.attrs["index"])
             leaves[id(inst)] = leaves[id(inst.operands[0])][start:stop]
         elif inst.opcode in _EXTERNAL:
             leaves[id(inst)] = [None] * len(inst.shape.leaves())

@@ -458,23 +458,30 @@ def _dot_general(inst, lhs, rhs):
 # --------------------------------------------------------------------------- reduce
 
 # Bodies that are one commutative binary op of their two parameters reduce with a ufunc.
-_REDUCE_UFUNCS: dict[str, np.ufunc] = {
+REDUCE_UFUNCS: dict[str, np.ufunc] = {
     "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
 }
 
 
-def _simple_reducer(body: Computation) -> np.ufunc | None:
+def simple_reducer_opcode(body: Computation) -> str | None:
+    """The opcode of a reducer body that is one op of ``REDUCE_UFUNCS`` applied to its two
+    parameters (``add(p0, p1)``...), else None."""
     root = body.root
     params = body.parameters
-    if len(params) != 2 or root.opcode not in _REDUCE_UFUNCS or len(root.operands) != 2:
+    if len(params) != 2 or root.opcode not in REDUCE_UFUNCS or len(root.operands) != 2:
         return None
     if {id(o) for o in root.operands} != {id(p) for p in params}:
         return None
-    return _REDUCE_UFUNCS[root.opcode]
+    return root.opcode
 
 
-def _is_identity(ufunc: np.ufunc, init: np.ndarray) -> bool:
+def _simple_reducer(body: Computation) -> np.ufunc | None:
+    opcode = simple_reducer_opcode(body)
+    return REDUCE_UFUNCS[opcode] if opcode is not None else None
+
+
+def is_reducer_identity(ufunc: np.ufunc, init: np.ndarray) -> bool:
     """Whether combining with ``init`` leaves every value unchanged (so it can be skipped)."""
     v = init[()]
     dt = init.dtype
@@ -501,7 +508,7 @@ def _reduce_fast(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray, dims: tuple,
         return np.full(kept, init, dtype=out_dtype)
     with np.errstate(all="ignore"):
         out = ufunc.reduce(x, axis=dims, dtype=out_dtype)
-        if not _is_identity(ufunc, init):
+        if not is_reducer_identity(ufunc, init):
             out = ufunc(init, out)
     return np.asarray(out).astype(out_dtype, copy=False)
 

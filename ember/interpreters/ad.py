@@ -95,40 +95,35 @@ def add_tangents(x: Any, y: Any) -> Any:
 # --------------------------------------------------------------------------- rule helpers
 
 
+def _jvp_from_terms(prim: core.Primitive, rules: tuple, with_output: bool) -> None:
+    """Sets ``prim.jvp`` to the sum of the per-argument terms of ``rules``."""
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        extra = (out,) if with_output else ()
+        tangent_out = None
+        for rule, t in zip(rules, tangents):
+            if rule is None or type(t) is Zero:
+                continue
+            term = rule(t, *extra, *primals, **params)
+            tangent_out = term if tangent_out is None else add_tangents(tangent_out, term)
+        if tangent_out is None:
+            tangent_out = Zero.from_primal_value(out)
+        return out, tangent_out
+    prim.jvp = jvp
+
+
 def defjvp(prim: core.Primitive, *rules: Callable | None) -> None:
     """JVP of ``prim`` as a sum of per-argument terms ``rule(g, *primals, **params)``.
 
     ``rules[i]`` gives the tangent contribution of argument ``i`` from its tangent ``g``
     (never called with a ``Zero``); ``None`` marks a non-differentiable argument.
     """
-    def jvp(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        tangent_out = None
-        for rule, t in zip(rules, tangents):
-            if rule is None or type(t) is Zero:
-                continue
-            term = rule(t, *primals, **params)
-            tangent_out = term if tangent_out is None else add_tangents(tangent_out, term)
-        if tangent_out is None:
-            tangent_out = Zero.from_primal_value(out)
-        return out, tangent_out
-    prim.jvp = jvp
+    _jvp_from_terms(prim, rules, with_output=False)
 
 
 def defjvp2(prim: core.Primitive, *rules: Callable | None) -> None:
     """Like ``defjvp`` but each rule also gets the primal output: ``rule(g, ans, *primals)``."""
-    def jvp(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        tangent_out = None
-        for rule, t in zip(rules, tangents):
-            if rule is None or type(t) is Zero:
-                continue
-            term = rule(t, out, *primals, **params)
-            tangent_out = term if tangent_out is None else add_tangents(tangent_out, term)
-        if tangent_out is None:
-            tangent_out = Zero.from_primal_value(out)
-        return out, tangent_out
-    prim.jvp = jvp
+    _jvp_from_terms(prim, rules, with_output=True)
 
 
 def defjvp_zero(prim: core.Primitive) -> None:
@@ -143,6 +138,11 @@ def defjvp_zero(prim: core.Primitive) -> None:
 
 def deflinear(prim: core.Primitive, transpose_rule: Callable) -> None:
     """``prim`` is linear in all its arguments: ``transpose_rule(ct, **params) -> cts``."""
+    deflinear2(prim, lambda ct, *args, **params: transpose_rule(ct, **params))
+
+
+def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
+    """Like ``deflinear`` but the rule also sees the arguments: ``rule(ct, *args, **params)``."""
     def jvp(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         if all(type(t) is Zero for t in tangents):
@@ -151,17 +151,6 @@ def deflinear(prim: core.Primitive, transpose_rule: Callable) -> None:
             return out, zero
         return out, prim.bind(*[instantiate_zeros(t) for t in tangents], **params)
     prim.jvp = jvp
-
-    def transpose(ct, *args, **params):
-        if type(ct) is Zero:
-            return [Zero(a.aval) if is_undefined_primal(a) else None for a in args]
-        return transpose_rule(ct, **params)
-    prim.transpose = transpose
-
-
-def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
-    """Like ``deflinear`` but the rule also sees the arguments: ``rule(ct, *args, **params)``."""
-    deflinear(prim, lambda ct, **params: None)
 
     def transpose(ct, *args, **params):
         if type(ct) is Zero:
@@ -423,6 +412,20 @@ def backward_pass(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any],
 
 _jaxpr_cache: dict[tuple, tuple[Any, Any]] = {}
 _JAXPR_CACHE_SIZE = 512
+
+
+def call_transpose(prim: core.Primitive, cts: Sequence[Any], args: Sequence[Any],
+                   jaxpr: Any, **params: Any) -> list:
+    """The transpose rule of a primitive that calls ``jaxpr`` (pjit, remat): the same
+    primitive calling the transposed jaxpr on the non-linear args and non-zero cotangents."""
+    linear = [is_undefined_primal(a) for a in args]
+    ct_nz = [type(c) is not Zero for c in cts]
+    if not any(ct_nz):
+        return [Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
+    t_closed = transpose_jaxpr(jaxpr, linear, ct_nz)
+    outs = iter(prim.bind(*[a for a, lin in zip(args, linear) if not lin],
+                          *[c for c in cts if type(c) is not Zero], jaxpr=t_closed, **params))
+    return [next(outs) if lin else None for lin in linear]
 
 
 def _cached(kind: str, closed: Any, key: tuple, make: Callable) -> Any:

@@ -111,15 +111,7 @@ def _pjit_partial_eval(trace: pe.PartialEvalTrace, args: Sequence[Any], params: 
 
 
 def _pjit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
-    linear = [ad.is_undefined_primal(a) for a in args]
-    ct_nz = [type(c) is not ad.Zero for c in cts]
-    if not any(ct_nz):
-        return [ad.Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
-    t_closed = ad.transpose_jaxpr(jaxpr, linear, ct_nz)
-    outs = iter(pjit_p.bind(*[a for a, lin in zip(args, linear) if not lin],
-                            *[c for c in cts if type(c) is not ad.Zero],
-                            jaxpr=t_closed, name=f"transpose({name})"))
-    return [next(outs) if lin else None for lin in linear]
+    return ad.call_transpose(pjit_p, cts, args, jaxpr, name=f"transpose({name})")
 
 
 pjit_p.def_jvp(_pjit_jvp)

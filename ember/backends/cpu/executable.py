@@ -14,6 +14,7 @@ import numpy as np
 
 from ember.backends.cpu import threads
 from ember.backends.cpu.program import DotStep, KernelStep, LibraryStep, Program, work_of
+from ember.compiler.eval_elementwise import REDUCE_UFUNCS
 from ember.compiler.evaluator import Plan, evaluate_instruction
 
 _ffi = cffi.FFI()
@@ -28,10 +29,6 @@ PARALLEL_MIN_WORK = 1 << 16
 # Programs with less total work than this run as one native call when they can.
 SINGLE_CALL_MAX_WORK = 1 << 16
 
-_PARTIAL_COMBINE = {
-    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-}
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:
@@ -62,7 +59,9 @@ class CpuExecutable:
             if isinstance(step, KernelStep):
                 fn = _ffi.cast(_KERNEL_SIG, lib.address(step.info.name))
                 self._steps.append(_Kernel(fn, step))
-            elif isinstance(step, LibraryStep) and step.inst.opcode in ("fusion", "call"):
+            elif isinstance(step, DotStep):
+                self._steps.append((step, _dot_plan(step.inst)))
+            elif step.inst.opcode in ("fusion", "call"):
                 self._steps.append((step, Plan(step.inst.calls[0])))
             else:
                 self._steps.append((step, None))
@@ -154,7 +153,7 @@ class CpuExecutable:
             else:
                 step, plan = step
                 if isinstance(step, DotStep):
-                    self._run_dot(step, args, outs, arena, values)
+                    self._run_dot(step, plan, args, outs, arena, values)
                 else:
                     self._run_library(step, plan, args, outs, arena, values)
 
@@ -203,23 +202,22 @@ class CpuExecutable:
         n_in = len(step.inputs)
         partials = {i: [np.empty(step.outputs[i].dims, step.outputs[i].dtype)
                         for _ in ranges] for i, op in enumerate(partial) if op}
-        tables = []
-        for c in range(len(ranges)):
+        table_of = {}  # range start -> that range's pointer table
+        for c, (lo, _) in enumerate(ranges):
             p = list(ptrs)
             for i, arrays in partials.items():
                 p[n_in + i] = _fb(arrays[c])
-            tables.append(_ffi.new("char*[]", p))
-        pool.run(lambda lo, hi: k.fn(tables[ranges.index((lo, hi))], lo, hi), ranges)
+            table_of[lo] = _ffi.new("char*[]", p)
+        pool.run(lambda lo, hi: k.fn(table_of[lo], lo, hi), ranges)
         for i, arrays in partials.items():
             ref = step.outputs[i]
-            combined = _PARTIAL_COMBINE[partial[i]].reduce(np.stack(arrays), axis=0)
+            combined = REDUCE_UFUNCS[partial[i]].reduce(np.stack(arrays), axis=0)
             dest = self._array(ref, args, outs, arena, values)
             np.copyto(dest, combined.astype(ref.dtype, copy=False))
 
-    def _run_dot(self, step: DotStep, args, outs, arena, values) -> None:
+    def _run_dot(self, step: DotStep, plan, args, outs, arena, values) -> None:
         lhs, rhs = (self._array(r, args, outs, arena, values) for r in step.inputs)
         dest = self._array(step.output, args, outs, arena, values)
-        plan = _dot_plan(step.inst)
         if plan is None or lhs.dtype != dest.dtype or rhs.dtype != dest.dtype:
             np.copyto(dest, evaluate_instruction(step.inst, [lhs, rhs]))
             return

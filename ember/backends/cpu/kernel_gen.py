@@ -31,6 +31,11 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
+from ember.compiler.eval_elementwise import (
+    REDUCE_UFUNCS,
+    is_reducer_identity,
+    simple_reducer_opcode,
+)
 from ember.compiler.hlo import (
     BINARY_ELEMENTWISE,
     TERNARY_ELEMENTWISE,
@@ -47,9 +52,6 @@ BLOCK = 1024
 # index, so nested ones multiply the code; past this budget the fusion runs as a library
 # thunk instead of compiling (for minutes) into a huge function.
 MAX_EMISSIONS = 20_000
-
-# Reducer bodies that are one op of their two parameters.
-SIMPLE_REDUCERS = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 
 
 @dataclass(frozen=True)
@@ -70,33 +72,16 @@ class KernelInfo:
     partial_reducers: tuple
 
 
+
 def simple_reducer(body: Computation) -> str | None:
-    """The opcode of a reducer body that is ``op(p0, p1)``, else None."""
-    root, params = body.root, body.parameters
-    if (len(params) == 2 and root.opcode in SIMPLE_REDUCERS and len(root.operands) == 2
-            and {id(o) for o in root.operands} == {id(p) for p in params}):
-        return root.opcode
-    return None
+    """The opcode of a reducer body that is ``op(p0, p1)`` (``add``, ``maximum``...)."""
+    return simple_reducer_opcode(body)
 
 
 def _is_identity(opcode: str, inst: Instruction) -> bool:
     """Whether ``inst`` is a constant equal to the identity of the reducer ``opcode``."""
-    if inst.opcode != "constant":
-        return False
-    v = np.asarray(inst.attrs["value"])
-    dt = v.dtype
-    if opcode in ("add", "or", "xor"):
-        return not np.any(v)
-    if opcode == "multiply":
-        return bool(v == 1)
-    if opcode == "and":
-        return bool(np.all(np.invert(v) == 0)) if dt.kind in "iub" else False
-    if dt == np.bool_:
-        return bool(v) == (opcode == "minimum")
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return bool(v == (info.min if opcode == "maximum" else info.max))
-    return bool(v == (-np.inf if opcode == "maximum" else np.inf))
+    return inst.opcode == "constant" and is_reducer_identity(
+        REDUCE_UFUNCS[opcode], np.asarray(inst.attrs["value"]))
 
 
 def _strides(dims) -> list[int]:

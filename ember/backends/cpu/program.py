@@ -21,7 +21,6 @@ same time share memory).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,12 +29,11 @@ from llvmlite import ir
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
     I8P,
-    KERNEL_TYPE,
     KernelBuilder,
     KernelInfo,
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
-from ember.compiler.buffer_assignment import assign_buffers
+from ember.compiler.buffer_assignment import assign_buffers, leaf_range
 from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Module
 
 ALIGN = 64
@@ -226,11 +224,8 @@ class ProgramBuilder:
             if inst.opcode == "tuple":
                 return [x for o in inst.operands for x in leaves(o)]
             if inst.opcode == "get_tuple_element":
-                src = leaves(inst.operands[0])
-                shapes = inst.operands[0].shape.tuple_shapes
-                start = sum(len(s.leaves()) for s in shapes[:inst.attrs["index"]])
-                n = len(shapes[inst.attrs["index"]].leaves())
-                return src[start:start + n]
+                start, stop = leaf_range(inst.operands[0], inst.attrs["index"])
+                return leaves(inst.operands[0])[start:stop]
             if inst.opcode in ("parameter", "constant"):
                 return [None]
             return [(inst, i) for i in range(len(inst.shape.leaves()))]
@@ -240,10 +235,8 @@ class ProgramBuilder:
         return self.refs[id(comp.root)]
 
     def _gte_refs(self, inst: Instruction) -> list[BufferRef]:
-        src = self.refs[id(inst.operands[0])]
-        shapes = inst.operands[0].shape.tuple_shapes
-        start = sum(len(s.leaves()) for s in shapes[:inst.attrs["index"]])
-        return src[start:start + len(shapes[inst.attrs["index"]].leaves())]
+        start, stop = leaf_range(inst.operands[0], inst.attrs["index"])
+        return self.refs[id(inst.operands[0])][start:stop]
 
     def _result_refs(self, inst, assignment, offsets, output_of) -> list[BufferRef]:
         refs = []
@@ -326,13 +319,5 @@ class ProgramBuilder:
         return b.gep(args[-1], [ir.Constant(S.I64, ref.index)])  # temp: arena + offset
 
 
-def kernel_signature() -> ir.FunctionType:
-    return KERNEL_TYPE
-
-
 def work_of(step: KernelStep) -> int:
     return step.info.extent * step.info.work_per_item
-
-
-def leaf_nbytes(ref: BufferRef) -> int:
-    return math.prod(ref.dims) * ref.dtype.itemsize

@@ -21,6 +21,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember import dtypes
+from ember.backends.cpu import vecmath
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -251,8 +252,7 @@ def _float_unary(b, opcode, x):
         return _float_sign(b, x)
     if opcode == "rsqrt":
         return b.fdiv(ir.Constant(x.type, 1.0), fintr(b, "sqrt", x))
-    vecmath = _vecmath()
-    if vecmath is not None and opcode in vecmath.SUPPORTED_UNARY:
+    if opcode in vecmath.SUPPORTED_UNARY:
         return vecmath.emit_unary(b, opcode, x)
     raise UnsupportedOp(opcode)
 
@@ -272,14 +272,6 @@ def _int_unary(b, opcode, x, dt):
     if opcode == "count_leading_zeros":
         return intrinsic(b, f"llvm.ctlz.i{x.type.width}", x.type, [x, ir.Constant(I1, 0)])
     raise UnsupportedOp(f"{opcode} on {dt}")
-
-
-def _vecmath():
-    try:
-        from ember.backends.cpu import vecmath
-    except ImportError:  # math routines not available: those ops run in the evaluator
-        return None
-    return vecmath
 
 
 # --------------------------------------------------------------------------- binary ops
@@ -361,49 +353,44 @@ def binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, dt: np.dtype,
     return _int_binary(b, opcode, x, y, dt)
 
 
+_FLOAT_BINARY = {
+    "add": ir.IRBuilder.fadd, "subtract": ir.IRBuilder.fsub, "multiply": ir.IRBuilder.fmul,
+    "divide": ir.IRBuilder.fdiv, "remainder": ir.IRBuilder.frem,
+}
+
+
 def _float_binary(b, opcode, x, y, y_dt):
-    if opcode == "add":
-        return b.fadd(x, y)
-    if opcode == "subtract":
-        return b.fsub(x, y)
-    if opcode == "multiply":
-        return b.fmul(x, y)
-    if opcode == "divide":
-        return b.fdiv(x, y)
-    if opcode == "remainder":
-        return b.frem(x, y)
-    vecmath = _vecmath()
+    op = _FLOAT_BINARY.get(opcode)
+    if op is not None:
+        return op(b, x, y)
     if opcode == "power" and y_dt is not None and not is_float(np.dtype(y_dt)):
         y = convert(b, y, y_dt, np.float64 if x.type == F64 else np.float32)
-    if vecmath is not None and opcode in vecmath.SUPPORTED_BINARY:
+    if opcode in vecmath.SUPPORTED_BINARY:
         return vecmath.emit_binary(b, opcode, x, y)
     raise UnsupportedOp(opcode)
 
 
+# pred arithmetic: add is or, multiply is and.
+_INT_BINARY = {
+    "add": lambda b, x, y, dt: b.or_(x, y) if dt == np.bool_ else b.add(x, y),
+    "subtract": lambda b, x, y, dt: b.sub(x, y),
+    "multiply": lambda b, x, y, dt: b.and_(x, y) if dt == np.bool_ else b.mul(x, y),
+    "divide": lambda b, x, y, dt: _int_divide(b, x, y, dt, remainder=False),
+    "remainder": lambda b, x, y, dt: _int_divide(b, x, y, dt, remainder=True),
+    "and": lambda b, x, y, dt: b.and_(x, y),
+    "or": lambda b, x, y, dt: b.or_(x, y),
+    "xor": lambda b, x, y, dt: b.xor(x, y),
+    "shift_left": lambda b, x, y, dt: _shift(b, "shift_left", x, y),
+    "shift_right_logical": lambda b, x, y, dt: _shift(b, "shift_right_logical", x, y),
+    "shift_right_arithmetic": lambda b, x, y, dt: _shift(b, "shift_right_arithmetic", x, y),
+}
+
+
 def _int_binary(b, opcode, x, y, dt):
-    if opcode == "add":
-        return b.add(x, y) if dt != np.bool_ else b.or_(x, y)
-    if opcode == "subtract":
-        return b.sub(x, y)
-    if opcode == "multiply":
-        return b.mul(x, y) if dt != np.bool_ else b.and_(x, y)
-    if opcode == "divide":
-        return _int_divide(b, x, y, dt, remainder=False)
-    if opcode == "remainder":
-        return _int_divide(b, x, y, dt, remainder=True)
-    if opcode == "and":
-        return b.and_(x, y)
-    if opcode == "or":
-        return b.or_(x, y)
-    if opcode == "xor":
-        return b.xor(x, y)
-    if opcode.startswith("shift_"):
-        return _shift(b, opcode, x, y)
-    raise UnsupportedOp(f"{opcode} on {dt}")
-
-
-def select(b: ir.IRBuilder, pred: ir.Value, on_true: ir.Value, on_false: ir.Value):
-    return b.select(pred, on_true, on_false)
+    op = _INT_BINARY.get(opcode)
+    if op is None:
+        raise UnsupportedOp(f"{opcode} on {dt}")
+    return op(b, x, y, dt)
 
 
 def clamp(b: ir.IRBuilder, lo: ir.Value, x: ir.Value, hi: ir.Value, dt: np.dtype):
