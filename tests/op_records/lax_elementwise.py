@@ -206,4 +206,9 @@ RECORDS = [
        lambda x: x.astype(np.float16).astype(np.float32), (np.dtype("float32"),), diff=False),
     _u("convert_element_type", lambda x: lax.convert_element_type(x, np.float32),
        lambda x: x.astype(np.float32), FLOATS + SIGNED),
+    # The primitives autodiff adds (lax/ad_util.py). stop_gradient's derivative is zero by
+    # design, which finite differences cannot check: its rule is tested in test_autodiff.
+    _b("add_any", lax.add_any, lambda x, y: x + y, FLOATS,
+       shapes=(((), ()), ((4,), (4,)), ((2, 3), (2, 3)), ((0,), (0,)))),
+    _u("stop_gradient", lax.stop_gradient, lambda x: x, ALL, diff=False),
 ]
