@@ -28,6 +28,7 @@ from ember.api import (
     remat,
     value_and_grad,
     vjp,
+    vmap,
 )
 from ember.config import config
 from ember.runtime import Array, block_until_ready, device_get, device_put, devices
@@ -40,6 +41,6 @@ __all__ = [
     "device_put", "devices", "disable_jit", "dtypes", "errors", "eval_shape", "jit", "lax",
     "make_jaxpr", "numpy", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
-    "linearize", "remat", "value_and_grad", "vjp", "ad_checkpoint", "custom_derivatives",
+    "linearize", "remat", "value_and_grad", "vjp", "vmap", "ad_checkpoint", "custom_derivatives",
     "test_util",
 ]

@@ -626,6 +626,7 @@ from ember._ad_api import (  # noqa: E402, F401 - re-exported
     value_and_grad,
     vjp,
 )
+from ember._vmap_api import vmap  # noqa: E402, F401 - re-exported
 from ember.ad_checkpoint import checkpoint, remat  # noqa: E402, F401 - re-exported
 from ember.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402, F401 - re-exported
 from ember.lax.ad_util import stop_gradient  # noqa: E402, F401 - re-exported
