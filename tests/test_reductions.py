@@ -279,3 +279,17 @@ def test_std_dtype_and_cumulative_axis_checks():
     assert jnp.nanstd(jnp.arange(4), dtype=jnp.float16).dtype == np.float16
     with pytest.raises(TypeError, match="cumsum: axis must be an integer"):
         jnp.cumsum(jnp.ones((2, 3)), axis=(0, 1))
+
+
+def test_nanvar_and_nanstd_gradients_ignore_nans():
+    # Masked entries are dropped before squaring: finite gradients, zero at the NaNs.
+    x = np.array([1.0, np.nan, 3.0, 4.0, np.nan, -2.0])
+    keep = ~np.isnan(x)
+    xv = x[keep]
+    expected_var = np.zeros_like(x)
+    expected_var[keep] = 2 * (xv - xv.mean()) / xv.size
+    got = ember.grad(jnp.nanvar)(x.astype(np.float32))
+    np.testing.assert_allclose(np.asarray(got), expected_var, rtol=1e-5, atol=1e-6)
+    expected_std = expected_var / (2 * np.sqrt(np.var(xv)))
+    got = ember.grad(jnp.nanstd)(x.astype(np.float32))
+    np.testing.assert_allclose(np.asarray(got), expected_std, rtol=1e-5, atol=1e-6)

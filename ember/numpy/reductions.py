@@ -392,13 +392,15 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
     mu = lax.div(total, count_b)
     keep = tuple(i for i in range(a.ndim) if i not in axes)
     centered = lax.sub(x, lax.broadcast_in_dim(mu, a.shape, keep))
+    if mask is not None:
+        # Masked before squaring, so excluded entries (NaNs of nanvar) add nothing to the
+        # value and nothing (not NaN) to its gradient.
+        centered = _select(mask, centered, 0)
     if dtypes.is_complex(centered.dtype):
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
         count_b = lax.real(count_b)
     else:
         sq = lax.mul(centered, centered)
-    if mask is not None:
-        sq = _select(mask, sq, 0)
     ss = lax.reduce_sum(sq, axes)
     denom = lax.sub(count_b, _full(count_b.shape, ddof, count_b.dtype))
     result = lax.div(ss, denom)
