@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ember import pretty_printer as pp
-from ember.core import Primitive, ShapedArray, get_aval
+from ember.core import Primitive, ShapedArray, concrete_array, get_aval
 
 _var_ids = itertools.count()
 
@@ -296,7 +296,10 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     env: dict[int, Any] = {}
 
     def read(a: Atom):
-        return a.val if isinstance(a, Literal) else env[a.id]
+        if isinstance(a, Literal):
+            # A weakly typed literal (``x * 2``) stays weak when bound again.
+            return concrete_array(a.val, a.aval) if a.aval.weak_type else a.val
+        return env[a.id]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v.id] = x

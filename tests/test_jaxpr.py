@@ -324,3 +324,12 @@ def test_literal_output_and_closed_jaxpr_api():
     assert eval_jaxpr(closed.jaxpr, closed.consts, 5.0)[1] == 2
     with pytest.raises(ValueError, match="consts"):
         ClosedJaxpr(closed.jaxpr, [1.0])
+
+
+def test_eval_jaxpr_keeps_weak_types_of_literals():
+    f = lambda x: -2 * jnp.sin(x) + x  # noqa: E731
+    closed = ember.make_jaxpr(f)(3.0)
+    (out,) = ember.jaxpr.eval_closed_jaxpr(closed, 3.0)
+    assert out.weak_type
+    g = ember.grad(ember.jit(f))(3.0)
+    assert g.weak_type and abs(float(g) - 2.979985) < 1e-6
