@@ -3,6 +3,9 @@
 Rules follow ``ember.interpreters.batching`` (``rule(vals, dims, **params) -> (out, out_dim)``)
 and run with the parent trace current, so they are written with lax operations.
 
+``align_operands`` aligns the operands of custom elementwise rules (select_n, clamp, ...);
+``unbatched_shape`` and ``batched_axis`` translate shapes and axes across the batch dim.
+
 Example:
     >>> defvectorized(exp_p)          # unary elementwise: the batch dim passes through
     >>> defbroadcasting(add_p)        # n-ary elementwise: operands aligned, then applied
@@ -65,47 +68,75 @@ def defvectorized(prim: core.Primitive) -> None:
     prim.batch = vectorized_batcher(prim)
 
 
+def unbatched_shape(x: Any, dim: int | None) -> tuple[int, ...]:
+    """The shape of ``x`` without its batch dimension (all of it when unmapped)."""
+    shape = core.get_aval(x).shape
+    return shape if dim is not_mapped else shape[:dim] + shape[dim + 1:]
+
+
+def batched_axis(axis: int, dim: int) -> int:
+    """Where unbatched axis ``axis`` sits in an operand whose batch dimension is ``dim``."""
+    return axis + 1 if axis >= dim else axis
+
+
+def align_operands(vals: Sequence[Any], dims: Sequence[int | None], out_shape: Sequence[int],
+                   keep_scalars: Sequence[bool] | None = None) -> tuple[list[Any], int]:
+    """Operands of an elementwise rule given the full batched shape, with one batch dim.
+
+    ``out_shape`` is the unbatched shape of the result. The batch dim goes where the first
+    mapped operand of full rank has it (0 when none has full rank), so operands that already
+    agree are not transposed. Mapped operands are moved there; mapped scalars (rank 1 once
+    batched) and unmapped operands are broadcast to the full shape, except unmapped rank-0
+    operands whose ``keep_scalars`` entry is true (default: all), which stay scalars.
+    Returns the operands and the batch dim.
+    """
+    size = axis_size_of(vals, dims)
+    out_shape = tuple(out_shape)
+    ndim = len(out_shape) + 1
+    target = next((d for v, d in zip(vals, dims)
+                   if d is not not_mapped and core.get_aval(v).ndim == ndim), 0)
+    full = out_shape[:target] + (size,) + out_shape[target:]
+    rest = tuple(i for i in range(ndim) if i != target)
+    if keep_scalars is None:
+        keep_scalars = [True] * len(vals)
+    return [_align(v, d, keep, target, full, rest)
+            for v, d, keep in zip(vals, dims, keep_scalars)], target
+
+
+def _align(v: Any, d: int | None, keep: bool, target: int, full: tuple[int, ...],
+           rest: tuple[int, ...]) -> Any:
+    from ember.lax.shape import broadcast_in_dim
+    v_ndim = core.get_aval(v).ndim
+    if d is not_mapped:
+        if v_ndim == 0 and keep:
+            return v
+        return broadcast_in_dim(v, full, () if v_ndim == 0 else rest)
+    if v_ndim == len(full):
+        return moveaxis(v, d, target)
+    return broadcast_in_dim(v, full, (target,))  # a mapped scalar
+
+
 def broadcast_batcher(prim: core.Primitive):
     """Rule of an n-ary elementwise primitive (equal shapes, or rank-0 operands).
 
-    When every mapped operand has the same full shape and batch dim and every unmapped one is
-    rank 0, the primitive applies directly. Otherwise mapped operands get their batch dim
-    first and are broadcast to the full output shape; unmapped rank-0 operands stay scalars,
-    other unmapped operands are broadcast along a new leading axis.
+    Operands are aligned by ``align_operands``: when every mapped operand has the full shape
+    and one batch dim and every unmapped one is rank 0, the primitive applies directly;
+    otherwise mapped operands move to the batch dim of the first full-rank mapped operand,
+    mapped scalars and unmapped arrays are broadcast to the full shape, unmapped rank-0
+    operands stay scalars.
     """
     def rule(vals, dims, **params):
-        avals = [core.get_aval(v) for v in vals]
-        mapped = [(a, d) for a, d in zip(avals, dims) if d is not not_mapped]
-        first_shape, first_dim = mapped[0][0].shape, mapped[0][1]
-        if all(a.shape == first_shape and d == first_dim for a, d in mapped) and all(
-                a.ndim == 0 for a, d in zip(avals, dims) if d is not_mapped):
-            out = prim.bind(*vals, **params)
-            return out, ([first_dim] * len(out) if prim.multiple_results else first_dim)
-        size = axis_size_of(vals, dims)
         # The unbatched output shape: the shape of any non-scalar operand, unbatched.
         out_shape: tuple[int, ...] = ()
-        for a, d in zip(avals, dims):
-            shape = a.shape if d is not_mapped else a.shape[:d] + a.shape[d + 1:]
+        for v, d in zip(vals, dims):
+            shape = unbatched_shape(v, d)
             if shape:
                 out_shape = shape
                 break
-        args = [_align(v, a, d, size, out_shape) for v, a, d in zip(vals, avals, dims)]
+        args, out_dim = align_operands(vals, dims, out_shape)
         out = prim.bind(*args, **params)
-        return out, ([0] * len(out) if prim.multiple_results else 0)
+        return out, ([out_dim] * len(out) if prim.multiple_results else out_dim)
     return rule
-
-
-def _align(v: Any, aval: core.ShapedArray, d: int | None, size: int,
-           out_shape: tuple[int, ...]) -> Any:
-    from ember.lax.shape import broadcast_in_dim
-    if d is not_mapped:
-        if aval.ndim == 0:
-            return v
-        return broadcast_in_dim(v, (size,) + out_shape, tuple(range(1, len(out_shape) + 1)))
-    v = moveaxis(v, d, 0)
-    if aval.ndim == 1 and out_shape:
-        return broadcast_in_dim(v, (size,) + out_shape, (0,))
-    return v
 
 
 def defbroadcasting(prim: core.Primitive) -> None:

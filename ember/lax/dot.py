@@ -18,9 +18,11 @@ from ember import core, dtypes
 from ember.compiler import eval_elementwise as K
 from ember.compiler.hlo import Shape
 from ember.interpreters import ad
+from ember.interpreters.batching import not_mapped
 from ember.lax import base
 from ember.lax import elementwise as E
 from ember.lax.base import standard_primitive
+from ember.lax.batch_util import batched_axis
 from ember.lax.elementwise import convert_element_type, lower_convert
 from ember.lax.reduction import accumulation_dtype
 from ember.lax.shape import int_tuple, transpose
@@ -205,6 +207,38 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_
 ad.defjvp(dot_general_p, lambda g, x, y, **params: dot_general_p.bind(g, y, **params),
           lambda g, x, y, **params: dot_general_p.bind(x, g, **params))
 E.def_transpose(dot_general_p, _dot_general_transpose)
+
+
+# ---------------------------------------------------------------- dot_general batching
+
+
+def _shift(axes: Sequence[int], d: int | None) -> tuple[int, ...]:
+    return tuple(axes) if d is not_mapped else tuple(batched_axis(a, d) for a in axes)
+
+
+def _free_position(d: int, contracting: Sequence[int], batch: Sequence[int]) -> int:
+    """How many free dims of an operand (batched, batch dim at ``d``) come before ``d``."""
+    return sum(1 for i in range(d) if i not in contracting and i not in batch)
+
+
+@dot_general_p.def_batching
+def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
+    # Both mapped: the two batch dims become a new leading dot batch dim (output dim 0).
+    # One mapped: its batch dim is one more free dim of that operand, so the unmapped one is
+    # never broadcast; the output keeps it among that side's free dims. No transposes.
+    (lhs, rhs), (dl, dr) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    lc, lb, rc, rb = _shift(lc, dl), _shift(lb, dl), _shift(rc, dr), _shift(rb, dr)
+    if dl is not not_mapped and dr is not not_mapped:
+        lb, rb, out_dim = (dl,) + lb, (dr,) + rb, 0
+    elif dl is not not_mapped:
+        out_dim = len(lb) + _free_position(dl, lc, lb)
+    else:
+        n_lfree = core.get_aval(lhs).ndim - len(lc) - len(lb)
+        out_dim = len(lb) + n_lfree + _free_position(dr, rc, rb)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)),
+                             precision=precision, preferred_element_type=preferred_element_type)
+    return out, out_dim
 
 
 def canonicalize_dimension_numbers(dimension_numbers: Any, fn: str = "dot_general") -> tuple:

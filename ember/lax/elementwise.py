@@ -19,7 +19,7 @@ from ember.compiler import eval_elementwise as K
 from ember.compiler.hlo import Builder, Instruction, Shape
 from ember.core import ShapedArray
 from ember.interpreters import ad
-from ember.lax import base
+from ember.lax import base, batch_util
 from ember.lax.base import (
     all_dtypes,
     bool_dtypes,
@@ -917,6 +917,45 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 
 convert_element_type_p.def_jvp(_convert_jvp)
 def_transpose(convert_element_type_p, _convert_transpose)
+
+
+# ---------------------------------------------------------------- batching rules
+# Unary primitives (params included) keep the batch dim where it is; n-ary ones align their
+# operands (``batch_util.align_operands``): the batch dim of the first full-rank mapped operand
+# wins, unmapped scalars stay scalars. select_n and clamp have operands that must have the
+# full shape (the cases; clamp's x), so those are always materialized.
+
+for _p in (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, exp_p, exp2_p, expm1_p, log_p,
+           log1p_p, sqrt_p, rsqrt_p, cbrt_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p,
+           atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p, abs_p, square_p,
+           integer_pow_p, erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, not_p,
+           population_count_p, clz_p, real_p, imag_p, conj_p, copy_p, reduce_precision_p,
+           convert_element_type_p):
+    batch_util.defvectorized(_p)
+for _p in (add_p, sub_p, mul_p, div_p, rem_p, max_p, min_p, atan2_p, nextafter_p, pow_p, and_p,
+           or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p,
+           ne_p, lt_p, le_p, gt_p, ge_p, complex_p):
+    batch_util.defbroadcasting(_p)
+
+
+@select_n_p.def_batching
+def _select_n_batch(vals, dims):
+    # The cases must have the full shape; ``which`` may stay a scalar only when unmapped.
+    # (Other rules may pass a rank-0 case, e.g. pad's mapped padding value: it is broadcast.)
+    which, *cases = vals
+    out_shape = builtins.max((batch_util.unbatched_shape(c, d) for c, d in
+                              zip(cases, dims[1:])), key=len)
+    args, out_dim = batch_util.align_operands(vals, dims, out_shape,
+                                              [True] + [False] * len(cases))
+    return select_n_p.bind(*args), out_dim
+
+
+@clamp_p.def_batching
+def _clamp_batch(vals, dims):
+    # x has the full shape; unmapped rank-0 bounds stay scalars.
+    out_shape = batch_util.unbatched_shape(vals[1], dims[1])
+    args, out_dim = batch_util.align_operands(vals, dims, out_shape, (True, False, True))
+    return clamp_p.bind(*args), out_dim
 
 
 # ---------------------------------------------------------------- lowering

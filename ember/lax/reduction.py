@@ -395,6 +395,40 @@ ad.defjvp2(cummin_p, _cum_chooser_jvp(False))
 ad.defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
 
 
+# ---------------------------------------------------------------- batching rules
+
+
+def _batched_axis(a: int, bdim: int) -> int:
+    """Unbatched axis ``a`` of an operand whose batch dim sits at ``bdim``."""
+    return a + 1 if a >= bdim else a
+
+
+def _reduce_batcher(prim):
+    """Reduces over the same axes, shifted past the batch dim; the batch dim moves left by
+    the number of reduced axes before it."""
+    def rule(vals, dims, **params):
+        (x,), (d,) = vals, dims
+        axes = params.pop("axes")
+        out_dim = d - sum(1 for a in axes if a < d)
+        return prim.bind(x, axes=tuple(_batched_axis(a, d) for a in axes), **params), out_dim
+    return rule
+
+
+def _cumulative_batcher(prim):
+    """Scans along the same axis, shifted past the batch dim (which stays where it is)."""
+    def rule(vals, dims, *, axis, reverse):
+        (x,), (d,) = vals, dims
+        return prim.bind(x, axis=_batched_axis(axis, d), reverse=reverse), d
+    return rule
+
+
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+           reduce_xor_p, argmax_p, argmin_p):
+    _p.batch = _reduce_batcher(_p)
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    _p.batch = _cumulative_batcher(_p)
+
+
 # ---------------------------------------------------------------- lowering
 
 

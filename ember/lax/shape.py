@@ -11,7 +11,8 @@ from ember import core, dtypes
 from ember.compiler.eval_structural import pad_array
 from ember.compiler.hlo import Shape
 from ember.interpreters import ad
-from ember.lax import base, elementwise
+from ember.interpreters.batching import axis_size_of, not_mapped
+from ember.lax import base, batch_util, elementwise
 from ember.lax.base import check_shape, standard_primitive
 
 
@@ -73,6 +74,19 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
 
 
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
+
+@broadcast_in_dim_p.def_batching
+def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
+    # The batch dim lands right after the output dim of the operand dim before it, which
+    # keeps broadcast_dimensions increasing: no transpose.
+    (x,), (d,) = vals, dims
+    size = core.get_aval(x).shape[d]
+    out_dim = broadcast_dimensions[d - 1] + 1 if d > 0 else 0
+    new_dims = (tuple(broadcast_dimensions[:d]) + (out_dim,)
+                + tuple(b + 1 for b in broadcast_dimensions[d:]))
+    new_shape = tuple(shape[:out_dim]) + (size,) + tuple(shape[out_dim:])
+    return broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims), out_dim
 
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int],
@@ -150,6 +164,22 @@ def _reshape_transpose(ct, x, *, new_sizes, dimensions):
 
 
 ad.deflinear2(reshape_p, _reshape_transpose)
+
+
+@reshape_p.def_batching
+def _reshape_batch(vals, dims, *, new_sizes, dimensions):
+    # Row-major reshapes keep a leading or a trailing batch axis apart from the others, so
+    # a batch dim already last stays last; any other moves to the front.
+    (x,), (d,) = vals, dims
+    aval = core.get_aval(x)
+    size, last = aval.shape[d], aval.ndim - 1
+    if d == last and last > 0:
+        perm = None if dimensions is None else tuple(dimensions) + (last,)
+        out = reshape_p.bind(x, new_sizes=tuple(new_sizes) + (size,), dimensions=perm)
+        return out, len(new_sizes)
+    x = batch_util.moveaxis(x, d, 0)
+    perm = None if dimensions is None else (0,) + tuple(i + 1 for i in dimensions)
+    return reshape_p.bind(x, new_sizes=(size,) + tuple(new_sizes), dimensions=perm), 0
 
 
 def reshape(operand: Any, new_sizes: Sequence[int],
@@ -248,6 +278,14 @@ def _squeeze_lowering(ctx, x, *, dimensions):
 ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 
 
+@squeeze_p.def_batching
+def _squeeze_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    out_dim = d - sum(1 for i in dimensions if i < d)
+    return squeeze_p.bind(x, dimensions=tuple(batch_util.batched_axis(i, d)
+                                              for i in dimensions)), out_dim
+
+
 def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     """Removes the given size-1 dimensions (negative indices allowed).
 
@@ -344,6 +382,15 @@ def _inverse(permutation: Sequence[int]) -> tuple[int, ...]:
 ad.deflinear(transpose_p, lambda ct, *, permutation: [transpose(ct, _inverse(permutation))])
 
 
+@transpose_p.def_batching
+def _transpose_batch(vals, dims, *, permutation):
+    # The batch dim keeps its position: output dim d is the operand's batch dim.
+    (x,), (d,) = vals, dims
+    perm = [batch_util.batched_axis(p, d) for p in permutation]
+    perm.insert(d, d)
+    return transpose_p.bind(x, permutation=tuple(perm)), d
+
+
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     """Permutes the dimensions: output dimension i is operand dimension ``permutation[i]``.
 
@@ -377,6 +424,13 @@ def _rev_lowering(ctx, x, *, dimensions):
 
 
 ad.deflinear(rev_p, lambda ct, *, dimensions: [rev(ct, dimensions)])
+
+
+@rev_p.def_batching
+def _rev_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    return rev_p.bind(x, dimensions=tuple(batch_util.batched_axis(i, d)
+                                          for i in dimensions)), d
 
 
 def rev(operand: Any, dimensions: Sequence[int]) -> Any:
@@ -459,6 +513,26 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
 ad.deflinear2(pad_p, _pad_transpose)
 
 
+@pad_p.def_batching
+def _pad_batch(vals, dims, *, padding_config):
+    (x, value), (dx, dv) = vals, dims
+    if dv is not_mapped:  # the batch axis gets no padding
+        config = list(padding_config)
+        config.insert(dx, (0, 0, 0))
+        return pad_p.bind(x, value, padding_config=tuple(config)), dx
+    # A padding value per batch element: pad with any value (the operand's own padding rule
+    # handles a mapped or unmapped x), then select the value where a padded mask is False.
+    aval = core.get_aval(value)
+    zero = elementwise.convert_element_type(0, aval.dtype, aval.weak_type)
+    padded, dp = (pad_p.bind(x, zero, padding_config=padding_config), not_mapped) \
+        if dx is not_mapped else _pad_batch([x, zero], [dx, not_mapped],
+                                            padding_config=padding_config)
+    true, false = (elementwise.convert_element_type(b, dtypes.bool_) for b in (True, False))
+    ones = broadcast_in_dim(true, batch_util.unbatched_shape(x, dx), ())
+    mask = pad_p.bind(ones, false, padding_config=padding_config)
+    return elementwise.select_n_p.batch([mask, value, padded], [not_mapped, dv, dp])
+
+
 def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:
     """Pads with ``padding_value``: per dimension (low, high, interior); negative lo/hi crop.
 
@@ -527,6 +601,15 @@ def _concatenate_transpose(ct, *xs, dimension):
 
 
 ad.deflinear2(concatenate_p, _concatenate_transpose)
+
+
+@concatenate_p.def_batching
+def _concatenate_batch(vals, dims, *, dimension):
+    # Every operand gets the first mapped operand's batch dim (unmapped ones are broadcast).
+    size = axis_size_of(vals, dims)
+    at = next(d for d in dims if d is not not_mapped)
+    xs = [batch_util.move_to(x, d, at, size) for x, d in zip(vals, dims)]
+    return concatenate_p.bind(*xs, dimension=batch_util.batched_axis(dimension, at)), at
 
 
 def concatenate(operands: Sequence[Any], dimension: int) -> Any:

@@ -22,12 +22,14 @@ from ember.compiler.eval_structural import clamped_starts, gather_windows, scatt
 from ember.compiler.hlo import Shape
 from ember.core import Tracer
 from ember.interpreters import ad
-from ember.lax import base
+from ember.interpreters.batching import axis_size_of
+from ember.lax import base, batch_util
 from ember.lax import elementwise as E
 from ember.lax.base import all_dtypes, check_dtype, int_dtypes, standard_primitive
 from ember.lax.elementwise import add, convert_element_type, lt, select_n
 from ember.lax.shape import (
     broadcast_in_dim,
+    concatenate,
     expand_dims,
     int_tuple,
     iota,
@@ -1043,6 +1045,192 @@ def _scatter_extremum_jvp(prim):
 
 scatter_min_p.def_jvp(_scatter_extremum_jvp(scatter_min_p))
 scatter_max_p.def_jvp(_scatter_extremum_jvp(scatter_max_p))
+
+
+
+# ---------------------------------------------------------------- batching rules
+#
+# slice, and dynamic_slice/dynamic_update_slice with unmapped start indices, keep the
+# operand's batch dim where it is (the batch axis is sliced whole); every other rule returns
+# its result with the batch dim in front. Mapped start indices turn dynamic_slice into a
+# gather and dynamic_update_slice into a scatter (as in JAX). A gather or scatter whose
+# operand *and* indices are mapped pairs the two batch dims as operand/indices batching dims,
+# so each batch element reads or writes only its own slice of the operand.
+
+
+def _shifted(dims: Sequence[int]) -> tuple[int, ...]:
+    """Dimension numbers of an operand that got a new leading (batch) axis."""
+    return tuple(d + 1 for d in dims)
+
+
+def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = vals, dims
+    size = core.get_aval(x).shape[d]
+    start, limit = list(start_indices), list(limit_indices)
+    start.insert(d, 0)
+    limit.insert(d, size)
+    if strides is not None:
+        strides = list(strides)
+        strides.insert(d, 1)
+        strides = tuple(strides)
+    return slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit),
+                        strides=strides), d
+
+
+slice_p.batch = _slice_batch
+
+
+def _start_index_matrix(idx: Sequence[Any], dims: Sequence[int | None], size: int,
+                        shape: Sequence[int], sizes: Sequence[int]) -> Any:
+    """The scalar start indices of a dynamic slice as one ``(size, len(idx))`` index array
+    (batch dim first); mapped starts have their batch dim at 0 (they are scalars).
+
+    Starts of one dtype are stacked as they are. Mixed dtypes are first clamped into
+    ``[0, shape - sizes]`` in their own dtype (what the slice does with them anyway), so the
+    conversion to int32 cannot wrap around.
+    """
+    same = len({core.get_aval(i).dtype for i in idx}) == 1
+    cols = []
+    for i, d, n, k in zip(idx, dims, shape, sizes):
+        if not same:
+            dt = core.get_aval(i).dtype
+            hi = np.asarray(min(n - k, np.iinfo(dt).max), dt)
+            i = convert_element_type(E.clamp(np.asarray(0, dt), i, hi), np.int32)
+        shape_in = () if d is None else (0,)
+        cols.append(broadcast_in_dim(i, (size, 1), shape_in))
+    return cols[0] if len(cols) == 1 else concatenate(cols, 1)
+
+
+def _dynamic_slice_batch(vals, dims, *, slice_sizes):
+    x, *idx = vals
+    dx, *didx = dims
+    shape = core.get_aval(x).shape
+    size = axis_size_of(vals, dims)
+    if all(d is None for d in didx):
+        # Only the operand is mapped: the whole batch axis is part of the slice.
+        idx_dt = core.get_aval(idx[0]).dtype if idx else np.dtype(np.int32)
+        idx.insert(dx, np.zeros((), idx_dt))
+        sizes = list(slice_sizes)
+        sizes.insert(dx, size)
+        return dynamic_slice_p.bind(x, *idx, slice_sizes=tuple(sizes)), dx
+    # Mapped starts: a gather of one clamped window per batch element (as in JAX).
+    unbatched = shape if dx is None else shape[:dx] + shape[dx + 1:]
+    index = _start_index_matrix(idx, didx, size, unbatched, slice_sizes)
+    n = len(idx)
+    dn = GatherDimensionNumbers(offset_dims=tuple(range(n)), collapsed_slice_dims=(),
+                                start_index_map=tuple(range(n)))
+    return _gather_batch([x, index], [dx, 0], dimension_numbers=dn,
+                         slice_sizes=tuple(slice_sizes), indices_are_sorted=False,
+                         unique_indices=False, mode=GatherScatterMode.CLIP, fill_value=None)
+
+
+def _dus_batch(vals, dims):
+    x, update, *idx = vals
+    dx, du, *didx = dims
+    size = axis_size_of(vals, dims)
+    if all(d is None for d in didx):
+        # Unmapped starts: one dynamic_update_slice over the whole batch axis (start 0).
+        at = 0 if dx is None else dx
+        x = batch_util.move_to(x, dx, at, size)
+        update = batch_util.move_to(update, du, at, size)
+        idx_dt = core.get_aval(idx[0]).dtype if idx else np.dtype(np.int32)
+        idx.insert(at, np.zeros((), idx_dt))
+        return dynamic_update_slice_p.bind(x, update, *idx), at
+    # Mapped starts: a scatter of one clamped window per batch element (as in JAX).
+    shape = core.get_aval(x).shape
+    unbatched = shape if dx is None else shape[:dx] + shape[dx + 1:]
+    u_shape = core.get_aval(update).shape
+    u_unbatched = u_shape if du is None else u_shape[:du] + u_shape[du + 1:]
+    index = _start_index_matrix(idx, didx, size, unbatched, u_unbatched)
+    n = len(idx)
+    dn = ScatterDimensionNumbers(update_window_dims=tuple(range(n)), inserted_window_dims=(),
+                                 scatter_dims_to_operand_dims=tuple(range(n)))
+    return _scatter_batcher(scatter_p)(
+        [x, index, update], [dx, 0, du], dimension_numbers=dn, indices_are_sorted=True,
+        unique_indices=True, mode=GatherScatterMode.CLIP, update_jaxpr=None, update_consts=())
+
+
+dynamic_slice_p.batch = _dynamic_slice_batch
+dynamic_update_slice_p.batch = _dus_batch
+
+
+def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
+    """Gather with a mapped operand and/or mapped indices; the result's batch dim is 0.
+
+    - operand only: the batch axis becomes a full-size window dim (output dim 0);
+    - indices only: the batch axis is one more indices batch dim (output dim 0);
+    - both: the two batch axes are paired as operand/indices batching dims.
+    """
+    (operand, indices), (d_op, d_ix) = vals, dims
+    dn = dimension_numbers
+    if d_ix is None:
+        operand = batch_util.moveaxis(operand, d_op, 0)
+        new = GatherDimensionNumbers(
+            offset_dims=(0,) + _shifted(dn.offset_dims),
+            collapsed_slice_dims=_shifted(dn.collapsed_slice_dims),
+            start_index_map=_shifted(dn.start_index_map),
+            operand_batching_dims=_shifted(dn.operand_batching_dims),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        sizes = (core.get_aval(operand).shape[0],) + tuple(slice_sizes)
+        return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=sizes,
+                             **params), 0
+    indices = batch_util.moveaxis(indices, d_ix, 0)
+    if d_op is None:
+        new = dn._replace(offset_dims=_shifted(dn.offset_dims),
+                          start_indices_batching_dims=_shifted(dn.start_indices_batching_dims))
+        return gather_p.bind(operand, indices, dimension_numbers=new,
+                             slice_sizes=tuple(slice_sizes), **params), 0
+    operand = batch_util.moveaxis(operand, d_op, 0)
+    batch_slice = min(1, core.get_aval(operand).shape[0])  # 0 for an empty batch
+    new = GatherDimensionNumbers(
+        offset_dims=_shifted(dn.offset_dims),
+        collapsed_slice_dims=_shifted(dn.collapsed_slice_dims),
+        start_index_map=_shifted(dn.start_index_map),
+        operand_batching_dims=(0,) + _shifted(dn.operand_batching_dims),
+        start_indices_batching_dims=(0,) + _shifted(dn.start_indices_batching_dims))
+    return gather_p.bind(operand, indices, dimension_numbers=new,
+                         slice_sizes=(batch_slice,) + tuple(slice_sizes), **params), 0
+
+
+gather_p.batch = _gather_batch
+
+
+def _scatter_batcher(prim):
+    """Scatter rule: operand and updates get the batch dim in front (broadcast when
+    unmapped, since every batch element has its own result).
+
+    With unmapped indices the batch axis is one more update window dim spanning the whole
+    operand batch axis; with mapped indices the operand and indices batch axes are paired as
+    batching dims (each batch element scatters only into its own operand slice).
+    """
+    def rule(vals, dims, *, dimension_numbers, **params):
+        (operand, indices, updates), (d_op, d_ix, d_up) = vals, dims
+        size = axis_size_of(vals, dims)
+        dn = dimension_numbers
+        operand = batch_util.bdim_at_front(operand, d_op, size)
+        updates = batch_util.bdim_at_front(updates, d_up, size)
+        if d_ix is None:
+            new = ScatterDimensionNumbers(
+                update_window_dims=(0,) + _shifted(dn.update_window_dims),
+                inserted_window_dims=_shifted(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=_shifted(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=_shifted(dn.operand_batching_dims),
+                scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+        else:
+            indices = batch_util.moveaxis(indices, d_ix, 0)
+            new = ScatterDimensionNumbers(
+                update_window_dims=_shifted(dn.update_window_dims),
+                inserted_window_dims=_shifted(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=_shifted(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=(0,) + _shifted(dn.operand_batching_dims),
+                scatter_indices_batching_dims=(0,) + _shifted(
+                    dn.scatter_indices_batching_dims))
+        return prim.bind(operand, indices, updates, dimension_numbers=new, **params), 0
+    return rule
+
+
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _p.batch = _scatter_batcher(_p)
 
 
 __all__ = [

@@ -13,7 +13,8 @@ from ember import core, dtypes
 from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
 from ember.interpreters import ad
-from ember.lax import base
+from ember.interpreters.batching import axis_size_of, not_mapped
+from ember.lax import base, batch_util
 from ember.lax import elementwise as E
 from ember.lax.shape import broadcasted_iota, concatenate, reshape, transpose
 from ember.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
@@ -145,6 +146,18 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 sort_p.def_jvp(_sort_jvp)
 
 
+@sort_p.def_batching
+def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
+    # Every operand gets the first mapped operand's batch dim; unmapped ones are broadcast
+    # (they are permuted per batch element, so they must be materialized).
+    size = axis_size_of(vals, dims)
+    at = next(d for d in dims if d is not not_mapped)
+    xs = [batch_util.move_to(x, d, at, size) for x, d in zip(vals, dims)]
+    out = sort_p.bind(*xs, dimension=batch_util.batched_axis(dimension, at),
+                      is_stable=is_stable, num_keys=num_keys)
+    return out, [at] * len(out)
+
+
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
     """Sorts ``operand`` (or a sequence of operands, by their first ``num_keys``) along a dim.
 
@@ -235,6 +248,16 @@ def _top_k_jvp(primals, tangents, *, k):
 
 
 top_k_p.def_jvp(_top_k_jvp)
+
+
+@top_k_p.def_batching
+def _top_k_batch(vals, dims, *, k):
+    # top_k works on the last axis: a batch dim there moves to the front; elsewhere it stays.
+    (x,), (d,) = vals, dims
+    if d == core.get_aval(x).ndim - 1:
+        x, d = batch_util.moveaxis(x, d, 0), 0
+    out = top_k_p.bind(x, k=k)
+    return out, [d, d]
 
 
 def top_k(operand: Any, k: int, *, axis: int = -1) -> list[Any]:
