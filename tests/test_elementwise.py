@@ -406,3 +406,27 @@ def test_bad_calls(call, exc, match):
 def test_bad_calls_while_tracing():
     with pytest.raises(TypeError, match="log does not accept dtype int32"):
         ember.make_jaxpr(lambda v: lax.log(v))(A([1], np.int32))
+
+
+def test_reduce_precision_float64_formats_do_not_overflow():
+    # (11, 52) is float64 itself: the identity (it used to raise OverflowError).
+    x = np.array([1.1, 1e308, -3e-310, np.inf, np.nan, 5e-324, -0.0])
+    with _x64():
+        got = np.asarray(lax.reduce_precision(x, exponent_bits=11, mantissa_bits=52))
+        np.testing.assert_array_equal(got, x)
+        # Wider than float64: also the identity.
+        got = np.asarray(lax.reduce_precision(x, exponent_bits=15, mantissa_bits=60))
+        np.testing.assert_array_equal(got, x)
+        # bfloat16's format from float64: rounds and overflows like a bfloat16 cast.
+        got = np.asarray(lax.reduce_precision(x, exponent_bits=8, mantissa_bits=7))
+        want = x.astype(jnp.bfloat16).astype(np.float64)
+        np.testing.assert_array_equal(got, want)
+
+
+class _x64:
+    def __enter__(self):
+        self.previous = ember.config.jax_enable_x64
+        ember.config.update("jax_enable_x64", True)
+
+    def __exit__(self, *exc):
+        ember.config.update("jax_enable_x64", self.previous)

@@ -297,10 +297,13 @@ def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> n
         out = np.ldexp(np.rint(m * scale) / scale, e)
         emax = 2 ** (exponent_bits - 1) - 1
         emin = 1 - emax
-        big = np.abs(out) >= 2.0 ** (emax + 1)
+        # ldexp, not 2.0 ** k: the bounds of float64-sized formats (emax + 1 = 1024)
+        # overflow to inf instead of raising OverflowError.
+        big = np.abs(out) >= np.ldexp(1.0, emax + 1)
         out = np.where(big, np.copysign(np.inf, v), out)
-        q = 2.0 ** (emin - mantissa_bits)  # subnormals: multiples of the smallest one
-        out = np.where(np.abs(v) < 2.0 ** emin, np.rint(v / q) * q, out)
+        if emin - mantissa_bits >= -1074:  # else every float64 is already a multiple of q
+            q = np.ldexp(1.0, emin - mantissa_bits)  # subnormals: multiples of the smallest
+            out = np.where(np.abs(v) < np.ldexp(1.0, emin), np.rint(v / q) * q, out)
         out = np.where(np.isfinite(v), out, v)
         return out.astype(x.dtype)
 
