@@ -327,13 +327,27 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 # --------------------------------------------------------------------------- jacobians
-# Without vmap, a Jacobian is built column by column (jacfwd: the linearized function on each
-# input basis vector) or row by row (jacrev: the VJP of each output basis vector).
+# A Jacobian is one vmapped pushforward (jacfwd: the linearized function on a batch of
+# input basis vectors) or one vmapped pullback (jacrev: the VJP of a batch of output basis
+# vectors), as in JAX; the batch is then split into one block per (output, input) leaf pair.
 
 
-def _basis(aval: core.ShapedArray) -> list[np.ndarray]:
-    eye = np.eye(aval.size, dtype=aval.dtype)
-    return [row.reshape(aval.shape) for row in eye]
+def _std_basis(avals: list, dts: list) -> tuple[list[np.ndarray], list[int]]:
+    """The standard basis of the flattened leaves: leaf ``i`` gets an array of shape
+    ``(N,) + avals[i].shape`` (``N`` the total size), one-hot in its own block of rows.
+    Returns those arrays and the leaves' offsets into the ``N`` rows."""
+    sizes = [a.size for a in avals]
+    offsets = list(np.cumsum([0] + sizes[:-1])) if sizes else []
+    n = sum(sizes)
+    basis = []
+    for a, dt, off, size in zip(avals, dts, offsets, sizes):
+        if dt == dtypes.float0:
+            basis.append(np.zeros((n,) + a.shape, dtypes.float0))
+            continue
+        b = np.zeros((n, size), dt)
+        b[np.arange(off, off + size), np.arange(size)] = 1
+        basis.append(b.reshape((n,) + a.shape))
+    return basis, [int(o) for o in offsets]
 
 
 def _check_jac_inputs(fn: str, dyn_args: tuple, holomorphic: bool) -> None:
@@ -351,24 +365,32 @@ def _check_jac_inputs(fn: str, dyn_args: tuple, holomorphic: bool) -> None:
                             f"inputs, use jax.{'jvp' if fn == 'jacfwd' else 'vjp'} directly.")
 
 
-def _assemble(pieces: list[list[Any]], out_avals: list, in_avals: list, out_first: bool):
-    """Stacks the per-basis-vector results into an ``out.shape + in.shape`` block each."""
+def _vmap_rows(fun: Callable, basis: list[np.ndarray], n: int) -> list | None:
+    """``fun`` (flat leaves in, flat leaves out) on each of the ``n`` rows of the basis, as
+    one vmapped call; each result leaf has the rows along its first axis. None when there
+    are no rows (every block of the Jacobian is then empty)."""
+    from ember._vmap_api import vmap
+    if n == 0:
+        return None
+    return vmap(lambda *xs: list(fun(*xs)))(*basis)
+
+
+def _block(rows: Any, offset: int, size: int, out_shape: tuple, in_shape: tuple,
+           rows_first: bool, zero_dtype: Any) -> Any:
+    """The block ``out_shape + in_shape`` of rows ``offset:offset+size`` of ``rows``.
+
+    ``rows`` has the basis rows first; for jacfwd (``rows_first=False``) they index the input
+    and the rest of the shape is the output's, for jacrev the other way round. ``rows`` is
+    None when there are no rows at all, and float0 for integer values (no derivative): the
+    block is then zeros of ``zero_dtype``, as in JAX."""
     import ember.numpy as jnp
-    blocks = []
-    for k, oa in enumerate(out_avals):
-        row = []
-        for i, ia in enumerate(in_avals):
-            parts = pieces[k][i]
-            if out_first:  # jacfwd: parts[j] has out.shape, one per input element
-                stacked = jnp.stack(parts, axis=-1) if parts else jnp.zeros(
-                    oa.shape + (0,), oa.dtype)
-                row.append(jnp.reshape(stacked, oa.shape + ia.shape))
-            else:  # jacrev: parts[j] has in.shape, one per output element
-                stacked = jnp.stack(parts, axis=0) if parts else jnp.zeros(
-                    (0,) + ia.shape, ia.dtype)
-                row.append(jnp.reshape(stacked, oa.shape + ia.shape))
-        blocks.append(row)
-    return blocks
+    if rows is None or core.get_aval(rows).dtype == dtypes.float0:
+        return jnp.zeros(out_shape + in_shape, zero_dtype)
+    if offset != 0 or size != core.get_aval(rows).shape[0]:
+        rows = rows[offset:offset + size]
+    if not rows_first:
+        rows = jnp.moveaxis(rows, 0, -1)
+    return jnp.reshape(rows, out_shape + in_shape)
 
 
 def _jac_result(out_tree: Any, in_tree: Any, blocks: list, argnums: Any, dyn_args: tuple):
@@ -399,18 +421,18 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         in_flat, in_tree = tree_util.tree_flatten(dyn_args)
         out_flat, out_tree = tree_util.tree_flatten(y)
         in_avals = [core.get_aval(x).strip_weak_type() for x in in_flat]
-        out_avals = [core.get_aval(o) for o in out_flat]
-        pieces = [[[] for _ in in_avals] for _ in out_avals]
-        zeros = [np.zeros(a.shape, a.dtype) for a in in_avals]
-        for i, ia in enumerate(in_avals):
-            for e in _basis(ia):
-                tangents = list(zeros)
-                tangents[i] = e
-                outs = tree_util.tree_leaves(f_jvp(*tree_util.tree_unflatten(in_tree,
-                                                                              tangents)))
-                for k, o in enumerate(outs):
-                    pieces[k][i].append(o)
-        blocks = _assemble(pieces, out_avals, in_avals, out_first=True)
+        out_avals = [core.get_aval(o).strip_weak_type() for o in out_flat]
+        basis, offsets = _std_basis(in_avals, [a.dtype for a in in_avals])
+
+        def pushforward(*tangents):
+            return tree_util.tree_leaves(f_jvp(*tree_util.tree_unflatten(in_tree, tangents)))
+
+        n = sum(a.size for a in in_avals)
+        cols = _vmap_rows(pushforward, basis, n)
+        blocks = [[_block(None if cols is None else cols[k], off, ia.size, oa.shape,
+                          ia.shape, rows_first=False, zero_dtype=oa.dtype)
+                   for ia, off in zip(in_avals, offsets)]
+                  for k, oa in enumerate(out_avals)]
         jac = _jac_result(out_tree, in_tree, blocks, argnums, dyn_args)
         return (jac, res[2]) if has_aux else jac
 
@@ -437,18 +459,21 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         y, f_vjp = res[0], res[1]
         in_flat, in_tree = tree_util.tree_flatten(dyn_args)
         out_flat, out_tree = tree_util.tree_flatten(y)
-        in_avals = [core.get_aval(x) for x in in_flat]
+        in_avals = [core.get_aval(x).strip_weak_type() for x in in_flat]
         out_avals = [core.get_aval(o).strip_weak_type() for o in out_flat]
-        pieces = [[[] for _ in in_avals] for _ in out_avals]
-        zeros = [np.zeros(a.shape, ad.tangent_aval(a).dtype) for a in out_avals]
-        for k, oa in enumerate(out_avals):
-            for e in _basis(oa):
-                cts = list(zeros)
-                cts[k] = e
-                grads = tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
-                for i, g in enumerate(grads):
-                    pieces[k][i].append(g)
-        blocks = _assemble(pieces, out_avals, in_avals, out_first=False)
+        ct_dtypes = [ad.tangent_aval(a).dtype if dtypes.is_inexact(a.dtype) else a.dtype
+                     for a in out_avals]
+        basis, offsets = _std_basis(out_avals, ct_dtypes)
+
+        def pullback(*cts):
+            return tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+
+        m = sum(a.size for a in out_avals)
+        rows = _vmap_rows(pullback, basis, m)
+        blocks = [[_block(None if rows is None else rows[i], off, oa.size, oa.shape,
+                          ia.shape, rows_first=True, zero_dtype=ia.dtype)
+                   for i, ia in enumerate(in_avals)]
+                  for oa, off in zip(out_avals, offsets)]
         jac = _jac_result(out_tree, in_tree, blocks, argnums, dyn_args)
         return (jac, res[2]) if has_aux else jac
 

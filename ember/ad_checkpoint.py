@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, tree_util
-from ember.interpreters import ad
+from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import _pjit_lowering, closure_convert
 from ember.jaxpr import ClosedJaxpr, eval_closed_jaxpr, eval_jaxpr
@@ -91,11 +91,19 @@ def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
                              differentiated=True, policy=policy)
 
 
+def _remat_batch(vals, dims, *, jaxpr, **params):
+    # The batched body stays one remat2, so it is still rematerialized under reverse mode.
+    size = batching.axis_size_of(vals, dims)
+    batched, out_dims = batching.batch_jaxpr(jaxpr, size, dims)
+    return remat_p.bind(*vals, jaxpr=batched, **params), list(out_dims)
+
+
 remat_p.def_impl(_remat_impl)
 remat_p.def_abstract_eval(_remat_abstract_eval)
 remat_p.def_lowering(_remat_lowering)
 remat_p.def_jvp(_remat_jvp)
 remat_p.def_transpose(_remat_transpose)
+remat_p.def_batching(_remat_batch)
 pe.partial_eval_rules[remat_p] = _remat_partial_eval
 
 

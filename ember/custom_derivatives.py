@@ -4,7 +4,9 @@ Eagerly the function just runs. Under a JVP trace the rule runs instead of diffe
 the function. Under any other trace (jit, make_jaxpr, partial evaluation) the call is staged
 as one ``custom_jvp_call`` / ``custom_vjp_call`` equation that keeps the rule, so it applies
 when the staged jaxpr is differentiated later (``grad(jit(f))``). A custom VJP is linearized
-into a ``custom_lin`` equation whose transpose calls the user's ``bwd``.
+into a ``custom_lin`` equation whose transpose calls the user's ``bwd``. Under ``vmap`` the
+call stays one equation whose jaxpr and rules are batched, so ``grad(vmap(f))`` and
+``vmap(grad(f))`` both use the custom rule.
 
 Example:
     >>> @ember.custom_jvp
@@ -25,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, tree_util
-from ember.interpreters import ad
+from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
+from ember.interpreters.batching import not_mapped
 from ember.interpreters.pjit import _pjit_lowering, closure_convert
 from ember.jaxpr import ClosedJaxpr, eval_closed_jaxpr
 
@@ -347,6 +350,13 @@ custom_lin_p.def_lowering(_custom_lin_lowering)
 custom_lin_p.def_transpose(_custom_lin_transpose)
 
 
+@custom_lin_p.def_batching
+def _custom_lin_batch(vals, dims, **params):
+    # custom_lin sits directly under a batch trace only when forward mode (jvp) was applied
+    # to a custom_vjp function inside vmap; reverse mode puts a partial-eval trace between.
+    raise TypeError(_NO_JVP)
+
+
 class custom_vjp(_CustomDerivative):  # noqa: N801 - JAX's name
     """A function with a custom VJP, set with ``defvjp(fwd, bwd)``.
 
@@ -410,6 +420,142 @@ class custom_vjp(_CustomDerivative):  # noqa: N801 - JAX's name
         flat_bwd.__name__ = _fun_name(self.bwd)
         outs = bind_custom_vjp(flat_fun, flat_fwd, flat_bwd, flat, name)
         return tree_util.tree_unflatten(store["out_tree"], outs)
+
+
+# --------------------------------------------------------------------------- batching
+# Under vmap a custom-derivative call stays one call of the same primitive: its jaxpr is
+# batched (mapped inputs moved to axis 0, every output forced to axis 0), and its rules
+# (the JVP rule, or fwd and bwd) are wrapped so that they run batched too. The batched
+# rules see and return values with those same batch dimensions, so the batched call keeps
+# its custom derivative under any later transformation (grad, jvp, jit, another vmap).
+
+
+def _to_front(vals: Sequence[Any], dims: Sequence[int | None], size: int):
+    vals = [batching.match_dim(v, d, None if d is not_mapped else 0, size)
+            for v, d in zip(vals, dims)]
+    return vals, [None if d is not_mapped else 0 for d in dims]
+
+
+def _batched_aval(aval: core.ShapedArray, dim: int | None, size: int) -> core.ShapedArray:
+    return aval if dim is not_mapped else aval.update(shape=(size, *aval.shape))
+
+
+def _float0_zeros(aval: core.ShapedArray) -> np.ndarray:
+    return np.zeros(aval.shape, dtypes.float0)
+
+
+def _batch_jvp_rule(trace: batching.BatchTrace, jvp: Callable, size: int, in_dims: list,
+                    in_avals: list, out_avals: list) -> Callable:
+    """``jvp`` (flat primals and tangents in, outputs and tangents out) run batched: inputs
+    mapped along ``in_dims`` (0 or None), every output and tangent returned at axis 0.
+    Tracers of ``trace`` that the rule closes over count as mapped values."""
+    out_inexact = [dtypes.is_inexact(a.dtype) for a in out_avals]
+
+    def batched_jvp(primals, tangents):
+        n = len(primals)
+        # float0 tangents (of integer primals) enter unbatched, per-example.
+        t_dims = [d if dtypes.is_inexact(a.dtype) else None for d, a in zip(in_dims, in_avals)]
+        tangents = [t if dtypes.is_inexact(a.dtype) else _float0_zeros(a)
+                    for t, a in zip(tangents, in_avals)]
+
+        def flat(*xs):
+            outs, touts = jvp(list(xs[:n]), list(xs[n:]))
+            return [*outs, *[t for t, m in zip(touts, out_inexact) if m]]
+
+        res, res_dims = batching.batch_flat(flat, [*primals, *tangents], [*in_dims, *t_dims],
+                                            size, trace.axis_name, trace.tag)
+        res = [batching.match_dim(r, d, 0, size) for r, d in zip(res, res_dims)]
+        outs, it = res[:len(out_avals)], iter(res[len(out_avals):])
+        touts = [next(it) if m else _float0_zeros(_batched_aval(a, 0, size))
+                 for a, m in zip(out_avals, out_inexact)]
+        return outs, touts
+
+    batched_jvp.__name__ = f"vmap({_fun_name(jvp)})"
+    return batched_jvp
+
+
+def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp, name, symbolic_zeros,
+                           num_consts=0):
+    size = batching.axis_size_of(vals, dims)
+    vals, dims = _to_front(vals, dims, size)
+    batched_call, _ = batching.batch_jaxpr(call_jaxpr, size, dims, out_dims=0,
+                                           axis_name=trace.axis_name)
+    batched_jvp = _batch_jvp_rule(trace, jvp, size, dims[num_consts:],
+                                  call_jaxpr.in_avals[num_consts:], call_jaxpr.out_avals)
+    params = dict(call_jaxpr=batched_call, jvp=batched_jvp, name=name,
+                  symbolic_zeros=symbolic_zeros)
+    if num_consts:
+        params["num_consts"] = num_consts
+    outs = custom_jvp_call_p.bind(*vals, **params)
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules_with_trace[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+def _batch_fwd_bwd(trace: batching.BatchTrace, fwd: Callable, bwd: Callable, size: int,
+                   in_dims: list, in_avals: list, out_avals: list) -> tuple[Callable, Callable]:
+    """``fwd``/``bwd`` of a custom_vjp run batched. The batched fwd returns the outputs at
+    axis 0 and the residuals where its rules put them (remembered for bwd); the batched bwd
+    returns each input's cotangent at the input's batch dim, summed over the batch for an
+    unmapped input (a value shared by every batch element)."""
+    res_dims_box: list[list] = []
+
+    def batched_fwd(*primals):
+        n_out: list[int] = []
+
+        def flat(*xs):
+            outs, res = fwd(*xs)
+            n_out.append(len(outs))
+            return [*outs, *res]
+
+        res, dims = batching.batch_flat(flat, primals, in_dims, size, trace.axis_name,
+                                        trace.tag)
+        k = n_out[0]
+        res_dims_box[:] = [dims[k:]]
+        return [batching.match_dim(o, d, 0, size) for o, d in zip(res[:k], dims[:k])], res[k:]
+
+    def batched_bwd(res, cts):
+        res_dims = res_dims_box[0]
+        ct_dims = [0 if dtypes.is_inexact(a.dtype) else None for a in out_avals]
+        cts = [c if d == 0 else _float0_zeros(a) for c, d, a in zip(cts, ct_dims, out_avals)]
+        nr = len(res)
+        cts_in, dims = batching.batch_flat(lambda *xs: bwd(list(xs[:nr]), list(xs[nr:])),
+                                           [*res, *cts], [*res_dims, *ct_dims], size,
+                                           trace.axis_name, trace.tag)
+        out = []
+        for ct, d, dst, a in zip(cts_in, dims, in_dims, in_avals):
+            if type(ct) is ad.Zero or not dtypes.is_inexact(a.dtype):
+                out.append(ad.Zero(ad.tangent_aval(_batched_aval(a, dst, size))))
+            elif dst is not_mapped:
+                out.append(batching.sum_to_unmapped(ct, d, size))
+            else:
+                out.append(batching.match_dim(ct, d, dst, size))
+        return out
+
+    batched_fwd.__name__ = f"vmap({_fun_name(fwd)})"
+    batched_bwd.__name__ = f"vmap({_fun_name(bwd)})"
+    return batched_fwd, batched_bwd
+
+
+def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, name, symbolic_zeros,
+                           num_consts=0):
+    size = batching.axis_size_of(vals, dims)
+    vals, dims = _to_front(vals, dims, size)
+    batched_call, _ = batching.batch_jaxpr(call_jaxpr, size, dims, out_dims=0,
+                                           axis_name=trace.axis_name)
+    batched_fwd, batched_bwd = _batch_fwd_bwd(trace, fwd, bwd, size, dims[num_consts:],
+                                              call_jaxpr.in_avals[num_consts:],
+                                              call_jaxpr.out_avals)
+    params = dict(call_jaxpr=batched_call, fwd=batched_fwd, bwd=batched_bwd, name=name,
+                  symbolic_zeros=symbolic_zeros)
+    if num_consts:
+        params["num_consts"] = num_consts
+    outs = custom_vjp_call_p.bind(*vals, **params)
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules_with_trace[custom_vjp_call_p] = _custom_vjp_call_batch
 
 
 def _flatten_bwd_output(cts_in: Any, diff_args: list, flat_args: list) -> list:

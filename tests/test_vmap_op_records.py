@@ -66,7 +66,8 @@ def _loop_reference(rec, per_example):
 
 def check_vmap_matches_loop(rec, dtype, shapes, variant, use_jit=False):
     per_example, batched, in_axes = _batched_args(rec, dtype, shapes, variant)
-    fn = ember.vmap(rec.fn, in_axes=in_axes)
+    # A record without arguments (zeros, arange, ...) maps nothing: axis_size gives the batch.
+    fn = ember.vmap(rec.fn, in_axes=in_axes, axis_size=None if batched else B)
     if use_jit:
         fn = ember.jit(fn)
     args = [jnp.asarray(a) for a in batched]

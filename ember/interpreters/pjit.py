@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember import core
-from ember.interpreters import ad
+from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.jaxpr import ClosedJaxpr, Jaxpr
 
@@ -117,3 +117,17 @@ def _pjit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
 pjit_p.def_jvp(_pjit_jvp)
 pjit_p.def_transpose(_pjit_transpose)
 pe.partial_eval_rules[pjit_p] = _pjit_partial_eval
+
+
+# --------------------------------------------------------------------------- batching
+# vmap of a jitted call stays one pjit: the callee's jaxpr is batched (once per signature,
+# cached) and each output keeps the batch dimension its rules gave it.
+
+
+def _pjit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str):
+    size = batching.axis_size_of(vals, dims)
+    batched, out_dims = batching.batch_jaxpr(jaxpr, size, dims)
+    return pjit_p.bind(*vals, jaxpr=batched, name=name), list(out_dims)
+
+
+pjit_p.def_batching(_pjit_batch)

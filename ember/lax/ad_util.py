@@ -17,7 +17,8 @@ import numpy as np
 from ember import core, dtypes, tree_util
 from ember.core import ShapedArray
 from ember.interpreters import ad
-from ember.lax import elementwise, shape
+from ember.interpreters.batching import axis_size_of, not_mapped
+from ember.lax import batch_util, elementwise, shape
 
 # ---------------------------------------------------------------- add_any
 
@@ -35,6 +36,19 @@ def _add_any_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
 add_any_p.def_impl(lambda x, y: np.add(x, y, dtype=x.dtype))
 add_any_p.def_lowering(lambda ctx, x, y: ctx.b.op("add", x, y))
 ad.deflinear(add_any_p, lambda ct: [ct, ct])
+
+
+@add_any_p.def_batching
+def _add_any_batch(vals, dims):
+    # Both operands have one shape, so they align once their batch dims agree: the other
+    # operand moves (or, unmapped, is broadcast) to the first mapped operand's batch dim.
+    (x, y), (dx, dy) = vals, dims
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    dst = dx if dx is not not_mapped else dy
+    size = axis_size_of(vals, dims)
+    return add_any_p.bind(batch_util.move_to(x, dx, dst, size),
+                          batch_util.move_to(y, dy, dst, size)), dst
 
 
 def add_any(x: Any, y: Any) -> Any:
@@ -66,6 +80,7 @@ stop_gradient_p.def_impl(lambda x: x)
 stop_gradient_p.def_abstract_eval(lambda x: x)
 stop_gradient_p.def_lowering(lambda ctx, x: x)
 ad.defjvp_zero(stop_gradient_p)
+batch_util.defvectorized(stop_gradient_p)
 
 
 def stop_gradient(x: Any) -> Any:
