@@ -114,14 +114,14 @@ class LoadedExecutable:
     calls run on the calling thread.
     """
 
-    __slots__ = ("name", "backend", "module", "executable", "in_avals", "out_avals", "consts",
+    __slots__ = ("name", "backend", "_module", "executable", "in_avals", "out_avals", "consts",
                  "cost", "inline", "_exact_run")
 
     def __init__(self, name: str, backend: str, module: Any, executable: Any,
                  in_avals: list, out_avals: list, consts: list, cost: dict):
         self.name = name
         self.backend = backend
-        self.module = module
+        self._module = module  # the optimized module, or its text (parsed when asked for)
         self.executable = executable
         self.in_avals = in_avals
         self.out_avals = out_avals
@@ -131,6 +131,22 @@ class LoadedExecutable:
         # Backends may offer ``execute_exact``: outputs already of the exact dtypes and shapes,
         # read-only (the CPU backend's generated single-call runner).
         self._exact_run = getattr(executable, "execute_exact", None)
+        # Backends that swap in better code later (tiered compilation) say when.
+        on_upgrade = getattr(executable, "on_upgrade", None)
+        if on_upgrade is not None:
+            on_upgrade(self._refresh_exact_run)
+
+    def _refresh_exact_run(self) -> None:
+        self._exact_run = getattr(self.executable, "execute_exact", None)
+
+    @property
+    def module(self) -> Any:
+        """The optimized HLO module (a warm disk-cache hit keeps only its text until now)."""
+        module = self._module
+        if isinstance(module, str):
+            from ember.compiler.parser import parse_module
+            module = self._module = parse_module(module)
+        return module
 
     def execute(self, args: list) -> list[Array]:
         """Runs on ``args`` (Arrays, or values already converted to the input dtypes)."""
@@ -212,14 +228,27 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
     if dumper is not None:
         dumper.write("jaxpr.txt", str(closed))
     lowered = lower_closed_jaxpr(closed, name=module_name)
-    module = optimize(lowered.module, dump=dumper.stage if dumper is not None else None)
-    executable = get_backend(backend_name).compile(
-        module, dump=dumper.write if dumper is not None else None)
     consts = [np.asarray(c, dtype=v.aval.dtype) for c, v in
               zip(lowered.hoisted_consts, _hoisted_vars(closed, lowered))]
+    backend_obj = get_backend(backend_name)
+    # Backends with a disk cache of whole compilations (``load_lowered``) may skip the HLO
+    # pipeline and code generation for a lowered module compiled before.
+    lowered_text = None
+    if dumper is None and hasattr(backend_obj, "load_lowered"):
+        lowered_text = lowered.module.to_text()
+        hit = backend_obj.load_lowered(lowered_text)
+        if hit is not None:
+            executable, module_text, cost = hit
+            return LoadedExecutable(module_name, backend_name, module_text, executable,
+                                    list(lowered.in_avals), list(lowered.out_avals), consts,
+                                    cost)
+    module = optimize(lowered.module, dump=dumper.stage if dumper is not None else None)
+    executable = backend_obj.compile(module, dump=dumper.write if dumper is not None else None)
+    cost = dict(cost_analysis(module))
+    if lowered_text is not None and hasattr(backend_obj, "remember_lowered"):
+        backend_obj.remember_lowered(lowered_text, executable, cost)
     return LoadedExecutable(module_name, backend_name, module, executable,
-                            list(lowered.in_avals), list(lowered.out_avals), consts,
-                            dict(cost_analysis(module)))
+                            list(lowered.in_avals), list(lowered.out_avals), consts, cost)
 
 
 def _hoisted_vars(closed: Any, lowered: Any) -> list:

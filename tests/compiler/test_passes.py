@@ -478,6 +478,13 @@ def _transposes(*perms):
     return build
 
 
+def _transpose_dot(b):
+    x, y = _x(b, F32, (4, 2)), _x(b, F32, (4, 3), i=1)
+    dot = b.op("dot_general", x, y, lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+               lhs_contracting_dimensions=(0,), rhs_contracting_dimensions=(0,))
+    return b.op("transpose", dot, permutation=(1, 0))
+
+
 def _reshapes(*shapes):
     def build(b):
         x = _x(b, F32, (2, 3, 4))
@@ -583,6 +590,7 @@ ALGEBRAIC_CASES = {
     "transpose_identity": _transposes((0, 1, 2)),
     "transpose_transpose": _transposes((1, 2, 0), (2, 0, 1)),
     "transpose_transpose_composed": _transposes((1, 0, 2), (0, 2, 1)),
+    "transpose_dot": _transpose_dot,
     "reshape_same_shape": _reshapes((2, 3, 4)),
     "reshape_reshape": _reshapes((6, 4), (4, 6)),
     "reshape_reshape_back": _reshapes((24,), (2, 3, 4)),
@@ -782,6 +790,13 @@ ALGEBRAIC_GOLDEN = {
         ENTRY %main (Arg_0.1: f32[2,3,4]) -> f32[3,4,2] {
           %Arg_0.1 = f32[2,3,4] parameter(0)
           ROOT %transpose.4 = f32[3,4,2] transpose(%Arg_0.1), permutation={1,2,0}
+        }
+    """,
+    "transpose_dot": """
+        ENTRY %main (Arg_0.1: f32[4,2], Arg_1.2: f32[4,3]) -> f32[3,2] {
+          %Arg_0.1 = f32[4,2] parameter(0)
+          %Arg_1.2 = f32[4,3] parameter(1)
+          ROOT %dot_general.5 = f32[3,2] dot_general(%Arg_1.2, %Arg_0.1), lhs_batching_dimensions={}, lhs_contracting_dimensions={0}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
         }
     """,
     "reshape_same_shape": """

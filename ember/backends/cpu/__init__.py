@@ -7,6 +7,18 @@ kernel per fusion from ``kernel_gen.py``, element math from ``scalar_ops.py`` an
 (``object_cache.py``), keyed by the optimized HLO text, ember's, llvmlite's and LLVM's
 versions, the CPU and its features, this code generator's version and the optimization level.
 
+Warm path: after a compile, the object code is also linked into a shared library (in a
+background thread, off the critical path; ``native_lib``) and stored in the disk cache with the
+program's run plan, under the *native key* (the optimized HLO text, ember's, NumPy's and
+llvmlite's versions, the CPU and its features, this code generator's version and a stamp of
+the code generator's source files). A later process that finds it loads the library with
+``dlopen`` and runs: no program building, no LLVM, no llvmlite import. Without a working linker
+(or off Linux) the object code is loaded through MCJIT as before.
+
+A third kind of entry maps a *lowered* (not yet optimized) module to its native entry and its
+optimized text (``load_lowered``/``remember_lowered``, used by ``ember.runtime.dispatch``), so
+a warm process skips the HLO pipeline too. Its key adds a stamp of the compiler's sources.
+
 ``EMBER_DUMP_TO`` also gets each module's LLVM IR before and after optimization and its
 assembly (``*.llvm.ll``, ``*.llvm.opt.ll``, ``*.s``).
 
@@ -17,27 +29,78 @@ Example:
 
 from __future__ import annotations
 
+import logging
+import os
+import pickle
 import threading
 from collections.abc import Callable
 
-from ember.backends.cpu import llvm_support, object_cache
-from ember.backends.cpu.executable import CpuExecutable
-from ember.backends.cpu.program import ProgramBuilder
+import numpy as np
+
+import ember
+from ember.backends.cpu import native_lib, object_cache
+from ember.backends.cpu.executable import CpuExecutable, RunPlan
 from ember.compiler.hlo import Module
+
+_log = logging.getLogger(__name__)
 
 # Bump when generated code changes for the same HLO (invalidates cached object code).
 CODEGEN_VERSION = "1"
+# Bump when the native cache entry's layout (the pickled dict, ``RunPlan``) changes.
+NATIVE_FORMAT = "1"
 # Programs whose biggest kernel computes at most this many elements compile without IR
 # optimization (see ``llvm_support.compile_ir``): their run time is all call overhead.
 FAST_COMPILE_MAX_WORK = 512
+# Tiered compilation: a program that needs optimizing first runs on code compiled without
+# IR optimization (~30-50x faster to compile), while the optimized code compiles in a
+# background thread; from its second run on it waits for and uses the optimized code.
+# Off by default (``EMBER_CPU_TIERED=1`` turns it on): the first call's results may then
+# differ in the last bits from later calls' (the optimized code reassociates reductions).
+TIERED_COMPILATION = os.environ.get("EMBER_CPU_TIERED", "0") == "1"
+# Source folders whose files' sizes and times stamp the native key (so editing the code
+# generator or the executable never reuses stale cached libraries, version bump or not).
+_STAMPED_DIRS = (os.path.dirname(os.path.abspath(__file__)),)
+# What maps a lowered module to its optimized form: the compiler and its passes.
+_COMPILER_DIR = os.path.join(os.path.dirname(os.path.dirname(_STAMPED_DIRS[0])), "compiler")
+_PIPELINE_DIRS = (_COMPILER_DIR, os.path.join(_COMPILER_DIR, "passes"))
 
 
 def _ember_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("ember")
-    except Exception:  # not installed as a distribution
-        return "dev"
+    return ember.__version__
+
+
+_stamps: dict[tuple, str] = {}
+
+
+def _source_stamp(folders: tuple = _STAMPED_DIRS) -> str:
+    """Digest of the names, sizes and modification times of the ``.py`` files in
+    ``folders`` (computed once per process)."""
+    stamp = _stamps.get(folders)
+    if stamp is None:
+        entries = []
+        for folder in folders:
+            try:
+                with os.scandir(folder) as it:
+                    for e in it:
+                        if e.name.endswith(".py"):
+                            st = e.stat()
+                            entries.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                entries.append(f"{folder}:unreadable")
+        stamp = _stamps[folders] = object_cache.cache_key(*sorted(entries))
+    return stamp
+
+
+def _check_symbols(plan: RunPlan, lib) -> None:
+    """Raises ValueError unless every symbol ``plan`` uses resolves in ``lib``."""
+    for step in plan.steps:
+        name = getattr(step, "name", None)
+        if name is not None:
+            lib.address(name)
+    for name in plan.constant_names:
+        lib.global_address(name)
+    if plan.has_entry:
+        lib.address(plan.entry_name)
 
 
 class CpuBackend:
@@ -47,35 +110,294 @@ class CpuBackend:
     platform = "cpu"
 
     def __init__(self):
-        # key -> LoadedObject. Never evicted: code cannot be unloaded from the shared engine.
+        # native key -> (RunPlan, loaded code). Never evicted: code is never unloaded.
+        self._programs: dict[str, tuple] = {}
+        # object key -> LoadedObject (MCJIT).
         self._objects: dict[str, object] = {}
         self._lock = threading.Lock()
-        self.stats = {"compiled": 0, "memory_hits": 0, "disk_hits": 0}
+        self._linking: set[str] = set()  # native keys being linked in the background
+        # native key -> (quick plan, quick code, future of the optimized (plan, code))
+        self._tiers: dict[str, tuple] = {}
+        self._background: list[threading.Thread] = []  # compiles, links, entries
+        self.stats = {"compiled": 0, "memory_hits": 0, "disk_hits": 0, "native_hits": 0,
+                      "linked": 0, "quick_compiled": 0}
+
+    def native_key(self, module_text: str) -> str:
+        """The key of a module's native library and run plan; needs no llvmlite."""
+        return object_cache.cache_key(
+            "ember-cpu-native", NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(),
+            np.__version__, native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(),
+            _source_stamp(), module_text)
+
+    def lowered_key(self, lowered_text: str) -> str:
+        """The key of what a *lowered* (not yet optimized) module compiles to: its text, the
+        compiler's sources (the optimization pipeline) and everything in ``native_key``."""
+        return object_cache.cache_key(
+            "ember-cpu-lowered", NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(),
+            np.__version__, native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(),
+            _source_stamp(), _source_stamp(_PIPELINE_DIRS), lowered_text)
+
+    def load_lowered(self, lowered_text: str):
+        """``(executable, optimized module text, cost analysis)`` for a lowered module whose
+        compilation a process stored before (``remember_lowered``), or None. Nothing is
+        optimized or compiled: this is the warm path that skips the HLO pipeline."""
+        cache = object_cache.get_object_cache()
+        if cache is None or not native_lib.available():
+            return None
+        lkey = self.lowered_key(lowered_text)
+        payload = cache.load(lkey)
+        if payload is None:
+            return None
+        try:
+            entry = pickle.loads(payload)
+            nkey, text, cost = entry["native_key"], entry["text"], entry["cost"]
+            if entry.get("format") != NATIVE_FORMAT or not isinstance(text, str):
+                raise ValueError("unexpected lowered entry layout")
+            if nkey != self.native_key(text):
+                raise ValueError("entry's native key does not match its module")
+        except Exception as e:  # noqa: BLE001 - any bad entry is a miss, never an error
+            _log.debug("cpu backend: discarding lowered cache entry %s: %s", lkey, e)
+            cache.remove(lkey)
+            return None
+        hit = self._load_native(nkey)
+        if hit is None:
+            return None
+        exe = CpuExecutable(hit[0], hit[1], None)
+        exe.native_key = nkey
+        return exe, text, dict(cost)
+
+    def remember_lowered(self, lowered_text: str, executable: CpuExecutable,
+                         cost: dict) -> None:
+        """Records (in the background, after the native library is stored) that
+        ``lowered_text`` compiles to ``executable``'s native entry, for ``load_lowered``."""
+        nkey = getattr(executable, "native_key", None)
+        module = executable.module
+        cache = object_cache.get_object_cache()
+        if (nkey is None or module is None or cache is None or not native_lib.available()
+                or native_lib.linker() is None):
+            return
+
+        def work():
+            while True:  # (the optimizing thread starts the link thread: wait for both)
+                pending = [t for t in self._pending_links(nkey) if t.is_alive()]
+                if not pending:
+                    break
+                for t in pending:
+                    t.join()
+            try:
+                from ember.compiler.parser import parse_module
+                text = module.to_text()
+                # Only a module the parser reads back exactly can stand in for the original.
+                if parse_module(text).to_text() != text or self.native_key(text) != nkey:
+                    return
+                if cache.load(nkey) is None:  # no native library stored: nothing to map to
+                    return
+                cache.store(self.lowered_key(lowered_text), pickle.dumps(
+                    {"format": NATIVE_FORMAT, "native_key": nkey, "text": text,
+                     "cost": dict(cost)}, protocol=pickle.HIGHEST_PROTOCOL))
+            except Exception as e:  # noqa: BLE001 - the cache is an optimization
+                _log.debug("cpu backend: cannot record lowered module: %s", e)
+
+        self._start_background(work)
+
+    def _pending_links(self, nkey: str) -> list:
+        with self._lock:
+            return [t for t in self._background if getattr(t, "native_key", None) == nkey]
+
+    def _start_background(self, work, nkey: str | None = None) -> None:
+        # Not a daemon: the process waits for it at exit, so the entry gets written.
+        thread = threading.Thread(target=work, name="ember-cpu-cache", daemon=False)
+        thread.native_key = nkey
+        with self._lock:
+            self._background = [t for t in self._background if t.is_alive()]
+            self._background.append(thread)
+        thread.start()
 
     def cache_key(self, module_text: str) -> str:
         """The key of a module's object code: its optimized HLO text, the versions of ember,
         of this code generator, of llvmlite and LLVM, and the host CPU and its features."""
+        from ember.backends.cpu import llvm_support
         return object_cache.cache_key("ember-cpu", CODEGEN_VERSION, _ember_version(),
                                       llvm_support.backend_fingerprint(), module_text)
 
     def compile(self, module: Module,
                 dump: Callable[[str, str], None] | None = None) -> CpuExecutable:
         """An executable for ``module`` (already optimized: nothing is rewritten)."""
-        key = self.cache_key(module.to_text())
-        # Symbols are named after the key: unique in the process's shared engine, and the
-        # same in every process, so cached object code matches the program rebuilt here.
-        program = ProgramBuilder(module, prefix=f"m{key[:20]}").build()
+        text = module.to_text()
+        nkey = self.native_key(text)
+        if dump is None:
+            hit = self._load_native(nkey)
+            if hit is not None:
+                exe = CpuExecutable(hit[0], hit[1], module)
+                exe.native_key = nkey
+                return exe
+            with self._lock:
+                tier = self._tiers.get(nkey)
+            if tier is not None:  # compiled by this process, still being optimized
+                self.stats["memory_hits"] += 1
+                return self._tiered_executable(nkey, tier, module)
+        from ember.backends.cpu import llvm_support
+        from ember.backends.cpu.program import ProgramBuilder
+        # Symbols are named after the key: unique in the process, and the same in every
+        # process, so cached code matches the program rebuilt here.
+        program = ProgramBuilder(module, prefix=f"m{nkey[:20]}").build()
+        plan = RunPlan.of(program)
         opt_level = 0 if program.max_work <= FAST_COMPILE_MAX_WORK else 3
         if dump is not None:
             dump("llvm.ll", program.ir_text)
             art = llvm_support.compile_ir(program.ir_text, want_text=True, opt_level=opt_level)
             dump("llvm.opt.ll", art.optimized_ir)
             dump("s", art.assembly)
-        lib = self._load(object_cache.cache_key(key, f"O{opt_level}"), program.ir_text,
-                         opt_level)
-        return CpuExecutable(program, lib, module)
+        # (The native key names the symbols, so it is part of the object code's key too.)
+        okey = object_cache.cache_key(self.cache_key(text), f"O{opt_level}", nkey)
+        if opt_level > 0 and dump is None and TIERED_COMPILATION:
+            started = self._start_tier(okey, nkey, plan, program.ir_text, opt_level)
+            if started is not None:
+                tier, start = started
+                # (Built before the optimizing thread starts: it holds LLVM while it works.)
+                exe = self._tiered_executable(nkey, tier, module)
+                start()
+                return exe
+        lib = self._load_object(okey, nkey, plan, program.ir_text, opt_level)
+        with self._lock:
+            self._programs.setdefault(nkey, (plan, lib))
+        exe = CpuExecutable(plan, lib, module)
+        exe.native_key = nkey
+        return exe
 
-    def _load(self, key: str, ir_text: str, opt_level: int):
+    # ------------------------------------------------------------------ tiered compilation
+
+    def _start_tier(self, okey: str, nkey: str, plan: RunPlan, ir_text: str, opt_level: int):
+        """Compiles ``ir_text`` quickly (symbols renamed, so both versions can be loaded);
+        returns the tier tuple and a function starting the optimized compile in the
+        background, or None when the optimized object code is at hand (memory or disk)."""
+        from concurrent.futures import Future
+
+        from ember.backends.cpu import llvm_support
+        from ember.backends.cpu.executable import renamed_plan
+        cache = object_cache.get_object_cache()
+        with self._lock:
+            if okey in self._objects:
+                return None
+        if cache is not None and os.path.exists(cache.path(okey)):
+            return None
+        prefix = plan.entry_name[:-len("_entry")]
+        quick_prefix = "q" + prefix[1:]
+        # (Symbols are printed bare or quoted: ``@m..._kernel_0`` or ``@"m..._kernel_0"``.)
+        quick_ir = ir_text.replace(f'@"{prefix}_', f'@"{quick_prefix}_').replace(
+            f"@{prefix}_", f"@{quick_prefix}_")
+        quick_plan = renamed_plan(plan, prefix, quick_prefix)
+        code = llvm_support.compile_ir(quick_ir, opt_level=0).object_code
+        quick_lib = llvm_support.LoadedObject(code)
+        self.stats["quick_compiled"] += 1
+        future: Future = Future()
+        tier = (quick_plan, quick_lib, future)
+
+        def work():
+            try:
+                lib = self._load_object(okey, nkey, plan, ir_text, opt_level)
+                with self._lock:
+                    self._programs.setdefault(nkey, (plan, lib))
+                future.set_result((plan, lib))
+            except BaseException as e:  # the waiting executable reports it
+                future.set_exception(e)
+            finally:
+                with self._lock:
+                    self._tiers.pop(nkey, None)
+
+        def start():
+            with self._lock:
+                self._tiers[nkey] = tier
+            self._start_background(work, nkey)
+
+        return tier, start
+
+    @staticmethod
+    def _tiered_executable(nkey: str, tier: tuple, module) -> CpuExecutable:
+        quick_plan, quick_lib, future = tier
+        exe = CpuExecutable(quick_plan, quick_lib, module)
+        exe.native_key = nkey
+        exe.upgrade_when_ready(future)
+        return exe
+
+    # ------------------------------------------------------------------ native libraries
+
+    def _load_native(self, nkey: str):
+        """(plan, library) from memory or the disk cache, or None."""
+        with self._lock:
+            hit = self._programs.get(nkey)
+        if hit is not None:
+            self.stats["memory_hits"] += 1
+            return hit
+        cache = object_cache.get_object_cache()
+        if cache is None or not native_lib.available():
+            return None
+        payload = cache.load(nkey)
+        if payload is None:
+            return None
+        try:
+            entry = pickle.loads(payload)
+            plan, so = entry["plan"], entry["so"]
+            if entry.get("format") != NATIVE_FORMAT or not isinstance(plan, RunPlan):
+                raise ValueError("unexpected native entry layout")
+            lib = native_lib.NativeLibrary(so, cache.directory)
+            _check_symbols(plan, lib)
+        except Exception as e:  # noqa: BLE001 - any bad entry is a miss, never an error
+            _log.debug("cpu backend: discarding native cache entry %s: %s", nkey, e)
+            cache.remove(nkey)
+            return None
+        with self._lock:
+            hit = self._programs.setdefault(nkey, (plan, lib))
+        self.stats["disk_hits"] += 1
+        self.stats["native_hits"] += 1
+        return hit
+
+    def _store_native_later(self, cache, nkey: str, plan: RunPlan, object_code: bytes,
+                            opt_level: int) -> None:
+        """Links ``object_code`` and stores it with ``plan`` under ``nkey``, in a background
+        thread (not a daemon: the process waits for it at exit, so the entry gets written)."""
+        if not native_lib.available() or native_lib.linker() is None:
+            return
+        with self._lock:
+            if nkey in self._linking:
+                return
+            self._linking.add(nkey)
+
+        def work():
+            try:
+                so = native_lib.link_shared(object_code)
+                if so is None or not native_lib.can_load(so, cache.directory):
+                    return
+                payload = pickle.dumps({"format": NATIVE_FORMAT, "opt_level": opt_level,
+                                        "plan": plan, "so": so},
+                                       protocol=pickle.HIGHEST_PROTOCOL)
+                cache.store(nkey, payload)
+                with self._lock:
+                    self.stats["linked"] += 1
+            except Exception as e:  # noqa: BLE001 - the cache is an optimization
+                _log.debug("cpu backend: cannot store native library %s: %s", nkey, e)
+            finally:
+                with self._lock:
+                    self._linking.discard(nkey)
+
+        self._start_background(work, nkey)
+
+    def wait_for_background(self) -> None:
+        """Waits until the background work (optimized compiles, links, cache entries) has
+        finished, including work started by work it waited for."""
+        current = threading.current_thread()
+        while True:
+            with self._lock:
+                pending = [t for t in self._background if t.is_alive() and t is not current]
+            if not pending:
+                return
+            for t in pending:
+                t.join()
+
+    # ------------------------------------------------------------------ MCJIT objects
+
+    def _load_object(self, key: str, nkey: str, plan: RunPlan, ir_text: str, opt_level: int):
+        from ember.backends.cpu import llvm_support
         with self._lock:
             lib = self._objects.get(key)
             if lib is not None:
@@ -90,6 +412,8 @@ class CpuBackend:
             self.stats["compiled"] += 1
             if cache is not None:
                 cache.store(key, code)
+        if cache is not None:
+            self._store_native_later(cache, nkey, plan, code, opt_level)
         with self._lock:
             lib = self._objects.get(key)
             if lib is None:  # (another thread may have loaded it meanwhile)

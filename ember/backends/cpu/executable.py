@@ -1,5 +1,10 @@
 """Runs a compiled ``Program``: native kernels through cffi, BLAS dots, library thunks.
 
+The executable works from a ``RunPlan``: the part of a ``Program`` needed to run it (steps,
+buffer references, constants, symbol names; no LLVM IR). ``RunPlan.of(program)`` makes one; a
+plan pickles, so the disk cache stores it next to the native library and a warm process runs
+without building the program (and without importing llvmlite or ``program.py``).
+
 ``execute(args)`` takes one C-contiguous NumPy array per entry parameter (others are made
 contiguous) and returns the outputs. A program whose steps are all kernels and whose work is
 small runs as one call of its native ``entry`` function; otherwise the steps run in order,
@@ -9,18 +14,23 @@ partials, combined afterwards with the reducer).
 
 from __future__ import annotations
 
-import cffi
+import logging
+import threading
+
+import _cffi_backend
 import numpy as np
 
 from ember.backends.cpu import threads
-from ember.backends.cpu.program import DotStep, KernelStep, LibraryStep, Program, work_of
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS
 from ember.compiler.evaluator import Plan, evaluate_instruction
+from ember.compiler.hlo import Instruction
 
-_ffi = cffi.FFI()
+# The C backend's FFI: casts, ``new`` and ``from_buffer`` with C type strings, without
+# ``cffi.FFI``'s C parser (pycparser), whose import costs ~50 ms of the first compile.
+_log = logging.getLogger(__name__)
+_ffi = _cffi_backend.FFI()
 _fb = _ffi.from_buffer
-# cffi's backend call without the Python-level wrapper of ``ffi.from_buffer`` (~0.4 µs less).
-_from_buffer = _ffi._backend.from_buffer
+_from_buffer = _cffi_backend.from_buffer  # (ctype, buffer): skips the type-string lookup
 _CHAR_ARRAY = _ffi.typeof("char[]")
 _KERNEL_SIG = "void(*)(char**, int64_t, int64_t)"
 
@@ -31,6 +41,152 @@ SINGLE_CALL_MAX_WORK = 1 << 16
 
 
 
+class _Record:
+    """A plain record: fields from ``__slots__``, set once by position (a dataclass costs
+    ~1 ms of import time each, on the first-call path)."""
+
+    __slots__ = ()
+
+    def __init__(self, *values):
+        if len(values) != len(self.__slots__):
+            raise TypeError(f"{type(self).__name__}: expected {len(self.__slots__)} fields, "
+                            f"got {len(values)}")
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __reduce__(self):
+        return type(self), tuple(getattr(self, n) for n in self.__slots__)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Ref(_Record):
+    """Where a leaf buffer lives (``program.BufferRef``'s fields): ``kind`` is "param",
+    "const", "output", "temp" (``index`` is the arena offset) or "value"."""
+
+    __slots__ = ("kind", "index", "dtype", "dims")
+
+    kind: str
+    index: int
+    dtype: np.dtype
+    dims: tuple
+
+
+class KernelPlan(_Record):
+    """A native kernel: ``name(bufs, lo, hi)`` over ``[0, extent)``; ``partial_reducers`` as
+    in ``KernelInfo``."""
+
+    __slots__ = ("name", "extent", "work", "partial_reducers", "inputs", "outputs")
+
+    name: str
+    extent: int
+    work: int  # elements computed in all
+    partial_reducers: tuple
+    inputs: tuple
+    outputs: tuple
+
+
+class DotPlan(_Record):
+    """``dot_general`` through BLAS (``inst``"s operands are stand-in parameters)."""
+
+    __slots__ = ("inst", "inputs", "output")
+
+    inst: Instruction
+    inputs: tuple
+    output: Ref
+
+
+class LibraryPlan(_Record):
+    """An instruction run by the NumPy evaluator; ``inputs`` holds each operand"s leaves."""
+
+    __slots__ = ("inst", "inputs", "outputs")
+
+    inst: Instruction
+    inputs: tuple
+    outputs: tuple
+
+
+class RunPlan(_Record):
+    """What running a ``Program`` needs (see ``program.Program`` for the fields)."""
+
+    __slots__ = ("steps", "constants", "constant_names", "n_params", "outputs",
+                 "output_shapes", "arena_bytes", "has_entry", "n_values", "entry_name",
+                 "max_work")
+
+    steps: tuple
+    constants: tuple
+    constant_names: tuple
+    n_params: int
+    outputs: tuple
+    output_shapes: tuple
+    arena_bytes: int
+    has_entry: bool
+    n_values: int
+    entry_name: str
+    max_work: int
+
+    @staticmethod
+    def of(program) -> RunPlan:
+        """The plan of a ``program.Program`` (duck-typed: ``program.py`` is not imported)."""
+        steps = []
+        for step in program.steps:
+            if hasattr(step, "info"):  # KernelStep
+                info = step.info
+                steps.append(KernelPlan(info.name, info.extent,
+                                        info.extent * info.work_per_item,
+                                        tuple(info.partial_reducers), _refs(step.inputs),
+                                        _refs(step.outputs)))
+            elif hasattr(step, "output"):  # DotStep
+                steps.append(DotPlan(_detached(step.inst), _refs(step.inputs),
+                                     _ref(step.output)))
+            else:  # LibraryStep
+                steps.append(LibraryPlan(_detached(step.inst),
+                                         tuple(_refs(leaves) for leaves in step.inputs),
+                                         _refs(step.outputs)))
+        kernel_work = [s.work for s in steps if type(s) is KernelPlan]
+        return RunPlan(tuple(steps), tuple(program.constants), tuple(program.constant_names),
+                       program.n_params, _refs(program.outputs),
+                       tuple((tuple(d), np.dtype(t)) for d, t in program.output_shapes),
+                       program.arena_bytes, program.has_entry, program.n_values,
+                       program.entry_name, max(kernel_work, default=0))
+
+
+def renamed_plan(plan: RunPlan, old: str, new: str) -> RunPlan:
+    """``plan`` with the symbol prefix ``old`` replaced by ``new`` (kernels, constants,
+    entry): the same program compiled a second time under other names."""
+    def rename(name: str) -> str:
+        if not name.startswith(old):
+            raise ValueError(f"renamed_plan: symbol {name!r} does not start with {old!r}")
+        return new + name[len(old):]
+    steps = tuple(KernelPlan(rename(s.name), *(getattr(s, f) for f in KernelPlan.__slots__[1:]))
+                  if type(s) is KernelPlan else s for s in plan.steps)
+    fields = {f: getattr(plan, f) for f in RunPlan.__slots__}
+    fields.update(steps=steps, constant_names=tuple(rename(n) for n in plan.constant_names),
+                  entry_name=rename(plan.entry_name))
+    return RunPlan(*(fields[f] for f in RunPlan.__slots__))
+
+
+def _ref(r) -> Ref:
+    return Ref(r.kind, r.index, np.dtype(r.dtype), tuple(r.dims))
+
+
+def _refs(refs) -> tuple:
+    return tuple(_ref(r) for r in refs)
+
+
+def _detached(inst: Instruction) -> Instruction:
+    """``inst`` with its operands replaced by parameters of the same shapes, so the plan does
+    not hold (or pickle) the rest of the module's graph."""
+    params = [Instruction("parameter", [], op.shape, {"index": i}, name=f"p{i}")
+              for i, op in enumerate(inst.operands)]
+    return Instruction(inst.opcode, params, inst.shape, inst.attrs, inst.calls, inst.name)
+
+
 def _contiguous(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
@@ -38,28 +194,34 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
 class _Kernel:
     __slots__ = ("fn", "step", "parallel")
 
-    def __init__(self, fn, step: KernelStep):
+    def __init__(self, fn, step: KernelPlan):
         self.fn = fn
         self.step = step
-        self.parallel = work_of(step) >= PARALLEL_MIN_WORK and step.info.extent > 1
+        self.parallel = step.work >= PARALLEL_MIN_WORK and step.extent > 1
 
 
 class CpuExecutable:
-    """A compiled module ready to run (holds its loaded object code)."""
+    """A compiled module ready to run (holds its loaded native code).
 
-    def __init__(self, program: Program, lib, module=None):
+    ``program``: a ``RunPlan`` or a ``program.Program`` (made into a plan); ``lib``: the
+    loaded code, with ``address(name)`` and ``global_address(name)``.
+    """
+
+    def __init__(self, program, lib, module=None):
+        program = program if isinstance(program, RunPlan) else RunPlan.of(program)
         self.program = program
         self.module = module
+        self.native_key = None  # the disk cache's key of this code (set by the backend)
         self._lib = lib  # keeps the native code alive
-        self._consts = program.constants
+        self._consts = list(program.constants)
         self._const_ptrs = [_ffi.cast("char*", lib.global_address(n))
                             for n in program.constant_names]
         self._steps = []
         for step in program.steps:
-            if isinstance(step, KernelStep):
-                fn = _ffi.cast(_KERNEL_SIG, lib.address(step.info.name))
+            if type(step) is KernelPlan:
+                fn = _ffi.cast(_KERNEL_SIG, lib.address(step.name))
                 self._steps.append(_Kernel(fn, step))
-            elif isinstance(step, DotStep):
+            elif type(step) is DotPlan:
                 self._steps.append((step, _dot_plan(step.inst)))
             elif step.inst.opcode in ("fusion", "call"):
                 self._steps.append((step, Plan(step.inst.calls[0])))
@@ -67,7 +229,7 @@ class CpuExecutable:
                 self._steps.append((step, None))
         self._out_shapes = program.output_shapes
         self._entry = None
-        total_work = sum(work_of(s) for s in program.steps if isinstance(s, KernelStep))
+        total_work = sum(s.work for s in program.steps if type(s) is KernelPlan)
         if program.has_entry and total_work < SINGLE_CALL_MAX_WORK:
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
@@ -75,6 +237,85 @@ class CpuExecutable:
             self.execute_exact = self._single_call_runner()
         else:
             self.execute_exact = self._execute_read_only
+        self._tier = None  # (future, lock, listeners) while better code is being compiled
+        self._tier_runs = 0
+
+    # ------------------------------------------------------------------ tiered compilation
+
+    def upgrade_when_ready(self, future) -> None:
+        """Tiered compilation: this executable runs quickly compiled code; ``future`` gives
+        ``(plan, lib)`` of optimized code for the same program. The first call runs the quick
+        code; later calls wait for the optimized code and switch to it for good (so a run
+        after the first never uses the quick code). If the optimized compile fails, the quick
+        code stays (its error is logged)."""
+        self._tier = (future, threading.Lock(), [])
+        self._fast_exact = self.execute_exact
+        self.execute_exact = self._tiered_exact
+
+    def on_upgrade(self, callback) -> None:
+        """Calls ``callback()`` once this executable switched to optimized code (at once if
+        no switch is pending). Callers that cached ``execute_exact`` refresh it there."""
+        tier = self._tier
+        if tier is None:
+            callback()
+            return
+        with tier[1]:
+            if self._tier is tier:
+                tier[2].append(callback)
+                return
+        callback()
+
+    def _tier_gate(self) -> None:
+        """Before a run while an upgrade is pending: the first run goes ahead on the quick
+        code; later runs wait for the optimized code and install it."""
+        tier = self._tier
+        if tier is None:
+            return
+        future, lock, listeners = tier
+        with lock:
+            if self._tier is not tier:
+                return
+            if self._tier_runs == 0:
+                self._tier_runs = 1
+                return
+        try:
+            plan, lib = future.result()
+            upgraded = CpuExecutable(plan, lib, self.module)
+        except Exception as e:  # noqa: BLE001 - keep running the quick code
+            _log.warning("cpu backend: optimized compile failed, keeping unoptimized code: "
+                         "%s", e)
+            upgraded = None
+        with lock:
+            if self._tier is not tier:
+                return
+            if upgraded is not None:
+                self._install(upgraded)
+            else:
+                self.execute_exact = self._fast_exact
+            self._tier = None
+            callbacks, listeners[:] = list(listeners), []
+        for callback in callbacks:
+            callback()
+
+    def _install(self, other: CpuExecutable) -> None:
+        # Each attribute is replaced whole; a run in flight keeps the objects it read (the
+        # quick code stays loaded, and both programs compute the same thing).
+        self._lib_quick = self._lib
+        self._lib = other._lib
+        self._consts = other._consts
+        self._const_ptrs = other._const_ptrs
+        self._steps = other._steps
+        self._out_shapes = other._out_shapes
+        self._entry = other._entry
+        self.program = other.program
+        self.execute_exact = (self._execute_read_only if other._entry is None
+                              else other.execute_exact)
+
+    def _tiered_exact(self, values):
+        self._tier_gate()
+        if self._tier is None:
+            return self.execute_exact(values)
+        return self._fast_exact(values)
 
     def _single_call_runner(self):
         """A function made for this program's arity: args in, read-only outputs out, one
@@ -121,7 +362,7 @@ class CpuExecutable:
         return out
 
     def _execute_read_only(self, args) -> list[np.ndarray]:
-        outs = self.execute(args)
+        outs = self._execute(args)
         for o in outs:
             if o.flags.writeable:
                 o.flags.writeable = False
@@ -131,6 +372,11 @@ class CpuExecutable:
 
     def execute(self, args) -> list[np.ndarray]:
         """Runs the program on ``args`` (one array per parameter); returns the outputs."""
+        if self._tier is not None:
+            self._tier_gate()
+        return self._execute(args)
+
+    def _execute(self, args) -> list[np.ndarray]:
         prog = self.program
         if len(args) != prog.n_params:
             raise ValueError(f"expected {prog.n_params} arguments, got {len(args)}")
@@ -152,7 +398,7 @@ class CpuExecutable:
                 self._run_kernel(step, args, outs, arena, arena_ptr, values)
             else:
                 step, plan = step
-                if isinstance(step, DotStep):
+                if type(step) is DotPlan:
                     self._run_dot(step, plan, args, outs, arena, values)
                 else:
                     self._run_library(step, plan, args, outs, arena, values)
@@ -187,13 +433,13 @@ class CpuExecutable:
         step = k.step
         ptrs = [self._pointer(r, args, outs, arena_ptr, values)
                 for r in step.inputs + step.outputs]
-        extent = step.info.extent
+        extent = step.extent
         if not k.parallel:
             k.fn(_ffi.new("char*[]", ptrs), 0, extent)
             return
         pool = threads.pool()
         ranges = threads.split(extent, pool.size)
-        partial = step.info.partial_reducers
+        partial = step.partial_reducers
         if not partial:
             bufs = _ffi.new("char*[]", ptrs)
             pool.run(lambda lo, hi: k.fn(bufs, lo, hi), ranges)
@@ -215,7 +461,7 @@ class CpuExecutable:
             dest = self._array(ref, args, outs, arena, values)
             np.copyto(dest, combined.astype(ref.dtype, copy=False))
 
-    def _run_dot(self, step: DotStep, plan, args, outs, arena, values) -> None:
+    def _run_dot(self, step: DotPlan, plan, args, outs, arena, values) -> None:
         lhs, rhs = (self._array(r, args, outs, arena, values) for r in step.inputs)
         dest = self._array(step.output, args, outs, arena, values)
         if plan is None or lhs.dtype != dest.dtype or rhs.dtype != dest.dtype:
@@ -232,7 +478,7 @@ class CpuExecutable:
             else:
                 np.matmul(lt, rt, out=dest.reshape(b, m, n))
 
-    def _run_library(self, step: LibraryStep, plan, args, outs, arena, values) -> None:
+    def _run_library(self, step: LibraryPlan, plan, args, outs, arena, values) -> None:
         operands = []
         for leaf_refs, operand in zip(step.inputs, step.inst.operands):
             arrays = [self._array(r, args, outs, arena, values) for r in leaf_refs]

@@ -13,8 +13,15 @@ Iteration spaces:
 - **loop fusions** run over their output's dims: flat (one loop over linear indices) when
   every op maps linear indices to linear indices (elementwise ops, scalar broadcasts,
   reshapes); otherwise a loop nest whose outermost dim is the parallel one.
-- **input fusions** (reduce outputs) run over the reduce's input dims D: kept dims outside,
-  reduced dims inside. The parallel dim is the first kept dim; with none (a full
+- **row fusions** (input fusions in which reduce results are consumed: softmax, layernorm;
+  see ``fusion.row_space``) run over rows, the leading dims of the reduces' input; per row,
+  one pass over its elements per level of reduces, then a pass computing the full-shape
+  outputs (``_RowKernel``). Reduced values and what depends only on them are registers.
+- **column reductions** (input fusions keeping the minor dim) run over blocks of contiguous
+  kept elements, the reduced dims outside and a vectorizable loop over the block inside,
+  with an accumulator array per block (``KernelBuilder._build_column_reduce``).
+- other **input fusions** (reduce outputs) run over the reduce's input dims D: kept dims
+  outside, reduced dims inside. The parallel dim is the first kept dim; with none (a full
   reduction) it is the first reduced dim, and each call writes a *partial* result that the
   caller combines (only for simple reducers whose init is their identity). Float sums
   accumulate in blocks of ``BLOCK`` elements in the element type (reassociable, so the block
@@ -52,6 +59,10 @@ BLOCK = 1024
 # index, so nested ones multiply the code; past this budget the fusion runs as a library
 # thunk instead of compiling (for minutes) into a huge function.
 MAX_EMISSIONS = 20_000
+# Column reductions (the minor dim kept): contiguous outputs per work item (each with its
+# accumulator on the stack), and the fewest contiguous kept elements that take that path.
+COLUMN_BLOCK = 256
+COLUMN_MIN = 8
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,8 @@ class Index:
         self.linear = linear
 
     def get_multi(self, b: ir.IRBuilder) -> tuple:
+        if self.multi is None and len(self.dims) == 1:  # (a valid linear index is < dims[0])
+            self.multi = (_c(0) if self.dims[0] == 1 else self.linear,)
         if self.multi is None:
             rest, multi = self.linear, []
             for d in reversed(self.dims):
@@ -310,11 +323,13 @@ class Loops:
         self.b = b
         self.entry_block = entry_block
 
-    def alloca(self, ty, name=""):
+    def alloca(self, ty, name="", align=None):
         b = self.b
         with b.goto_block(self.entry_block):
             b.position_at_start(self.entry_block)
-            return b.alloca(ty, name=name)
+            slot = b.alloca(ty, name=name)
+            slot.align = align
+            return slot
 
     def loop(self, lo, hi, body, name="i"):
         """Emits ``for i in [lo, hi): body(i)``."""
@@ -417,7 +432,12 @@ class KernelBuilder:
             dt = _leaf_shape(inst, leaf).dtype
             self.out_ptrs.append(b.bitcast(raw, S.memory_type(dt).as_pointer()))
         reduces = [inst for inst, _ in self.outputs if inst.opcode == "reduce"]
-        if reduces:
+        from ember.backends.cpu.row_kernel import RowKernel, row_kernel_space
+
+        space = row_kernel_space(self.fused)
+        if space is not None:
+            info = RowKernel(self, space).build(lo, hi)
+        elif reduces:
             info = self._build_reduce(reduces, lo, hi)
         else:
             info = self._build_loop(lo, hi)
@@ -491,6 +511,8 @@ class KernelBuilder:
         in_dims = first.operands[0].dims
         red = sorted(first.attrs["dimensions"])
         kept = [d for d in range(len(in_dims)) if d not in red]
+        if _is_column_reduce(reduces, in_dims, red):
+            return self._build_column_reduce(reduces, in_dims, red, lo, hi)
         kept_dims = [in_dims[d] for d in kept]
         red_dims = [in_dims[d] for d in red]
         # A full reduction splits over its first reduced dim when every reduce is simple
@@ -616,6 +638,125 @@ class KernelBuilder:
             if inst.opcode == "reduce":
                 self._store(k, b.load(accs[id(inst)][leaf]), kidx_full)
 
+    # ------------------------------------------------------------------ column reductions
+
+    def _build_column_reduce(self, reduces, in_dims, red, lo, hi) -> KernelInfo:
+        """A reduction that keeps the minor dim: per work item, a block of ``COLUMN_BLOCK``
+        contiguous kept elements ("columns") with an accumulator array each; the reduced
+        dims run outside, a vectorizable loop over the block's columns inside.
+
+        The input's dims are ``(outer kept..., then reduced and kept dims mixed, ...,
+        trailing kept)`` where the trailing kept dims (after the last reduced dim) flatten
+        to ``cols`` contiguous elements. Work items are (kept index before the trailing run,
+        column block) pairs. Float sums accumulate ``BLOCK`` reduced positions at a time in
+        the element type, then into float64 accumulators.
+        """
+        b, loops = self.b, self.loops
+        last = red[-1]
+        cols = math.prod(in_dims[last + 1:])
+        mid = [d for d in range(last) if d not in red]  # kept dims before the trailing run
+        width = min(cols, COLUMN_BLOCK)
+        n_blocks = -(-cols // width)
+        n_mid = math.prod(in_dims[d] for d in mid)
+        n_red = math.prod(in_dims[d] for d in red)
+        extent = n_mid * n_blocks
+        lo, hi = self._clamp_range(lo, hi, extent)
+        init_em = self._emitter()
+        inits = {id(r): init_em.emit(r.operands[1], _scalar_index()) for r in reduces}
+        float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
+                      and S.is_float(r.dtype)]
+        arrays = {id(r): loops.alloca(ir.ArrayType(S.value_type(r.dtype), width), align=64)
+                  for r in reduces}
+        wide = {id(r): loops.alloca(ir.ArrayType(S.F64, width), align=64) for r in float_sums}
+        elementwise_outs = [k for k, (inst, _) in enumerate(self.outputs)
+                            if inst.opcode != "reduce"]
+
+        def slot(arr, c):
+            return b.gep(arr, [_c(0), c], inbounds=True)
+
+        def item(t):
+            m_lin = b.udiv(t, _c(n_blocks))
+            c0 = b.mul(b.urem(t, _c(n_blocks)), _c(width), flags=("nsw", "nuw"))
+            c1 = b.add(c0, _c(width), flags=("nsw", "nuw"))
+            c1 = b.select(b.icmp_signed(">", c1, _c(cols)), _c(cols), c1)
+            m_multi = Index([in_dims[d] for d in mid], linear=m_lin).get_multi(b)
+            n = b.sub(c1, c0)
+
+            def fill(arrs, value_of):
+                def body(c):
+                    for key, arr in arrs.items():
+                        b.store(value_of(key), slot(arr, c))
+                loops.loop(_c(0), n, body, name="fill")
+            fill(arrays, lambda key: inits[key])
+            fill(wide, lambda key: self._widen(inits[key]))
+
+            def rows(r_lo, r_hi):
+                def row(r_lin):
+                    r_multi = Index([in_dims[d] for d in red], linear=r_lin).get_multi(b)
+
+                    def column(c):
+                        col = b.add(c0, c, flags=("nsw", "nuw"))
+                        full = [None] * len(in_dims)
+                        for d, v in zip(mid, m_multi):
+                            full[d] = v
+                        for d, v in zip(red, r_multi):
+                            full[d] = v
+                        tail = Index(in_dims[last + 1:], linear=col)
+                        for d, v in zip(range(last + 1, len(in_dims)), tail.get_multi(b)):
+                            full[d] = v
+                        # (row-major: the flat index of (prefix, col) is prefix * cols + col)
+                        prefix = Index(in_dims[:last + 1], multi=tuple(full[:last + 1]))
+                        lin = b.add(b.mul(prefix.get_linear(b), _c(cols), flags=("nsw", "nuw")),
+                                    col, flags=("nsw", "nuw"))
+                        index = Index(in_dims, multi=tuple(full), linear=lin)
+                        em = self._emitter()
+                        for r in reduces:
+                            self._combine(r, [slot(arrays[id(r)], c)],
+                                          [em.emit(r.operands[0], index)])
+                        values = [(k, em.emit(self.outputs[k][0], index))
+                                  for k in elementwise_outs]
+                        for k, v in values:
+                            self._store(k, v, index)
+                    loops.loop(_c(0), n, column, name="col")
+                loops.loop(r_lo, r_hi, row, name="red")
+
+            if not float_sums:
+                rows(_c(0), _c(n_red))
+            else:
+                def block(blk):
+                    start = b.mul(blk, _c(BLOCK), flags=("nsw", "nuw"))
+                    end = b.add(start, _c(BLOCK), flags=("nsw", "nuw"))
+                    end = b.select(b.icmp_signed(">", end, _c(n_red)), _c(n_red), end)
+                    fill({id(r): arrays[id(r)] for r in float_sums},
+                         lambda key: ir.Constant(S.value_type(arrays_dt[key]), 0.0))
+                    rows(start, end)
+
+                    def flush(c):
+                        for r in float_sums:
+                            w = slot(wide[id(r)], c)
+                            part = self._widen(b.load(slot(arrays[id(r)], c)))
+                            b.store(b.fadd(b.load(w), part), w)
+                    loops.loop(_c(0), n, flush, name="flush")
+                arrays_dt = {id(r): r.dtype for r in float_sums}
+                loops.loop(_c(0), _c(-(-n_red // BLOCK)), block, name="blk")
+
+            def store(c):
+                col = b.add(c0, c, flags=("nsw", "nuw"))
+                out_lin = b.add(b.mul(m_lin, _c(cols), flags=("nsw", "nuw")), col,
+                                flags=("nsw", "nuw"))
+                for k, (inst, _) in enumerate(self.outputs):
+                    if inst.opcode != "reduce":
+                        continue
+                    if id(inst) in wide:
+                        value = self._narrow(b.load(slot(wide[id(inst)], c)), inst.dtype)
+                    else:
+                        value = b.load(slot(arrays[id(inst)], c))
+                    self._store(k, value, Index(inst.dims, linear=out_lin))
+            loops.loop(_c(0), n, store, name="out")
+
+        loops.loop(lo, hi, item, name="item")
+        return KernelInfo(self.name, extent, n_red * width, ())
+
     def _zero_slot(self, r):
         slot = self.loops.alloca(S.value_type(r.dtype))
         self.b.store(ir.Constant(S.value_type(r.dtype), 0.0), slot)
@@ -658,6 +799,18 @@ class KernelBuilder:
         outs = emit_computation(b, body, accs + list(values), self.module_consts)
         for s, v in zip(slots, outs):
             b.store(v, s)
+
+
+def _is_column_reduce(reduces, in_dims, red) -> bool:
+    """Whether the reduces keep the minor dim (a run of at least ``COLUMN_MIN`` contiguous
+    kept elements after the last reduced dim) with simple single-input reducers: then the
+    column kernel (``KernelBuilder._build_column_reduce``) runs them."""
+    if not red or red[-1] == len(in_dims) - 1:
+        return False
+    if math.prod(in_dims[red[-1] + 1:]) < COLUMN_MIN or math.prod(in_dims) == 0:
+        return False
+    return all(not r.shape.is_tuple and len(r.operands) == 2
+               and simple_reducer(r.calls[0]) is not None for r in reduces)
 
 
 def emit_computation(b: ir.IRBuilder, comp: Computation, args: list, module_consts) -> list:

@@ -31,12 +31,17 @@ _INITIALIZED = False
 _BUILTINS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
 
 
+def _libgcc_candidates():
+    yield "libgcc_s.so.1"
+    import ctypes.util  # (find_library runs ldconfig: only when the usual name fails)
+    found = ctypes.util.find_library("gcc_s")
+    if found:
+        yield found
+
+
 def _register_builtins() -> None:
     import ctypes
-    import ctypes.util
-    for lib in ("libgcc_s.so.1", ctypes.util.find_library("gcc_s")):
-        if not lib:
-            continue
+    for lib in _libgcc_candidates():
         try:
             handle = ctypes.CDLL(lib)
         except OSError:
@@ -71,10 +76,12 @@ def target_triple() -> str:
 
 
 def _target_machine(opt: int = 3) -> llvm.TargetMachine:
+    # Position-independent code in the small code model: the object both loads into MCJIT
+    # and links into a shared library (``native_lib.link_shared``).
     name, features = host_cpu()
     target = llvm.Target.from_triple(target_triple())
-    return target.create_target_machine(cpu=name, features=features, opt=opt,
-                                        codemodel="jitdefault")
+    return target.create_target_machine(cpu=name, features=features, opt=opt, reloc="pic",
+                                        codemodel="small")
 
 
 def backend_fingerprint() -> str:

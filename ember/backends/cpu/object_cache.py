@@ -203,6 +203,13 @@ class ObjectCache:
                     pass
         self._account(len(data))
 
+    def remove(self, key: str) -> None:
+        """Removes the entry for ``key`` if there is one (an entry found unusable)."""
+        try:
+            os.remove(self.path(key))
+        except OSError:
+            pass
+
     def _remove_if_unchanged(self, path: str, stat: os.stat_result) -> None:
         # Another process may have replaced the bad entry with a good one since we read it.
         try:

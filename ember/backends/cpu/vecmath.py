@@ -14,8 +14,11 @@ for float32): every function within 4 ulp over the whole float range for both dt
 NaN, denormal inputs and outputs, overflow thresholds) as NumPy. The trigonometric range
 reduction is exact for every finite argument (Payne-Hanek style: x = m * 2**k is reduced with
 (2**k * 2/pi) mod 4 taken from a table indexed by the exponent, in float64), so sine, cosine
-and tan stay accurate up to the largest finite float. The table loads become gathers, so
-float32 sine/cosine vectorize 8 wide rather than 16.
+and tan stay accurate up to the largest finite float. The table loads become gathers, which
+cost more than the rest of the function; so float32 sine and cosine (within 1 ulp) reduce
+|x| < 2**16 table-free (Cody-Waite) and are emitted as a call of a module-internal function
+with vector variants that take the table path only for vectors holding a larger argument
+(see ``_trig_f32_function``): the one place where the emitted code is not straight-line.
 
 Example:
     >>> from llvmlite import ir
@@ -212,23 +215,45 @@ def _intrinsic(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Functi
 
 
 class _Em:
-    """Terse emission helpers for one float type (Python numbers become constants)."""
+    """Terse emission helpers for one float type, or a vector of one (Python numbers become
+    constants, splatted for vectors)."""
 
     def __init__(self, b: ir.IRBuilder, ty: ir.Type):
         self.b, self.ty = b, ty
-        self.d = isinstance(ty, ir.DoubleType)
-        self.ity = ir.IntType(64 if self.d else 32)
+        self.lanes = ty.count if isinstance(ty, ir.VectorType) else None
+        scalar = ty.element if self.lanes else ty
+        self.d = isinstance(scalar, ir.DoubleType)
+        self.scalar = scalar
+        self.ity = self.like(ir.IntType(64 if self.d else 32))
         self.mant = 52 if self.d else 23
         self.bias = 1023 if self.d else 127
-        self.sfx = "f64" if self.d else "f32"
+        self.sfx = (f"v{self.lanes}" if self.lanes else "") + ("f64" if self.d else "f32")
+
+    def like(self, scalar_ty: ir.Type) -> ir.Type:
+        """``scalar_ty``, or a vector of it with this type's lanes."""
+        return ir.VectorType(scalar_ty, self.lanes) if self.lanes else scalar_ty
+
+    def other(self, scalar_ty: ir.Type) -> _Em:
+        """Helpers for ``scalar_ty`` with the same lanes (e.g. float64 steps of float32 code)."""
+        return _Em(self.b, self.like(scalar_ty))
+
+    def const(self, scalar_ty: ir.Type, v):
+        if self.lanes:
+            return ir.Constant(self.like(scalar_ty), [v] * self.lanes)
+        return ir.Constant(scalar_ty, v)
 
     def c(self, v):
         if isinstance(v, ir.Value):
             return v
-        return ir.Constant(self.ty, float(v) if self.d else float(np.float32(v)))
+        return self.const(self.scalar, float(v) if self.d else float(np.float32(v)))
 
     def ci(self, v):
-        return v if isinstance(v, ir.Value) else ir.Constant(self.ity, int(v))
+        if isinstance(v, ir.Value):
+            return v
+        return self.const(ir.IntType(64 if self.d else 32), int(v))
+
+    def i32(self, v):
+        return self.const(ir.IntType(32), int(v))
 
     def add(self, a, b):
         return self.b.fadd(self.c(a), self.c(b))
@@ -554,22 +579,35 @@ def _mod4(d: _Em, v):
     return d.sub(v, d.mul(4.0, d.rint(d.mul(v, 0.25))))
 
 
+def _table_pair(b: ir.IRBuilder, gv, idx):
+    """Entries ``idx`` and ``idx + 1`` of the table ``gv`` (``idx`` an i64 or a vector of them:
+    one pair of loads per lane, as a vectorizer would scalarize a gather)."""
+    if not isinstance(idx.type, ir.VectorType):
+        return _load(b, gv, idx), _load(b, gv, b.add(idx, ir.Constant(idx.type, 1)))
+    vty = ir.VectorType(ir.DoubleType(), idx.type.count)
+    hi = lo = ir.Constant(vty, None)
+    for lane in range(idx.type.count):
+        k = ir.Constant(ir.IntType(32), lane)
+        i = b.extract_element(idx, k)
+        hi = b.insert_element(hi, _load(b, gv, i), k)
+        lo = b.insert_element(lo, _load(b, gv, b.add(i, ir.Constant(i.type, 1))), k)
+    return hi, lo
+
+
 def _reduce_f32(e: _Em, x):
     """|x| (float32) = (n + r) * pi/2 with r in about [-1/2, 1/2]: returns (r*pi/2 as a double,
     n mod 4 as i32). Exact for every finite x: m * ((2**k * 2/pi) mod 4) in float64."""
     b = e.b
-    d = _Em(b, ir.DoubleType())
-    i64 = ir.IntType(64)
+    d = e.other(ir.DoubleType())
+    i64 = e.like(ir.IntType(64))
     i = b.and_(e.bits(x), e.ci(0x7FFFFFFF))
     ebias = b.lshr(i, e.ci(23))
     m = b.and_(i, e.ci(0x7FFFFF))
     m = b.select(b.icmp_unsigned("==", ebias, e.ci(0)), m, b.or_(m, e.ci(0x800000)))
     idx = b.select(b.icmp_unsigned("==", ebias, e.ci(0)), e.ci(1), ebias)
     idx = b.select(b.icmp_unsigned(">", idx, e.ci(254)), e.ci(254), idx)
-    idx = b.shl(b.zext(idx, i64), ir.Constant(i64, 1))
-    gv = _table_global(b.module, False)
-    fh = _load(b, gv, idx)
-    fl = _load(b, gv, b.add(idx, ir.Constant(i64, 1)))
+    idx = b.shl(b.zext(idx, i64), d.ci(1))
+    fh, fl = _table_pair(b, _table_global(b.module, False), idx)
     md = b.uitofp(m, d.ty)
     p = d.mul(md, fh)
     pe = d.fma(md, fh, d.neg(p))  # md * fh == p + pe exactly
@@ -577,7 +615,166 @@ def _reduce_f32(e: _Em, x):
     c = d.add(pe, d.mul(md, fl))
     n = d.rint(d.add(q, c))
     r = d.add(d.sub(q, n), c)
-    return d.mul(r, _PIO2_HI), b.trunc(b.and_(d.toint(n), d.ci(3)), ir.IntType(32))
+    return d.mul(r, _PIO2_HI), b.trunc(b.and_(d.toint(n), d.ci(3)), e.like(ir.IntType(32)))
+
+
+# Below this |x|, float32 sine and cosine use the table-free reduction ``_reduce_f32_fast``.
+# Checked for every float32 below it: sine and cosine stay within 1 ulp (as with the table);
+# up to 2**17 one cosine input was 2 ulp off, so the bound is 2**16.
+TRIG_F32_FAST_BOUND = float(2 ** 16)
+
+
+@cache
+def _pio2_f32_parts() -> tuple[float, float, float]:
+    """pi/2 as P1 + P2 + P3 + O(2**-76), each part a float32 (P1 the nearest to pi/2)."""
+    rest, parts = _PI / 2, []
+    for _ in range(3):
+        part = float(np.float32(float(rest)))
+        parts.append(part)
+        rest -= Fraction(part)
+    return tuple(parts)
+
+
+def _reduce_f32_fast(e: _Em, ax):
+    """|x| (float32, below ``TRIG_F32_FAST_BOUND``) = n*pi/2 + y: returns (y, n mod 4 as i32)
+    in float32 without tables (Cody-Waite with fma): n = rint(|x| * 2/pi), then
+    y = |x| - n*P1 - n*P2 - n*P3 with pi/2 = P1 + P2 + P3 + O(2**-76). The first step is
+    exact (the exact difference is a multiple of 2**-24 below 1 in magnitude), the other two
+    round once each (half an ulp of y each), and the dropped n*(pi/2 - P1 - P2 - P3) is below
+    2**-60 for n < 2**16. Cancellation makes y small only near multiples of pi/2, where the
+    checks over every float32 below the bound (see ``TRIG_F32_FAST_BOUND``) bound the effect
+    on the results."""
+    p1, p2, p3 = _pio2_f32_parts()
+    n = e.rint(e.mul(ax, float(2 / _PI)))
+    y = e.fma(n, -p1, ax)
+    y = e.fma(n, -p2, y)
+    y = e.fma(n, -p3, y)
+    return y, e.b.trunc(e.b.and_(e.toint(n), e.ci(3)), e.like(ir.IntType(32)))
+
+
+# ---- float32 sine and cosine: functions with vector variants
+#
+# The loop vectorizer cannot skip a gather for the lanes that do not need it: it either
+# gathers for every lane or scalarizes the loads behind a branch per lane, and both cost more
+# than the rest of sine. So float32 sine (cosine) is a call of an internal function
+# ``__ember_vecmath_sin_f32`` (``..._cos_f32``) that names vector variants of itself (LLVM's
+# ``vector-function-abi-variant``): a vectorized loop calls ``..._v<N>`` on N lanes at once,
+# which reduces every lane the fast way, and only when some lane is large (a branch once per
+# vector, almost never taken for typical data) recomputes the vector lane by lane with the
+# scalar function. That one (also used for remainder iterations and loops that do not
+# vectorize) branches per element to the table reduction.
+
+# Vector variants made: LLVM picks 8 float lanes with 256-bit vectors (AVX2, AVX-512 hosts by
+# default) and 4 for epilogues and SSE. Each variant costs compile time, at -O0 too.
+TRIG_F32_LANES = (4, 8)
+
+
+def _trig_f32_finish(e: _Em, x, ax, y, q, which: str):
+    """sin(x) or cos(x) from |x| = q*pi/2 + y (mod 2*pi), y a float32."""
+    b = e.b
+    s, c = _sin_cos_kernels(e, y)
+    if which == "cos":
+        q = b.add(q, e.i32(1))  # cos(x) = sin(|x| + pi/2)
+    odd = b.icmp_unsigned("!=", b.and_(q, e.i32(1)), e.i32(0))
+    res = e.flip(b.icmp_unsigned("!=", b.and_(q, e.i32(2)), e.i32(0)), e.sel(odd, c, s))
+    if which == "sin":
+        res = e.flip(e.signbit(x), res)
+    return e.sel(e.cmp("==", ax, math.inf), e.nan(), e.sel(e.isnan(x), x, res))
+
+
+def _trig_f32_scalar_body(fn: ir.Function, which: str) -> None:
+    """The scalar float32 sine/cosine: the fast reduction, or the table's on a branch."""
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    (x,) = fn.args
+    e = _Em(b, x.type)
+    ax = e.fabs(x)
+    y, q = _reduce_f32_fast(e, ax)
+    fast_block = b.block
+    with b.if_then(e.cmp(">=", ax, TRIG_F32_FAST_BOUND), likely=False):  # NaN: False
+        y_slow, q_slow = _reduce_f32(e, ax)
+        y_slow = b.fptrunc(y_slow, e.ty)
+        slow_block = b.block
+    y_phi, q_phi = b.phi(y.type), b.phi(q.type)
+    for phi, fast, slow in ((y_phi, y, y_slow), (q_phi, q, q_slow)):
+        phi.add_incoming(fast, fast_block)
+        phi.add_incoming(slow, slow_block)
+    b.ret(_trig_f32_finish(e, x, ax, y_phi, q_phi, which))
+
+
+def _trig_f32_vector_body(fn: ir.Function, scalar: ir.Function, which: str) -> None:
+    """A vector variant: every lane the fast way; when some lane is at or above the bound
+    (or infinite), the whole vector lane by lane through the scalar function instead."""
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    (x,) = fn.args
+    e = _Em(b, x.type)
+    ax = e.fabs(x)
+    y, q = _reduce_f32_fast(e, ax)
+    fast = _trig_f32_finish(e, x, ax, y, q, which)
+    mask_ty = ir.IntType(e.lanes)
+    large = b.bitcast(e.cmp(">=", ax, TRIG_F32_FAST_BOUND), mask_ty)
+    fast_block = b.block
+    with b.if_then(b.icmp_unsigned("!=", large, ir.Constant(mask_ty, 0)), likely=False):
+        slow = ir.Constant(x.type, None)
+        for lane in range(e.lanes):
+            k = ir.Constant(ir.IntType(32), lane)
+            slow = b.insert_element(slow, b.call(scalar, [b.extract_element(x, k)]), k)
+        slow_block = b.block
+    out = b.phi(x.type)
+    out.add_incoming(fast, fast_block)
+    out.add_incoming(slow, slow_block)
+    b.ret(out)
+
+
+def _keep_until_codegen(module: ir.Module, fns: list[ir.Function]) -> None:
+    """Adds ``fns`` to ``llvm.compiler.used`` (so optimization keeps them although nothing
+    calls them before vectorization)."""
+    i8p = ir.IntType(8).as_pointer()
+    used = module.globals.get("llvm.compiler.used")
+    items = list(used.initializer.constant) if used is not None else []
+    items += [f.bitcast(i8p) for f in fns]
+    ty = ir.ArrayType(i8p, len(items))
+    if used is None:
+        used = ir.GlobalVariable(module, ty, "llvm.compiler.used")
+        used.linkage = "appending"
+        used.section = "llvm.metadata"
+    used.value_type = ty  # an appending array grows; nothing refers to it by its type
+    used.initializer = ir.Constant(ty, items)
+
+
+def _trig_f32_function(module: ir.Module, which: str) -> ir.Function:
+    """The module's scalar float32 ``which`` ("sin"/"cos") function, with its vector variants
+    (made on first use)."""
+    name = f"__ember_vecmath_{which}_f32"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    f32 = ir.FloatType()
+    fn = ir.Function(module, ir.FunctionType(f32, [f32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")  # inlined before vectorization, the variants go unused
+    fn.attributes.add("nounwind")
+    _trig_f32_scalar_body(fn, which)
+    variants = []
+    for lanes in TRIG_F32_LANES:
+        vec = ir.VectorType(f32, lanes)
+        vfn = ir.Function(module, ir.FunctionType(vec, [vec]), f"{name}_v{lanes}")
+        vfn.linkage = "internal"
+        _trig_f32_vector_body(vfn, fn, which)
+        variants.append(vfn)
+    _keep_until_codegen(module, variants)
+    return fn
+
+
+def _trig_f32_call(e: _Em, x, which: str):
+    """A call of the scalar function that names its vector variants. The attribute sits on
+    this call only: on the function itself, the vectorizers would also turn the variants'
+    own lane-by-lane calls of it into a call of a variant (recursing forever)."""
+    fn = _trig_f32_function(e.b.module, which)
+    call = e.b.call(fn, [x])
+    mangled = ",".join(f"_ZGV_LLVM_N{n}v_{fn.name}({fn.name}_v{n})" for n in TRIG_F32_LANES)
+    # llvmlite knows no string attributes: this one is written out as given.
+    set.add(call.attributes, f'"vector-function-abi-variant"="{mangled}"')
+    return call
 
 
 def _reduce_f64(e: _Em, ax):
@@ -638,12 +835,11 @@ def _trig(e: _Em, x, which: str):
         y, yl, q = _reduce_f64(e, ax)
         s, c = _sin_cos_kernels(e, y, yl)
         t_odd, t_even = e.neg(e.div(c, s)), e.div(s, c)
-    else:
+    elif which != "tan":
+        return _trig_f32_call(e, x, which)
+    else:  # the quotient loses about 1.5 ulp: float32 tan is done in float64
         y, q = _reduce_f32(e, ax)
-        if which == "tan":  # the quotient loses about 1.5 ulp: float32 tan is done in float64
-            t_odd, t_even = (b.fptrunc(v, e.ty) for v in _tan_parts_f64(_Em(b, y.type), y))
-        else:
-            s, c = _sin_cos_kernels(e, b.fptrunc(y, e.ty))
+        t_odd, t_even = (b.fptrunc(v, e.ty) for v in _tan_parts_f64(_Em(b, y.type), y))
     odd = b.icmp_unsigned("!=", b.and_(q, ir.Constant(i32, 1)), ir.Constant(i32, 0))
     if which == "tan":
         res = e.flip(e.signbit(x), e.sel(odd, t_odd, t_even))
@@ -888,7 +1084,10 @@ def _run(builder: ir.IRBuilder, ty: ir.Type, opcode: str, impl, args):
 
 
 def emit_unary(builder: ir.IRBuilder, opcode: str, x: ir.Value) -> ir.Value:
-    """Emits branch-free IR computing the HLO unary ``opcode`` of the scalar float ``x``.
+    """Emits IR computing the HLO unary ``opcode`` of the scalar float ``x``.
+
+    The code is branch-free, except for float32 sine and cosine: a call of a function of the
+    module that LLVM's loop vectorizer replaces by its vector variant (``_trig_f32_function``).
 
     Args:
         builder: positioned where the code goes; intrinsics and tables are declared in

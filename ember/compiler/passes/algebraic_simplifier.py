@@ -38,15 +38,22 @@ MAX_REWRITES_PER_INSTRUCTION = 8
 class Match:
     """The bindings of a successful match and the instructions its rewrite emits."""
 
-    def __init__(self, module: Module, inst: Instruction):
+    def __init__(self, module: Module, inst: Instruction,
+                 uses: Callable[[Instruction], int] | None = None):
         self.module = module
         self.inst = inst
+        self.uses = uses  # instruction -> its number of users now; None when unknown
         self.bindings: dict[str, Instruction] = {}
         self.emitted: list[Instruction] = []
         self.result: Instruction | None = None  # set once the rewrite has built it
 
     def __getitem__(self, name: str) -> Instruction:
         return self.bindings[name]
+
+    def single_use(self, name: str) -> bool:
+        """Whether the instruction bound to ``name`` has exactly one user (False when the
+        users are not known), so that a rewrite replacing that user makes it dead."""
+        return self.uses is not None and self.uses(self[name]) == 1
 
     def bind(self, name: str | None, inst: Instruction) -> bool:
         if name is None:
@@ -150,9 +157,11 @@ class Rewrite:
     result: str | Callable[[Match], Instruction | None]
     where: Callable[[Match], bool] | None = None
 
-    def apply(self, module: Module, inst: Instruction) -> Match | None:
-        """The match whose ``result`` replaces ``inst``, or None when the rule does not apply."""
-        m = Match(module, inst)
+    def apply(self, module: Module, inst: Instruction,
+              uses: Callable[[Instruction], int] | None = None) -> Match | None:
+        """The match whose ``result`` replaces ``inst``, or None when the rule does not apply
+        (``uses`` counts an instruction's users, for rules that need to know)."""
+        m = Match(module, inst, uses)
         if not self.pattern.match(inst, m) or (self.where is not None and not self.where(m)):
             return None
         new = m[self.result] if isinstance(self.result, str) else self.result(m)
@@ -284,6 +293,53 @@ def _compose_transposes(m: Match) -> Instruction:
     return m.emit("transpose", [m["x"]], m.inst.shape, permutation=perm)
 
 
+def _layout_cost(perm: tuple[int, ...]) -> int:
+    """How expensive a transpose by ``perm`` is: 0 for none, 1 when the last dimension stays
+    last (rows are copied contiguously), 2 when it moves (a strided gather)."""
+    if perm == tuple(range(len(perm))):
+        return 0
+    return 1 if perm[-1] == len(perm) - 1 else 2
+
+
+def _swapped_dot_order(dot: Instruction) -> tuple[int, ...]:
+    """Where each output dimension of ``dot`` lands in the output of the same dot with its
+    operands swapped: batch dims stay in front, lhs-free and rhs-free groups trade places."""
+    a = dot.attrs
+    nb = len(a["lhs_batching_dimensions"])
+    lhs, rhs = dot.operands
+    nl = lhs.shape.rank - nb - len(a["lhs_contracting_dimensions"])
+    nr = rhs.shape.rank - nb - len(a["rhs_contracting_dimensions"])
+    return (tuple(range(nb)) + tuple(range(nb + nr, nb + nr + nl))
+            + tuple(range(nb, nb + nr)))
+
+
+def _transpose_of_dot(m: Match) -> Instruction | None:
+    """``transpose(dot_general(a, b))`` as ``dot_general(b, a)``, whose output has the free
+    dimension groups the other way round, followed by the remaining transpose if any. Done
+    only when that transpose is cheaper (see ``_layout_cost``): for matrices it vanishes, so
+    a weight gradient ``(dot(x^T, g))^T`` is computed in its final layout by BLAS."""
+    dot = m["dot"]
+    where = _swapped_dot_order(dot)
+    perm = _ints(m.inst.attrs["permutation"])
+    rest = tuple(where[p] for p in perm)
+    if _layout_cost(rest) >= _layout_cost(perm):
+        return None
+    a = dot.attrs
+    attrs = dict(a)
+    attrs.update(lhs_batching_dimensions=a["rhs_batching_dimensions"],
+                 rhs_batching_dimensions=a["lhs_batching_dimensions"],
+                 lhs_contracting_dimensions=a["rhs_contracting_dimensions"],
+                 rhs_contracting_dimensions=a["lhs_contracting_dimensions"])
+    dims = [0] * len(where)
+    for d, w in enumerate(where):
+        dims[w] = dot.dims[d]
+    swapped = m.emit("dot_general", [dot.operands[1], dot.operands[0]],
+                     Shape(dot.dtype, dims), **attrs)
+    if rest == tuple(range(len(rest))):
+        return swapped
+    return m.emit("transpose", [swapped], m.inst.shape, permutation=rest)
+
+
 def _compose_reshapes(m: Match) -> Instruction:
     if m["x"].dims == m.inst.dims:
         return m["x"]
@@ -411,6 +467,8 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("transpose_identity", Op("transpose", x, where=_identity_permutation), "x"),
     Rewrite("transpose_transpose", Op("transpose", Op("transpose", x, name="inner")),
             _compose_transposes),
+    Rewrite("transpose_dot", Op("transpose", Op("dot_general", name="dot")),
+            _transpose_of_dot, where=lambda m: m.single_use("dot")),
     Rewrite("reshape_same_shape", Op("reshape", x, where=_same_dims_as_operand), "x"),
     Rewrite("reshape_reshape", Op("reshape", Op("reshape", x)), _compose_reshapes),
     Rewrite("broadcast_identity", Op("broadcast_in_dim", x, where=_identity_broadcast), "x"),
@@ -438,10 +496,11 @@ for _rw in REWRITES:
 # --------------------------------------------------------------------------- the pass
 
 
-def rewrite_once(module: Module, inst: Instruction) -> Match | None:
+def rewrite_once(module: Module, inst: Instruction,
+                 uses: Callable[[Instruction], int] | None = None) -> Match | None:
     """The first rewrite of the table that applies to ``inst``, as its match."""
     for rw in _BY_OPCODE.get(inst.opcode, ()):
-        m = rw.apply(module, inst)
+        m = rw.apply(module, inst, uses)
         if m is not None:
             return m
     return None
@@ -460,12 +519,13 @@ def _needed(emitted: list[Instruction], result: Instruction) -> list[Instruction
     return [i for i in emitted if id(i) in needed]
 
 
-def simplify_instruction(module: Module, inst: Instruction) -> tuple[Instruction,
-                                                                     list[Instruction]]:
+def simplify_instruction(module: Module, inst: Instruction,
+                         uses: Callable[[Instruction], int] | None = None
+                         ) -> tuple[Instruction, list[Instruction]]:
     """The simplest form of ``inst`` and the new instructions it needs (in order)."""
     current, emitted = inst, []
     for _ in range(MAX_REWRITES_PER_INSTRUCTION):
-        m = rewrite_once(module, current)
+        m = rewrite_once(module, current, uses)
         if m is None:
             break
         emitted.extend(m.emitted)
@@ -475,11 +535,42 @@ def simplify_instruction(module: Module, inst: Instruction) -> tuple[Instruction
     return current, _needed(emitted, current)
 
 
+class _UseCounter:
+    """Counts an instruction's users in a computation being rewritten in one pass, seeing
+    through the replacements made so far (later instructions still name the replaced ones)."""
+
+    def __init__(self, comp: Computation):
+        self.comp = comp
+        self.replaced: dict[int, Instruction] = {}
+        self.emitted: list[Instruction] = []
+
+    def record(self, old: Instruction, emitted: list[Instruction], new: Instruction) -> None:
+        self.replaced[id(old)] = new
+        self.emitted.extend(emitted)
+
+    def resolve(self, inst: Instruction) -> Instruction:
+        while id(inst) in self.replaced:
+            inst = self.replaced[id(inst)]
+        return inst
+
+    def __call__(self, target: Instruction) -> int:
+        live = [i for i in self.comp.instructions if id(i) not in self.replaced]
+        count = int(self.resolve(self.comp.root) is target)
+        for user in live + self.emitted:
+            count += sum(self.resolve(op) is target for op in user.operands)
+        return count
+
+
 def simplify_computation(module: Module, comp: Computation) -> bool:
     """Applies the rewrite table to every instruction of ``comp``, in order."""
+    uses = _UseCounter(comp)
+
     def simplify(inst: Instruction) -> Replacement:
-        new, emitted = simplify_instruction(module, inst)
-        return None if new is inst else (emitted, new)
+        new, emitted = simplify_instruction(module, inst, uses)
+        if new is inst:
+            return None
+        uses.record(inst, emitted, new)
+        return emitted, new
 
     return rewrite_computation(comp, simplify)
 

@@ -20,8 +20,16 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    consumed inside the group, and the outputs share one iteration space: every elementwise
    output has the same dims, every reduce output reduces the same dimensions of an input of
    those dims. Cycle checks use a bitset of each group's descendants.
-3. **Materialization**: each group becomes ``fusion(inputs...)`` with ``kind`` "input" when
-   an output is a reduce and "loop" otherwise, calling a new ``fused_computation.N`` (whose
+3. **Row fusion**: a group holding reductions over the minor dims of a row space (the
+   trailing dims of one array shape, the *row*) is merged with the groups that read the
+   reduced values and broadcast them back along the row, so that a chain such as softmax's
+   max -> sum(exp(x - max)) -> exp(x - max) / sum, or layernorm's mean -> variance ->
+   normalize, is one fusion whose kernel makes several passes over each row while it is in
+   cache (see ``row_space``: the rules that make this valid). Rows longer than
+   ``ROW_FUSION_MAX_ROW`` elements are not row-fused.
+4. **Materialization**: each group becomes ``fusion(inputs...)`` with ``kind`` "input" when
+   it holds a reduce (a row fusion is an input fusion whose reduce results are also consumed
+   inside it) and "loop" otherwise, calling a new ``fused_computation.N`` (whose
    parameters are the fusion's operands in order). A group with several outputs has a
    ``tuple`` root and its users read ``get_tuple_element``\\s of the fusion. Groups holding a
    single op that is neither elementwise nor a reduce are not worth a kernel and stay unfused.
@@ -34,7 +42,9 @@ and non-scalar constants.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ember.compiler.hlo import (
     CONTROL_FLOW,
@@ -57,6 +67,9 @@ LOOP_FUSIBLE = ELEMENTWISE | frozenset({
 _MAX_DUPLICATION_DEPTH = 4
 # Readers of one value considered for sibling fusion (bounds the pairs tried).
 _MAX_SIBLINGS = 16
+# Longest row (elements) a row fusion makes several passes over: a few rows of every input
+# must stay in the L1/L2 cache between passes.
+ROW_FUSION_MAX_ROW = 1 << 14
 
 
 def _is_scalar_constant(inst: Instruction) -> bool:
@@ -286,6 +299,33 @@ class _ComputationFuser:
             if k not in into.home:
                 self._add_private(inst, into)
 
+    # ------------------------------------------------------------------ row fusion
+
+    def merge_rows(self) -> None:
+        """Merges producer groups holding minor-dim reductions into the groups that read
+        them, as long as the union is a valid row fusion (``row_space``)."""
+        merged = True
+        while merged:
+            merged = False
+            for p in sorted(self.groups.values(), key=self._last_pos):
+                if p.serial not in self.groups:
+                    continue
+                for c in self.graph.successors(p):
+                    if isinstance(c, _Group) and self._can_merge_rows(p, c):
+                        self._merge(c, p)
+                        merged = True
+                        break
+
+    def _can_merge_rows(self, a: _Group, b: _Group) -> bool:
+        both = [a, b]
+        if not (self._has_reduce(a) or self._has_reduce(b)):
+            return False
+        if self.graph.would_cycle(a, b):
+            return False
+        members = sorted((m for g in both for m in g.members()), key=lambda m: self.pos[id(m)])
+        space = row_space(members, self._outputs(both))
+        return space is not None and space.row_size <= ROW_FUSION_MAX_ROW
+
     # ------------------------------------------------------------------ rewriting
 
     def dissolve_trivial_groups(self) -> None:
@@ -342,7 +382,8 @@ class _ComputationFuser:
                      provided: dict[int, Instruction]) -> list[Instruction]:
         inputs = self._inputs(g)
         fused = self._fused_computation(g, inputs, outputs)
-        kind = "input" if any(o.opcode == "reduce" for o in outputs) else "loop"
+        reduces = any(m.opcode == "reduce" for m in g.home.values())
+        kind = "input" if reduces else "loop"
         fusion = Instruction("fusion", inputs, fused.root.shape, {"kind": kind}, [fused],
                              self.module.new_name("fusion"))
         if len(outputs) == 1:
@@ -473,6 +514,99 @@ def _same_iteration_space(outputs: list[Instruction]) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class RowSpace:
+    """The iteration space of a row fusion.
+
+    Attributes:
+        dims: the full shape; its last ``n_inner`` dims make one row, the others index rows.
+        n_inner: how many trailing dims every reduce of the fusion reduces.
+        dependent: ids of the instructions whose value depends on a reduce of the fusion:
+            those of ``rows`` elements hold one value per row ("row values"), the others
+            have ``dims`` and are computed element by element in the passes over a row.
+    """
+
+    dims: tuple
+    n_inner: int
+    dependent: frozenset
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.dims[:len(self.dims) - self.n_inner])
+
+    @property
+    def row_size(self) -> int:
+        return math.prod(self.dims[len(self.dims) - self.n_inner:])
+
+
+def row_space(insts: list[Instruction], outputs: list[Instruction]) -> RowSpace | None:
+    """The row space of instructions fused together, or None when they are not a row fusion.
+
+    ``insts`` (in topological order) may read values from outside (treated as inputs). They
+    form a row fusion when every reduce among them reduces the same trailing dims of an input
+    of the same shape ``dims`` with one operand; every instruction depending on a reduce is
+    elementwise (on row values, or on arrays of ``dims``), a reshape between row values, or a
+    ``broadcast_in_dim`` of a row value that keeps each row's value with its row (the
+    operand's non-unit dims map in order onto the row-indexing dims); and every output is a
+    reduce, a row value (one element per row) or an array of ``dims``. Then a kernel can run
+    over rows, computing each row's reduces in passes over the row and reading reduced values
+    as per-row scalars.
+    """
+    reduces = [i for i in insts if i.opcode == "reduce"]
+    if not reduces:
+        return None
+    dims = reduces[0].operands[0].dims
+    red = tuple(sorted(reduces[0].attrs["dimensions"]))
+    k = len(red)
+    if k == 0 or red != tuple(range(len(dims) - k, len(dims))):
+        return None
+    for r in reduces:
+        if (r.shape.is_tuple or len(r.operands) != 2 or r.operands[0].shape.is_tuple
+                or r.operands[0].dims != dims or tuple(sorted(r.attrs["dimensions"])) != red):
+            return None
+    rows = math.prod(dims[:len(dims) - k])
+    dependent: set[int] = set()
+    for inst in insts:
+        if not any(id(op) in dependent for op in inst.operands):
+            if inst.opcode == "reduce":
+                dependent.add(id(inst))
+            continue
+        if inst.shape.is_tuple or not _row_dependent_ok(inst, dims, k, rows, dependent):
+            return None
+        dependent.add(id(inst))
+    for o in outputs:
+        if o.shape.is_tuple:
+            return None
+        if o.opcode != "reduce" and o.dims != dims and o.shape.size != rows:
+            return None
+    return RowSpace(tuple(dims), k, frozenset(dependent))
+
+
+def _row_dependent_ok(inst: Instruction, dims: tuple, k: int, rows: int,
+                      dependent: set[int]) -> bool:
+    """Whether ``inst``, which reads a reduce-dependent value, keeps the row structure."""
+    op = inst.opcode
+    if op == "reduce":  # a later pass: only its input may depend on earlier reduces
+        return id(inst.operands[1]) not in dependent
+    if op in ELEMENTWISE:
+        return inst.dims == dims or inst.shape.size == rows
+    operand = inst.operands[0]
+    if operand.shape.size != rows:  # only row values are reshaped or broadcast
+        return False
+    if op == "reshape":
+        return inst.shape.size == rows
+    if op != "broadcast_in_dim":
+        return False
+    if inst.shape.size == rows:
+        limit = len(inst.dims)
+    elif inst.dims == dims:
+        limit = len(dims) - k
+    else:
+        return False
+    targets = [d for d, n in zip(inst.attrs["broadcast_dimensions"], operand.dims) if n != 1]
+    return all(d < limit for d in targets) and targets == sorted(set(targets))
+
+
 def fusible_computations(module: Module) -> list[Computation]:
     """The entry and the computations it runs through control flow, callees first."""
     return module.reachable_computations(CONTROL_FLOW)
@@ -483,6 +617,7 @@ def fuse_computation(module: Module, comp: Computation) -> bool:
     fuser = _ComputationFuser(module, comp)
     fuser.group_producers()
     fuser.merge_multi_output()
+    fuser.merge_rows()
     fuser.dissolve_trivial_groups()
     return fuser.rewrite()
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.backends.cpu as cpu_backend
 import ember.numpy as jnp
 from ember import lax
 from ember.backends import get_backend
@@ -20,6 +21,13 @@ from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import threads
 
 rng = np.random.default_rng(0)
+
+
+@pytest.fixture
+def one_tier(monkeypatch):
+    """Bitwise comparisons between runs need the same code in both: no quick first tier
+    (unoptimized code sums floats in another order) replaced by optimized code later."""
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False, raising=False)
 
 
 def both(f, *args, static_argnums=()):
@@ -132,7 +140,7 @@ def test_float32_sum_of_ten_million_is_accurate():
 
 
 @pytest.mark.parametrize("reducer", ["sum", "max", "min", "prod", "any"])
-def test_threaded_full_reduction_matches_single_thread(reducer, monkeypatch):
+def test_threaded_full_reduction_matches_single_thread(reducer, monkeypatch, one_tier):
     x = rng.standard_normal(300_001).astype(np.float32)
     if reducer == "prod":  # products of +-1 are exact in any order
         x = np.sign(x).astype(np.float32)
@@ -147,7 +155,7 @@ def test_threaded_full_reduction_matches_single_thread(reducer, monkeypatch):
         np.testing.assert_array_equal(threaded, single)
 
 
-def test_threaded_elementwise_is_bitwise_identical(monkeypatch):
+def test_threaded_elementwise_is_bitwise_identical(monkeypatch, one_tier):
     assert threads.pool().size >= 1
     x = rng.standard_normal((700, 301)).astype(np.float32)
     f = lambda a: (jnp.tanh(a) * 2.0 + jnp.sum(a, axis=1, keepdims=True))  # noqa: E731

@@ -20,6 +20,7 @@ import json, numpy as np, ember, ember.numpy as jnp
 from ember.backends import get_backend
 x = np.linspace(-3, 3, 4096, dtype=np.float32)
 out = ember.jit(lambda a: jnp.sum(jnp.tanh(a * 2.0 + 1.0)))(x)
+get_backend("cpu").wait_for_background()  # optimized compile, link, cache entries
 print(json.dumps({"value": float(out), "stats": get_backend("cpu").stats}))
 """
 

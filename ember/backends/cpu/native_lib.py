@@ -1,0 +1,212 @@
+"""Compiled kernels as shared libraries: linked once, then loaded without LLVM.
+
+A program's object code (position-independent, see ``llvm_support``) is linked into a shared
+library by the system C compiler driver (``link_shared``); the disk cache stores the library
+with the program's run plan. A later process loads it with ``NativeLibrary(so_bytes, dir)``:
+the bytes the cache verified are written to a new private file (``mkstemp``: a unique name,
+readable only by this user) that is ``dlopen``'ed and then unlinked, so what is loaded is
+exactly what was verified, and neither llvmlite nor LLVM is imported. (A fresh name matters:
+``dlopen`` hands back an already loaded library when given a name it has seen before.)
+
+``host_fingerprint()`` and ``toolchain_fingerprint()`` identify, without importing llvmlite,
+what native code depends on: the CPU (``/proc/cpuinfo``: vendor, family, model, features) and
+the installed llvmlite/LLVM (its version file and the size and time of its library).
+
+Linux only (``available()``); elsewhere the backend keeps loading object code through MCJIT.
+
+Example:
+    >>> so = link_shared(object_code)          # None when no linker works
+    >>> lib = NativeLibrary(so, cache_dir)
+    >>> lib.address("m0123_kernel_0")
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+_log = logging.getLogger(__name__)
+
+# Seconds a link may take before it is abandoned (it normally takes ~20-50 ms).
+LINK_TIMEOUT_S = 120.0
+_CPUINFO_KEYS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags",
+                 "features", "cpu implementer", "cpu architecture", "cpu variant",
+                 "cpu part", "cpu revision", "isa")
+
+_host: str | None = None
+_toolchain: str | None = None
+_linker: list | None = None
+
+
+def available() -> bool:
+    """Whether this module's shared libraries work here (Linux: ELF, ``dlopen``)."""
+    return sys.platform.startswith("linux")
+
+
+def host_fingerprint() -> str:
+    """The machine and its first CPU's identity and feature flags (``/proc/cpuinfo``).
+
+    Example:
+        >>> host_fingerprint()[:40]  # doctest: +SKIP
+        'x86_64;vendor_id=AuthenticAMD;cpu family'
+    """
+    global _host
+    if _host is None:
+        fields = [os.uname().machine]
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if not line.strip():
+                        break  # the first processor's block is enough
+                    name, _, value = line.partition(":")
+                    name = name.strip().lower()
+                    if name in _CPUINFO_KEYS:
+                        fields.append(f"{name}={' '.join(value.split())}")
+        except OSError:
+            fields.append("cpuinfo=unavailable")
+        _host = ";".join(fields)
+    return _host
+
+
+def toolchain_fingerprint() -> str:
+    """The installed llvmlite (and so LLVM, which it bundles): its version file's digest and
+    its native library's size and modification time. Found without importing llvmlite."""
+    global _toolchain
+    if _toolchain is None:
+        import importlib.util
+        spec = importlib.util.find_spec("llvmlite")
+        parts = []
+        if spec is None or not spec.submodule_search_locations:
+            parts.append("llvmlite=missing")
+        else:
+            root = list(spec.submodule_search_locations)[0]
+            try:
+                with open(os.path.join(root, "_version.py"), "rb") as f:
+                    parts.append("version=" + hashlib.sha256(f.read()).hexdigest()[:16])
+            except OSError:
+                parts.append("version=unknown")
+            try:
+                names = sorted(n for n in os.listdir(os.path.join(root, "binding"))
+                               if n.startswith("libllvmlite"))
+                for name in names:
+                    st = os.stat(os.path.join(root, "binding", name))
+                    parts.append(f"{name}={st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                parts.append("lib=unknown")
+        _toolchain = ";".join(parts)
+    return _toolchain
+
+
+def linker() -> list | None:
+    """The command linking an object into a shared library (the C compiler driver, which
+    adds libgcc for the runtime routines LLVM calls), or None without one."""
+    global _linker
+    if _linker is None:
+        for name in ("cc", "gcc", "clang"):
+            path = shutil.which(name)
+            if path:
+                _linker = [path, "-shared", "-Wl,-z,noexecstack", "-Wl,--no-undefined"]
+                break
+        else:
+            _linker = []
+    return _linker or None
+
+
+def link_shared(object_code: bytes) -> bytes | None:
+    """The bytes of a shared library made of ``object_code``; None if linking fails (logged
+    at debug level: the caller keeps using MCJIT)."""
+    if not isinstance(object_code, (bytes, bytearray, memoryview)):
+        raise TypeError(f"link_shared: object_code must be bytes, got "
+                        f"{type(object_code).__name__}")
+    command = linker()
+    if command is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="ember-link-") as tmp:
+        obj, lib = os.path.join(tmp, "kernels.o"), os.path.join(tmp, "kernels.so")
+        with open(obj, "wb") as f:
+            f.write(object_code)
+        try:
+            done = subprocess.run([*command, "-o", lib, obj], capture_output=True,
+                                  timeout=LINK_TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError) as e:
+            _log.debug("native_lib: cannot run the linker: %s", e)
+            return None
+        if done.returncode != 0:
+            _log.debug("native_lib: link failed (%d): %s", done.returncode,
+                       done.stderr.decode(errors="replace")[-2000:])
+            return None
+        with open(lib, "rb") as f:
+            return f.read()
+
+
+def _dlopen(so_bytes: bytes, directory: str | None) -> ctypes.CDLL:
+    """``so_bytes`` written to a fresh file in ``directory`` (the temporary directory if
+    None), loaded, and the file removed (the mapping outlives it)."""
+    fd, path = tempfile.mkstemp(prefix=".tmp-lib-", suffix=".so", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(so_bytes)
+        return ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    finally:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def can_load(so_bytes: bytes, directory: str | None = None) -> bool:
+    """Whether ``so_bytes`` loads from ``directory`` (unloaded again at once): checked before
+    a library is stored, so a place where libraries cannot load (``noexec``) stores none."""
+    try:
+        dll = _dlopen(so_bytes, directory)
+    except OSError as e:
+        _log.debug("native_lib: a fresh library does not load from %s: %s", directory, e)
+        return False
+    import _ctypes
+    _ctypes.dlclose(dll._handle)
+    return True
+
+
+class NativeLibrary:
+    """A shared library loaded from bytes (through a private file in ``directory``, the
+    temporary directory if None); hands out symbol addresses.
+
+    The library is never unloaded (code addresses handed out must stay valid). ``OSError``
+    if the bytes are not a loadable library.
+    """
+
+    __slots__ = ("_dll", "__weakref__")
+
+    def __init__(self, so_bytes: bytes, directory: str | None = None):
+        if not available():
+            raise OSError("NativeLibrary: shared libraries are only loaded on Linux")
+        if not isinstance(so_bytes, (bytes, bytearray, memoryview)):
+            raise TypeError(f"NativeLibrary: so_bytes must be bytes, got "
+                            f"{type(so_bytes).__name__}")
+        self._dll = _dlopen(so_bytes, directory)
+
+    def _symbol(self, name: str) -> int:
+        try:
+            return ctypes.addressof(ctypes.c_char.in_dll(self._dll, name))
+        except ValueError:
+            return 0
+
+    def address(self, name: str) -> int:
+        """The address of the function ``name`` (``ValueError`` if the library lacks it)."""
+        addr = self._symbol(name)
+        if not addr:
+            raise ValueError(f"native library has no function {name!r}")
+        return addr
+
+    def global_address(self, name: str) -> int:
+        """The address of the global variable ``name``."""
+        addr = self._symbol(name)
+        if not addr:
+            raise ValueError(f"native library has no global {name!r}")
+        return addr

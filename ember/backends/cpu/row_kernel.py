@@ -1,0 +1,292 @@
+"""Row kernels: the code of a row fusion (see ``fusion.row_space``), e.g. softmax's
+max -> sum(exp(x - max)) -> exp(x - max) / sum or layernorm's mean -> variance -> normalize
+fused into one kernel that runs over rows and makes several passes over each row while it is
+in cache. ``KernelBuilder`` (``kernel_gen``) hands such fusions to ``RowKernel``; the kernel
+has the usual signature and its parallel dimension is the (flattened) row index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ember.backends.cpu import scalar_ops as S
+from ember.backends.cpu.kernel_gen import (
+    BLOCK,
+    I8P,
+    ElementEmitter,
+    Index,
+    KernelBuilder,
+    KernelInfo,
+    _c,
+    _outputs,
+    _scalar_index,
+    simple_reducer,
+)
+from ember.backends.cpu.scalar_ops import UnsupportedOp
+from ember.compiler.hlo import ELEMENTWISE, EXPENSIVE_ELEMENTWISE, Computation, Instruction
+from ember.compiler.passes.fusion import RowSpace, row_space
+
+
+def row_kernel_space(fused: Computation) -> RowSpace | None:
+    """The row space of a fused computation in which a reduce result is consumed (a "row"
+    fusion); None for other fusions. Raises ``UnsupportedOp`` for a computation that
+    consumes a reduce result without being a valid row fusion (the evaluator runs it)."""
+    users = fused.users()
+    consumed = any(u.opcode != "tuple" for inst in fused.instructions if inst.opcode == "reduce"
+                   for u in users.get(inst, ()))
+    if not consumed:
+        return None
+    insts = [i for i in fused.instructions if i.opcode != "tuple"]
+    space = row_space(insts, [inst for inst, _ in _outputs(fused)])
+    if space is None:
+        raise UnsupportedOp("reduce result consumed outside a row space")
+    return space
+
+
+class RowEmitter(ElementEmitter):
+    """An emitter that reads row values (``row_values``: one register value per row) and
+    cached full values (``cache_ptrs``: stored by an earlier pass over the row)."""
+
+    def __init__(self, b, param_ptrs, module_consts, budget, row_values, cache_ptrs):
+        super().__init__(b, param_ptrs, module_consts, budget)
+        self.row_values = row_values
+        self.cache_ptrs = cache_ptrs
+
+    def emit(self, inst: Instruction, index: Index) -> ir.Value:
+        v = self.row_values.get(id(inst))
+        if v is not None:
+            return v
+        ptr = self.cache_ptrs.get(id(inst))
+        if ptr is not None:
+            p = self.b.gep(ptr, [index.get_linear(self.b)], inbounds=True)
+            return S.load(self.b, p, inst.dtype)
+        return super().emit(inst, index)
+
+
+class RowKernel:
+    """The kernel of a row fusion: ``for row in [lo, hi)``, several passes over the row.
+
+    Pass ``p`` accumulates the reduces whose inputs need only reduces of earlier passes (for
+    softmax: pass 0 the max, pass 1 the sum of exp(x - max)); between passes the *row
+    values* (instructions of one value per row: reduce results and what is computed from
+    them) become registers; a last pass computes the outputs of the full shape. Each pass is
+    a plain loop over the row's elements (vectorizable); float sums accumulate in blocks of
+    ``BLOCK`` with a float64 carry, as in input fusions. An expensive elementwise value
+    needed by several passes (softmax's exp) is stored by its first pass into an output
+    buffer of its dtype that only the last pass writes, and loaded by the later passes:
+    every pass reads and writes only the current row, the last pass loads every value of an
+    element before storing any.
+    """
+
+    def __init__(self, kb: KernelBuilder, space: RowSpace):
+        self.kb = kb
+        self.b = kb.b
+        self.space = space
+        self.insts = kb.fused.instructions
+        self.rows, self.row_size = space.rows, space.row_size
+        self.dims = space.dims
+        self._schedule()
+
+    # ------------------------------------------------------------------ analysis
+
+    def _row_like(self, inst: Instruction) -> bool:
+        """Whether ``inst`` (a reduce-dependent instruction) holds one value per row."""
+        return inst.shape.size == self.rows and (inst.dims != self.dims or self.row_size == 1)
+
+    def _schedule(self) -> None:
+        dep = self.space.dependent
+        after: dict[int, int] = {}  # passes that must run before the value is known
+        self.pass_of: dict[int, int] = {}
+        for inst in self.insts:
+            if id(inst) not in dep:
+                continue
+            a = max((after.get(id(o), 0) for o in inst.operands), default=0)
+            if inst.opcode == "reduce":
+                self.pass_of[id(inst)] = a
+                after[id(inst)] = a + 1
+            else:
+                after[id(inst)] = a
+        self.after = after
+        self.n_passes = max(self.pass_of.values()) + 1
+        self.row_insts = [i for i in self.insts if id(i) in dep and i.opcode != "reduce"
+                          and self._row_like(i)]
+        outs = self.kb.outputs
+        self.row_outs = [k for k, (inst, _) in enumerate(outs)
+                         if inst.opcode == "reduce" or self._row_like(inst)]
+        self.full_outs = [k for k in range(len(outs)) if k not in self.row_outs]
+        self.caches = self._choose_caches() if self.row_size > 1 else {}
+
+    def _pass_roots(self, p: int) -> list[Instruction]:
+        if p < self.n_passes:
+            return [i.operands[0] for i in self.insts
+                    if i.opcode == "reduce" and self.pass_of[id(i)] == p]
+        return [self.kb.outputs[k][0] for k in self.full_outs]
+
+    def _choose_caches(self) -> dict[int, tuple[int, int]]:
+        """id(inst) -> (first pass, output index) for the values stored for later passes."""
+        users = self.kb.fused.users()
+        root = self.kb.fused.root
+        # Instructions only ever evaluated at the element a pass is at (so a buffer holding
+        # the current row's values can stand in for them).
+        current: set[int] = set()
+        for inst in reversed(self.insts):
+            if inst.shape.is_tuple or inst.dims != self.dims or inst.opcode not in ELEMENTWISE:
+                continue
+            us = users.get(inst, ())
+            if all(u is root and u.opcode == "tuple" or u.opcode == "reduce"
+                   and u.operands[0] is inst or id(u) in current for u in us) and (
+                    us or inst is root):
+                current.add(id(inst))
+        passes: dict[int, list[int]] = {}
+        for p in range(self.n_passes + 1):
+            seen: set[int] = set()
+            stack = list(self._pass_roots(p))
+            while stack:
+                inst = stack.pop()
+                if id(inst) in seen or id(inst) not in current:
+                    continue
+                seen.add(id(inst))
+                passes.setdefault(id(inst), []).append(p)
+                stack.extend(inst.operands)
+        free = {k: self.kb.outputs[k][0].dtype for k in self.full_outs}
+        chosen = {}
+        for inst in reversed(self.insts):
+            ps = passes.get(id(inst), [])
+            if inst.opcode not in EXPENSIVE_ELEMENTWISE or len(ps) < 2:
+                continue
+            k = next((k for k, dt in free.items() if dt == inst.dtype), None)
+            if k is not None:
+                del free[k]
+                chosen[id(inst)] = (min(ps), k)
+        return chosen
+
+    # ------------------------------------------------------------------ emission
+
+    def build(self, lo, hi) -> KernelInfo:
+        kb = self.kb
+        lo, hi = kb._clamp_range(lo, hi, self.rows)
+        kb.loops.loop(lo, hi, self._row, name="row")
+        return KernelInfo(kb.name, self.rows, max(self.row_size, 1), ())
+
+    def _emitter(self, values, cache_ptrs=None) -> RowEmitter:
+        kb = self.kb
+        return RowEmitter(self.b, kb.param_ptrs, kb.module_consts, kb.budget, values,
+                           cache_ptrs or {})
+
+    def _row(self, row) -> None:
+        b = self.b
+        n_outer = len(self.dims) - self.space.n_inner
+        outer = Index(self.dims[:n_outer], linear=row).get_multi(b)
+        base = b.mul(row, _c(self.row_size), flags=("nsw", "nuw"))
+        values: dict[int, ir.Value] = {}
+        for p in range(self.n_passes + 1):
+            self._row_values(values, row, p)
+            stores = [(inst, self.caches[id(inst)][1]) for inst in self.insts
+                      if id(inst) in self.caches and self.caches[id(inst)][0] == p]
+            loads = {i: self.kb.out_ptrs[k] for i, (first, k) in self.caches.items()
+                     if first < p}
+            if p == 1:
+                self._prefetch_next_row(row)
+            if p < self.n_passes:
+                reduces = [i for i in self.insts
+                           if i.opcode == "reduce" and self.pass_of[id(i)] == p]
+                self._pass(values, outer, base, reduces, stores, loads, [])
+            elif self.full_outs:
+                self._pass(values, outer, base, [], stores, loads, self.full_outs)
+        em = self._emitter(values)
+        for k in self.row_outs:
+            inst = self.kb.outputs[k][0]
+            index = Index(inst.dims, linear=row)
+            self.kb._store(k, em.emit(inst, index), index)
+
+    def _prefetch_next_row(self, row) -> None:
+        """Prefetches the next row of the full-shape inputs (and of the full outputs, for
+        writing) while the passes after the first one compute in cache: the first pass of
+        the next row then finds its data in cache instead of waiting on memory."""
+        kb, b = self.kb, self.b
+        bufs = [(kb.param_ptrs[id(p)], p.dtype, 0) for p in kb.fused.parameters
+                if not p.shape.is_tuple and p.dims == self.dims]
+        bufs += [(kb.out_ptrs[k], kb.outputs[k][0].dtype, 1) for k in self.full_outs]
+        if not bufs:
+            return
+        nxt = b.add(row, _c(1), flags=("nsw", "nuw"))
+        with b.if_then(b.icmp_signed("<", nxt, _c(self.rows))):
+            start = b.mul(nxt, _c(self.row_size), flags=("nsw", "nuw"))
+            for ptr, dt, write in bufs:
+                size = np.dtype(dt).itemsize if dt != np.bool_ else 1
+                step = max(1, 64 // size)  # one prefetch per cache line
+
+                def line(i, ptr=ptr, step=step, write=write):
+                    at = b.add(start, b.mul(i, _c(step), flags=("nsw", "nuw")),
+                               flags=("nsw", "nuw"))
+                    p = b.bitcast(b.gep(ptr, [at], inbounds=True), I8P)
+                    i32 = ir.IntType(32)
+                    S.intrinsic(b, "llvm.prefetch.p0", ir.VoidType(),
+                                [p, ir.Constant(i32, write), ir.Constant(i32, 3),
+                                 ir.Constant(i32, 1)])
+                kb.loops.loop(_c(0), _c(-(-self.row_size // step)), line, name="pf")
+
+    def _row_values(self, values, row, p) -> None:
+        """Computes the row values that the reduces of passes before ``p`` determine."""
+        em = self._emitter(values)
+        for inst in self.row_insts:
+            if id(inst) not in values and self.after[id(inst)] <= p:
+                values[id(inst)] = em.emit(inst, Index(inst.dims, linear=row))
+
+    def _full_index(self, outer, base, j) -> Index:
+        lin = self.b.add(base, j, flags=("nsw", "nuw"))
+        if self.space.n_inner == 1:
+            return Index(self.dims, multi=tuple(outer) + (j,), linear=lin)
+        return Index(self.dims, linear=lin)
+
+    def _pass(self, values, outer, base, reduces, stores, loads, outs) -> None:
+        """One loop over the row: accumulates ``reduces`` (their results become row values),
+        stores the cached values ``stores`` and computes the full outputs ``outs``."""
+        kb, b = self.kb, self.b
+        init_em = self._emitter(values)
+        accs = {}
+        for r in reduces:
+            init = init_em.emit(r.operands[1], _scalar_index())
+            slot = kb.loops.alloca(init.type)
+            b.store(init, slot)
+            accs[id(r)] = [slot]
+        float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
+                      and S.is_float(r.dtype)]
+        wide = {}
+        for r in float_sums:
+            slot = kb.loops.alloca(S.F64)
+            b.store(kb._widen(b.load(accs[id(r)][0])), slot)
+            wide[id(r)] = slot
+        narrow: dict = {}
+
+        def element(j):
+            index = self._full_index(outer, base, j)
+            em = self._emitter(values, loads)
+            for r in reduces:
+                kb._combine(r, narrow.get(id(r)) or accs[id(r)], [em.emit(r.operands[0], index)])
+            results = [(em.emit(inst, index), kb.out_ptrs[k], inst.dtype) for inst, k in stores]
+            results += [(em.emit(kb.outputs[k][0], index), kb.out_ptrs[k],
+                         kb.outputs[k][0].dtype) for k in outs]
+            for value, ptr, dt in results:  # every load of this element came first
+                S.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
+
+        def block(start, end):
+            for r in float_sums:
+                narrow[id(r)] = [kb._zero_slot(r)]
+            kb.loops.loop(start, end, element, name="j")
+            kb._flush(float_sums, narrow, wide)
+
+        n = self.row_size
+        if not float_sums or n <= BLOCK:
+            block(_c(0), _c(n))
+        else:
+            def blocked(blk):
+                start = b.mul(blk, _c(BLOCK), flags=("nsw", "nuw"))
+                end = b.add(start, _c(BLOCK), flags=("nsw", "nuw"))
+                block(start, b.select(b.icmp_signed(">", end, _c(n)), _c(n), end))
+            kb.loops.loop(_c(0), _c(-(-n // BLOCK)), blocked, name="blk")
+        for r in float_sums:
+            b.store(kb._narrow(b.load(wide[id(r)]), r.dtype), accs[id(r)][0])
+        for r in reduces:
+            values[id(r)] = b.load(accs[id(r)][0])

@@ -1,0 +1,205 @@
+"""The CPU backend's warm path: compiled programs stored as shared libraries with their run
+plans, loaded by a later process without LLVM (llvmlite is not even imported) and without
+running the HLO pipeline; damaged entries are detected and rebuilt, never loaded."""
+
+import glob
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ember.backends.cpu import llvm_support, native_lib, object_cache
+
+pytestmark = pytest.mark.skipif(not native_lib.available() or native_lib.linker() is None,
+                                reason="needs Linux memfd_create and a C compiler driver")
+
+PROGRAM = """
+import json, sys, numpy as np, ember, ember.numpy as jnp
+from ember.backends import get_backend
+x = np.linspace(-3, 3, 4096, dtype=np.float32)
+m = np.linspace(-1, 1, 48, dtype=np.float32).reshape(6, 8)
+f = ember.jit(lambda a: jnp.sum(jnp.tanh(a * 2.0 + 1.0)))
+g = ember.jit(lambda a, b: (jnp.sort(a @ b.T, axis=1) * 2.0, jnp.exp(b).sum()))
+out = f(x)
+s, e = g(m, m)
+get_backend("cpu").wait_for_background()  # the background links have stored their libraries
+print(json.dumps({"value": float(out), "sorted": np.asarray(s).tolist(), "exp": float(e),
+                  "text": g.lower(m, m).compile().as_text(),
+                  "stats": get_backend("cpu").stats, "llvmlite": "llvmlite" in sys.modules,
+                  "program": "ember.backends.cpu.program" in sys.modules}))
+"""
+
+
+def run_process(cache_dir, **env):
+    full_env = dict(os.environ, EMBER_CACHE_DIR=str(cache_dir), **env)
+    full_env.pop("EMBER_DUMP_TO", None)
+    out = subprocess.run([sys.executable, "-c", PROGRAM], env=full_env, check=True,
+                         capture_output=True, text=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def entries(cache_dir):
+    return sorted(p for p in glob.glob(os.path.join(cache_dir, "*", "*.ember")))
+
+
+def payload_of(path):
+    key = os.path.basename(path)[:-len(object_cache.SUFFIX)]
+    return object_cache.ObjectCache(os.path.dirname(os.path.dirname(path))).load(key)
+
+
+def native_entries(cache_dir):
+    """Entries holding a shared library (a pickled dict with a run plan and ``so``)."""
+    found = []
+    for path in entries(cache_dir):
+        payload = payload_of(path)
+        if payload is not None and payload.startswith(b"\x80"):
+            entry = pickle.loads(payload)
+            if isinstance(entry, dict) and "so" in entry:
+                found.append(path)
+    return found
+
+
+def check_values(result):
+    x = np.linspace(-3, 3, 4096, dtype=np.float32)
+    m = np.linspace(-1, 1, 48, dtype=np.float32).reshape(6, 8)
+    assert abs(result["value"] - float(np.sum(np.tanh(x.astype(np.float64) * 2 + 1)))) < 1e-3
+    np.testing.assert_allclose(result["sorted"], np.sort(m @ m.T, axis=1) * 2, rtol=1e-5,
+                               atol=1e-6)
+    assert abs(result["exp"] - float(np.exp(m.astype(np.float64)).sum())) < 1e-3
+
+
+def test_second_process_loads_libraries_without_llvm(tmp_path):
+    cold = run_process(tmp_path)
+    check_values(cold)
+    assert cold["llvmlite"] and cold["stats"]["compiled"] == 2
+    assert cold["stats"]["linked"] == 2
+    assert len(native_entries(tmp_path)) == 2
+    warm = run_process(tmp_path)
+    assert not warm["llvmlite"], "a warm process must not import llvmlite"
+    assert not warm["program"], "a warm process must not build programs"
+    assert warm["stats"]["compiled"] == 0 and warm["stats"]["native_hits"] == 2
+    check_values(warm)
+    assert (warm["value"], warm["sorted"], warm["exp"]) == (cold["value"], cold["sorted"],
+                                                            cold["exp"])
+    # The optimized module a warm process reports is the one the cold process compiled.
+    assert warm["text"] == cold["text"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "empty"])
+def test_damaged_library_is_rebuilt_never_loaded(tmp_path, damage):
+    run_process(tmp_path)
+    for path in native_entries(tmp_path):
+        data = open(path, "rb").read()
+        if damage == "truncate":
+            data = data[: len(data) * 2 // 3]
+        elif damage == "flip":  # inside the library's bytes, near the end of the payload
+            i = len(data) - 200
+            data = data[:i] + bytes([data[i] ^ 0x5A]) + data[i + 1:]
+        else:
+            data = b""
+        open(path, "wb").write(data)
+    again = run_process(tmp_path)
+    check_values(again)
+    # The object code entries are intact: MCJIT loads them, nothing is compiled, and the
+    # libraries are linked again.
+    assert again["stats"]["native_hits"] == 0 and again["stats"]["compiled"] == 0
+    assert again["stats"]["disk_hits"] == 2 and again["stats"]["linked"] == 2
+    third = run_process(tmp_path)
+    assert third["stats"]["native_hits"] == 2 and not third["llvmlite"]
+    check_values(third)
+
+
+def test_unloadable_library_with_a_valid_checksum_is_discarded(tmp_path):
+    """An entry whose checksum holds but whose library cannot be loaded (as if stored
+    broken) is removed and replaced; the process still gets the right results."""
+    run_process(tmp_path)
+    for path in native_entries(tmp_path):
+        key = os.path.basename(path)[:-len(object_cache.SUFFIX)]
+        entry = pickle.loads(payload_of(path))
+        entry["so"] = entry["so"][:64] + b"\0" * (len(entry["so"]) - 64)
+        with open(path, "wb") as f:
+            f.write(object_cache.encode_entry(key, pickle.dumps(entry)))
+    again = run_process(tmp_path)
+    check_values(again)
+    assert again["stats"]["native_hits"] == 0 and again["stats"]["compiled"] == 0
+    assert run_process(tmp_path)["stats"]["native_hits"] == 2
+
+
+def test_switch_off_stores_and_loads_nothing(tmp_path):
+    first = run_process(tmp_path, EMBER_ENABLE_COMPILATION_CACHE="0")
+    second = run_process(tmp_path, EMBER_ENABLE_COMPILATION_CACHE="0")
+    assert entries(tmp_path) == []
+    for result in (first, second):
+        assert result["stats"]["compiled"] == 2 and result["stats"]["linked"] == 0
+        check_values(result)
+
+
+def test_without_a_linker_object_code_loads_through_mcjit(tmp_path):
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir()
+    cache = tmp_path / "cache"
+    first = run_process(cache, PATH=str(empty_bin))
+    assert first["stats"]["linked"] == 0 and native_entries(cache) == []
+    second = run_process(cache, PATH=str(empty_bin))
+    assert second["stats"]["compiled"] == 0 and second["stats"]["disk_hits"] == 2
+    assert second["llvmlite"]
+    check_values(second)
+
+
+# ---------------------------------------------------------------------------- native_lib
+
+KERNEL_IR = """
+@table = global [4 x i32] [i32 3, i32 1, i32 4, i32 1], align 16
+define i32 @pick(i64 %i) {
+  %p = getelementptr [4 x i32], [4 x i32]* @table, i64 0, i64 %i
+  %v = load i32, i32* %p
+  ret i32 %v
+}
+define float @half_round_trip(float %x) {
+  %h = fptrunc float %x to half
+  %y = fpext half %h to float
+  ret float %y
+}
+"""
+
+
+def test_link_and_load_a_library_from_memory():
+    import ctypes
+    so = native_lib.link_shared(llvm_support.compile_ir(KERNEL_IR, opt_level=0).object_code)
+    assert so is not None and so[:4] == b"\x7fELF"
+    lib = native_lib.NativeLibrary(so)
+    pick = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64)(lib.address("pick"))
+    assert [pick(i) for i in range(4)] == [3, 1, 4, 1]
+    table = (ctypes.c_int32 * 4).from_address(lib.global_address("table"))
+    assert list(table) == [3, 1, 4, 1]
+    # Half-precision conversions call libgcc routines, which the link resolves.
+    rt = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)(lib.address("half_round_trip"))
+    assert rt(1.0 / 3.0) == float(np.float32(np.float16(1.0 / 3.0)))
+    with pytest.raises(ValueError, match="no function 'missing'"):
+        lib.address("missing")
+    with pytest.raises(ValueError, match="no global 'missing'"):
+        lib.global_address("missing")
+
+
+def test_garbage_is_not_a_library():
+    with pytest.raises(OSError):
+        native_lib.NativeLibrary(b"\x7fELF" + b"\0" * 200)
+
+
+def test_link_shared_rejects_bad_input():
+    with pytest.raises(TypeError, match="link_shared: object_code must be bytes"):
+        native_lib.link_shared("not bytes")
+    assert native_lib.link_shared(b"not an object file") is None
+
+
+def test_fingerprints_are_stable_and_describe_the_host():
+    host = native_lib.host_fingerprint()
+    assert host == native_lib.host_fingerprint()
+    assert host.startswith(os.uname().machine)
+    if os.path.exists("/proc/cpuinfo"):
+        assert "flags=" in host or "features=" in host
+    assert "libllvmlite" in native_lib.toolchain_fingerprint()

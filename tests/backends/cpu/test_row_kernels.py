@@ -1,0 +1,318 @@
+"""Row kernels (chains of minor-dim reductions and their broadcast-back consumers fused into
+one kernel making several passes per row) and column reductions (the minor dim kept) in the
+CPU backend.
+
+Results are checked against NumPy in float64 and against the interpreter; every program is
+also checked to run as native kernels only (a fallback to the NumPy evaluator would hide the
+code under test), threaded runs must give the same bits as one thread, and the loops must be
+vectorized.
+"""
+
+import glob
+
+import numpy as np
+import pytest
+
+import ember
+import ember.backends.cpu as cpu_backend
+import ember.numpy as jnp
+from ember.backends.cpu import CpuBackend
+from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu.program import KernelStep, ProgramBuilder
+from ember.compiler.parser import parse_module
+
+rng = np.random.default_rng(0)
+
+
+@pytest.fixture
+def one_tier(monkeypatch):
+    """Bitwise comparisons between runs need the same code in both: no quick first tier
+    (unoptimized code sums floats in another order) replaced by optimized code later."""
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False, raising=False)
+
+
+def optimized(f, *args):
+    return parse_module(ember.jit(f).lower(*args).compile().as_text())
+
+
+def run_native(f, *args):
+    """Runs ``f``'s optimized module on the CPU backend, checking every step is a kernel."""
+    module = optimized(f, *args)
+    program = ProgramBuilder(module).build()
+    assert program.steps and all(isinstance(s, KernelStep) for s in program.steps), \
+        [type(s).__name__ for s in program.steps]
+    outs = CpuBackend().compile(module).execute([np.asarray(a) for a in args])
+    return outs, module
+
+
+def entry_fusions(module):
+    return [i for i in module.entry.instructions if i.opcode == "fusion"]
+
+
+def close(got, want, rtol, atol):
+    got = np.asarray(got)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol,
+                               equal_nan=True)
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def softmax(x):
+    e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def np_softmax(x):
+    x = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+
+def layernorm(x):
+    mu = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mu), axis=-1, keepdims=True)
+    return (x - mu) / jnp.sqrt(var + 1e-5)
+
+
+def np_layernorm(x):
+    x = x.astype(np.float64)
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5)
+
+
+def logsumexp(x):
+    m = jnp.max(x, axis=-1, keepdims=True)
+    return jnp.log(jnp.sum(jnp.exp(x - m), axis=-1)) + m[..., 0]
+
+
+def np_logsumexp(x):
+    x = x.astype(np.float64)
+    m = x.max(-1, keepdims=True)
+    return np.log(np.exp(x - m).sum(-1)) + m[..., 0]
+
+
+ROW_LENGTHS = [1, 7, 64, 1000, 1025, 2500]
+
+
+@pytest.mark.parametrize("n", ROW_LENGTHS)
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "logsumexp"])
+def test_row_programs_match_float64_numpy(name, n):
+    f, ref = {"softmax": (softmax, np_softmax), "layernorm": (layernorm, np_layernorm),
+              "logsumexp": (logsumexp, np_logsumexp)}[name]
+    x = (rng.standard_normal((37, n)) * 3).astype(np.float32)
+    (out,), module = run_native(f, x)
+    assert len(entry_fusions(module)) == 1  # the whole chain is one row fusion
+    close(out, ref(x), rtol=2e-5, atol=2e-6)
+    close(np.asarray(ember.jit(f)(x)), ref(x), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 50), (4, 1, 9), (3, 700)])
+def test_rows_of_higher_rank_arrays_and_several_reduced_dims(shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    (out,), _ = run_native(softmax, x)
+    close(out, np_softmax(x), rtol=2e-5, atol=2e-6)
+
+    def norm2(a):  # rows spanning the last two dims
+        mu = jnp.mean(a, axis=(-2, -1), keepdims=True)
+        return (a - mu) * jnp.max(jnp.abs(a - mu), axis=(-2, -1), keepdims=True)
+    (out,), module = run_native(norm2, x)
+    a = x.astype(np.float64)
+    mu = a.mean((-2, -1), keepdims=True)
+    close(out, (a - mu) * np.abs(a - mu).max((-2, -1), keepdims=True), rtol=2e-5, atol=2e-5)
+    assert len(entry_fusions(module)) == 1
+
+
+def test_row_values_mixed_with_row_and_column_parameters():
+    x = rng.standard_normal((33, 130)).astype(np.float32)
+    bias = rng.standard_normal(33).astype(np.float32)  # one per row
+    scale = rng.standard_normal(130).astype(np.float32)  # one per column
+
+    def f(x, bias, scale):
+        s = jnp.sum(x * scale, axis=1) + bias
+        centered = x - s[:, None] / 130.0
+        return centered * scale, s, jnp.max(centered, axis=1) * bias
+
+    outs, module = run_native(f, x, bias, scale)
+    a, b, c = (v.astype(np.float64) for v in (x, bias, scale))
+    s = (a * c).sum(1) + b
+    centered = a - s[:, None] / 130.0
+    for got, want in zip(outs, [centered * c, s, centered.max(1) * b]):
+        close(got, want, rtol=1e-5, atol=1e-5)
+    assert len(entry_fusions(module)) == 1
+
+
+def test_nan_and_inf_rows():
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    x[1, 3] = np.nan
+    x[2, :] = np.inf
+    x[3, 4] = -np.inf
+    x[4, :] = -np.inf
+    x[5, 2] = np.inf
+    for f, ref in ((softmax, np_softmax), (logsumexp, np_logsumexp)):
+        (out,), _ = run_native(f, x)
+        with np.errstate(invalid="ignore"):
+            close(out, ref(x), rtol=2e-5, atol=2e-6)
+    interp = ember.jit(softmax, backend="interpreter")(x)
+    np.testing.assert_array_equal(np.isnan(run_native(softmax, x)[0][0]),
+                                  np.isnan(np.asarray(interp)))
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (4, 0), (0, 0), (3, 1, 0)])
+def test_empty_rows_and_no_rows(shape):
+    x = np.ones(shape, np.float32)
+
+    def f(a):
+        s = jnp.sum(a, axis=-1, keepdims=True)
+        return a - s, s * 2.0, jnp.prod(a - s, axis=-1)
+    cpu = ember.jit(f)(x)
+    ref = ember.jit(f, backend="interpreter")(x)
+    for c, r in zip(cpu, ref):
+        assert np.asarray(c).shape == np.asarray(r).shape
+        np.testing.assert_array_equal(np.asarray(c), np.asarray(r))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8])
+def test_integer_rows_are_exact(dtype):
+    x = rng.integers(0, 100, (23, 41)).astype(dtype)
+
+    def f(a):
+        return a - jnp.max(a, axis=1, keepdims=True) + jnp.sum(a, axis=1, keepdims=True)
+    (out,), module = run_native(f, x)
+    want = ember.jit(f, backend="interpreter")(x)
+    np.testing.assert_array_equal(out, np.asarray(want))
+    assert len(entry_fusions(module)) == 1
+
+
+@pytest.fixture
+def x64():
+    previous = ember.config.read("jax_enable_x64")
+    ember.config.update("jax_enable_x64", True)
+    yield
+    ember.config.update("jax_enable_x64", previous)
+
+
+def test_boolean_and_float64_rows(x64):
+    x = rng.standard_normal((17, 29))
+
+    def f(a):
+        hit = jnp.any(a > 1.5, axis=1, keepdims=True)
+        return jnp.where(hit, a - jnp.mean(a, axis=1, keepdims=True), 0.0)
+    (out,), module = run_native(f, x)
+    assert out.dtype == np.float64 and len(entry_fusions(module)) == 1
+    a = x.astype(np.float64)
+    want = np.where((a > 1.5).any(1, keepdims=True), a - a.mean(1, keepdims=True), 0.0)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+def test_low_precision_rows_match_interpreter(dtype):
+    x = rng.standard_normal((9, 300)).astype(dtype)
+    cpu = np.asarray(ember.jit(softmax)(x)).astype(np.float64)
+    ref = np.asarray(ember.jit(softmax, backend="interpreter")(x)).astype(np.float64)
+    np.testing.assert_allclose(cpu, ref, rtol=2e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("f", [softmax, layernorm, logsumexp])
+def test_threaded_rows_are_bitwise_identical(f, monkeypatch, one_tier):
+    x = rng.standard_normal((700, 301)).astype(np.float32)
+    threaded = np.asarray(ember.jit(f)(x))
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = np.asarray(ember.jit(lambda a: f(a))(x))
+    np.testing.assert_array_equal(threaded, single)
+
+
+def test_long_rows_are_not_row_fused():
+    from ember.compiler.passes.fusion import ROW_FUSION_MAX_ROW
+    x = np.ones((2, ROW_FUSION_MAX_ROW + 1), np.float32)
+    module = optimized(softmax, x)
+    assert len(entry_fusions(module)) > 1
+    close(np.asarray(ember.jit(softmax)(x)), np_softmax(x), rtol=1e-5, atol=1e-9)
+
+
+def test_reduced_values_broadcast_along_another_dim_are_not_row_fused():
+    # s[j] is added to x[i, j]: each row needs every row's sum, so no row kernel applies.
+    x = rng.standard_normal((40, 40)).astype(np.float32)
+    f = lambda a: a + jnp.sum(a, axis=1)[None, :]  # noqa: E731
+    module = optimized(f, x)
+    assert len(entry_fusions(module)) == 2
+    (out,), _ = run_native(f, x)
+    close(out, x + x.astype(np.float64).sum(1)[None, :], rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_computes_exp_once_and_vectorizes(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    x = rng.standard_normal((64, 1024)).astype(np.float32)
+    ember.jit(softmax)(x)
+    text = open(glob.glob(str(tmp_path / "*.llvm.ll"))[0]).read()
+    kernel = text[text.index("define void"):]
+    # The exp polynomial rounds once per call (``rint``): emitted once, in the sum pass.
+    assert kernel.count("call float @\"llvm.rint.f32\"") == 1
+    opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+    assert "x float>" in opt
+
+
+# --------------------------------------------------------------------------- column reductions
+
+
+COLUMN_CASES = [((128, 512), (0,)), ((7, 3, 20), (0, 1)), ((5, 6, 9), (1,)),
+                ((3, 1000, 33), (0, 1)), ((2000, 16), (0,)), ((4, 5, 6, 7), (0, 2)),
+                ((3000, 40), (0,)), ((1, 300), (0,))]
+
+
+@pytest.mark.parametrize("shape,axes", COLUMN_CASES)
+@pytest.mark.parametrize("reducer", ["sum", "max", "min"])
+def test_column_reductions_match_float64_numpy(shape, axes, reducer):
+    x = rng.standard_normal(shape).astype(np.float32)
+    f = {"sum": jnp.sum, "max": jnp.max, "min": jnp.min}[reducer]
+    ref = {"sum": np.sum, "max": np.max, "min": np.min}[reducer]
+    (out,), _ = run_native(lambda a: f(a * 1.0, axis=axes), x)
+    want = ref(x.astype(np.float64), axis=axes)
+    if reducer == "sum":  # error relative to the sum of magnitudes (cancellation)
+        scale = np.sum(np.abs(x.astype(np.float64)), axis=axes)
+        assert np.all(np.abs(out - want) <= 2e-6 * scale)
+    else:
+        np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+def test_column_sum_of_many_rows_is_accurate():
+    x = rng.random((40_000, 20), dtype=np.float32)
+    (out,), _ = run_native(lambda a: jnp.sum(a, axis=0), x)
+    exact = x.astype(np.float64).sum(0)
+    assert np.max(np.abs(out - exact) / exact) < 1e-6
+
+
+def test_column_reduction_with_elementwise_output_and_integers():
+    x = rng.integers(-50, 50, (300, 24)).astype(np.int32)
+    outs, _ = run_native(lambda a: (jnp.sum(a * 3, axis=0), a * 3, jnp.max(a * 3, axis=0)), x)
+    np.testing.assert_array_equal(outs[0], (x * 3).sum(0))
+    np.testing.assert_array_equal(outs[1], x * 3)
+    np.testing.assert_array_equal(outs[2], (x * 3).max(0))
+
+
+def test_column_reductions_with_nan():
+    x = rng.standard_normal((50, 30)).astype(np.float32)
+    x[7, 3] = np.nan
+    x[:, 5] = -np.inf
+    for f, ref in ((jnp.max, np.max), (jnp.min, np.min), (jnp.sum, np.sum)):
+        (out,), _ = run_native(lambda a, f=f: f(a * 1.0, axis=0), x)
+        close(out, ref(x.astype(np.float64), axis=0), rtol=1e-6, atol=1e-6)
+
+
+def test_threaded_column_reduction_is_bitwise_identical(monkeypatch, one_tier):
+    x = rng.standard_normal((3000, 700)).astype(np.float32)
+    f = lambda a: (jnp.sum(a, axis=0), jnp.max(a, axis=0))  # noqa: E731
+    threaded = [np.asarray(v) for v in ember.jit(f)(x)]
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = [np.asarray(v) for v in ember.jit(lambda a: f(a))(x)]
+    for t, s in zip(threaded, single):
+        np.testing.assert_array_equal(t, s)
+
+
+def test_column_reduction_vectorizes(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    ember.jit(lambda a: jnp.sum(a, axis=0))(np.ones((128, 512), np.float32))
+    opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+    assert "x float>" in opt and "x double>" in opt  # column loop and float64 flush
