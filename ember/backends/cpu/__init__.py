@@ -352,10 +352,12 @@ class CpuBackend:
         self.stats["native_hits"] += 1
         return hit
 
-    def _store_native_later(self, cache, nkey: str, plan: RunPlan, object_code: bytes,
+    def _store_native_later(self, cache, nkey: str, plan: RunPlan, ir_text: str,
                             opt_level: int) -> None:
-        """Links ``object_code`` and stores it with ``plan`` under ``nkey``, in a background
-        thread (not a daemon: the process waits for it at exit, so the entry gets written)."""
+        """Compiles ``ir_text`` for a shared library, links it and stores it with ``plan``
+        under ``nkey``, in a background thread (not a daemon: the process waits for it at
+        exit, so the entry gets written). MCJIT's objects use another code model, so they
+        are not reused for the library (see ``llvm_support._target_machine``)."""
         if not native_lib.available() or native_lib.linker() is None:
             return
         with self._lock:
@@ -364,7 +366,10 @@ class CpuBackend:
             self._linking.add(nkey)
 
         def work():
+            from ember.backends.cpu import llvm_support
             try:
+                object_code = llvm_support.compile_ir(ir_text, opt_level=opt_level,
+                                                      shared_library=True).object_code
                 so = native_lib.link_shared(object_code)
                 if so is None or not native_lib.can_load(so, cache.directory):
                     return
@@ -413,7 +418,7 @@ class CpuBackend:
             if cache is not None:
                 cache.store(key, code)
         if cache is not None:
-            self._store_native_later(cache, nkey, plan, code, opt_level)
+            self._store_native_later(cache, nkey, plan, ir_text, opt_level)
         with self._lock:
             lib = self._objects.get(key)
             if lib is None:  # (another thread may have loaded it meanwhile)

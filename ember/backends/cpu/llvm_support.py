@@ -75,13 +75,18 @@ def target_triple() -> str:
     return llvm.get_process_triple()
 
 
-def _target_machine(opt: int = 3) -> llvm.TargetMachine:
-    # Position-independent code in the small code model: the object both loads into MCJIT
-    # and links into a shared library (``native_lib.link_shared``).
+def _target_machine(opt: int = 3, shared_library: bool = False) -> llvm.TargetMachine:
+    """The host target machine. Objects for MCJIT use its default code model (large: sections
+    may land anywhere in memory, so 32-bit PC-relative relocations could overflow, which
+    aborts RuntimeDyld); objects linked into a shared library (``native_lib.link_shared``)
+    are position-independent in the small code model, as shared libraries are."""
     name, features = host_cpu()
     target = llvm.Target.from_triple(target_triple())
-    return target.create_target_machine(cpu=name, features=features, opt=opt, reloc="pic",
-                                        codemodel="small")
+    if shared_library:
+        return target.create_target_machine(cpu=name, features=features, opt=opt,
+                                            reloc="pic", codemodel="small")
+    return target.create_target_machine(cpu=name, features=features, opt=opt,
+                                        codemodel="jitdefault")
 
 
 def backend_fingerprint() -> str:
@@ -100,17 +105,19 @@ class CompiledArtifact:
     assembly: str | None = None
 
 
-def compile_ir(ir_text: str, want_text: bool = False, opt_level: int = 3) -> CompiledArtifact:
+def compile_ir(ir_text: str, want_text: bool = False, opt_level: int = 3,
+               shared_library: bool = False) -> CompiledArtifact:
     """Parses, verifies and optimizes ``ir_text`` for the host, returning object code.
 
     ``opt_level`` 3 runs the O3 pipeline (loops vectorize); 0 skips IR optimization and uses
     LLVM's fast instruction selection: about 30x less compile time, for programs whose arrays
     are so small that the code's speed does not matter. With ``want_text``, the optimized IR
-    and the assembly come back too (for dumps).
+    and the assembly come back too (for dumps). ``shared_library`` makes code to be linked
+    into a shared library instead of loaded by MCJIT (see ``_target_machine``).
     """
     _init()
     with _LOCK:
-        tm = _target_machine(opt_level)
+        tm = _target_machine(opt_level, shared_library)
         mod = llvm.parse_assembly(ir_text)
         mod.triple = target_triple()
         mod.data_layout = str(tm.target_data)

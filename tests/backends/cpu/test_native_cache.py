@@ -169,7 +169,8 @@ define float @half_round_trip(float %x) {
 
 def test_link_and_load_a_library_from_memory():
     import ctypes
-    so = native_lib.link_shared(llvm_support.compile_ir(KERNEL_IR, opt_level=0).object_code)
+    so = native_lib.link_shared(llvm_support.compile_ir(KERNEL_IR, opt_level=0,
+                                                        shared_library=True).object_code)
     assert so is not None and so[:4] == b"\x7fELF"
     lib = native_lib.NativeLibrary(so)
     pick = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64)(lib.address("pick"))
