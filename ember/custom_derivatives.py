@@ -474,6 +474,14 @@ def _batch_jvp_rule(trace: batching.BatchTrace, jvp: Callable, size: int, in_dim
     return batched_jvp
 
 
+def _bind_batched(prim: core.Primitive, vals: list, num_consts: int, **params: Any):
+    """Binds a batched custom call (outputs at axis 0); ``num_consts`` only when nonzero."""
+    if num_consts:
+        params["num_consts"] = num_consts
+    outs = prim.bind(*vals, **params)
+    return outs, [0] * len(outs)
+
+
 def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp, name, symbolic_zeros,
                            num_consts=0):
     size = batching.axis_size_of(vals, dims)
@@ -482,12 +490,8 @@ def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp, name, symbolic
                                            axis_name=trace.axis_name)
     batched_jvp = _batch_jvp_rule(trace, jvp, size, dims[num_consts:],
                                   call_jaxpr.in_avals[num_consts:], call_jaxpr.out_avals)
-    params = dict(call_jaxpr=batched_call, jvp=batched_jvp, name=name,
-                  symbolic_zeros=symbolic_zeros)
-    if num_consts:
-        params["num_consts"] = num_consts
-    outs = custom_jvp_call_p.bind(*vals, **params)
-    return outs, [0] * len(outs)
+    return _bind_batched(custom_jvp_call_p, vals, num_consts, call_jaxpr=batched_call,
+                         jvp=batched_jvp, name=name, symbolic_zeros=symbolic_zeros)
 
 
 batching.batch_rules_with_trace[custom_jvp_call_p] = _custom_jvp_call_batch
@@ -547,12 +551,9 @@ def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, name, sym
     batched_fwd, batched_bwd = _batch_fwd_bwd(trace, fwd, bwd, size, dims[num_consts:],
                                               call_jaxpr.in_avals[num_consts:],
                                               call_jaxpr.out_avals)
-    params = dict(call_jaxpr=batched_call, fwd=batched_fwd, bwd=batched_bwd, name=name,
-                  symbolic_zeros=symbolic_zeros)
-    if num_consts:
-        params["num_consts"] = num_consts
-    outs = custom_vjp_call_p.bind(*vals, **params)
-    return outs, [0] * len(outs)
+    return _bind_batched(custom_vjp_call_p, vals, num_consts, call_jaxpr=batched_call,
+                         fwd=batched_fwd, bwd=batched_bwd, name=name,
+                         symbolic_zeros=symbolic_zeros)
 
 
 batching.batch_rules_with_trace[custom_vjp_call_p] = _custom_vjp_call_batch
