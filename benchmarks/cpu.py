@@ -18,6 +18,7 @@ warm; (i) eager op-by-op code: one ``add`` on 4 elements, a 20-op chain on 1e4 e
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -39,6 +40,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 ENGINES = ("ember", "jax", "numpy", "torch")
+BW_REF = "bandwidth reference"
 
 
 # --- engines ---------------------------------------------------------------------------------
@@ -100,27 +102,49 @@ def _blocker(block_until_ready: Callable) -> Callable:
 
 # --- timing ----------------------------------------------------------------------------------
 
-def median_time(fn: Callable[[], Any], repeats: int, min_seconds: float) -> float:
-    """Median seconds per call of ``fn`` over ``repeats`` batches of at least ``min_seconds``."""
-    fn()  # warm up (compiles under jit)
+def _calibrated(fn: Callable[[], Any], min_seconds: float) -> int:
+    """How many calls of ``fn`` (already warmed up) make a batch of at least ``min_seconds``."""
     start = time.perf_counter()
     fn()
     once = time.perf_counter() - start
-    number = max(1, int(min_seconds / max(once, 1e-9)))
-    samples = []
+    return max(1, int(min_seconds / max(once, 1e-9)))
+
+
+def _settle() -> None:
+    """Waits for ember's background work (optimized compiles, shared-library links), so it
+    does not run on a core while something is timed."""
+    if "ember.backends" in sys.modules:
+        backend = sys.modules["ember.backends"].get_backend("cpu")
+        getattr(backend, "wait_for_background", lambda: None)()
+
+
+def median_times(fns: dict[str, Callable[[], Any]], repeats: int,
+                 min_seconds: float) -> dict[str, float]:
+    """Median seconds per call of each of ``fns`` over ``repeats`` batches of at least
+    ``min_seconds``. The batches are interleaved (one of each function per round), so a
+    slow spell of the machine (this is a shared 2-core VM) hits every engine alike and the
+    ratios stay meaningful."""
+    for fn in fns.values():
+        fn()  # warm up (compiles under jit)
+    _settle()
+    numbers = {name: _calibrated(fn, min_seconds) for name, fn in fns.items()}
+    samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
+        for name, fn in fns.items():
+            number = numbers[name]
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            samples[name].append((time.perf_counter() - start) / number)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def bandwidth_reference(traffic_bytes: int, repeats: int, min_seconds: float) -> float:
-    """Seconds of ``np.copyto`` moving ``traffic_bytes`` (half read, half written)."""
+def bandwidth_copy(traffic_bytes: int) -> Callable[[], Any]:
+    """A call of ``np.copyto`` moving ``traffic_bytes`` (half read, half written): the
+    bandwidth reference."""
     src = np.ones(traffic_bytes // 8, np.float32)
     dst = np.empty_like(src)
-    return median_time(lambda: np.copyto(dst, src), repeats, min_seconds)
+    return lambda: np.copyto(dst, src)
 
 
 # --- workloads -------------------------------------------------------------------------------
@@ -390,8 +414,24 @@ def first_result_child(engine_name: str, func: str) -> None:
     print(json.dumps({"seconds": time.perf_counter() - start}))
 
 
+# Bytecode for the children: the development setup may forbid writing ``.pyc`` files
+# (``PYTHONDONTWRITEBYTECODE``, an editable install), which would make every child compile
+# ember's sources while JAX's installed package has its bytecode. So the children share a
+# private bytecode folder that an unmeasured run of each engine fills first, as an installed
+# package would have it.
+_pycache_dir: list[str] = []
+
+
+def _pycache() -> str:
+    if not _pycache_dir:
+        _pycache_dir.append(tempfile.mkdtemp(prefix="ember-bench-pycache-"))
+        atexit.register(shutil.rmtree, _pycache_dir[0], ignore_errors=True)
+    return _pycache_dir[0]
+
+
 def _run_child(engine: str, func: str, env_update: dict[str, str]) -> float:
-    env = dict(os.environ)
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=_pycache())
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     for var in ("JAX_COMPILATION_CACHE_DIR", "EMBER_ENABLE_COMPILATION_CACHE",
                 "JAX_ENABLE_COMPILATION_CACHE"):
         env.pop(var, None)
@@ -408,6 +448,11 @@ def workloads_g_h(engines, quick, want_g: bool, want_h: bool):
     repeats = 1 if quick else 3
     variant = mlp_variant(engines["ember"])
     results = []
+    for func in ("small", "mlp:" + variant):  # unmeasured: fills the bytecode folder
+        for engine in ("ember", "jax") if "jax" in engines else ("ember",):
+            with tempfile.TemporaryDirectory(prefix="ember-bench-cache-") as cache_dir:
+                _run_child(engine, func, {"EMBER_CACHE_DIR": cache_dir,
+                                          "JAX_ENABLE_COMPILATION_CACHE": "false"})
     for i, (func, label) in enumerate((("small", "small fn"),
                                        ("mlp:" + variant, f"MLP {variant}")), start=1):
         cold, warm, jax_cold = [], [], []
@@ -551,18 +596,19 @@ def main(argv: list[str] | None = None) -> None:
     engines = {n: e for n in ENGINES if (e := make_engine(n)) is not None}
     for name in ENGINES:
         print(f"{name:6s}: {engines[name].info if name in engines else 'not installed, skipped'}")
-    print(f"cpu   : {os.cpu_count()} cores; times are medians of {repeats} repeats")
+    print(f"cpu   : {os.cpu_count()} cores; times are medians of {repeats} repeats, "
+          "interleaved across engines")
 
     measured, notes = [], []
     for letter in only:
         if letter in "gh":
             continue
         for wl in WORKLOADS[letter](engines, args.quick):
-            times = {}
-            for name, fn in wl.fns.items():
-                times[name] = median_time(fn, repeats, min_seconds)
-            bw = (bandwidth_reference(wl.traffic_bytes, repeats, min_seconds)
-                  if wl.traffic_bytes else None)
+            fns = dict(wl.fns)
+            if wl.traffic_bytes:
+                fns[BW_REF] = bandwidth_copy(wl.traffic_bytes)
+            times = median_times(fns, repeats, min_seconds)
+            bw = times.pop(BW_REF, None)
             _check_agreement(wl, notes)
             notes.extend(wl.notes)
             measured.append((wl.key, wl.name, times, bw))
@@ -573,7 +619,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  measured {key}: {name}", file=sys.stderr)
         notes.append("(g) small fn: sum(tanh(2x+1)) on 1e3 f32; each time is trace + compile + "
                      "first run in a fresh process (JAX's persistent cache off, ember's disk "
-                     "cache in an empty directory)")
+                     "cache in an empty directory; both with Python bytecode compiled, as "
+                     "installed packages have it)")
     if "h" in only:
         notes.append("(h) rows: the jax column holds ember's own cold (g) time and the ratio "
                      "column is ember warm / ember cold")

@@ -57,6 +57,17 @@ FAST_COMPILE_MAX_WORK = 512
 # Off by default (``EMBER_CPU_TIERED=1`` turns it on): the first call's results may then
 # differ in the last bits from later calls' (the optimized code reassociates reductions).
 TIERED_COMPILATION = os.environ.get("EMBER_CPU_TIERED", "0") == "1"
+# ``EMBER_CPU_SHARED_LIBRARIES=0`` stops linking programs into shared libraries for the disk
+# cache (each costs a second compile and a ``cc`` run in the background); cached object code
+# then still loads through MCJIT. The test suite turns it off except where it tests it.
+SHARED_LIBRARIES_VAR = "EMBER_CPU_SHARED_LIBRARIES"
+
+
+def _shared_libraries_enabled() -> bool:
+    """Whether compiled programs are linked into shared libraries for the disk cache (read
+    on every compile, so a test can switch it with ``monkeypatch.setenv``)."""
+    return (os.environ.get(SHARED_LIBRARIES_VAR, "1") != "0" and native_lib.available()
+            and native_lib.linker() is not None)
 # Source folders whose files' sizes and times stamp the native key (so editing the code
 # generator or the executable never reuses stale cached libraries, version bump or not).
 _STAMPED_DIRS = (os.path.dirname(os.path.abspath(__file__)),)
@@ -173,8 +184,7 @@ class CpuBackend:
         nkey = getattr(executable, "native_key", None)
         module = executable.module
         cache = object_cache.get_object_cache()
-        if (nkey is None or module is None or cache is None or not native_lib.available()
-                or native_lib.linker() is None):
+        if nkey is None or module is None or cache is None or not _shared_libraries_enabled():
             return
 
         def work():
@@ -258,11 +268,13 @@ class CpuBackend:
                 exe = self._tiered_executable(nkey, tier, module)
                 start()
                 return exe
-        lib = self._load_object(okey, nkey, plan, program.ir_text, opt_level)
+        lib = self._load_object(okey, program.ir_text, opt_level)
         with self._lock:
             self._programs.setdefault(nkey, (plan, lib))
         exe = CpuExecutable(plan, lib, module)
         exe.native_key = nkey
+        # (Started only now: the library's compile holds LLVM, which loading needed.)
+        self._store_native_later(nkey, plan, program.ir_text, opt_level)
         return exe
 
     # ------------------------------------------------------------------ tiered compilation
@@ -295,10 +307,11 @@ class CpuBackend:
 
         def work():
             try:
-                lib = self._load_object(okey, nkey, plan, ir_text, opt_level)
+                lib = self._load_object(okey, ir_text, opt_level)
                 with self._lock:
                     self._programs.setdefault(nkey, (plan, lib))
                 future.set_result((plan, lib))
+                self._store_native_later(nkey, plan, ir_text, opt_level)
             except BaseException as e:  # the waiting executable reports it
                 future.set_exception(e)
             finally:
@@ -352,13 +365,14 @@ class CpuBackend:
         self.stats["native_hits"] += 1
         return hit
 
-    def _store_native_later(self, cache, nkey: str, plan: RunPlan, ir_text: str,
+    def _store_native_later(self, nkey: str, plan: RunPlan, ir_text: str,
                             opt_level: int) -> None:
         """Compiles ``ir_text`` for a shared library, links it and stores it with ``plan``
         under ``nkey``, in a background thread (not a daemon: the process waits for it at
         exit, so the entry gets written). MCJIT's objects use another code model, so they
         are not reused for the library (see ``llvm_support._target_machine``)."""
-        if not native_lib.available() or native_lib.linker() is None:
+        cache = object_cache.get_object_cache()
+        if cache is None or not _shared_libraries_enabled():
             return
         with self._lock:
             if nkey in self._linking:
@@ -401,7 +415,7 @@ class CpuBackend:
 
     # ------------------------------------------------------------------ MCJIT objects
 
-    def _load_object(self, key: str, nkey: str, plan: RunPlan, ir_text: str, opt_level: int):
+    def _load_object(self, key: str, ir_text: str, opt_level: int):
         from ember.backends.cpu import llvm_support
         with self._lock:
             lib = self._objects.get(key)
@@ -417,8 +431,6 @@ class CpuBackend:
             self.stats["compiled"] += 1
             if cache is not None:
                 cache.store(key, code)
-        if cache is not None:
-            self._store_native_later(cache, nkey, plan, ir_text, opt_level)
         with self._lock:
             lib = self._objects.get(key)
             if lib is None:  # (another thread may have loaded it meanwhile)

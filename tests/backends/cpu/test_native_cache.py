@@ -35,7 +35,9 @@ print(json.dumps({"value": float(out), "sorted": np.asarray(s).tolist(), "exp": 
 
 
 def run_process(cache_dir, **env):
-    full_env = dict(os.environ, EMBER_CACHE_DIR=str(cache_dir), **env)
+    full_env = dict(os.environ, EMBER_CACHE_DIR=str(cache_dir))
+    full_env["EMBER_CPU_SHARED_LIBRARIES"] = "1"  # (the test session turns them off)
+    full_env.update(env)
     full_env.pop("EMBER_DUMP_TO", None)
     out = subprocess.run([sys.executable, "-c", PROGRAM], env=full_env, check=True,
                          capture_output=True, text=True, timeout=300)
@@ -135,6 +137,19 @@ def test_switch_off_stores_and_loads_nothing(tmp_path):
     assert entries(tmp_path) == []
     for result in (first, second):
         assert result["stats"]["compiled"] == 2 and result["stats"]["linked"] == 0
+
+def test_shared_libraries_switched_off_keep_the_object_cache(tmp_path):
+    """``EMBER_CPU_SHARED_LIBRARIES=0``: nothing is linked, but object code is still stored
+    and a second process loads it (through MCJIT) instead of compiling."""
+    first = run_process(tmp_path, EMBER_CPU_SHARED_LIBRARIES="0")
+    assert first["stats"]["compiled"] == 2 and first["stats"]["linked"] == 0
+    assert native_entries(tmp_path) == [] and entries(tmp_path) != []
+    second = run_process(tmp_path, EMBER_CPU_SHARED_LIBRARIES="0")
+    assert second["stats"]["compiled"] == 0 and second["stats"]["disk_hits"] == 2
+    assert second["stats"]["native_hits"] == 0 and second["llvmlite"]
+    for result in (first, second):
+        check_values(result)
+
         check_values(result)
 
 
