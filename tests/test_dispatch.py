@@ -168,3 +168,56 @@ def test_eager_path_arrays_have_no_pending_state():
     a = jnp.ones(3) + 1
     assert a.is_ready() and a._pending is None
     assert a.block_until_ready() is a
+
+
+def _occupy_the_worker(release: threading.Event):
+    """Work that keeps the worker busy until ``release`` is set, once the worker runs it."""
+    busy = dispatch._WORKER.submit(lambda: release.wait(timeout=30))
+    for _ in range(3000):
+        if busy.running():
+            return busy
+        threading.Event().wait(0.01)
+    raise AssertionError("the worker never started")
+
+
+def test_a_waiting_thread_runs_queued_work_itself_in_order():
+    """Work the worker has not started yet is run, in submission order, by the thread that
+    waits for it (no cross-thread wake-up on the "call, then block" path)."""
+    release = threading.Event()
+    ran: list[tuple[str, str]] = []
+
+    def record(name):
+        ran.append((name, threading.current_thread().name))
+        return name
+
+    busy = _occupy_the_worker(release)
+    first = dispatch._WORKER.submit(record, "first")
+    second = dispatch._WORKER.submit(record, "second")
+    try:
+        assert second.result(timeout=30) == "second"
+        assert first.done() and first.result() == "first"
+        me = threading.current_thread().name
+        assert ran == [("first", me), ("second", me)]
+    finally:
+        release.set()
+    assert busy.result(timeout=30) is True
+
+
+def test_work_run_by_a_waiting_thread_dispatches_inline():
+    release = threading.Event()
+    inner = ember.jit(lambda a: a * 2.0)
+    seen = []
+
+    def outer():
+        out = inner(jnp.ones(BIG))  # big: asynchronous unless already running queued work
+        seen.append(out.is_ready())
+        return np.asarray(out)[:2]
+
+    busy = _occupy_the_worker(release)
+    job = dispatch._WORKER.submit(outer)
+    try:
+        np.testing.assert_array_equal(job.result(timeout=30), [2.0, 2.0])
+        assert seen == [True]
+    finally:
+        release.set()
+    busy.result(timeout=30)

@@ -19,9 +19,9 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
-import queue
 import re
 import threading
 from concurrent.futures import Future
@@ -52,55 +52,92 @@ class _DeviceWorker:
     """One thread per device running queued executables in submission order.
 
     FIFO order matters: work reading a pending array always runs after the work producing it.
+    A thread that waits for a result the worker has not started yet runs the queue's work
+    itself, in order, up to that result (``_Job.result``): waking a sleeping thread costs
+    tens of microseconds here, so "call, then block" should not pay a thread handoff.
     """
 
     def __init__(self, name: str):
         self.name = name
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: collections.deque = collections.deque()
+        self._ready = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
 
     @property
     def ident(self) -> int | None:
         return self._thread.ident if self._thread is not None else None
 
     def submit(self, fn: Any, *args: Any) -> Future:
-        future: Future = Future()
-        self._queue.put((future, fn, args))
-        if self._thread is None:
-            self._start()
-        return future
-
-    def _start(self) -> None:
-        with self._lock:
+        job = _Job(self, fn, args)
+        with self._ready:
+            self._jobs.append(job)
             if self._thread is None:
-                thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-                thread.start()
-                self._thread = thread
+                self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+                self._thread.start()
+            self._ready.notify()
+        return job
+
+    def _next(self, block: bool) -> _Job | None:
+        with self._ready:
+            while not self._jobs:
+                if not block:
+                    return None
+                self._ready.wait()
+            return self._jobs.popleft()
 
     def _loop(self) -> None:
         while True:
-            self._run_one(*self._queue.get())
+            self._next(block=True).run()
 
-    @staticmethod
-    def _run_one(future: Future, fn: Any, args: tuple) -> None:
-        # A separate frame, so no reference to the work outlives it while the loop waits.
-        if not future.set_running_or_notify_cancel():
+    def help_until_started(self, job: _Job) -> None:
+        """Runs queued work on the calling thread, in order, until ``job`` has started."""
+        while not (job.running() or job.done()):
+            head = self._next(block=False)
+            if head is None:
+                return
+            head.run()
+
+
+class _Job(Future):
+    """Queued work: its result is a future's; waiting for it helps the queue along."""
+
+    def __init__(self, worker: _DeviceWorker, fn: Any, args: tuple):
+        super().__init__()
+        self._worker = worker
+        self._work: tuple | None = (fn, args)
+
+    def run(self) -> None:
+        if not self.set_running_or_notify_cancel():
             return
+        fn, args = self._work
+        self._work = None  # no reference to the work outlives the run
+        outer = getattr(_running, "job", None)
+        _running.job = self  # (work it dispatches runs inline: see ``on_worker_thread``)
         try:
             result = fn(*args)
         except BaseException as e:  # the error belongs to whoever waits on the result
-            future.set_exception(e)
+            self.set_exception(e)
         else:
-            future.set_result(result)
+            self.set_result(result)
+        finally:
+            _running.job = outer
+
+    def result(self, timeout: float | None = None) -> Any:
+        if not self.done() and threading.get_ident() != self._worker.ident:
+            self._worker.help_until_started(self)
+        return super().result(timeout)
 
 
 _WORKER = _DeviceWorker("ember-cpu-0")
 
 
+_running = threading.local()  # .job: the queued work this thread is running, if any
+
+
 def on_worker_thread() -> bool:
-    """Whether the caller is the device worker (work submitted from there runs inline)."""
-    return threading.get_ident() == _WORKER.ident
+    """Whether the caller is running queued work: the device worker, or a thread helping
+    it (work submitted from there runs inline)."""
+    return getattr(_running, "job", None) is not None
 
 
 # --------------------------------------------------------------------------- executables

@@ -20,7 +20,7 @@ import threading
 import _cffi_backend
 import numpy as np
 
-from ember.backends.cpu import threads
+from ember.backends.cpu import buffer_pool, threads
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS
 from ember.compiler.evaluator import Plan, evaluate_instruction
 from ember.compiler.hlo import Instruction
@@ -328,9 +328,10 @@ class CpuExecutable:
             lines.append(f"    {', '.join(params)}, = values")
         for a in params:
             lines.append(f"    if not {a}.flags.c_contiguous: {a} = {a}.copy(order='C')")
-        for i, o in enumerate(outs):
-            lines.append(f"    {o} = empty(shape{i}, dtype{i})")
-        arena = "fb(CHAR, empty(ARENA, uint8))" if prog.arena_bytes else "NULL"
+        for i, (o, (dims, dt)) in enumerate(zip(outs, prog.output_shapes)):
+            alloc = "pooled" if _pooled(dims, dt) else "empty"
+            lines.append(f"    {o} = {alloc}(shape{i}, dtype{i})")
+        arena = "fb(CHAR, pooled(ARENA, uint8))" if prog.arena_bytes else "NULL"
         call_args = [f"fb(CHAR, {v})" for v in params + outs] + [arena]
         lines.append(f"    entry({', '.join(call_args)})")
         for o in outs:
@@ -344,8 +345,9 @@ class CpuExecutable:
             else:
                 results.append(f"consts[{ref.index}]")
         lines.append(f"    return [{', '.join(results)}]")
-        env = {"empty": np.empty, "uint8": np.uint8, "fb": _from_buffer, "CHAR": _CHAR_ARRAY,
-               "NULL": _ffi.NULL, "entry": self._entry, "ARENA": prog.arena_bytes,
+        env = {"empty": np.empty, "pooled": buffer_pool.empty, "uint8": np.uint8,
+               "fb": _from_buffer, "CHAR": _CHAR_ARRAY, "NULL": _ffi.NULL,
+               "entry": self._entry, "ARENA": prog.arena_bytes,
                "consts": self._read_only_consts()}
         for i, (dims, dt) in enumerate(prog.output_shapes):
             env[f"shape{i}"] = dims
@@ -381,8 +383,8 @@ class CpuExecutable:
         if len(args) != prog.n_params:
             raise ValueError(f"expected {prog.n_params} arguments, got {len(args)}")
         args = [_contiguous(np.asarray(a)) for a in args]
-        outs = [np.empty(dims, dt) for dims, dt in self._out_shapes]
-        arena = np.empty(prog.arena_bytes, np.uint8) if prog.arena_bytes else None
+        outs = [buffer_pool.empty(dims, dt) for dims, dt in self._out_shapes]
+        arena = buffer_pool.empty(prog.arena_bytes, np.uint8) if prog.arena_bytes else None
         if self._entry is not None:
             self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
                         _fb(arena) if arena is not None else _ffi.NULL)
@@ -496,6 +498,11 @@ class CpuExecutable:
                 outs[ref.index] = _contiguous(np.broadcast_to(value, ref.dims))
             else:
                 values[ref.index] = np.broadcast_to(value, ref.dims)
+
+
+def _pooled(dims, dtype) -> bool:
+    """Whether outputs of this shape come from the buffer pool (``buffer_pool.empty``)."""
+    return int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize >= buffer_pool.MIN_BYTES
 
 
 def _flatten(value) -> list:

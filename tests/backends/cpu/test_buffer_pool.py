@@ -1,0 +1,93 @@
+"""The CPU backend's pool of large buffers: reuse only once no array uses the memory."""
+
+import gc
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.backends.cpu import buffer_pool
+
+BIG = (1024, 1024)  # 4 MiB of float32: pooled
+
+
+@pytest.fixture(autouse=True)
+def _fresh_pool():
+    buffer_pool.clear()
+    yield
+    buffer_pool.clear()
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def test_memory_comes_back_when_the_last_array_is_gone():
+    a = buffer_pool.empty(BIG, np.float32)
+    where = _address(a)
+    del a
+    gc.collect()
+    assert buffer_pool.idle_bytes() > 0
+    b = buffer_pool.empty(BIG, np.float32)
+    assert _address(b) == where and buffer_pool.idle_bytes() == 0
+
+
+def test_a_view_keeps_the_memory_in_use():
+    a = buffer_pool.empty(BIG, np.float32)
+    a[:] = 7.0
+    view = a[10:20].reshape(-1)
+    where = _address(a)
+    del a
+    gc.collect()
+    b = buffer_pool.empty(BIG, np.float32)
+    assert _address(b) != where
+    b[:] = 0.0
+    assert np.all(view == 7.0)
+
+
+def test_arrays_are_aligned_contiguous_and_of_the_asked_type():
+    for dtype in (np.float32, np.float64, np.int8, np.bool_, ml_dtypes.bfloat16):
+        a = buffer_pool.empty((3, 1 << 19), dtype)
+        assert a.shape == (3, 1 << 19) and a.dtype == np.dtype(dtype)
+        assert a.flags.c_contiguous and a.flags.writeable
+        assert _address(a) % buffer_pool.ALIGN == 0
+
+
+def test_small_arrays_are_plain_numpy_arrays():
+    a = buffer_pool.empty((10,), np.float32)
+    assert a.base is None and a.shape == (10,)
+
+
+def test_capacity_bounds_what_is_kept(monkeypatch):
+    monkeypatch.setattr(buffer_pool, "_capacity", 0)
+    a = buffer_pool.empty(BIG, np.float32)
+    assert a.base is None  # no reuse at all: plain arrays
+    monkeypatch.setattr(buffer_pool, "_capacity", 6 << 20)  # room for one 4 MiB buffer
+    arrays = [buffer_pool.empty(BIG, np.float32) for _ in range(3)]
+    del arrays
+    gc.collect()
+    assert 0 < buffer_pool.idle_bytes() <= 6 << 20
+
+
+def test_bad_capacity_setting_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(buffer_pool, "_capacity", None)
+    monkeypatch.setenv("EMBER_CPU_BUFFER_POOL_BYTES", "lots")
+    with pytest.raises(ValueError, match="EMBER_CPU_BUFFER_POOL_BYTES"):
+        buffer_pool.capacity()
+
+
+def test_jit_outputs_from_reused_memory_keep_their_values():
+    f = ember.jit(lambda x: jnp.exp(x) * 2.0 + 1.0)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(BIG).astype(np.float32) for _ in range(4)]
+    kept = [f(x) for x in inputs[:2]]
+    for x in inputs[2:]:
+        f(x).block_until_ready()  # dropped at once: its memory is reused by the next call
+    more = [f(x) for x in inputs[2:]]
+    for x, y in zip(inputs, kept + more):
+        np.testing.assert_allclose(np.asarray(y), np.exp(x.astype(np.float64)) * 2 + 1,
+                                   rtol=2e-6)
+    addresses = {_address(np.asarray(y)) for y in kept + more}
+    assert len(addresses) == 4  # live outputs never share memory
