@@ -68,6 +68,12 @@ def test_big_work_returns_before_it_is_done():
     assert y.shape == (BIG,) and y.dtype == np.float32  # metadata does not wait
     assert y.size == BIG and y.nbytes == 4 * BIG
     assert not y.is_ready()
+    job = y._pending[0]
+    for _ in range(3000):  # nobody waits for it: the worker takes it up
+        if job.running():
+            break
+        threading.Event().wait(0.01)
+    assert job.running() and not y.is_ready()
     _GATE.set()
     assert y.block_until_ready() is y
     assert y.is_ready()
