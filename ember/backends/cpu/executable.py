@@ -20,7 +20,7 @@ import threading
 import _cffi_backend
 import numpy as np
 
-from ember.backends.cpu import buffer_pool, threads
+from ember.backends.cpu import buffer_pool, parallel_runtime, threads
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS
 from ember.compiler.evaluator import Plan, evaluate_instruction
 from ember.compiler.hlo import Instruction
@@ -36,6 +36,8 @@ _KERNEL_SIG = "void(*)(char**, int64_t, int64_t)"
 
 # Elements of work below which a kernel runs on one thread (thread hand-off costs ~10 µs).
 PARALLEL_MIN_WORK = 1 << 16
+# Tasks per thread a parallel kernel is cut into (``parallel_runtime``): load balance.
+TASKS_PER_THREAD = 8
 # Programs with less total work than this run as one native call when they can.
 SINGLE_CALL_MAX_WORK = 1 << 16
 
@@ -439,24 +441,35 @@ class CpuExecutable:
         if not k.parallel:
             k.fn(_ffi.new("char*[]", ptrs), 0, extent)
             return
-        pool = threads.pool()
-        ranges = threads.split(extent, pool.size)
+        runtime = parallel_runtime.get()
+        size = runtime.size if runtime is not None else threads.pool().size
         partial = step.partial_reducers
         if not partial:
             bufs = _ffi.new("char*[]", ptrs)
-            pool.run(lambda lo, hi: k.fn(bufs, lo, hi), ranges)
+            if runtime is not None:
+                # More tasks than threads: a worker that wakes late finds fewer left.
+                runtime.run(k.fn, _ffi.new("char**[]", [bufs]), 0, extent,
+                            min(extent, size * TASKS_PER_THREAD))
+            else:
+                threads.pool().run(lambda lo, hi: k.fn(bufs, lo, hi),
+                                   threads.split(extent, size))
             return
         # Full reductions: every range writes its own partial results, combined below.
+        ranges = threads.split(extent, size)
         n_in = len(step.inputs)
         partials = {i: [np.empty(step.outputs[i].dims, step.outputs[i].dtype)
                         for _ in ranges] for i, op in enumerate(partial) if op}
-        table_of = {}  # range start -> that range's pointer table
-        for c, (lo, _) in enumerate(ranges):
+        tables = []
+        for c in range(len(ranges)):
             p = list(ptrs)
             for i, arrays in partials.items():
                 p[n_in + i] = _fb(arrays[c])
-            table_of[lo] = _ffi.new("char*[]", p)
-        pool.run(lambda lo, hi: k.fn(table_of[lo], lo, hi), ranges)
+            tables.append(_ffi.new("char*[]", p))
+        if runtime is not None:  # (task t writes the partial results of table t)
+            runtime.run(k.fn, _ffi.new("char**[]", tables), 1, extent, len(ranges))
+        else:
+            table_of = {lo: tables[c] for c, (lo, _) in enumerate(ranges)}
+            threads.pool().run(lambda lo, hi: k.fn(table_of[lo], lo, hi), ranges)
         for i, arrays in partials.items():
             ref = step.outputs[i]
             combined = REDUCE_UFUNCS[partial[i]].reduce(np.stack(arrays), axis=0)

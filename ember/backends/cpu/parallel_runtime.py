@@ -1,0 +1,386 @@
+"""A native runtime for parallel kernels: worker threads that never touch Python.
+
+``threads.Pool`` hands kernel ranges to Python threads; every hand-off wakes a sleeping
+thread (tens of microseconds on a virtual machine) and takes the GIL twice. This module
+builds, as LLVM IR, a small task runner in the style of an OpenMP runtime:
+
+- ``ember_rt_start(n)`` starts ``n`` detached worker threads (``pthread_create``).
+- ``ember_rt_run(fn, tables, per_task, extent, n_tasks)`` runs the kernel ``fn`` (signature
+  ``void(i8** buffers, i64 lo, i64 hi)``) on ``n_tasks`` consecutive slices of ``[0,
+  extent)``; task ``t`` gets ``tables[t]`` (``per_task``) or ``tables[0]`` as its buffers.
+  The caller takes tasks too; workers that are awake join and take tasks from a shared
+  counter. Which thread runs a task never changes what the task computes.
+- Workers spin for a short while after a job (so back-to-back kernels find them awake),
+  then sleep on a futex; a job wakes sleepers only when there are any.
+- ``ember_rt_stop()`` (at exit) stops the workers before the process unloads code.
+
+Only one job runs at a time: a second caller (another Python thread) runs its tasks itself.
+
+The code is compiled once per machine and kept in the disk cache as a shared library (or,
+without a linker, loaded through MCJIT). ``get()`` is None where the runtime cannot work
+(not Linux on x86-64 or AArch64, one core, or no way to compile it): callers then use
+``threads.Pool``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import platform
+import threading
+
+_log = logging.getLogger(__name__)
+
+VERSION = "1"
+# Cycles a worker spins (polling for the next job) before it sleeps: ~100 µs at 3 GHz.
+SPIN_CYCLES = 300_000
+SPIN_ITERATIONS = 200_000  # (a bound for targets whose cycle counter reads 0)
+_FUTEX = {"x86_64": 202, "aarch64": 98}  # the futex system call's number
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
+_CLOSED = 1 << 31
+_ACTIVE_MASK = _CLOSED - 1
+
+_runtime: Runtime | None = None
+_tried = False
+_lock = threading.Lock()
+
+
+class Runtime:
+    """The loaded runtime: ``run(fn, tables, per_task, extent, n_tasks)``; ``size`` threads
+    (the workers and the caller)."""
+
+    def __init__(self, lib, size: int):
+        from ember.backends.cpu.executable import _ffi
+        self._lib = lib  # keeps the code loaded
+        self.size = size
+        self.run = _ffi.cast("void(*)(void*, char***, long, long, long)",
+                             lib.address("ember_rt_run"))
+        start = _ffi.cast("void(*)(long)", lib.address("ember_rt_start"))
+        self._stop = _ffi.cast("void(*)(void)", lib.address("ember_rt_stop"))
+        self._pid = os.getpid()
+        start(size - 1)
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        """Stops the workers (at exit; only in the process that started them)."""
+        if os.getpid() == self._pid:
+            self._stop()
+
+
+def _forget_in_child() -> None:
+    """A forked child has none of the workers: it uses the Python pool."""
+    global _runtime, _tried
+    _runtime, _tried = None, True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def get() -> Runtime | None:
+    """The process's runtime (loaded at the first call), or None where it is unavailable."""
+    global _runtime, _tried
+    if _tried:
+        return _runtime
+    with _lock:
+        if not _tried:
+            try:
+                _runtime = _load()
+            except Exception as e:  # noqa: BLE001 - the Python pool still works
+                _log.debug("parallel runtime unavailable: %s", e)
+                _runtime = None
+            _tried = True
+    return _runtime
+
+
+def _load() -> Runtime | None:
+    from ember.backends.cpu import native_lib, object_cache, threads
+    size = threads.cpu_count()
+    machine = platform.machine()
+    if size < 2 or machine not in _FUTEX or not native_lib.available():
+        return None
+    if os.environ.get("EMBER_CPU_NATIVE_THREADS", "1") == "0":
+        return None
+    cache = object_cache.get_object_cache()
+    key = object_cache.cache_key("ember-cpu-parallel-runtime", VERSION,
+                                 native_lib.host_fingerprint(),
+                                 native_lib.toolchain_fingerprint())
+    directory = cache.directory if cache is not None else None
+    so = cache.load(key) if cache is not None else None
+    if so is not None:
+        try:
+            return Runtime(native_lib.NativeLibrary(so, directory), size)
+        except OSError:
+            cache.remove(key)
+    from ember.backends.cpu import llvm_support
+    text = runtime_ir(_FUTEX[machine], machine == "x86_64")
+    if native_lib.linker() is not None:
+        obj = llvm_support.compile_ir(text, opt_level=2, shared_library=True).object_code
+        so = native_lib.link_shared(obj)
+        if so is not None and native_lib.can_load(so, directory):
+            if cache is not None:
+                cache.store(key, so)
+            return Runtime(native_lib.NativeLibrary(so, directory), size)
+    obj = llvm_support.compile_ir(text, opt_level=2).object_code
+    return Runtime(llvm_support.LoadedObject(obj), size)
+
+
+def runtime_ir(futex_number: int, x86: bool) -> str:
+    """The runtime's LLVM module (text)."""
+    from llvmlite import ir
+
+    i8p = ir.IntType(8).as_pointer()
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    tables_t = i8p.as_pointer().as_pointer()
+    kernel_t = ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64])
+    m = ir.Module(name="ember_parallel_runtime")
+
+    def global_(name, ty, value=0):
+        g = ir.GlobalVariable(m, ty, name)
+        g.linkage = "internal"
+        g.initializer = ir.Constant(ty, value) if not isinstance(ty, ir.PointerType) \
+            else ir.Constant(ty, None)
+        g.align = 64  # one cache line each: no false sharing between the hot words
+        return g
+
+    state = global_("rt_state", i64)      # generation << 32 | closed << 31 | active workers
+    gen32 = global_("rt_gen32", i32)      # the generation's low bits: the futex word
+    sleepers = global_("rt_sleepers", i32)
+    quit_ = global_("rt_quit", i32)
+    alive = global_("rt_alive", i32)
+    busy = global_("rt_busy", i32)
+    next_task = global_("rt_next", i64)
+    job_fn = global_("rt_fn", kernel_t.as_pointer())
+    job_tables = global_("rt_tables", tables_t)
+    job_per_task = global_("rt_per_task", i64)
+    job_extent = global_("rt_extent", i64)
+    job_tasks = global_("rt_tasks", i64)
+
+    syscall = ir.Function(m, ir.FunctionType(i64, [i64], var_arg=True), "syscall")
+    thread_fn_t = ir.FunctionType(i8p, [i8p])
+    pthread_create = ir.Function(
+        m, ir.FunctionType(i32, [i64.as_pointer(), i8p, thread_fn_t.as_pointer(), i8p]),
+        "pthread_create")
+    pthread_detach = ir.Function(m, ir.FunctionType(i32, [i64]), "pthread_detach")
+    sched_yield = ir.Function(m, ir.FunctionType(i32, []), "sched_yield")
+    cycles = ir.Function(m, ir.FunctionType(i64, []), "llvm.readcyclecounter")
+    pause = (ir.Function(m, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
+             if x86 else None)
+
+    def c64(v):
+        return ir.Constant(i64, v)
+
+    def c32(v):
+        return ir.Constant(i32, v)
+
+    def load(b, ptr):
+        return b.load_atomic(ptr, "seq_cst", ptr.type.pointee.width // 8)
+
+    def store(b, value, ptr):
+        b.store_atomic(value, ptr, "seq_cst", value.type.width // 8)
+
+    def relax(b):
+        if pause is not None:
+            b.call(pause, [])
+
+    def futex(b, op, value):  # (variadic: every argument passed as a full register)
+        b.call(syscall, [c64(futex_number), b.bitcast(gen32, i8p), c64(op),
+                         b.zext(value, i64), ir.Constant(i8p, None)])
+
+    # void run_tasks(): takes tasks from the shared counter until none is left.
+    run_tasks = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "rt_run_tasks")
+    run_tasks.linkage = "internal"
+    b = ir.IRBuilder(run_tasks.append_basic_block("entry"))
+    loop, body, done = (run_tasks.append_basic_block(n) for n in ("loop", "body", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    t = b.atomic_rmw("add", next_task, c64(1), "seq_cst")
+    n_tasks = b.load(job_tasks)
+    b.cbranch(b.icmp_signed(">=", t, n_tasks), done, body)
+    b.position_at_end(body)
+    extent = b.load(job_extent)
+    lo = b.sdiv(b.mul(t, extent), n_tasks)
+    hi = b.sdiv(b.mul(b.add(t, c64(1)), extent), n_tasks)
+    index = b.select(b.icmp_signed("!=", b.load(job_per_task), c64(0)), t, c64(0))
+    table = b.load(b.gep(b.load(job_tables), [index]))
+    b.call(b.load(job_fn), [table, lo, hi])
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+
+    # i8* worker(i8*): join jobs as they are published; spin, then sleep, in between.
+    worker = ir.Function(m, thread_fn_t, "rt_worker")
+    worker.linkage = "internal"
+    blocks = {n: worker.append_basic_block(n) for n in (
+        "entry", "outer", "stop", "check", "join", "cas", "work", "wait", "spin", "spin_body",
+        "sleep")}
+    b = ir.IRBuilder(blocks["entry"])
+    seen = b.alloca(i64)
+    spun = b.alloca(i64)
+    started = b.alloca(i64)
+    b.store(b.lshr(load(b, state), c64(32)), seen)
+    b.branch(blocks["outer"])
+
+    b.position_at_end(blocks["outer"])
+    b.cbranch(b.icmp_signed("!=", load(b, quit_), c32(0)), blocks["stop"], blocks["check"])
+
+    b.position_at_end(blocks["stop"])
+    b.atomic_rmw("sub", alive, c32(1), "seq_cst")
+    b.ret(ir.Constant(i8p, None))
+
+    b.position_at_end(blocks["check"])
+    s = load(b, state)
+    g = b.lshr(s, c64(32))
+    b.cbranch(b.icmp_unsigned("!=", g, b.load(seen)), blocks["join"], blocks["wait"])
+
+    # A new generation: join unless the caller has closed it (then it needs nobody).
+    b.position_at_end(blocks["join"])
+    b.store(g, seen)
+    b.branch(blocks["cas"])
+    b.position_at_end(blocks["cas"])
+    cur = b.phi(i64)
+    cur.add_incoming(s, blocks["join"])
+    open_ = b.and_(b.icmp_unsigned("==", b.and_(cur, c64(_CLOSED)), c64(0)),
+                   b.icmp_unsigned("==", b.lshr(cur, c64(32)), g))
+    try_join = worker.append_basic_block("try_join")
+    b.cbranch(open_, try_join, blocks["outer"])
+    b.position_at_end(try_join)
+    pair = b.cmpxchg(state, cur, b.add(cur, c64(1)), "seq_cst", "seq_cst")
+    cur.add_incoming(b.extract_value(pair, 0), try_join)
+    b.cbranch(b.extract_value(pair, 1), blocks["work"], blocks["cas"])
+
+    b.position_at_end(blocks["work"])
+    b.call(run_tasks, [])
+    b.atomic_rmw("sub", state, c64(1), "seq_cst")
+    b.branch(blocks["outer"])
+
+    # Nothing new: spin a while, then sleep until the futex word changes.
+    b.position_at_end(blocks["wait"])
+    b.store(c64(0), spun)
+    b.store(b.call(cycles, []), started)
+    b.branch(blocks["spin"])
+    b.position_at_end(blocks["spin"])
+    new_job = b.icmp_unsigned("!=", b.lshr(load(b, state), c64(32)), b.load(seen))
+    quitting = b.icmp_signed("!=", load(b, quit_), c32(0))
+    n_spun = b.load(spun)
+    spent = b.sub(b.call(cycles, []), b.load(started))
+    tired = b.or_(b.icmp_signed(">=", n_spun, c64(SPIN_ITERATIONS)),
+                  b.icmp_unsigned(">=", spent, c64(SPIN_CYCLES)))
+    b.cbranch(b.or_(new_job, quitting), blocks["outer"], blocks["spin_body"])
+    b.position_at_end(blocks["spin_body"])
+    relax(b)
+    b.store(b.add(n_spun, c64(1)), spun)
+    b.cbranch(tired, blocks["sleep"], blocks["spin"])
+    b.position_at_end(blocks["sleep"])
+    b.atomic_rmw("add", sleepers, c32(1), "seq_cst")
+    # (Sleeps only while the futex word still holds the generation this worker has seen.)
+    futex(b, _FUTEX_WAIT_PRIVATE, b.trunc(b.load(seen), i32))
+    b.atomic_rmw("sub", sleepers, c32(1), "seq_cst")
+    b.branch(blocks["outer"])
+
+    # void ember_rt_start(i64 n)
+    start = ir.Function(m, ir.FunctionType(ir.VoidType(), [i64]), "ember_rt_start")
+    b = ir.IRBuilder(start.append_basic_block("entry"))
+    tid = b.alloca(i64)
+    i = b.alloca(i64)
+    b.store(c64(0), i)
+    head, body, end = (start.append_basic_block(n) for n in ("head", "body", "end"))
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(b.icmp_signed("<", b.load(i), start.args[0]), body, end)
+    b.position_at_end(body)
+    ok = b.call(pthread_create, [tid, ir.Constant(i8p, None), worker, ir.Constant(i8p, None)])
+    created, next_ = start.append_basic_block("created"), start.append_basic_block("next")
+    b.cbranch(b.icmp_signed("==", ok, c32(0)), created, end)
+    b.position_at_end(created)
+    b.atomic_rmw("add", alive, c32(1), "seq_cst")
+    b.call(pthread_detach, [b.load(tid)])
+    b.branch(next_)
+    b.position_at_end(next_)
+    b.store(b.add(b.load(i), c64(1)), i)
+    b.branch(head)
+    b.position_at_end(end)
+    b.ret_void()
+
+    # void ember_rt_run(fn, tables, per_task, extent, n_tasks)
+    run = ir.Function(m, ir.FunctionType(ir.VoidType(), [i8p, tables_t, i64, i64, i64]),
+                      "ember_rt_run")
+    fn, tables, per_task, extent, n_tasks = run.args
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    own, alone = run.append_basic_block("own"), run.append_basic_block("alone")
+    pair = b.cmpxchg(busy, c32(0), c32(1), "seq_cst", "seq_cst")
+    b.cbranch(b.extract_value(pair, 1), own, alone)
+
+    b.position_at_end(own)
+    b.store(b.bitcast(fn, kernel_t.as_pointer()), job_fn)
+    b.store(tables, job_tables)
+    b.store(per_task, job_per_task)
+    b.store(extent, job_extent)
+    b.store(n_tasks, job_tasks)
+    store(b, c64(0), next_task)
+    generation = b.add(b.lshr(load(b, state), c64(32)), c64(1))
+    store(b, b.shl(generation, c64(32)), state)  # (no worker is active here)
+    store(b, b.trunc(generation, i32), gen32)
+    wake, go = run.append_basic_block("wake"), run.append_basic_block("go")
+    b.cbranch(b.icmp_signed(">", load(b, sleepers), c32(0)), wake, go)
+    b.position_at_end(wake)
+    futex(b, _FUTEX_WAKE_PRIVATE, c32(0x7FFFFFFF))
+    b.branch(go)
+    b.position_at_end(go)
+    b.call(run_tasks, [])
+    b.atomic_rmw("or", state, c64(_CLOSED), "seq_cst")
+    drain, drained = run.append_basic_block("drain"), run.append_basic_block("drained")
+    b.branch(drain)
+    b.position_at_end(drain)
+    waiting = b.icmp_unsigned("!=", b.and_(load(b, state), c64(_ACTIVE_MASK)), c64(0))
+    relax_block = run.append_basic_block("relax")
+    b.cbranch(waiting, relax_block, drained)
+    b.position_at_end(relax_block)
+    relax(b)
+    b.branch(drain)
+    b.position_at_end(drained)
+    store(b, c32(0), busy)
+    b.ret_void()
+
+    # (Another caller holds the workers: run every task here, in order.)
+    b.position_at_end(alone)
+    k = b.alloca(i64)
+    b.store(c64(0), k)
+    ahead, abody, aend = (run.append_basic_block(n) for n in ("a.head", "a.body", "a.end"))
+    b.branch(ahead)
+    b.position_at_end(ahead)
+    t = b.load(k)
+    b.cbranch(b.icmp_signed("<", t, n_tasks), abody, aend)
+    b.position_at_end(abody)
+    lo = b.sdiv(b.mul(t, extent), n_tasks)
+    hi = b.sdiv(b.mul(b.add(t, c64(1)), extent), n_tasks)
+    index = b.select(b.icmp_signed("!=", per_task, c64(0)), t, c64(0))
+    b.call(b.bitcast(fn, kernel_t.as_pointer()), [b.load(b.gep(tables, [index])), lo, hi])
+    b.store(b.add(t, c64(1)), k)
+    b.branch(ahead)
+    b.position_at_end(aend)
+    b.ret_void()
+
+    # void ember_rt_stop(): workers leave their loops; waits (yielding) until they have.
+    stop = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "ember_rt_stop")
+    b = ir.IRBuilder(stop.append_basic_block("entry"))
+    store(b, c32(1), quit_)
+    b.atomic_rmw("add", gen32, c32(1), "seq_cst")
+    futex(b, _FUTEX_WAKE_PRIVATE, c32(0x7FFFFFFF))
+    sh, sb, se = (stop.append_basic_block(n) for n in ("head", "body", "end"))
+    tries = b.alloca(i64)
+    b.store(c64(0), tries)
+    b.branch(sh)
+    b.position_at_end(sh)
+    n_tries = b.load(tries)
+    more = b.and_(b.icmp_signed(">", load(b, alive), c32(0)),
+                  b.icmp_signed("<", n_tries, c64(1_000_000)))
+    b.cbranch(more, sb, se)
+    b.position_at_end(sb)
+    b.call(sched_yield, [])
+    b.store(b.add(n_tries, c64(1)), tries)
+    b.branch(sh)
+    b.position_at_end(se)
+    b.ret_void()
+    return str(m)

@@ -1,0 +1,146 @@
+"""The native parallel runtime: tasks cover the range exactly once, results match the
+Python pool and a single thread, concurrent callers and forked children stay correct."""
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import parallel_runtime
+
+runtime = parallel_runtime.get()
+needs_runtime = pytest.mark.skipif(runtime is None, reason="no native parallel runtime here")
+
+
+def _kernel():
+    """A tiny jitted program's only kernel: ``out[i] = f(x[i])`` as a native function."""
+    f = ember.jit(lambda x: x * 3.0 + 1.0)
+    x = np.zeros(1 << 20, np.float32)
+    exe = f.lower(x).compile()._executable.executable
+    (kernel,) = [s for s in exe._steps if type(s) is cpu_exe._Kernel]
+    return kernel
+
+
+@needs_runtime
+@pytest.mark.parametrize("n_tasks", [1, 2, 3, 7, 64, 1000])
+def test_tasks_cover_the_range_exactly_once(n_tasks):
+    kernel = _kernel()
+    extent = 100_003
+    x = np.arange(extent, dtype=np.float32)
+    out = np.full(extent, np.nan, np.float32)
+    bufs = cpu_exe._ffi.new("char*[]", [cpu_exe._fb(x), cpu_exe._fb(out)])
+    runtime.run(kernel.fn, cpu_exe._ffi.new("char**[]", [bufs]), 0, extent, n_tasks)
+    np.testing.assert_array_equal(out, x * 3 + 1)
+
+
+@needs_runtime
+def test_per_task_tables_give_each_task_its_own_buffers():
+    kernel = _kernel()
+    extent, n = 40_000, 4
+    x = np.arange(extent, dtype=np.float32)
+    outs = [np.full(extent, -1.0, np.float32) for _ in range(n)]
+    tables = [cpu_exe._ffi.new("char*[]", [cpu_exe._fb(x), cpu_exe._fb(o)]) for o in outs]
+    runtime.run(kernel.fn, cpu_exe._ffi.new("char**[]", tables), 1, extent, n)
+    for t, o in enumerate(outs):
+        lo, hi = t * extent // n, (t + 1) * extent // n
+        np.testing.assert_array_equal(o[lo:hi], x[lo:hi] * 3 + 1)
+        assert np.all(o[:lo] == -1.0) and np.all(o[hi:] == -1.0)
+
+
+def _programs():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((512, 1024)).astype(np.float32)
+
+    def softmax(a):
+        e = jnp.exp(a - jnp.max(a, axis=-1, keepdims=True))
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+    return x, [softmax, lambda a: jnp.sin(a) * 2 + 1, lambda a: jnp.sum(a, axis=0),
+               lambda a: (jnp.sum(a), jnp.max(a))]
+
+
+def _run_all(x, fns):
+    results = []
+    for f in fns:
+        r = ember.jit(f)(x)
+        results.append([np.asarray(v) for v in (r if isinstance(r, tuple) else (r,))])
+    return results
+
+
+@needs_runtime
+def test_native_threads_match_the_python_pool_and_one_thread(monkeypatch):
+    x, fns = _programs()
+    native = _run_all(x, fns)
+    monkeypatch.setattr(parallel_runtime, "_runtime", None)
+    pool = _run_all(x, fns)
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = _run_all(x, [lambda a, f=f: f(a) for f in fns])  # (new functions: recompiled)
+    for a, b in zip(native, pool):
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)  # same tasks, same partial results
+    for a, b in zip(native[:3], single[:3]):  # no partial sums: bitwise as one thread
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)
+    np.testing.assert_allclose(native[3][0], single[3][0], rtol=1e-5)
+    np.testing.assert_array_equal(native[3][1], single[3][1])
+
+
+@needs_runtime
+def test_concurrent_callers_get_correct_results():
+    x, fns = _programs()
+    expected = _run_all(x, fns)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(5):
+                for exp, got in zip(expected, _run_all(x, fns)):
+                    for u, v in zip(exp, got):
+                        np.testing.assert_array_equal(u, v)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+@needs_runtime
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_computes_without_the_parents_workers():
+    program = """
+import os, numpy as np, ember, ember.numpy as jnp
+from ember.backends.cpu import parallel_runtime
+f = ember.jit(lambda a: jnp.sin(a) * 2 + 1)
+x = np.linspace(0, 1, 1 << 20, dtype=np.float32)
+assert parallel_runtime.get() is not None
+f(x).block_until_ready()
+pid = os.fork()
+if pid == 0:
+    ok = np.allclose(np.asarray(f(x * 2)), np.sin(x * 2) * 2 + 1, atol=1e-6)
+    ok = ok and parallel_runtime.get() is None
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "child 0" in out.stdout
+
+
+def test_switched_off_the_python_pool_is_used():
+    program = ("import os; os.environ['EMBER_CPU_NATIVE_THREADS'] = '0'\n"
+               "from ember.backends.cpu import parallel_runtime\n"
+               "print(parallel_runtime.get())")
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "None"
