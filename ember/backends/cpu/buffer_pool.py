@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 
@@ -93,7 +94,8 @@ def _acquire(size: int) -> np.ndarray:
 def empty(shape, dtype) -> np.ndarray:
     """An uninitialized C-contiguous array, from the pool when it is large."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    count = int(shape) if isinstance(shape, (int, np.integer)) else math.prod(shape)
+    nbytes = count * dtype.itemsize
     if nbytes < MIN_BYTES or capacity() == 0:
         return np.empty(shape, dtype)
     raw = _acquire(_size_class(nbytes) + ALIGN)

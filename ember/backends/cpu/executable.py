@@ -333,7 +333,10 @@ class CpuExecutable:
         for i, (o, (dims, dt)) in enumerate(zip(outs, prog.output_shapes)):
             alloc = "pooled" if _pooled(dims, dt) else "empty"
             lines.append(f"    {o} = {alloc}(shape{i}, dtype{i})")
-        arena = "fb(CHAR, pooled(ARENA, uint8))" if prog.arena_bytes else "NULL"
+        arena = "NULL"
+        if prog.arena_bytes:
+            alloc = "pooled" if prog.arena_bytes >= buffer_pool.MIN_BYTES else "empty"
+            arena = f"fb(CHAR, {alloc}(ARENA, uint8))"
         call_args = [f"fb(CHAR, {v})" for v in params + outs] + [arena]
         lines.append(f"    entry({', '.join(call_args)})")
         for o in outs:
