@@ -380,12 +380,9 @@ class CpuBackend:
             self._linking.add(nkey)
 
         def work():
-            from ember.backends.cpu import llvm_support
             try:
-                object_code = llvm_support.compile_ir(ir_text, opt_level=opt_level,
-                                                      shared_library=True).object_code
-                so = native_lib.link_shared(object_code)
-                if so is None or not native_lib.can_load(so, cache.directory):
+                so = native_lib.build_library(ir_text, opt_level, cache.directory)
+                if so is None:
                     return
                 payload = pickle.dumps({"format": NATIVE_FORMAT, "opt_level": opt_level,
                                         "plan": plan, "so": so},

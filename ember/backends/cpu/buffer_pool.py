@@ -91,12 +91,21 @@ def _acquire(size: int) -> np.ndarray:
     return np.empty(size, np.uint8)
 
 
+def nbytes_of(shape, dtype) -> int:
+    count = int(shape) if isinstance(shape, (int, np.integer)) else math.prod(shape)
+    return count * np.dtype(dtype).itemsize
+
+
+def pooled(nbytes: int) -> bool:
+    """Whether ``empty`` takes arrays of ``nbytes`` from the pool."""
+    return nbytes >= MIN_BYTES and capacity() > 0
+
+
 def empty(shape, dtype) -> np.ndarray:
     """An uninitialized C-contiguous array, from the pool when it is large."""
     dtype = np.dtype(dtype)
-    count = int(shape) if isinstance(shape, (int, np.integer)) else math.prod(shape)
-    nbytes = count * dtype.itemsize
-    if nbytes < MIN_BYTES or capacity() == 0:
+    nbytes = nbytes_of(shape, dtype)
+    if not pooled(nbytes):
         return np.empty(shape, dtype)
     raw = _acquire(_size_class(nbytes) + ALIGN)
     data = np.asarray(_Lease(raw, nbytes))

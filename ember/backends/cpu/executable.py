@@ -330,13 +330,14 @@ class CpuExecutable:
             lines.append(f"    {', '.join(params)}, = values")
         for a in params:
             lines.append(f"    if not {a}.flags.c_contiguous: {a} = {a}.copy(order='C')")
+        def alloc(nbytes):  # (the size check once, here, not on every call)
+            return "pooled" if buffer_pool.pooled(nbytes) else "empty"
         for i, (o, (dims, dt)) in enumerate(zip(outs, prog.output_shapes)):
-            alloc = "pooled" if _pooled(dims, dt) else "empty"
-            lines.append(f"    {o} = {alloc}(shape{i}, dtype{i})")
+            lines.append(f"    {o} = {alloc(buffer_pool.nbytes_of(dims, dt))}(shape{i}, "
+                         f"dtype{i})")
         arena = "NULL"
         if prog.arena_bytes:
-            alloc = "pooled" if prog.arena_bytes >= buffer_pool.MIN_BYTES else "empty"
-            arena = f"fb(CHAR, {alloc}(ARENA, uint8))"
+            arena = f"fb(CHAR, {alloc(prog.arena_bytes)}(ARENA, uint8))"
         call_args = [f"fb(CHAR, {v})" for v in params + outs] + [arena]
         lines.append(f"    entry({', '.join(call_args)})")
         for o in outs:
@@ -514,11 +515,6 @@ class CpuExecutable:
                 outs[ref.index] = _contiguous(np.broadcast_to(value, ref.dims))
             else:
                 values[ref.index] = np.broadcast_to(value, ref.dims)
-
-
-def _pooled(dims, dtype) -> bool:
-    """Whether outputs of this shape come from the buffer pool (``buffer_pool.empty``)."""
-    return int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize >= buffer_pool.MIN_BYTES
 
 
 def _flatten(value) -> list:

@@ -145,6 +145,18 @@ def link_shared(object_code: bytes) -> bytes | None:
             return f.read()
 
 
+def build_library(ir_text: str, opt_level: int, directory: str | None) -> bytes | None:
+    """``ir_text`` compiled for a shared library (position-independent; imports llvmlite),
+    linked, and checked to load from ``directory``; None if any step fails."""
+    from ember.backends.cpu import llvm_support
+    object_code = llvm_support.compile_ir(ir_text, opt_level=opt_level,
+                                          shared_library=True).object_code
+    so = link_shared(object_code)
+    if so is None or not can_load(so, directory):
+        return None
+    return so
+
+
 def _dlopen(so_bytes: bytes, directory: str | None) -> ctypes.CDLL:
     """``so_bytes`` written to a fresh file in ``directory`` (the temporary directory if
     None), loaded, and the file removed (the mapping outlives it)."""

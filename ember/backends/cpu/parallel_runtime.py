@@ -32,7 +32,6 @@ import threading
 
 _log = logging.getLogger(__name__)
 
-VERSION = "1"
 # Cycles a worker spins (polling for the next job) before it sleeps: ~100 µs at 3 GHz.
 SPIN_CYCLES = 300_000
 SPIN_ITERATIONS = 200_000  # (a bound for targets whose cycle counter reads 0)
@@ -102,8 +101,10 @@ def _load() -> Runtime | None:
         return None
     if os.environ.get("EMBER_CPU_NATIVE_THREADS", "1") == "0":
         return None
+    from ember.backends.cpu import _source_stamp
     cache = object_cache.get_object_cache()
-    key = object_cache.cache_key("ember-cpu-parallel-runtime", VERSION,
+    # (The backend's source stamp: editing this generator never reuses a stale library.)
+    key = object_cache.cache_key("ember-cpu-parallel-runtime", _source_stamp(),
                                  native_lib.host_fingerprint(),
                                  native_lib.toolchain_fingerprint())
     directory = cache.directory if cache is not None else None
@@ -115,13 +116,11 @@ def _load() -> Runtime | None:
             cache.remove(key)
     from ember.backends.cpu import llvm_support
     text = runtime_ir(_FUTEX[machine], machine == "x86_64")
-    if native_lib.linker() is not None:
-        obj = llvm_support.compile_ir(text, opt_level=2, shared_library=True).object_code
-        so = native_lib.link_shared(obj)
-        if so is not None and native_lib.can_load(so, directory):
-            if cache is not None:
-                cache.store(key, so)
-            return Runtime(native_lib.NativeLibrary(so, directory), size)
+    so = native_lib.build_library(text, 2, directory) if native_lib.linker() else None
+    if so is not None:
+        if cache is not None:
+            cache.store(key, so)
+        return Runtime(native_lib.NativeLibrary(so, directory), size)
     obj = llvm_support.compile_ir(text, opt_level=2).object_code
     return Runtime(llvm_support.LoadedObject(obj), size)
 
@@ -188,7 +187,20 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
         b.call(syscall, [c64(futex_number), b.bitcast(gen32, i8p), c64(op),
                          b.zext(value, i64), ir.Constant(i8p, None)])
 
-    # void run_tasks(): takes tasks from the shared counter until none is left.
+    # void task(fn, tables, per_task, extent, n_tasks, t): runs task t of a job.
+    task = ir.Function(m, ir.FunctionType(ir.VoidType(), [kernel_t.as_pointer(), tables_t,
+                                                          i64, i64, i64, i64]), "rt_task")
+    task.linkage = "internal"
+    fn, tables, per_task, extent, n_tasks, t = task.args
+    b = ir.IRBuilder(task.append_basic_block("entry"))
+    lo = b.sdiv(b.mul(t, extent), n_tasks)
+    hi = b.sdiv(b.mul(b.add(t, c64(1)), extent), n_tasks)
+    index = b.select(b.icmp_signed("!=", per_task, c64(0)), t, c64(0))
+    b.call(fn, [b.load(b.gep(tables, [index])), lo, hi])
+    b.ret_void()
+
+    # void run_tasks(): takes tasks of the published job from the shared counter until none
+    # is left.
     run_tasks = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "rt_run_tasks")
     run_tasks.linkage = "internal"
     b = ir.IRBuilder(run_tasks.append_basic_block("entry"))
@@ -199,12 +211,8 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
     n_tasks = b.load(job_tasks)
     b.cbranch(b.icmp_signed(">=", t, n_tasks), done, body)
     b.position_at_end(body)
-    extent = b.load(job_extent)
-    lo = b.sdiv(b.mul(t, extent), n_tasks)
-    hi = b.sdiv(b.mul(b.add(t, c64(1)), extent), n_tasks)
-    index = b.select(b.icmp_signed("!=", b.load(job_per_task), c64(0)), t, c64(0))
-    table = b.load(b.gep(b.load(job_tables), [index]))
-    b.call(b.load(job_fn), [table, lo, hi])
+    b.call(task, [b.load(job_fn), b.load(job_tables), b.load(job_per_task),
+                  b.load(job_extent), n_tasks, t])
     b.branch(loop)
     b.position_at_end(done)
     b.ret_void()
@@ -353,10 +361,7 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
     t = b.load(k)
     b.cbranch(b.icmp_signed("<", t, n_tasks), abody, aend)
     b.position_at_end(abody)
-    lo = b.sdiv(b.mul(t, extent), n_tasks)
-    hi = b.sdiv(b.mul(b.add(t, c64(1)), extent), n_tasks)
-    index = b.select(b.icmp_signed("!=", per_task, c64(0)), t, c64(0))
-    b.call(b.bitcast(fn, kernel_t.as_pointer()), [b.load(b.gep(tables, [index])), lo, hi])
+    b.call(task, [b.bitcast(fn, kernel_t.as_pointer()), tables, per_task, extent, n_tasks, t])
     b.store(b.add(t, c64(1)), k)
     b.branch(ahead)
     b.position_at_end(aend)
