@@ -32,14 +32,15 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import sys
 import threading
 from collections.abc import Callable
 
 import numpy as np
 
 import ember
-from ember.backends.cpu import native_lib, object_cache
-from ember.backends.cpu.executable import CpuExecutable, RunPlan
+from ember.backends.cpu import native_lib, object_cache, parallel_runtime
+from ember.backends.cpu.executable import PARALLEL_MIN_WORK, CpuExecutable, RunPlan
 from ember.compiler.hlo import Module
 
 _log = logging.getLogger(__name__)
@@ -53,14 +54,28 @@ NATIVE_FORMAT = "1"
 FAST_COMPILE_MAX_WORK = 512
 # Tiered compilation: a program that needs optimizing first runs on code compiled without
 # IR optimization (~30-50x faster to compile), while the optimized code compiles in a
-# background thread; from its second run on it waits for and uses the optimized code.
-# Off by default (``EMBER_CPU_TIERED=1`` turns it on): the first call's results may then
-# differ in the last bits from later calls' (the optimized code reassociates reductions).
-TIERED_COMPILATION = os.environ.get("EMBER_CPU_TIERED", "0") == "1"
+# low-priority background thread; from its second run on it waits for and uses the optimized
+# code. Both compile the same IR, whose float sums fix their order (``kernel_gen.LaneSums``),
+# so the first call's results equal later calls' bit for bit. ``EMBER_CPU_TIERED=0``
+# optimizes before the first call instead.
+TIERED_COMPILATION = os.environ.get("EMBER_CPU_TIERED", "1") == "1"
 # ``EMBER_CPU_SHARED_LIBRARIES=0`` stops linking programs into shared libraries for the disk
 # cache (each costs a second compile and a ``cc`` run in the background); cached object code
 # then still loads through MCJIT. The test suite turns it off except where it tests it.
 SHARED_LIBRARIES_VAR = "EMBER_CPU_SHARED_LIBRARIES"
+
+
+def _lower_thread_priority() -> None:
+    """Makes the calling thread yield the CPU to the process's other threads (Linux: a
+    thread's own nice value). Background compiles use it: they are work for later calls,
+    and on a machine with few cores they would otherwise slow down the current call's
+    threads (BLAS's and the parallel runtime's wait for their slowest member)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except OSError:  # (a sandbox may forbid it: the compile only competes harder)
+        pass
 
 
 def _shared_libraries_enabled() -> bool:
@@ -215,8 +230,11 @@ class CpuBackend:
             return [t for t in self._background if getattr(t, "native_key", None) == nkey]
 
     def _start_background(self, work, nkey: str | None = None) -> None:
+        def run():
+            _lower_thread_priority()
+            work()
         # Not a daemon: the process waits for it at exit, so the entry gets written.
-        thread = threading.Thread(target=work, name="ember-cpu-cache", daemon=False)
+        thread = threading.Thread(target=run, name="ember-cpu-cache", daemon=False)
         thread.native_key = nkey
         with self._lock:
             self._background = [t for t in self._background if t.is_alive()]
@@ -253,6 +271,10 @@ class CpuBackend:
         program = ProgramBuilder(module, prefix=f"m{nkey[:20]}").build()
         plan = RunPlan.of(program)
         opt_level = 0 if program.max_work <= FAST_COMPILE_MAX_WORK else 3
+        if program.max_work >= PARALLEL_MIN_WORK:
+            # Loaded (or built, once per machine) now: background compiles started below
+            # hold LLVM, which building the runtime needs, and the first run needs it.
+            parallel_runtime.get()
         if dump is not None:
             dump("llvm.ll", program.ir_text)
             art = llvm_support.compile_ir(program.ir_text, want_text=True, opt_level=opt_level)

@@ -15,6 +15,7 @@ partials, combined afterwards with the reducer).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 import _cffi_backend
@@ -251,6 +252,7 @@ class CpuExecutable:
         after the first never uses the quick code). If the optimized compile fails, the quick
         code stays (its error is logged)."""
         self._tier = (future, threading.Lock(), [])
+        self._tier_pid = os.getpid()
         self._fast_exact = self.execute_exact
         self.execute_exact = self._tiered_exact
 
@@ -279,6 +281,13 @@ class CpuExecutable:
                 return
             if self._tier_runs == 0:
                 self._tier_runs = 1
+                return
+            if os.getpid() != self._tier_pid:
+                # A forked child: the optimizing thread stayed in the parent. The quick code
+                # computes the same results, so it stays.
+                self.execute_exact = self._fast_exact
+                self._tier = None
+                listeners.clear()
                 return
         try:
             plan, lib = future.result()

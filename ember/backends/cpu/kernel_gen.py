@@ -24,8 +24,11 @@ Iteration spaces:
   outside, reduced dims inside. The parallel dim is the first kept dim; with none (a full
   reduction) it is the first reduced dim, and each call writes a *partial* result that the
   caller combines (only for simple reducers whose init is their identity). Float sums
-  accumulate in blocks of ``BLOCK`` elements in the element type (reassociable, so the block
-  loop vectorizes) and across blocks in float64: accurate and fast.
+  accumulate in lanes (``LaneSums``): in the element type within blocks of ``BLOCK``
+  elements, in float64 across blocks, the lanes combined by a fixed tree at the end: accurate,
+  vectorized, and in an order written in the IR itself (no reassociation flags), so code
+  compiled at any optimization level gives bit-identical results (tiered compilation relies
+  on it).
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ I8P = S.I8.as_pointer()
 I8PP = I8P.as_pointer()
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I8PP, I64, I64])
 BLOCK = 1024
+# Lanes of a float sum (``LaneSums``): independent accumulators that the loop vectorizer maps
+# to vector registers' elements (64: four AVX-512 or eight AVX2 vectors of float32).
+LANES = 64
 # Element emissions allowed per kernel. Concatenate and pad read every operand at a clamped
 # index, so nested ones multiply the code; past this budget the fusion runs as a library
 # thunk instead of compiling (for minutes) into a huge function.
@@ -316,6 +322,16 @@ class ElementEmitter:
 # --------------------------------------------------------------------------- loops
 
 
+def _no_unroll_loop_id(module: ir.Module):
+    """A new loop ID (``!N = !{!N, !{"llvm.loop.unroll.disable"}}``: a loop ID's first
+    operand is the node itself, which llvmlite cannot build, so it is patched in)."""
+    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+    loop_id = module.add_metadata([ir.MetaDataString(module, f"ember.loop.{len(module.metadata)}"),
+                                   disable])
+    loop_id.operands = (loop_id, disable)
+    return loop_id
+
+
 class Loops:
     """Helpers for counted loops and stack slots in one function."""
 
@@ -331,8 +347,10 @@ class Loops:
             slot.align = align
             return slot
 
-    def loop(self, lo, hi, body, name="i"):
-        """Emits ``for i in [lo, hi): body(i)``."""
+    def loop(self, lo, hi, body, name="i", unroll=True):
+        """Emits ``for i in [lo, hi): body(i)``; ``unroll=False`` tells LLVM not to unroll
+        it (a loop of constant trip count around a vectorizable loop: unrolled first, the
+        copies of the inner loop no longer vectorize as one)."""
         b = self.b
         pre = b.block
         head = b.append_basic_block(f"{name}.head")
@@ -346,7 +364,9 @@ class Loops:
         b.position_at_end(loop_body)
         body(i)
         i.add_incoming(b.add(i, _c(1), flags=("nsw", "nuw")), b.block)
-        b.branch(head)
+        latch = b.branch(head)
+        if not unroll:
+            latch.set_metadata("llvm.loop", _no_unroll_loop_id(b.module))
         b.position_at_end(done)
 
     def nest(self, ranges, body, prefix="d"):
@@ -569,14 +589,13 @@ class KernelBuilder:
                 b.store(init, slot)
                 slots.append(slot)
             accs[id(r)] = slots
-        # Float sums: per-block narrow accumulator + float64 accumulator across blocks.
+        # Float sums: lanes of narrow accumulators per block, float64 across blocks.
         float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
                       and len(r.operands) == 2 and S.is_float(r.dtype)] if red else []
-        wide = {}
-        for r in float_sums:
-            slot = loops.alloca(S.F64)
-            b.store(self._widen(b.load(accs[id(r)][0])), slot)
-            wide[id(r)] = slot
+        n_inner = in_dims[red[-1]] if red else 1
+        # (Exact: every run of the inner dim covers all of it, unless calls split it.)
+        exact = len(red) == 1 and not split_reduced
+        lanes = LaneSums(self, float_sums, n_inner, exact=exact)
         red_ranges = [(_c(0), _c(in_dims[d])) for d in red]
         if split_reduced:
             red_ranges[0] = (lo, hi)
@@ -594,34 +613,19 @@ class KernelBuilder:
             for r in reduces:
                 n = len(r.operands) // 2
                 values = [em.emit(r.operands[j], index) for j in range(n)]
-                slots = narrow.get(id(r)) or accs[id(r)]
+                slots = lanes.current.get(id(r)) or accs[id(r)]
                 self._combine(r, slots, values)
             for k in elementwise_outs:
                 self._store(k, em.emit(self.outputs[k][0], index), index)
 
-        narrow = {}
-
         def inner(outer_ridx):
             lo_in, hi_in = red_ranges[-1]
-            n_inner = in_dims[red[-1]]
-            if not float_sums or n_inner <= BLOCK:
-                for r in float_sums:
-                    narrow[id(r)] = [self._zero_slot(r)]
+            if not float_sums:
                 loops.loop(lo_in, hi_in, lambda j: element(outer_ridx + (j,)), name="r")
-                self._flush(float_sums, narrow, wide)
-                return
+            else:
+                lanes.accumulate(lo_in, hi_in, lambda j: element(outer_ridx + (j,)))
 
-            def block(blk):
-                start = b.add(lo_in, b.mul(blk, _c(BLOCK)))
-                end = b.add(start, _c(BLOCK))
-                end = b.select(b.icmp_signed(">", end, hi_in), hi_in, end)
-                for r in float_sums:
-                    narrow[id(r)] = [self._zero_slot(r)]
-                loops.loop(start, end, lambda j: element(outer_ridx + (j,)), name="r")
-                self._flush(float_sums, narrow, wide)
-            count = b.sdiv(b.add(b.sub(hi_in, lo_in), _c(BLOCK - 1)), _c(BLOCK))
-            loops.loop(_c(0), count, block, name="blk")
-
+        lanes.clear()
         if red:
             if len(red) > 1:
                 loops.nest(red_ranges[:-1], inner, prefix="ro")
@@ -631,8 +635,8 @@ class KernelBuilder:
             element(())
         # Results.
         for r in float_sums:
-            value = b.load(wide[id(r)])
-            b.store(self._narrow(value, r.dtype), accs[id(r)][0])
+            total = b.fadd(self._widen(b.load(accs[id(r)][0])), lanes.total(r))
+            b.store(self._narrow(total, r.dtype), accs[id(r)][0])
         kidx_full = Index([in_dims[d] for d in kept], multi=tuple(kidx))
         for k, (inst, leaf) in enumerate(self.outputs):
             if inst.opcode == "reduce":
@@ -757,18 +761,6 @@ class KernelBuilder:
         loops.loop(lo, hi, item, name="item")
         return KernelInfo(self.name, extent, n_red * width, ())
 
-    def _zero_slot(self, r):
-        slot = self.loops.alloca(S.value_type(r.dtype))
-        self.b.store(ir.Constant(S.value_type(r.dtype), 0.0), slot)
-        return slot
-
-    def _flush(self, float_sums, narrow, wide):
-        b = self.b
-        for r in float_sums:
-            part = self._widen(b.load(narrow[id(r)][0]))
-            b.store(b.fadd(b.load(wide[id(r)]), part), wide[id(r)])
-        narrow.clear()
-
     def _widen(self, v):
         return v if v.type == S.F64 else self.b.fpext(v, S.F64)
 
@@ -787,10 +779,10 @@ class KernelBuilder:
             acc = b.load(slots[0])
             dt = r.dtype if not r.shape.is_tuple else r.shape.tuple_shapes[0].dtype
             if op == "add" and S.is_float(dt):
-                out = b.fadd(acc, values[0], flags=("reassoc",))
+                out = b.fadd(acc, values[0])
                 out = S.round_low_float(b, out, dt)
             elif op == "multiply" and S.is_float(dt):
-                out = S.round_low_float(b, b.fmul(acc, values[0], flags=("reassoc",)), dt)
+                out = S.round_low_float(b, b.fmul(acc, values[0]), dt)
             else:
                 out = S.binary(b, op, acc, values[0], dt, dt, {})
             b.store(out, slots[0])
@@ -799,6 +791,124 @@ class KernelBuilder:
         outs = emit_computation(b, body, accs + list(values), self.module_consts)
         for s, v in zip(slots, outs):
             b.store(v, s)
+
+
+class LaneSums:
+    """Float sums of a loop over a reduced dim, accumulated in ``LANES`` lanes.
+
+    Element ``j`` of a block of ``BLOCK`` elements adds into lane ``(j - block start) %
+    lanes`` of a narrow (element type) lane array: the block's whole chunks of ``lanes``
+    elements into the main lanes, the rest into the tail lanes. After each block, both add
+    into float64 lanes, and ``total`` combines those by a fixed pairwise tree. Every lane
+    loop is elementwise across lanes, so LLVM vectorizes it (keeping the main lanes in
+    vector registers) without reassociating anything: the order of the additions is the one
+    written here, whatever the optimization level, so tiered compilation's first and later
+    calls agree bit for bit.
+
+    ``length``: the most elements one result sums along the loop; ``exact``: every
+    ``accumulate`` covers exactly ``length`` elements (then a tail that is always empty is
+    left out). Usage per result: ``clear()``, ``accumulate(start, end, element)`` for each
+    run of the inner dim (``element(j)`` combines into ``current[id(reduce)]``), then
+    ``total(r)``.
+    """
+
+    def __init__(self, kb: KernelBuilder, sums: list, length: int, exact: bool = False):
+        self.kb, self.b, self.sums = kb, kb.b, sums
+        self.lanes = max(1, min(LANES, length))
+        self.blocked = length > BLOCK
+        # One block per result: its flush stores the float64 lanes, nothing to clear.
+        self.single_block = exact and not self.blocked
+        with_tail = not (self.single_block and length % self.lanes == 0)
+
+        def arrays(ty):
+            return {id(r): kb.loops.alloca(ir.ArrayType(ty(r), self.lanes), align=64)
+                    for r in sums}
+        self.narrow = arrays(lambda r: S.value_type(r.dtype))
+        self.tail = arrays(lambda r: S.value_type(r.dtype)) if with_tail else None
+        self.wide = arrays(lambda r: S.F64)
+        self.current: dict = {}
+
+    def _slot(self, array, lane):
+        return self.b.gep(array, [_c(0), lane], inbounds=True)
+
+    def _each_lane(self, body, count: int | None = None, name: str = "ln"):
+        self.kb.loops.loop(_c(0), _c(self.lanes if count is None else count), body, name=name)
+
+    def _narrow_arrays(self):
+        return (self.narrow,) if self.tail is None else (self.narrow, self.tail)
+
+    def clear(self) -> None:
+        """Zeroes the float64 lanes (before a result's first ``accumulate``)."""
+        if self.sums and not self.single_block:
+            zero = ir.Constant(S.F64, 0.0)
+            self._each_lane(lambda ln: [self.b.store(zero, self._slot(w, ln))
+                                        for w in self.wide.values()], name="clr")
+
+    def accumulate(self, start, end, element) -> None:
+        """``element(j)`` for ``j`` in ``[start, end)``, in order, each with its lane."""
+        b, loops, n_lanes = self.b, self.kb.loops, self.lanes
+
+        def lanes(c_start, count, arrays):
+            def lane(ln):
+                for r in self.sums:
+                    self.current[id(r)] = [self._slot(arrays[id(r)], ln)]
+                element(b.add(c_start, ln, flags=("nsw", "nuw")))
+                self.current.clear()
+            loops.loop(_c(0), count, lane, name="lane")
+
+        def block(b_start, b_end):
+            for r in self.sums:
+                zero = ir.Constant(S.value_type(r.dtype), 0.0)
+                for array in (arrays[id(r)] for arrays in self._narrow_arrays()):
+                    self._each_lane(lambda ln, a=array, zero=zero: b.store(
+                        zero, self._slot(a, ln)), name="zn")
+            full = b.udiv(b.sub(b_end, b_start), _c(n_lanes))
+            # Whole chunks (a constant trip count: the lanes stay in vector registers; the
+            # chunk loop is not unrolled, or its copies would not vectorize), then the rest.
+            loops.loop(_c(0), full, lambda c: lanes(
+                b.add(b_start, b.mul(c, _c(n_lanes), flags=("nsw", "nuw")), flags=("nsw", "nuw")),
+                _c(n_lanes), self.narrow), name="chunk", unroll=False)
+            if self.tail is not None:
+                t_start = b.add(b_start, b.mul(full, _c(n_lanes), flags=("nsw", "nuw")),
+                                flags=("nsw", "nuw"))
+                lanes(t_start, b.sub(b_end, t_start), self.tail)
+
+            def flush(ln):
+                for r in self.sums:
+                    w = self._slot(self.wide[id(r)], ln)
+                    value = None if self.single_block else b.load(w)
+                    for arrays in self._narrow_arrays():
+                        part = self.kb._widen(b.load(self._slot(arrays[id(r)], ln)))
+                        value = part if value is None else b.fadd(value, part)
+                    b.store(value, w)
+            self._each_lane(flush, name="fl")
+
+        if not self.blocked:
+            block(start, end)
+            return
+
+        def blocked(blk):
+            b_start = b.add(start, b.mul(blk, _c(BLOCK), flags=("nsw", "nuw")),
+                            flags=("nsw", "nuw"))
+            b_end = b.add(b_start, _c(BLOCK), flags=("nsw", "nuw"))
+            block(b_start, b.select(b.icmp_signed(">", b_end, end), end, b_end))
+        count = b.sdiv(b.add(b.sub(end, start), _c(BLOCK - 1)), _c(BLOCK))
+        loops.loop(_c(0), count, blocked, name="blk")
+
+    def total(self, r):
+        """The float64 sum of ``r``'s lanes (pairwise: lane ``i`` adds lane ``i + half``)."""
+        b, wide = self.b, self.wide[id(r)]
+        width = self.lanes
+        while width > 1:
+            half = (width + 1) // 2
+
+            def fold(ln, half=half):
+                dst = self._slot(wide, ln)
+                src = self._slot(wide, b.add(ln, _c(half), flags=("nsw", "nuw")))
+                b.store(b.fadd(b.load(dst), b.load(src)), dst)
+            self._each_lane(fold, count=width - half, name="fold")
+            width = half
+        return b.load(self._slot(wide, _c(0)))
 
 
 def _is_column_reduce(reduces, in_dims, red) -> bool:

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 
@@ -23,6 +24,17 @@ import llvmlite
 import llvmlite.binding as llvm
 
 _LOCK = threading.RLock()
+
+
+def _new_lock_in_child() -> None:
+    """A forked child gets a free lock (a background compile in the parent may have held it;
+    that thread does not exist in the child)."""
+    global _LOCK
+    _LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 _INITIALIZED = False
 
 

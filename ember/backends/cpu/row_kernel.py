@@ -12,12 +12,12 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
-    BLOCK,
     I8P,
     ElementEmitter,
     Index,
     KernelBuilder,
     KernelInfo,
+    LaneSums,
     _c,
     _outputs,
     _scalar_index,
@@ -71,8 +71,8 @@ class RowKernel:
     softmax: pass 0 the max, pass 1 the sum of exp(x - max)); between passes the *row
     values* (instructions of one value per row: reduce results and what is computed from
     them) become registers; a last pass computes the outputs of the full shape. Each pass is
-    a plain loop over the row's elements (vectorizable); float sums accumulate in blocks of
-    ``BLOCK`` with a float64 carry, as in input fusions. An expensive elementwise value
+    a plain loop over the row's elements (vectorizable); float sums accumulate in lanes
+    (``kernel_gen.LaneSums``), as in input fusions. An expensive elementwise value
     needed by several passes (softmax's exp) is stored by its first pass into an output
     buffer of its dtype that only the last pass writes, and loaded by the later passes:
     every pass reads and writes only the current row, the last pass loads every value of an
@@ -253,40 +253,27 @@ class RowKernel:
             accs[id(r)] = [slot]
         float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
                       and S.is_float(r.dtype)]
-        wide = {}
-        for r in float_sums:
-            slot = kb.loops.alloca(S.F64)
-            b.store(kb._widen(b.load(accs[id(r)][0])), slot)
-            wide[id(r)] = slot
-        narrow: dict = {}
+        lanes = LaneSums(kb, float_sums, self.row_size, exact=True)
 
         def element(j):
             index = self._full_index(outer, base, j)
             em = self._emitter(values, loads)
             for r in reduces:
-                kb._combine(r, narrow.get(id(r)) or accs[id(r)], [em.emit(r.operands[0], index)])
+                kb._combine(r, lanes.current.get(id(r)) or accs[id(r)],
+                            [em.emit(r.operands[0], index)])
             results = [(em.emit(inst, index), kb.out_ptrs[k], inst.dtype) for inst, k in stores]
             results += [(em.emit(kb.outputs[k][0], index), kb.out_ptrs[k],
                          kb.outputs[k][0].dtype) for k in outs]
             for value, ptr, dt in results:  # every load of this element came first
                 S.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
 
-        def block(start, end):
-            for r in float_sums:
-                narrow[id(r)] = [kb._zero_slot(r)]
-            kb.loops.loop(start, end, element, name="j")
-            kb._flush(float_sums, narrow, wide)
-
-        n = self.row_size
-        if not float_sums or n <= BLOCK:
-            block(_c(0), _c(n))
+        if float_sums:
+            lanes.clear()
+            lanes.accumulate(_c(0), _c(self.row_size), element)
         else:
-            def blocked(blk):
-                start = b.mul(blk, _c(BLOCK), flags=("nsw", "nuw"))
-                end = b.add(start, _c(BLOCK), flags=("nsw", "nuw"))
-                block(start, b.select(b.icmp_signed(">", end, _c(n)), _c(n), end))
-            kb.loops.loop(_c(0), _c(-(-n // BLOCK)), blocked, name="blk")
+            kb.loops.loop(_c(0), _c(self.row_size), element, name="j")
         for r in float_sums:
-            b.store(kb._narrow(b.load(wide[id(r)]), r.dtype), accs[id(r)][0])
+            total = b.fadd(kb._widen(b.load(accs[id(r)][0])), lanes.total(r))
+            b.store(kb._narrow(total, r.dtype), accs[id(r)][0])
         for r in reduces:
             values[id(r)] = b.load(accs[id(r)][0])

@@ -145,3 +145,70 @@ def test_without_disk_cache_tiering_still_upgrades(monkeypatch):
         assert cpu_executable(f).program.entry_name.startswith("m")
     finally:
         config.update("jax_enable_compilation_cache", old)
+
+
+# Programs whose quick (unoptimized) and optimized code must agree bit for bit: float sums
+# accumulate in lanes whose order is written in the IR (``kernel_gen.LaneSums``), so no
+# optimization may reorder them. Each gets a fresh constant so no earlier test compiled it.
+_RNG = np.random.default_rng(7)
+_BIG = (_RNG.standard_normal(70_001) * 100).astype(np.float32)  # several blocks, a tail
+_ROWS = _RNG.standard_normal((96, 1000)).astype(np.float32)  # rows not a multiple of lanes
+_TRIG = np.concatenate([np.linspace(-1e6, 1e6, 4001), [0.0, -0.0, np.inf, -np.inf, np.nan],
+                        _RNG.standard_normal(3000) * 1e4]).astype(np.float32)
+
+TIER_CASES = {
+    "full sum": (lambda a, c: jnp.sum(a * c), _BIG),
+    "split sum float64": (lambda a, c: jnp.sum(a.astype(jnp.float64) * c), _BIG),
+    "mean and var": (lambda a, c: (jnp.mean(a * c), jnp.var(a)), _BIG),
+    "product": (lambda a, c: jnp.prod(1.0 + a[:3000] * 1e-4 * c), _BIG),
+    "row softmax": (lambda a, c: jnp.exp(a * c - jnp.max(a, -1, keepdims=True))
+                    / jnp.sum(jnp.exp(a * c - jnp.max(a, -1, keepdims=True)), -1,
+                              keepdims=True), _ROWS),
+    "layernorm": (lambda a, c: (a - jnp.mean(a, -1, keepdims=True))
+                  / jnp.sqrt(jnp.var(a * c, -1, keepdims=True) + 1e-5), _ROWS),
+    "row sums": (lambda a, c: jnp.sum(jnp.tanh(a * c), axis=1), _ROWS),
+    "column sums": (lambda a, c: jnp.sum(a * c, axis=0), _ROWS),
+    "middle axis": (lambda a, c: jnp.sum(a.reshape(8, 12, 1000) * c, axis=1), _ROWS),
+    "sin cos": (lambda a, c: (jnp.sin(a * c), jnp.cos(a) + c), _TRIG),
+    "transcendentals": (lambda a, c: (jnp.exp(a * 1e-3 * c), jnp.log1p(jnp.abs(a)),
+                                      jnp.arctan2(a, c), jnp.sum(jnp.expm1(a * 1e-5))), _TRIG),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TIER_CASES))
+def test_quick_and_optimized_code_agree_bit_for_bit(case):
+    fn, x = TIER_CASES[case]
+    c = np.float32(1.0 + next(_counter) * 1e-3)
+    f = ember.jit(lambda a: fn(a, c))
+    quick = [np.asarray(v) for v in ember.tree_util.tree_leaves(f(x))]
+    exe = cpu_executable(f)
+    assert exe.program.entry_name.startswith("q")  # the first call ran the quick code
+    get_backend("cpu").wait_for_background()
+    optimized = [np.asarray(v) for v in ember.tree_util.tree_leaves(f(x))]
+    assert exe.program.entry_name.startswith("m")
+    for q, o in zip(quick, optimized):
+        np.testing.assert_array_equal(q.reshape(-1).view(np.uint8), o.reshape(-1).view(np.uint8))
+    # And both are right: the interpreter (NumPy) backend computes the same program.
+    reference_f = ember.jit(lambda a: fn(a, c), backend="interpreter")
+    for o, r in zip(optimized, ember.tree_util.tree_leaves(reference_f(x))):
+        np.testing.assert_allclose(o, np.asarray(r), rtol=2e-5, atol=1e-4)
+
+
+def test_forked_child_keeps_the_quick_code():
+    """The optimizing thread stays in the parent: a forked child's later calls run the quick
+    code (same results) instead of waiting for it forever."""
+    import os
+    f, c = fresh_function()
+    expected = np.asarray(f(X))  # quick code; the optimized compile is under way
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        try:
+            exe = cpu_executable(f)
+            ok = all(np.array_equal(np.asarray(f(X)), expected) for _ in range(2))
+            os._exit(0 if ok and exe._tier is None else 3)
+        finally:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    np.testing.assert_array_equal(np.asarray(f(X)), expected)  # the parent upgrades
+    assert cpu_executable(f).program.entry_name.startswith("m")
