@@ -620,10 +620,7 @@ class KernelBuilder:
 
         def inner(outer_ridx):
             lo_in, hi_in = red_ranges[-1]
-            if not float_sums:
-                loops.loop(lo_in, hi_in, lambda j: element(outer_ridx + (j,)), name="r")
-            else:
-                lanes.accumulate(lo_in, hi_in, lambda j: element(outer_ridx + (j,)))
+            lanes.accumulate(lo_in, hi_in, lambda j: element(outer_ridx + (j,)))
 
         lanes.clear()
         if red:
@@ -845,8 +842,12 @@ class LaneSums:
                                         for w in self.wide.values()], name="clr")
 
     def accumulate(self, start, end, element) -> None:
-        """``element(j)`` for ``j`` in ``[start, end)``, in order, each with its lane."""
+        """``element(j)`` for ``j`` in ``[start, end)``, in order, each with its lane (a plain
+        loop when there are no float sums)."""
         b, loops, n_lanes = self.b, self.kb.loops, self.lanes
+        if not self.sums:
+            loops.loop(start, end, element, name="r")
+            return
 
         def lanes(c_start, count, arrays):
             def lane(ln):

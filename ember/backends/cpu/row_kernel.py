@@ -267,11 +267,8 @@ class RowKernel:
             for value, ptr, dt in results:  # every load of this element came first
                 S.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
 
-        if float_sums:
-            lanes.clear()
-            lanes.accumulate(_c(0), _c(self.row_size), element)
-        else:
-            kb.loops.loop(_c(0), _c(self.row_size), element, name="j")
+        lanes.clear()
+        lanes.accumulate(_c(0), _c(self.row_size), element)
         for r in float_sums:
             total = b.fadd(kb._widen(b.load(accs[id(r)][0])), lanes.total(r))
             b.store(kb._narrow(total, r.dtype), accs[id(r)][0])

@@ -4,7 +4,6 @@ Python pool and a single thread, concurrent callers and forked children stay cor
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import ember
 import ember.numpy as jnp
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import parallel_runtime
+from tests.backends.cpu.helpers import run_in_threads
 
 runtime = parallel_runtime.get()
 needs_runtime = pytest.mark.skipif(runtime is None, reason="no native parallel runtime here")
@@ -94,22 +94,14 @@ def test_native_threads_match_the_python_pool_and_one_thread(monkeypatch):
 def test_concurrent_callers_get_correct_results():
     x, fns = _programs()
     expected = _run_all(x, fns)
-    errors = []
 
     def work():
-        try:
-            for _ in range(5):
-                for exp, got in zip(expected, _run_all(x, fns)):
-                    for u, v in zip(exp, got):
-                        np.testing.assert_array_equal(u, v)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(5):
+            for exp, got in zip(expected, _run_all(x, fns)):
+                for u, v in zip(exp, got):
+                    np.testing.assert_array_equal(u, v)
 
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_in_threads(work, 3)
     assert errors == []
 
 

@@ -2,7 +2,6 @@
 the optimized code compiles in the background; later calls use the optimized code."""
 
 import logging
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import ember.numpy as jnp
 from ember.backends import get_backend
 from ember.backends.cpu.executable import KernelPlan
 from ember.config import config
+from tests.backends.cpu.helpers import run_in_threads
 
 
 @pytest.fixture(autouse=True)
@@ -87,20 +87,13 @@ def test_concurrent_calls_during_the_switch(cache_dir):
     f, c = fresh_function()
     expected = reference(X, c)
     np.testing.assert_allclose(f(X), expected, rtol=2e-5)  # compiled, optimizing now
-    errors, results = [], []
+    results = []
 
     def worker():
-        try:
-            for _ in range(20):
-                results.append(np.asarray(f(X)))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(20):
+            results.append(np.asarray(f(X)))
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_in_threads(worker, 4)
     assert not errors
     assert len(results) == 80
     for r in results:
