@@ -239,7 +239,9 @@ class CpuBackend:
         with self._lock:
             self._background = [t for t in self._background if t.is_alive()]
             self._background.append(thread)
-        thread.start()
+            # (Started under the lock: a listed thread that is not alive yet would be
+            # dropped by another thread's filter above, or skipped by ``wait_for_background``.)
+            thread.start()
 
     def cache_key(self, module_text: str) -> str:
         """The key of a module's object code: its optimized HLO text, the versions of ember,
