@@ -18,6 +18,7 @@ from tests.backends.cpu.helpers import run_in_threads
 @pytest.fixture(autouse=True)
 def tiered(monkeypatch):
     monkeypatch.setattr(cpu, "TIERED_COMPILATION", True)
+    get_backend("cpu").wait_for_background()  # (earlier tests' compiles would count here)
 
 
 @pytest.fixture
