@@ -44,3 +44,9 @@ __all__ = [
     "linearize", "remat", "value_and_grad", "vjp", "vmap", "ad_checkpoint", "custom_derivatives",
     "test_util",
 ]
+
+# Loads the default backend's compiler now, as ``import jax`` loads XLA (``EMBER_PRELOAD=0``
+# defers it to the first compile; see ``ember.backends``).
+from ember.backends import preload_default_backend  # noqa: E402
+
+preload_default_backend()

@@ -9,6 +9,11 @@ Two backends exist: ``cpu`` (the default: native code compiled by LLVM, ``ember.
 and ``interpreter`` (the NumPy evaluator of HLO, the reference). ``EMBER_BACKEND`` or the
 ``jax_default_backend`` option picks the default.
 
+``import ember`` preloads the default backend's compiler (``preload_default_backend``), as
+``import jax`` loads XLA: a backend registered with a ``preload`` hook imports its modules and
+native libraries then, so the first jit pays for compiling only. ``EMBER_PRELOAD=0`` leaves
+that to the first compile (a process that only runs cached programs then never loads them).
+
 Example:
     >>> exe = get_backend("interpreter").compile(module)
     >>> outs = exe.execute([np.ones(3, np.float32)])
@@ -16,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -23,15 +29,39 @@ from typing import Any
 _FACTORIES: dict[str, Callable[[], Any]] = {}
 _BACKENDS: dict[str, Any] = {}
 _ALIASES: dict[str, str] = {}
+_PRELOADS: dict[str, Callable[[], None]] = {}
 
 DEFAULT_BACKEND = "cpu"
 
 
-def register_backend(name: str, factory: Callable[[], Any]) -> None:
-    """Makes ``get_backend(name)`` create its backend with ``factory()``."""
+def register_backend(name: str, factory: Callable[[], Any],
+                     preload: Callable[[], None] | None = None) -> None:
+    """Makes ``get_backend(name)`` create its backend with ``factory()``; ``preload()`` (if
+    given) loads its compiler when it is the default backend at ``import ember``."""
     _FACTORIES[name] = factory
     _BACKENDS.pop(name, None)
     _ALIASES.pop(name, None)
+    if preload is None:
+        _PRELOADS.pop(name, None)
+    else:
+        _PRELOADS[name] = preload
+
+
+def preload_default_backend() -> None:
+    """Runs the default backend's ``preload`` hook unless ``EMBER_PRELOAD=0``.
+
+    An unknown default name is left alone here: the first compile reports it.
+    """
+    if os.environ.get("EMBER_PRELOAD", "1").strip() == "0":
+        return
+    from ember.config import config
+    try:
+        name = canonical_name(config.read("jax_default_backend"))
+    except ValueError:
+        return
+    hook = _PRELOADS.get(name)
+    if hook is not None:
+        hook()
 
 
 def backend_names() -> list[str]:
@@ -74,4 +104,9 @@ def _cpu_backend() -> Any:
     return CpuBackend()
 
 
-register_backend("cpu", _cpu_backend)
+def _cpu_preload() -> None:
+    from ember.backends.cpu import preload
+    preload()
+
+
+register_backend("cpu", _cpu_backend, _cpu_preload)

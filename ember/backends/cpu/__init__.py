@@ -65,6 +65,17 @@ TIERED_COMPILATION = os.environ.get("EMBER_CPU_TIERED", "1") == "1"
 SHARED_LIBRARIES_VAR = "EMBER_CPU_SHARED_LIBRARIES"
 
 
+def preload() -> None:
+    """Imports the compiler (the HLO pipeline, the code generator, llvmlite and LLVM's
+    library) and registers LLVM's native target: ``import ember`` runs this for the default
+    backend (see ``ember.backends.preload_default_backend``), so a first compile does not
+    wait for module loading."""
+    from ember.backends.cpu import llvm_support, program, row_kernel  # noqa: F401
+    from ember.compiler import parser, pipeline, printer, shape_inference  # noqa: F401
+    pipeline.load_passes()
+    llvm_support._init()
+
+
 def _lower_thread_priority() -> None:
     """Makes the calling thread yield the CPU to the process's other threads (Linux: a
     thread's own nice value). Background compiles use it: they are work for later calls,

@@ -37,6 +37,7 @@ print(json.dumps({"value": float(out), "sorted": np.asarray(s).tolist(), "exp": 
 def run_process(cache_dir, **env):
     full_env = dict(os.environ, EMBER_CACHE_DIR=str(cache_dir))
     full_env["EMBER_CPU_SHARED_LIBRARIES"] = "1"  # (the test session turns them off)
+    full_env["EMBER_PRELOAD"] = "0"  # so "llvmlite" in sys.modules means the run needed it
     full_env.update(env)
     full_env.pop("EMBER_DUMP_TO", None)
     out = subprocess.run([sys.executable, "-c", PROGRAM], env=full_env, check=True,
