@@ -86,6 +86,8 @@ def test_error_surfaces_at_the_wait():
     y = f(jnp.ones(BIG))  # returns: the error happens on the worker
     with pytest.raises(ValueError, match="boom inside the executable"):
         y.block_until_ready()
+    with pytest.raises(ValueError, match="boom inside the executable"):
+        ember.block_until_ready(y)  # (a lone array takes a shortcut past the pytree walk)
     with pytest.raises(ValueError, match="boom"):
         np.asarray(y)
     with pytest.raises(ValueError, match="boom"):

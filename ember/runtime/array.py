@@ -159,8 +159,7 @@ class Array:
     # -- synchronization and conversion
     def block_until_ready(self) -> Array:
         """Waits until the value is computed (raising the computation's error, if any)."""
-        if self._pending is not None:
-            self._resolve()
+        self._value  # noqa: B018 - a ready array reads its slot; a pending one waits in __getattr__
         return self
 
     def is_ready(self) -> bool:
@@ -309,6 +308,9 @@ def device_get(x: Any) -> Any:
 
 def block_until_ready(x: Any) -> Any:
     """Waits for every array in a pytree to be computed; returns the pytree."""
+    if type(x) is Array:
+        x._value  # noqa: B018 - waits if pending (see ``Array.block_until_ready``)
+        return x
     for leaf in tree_util.tree_leaves(x):
         if isinstance(leaf, Array):
             leaf.block_until_ready()
