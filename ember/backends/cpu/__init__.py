@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import pickle
@@ -69,11 +70,19 @@ def preload() -> None:
     """Imports the compiler (the HLO pipeline, the code generator, llvmlite and LLVM's
     library) and registers LLVM's native target: ``import ember`` runs this for the default
     backend (see ``ember.backends.preload_default_backend``), so a first compile does not
-    wait for module loading."""
+    wait for module loading. It also computes the per-process parts of the cache keys (the
+    CPU's and llvmlite's fingerprints, the source stamps) and collects the young objects that
+    importing left, which the first garbage collection would otherwise spend milliseconds on
+    inside a first call."""
     from ember.backends.cpu import llvm_support, program, row_kernel  # noqa: F401
     from ember.compiler import parser, pipeline, printer, shape_inference  # noqa: F401
     pipeline.load_passes()
     llvm_support._init()
+    native_lib.host_fingerprint()
+    native_lib.toolchain_fingerprint()
+    _source_stamp()
+    _source_stamp(_PIPELINE_DIRS)
+    gc.collect(1)
 
 
 def _lower_thread_priority() -> None:
