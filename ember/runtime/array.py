@@ -308,9 +308,8 @@ def device_get(x: Any) -> Any:
 
 def block_until_ready(x: Any) -> Any:
     """Waits for every array in a pytree to be computed; returns the pytree."""
-    if type(x) is Array:
-        x._value  # noqa: B018 - waits if pending (see ``Array.block_until_ready``)
-        return x
+    if type(x) is Array:  # (a lone array: no pytree walk)
+        return x.block_until_ready()
     for leaf in tree_util.tree_leaves(x):
         if isinstance(leaf, Array):
             leaf.block_until_ready()

@@ -78,9 +78,7 @@ def preload() -> None:
     from ember.compiler import parser, pipeline, printer, shape_inference  # noqa: F401
     pipeline.load_passes()
     llvm_support._init()
-    native_lib.host_fingerprint()
-    native_lib.toolchain_fingerprint()
-    _source_stamp()
+    _key_parts()
     _source_stamp(_PIPELINE_DIRS)
     gc.collect(1)
 
@@ -137,6 +135,14 @@ def _source_stamp(folders: tuple = _STAMPED_DIRS) -> str:
     return stamp
 
 
+def _key_parts() -> tuple[str, ...]:
+    """What the native and lowered keys hold besides the module: the entry format, this
+    code generator's version and source stamp, ember's and NumPy's versions, the CPU and
+    llvmlite (each part computed once per process)."""
+    return (NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(), np.__version__,
+            native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(), _source_stamp())
+
+
 def _check_symbols(plan: RunPlan, lib) -> None:
     """Raises ValueError unless every symbol ``plan`` uses resolves in ``lib``."""
     for step in plan.steps:
@@ -170,18 +176,13 @@ class CpuBackend:
 
     def native_key(self, module_text: str) -> str:
         """The key of a module's native library and run plan; needs no llvmlite."""
-        return object_cache.cache_key(
-            "ember-cpu-native", NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(),
-            np.__version__, native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(),
-            _source_stamp(), module_text)
+        return object_cache.cache_key("ember-cpu-native", *_key_parts(), module_text)
 
     def lowered_key(self, lowered_text: str) -> str:
         """The key of what a *lowered* (not yet optimized) module compiles to: its text, the
         compiler's sources (the optimization pipeline) and everything in ``native_key``."""
-        return object_cache.cache_key(
-            "ember-cpu-lowered", NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(),
-            np.__version__, native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(),
-            _source_stamp(), _source_stamp(_PIPELINE_DIRS), lowered_text)
+        return object_cache.cache_key("ember-cpu-lowered", *_key_parts(),
+                                      _source_stamp(_PIPELINE_DIRS), lowered_text)
 
     def load_lowered(self, lowered_text: str):
         """``(executable, optimized module text, cost analysis)`` for a lowered module whose
