@@ -739,3 +739,34 @@ def test_make_jaxpr_runs(name):
     """Staging works in both; the text itself is compared only informationally (report)."""
     e, j = jaxpr_texts(name)
     assert e and j
+
+
+# ---------------------------------------------------------------- divisions under jit
+
+_DIVISIONS = {
+    "by a Python scalar": lambda m, x, v: x / 3.0,
+    "by a broadcast row vector": lambda m, x, v: x / v,
+    "by a broadcast sqrt (layernorm)": lambda m, x, v: x / m.sqrt(v + 1e-5),
+    "softmax": lambda m, x, v: (lambda e: e / m.sum(e, axis=-1, keepdims=True))(
+        m.exp(x - m.max(x, axis=-1, keepdims=True))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DIVISIONS))
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_jitted_division_rounds_like_jax(name, backend):
+    """XLA turns ``a / broadcast(b)`` into ``a * broadcast(1 / b)`` (and ``/ sqrt`` into
+    ``* rsqrt``), so JAX's jitted results differ from an exact division in about a third of
+    the elements; ember's simplifier does the same, so the divisions themselves agree
+    bit for bit (exp and rsqrt are other implementations than XLA's and may differ by an
+    few ulp: those cases get a tolerance)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    v = (rng.random((64, 1)) + 0.5).astype(np.float32)
+    fn = _DIVISIONS[name]
+    ours = np.asarray(ember.jit(lambda x, v: fn(ejnp, x, v), backend=backend)(x, v))
+    theirs = np.asarray(jax.jit(lambda x, v: fn(jjnp, x, v))(x, v))
+    if name in ("softmax", "by a broadcast sqrt (layernorm)"):
+        np.testing.assert_allclose(ours, theirs, rtol=4 * np.finfo(np.float32).eps, atol=0)
+    else:
+        np.testing.assert_array_equal(ours, theirs)

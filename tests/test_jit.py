@@ -472,3 +472,20 @@ def test_cached_call_takes_positional_arrays_and_scalars_alike():
         np.testing.assert_array_equal(jf(jnp.ones(2), 3.0), [3.0, 3.0])
         np.testing.assert_array_equal(jf(jnp.ones(2), jnp.float32(3.0)), [3.0, 3.0])
     assert f.traces == 2  # weak and strong y
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_jit_divides_by_a_broadcast_as_a_reciprocal_multiplication(backend):
+    """As XLA does (so as JAX computes): ``x / c`` is ``x * (1 / c)`` for a constant and
+    ``x / broadcast(v)`` is ``x * broadcast(1 / v)``; a same-shape division stays exact."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((32, 40)).astype(np.float32)
+    v = (rng.random((32, 1)) + 0.5).astype(np.float32)
+    w = (rng.random((32, 40)) + 0.5).astype(np.float32)
+    by_three = np.asarray(ember.jit(lambda x: x / 3.0, backend=backend)(x))
+    np.testing.assert_array_equal(by_three, x * (np.float32(1) / np.float32(3)))
+    assert np.any(by_three != x / np.float32(3))  # the rewrite is visible in the last bit
+    by_rows = np.asarray(ember.jit(lambda x, v: x / v, backend=backend)(x, v))
+    np.testing.assert_array_equal(by_rows, x * (np.float32(1) / v))
+    same_shape = np.asarray(ember.jit(lambda x, w: x / w, backend=backend)(x, w))
+    np.testing.assert_array_equal(same_shape, x / w)

@@ -295,9 +295,9 @@ class CpuBackend:
         plan = RunPlan.of(program)
         opt_level = 0 if program.max_work <= FAST_COMPILE_MAX_WORK else 3
         if program.max_work >= PARALLEL_MIN_WORK:
-            # Loaded (or built, once per machine) now: background compiles started below
-            # hold LLVM, which building the runtime needs, and the first run needs it.
-            parallel_runtime.get()
+            # Loaded now from the disk cache, or built (once per machine) in the background
+            # while the first runs use the Python pool.
+            parallel_runtime.prepare(self._start_background)
         if dump is not None:
             dump("llvm.ll", program.ir_text)
             art = llvm_support.compile_ir(program.ir_text, want_text=True, opt_level=opt_level)

@@ -454,7 +454,7 @@ class CpuExecutable:
         if not k.parallel:
             k.fn(_ffi.new("char*[]", ptrs), 0, extent)
             return
-        runtime = parallel_runtime.get()
+        runtime = parallel_runtime.ready()
         size = runtime.size if runtime is not None else threads.pool().size
         partial = step.partial_reducers
         if not partial:

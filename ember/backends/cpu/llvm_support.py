@@ -82,6 +82,11 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+def host_has_feature(name: str) -> bool:
+    """Whether the host CPU has feature ``name`` (LLVM's spelling, e.g. ``avx512f``)."""
+    return f"+{name}" in host_cpu()[1].split(",")
+
+
 def target_triple() -> str:
     _init()
     return llvm.get_process_triple()

@@ -19,7 +19,10 @@ Only one job runs at a time: a second caller (another Python thread) runs its ta
 The code is compiled once per machine and kept in the disk cache as a shared library (or,
 without a linker, loaded through MCJIT). ``get()`` is None where the runtime cannot work
 (not Linux on x86-64 or AArch64, one core, or no way to compile it): callers then use
-``threads.Pool``.
+``threads.Pool``. A compile calls ``prepare(start_background)``, which loads a cached runtime
+at once but builds a missing one in the background (~70 ms of LLVM and ``cc``, once per
+machine): until it is there, ``ready()`` is None and kernels run on ``threads.Pool``, which
+computes the same results.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import logging
 import os
 import platform
 import threading
+from collections.abc import Callable
 
 _log = logging.getLogger(__name__)
 
@@ -42,7 +46,12 @@ _ACTIVE_MASK = _CLOSED - 1
 
 _runtime: Runtime | None = None
 _tried = False
+_building = False  # a background build is under way (``prepare``)
 _lock = threading.Lock()
+
+
+class _NotBuilt(Exception):
+    """The runtime is not in the disk cache (``_load(build=False)``)."""
 
 
 class Runtime:
@@ -69,8 +78,8 @@ class Runtime:
 
 def _forget_in_child() -> None:
     """A forked child has none of the workers: it uses the Python pool."""
-    global _runtime, _tried
-    _runtime, _tried = None, True
+    global _runtime, _tried, _building
+    _runtime, _tried, _building = None, True, False
 
 
 if hasattr(os, "register_at_fork"):
@@ -78,8 +87,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def get() -> Runtime | None:
-    """The process's runtime (loaded at the first call), or None where it is unavailable."""
-    global _runtime, _tried
+    """The process's runtime (loaded, or built, at the first call), or None where it is
+    unavailable."""
+    global _runtime, _tried, _building
     if _tried:
         return _runtime
     with _lock:
@@ -89,11 +99,44 @@ def get() -> Runtime | None:
             except Exception as e:  # noqa: BLE001 - the Python pool still works
                 _log.debug("parallel runtime unavailable: %s", e)
                 _runtime = None
-            _tried = True
+            _tried, _building = True, False
     return _runtime
 
 
-def _load() -> Runtime | None:
+def ready() -> Runtime | None:
+    """The runtime if it is loaded; None while a background build is under way (callers
+    use ``threads.Pool`` meanwhile) or where it is unavailable."""
+    if _tried:
+        return _runtime
+    if _building:
+        return None
+    return get()
+
+
+def prepare(start_background: Callable[[Callable[[], object]], None]) -> None:
+    """Makes the runtime available to the kernels about to run: loads it now from the
+    disk cache, or, when it must be built, hands ``get`` to ``start_background`` (which
+    runs it on another thread) so that the build is off the caller's path."""
+    global _runtime, _tried, _building
+    if _tried or _building:
+        return
+    with _lock:
+        if _tried or _building:
+            return
+        try:
+            _runtime = _load(build=False)
+        except _NotBuilt:
+            _building = True
+        except Exception as e:  # noqa: BLE001 - the Python pool still works
+            _log.debug("parallel runtime unavailable: %s", e)
+            _runtime = None
+        if not _building:
+            _tried = True
+            return
+    start_background(get)
+
+
+def _load(build: bool = True) -> Runtime | None:
     from ember.backends.cpu import native_lib, object_cache, threads
     size = threads.cpu_count()
     machine = platform.machine()
@@ -114,6 +157,8 @@ def _load() -> Runtime | None:
             return Runtime(native_lib.NativeLibrary(so, directory), size)
         except OSError:
             cache.remove(key)
+    if not build:
+        raise _NotBuilt
     from ember.backends.cpu import llvm_support
     text = runtime_ir(_FUTEX[machine], machine == "x86_64")
     so = native_lib.build_library(text, 2, directory) if native_lib.linker() else None

@@ -7,10 +7,17 @@ value passing ``test``; a ``broadcast_in_dim`` of such a constant counts as that
 ``result`` names the binding that replaces the instruction, or is a function building the
 replacement. A rewrite applies only when the replacement has exactly the instruction's shape.
 
-Only exact rewrites are in the table: ``x * 0 -> 0`` holds for integers only (``nan * 0`` is
+The identities in the table are exact: ``x * 0 -> 0`` holds for integers only (``nan * 0`` is
 NaN), ``x - x`` and ``compare(x, x)`` likewise; ``x * 1 -> x`` is not applied to complex
 numbers (``(inf + 0j) * (1 + 0j)`` is ``inf + nanj``). As in XLA, ``x + 0 -> x`` is applied to
 floats too, although ``-0.0 + 0.0`` is ``+0.0``.
+
+The division rules are not exact: like XLA's simplifier, which gives JAX its numbers, they
+trade a division for a multiplication (``a / c -> a * (1 / c)`` for a constant ``c``,
+``a / broadcast(b) -> a * broadcast(1 / b)``, ``a / sqrt(b) -> a * rsqrt(b)``, ...), which can
+move a result by an ulp. They are here so that ember computes what JAX computes (e.g. a
+softmax's ``e / sum`` as ``e * (1 / sum)``, one reciprocal per row), and because a division
+costs several multiplications.
 
 To add a rule, append a ``Rewrite`` to ``REWRITES`` and a case of the same name to the
 pattern table of ``tests/compiler/test_passes.py``.
@@ -67,6 +74,12 @@ class Match:
         inst = Instruction(opcode, operands, shape, attrs, (), self.module.new_name(opcode))
         self.emitted.append(inst)
         return inst
+
+    def simplified(self, inst: Instruction) -> Instruction:
+        """``inst`` (just emitted) in its simplest form; what that needs is emitted too."""
+        new, emitted = simplify_instruction(self.module, inst)
+        self.emitted.extend(e for e in emitted if e is not inst)
+        return new
 
     def splat(self, value: AnyType, shape: Shape) -> Instruction:
         """An array of ``shape`` filled with ``value``: a scalar constant, broadcast if needed."""
@@ -156,6 +169,7 @@ class Rewrite:
     pattern: Pattern
     result: str | Callable[[Match], Instruction | None]
     where: Callable[[Match], bool] | None = None
+    exact: bool = True  # False: the result may differ in the last bits (see the docstring)
 
     def apply(self, module: Module, inst: Instruction,
               uses: Callable[[Instruction], int] | None = None) -> Match | None:
@@ -408,6 +422,72 @@ def _compose_converts(m: Match) -> Instruction | None:
     return m.emit("convert", [m["x"]], m.inst.shape)
 
 
+def _nonempty(inst: Instruction) -> bool:
+    return inst.attrs["value"].size > 0
+
+
+def _real_float(m: Match) -> bool:
+    return _kind(m.inst.dtype) == "f"
+
+
+def _inexact_numerator(m: Match) -> bool:
+    """A float or complex division whose numerator is not a constant (constant folding
+    handles that case exactly)."""
+    return _kind(m.inst.dtype) in "fc" and m["a"].opcode != "constant"
+
+
+def _times(m: Match, factor: Instruction) -> Instruction:
+    return m.emit("multiply", [m["a"], factor], m.inst.shape)
+
+
+def _exp_of_difference(m: Match) -> Instruction:
+    """``exp(a) / exp(b)`` as ``exp(a - b)``."""
+    diff = m.emit("subtract", [m["a"], m["b"]], m.inst.shape)
+    return m.emit("exponential", [diff], m.inst.shape)
+
+
+def _times_exp_negated(m: Match) -> Instruction:
+    """``a / exp(b)`` as ``a * exp(-b)``."""
+    neg = m.emit("negate", [m["b"]], m.inst.shape)
+    return _times(m, m.emit("exponential", [neg], m.inst.shape))
+
+
+def _times_power_negated(m: Match) -> Instruction:
+    """``a / pow(b, c)`` as ``a * pow(b, -c)``."""
+    neg = m.emit("negate", [m["c"]], m.inst.shape)
+    return _times(m, m.emit("power", [m["b"], neg], m.inst.shape))
+
+
+def _times_unary(opcode: str) -> Callable[[Match], Instruction]:
+    """``a / f(b)`` as ``a * g(b)`` where ``g = 1 / f`` (sqrt and rsqrt)."""
+    return lambda m: _times(m, m.emit(opcode, [m["b"]], m.inst.shape))
+
+
+def _times_inverted_constant(m: Match) -> Instruction:
+    """``a / c`` (``c`` a constant, or a broadcast of one) as ``a * (1 / c)``, the
+    reciprocal computed now in the constant's own type."""
+    const = m["c"]
+    value = const.attrs["value"]
+    with np.errstate(all="ignore"):
+        inverted = np.asarray(np.ones((), value.dtype) / value, value.dtype)
+    inverted.flags.writeable = False
+    recip = m.emit("constant", [], const.shape, value=inverted)
+    bcast = m.bindings.get("b")
+    if bcast is not None:
+        recip = m.emit("broadcast_in_dim", [recip], m.inst.shape, **bcast.attrs)
+    return _times(m, recip)
+
+
+def _times_broadcast_reciprocal(m: Match) -> Instruction:
+    """``a / broadcast(b)`` as ``a * broadcast(1 / b)``: one division per element of the
+    smaller ``b`` (itself simplified, so ``1 / sqrt(v)`` becomes ``rsqrt(v)``)."""
+    b = m["b"]
+    one = m.splat(1, b.shape)
+    recip = m.simplified(m.emit("divide", [one, b], b.shape))
+    bcast = m["bc"]
+    return _times(m, m.emit("broadcast_in_dim", [recip], m.inst.shape, **bcast.attrs))
+
+
 def _compare_self(m: Match) -> Instruction:
     holds = m.inst.attrs["comparison_direction"] in ("EQ", "LE", "GE")
     return m.splat(holds, m.inst.shape)
@@ -424,6 +504,7 @@ def _tuple_element(m: Match) -> Instruction:
 # --------------------------------------------------------------------------- the table
 
 x, y = Any("x"), Any("y")
+a, b, c = Any("a"), Any("b"), Any("c")
 ZERO, ONE = Splat(_is_zero), Splat(_is_one)
 
 REWRITES: tuple[Rewrite, ...] = (
@@ -436,6 +517,25 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("one_multiply", Op("multiply", ONE, x), "x", where=_not_complex),
     Rewrite("divide_one", Op("divide", x, ONE), "x", where=_not_complex),
     Rewrite("power_one", Op("power", x, ONE), "x", where=_not_complex),
+    # division as multiplication, as XLA does (not exact: see the module's docstring)
+    Rewrite("divide_exp_exp", Op("divide", Op("exponential", a), Op("exponential", b)),
+            _exp_of_difference, where=_real_float, exact=False),
+    Rewrite("divide_exp", Op("divide", a, Op("exponential", b)), _times_exp_negated,
+            where=_real_float, exact=False),
+    Rewrite("divide_power", Op("divide", a, Op("power", b, c)), _times_power_negated,
+            where=_real_float, exact=False),
+    Rewrite("divide_sqrt", Op("divide", a, Op("sqrt", b)), _times_unary("rsqrt"),
+            where=_real_float, exact=False),
+    Rewrite("divide_rsqrt", Op("divide", a, Op("rsqrt", b)), _times_unary("sqrt"),
+            where=_real_float, exact=False),
+    Rewrite("divide_constant", Op("divide", a, Op("constant", name="c", where=_nonempty)),
+            _times_inverted_constant, where=_inexact_numerator, exact=False),
+    Rewrite("divide_broadcast_constant",
+            Op("divide", a, Op("broadcast_in_dim", Op("constant", name="c", where=_nonempty),
+                               name="b")),
+            _times_inverted_constant, where=_inexact_numerator, exact=False),
+    Rewrite("divide_broadcast", Op("divide", a, Op("broadcast_in_dim", b, name="bc")),
+            _times_broadcast_reciprocal, where=_real_float, exact=False),
     Rewrite("multiply_zero_int", Op("multiply", x, Splat(_is_zero, "zero")), "zero",
             where=_integral),
     Rewrite("zero_multiply_int", Op("multiply", Splat(_is_zero, "zero"), x), "zero",

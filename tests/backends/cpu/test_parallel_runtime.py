@@ -136,3 +136,31 @@ def test_switched_off_the_python_pool_is_used():
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "None"
+
+
+@needs_runtime
+def test_a_missing_runtime_is_built_in_the_background(tmp_path):
+    """With an empty disk cache the first compile does not wait for the runtime's build:
+    its first run uses the Python pool (same results), the build lands in the cache, and
+    the next process loads the runtime during its compile."""
+    program = """
+import numpy as np, ember, ember.numpy as jnp
+from ember.backends import get_backend
+from ember.backends.cpu import parallel_runtime
+x = np.linspace(-3, 3, 1 << 20, dtype=np.float32)
+expected = np.tanh(x) * 2 + 1
+f = ember.jit(lambda a: jnp.tanh(a) * 2 + 1)
+compiled = f.lower(x).compile()
+print("during_compile", parallel_runtime.ready() is not None)
+np.testing.assert_allclose(np.asarray(compiled(x)), expected, rtol=2e-6, atol=2e-6)
+get_backend("cpu").wait_for_background()
+print("after_wait", parallel_runtime.ready() is not None)
+np.testing.assert_allclose(np.asarray(compiled(x)), expected, rtol=2e-6, atol=2e-6)
+"""
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                           timeout=300, env=env) for _ in range(2)]
+    for out in runs:
+        assert out.returncode == 0, out.stderr
+    assert runs[0].stdout.split() == ["during_compile", "False", "after_wait", "True"]
+    assert runs[1].stdout.split() == ["during_compile", "True", "after_wait", "True"]
