@@ -155,6 +155,52 @@ def _check_symbols(plan: RunPlan, lib) -> None:
         lib.address(plan.entry_name)
 
 
+# Seconds between the end of a tiered executable's first run and the start of its optimizing
+# compile, so the caller gets the first result without competing with the compile's Python
+# work for the interpreter lock. A second run that needs the optimized code starts it at once.
+FIRST_RESULT_GRACE = 0.02
+
+
+class _DeferredStart:
+    """Background work of one program held back until its executable's first run ended:
+    started once, ``soon()`` (``FIRST_RESULT_GRACE`` seconds later) or at once by calling it
+    (a run that needs the optimized code, ``wait_for_background``)."""
+
+    def __init__(self, backend: CpuBackend, nkey: str, works: list):
+        self._backend, self._nkey = backend, nkey
+        self._works = [(w, nkey) for w in works]  # (work, native key it is listed under)
+        self._started = False
+
+    def add(self, work) -> bool:
+        """Holds back ``work`` too (started untagged, after the others); False when the
+        held-back work has started already. Called under the backend's lock."""
+        if self._started:
+            return False
+        self._works.append((work, None))
+        return True
+
+    def __call__(self) -> None:
+        backend = self._backend
+        with backend._lock:
+            if self._started:
+                return
+            self._started = True
+            if backend._deferred.get(self._nkey) is self:
+                del backend._deferred[self._nkey]
+            works = list(self._works)
+        for work, nkey in works:
+            backend._start_background(work, nkey)
+
+    def soon(self) -> None:
+        # Not a daemon (said explicitly: a thread inherits its creator's flag, and runs end
+        # on the dispatch worker, a daemon): a process exiting within the grace period still
+        # starts the work and waits for it (threads started while the interpreter shuts down
+        # are waited for too), so the disk cache gets the optimized code.
+        timer = threading.Timer(FIRST_RESULT_GRACE, self)
+        timer.daemon = False
+        timer.start()
+
+
 class CpuBackend:
     """Compiles modules to native code for the host CPU (platform ``cpu``)."""
 
@@ -168,9 +214,12 @@ class CpuBackend:
         self._objects: dict[str, object] = {}
         self._lock = threading.Lock()
         self._linking: set[str] = set()  # native keys being linked in the background
-        # native key -> (quick plan, quick code, future of the optimized (plan, code))
+        # native key -> (quick plan, quick code, future of the optimized (plan, code),
+        # function starting the optimizing compile if it has not started)
         self._tiers: dict[str, tuple] = {}
         self._background: list[threading.Thread] = []  # compiles, links, entries
+        # native key -> background work waiting for an executable's first run.
+        self._deferred: dict[str, _DeferredStart] = {}
         self.stats = {"compiled": 0, "memory_hits": 0, "disk_hits": 0, "native_hits": 0,
                       "linked": 0, "quick_compiled": 0}
 
@@ -244,6 +293,10 @@ class CpuBackend:
             except Exception as e:  # noqa: BLE001 - the cache is an optimization
                 _log.debug("cpu backend: cannot record lowered module: %s", e)
 
+        with self._lock:  # (after the native library's work if that is held back)
+            held = self._deferred.get(nkey)
+            if held is not None and held.add(work):
+                return
         self._start_background(work)
 
     def _pending_links(self, nkey: str) -> list:
@@ -286,7 +339,7 @@ class CpuBackend:
                 tier = self._tiers.get(nkey)
             if tier is not None:  # compiled by this process, still being optimized
                 self.stats["memory_hits"] += 1
-                return self._tiered_executable(nkey, tier, module)
+                return self._tiered_executable(nkey, tier[:3], module, tier[3])
         from ember.backends.cpu import llvm_support
         from ember.backends.cpu.program import ProgramBuilder
         # Symbols are named after the key: unique in the process, and the same in every
@@ -294,10 +347,11 @@ class CpuBackend:
         program = ProgramBuilder(module, prefix=f"m{nkey[:20]}").build()
         plan = RunPlan.of(program)
         opt_level = 0 if program.max_work <= FAST_COMPILE_MAX_WORK else 3
+        later: list = []  # background work for after the first run (tiered executables)
         if program.max_work >= PARALLEL_MIN_WORK:
             # Loaded now from the disk cache, or built (once per machine) in the background
             # while the first runs use the Python pool.
-            parallel_runtime.prepare(self._start_background)
+            parallel_runtime.prepare(later.append)
         if dump is not None:
             dump("llvm.ll", program.ir_text)
             art = llvm_support.compile_ir(program.ir_text, want_text=True, opt_level=opt_level)
@@ -308,11 +362,14 @@ class CpuBackend:
         if opt_level > 0 and dump is None and TIERED_COMPILATION:
             started = self._start_tier(okey, nkey, plan, program.ir_text, opt_level)
             if started is not None:
-                tier, start = started
-                # (Built before the optimizing thread starts: it holds LLVM while it works.)
-                exe = self._tiered_executable(nkey, tier, module)
-                start()
-                return exe
+                tier, work = started
+                later.append(work)
+                start = self._after_first_run(later, nkey)
+                with self._lock:
+                    self._tiers[nkey] = tier + (start,)
+                return self._tiered_executable(nkey, tier, module, start)
+        for work in later:
+            self._start_background(work)
         lib = self._load_object(okey, program.ir_text, opt_level)
         with self._lock:
             self._programs.setdefault(nkey, (plan, lib))
@@ -326,8 +383,8 @@ class CpuBackend:
 
     def _start_tier(self, okey: str, nkey: str, plan: RunPlan, ir_text: str, opt_level: int):
         """Compiles ``ir_text`` quickly (symbols renamed, so both versions can be loaded);
-        returns the tier tuple and a function starting the optimized compile in the
-        background, or None when the optimized object code is at hand (memory or disk)."""
+        returns the tier tuple and the optimizing compile's work (for a background thread),
+        or None when the optimized object code is at hand (memory or disk)."""
         from concurrent.futures import Future
 
         from ember.backends.cpu import llvm_support
@@ -363,19 +420,23 @@ class CpuBackend:
                 with self._lock:
                     self._tiers.pop(nkey, None)
 
-        def start():
-            with self._lock:
-                self._tiers[nkey] = tier
-            self._start_background(work, nkey)
+        return tier, work
 
-        return tier, start
+    def _after_first_run(self, works: list, nkey: str) -> _DeferredStart:
+        """Starts ``works`` in the background once, after the executable's first run: the
+        first run (BLAS's threads included) then has the cores to itself instead of sharing
+        them with an O3 compile and the interpreter lock with code generation."""
+        start = _DeferredStart(self, nkey, works)
+        with self._lock:
+            self._deferred[nkey] = start
+        return start
 
-    @staticmethod
-    def _tiered_executable(nkey: str, tier: tuple, module) -> CpuExecutable:
+    def _tiered_executable(self, nkey: str, tier: tuple, module,
+                           after_first_run: Callable[[], None] | None = None) -> CpuExecutable:
         quick_plan, quick_lib, future = tier
         exe = CpuExecutable(quick_plan, quick_lib, module)
         exe.native_key = nkey
-        exe.upgrade_when_ready(future)
+        exe.upgrade_when_ready(future, after_first_run)
         return exe
 
     # ------------------------------------------------------------------ native libraries
@@ -448,6 +509,10 @@ class CpuBackend:
         finished, including work started by work it waited for."""
         current = threading.current_thread()
         while True:
+            with self._lock:
+                deferred = list(self._deferred.values())
+            for start in deferred:
+                start()
             with self._lock:
                 pending = [t for t in self._background if t.is_alive() and t is not current]
             if not pending:

@@ -245,16 +245,27 @@ class CpuExecutable:
 
     # ------------------------------------------------------------------ tiered compilation
 
-    def upgrade_when_ready(self, future) -> None:
+    def upgrade_when_ready(self, future, after_first_run=None) -> None:
         """Tiered compilation: this executable runs quickly compiled code; ``future`` gives
         ``(plan, lib)`` of optimized code for the same program. The first call runs the quick
         code; later calls wait for the optimized code and switch to it for good (so a run
         after the first never uses the quick code). If the optimized compile fails, the quick
-        code stays (its error is logged)."""
+        code stays (its error is logged). ``after_first_run``, if given, starts the
+        optimizing compile: ``after_first_run.soon()`` when the first run ends (so that the
+        first run has the cores to itself), ``after_first_run()`` (at once) when a later run
+        needs the optimized code."""
         self._tier = (future, threading.Lock(), [])
         self._tier_pid = os.getpid()
+        self._after_first_run = after_first_run
+        self._first_run_done = False
         self._fast_exact = self.execute_exact
         self.execute_exact = self._tiered_exact
+
+    def _first_run_ended(self) -> None:
+        hook = self._after_first_run
+        if hook is not None and not self._first_run_done:
+            self._first_run_done = True
+            hook.soon()
 
     def on_upgrade(self, callback) -> None:
         """Calls ``callback()`` once this executable switched to optimized code (at once if
@@ -289,6 +300,8 @@ class CpuExecutable:
                 self._tier = None
                 listeners.clear()
                 return
+        if self._after_first_run is not None:
+            self._after_first_run()  # (the optimizing compile must start now, if it has not)
         try:
             plan, lib = future.result()
             upgraded = CpuExecutable(plan, lib, self.module)
@@ -326,7 +339,10 @@ class CpuExecutable:
         self._tier_gate()
         if self._tier is None:
             return self.execute_exact(values)
-        return self._fast_exact(values)
+        try:
+            return self._fast_exact(values)
+        finally:
+            self._first_run_ended()
 
     def _single_call_runner(self):
         """A function made for this program's arity: args in, read-only outputs out, one
@@ -391,6 +407,10 @@ class CpuExecutable:
         """Runs the program on ``args`` (one array per parameter); returns the outputs."""
         if self._tier is not None:
             self._tier_gate()
+            try:
+                return self._execute(args)
+            finally:
+                self._first_run_ended()
         return self._execute(args)
 
     def _execute(self, args) -> list[np.ndarray]:

@@ -2,6 +2,7 @@
 the optimized code compiles in the background; later calls use the optimized code."""
 
 import logging
+import time
 
 import numpy as np
 import pytest
@@ -69,6 +70,58 @@ def test_first_call_quick_later_calls_optimized(cache_dir):
     assert backend.stats["compiled"] == before["compiled"] + 1
     for _ in range(3):
         np.testing.assert_allclose(f(X), reference(X, c), rtol=2e-5)
+
+
+def test_the_optimizing_compile_starts_when_the_first_run_ends(cache_dir):
+    """The first run has the cores to itself: the O3 compile starts only when it ends."""
+    backend = get_backend("cpu")
+    f, c = fresh_function()
+    compiled = f.lower(X).compile()
+    exe = compiled._executable.executable
+    assert exe._tier is not None and len(backend._deferred) == 1
+    assert backend._pending_links(exe.native_key) == []  # nothing started at compile time
+    quick_run = exe._fast_exact
+    started_during_run = []
+
+    def watching(values):  # the quick code's run, seen from inside
+        started_during_run.append(len(backend._pending_links(exe.native_key)))
+        return quick_run(values)
+
+    exe._fast_exact = watching
+    np.testing.assert_allclose(compiled(X), reference(X, c), rtol=2e-5)
+    assert started_during_run == [0]
+    deadline = time.monotonic() + 30  # started a grace period after the run
+    while backend._deferred and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert backend._deferred == {}
+    np.testing.assert_allclose(compiled(X), reference(X, c), rtol=2e-5)
+    assert exe._tier is None and exe.program.entry_name.startswith("m")
+
+
+def test_a_second_run_starts_the_optimizing_compile_at_once(cache_dir, monkeypatch):
+    monkeypatch.setattr(cpu, "FIRST_RESULT_GRACE", 3600.0)  # the timer never fires here
+    backend = get_backend("cpu")
+    f, c = fresh_function()
+    np.testing.assert_allclose(f(X), reference(X, c), rtol=2e-5)
+    assert len(backend._deferred) == 1  # still in its grace period
+    np.testing.assert_allclose(f(X), reference(X, c), rtol=2e-5)
+    exe = cpu_executable(f)
+    assert backend._deferred == {} and exe._tier is None
+    assert exe.program.entry_name.startswith("m")
+
+
+def test_waiting_for_the_background_starts_compiles_of_programs_never_run(cache_dir):
+    backend = get_backend("cpu")
+    before = dict(backend.stats)
+    f, c = fresh_function()
+    f.lower(X).compile()
+    assert backend.stats["compiled"] == before["compiled"]
+    backend.wait_for_background()
+    assert backend.stats["compiled"] == before["compiled"] + 1
+    assert backend._deferred == {}
+    g = ember.jit(lambda a: f(a))  # the optimized code is at hand now: no quick compile
+    np.testing.assert_allclose(g(X), reference(X, c), rtol=2e-5)
+    assert backend.stats["quick_compiled"] == before["quick_compiled"] + 1
 
 
 def test_same_module_while_optimizing_compiles_once(cache_dir):
@@ -206,3 +259,33 @@ def test_forked_child_keeps_the_quick_code():
     assert os.waitstatus_to_exitcode(status) == 0
     np.testing.assert_array_equal(np.asarray(f(X)), expected)  # the parent upgrades
     assert cpu_executable(f).program.entry_name.startswith("m")
+
+
+def test_a_process_exiting_right_after_its_first_run_still_caches_the_optimized_code(
+        tmp_path):
+    """The optimizing compile starts after a grace period, on a timer made by the dispatch
+    worker (a daemon thread); the timer must still fire and the compile finish when the
+    process exits at once, or the next process would find nothing in the disk cache. The
+    lowered module's entry (written after the native library) is held back with it."""
+    import os
+    import subprocess
+    import sys
+    program = """
+import numpy as np, ember, ember.numpy as jnp
+from ember.backends import get_backend
+from ember.runtime import dispatch
+optimized = []
+real_optimize = dispatch.optimize
+dispatch.optimize = lambda *a, **k: optimized.append(1) or real_optimize(*a, **k)
+f = ember.jit(lambda a: jnp.sum(jnp.exp(jnp.sin(a) * 1.5), axis=1))
+x = np.linspace(-2, 2, 64 * 300, dtype=np.float32).reshape(64, 300)
+np.asarray(f(x))
+s = get_backend("cpu").stats
+print(s["quick_compiled"], s["disk_hits"] + s["native_hits"], len(optimized))
+"""
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_CPU_SHARED_LIBRARIES="1")
+    outs = [subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                           timeout=300, env=env, check=True).stdout.split() for _ in range(2)]
+    assert outs[0] == ["1", "0", "1"]  # cold: the HLO pipeline, then quick code first
+    # Warm: the cached optimized code, found from the lowered module (no HLO pipeline).
+    assert outs[1][0] == "0" and int(outs[1][1]) >= 1 and outs[1][2] == "0"
