@@ -233,8 +233,11 @@ def _exact(value: Any, aval: core.ShapedArray, name: str) -> np.ndarray:
 _dump_ids = itertools.count()
 
 
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]")  # (compiled at import, not per compile)
+
+
 def _sanitize(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("_") or "fn"
+    return _UNSAFE_NAME_CHARS.sub("_", name).strip("_") or "fn"
 
 
 class _Dumper:
