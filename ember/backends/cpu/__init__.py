@@ -215,7 +215,7 @@ class CpuBackend:
         self._lock = threading.Lock()
         self._linking: set[str] = set()  # native keys being linked in the background
         # native key -> (quick plan, quick code, future of the optimized (plan, code),
-        # function starting the optimizing compile if it has not started)
+        # the ``_DeferredStart`` of the optimizing compile)
         self._tiers: dict[str, tuple] = {}
         self._background: list[threading.Thread] = []  # compiles, links, entries
         # native key -> background work waiting for an executable's first run.
@@ -339,7 +339,7 @@ class CpuBackend:
                 tier = self._tiers.get(nkey)
             if tier is not None:  # compiled by this process, still being optimized
                 self.stats["memory_hits"] += 1
-                return self._tiered_executable(nkey, tier[:3], module, tier[3])
+                return self._tiered_executable(nkey, tier, module)
         from ember.backends.cpu import llvm_support
         from ember.backends.cpu.program import ProgramBuilder
         # Symbols are named after the key: unique in the process, and the same in every
@@ -362,12 +362,12 @@ class CpuBackend:
         if opt_level > 0 and dump is None and TIERED_COMPILATION:
             started = self._start_tier(okey, nkey, plan, program.ir_text, opt_level)
             if started is not None:
-                tier, work = started
+                quick, work = started
                 later.append(work)
-                start = self._after_first_run(later, nkey)
+                tier = quick + (self._after_first_run(later, nkey),)
                 with self._lock:
-                    self._tiers[nkey] = tier + (start,)
-                return self._tiered_executable(nkey, tier, module, start)
+                    self._tiers[nkey] = tier
+                return self._tiered_executable(nkey, tier, module)
         for work in later:
             self._start_background(work)
         lib = self._load_object(okey, program.ir_text, opt_level)
@@ -383,8 +383,9 @@ class CpuBackend:
 
     def _start_tier(self, okey: str, nkey: str, plan: RunPlan, ir_text: str, opt_level: int):
         """Compiles ``ir_text`` quickly (symbols renamed, so both versions can be loaded);
-        returns the tier tuple and the optimizing compile's work (for a background thread),
-        or None when the optimized object code is at hand (memory or disk)."""
+        returns ``(quick plan, quick code, future of the optimized (plan, code))`` and the
+        optimizing compile's work (for a background thread), or None when the optimized
+        object code is at hand (memory or disk)."""
         from concurrent.futures import Future
 
         from ember.backends.cpu import llvm_support
@@ -405,7 +406,6 @@ class CpuBackend:
         quick_lib = llvm_support.LoadedObject(code)
         self.stats["quick_compiled"] += 1
         future: Future = Future()
-        tier = (quick_plan, quick_lib, future)
 
         def work():
             try:
@@ -420,7 +420,7 @@ class CpuBackend:
                 with self._lock:
                     self._tiers.pop(nkey, None)
 
-        return tier, work
+        return (quick_plan, quick_lib, future), work
 
     def _after_first_run(self, works: list, nkey: str) -> _DeferredStart:
         """Starts ``works`` in the background once, after the executable's first run: the
@@ -431,12 +431,12 @@ class CpuBackend:
             self._deferred[nkey] = start
         return start
 
-    def _tiered_executable(self, nkey: str, tier: tuple, module,
-                           after_first_run: Callable[[], None] | None = None) -> CpuExecutable:
-        quick_plan, quick_lib, future = tier
+    @staticmethod
+    def _tiered_executable(nkey: str, tier: tuple, module) -> CpuExecutable:
+        quick_plan, quick_lib, future, start = tier
         exe = CpuExecutable(quick_plan, quick_lib, module)
         exe.native_key = nkey
-        exe.upgrade_when_ready(future, after_first_run)
+        exe.upgrade_when_ready(future, start)
         return exe
 
     # ------------------------------------------------------------------ native libraries

@@ -405,13 +405,13 @@ class CpuExecutable:
 
     def execute(self, args) -> list[np.ndarray]:
         """Runs the program on ``args`` (one array per parameter); returns the outputs."""
-        if self._tier is not None:
-            self._tier_gate()
-            try:
-                return self._execute(args)
-            finally:
-                self._first_run_ended()
-        return self._execute(args)
+        if self._tier is None:
+            return self._execute(args)
+        self._tier_gate()
+        try:
+            return self._execute(args)
+        finally:
+            self._first_run_ended()
 
     def _execute(self, args) -> list[np.ndarray]:
         prog = self.program

@@ -337,14 +337,12 @@ class _Em:
         applied as two normal factors (the first product is exact, the second rounds)."""
         if _native_ldexp():
             fnty = ir.FunctionType(self.ty, [self.ty, self.like(ir.IntType(32))])
-            fn = _intrinsic(self.b.module, f"llvm.ldexp.{self.sfx}.{self._i32sfx()}", fnty)
+            isfx = f"v{self.lanes}i32" if self.lanes else "i32"
+            fn = _intrinsic(self.b.module, f"llvm.ldexp.{self.sfx}.{isfx}", fnty)
             k32 = self.b.trunc(k, self.like(ir.IntType(32))) if self.d else k
             return self.b.call(fn, [p, k32])
         k1 = self.b.ashr(k, self.ci(1))
         return self.mul(self.mul(p, self.pow2(k1)), self.pow2(self.b.sub(k, k1)))
-
-    def _i32sfx(self):
-        return f"v{self.lanes}i32" if self.lanes else "i32"
 
     def poly(self, x, cs):
         acc = self.c(cs[-1])
