@@ -415,6 +415,19 @@ def _is_flat(fused: Computation, size: int) -> bool:
     return True
 
 
+def _buffer_base(ptr: ir.Value, bases: set[int]) -> ir.Value:
+    """The pointer of ``bases`` (ids) that ``ptr`` (an element address) was computed from
+    through GEPs and pointer casts; else the first pointer that is neither."""
+    while id(ptr) not in bases:
+        if isinstance(ptr, ir.GEPInstr):
+            ptr = ptr.pointer
+        elif isinstance(ptr, ir.CastInstr) and ptr.opname == "bitcast":
+            ptr = ptr.operands[0]
+        else:
+            break
+    return ptr
+
+
 class KernelBuilder:
     """Builds the kernel of one fused computation into an LLVM module."""
 
@@ -462,7 +475,43 @@ class KernelBuilder:
         else:
             info = self._build_loop(lo, hi)
         b.ret_void()
+        self._mark_outputs_disjoint(fn)
         return info
+
+    def _mark_outputs_disjoint(self, fn: ir.Function) -> None:
+        """Tells LLVM (alias scopes) that each output buffer overlaps no other buffer the
+        kernel touches. True by construction: an output is a fresh array or an arena block
+        that buffer assignment gave to no value live during this instruction, its operands
+        included. Without it, LLVM must assume a store to an output may change any input
+        element: vectorized loops get overlap checks at run time, and values such as
+        broadcast constants and lane accumulators are reloaded around every chunk."""
+        if not self.out_ptrs:
+            return
+        module = self.module
+        domain = module.add_metadata([ir.MetaDataString(module, f"ember.{self.name}")])
+        scopes = [module.add_metadata([ir.MetaDataString(module, f"ember.{self.name}.out{k}"),
+                                       domain]) for k in range(len(self.out_ptrs))]
+        own = {id(ptr): k for k, ptr in enumerate(self.out_ptrs)}
+        inputs = {id(ptr) for ptr in self.param_ptrs.values()}
+        bases = inputs | set(own)
+        every_output = module.add_metadata(scopes)
+        others = [module.add_metadata(scopes[:k] + scopes[k + 1:])
+                  for k in range(len(scopes))]
+        for block in fn.blocks:
+            for inst in block.instructions:
+                if isinstance(inst, ir.LoadInstr):
+                    base = _buffer_base(inst.operands[0], bases)
+                elif isinstance(inst, ir.StoreInstr):
+                    base = _buffer_base(inst.operands[1], bases)
+                else:
+                    continue
+                k = own.get(id(base))
+                if k is not None:
+                    inst.set_metadata("alias.scope", module.add_metadata([scopes[k]]))
+                    if len(scopes) > 1:
+                        inst.set_metadata("noalias", others[k])
+                elif id(base) in inputs:
+                    inst.set_metadata("noalias", every_output)
 
     def _emitter(self) -> ElementEmitter:
         return ElementEmitter(self.b, self.param_ptrs, self.module_consts, self.budget)

@@ -7,12 +7,10 @@ has the usual signature and its parallel dimension is the (flattened) row index.
 
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
-    I8P,
     ElementEmitter,
     Index,
     KernelBuilder,
@@ -186,8 +184,6 @@ class RowKernel:
                       if id(inst) in self.caches and self.caches[id(inst)][0] == p]
             loads = {i: self.kb.out_ptrs[k] for i, (first, k) in self.caches.items()
                      if first < p}
-            if p == 1:
-                self._prefetch_next_row(row)
             if p < self.n_passes:
                 reduces = [i for i in self.insts
                            if i.opcode == "reduce" and self.pass_of[id(i)] == p]
@@ -199,33 +195,6 @@ class RowKernel:
             inst = self.kb.outputs[k][0]
             index = Index(inst.dims, linear=row)
             self.kb._store(k, em.emit(inst, index), index)
-
-    def _prefetch_next_row(self, row) -> None:
-        """Prefetches the next row of the full-shape inputs (and of the full outputs, for
-        writing) while the passes after the first one compute in cache: the first pass of
-        the next row then finds its data in cache instead of waiting on memory."""
-        kb, b = self.kb, self.b
-        bufs = [(kb.param_ptrs[id(p)], p.dtype, 0) for p in kb.fused.parameters
-                if not p.shape.is_tuple and p.dims == self.dims]
-        bufs += [(kb.out_ptrs[k], kb.outputs[k][0].dtype, 1) for k in self.full_outs]
-        if not bufs:
-            return
-        nxt = b.add(row, _c(1), flags=("nsw", "nuw"))
-        with b.if_then(b.icmp_signed("<", nxt, _c(self.rows))):
-            start = b.mul(nxt, _c(self.row_size), flags=("nsw", "nuw"))
-            for ptr, dt, write in bufs:
-                size = np.dtype(dt).itemsize if dt != np.bool_ else 1
-                step = max(1, 64 // size)  # one prefetch per cache line
-
-                def line(i, ptr=ptr, step=step, write=write):
-                    at = b.add(start, b.mul(i, _c(step), flags=("nsw", "nuw")),
-                               flags=("nsw", "nuw"))
-                    p = b.bitcast(b.gep(ptr, [at], inbounds=True), I8P)
-                    i32 = ir.IntType(32)
-                    S.intrinsic(b, "llvm.prefetch.p0", ir.VoidType(),
-                                [p, ir.Constant(i32, write), ir.Constant(i32, 3),
-                                 ir.Constant(i32, 1)])
-                kb.loops.loop(_c(0), _c(-(-self.row_size // step)), line, name="pf")
 
     def _row_values(self, values, row, p) -> None:
         """Computes the row values that the reduces of passes before ``p`` determine."""
