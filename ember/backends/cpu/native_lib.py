@@ -3,10 +3,11 @@
 A program's object code (position-independent, see ``llvm_support``) is linked into a shared
 library by the system C compiler driver (``link_shared``); the disk cache stores the library
 with the program's run plan. A later process loads it with ``NativeLibrary(so_bytes, dir)``:
-the bytes the cache verified are written to a new private file (``mkstemp``: a unique name,
-readable only by this user) that is ``dlopen``'ed and then unlinked, so what is loaded is
-exactly what was verified, and neither llvmlite nor LLVM is imported. (A fresh name matters:
-``dlopen`` hands back an already loaded library when given a name it has seen before.)
+the bytes the cache verified are written to an anonymous in-memory file (``memfd``), or
+where that is not possible to a new private file (``mkstemp``: a unique name, readable only
+by this user) that is ``dlopen``'ed and then unlinked, so what is loaded is exactly what was
+verified, and neither llvmlite nor LLVM is imported. (A fresh name matters: ``dlopen`` hands
+back an already loaded library when given a name it has seen before.)
 
 ``host_fingerprint()`` and ``toolchain_fingerprint()`` identify, without importing llvmlite,
 what native code depends on: the CPU (``/proc/cpuinfo``: vendor, family, model, features) and
@@ -30,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 _log = logging.getLogger(__name__)
 
@@ -157,9 +159,21 @@ def build_library(ir_text: str, opt_level: int, directory: str | None) -> bytes 
     return so
 
 
+# How many libraries were loaded from memory through each file-descriptor number (see
+# ``_dlopen_in_memory``).
+_fd_name_uses: dict[int, int] = {}
+_fd_name_lock = threading.Lock()
+_MAX_NAME = 1024
+
+
 def _dlopen(so_bytes: bytes, directory: str | None) -> ctypes.CDLL:
-    """``so_bytes`` written to a fresh file in ``directory`` (the temporary directory if
-    None), loaded, and the file removed (the mapping outlives it)."""
+    """``so_bytes`` loaded as a library: from an anonymous in-memory file where the system
+    allows it (about 0.2 ms faster than a file on disk), else written to a fresh file in
+    ``directory`` (the temporary directory if None), loaded, and the file removed (the
+    mapping outlives it)."""
+    dll = _dlopen_in_memory(so_bytes)
+    if dll is not None:
+        return dll
     fd, path = tempfile.mkstemp(prefix=".tmp-lib-", suffix=".so", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -170,6 +184,39 @@ def _dlopen(so_bytes: bytes, directory: str | None) -> ctypes.CDLL:
             os.remove(path)
         except OSError:
             pass
+
+
+def _dlopen_in_memory(so_bytes: bytes) -> ctypes.CDLL | None:
+    """``so_bytes`` loaded from a ``memfd`` through its ``/proc/self/fd`` path; None where
+    that does not work (no ``memfd_create``, no ``/proc``, memory files not executable).
+
+    ``dlopen`` returns the library already loaded under the same name, and a descriptor's
+    number is reused once it is closed, so each path is made new: the ``n``-th library
+    loaded through descriptor ``N`` is named ``/proc/self/fd/./(n times)N``. (Duplicating
+    the descriptor to ever higher numbers instead would grow the process's descriptor table,
+    which waits ~10 ms for the kernel in a process with threads.)"""
+    if not hasattr(os, "memfd_create"):
+        return None
+    try:
+        fd = os.memfd_create("ember-kernels", os.MFD_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        view = memoryview(so_bytes)
+        while view:
+            view = view[os.write(fd, view):]
+        with _fd_name_lock:
+            uses = _fd_name_uses.get(fd, 0)
+            _fd_name_uses[fd] = uses + 1
+        name = "/proc/self/fd/" + "./" * uses + str(fd)
+        if len(name) > _MAX_NAME:
+            return None
+        return ctypes.CDLL(name, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as e:
+        _log.debug("native_lib: cannot load a library from memory: %s", e)
+        return None
+    finally:
+        os.close(fd)
 
 
 def can_load(so_bytes: bytes, directory: str | None = None) -> bool:

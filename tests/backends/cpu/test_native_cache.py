@@ -202,6 +202,40 @@ def test_link_and_load_a_library_from_memory():
         lib.global_address("missing")
 
 
+def _answer_library(value: int) -> bytes:
+    ir_text = f"define i32 @answer() {{\n  ret i32 {value}\n}}\n"
+    so = native_lib.link_shared(llvm_support.compile_ir(ir_text, opt_level=0,
+                                                        shared_library=True).object_code)
+    assert so is not None
+    return so
+
+
+def _answer(lib) -> int:
+    import ctypes
+    return ctypes.CFUNCTYPE(ctypes.c_int32)(lib.address("answer"))()
+
+
+def test_libraries_load_from_memory_each_under_a_new_name(monkeypatch):
+    import tempfile
+    if not hasattr(os, "memfd_create"):
+        pytest.skip("no memfd_create here")
+
+    def no_files(*args, **kwargs):
+        raise AssertionError("a library went through a file")
+    monkeypatch.setattr(tempfile, "mkstemp", no_files)
+    # Same-named symbols in every library: a library loaded under a name used before
+    # (``dlopen`` would hand back the old one) answers with the wrong number.
+    libs = [native_lib.NativeLibrary(_answer_library(v)) for v in (11, 22, 33, 44)]
+    assert [_answer(lib) for lib in libs] == [11, 22, 33, 44]
+
+
+def test_libraries_load_from_files_when_memory_files_fail(monkeypatch):
+    # Names past the length limit: the in-memory way gives up.
+    monkeypatch.setattr(native_lib, "_MAX_NAME", 0)
+    assert native_lib._dlopen_in_memory(_answer_library(5)) is None
+    assert _answer(native_lib.NativeLibrary(_answer_library(7))) == 7
+
+
 def test_garbage_is_not_a_library():
     with pytest.raises(OSError):
         native_lib.NativeLibrary(b"\x7fELF" + b"\0" * 200)
