@@ -232,12 +232,15 @@ class CpuExecutable:
                 self._steps.append((step, None))
         self._out_shapes = program.output_shapes
         self._entry = None
+        self._runner = None  # the generated single-call runner (made by the second run)
+        self._runner_listeners = []
         total_work = sum(s.work for s in program.steps if type(s) is KernelPlan)
         if program.has_entry and total_work < SINGLE_CALL_MAX_WORK:
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
                                     lib.address(program.entry_name))
-            self.execute_exact = self._single_call_runner()
+            self._first_run_pending = True
+            self.execute_exact = self._until_runner
         else:
             self.execute_exact = self._execute_read_only
         self._tier = None  # (future, lock, listeners) while better code is being compiled
@@ -272,6 +275,9 @@ class CpuExecutable:
         no switch is pending). Callers that cached ``execute_exact`` refresh it there."""
         tier = self._tier
         if tier is None:
+            if self._runner is None and self.execute_exact == self._until_runner:
+                self._runner_listeners.append(callback)  # (told when the runner is made)
+                return
             callback()
             return
         with tier[1]:
@@ -333,7 +339,7 @@ class CpuExecutable:
         self._entry = other._entry
         self.program = other.program
         self.execute_exact = (self._execute_read_only if other._entry is None
-                              else other.execute_exact)
+                              else other._runner or other._make_runner())
 
     def _tiered_exact(self, values):
         self._tier_gate()
@@ -343,6 +349,28 @@ class CpuExecutable:
             return self._fast_exact(values)
         finally:
             self._first_run_ended()
+
+    def _until_runner(self, values):
+        """``execute_exact`` of a single-call program until its generated runner exists.
+        Generating it compiles Python source (~0.1 ms, more than a small program's whole
+        run), so the first run takes the general path and the second makes the runner,
+        installs it and tells the ``on_upgrade`` listeners (who cached this method)."""
+        runner = self._runner
+        if runner is not None:
+            return runner(values)
+        if self._first_run_pending:
+            self._first_run_pending = False
+            return self._execute_read_only(values)
+        return self._make_runner()(values)
+
+    def _make_runner(self):
+        runner = self._runner = self._single_call_runner()
+        if self.execute_exact == self._until_runner:
+            self.execute_exact = runner
+        listeners, self._runner_listeners = self._runner_listeners, []
+        for callback in listeners:
+            callback()
+        return runner
 
     def _single_call_runner(self):
         """A function made for this program's arity: args in, read-only outputs out, one

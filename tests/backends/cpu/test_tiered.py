@@ -289,3 +289,21 @@ print(s["quick_compiled"], s["disk_hits"] + s["native_hits"], len(optimized))
     assert outs[0] == ["1", "0", "1"]  # cold: the HLO pipeline, then quick code first
     # Warm: the cached optimized code, found from the lowered module (no HLO pipeline).
     assert outs[1][0] == "0" and int(outs[1][1]) >= 1 and outs[1][2] == "0"
+
+
+def test_single_call_runner_is_generated_by_the_second_run(monkeypatch):
+    """Generating the single-call runner compiles Python source: not before the first
+    result. The second run makes it, and dispatch's cached runner switches to it."""
+    monkeypatch.setattr(cpu, "TIERED_COMPILATION", False)
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    f, c = fresh_function()
+    want = reference(x.reshape(1, 16), c)
+    np.testing.assert_allclose(f(x.reshape(1, 16)), want, rtol=2e-5)
+    exe = cpu_executable(f)
+    loaded = f._cache.last.executable
+    assert exe._entry is not None and exe._runner is None
+    np.testing.assert_allclose(f(x.reshape(1, 16)), want, rtol=2e-5)
+    assert exe._runner is not None and exe.execute_exact == exe._runner
+    assert loaded._exact_run == exe._runner
+    for _ in range(3):
+        np.testing.assert_allclose(f(x.reshape(1, 16)), want, rtol=2e-5)
