@@ -495,6 +495,7 @@ class KernelBuilder:
         inputs = {id(ptr) for ptr in self.param_ptrs.values()}
         bases = inputs | set(own)
         every_output = module.add_metadata(scopes)
+        own_scope = [module.add_metadata([scope]) for scope in scopes]
         others = [module.add_metadata(scopes[:k] + scopes[k + 1:])
                   for k in range(len(scopes))]
         for block in fn.blocks:
@@ -507,7 +508,7 @@ class KernelBuilder:
                     continue
                 k = own.get(id(base))
                 if k is not None:
-                    inst.set_metadata("alias.scope", module.add_metadata([scopes[k]]))
+                    inst.set_metadata("alias.scope", own_scope[k])
                     if len(scopes) > 1:
                         inst.set_metadata("noalias", others[k])
                 elif id(base) in inputs:
