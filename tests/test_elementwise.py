@@ -2,6 +2,7 @@
 semantics, promotion, special functions and bad-input errors (references: NumPy, math)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -289,6 +290,30 @@ def test_python_int_operands_wrap_like_jax():
             i8 + bad
     with pytest.raises(OverflowError):  # explicit construction keeps NumPy's check
         jnp.array(300, jnp.int8)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8,
+                                   np.uint32, np.float16])
+def test_python_scalar_conversions_match_the_general_conversion(dtype):
+    # Common casts take NumPy's own cast (lax._plain_cast); every value must come out as the
+    # general conversion (float64/int64 source, then convert) gives it: bits and warnings.
+    from ember.compiler import eval_elementwise as K
+    from ember.lax import elementwise as E
+    values = [0.0, -0.0, 1.5, -2.75, 1e-45, 3.4028234663852886e38, 3.4028235677973366e38,
+              3.5e38, 1e39, -1e300, float("inf"), -float("inf"), float("nan"), 0, 7, -7,
+              2 ** 24, 2 ** 24 + 1, 2 ** 31 - 1, 2 ** 31, -2 ** 31, -2 ** 31 - 1, 2 ** 53 + 1,
+              2 ** 63 - 1, -2 ** 63]
+    dt = np.dtype(dtype)
+    for x in values:
+        src = np.asarray(x, np.float64 if type(x) is float else np.int64)
+        with np.errstate(all="ignore"):
+            want = K.convert(src, dt)
+        E._scalar_cache.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error" if E._plain_cast(x, dt) else "ignore")
+            got = np.asarray(E._convert_python_scalar(x, dt, True))
+        assert got.dtype == dt
+        assert got.tobytes() == np.asarray(want, dt).tobytes(), (x, dt, got, want)
 
 
 def test_comparisons_of_weak_operands_are_weak():

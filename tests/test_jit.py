@@ -147,6 +147,39 @@ def test_invalid_dynamic_argument_names_it():
         jf(jnp.ones(2), "fast")
 
 
+def _signature_namer(fun):
+    import inspect
+    params = list(inspect.signature(fun).parameters.values())
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    return lambda i: positional[i] if i < len(positional) else f"{varargs}[{i - len(positional)}]"
+
+
+def _wrapped(x, y):
+    return x
+
+
+@functools.wraps(_wrapped)
+def _wrapper(*a):
+    return a[0]
+
+
+@pytest.mark.parametrize("fun", [
+    lambda x: x,
+    lambda x, y=1, *rest, z, **kw: x,
+    lambda a, b, /, c, *more: a,
+    lambda *xs: xs,
+    lambda: 0,
+    _wrapper,  # (follows __wrapped__: x, y)
+    functools.partial(lambda x, y: x, 1),
+])
+def test_argument_names_come_from_the_signature(fun):
+    from ember.api import _positional_namer
+    namer, want = _positional_namer(fun), _signature_namer(fun)
+    assert [namer(i) for i in range(5)] == [want(i) for i in range(5)]
+
+
 # ------------------------------------------------------------------- pytrees, kwargs, dtypes
 
 

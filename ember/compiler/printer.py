@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 from typing import Any
 
 import numpy as np
@@ -183,12 +184,37 @@ def _float_texts(flat: np.ndarray) -> list[str]:
     texts = [t[:-2] if t.endswith(".0") else t for t in texts]
     if not texts:
         return texts
-    back = parse_float_elements(texts, flat.dtype)
-    bits = f"u{flat.dtype.itemsize}"
-    bad = np.flatnonzero(back.view(bits) != flat.view(bits))
-    for i in bad:  # double rounding through f64 missed: print the exact f64 value instead
+    for i in _misread_texts(texts, flat):
+        # Double rounding through f64 missed: print the exact f64 value instead.
         texts[i] = repr(float(flat[i]))
     return texts
+
+
+# Formats of ``struct`` that round a Python float like NumPy's cast (``float(t)`` cast to
+# the dtype, as the parser reads it); the dtypes of scalar constants in nearly every program.
+_STRUCT_FORMATS = {np.dtype(np.float32): "=f", np.dtype(np.float64): "=d"}
+_SMALL = 64
+
+
+def _misread_texts(texts: list[str], flat: np.ndarray) -> list[int]:
+    """The positions of the texts that do not read back as their element, bit for bit."""
+    fmt = _STRUCT_FORMATS.get(flat.dtype)
+    if fmt is not None and len(texts) <= _SMALL:
+        # Small constants (most are scalars) are checked in Python: a handful of NumPy
+        # calls on tiny arrays costs more, above all the first time in a process.
+        raw, size = flat.tobytes(), flat.dtype.itemsize
+        bad = []
+        for i, t in enumerate(texts):
+            try:
+                same = struct.pack(fmt, float(t)) == raw[i * size:(i + 1) * size]
+            except OverflowError:
+                same = False
+            if not same:
+                bad.append(i)
+        return bad
+    back = parse_float_elements(texts, flat.dtype)
+    bits = f"u{flat.dtype.itemsize}"
+    return np.flatnonzero(back.view(bits) != flat.view(bits)).tolist()
 
 
 def _short_float(v: Any) -> str:

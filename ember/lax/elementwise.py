@@ -564,6 +564,27 @@ convert_element_type_p = standard_primitive(
 _scalar_cache: dict = {}
 
 
+# Python scalars NumPy casts on its own exactly like ``convert`` (no overflow, no wrapping):
+# dtype -> (the largest float, the largest int, that converts exactly or without a warning;
+# None: convert). The common case skips ``convert``'s error state and warning filters (~0.1
+# ms the first time in a process).
+_PLAIN_CASTS = {np.dtype(np.float32): (float(np.finfo(np.float32).max), 2 ** 24),
+                np.dtype(np.float64): (float(np.finfo(np.float64).max), 2 ** 53),
+                np.dtype(np.int32): (None, 2 ** 31 - 1),
+                np.dtype(np.int64): (None, 2 ** 63 - 1)}
+
+
+def _plain_cast(x: Any, new_dtype: np.dtype) -> bool:
+    """Whether ``np.array(x, new_dtype)`` is the conversion of the Python scalar ``x``."""
+    limits = _PLAIN_CASTS.get(new_dtype)
+    if limits is None:
+        return False
+    if type(x) is float:
+        top = limits[0]
+        return top is not None and (x != x or math.isinf(x) or -top <= x <= top)
+    return type(x) is int and -limits[1] <= x <= limits[1]
+
+
 def _convert_python_scalar(x: Any, new_dtype: np.dtype, weak_type: bool) -> Any:
     cacheable = not (type(x) is float and (x == 0.0 or x != x))
     key = (type(x), x, new_dtype, weak_type)
@@ -571,7 +592,9 @@ def _convert_python_scalar(x: Any, new_dtype: np.dtype, weak_type: bool) -> Any:
         out = _scalar_cache.get(key)
         if out is not None:
             return out
-    if type(x) is int:
+    if _plain_cast(x, new_dtype):
+        value = np.array(x, new_dtype)
+    elif type(x) is int:
         # Like JAX, a C-style cast from 64 bits: convert_element_type(300, int8) wraps to 44.
         # (jnp functions reject Python ints outside the default int type before this.)
         if not -2 ** 63 <= x < 2 ** 64:

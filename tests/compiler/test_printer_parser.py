@@ -264,9 +264,24 @@ def test_random_floats_round_trip_exactly(dtype):
         values = values[~np.isnan(values.astype(np.float64))]
     m = Module("m")
     b = Builder(m, "main")
-    b.build(b.constant(values), entry=True)
-    back = parse_module(m.to_text()).entry.root.attrs["value"]
+    scalars = [b.constant(v) for v in values[:40]]  # (small constants: checked in Python)
+    b.build(b.op("tuple", b.constant(values), *scalars), entry=True)
+    root = parse_module(m.to_text()).entry.root
+    back = root.operands[0].attrs["value"]
     assert np.array_equal(back.view(f"u{itemsize}"), values.view(f"u{itemsize}"))
+    back = np.array([c.attrs["value"] for c in root.operands[1:]], dtype)
+    assert np.array_equal(back.view(f"u{itemsize}"), values[:40].view(f"u{itemsize}"))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 5, 100])  # (up to 64 elements are checked in Python)
+def test_texts_that_read_back_wrong_are_found(dtype, n):
+    from ember.compiler.printer import _misread_texts
+    flat = np.full(n, 0.25, dtype)
+    texts = ["0.25"] * n
+    texts[-1] = "0.5"
+    assert _misread_texts(texts, flat) == [n - 1]
+    assert _misread_texts(["0.25"] * n, flat) == []
 
 
 def test_clone_is_independent():
