@@ -48,5 +48,7 @@ __all__ = [
 # Loads the default backend's compiler now, as ``import jax`` loads XLA (``EMBER_PRELOAD=0``
 # defers it to the first compile; see ``ember.backends``).
 from ember.backends import preload_default_backend  # noqa: E402
+from ember.runtime.dispatch import start_worker  # noqa: E402
 
 preload_default_backend()
+start_worker()  # (its thread waits for asynchronous work: see ``start_worker``)

@@ -1,7 +1,10 @@
 """Asynchronous dispatch: pending arrays, waiting, errors at the wait, inline small work."""
 
 import copy
+import os
 import pickle
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -186,6 +189,42 @@ def _occupy_the_worker(release: threading.Event):
             return busy
         threading.Event().wait(0.01)
     raise AssertionError("the worker never started")
+
+
+_FRESH_PROCESS = """
+import os, sys, threading, time
+import ember, ember.numpy as jnp
+from ember.runtime import dispatch
+
+# Started by the import, ahead of any work (see dispatch.start_worker).
+worker = dispatch._WORKER._thread
+assert worker is not None and worker.is_alive() and worker.name == "ember-cpu-0"
+f = ember.jit(lambda x: jnp.sin(x) * 2.0)
+x = jnp.ones(1 << 21)  # 8 MiB: dispatched asynchronously
+f(x).block_until_ready()
+pid = os.fork()
+if pid == 0:  # the child has none of the parent's threads: its own worker runs its work
+    code = 1
+    try:
+        y = f(x)
+        job = y._pending[0]
+        deadline = time.time() + 30
+        while not job.done() and time.time() < deadline:
+            time.sleep(0.005)  # (nobody waits for the result: only a worker can run it)
+        code = 0 if job.done() and float(y[0]) == float(2 * jnp.sin(1.0)) else 2
+    finally:
+        os._exit(code)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_worker_starts_at_import_and_again_in_a_forked_child():
+    out = subprocess.run([sys.executable, "-c", _FRESH_PROCESS], capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, EMBER_PRELOAD="0"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "child 0"
 
 
 def test_a_waiting_thread_runs_queued_work_itself_in_order():
