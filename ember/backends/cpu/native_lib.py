@@ -164,8 +164,6 @@ def build_library(ir_text: str, opt_level: int, directory: str | None) -> bytes 
 _fd_name_uses: dict[int, int] = {}
 _fd_name_lock = threading.Lock()
 _MAX_NAME = 1024
-
-
 _DLOPEN_MODE = os.RTLD_NOW | os.RTLD_LOCAL
 
 
