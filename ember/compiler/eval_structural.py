@@ -5,7 +5,8 @@ The NumPy kernels here (``clamped_starts``, ``pad_array``, ``gather_windows``,
 interpreter and eager mode share one definition of clamping, filling and dropping. They build
 explicit coordinate grids, so no input can index out of range.
 
-``sort`` takes any comparator computation. Comparators made only of elementwise ops are
+``sort`` takes any comparator computation. The plain lexicographic orders ember's ``lax``
+builds sort with NumPy (``sort_order``). Other comparators made only of elementwise ops are
 evaluated on whole arrays at once inside a bottom-up merge sort (binary searches find each
 element's place in the merged run); others are called one pair at a time.
 """
@@ -20,6 +21,7 @@ import numpy as np
 
 from ember.compiler.evaluator import eval_rule, evaluate_computation
 from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Shape
+from ember.compiler.sort_order import lexicographic_keys, stable_order
 
 # --------------------------------------------------------------------------- shared kernels
 
@@ -492,6 +494,13 @@ def _sort(inst, *operands):
     comp = inst.calls[0]
     if operands[0].size == 0:
         return tuple(np.array(o, copy=True) for o in operands)
+    plain = lexicographic_keys(comp)
+    if plain is not None:
+        keys, descending = plain
+        if len(operands) == 1 and not descending and operands[0].dtype.kind in "biuf":
+            return (np.sort(operands[0], axis=dim, kind="stable"),)  # (skips the gather)
+        order = stable_order([operands[k] for k in keys], dim, descending)
+        return tuple(np.take_along_axis(o, order, axis=dim) for o in operands)
     moved = [np.moveaxis(o, dim, -1) for o in operands]
     n = moved[0].shape[-1]
     rows = [m.reshape(-1, n) for m in moved]

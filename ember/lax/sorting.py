@@ -4,13 +4,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ember import core, dtypes
 from ember.compiler.hlo import Shape
+from ember.compiler.sort_order import stable_order
 from ember.core import ShapedArray
 from ember.interpreters import ad
 from ember.interpreters.batching import axis_size_of, not_mapped
@@ -18,21 +18,6 @@ from ember.lax import base, batch_util
 from ember.lax import elementwise as E
 from ember.lax.shape import broadcasted_iota, concatenate, reshape, transpose
 from ember.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
-
-
-def _key(x: np.ndarray) -> np.ndarray:
-    # NumPy sorts float NaNs last; low-precision floats are compared exactly in float32.
-    if x.dtype in (dtypes.float16, dtypes.bfloat16):
-        return x.astype(np.float32)
-    return x
-
-
-def _sort_order(keys: Sequence[np.ndarray], dimension: int) -> np.ndarray:
-    if len(keys) == 1:
-        return np.argsort(_key(keys[0]), axis=dimension, kind="stable")
-    # lexsort's primary key is the last one.
-    return np.lexsort([_key(k) for k in reversed(keys)], axis=dimension)
-
 
 # ---------------------------------------------------------------- comparators
 # The eager order: NaNs after every number (equal among themselves), -0.0 == 0.0, stable.
@@ -80,7 +65,7 @@ def _comparator(ctx, element_types, num_keys: int, descending: bool = False):
 def _sort_impl(*operands, dimension, is_stable, num_keys):
     if operands[0].size == 0:
         return list(operands)
-    order = _sort_order(operands[:num_keys], dimension)
+    order = stable_order(operands[:num_keys], dimension)
     return [np.take_along_axis(x, order, axis=dimension) for x in operands]
 
 
@@ -199,11 +184,8 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1,
 
 
 def _top_k_impl(x, *, k):
-    # Descending and stable (lower index first among ties; NaN counts as the largest):
-    # ascending stable sort of the reversed array, then reversed back.
-    n = x.shape[-1]
-    order = np.argsort(_key(x)[..., ::-1], axis=-1, kind="stable")[..., ::-1]
-    idx = (n - 1 - order)[..., :k]
+    # Descending and stable (lower index first among ties; NaN counts as the largest).
+    idx = stable_order([x], x.ndim - 1, descending=True)[..., :k]
     return [np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)]
 
 

@@ -1,0 +1,167 @@
+"""Sorting with NumPy when a sort's comparator is a plain lexicographic order.
+
+``lexicographic_keys(comp)`` recognizes the comparators ember's ``lax`` builds for ``sort``,
+``argsort`` and ``top_k``: the first keys compared in order, each key ascending (or every key
+descending), where for floats NaNs come after every number (and are equal among themselves)
+and -0.0 equals 0.0. That is exactly NumPy's sort order, so ``stable_order`` can sort with
+NumPy's stable sorts instead of evaluating the comparator pair by pair.
+
+The recognized forms, per key ``k`` with parameters ``a = 2k``, ``b = 2k + 1`` (swapped when
+descending), where ``isnan(x)`` is ``compare(x, x, NE)`` and ``notnan(x)`` is ``not(isnan(x))``
+or ``compare(x, x, EQ)``; ``or``/``and`` operands may come in either order:
+
+- less: ``compare(a, b, LT)`` (not float) or ``or(compare(a, b, LT), and(notnan(a), isnan(b)))``;
+- equal: ``compare(a, b, EQ)`` (not float) or ``or(compare(a, b, EQ), and(isnan(a), isnan(b)))``;
+- lexicographic: ``less(k0)`` or ``or(less(k0), and(equal(k0), <lexicographic of the rest>))``.
+
+Example:
+    >>> stable_order([np.array([[2.0, np.nan, 1.0]])], axis=1)
+    array([[2, 0, 1]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ember.compiler.hlo import Computation, Instruction
+
+_FLOAT_KINDS = "f"
+_LOW_PRECISION = frozenset({"float16", "bfloat16"})
+
+
+def _is_compare(node: Instruction, direction: str) -> bool:
+    return node.opcode == "compare" and node.attrs.get("comparison_direction") == direction
+
+
+def _pair(node: Instruction) -> tuple[Instruction, Instruction] | None:
+    if len(node.operands) == 2:
+        return node.operands[0], node.operands[1]
+    return None
+
+
+def _either(node: Instruction, opcode: str):
+    """Both operand orders of a two-operand ``opcode`` node (empty when it is not one)."""
+    if node.opcode != opcode or len(node.operands) != 2:
+        return []
+    x, y = node.operands
+    return [(x, y), (y, x)]
+
+
+def _isnan(node: Instruction, x: Instruction) -> bool:
+    return _is_compare(node, "NE") and node.operands[0] is x and node.operands[1] is x
+
+
+def _notnan(node: Instruction, x: Instruction) -> bool:
+    if node.opcode == "not" and len(node.operands) == 1:
+        return _isnan(node.operands[0], x)
+    return _is_compare(node, "EQ") and node.operands[0] is x and node.operands[1] is x
+
+
+def _is_float(x: Instruction) -> bool:
+    dt = np.dtype(x.shape.dtype)
+    return dt.kind in _FLOAT_KINDS or dt.name in _LOW_PRECISION
+
+
+class _Matcher:
+    def __init__(self, comp: Computation):
+        params = comp.parameters
+        self.key_of: dict[int, tuple[int, int]] = {}  # id(param) -> (operand, 0 lhs / 1 rhs)
+        for p in params:
+            index = p.attrs["index"]
+            self.key_of[id(p)] = (index // 2, index % 2)
+        self.n_params = len(params)
+
+    def key(self, a: Instruction, b: Instruction) -> tuple[int, bool] | None:
+        """(operand, descending) when ``a`` and ``b`` are the two parameters of one operand."""
+        ka, kb = self.key_of.get(id(a)), self.key_of.get(id(b))
+        if ka is None or kb is None or ka[0] != kb[0] or ka[1] == kb[1] or \
+                a.shape.dtype != b.shape.dtype or a.shape.dims != () or b.shape.dims != ():
+            return None
+        if np.dtype(a.shape.dtype).kind not in "biuf" and not _is_float(a):
+            return None  # (complex numbers have no such order)
+        return ka[0], ka[1] == 1
+
+    def less(self, node: Instruction) -> tuple[Instruction, Instruction] | None:
+        """The (a, b) of a key's ``less(a, b)``, or None."""
+        if _is_compare(node, "LT"):
+            a, b = _pair(node)
+            if self.key(a, b) is not None and not _is_float(a):
+                return a, b
+            return None
+        for lt, nan_case in _either(node, "or"):
+            if not _is_compare(lt, "LT"):
+                continue
+            a, b = _pair(lt)
+            if self.key(a, b) is None or not _is_float(a):
+                continue
+            if any(_notnan(x, a) and _isnan(y, b) for x, y in _either(nan_case, "and")):
+                return a, b
+        return None
+
+    def equal(self, node: Instruction, a: Instruction, b: Instruction) -> bool:
+        def eq(n):
+            return _is_compare(n, "EQ") and {id(o) for o in n.operands} == {id(a), id(b)} \
+                and a is not b
+        if not _is_float(a):
+            return eq(node)
+        return any(eq(e) and any(_isnan(x, a) and _isnan(y, b) or _isnan(x, b) and _isnan(y, a)
+                                 for x, y in _either(nan_case, "and"))
+                   for e, nan_case in _either(node, "or"))
+
+    def lexicographic(self, node: Instruction) -> list[tuple[int, bool]] | None:
+        pair = self.less(node)
+        if pair is not None:
+            return [self.key(*pair)]
+        for first, rest in _either(node, "or"):
+            pair = self.less(first)
+            if pair is None:
+                continue
+            for eq, tail in _either(rest, "and"):
+                if self.equal(eq, *pair):
+                    later = self.lexicographic(tail)
+                    if later is not None:
+                        return [self.key(*pair)] + later
+        return None
+
+
+def lexicographic_keys(comp: Computation) -> tuple[list[int], bool] | None:
+    """``(key operands, most significant first; descending)`` when ``comp`` compares its
+    operands in the plain lexicographic order (see the module doc), else None."""
+    params = comp.parameters
+    if len(params) % 2 or [p.attrs["index"] for p in params] != list(range(len(params))):
+        return None
+    keys = _Matcher(comp).lexicographic(comp.root)
+    if keys is None:
+        return None
+    operands = [k for k, _ in keys]
+    directions = {d for _, d in keys}
+    if len(set(operands)) != len(operands) or len(directions) != 1:
+        return None
+    return operands, directions.pop()
+
+
+def _exact_key(x: np.ndarray) -> np.ndarray:
+    # NumPy orders float16 natively but not bfloat16; float32 holds both exactly.
+    return x.astype(np.float32) if x.dtype.name in _LOW_PRECISION else x
+
+
+def stable_order(keys: Sequence[np.ndarray], axis: int, descending: bool = False) -> np.ndarray:
+    """Positions that sort along ``axis`` by ``keys`` (most significant first), stably: ties
+    keep their order, NaNs come after every number, -0.0 equals 0.0.
+
+    Example:
+        >>> stable_order([np.array([1, 0, 1]), np.array([5, 6, 4])], axis=0)
+        array([1, 2, 0])
+    """
+    keys = [_exact_key(np.asarray(k)) for k in keys]
+    if descending:
+        # A stable ascending sort of the reversed keys, read backwards, keeps ties in order.
+        n = keys[0].shape[axis]
+        flip = [np.flip(k, axis) for k in keys]
+        order = stable_order(flip, axis)
+        return n - 1 - np.flip(order, axis)
+    if len(keys) == 1:
+        return np.argsort(keys[0], axis=axis, kind="stable")
+    return np.lexsort(keys[::-1], axis=axis)  # (lexsort's primary key is its last)
