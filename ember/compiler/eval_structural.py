@@ -97,6 +97,57 @@ def _in_bounds(starts: np.ndarray, upper: np.ndarray, dims: Sequence[int]) -> np
     return np.all((s >= 0) & (s <= upper[dims]), axis=-1)
 
 
+def _point_indices(idx: np.ndarray, shape: tuple[int, ...], index_map: Sequence[int],
+                   removed: Sequence[int], batching: Sequence[int],
+                   window: Sequence[int]) -> np.ndarray | None:
+    """The index vectors as ``intp`` when they pick single positions along the ``index_map``
+    dims and whole extents along every other dim (the common ``x[i]`` / ``x.at[i]`` shape),
+    else None."""
+    k = len(index_map)
+    if batching or not k or 0 in shape or len(set(index_map)) != k or \
+            set(removed) != set(index_map) or (idx.dtype.kind == "u" and idx.itemsize == 8):
+        return None
+    if not (k == 1 or tuple(index_map) == tuple(range(k))):
+        return None  # (several index dims: only a leading run flattens without copies)
+    rest = [shape[d] for d in range(len(shape)) if d not in index_map]
+    if list(window) != rest:
+        return None
+    return idx.astype(np.intp, copy=False)
+
+
+def _flat_positions(idx: np.ndarray, shape: tuple[int, ...], index_map: Sequence[int],
+                    mode: str) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Positions along the ``index_map`` dims moved to the front and flattened (with their
+    leading shape); ``mode`` "clip" clamps each index into its dim, "wrap" is for indices
+    known to be in bounds."""
+    if len(index_map) == 1:
+        d = index_map[0]
+        pos = idx[..., 0]
+        return (np.clip(pos, 0, shape[d] - 1) if mode == "clip" else pos), (shape[d],)
+    dims = tuple(shape[d] for d in index_map)
+    return np.ravel_multi_index(tuple(np.moveaxis(idx, -1, 0)), dims, mode=mode), dims
+
+
+def _point_gather(operand: np.ndarray, idx: np.ndarray, index_map: Sequence[int],
+                  fill: Any, kept_rank: int) -> np.ndarray:
+    """``gather_windows`` for point indices: batch dims then the kept dims in order."""
+    shape = operand.shape
+    nb = idx.ndim - 1
+    if len(index_map) == 1:
+        d = index_map[0]
+        out = np.take(operand, idx[..., 0], axis=d, mode="clip")
+        out = np.moveaxis(out, tuple(range(d, d + nb)), tuple(range(nb)))
+    else:
+        flat, lead = _flat_positions(idx, shape, index_map, "clip")
+        out = np.take(operand.reshape((-1,) + shape[len(lead):]), flat, axis=0)
+    if fill is not None:
+        upper = np.array([shape[d] for d in index_map], np.intp)
+        valid = np.all((idx >= 0) & (idx < upper), axis=-1)
+        out = np.where(valid.reshape(valid.shape + (1,) * kept_rank), out,
+                       np.asarray(fill, operand.dtype))
+    return out
+
+
 def gather_windows(operand: np.ndarray, indices: Any, *, offset_dims: Sequence[int],
                    collapsed_slice_dims: Sequence[int], start_index_map: Sequence[int],
                    operand_batching_dims: Sequence[int] = (),
@@ -113,6 +164,15 @@ def gather_windows(operand: np.ndarray, indices: Any, *, offset_dims: Sequence[i
         array([4, 4])
     """
     nd = operand.ndim
+    removed = set(collapsed_slice_dims) | set(operand_batching_dims)
+    kept = tuple(s for d, s in enumerate(slice_sizes) if d not in removed)
+    point = _point_indices(np.asarray(indices), operand.shape, start_index_map,
+                           collapsed_slice_dims, operand_batching_dims,
+                           [s for d, s in enumerate(slice_sizes) if d not in start_index_map])
+    if point is not None and all(slice_sizes[d] == 1 for d in start_index_map):
+        out = _point_gather(operand, point, start_index_map, fill, len(kept))
+        nb = point.ndim - 1
+        return np.moveaxis(out, tuple(range(nb, nb + len(kept))), tuple(offset_dims))
     idx = np.asarray(indices).astype(np.int64)
     batch_shape = idx.shape[:-1]
     nb = len(batch_shape)
@@ -121,8 +181,6 @@ def gather_windows(operand: np.ndarray, indices: Any, *, offset_dims: Sequence[i
     upper = np.array(operand.shape, np.int64) - np.array(slice_sizes, np.int64)
     valid = None if fill is None else _in_bounds(starts, upper, start_index_map)
     starts = np.clip(starts, 0, upper)
-    removed = set(collapsed_slice_dims) | set(operand_batching_dims)
-    kept = tuple(s for d, s in enumerate(slice_sizes) if d not in removed)
     if nd == 0:
         out = np.broadcast_to(operand, batch_shape)
     elif any(slice_sizes[d] == 0 for d in removed):
@@ -195,6 +253,12 @@ def scatter_windows(operand: np.ndarray, indices: Any, updates: np.ndarray, *,
         ...                 scatter_dims_to_operand_dims=(0,), combine=np.add)
         array([0., 2., 0.])
     """
+    if combine is None or isinstance(combine, np.ufunc):
+        out = _point_scatter(operand, np.asarray(indices), np.asarray(updates),
+                             update_window_dims, inserted_window_dims,
+                             scatter_dims_to_operand_dims, operand_batching_dims, clip, combine)
+        if out is not None:
+            return out
     coords, take = _scatter_plan(
         operand.shape, indices, updates.shape, update_window_dims=update_window_dims,
         inserted_window_dims=inserted_window_dims,
@@ -212,6 +276,39 @@ def scatter_windows(operand: np.ndarray, indices: Any, updates: np.ndarray, *,
             pos = tuple(c[j] for c in coords)
             out[pos] = combine(np.asarray(out[pos]), np.asarray(vals[j]))
     return out.reshape(operand.shape)
+
+
+def _point_scatter(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray,
+                   update_window_dims: Sequence[int], inserted_window_dims: Sequence[int],
+                   index_map: Sequence[int], operand_batching_dims: Sequence[int],
+                   clip: bool, combine: Any) -> np.ndarray | None:
+    """``scatter_windows`` for point indices (whole extents along the other dims), or None."""
+    shape = operand.shape
+    window = [updates.shape[d] for d in update_window_dims]
+    idx = _point_indices(indices, shape, index_map, inserted_window_dims,
+                         operand_batching_dims, window)
+    if idx is None:
+        return None
+    k, nb = len(index_map), idx.ndim - 1
+    u = np.moveaxis(updates, tuple(update_window_dims),
+                    tuple(range(nb, nb + len(update_window_dims))))
+    u = u.reshape((-1,) + tuple(window))
+    idx = idx.reshape(-1, k)
+    dims = np.array([shape[d] for d in index_map], np.uintp)
+    if not clip:  # StableHLO drops the updates whose position is out of bounds
+        valid = idx.view(np.uintp) < dims  # (negative indices wrap to huge ones)
+        valid = valid[:, 0] if k == 1 else np.all(valid, axis=1)
+        if not valid.all():
+            idx, u = idx[valid], u[valid]
+    pos, lead = _flat_positions(idx, shape, index_map, "clip" if clip else "wrap")
+    out = np.array(operand, copy=True)
+    target = np.moveaxis(out, index_map[0], 0) if k == 1 else \
+        out.reshape((-1,) + shape[len(lead):])
+    if combine is None:
+        target[pos] = u  # (in order: the last of duplicate positions wins)
+    else:
+        combine.at(target, pos, u)  # (unbuffered, in order)
+    return out
 
 
 # --------------------------------------------------------------------------- shape ops

@@ -42,6 +42,7 @@ import numpy as np
 import ember
 from ember.backends.cpu import native_lib, object_cache, parallel_runtime
 from ember.backends.cpu.executable import PARALLEL_MIN_WORK, CpuExecutable, RunPlan
+from ember.backends.cpu.executable import dumps as executable_dumps
 from ember.compiler.hlo import Module
 
 _log = logging.getLogger(__name__)
@@ -170,6 +171,7 @@ class _DeferredStart:
         self._backend, self._nkey = backend, nkey
         self._works = [(w, nkey) for w in works]  # (work, native key it is listed under)
         self._started = False
+        self._timer: threading.Timer | None = None
 
     def add(self, work) -> bool:
         """Holds back ``work`` too (started untagged, after the others); False when the
@@ -188,6 +190,9 @@ class _DeferredStart:
             if backend._deferred.get(self._nkey) is self:
                 del backend._deferred[self._nkey]
             works = list(self._works)
+            timer = self._timer
+        if timer is not None:  # (started early: the process need not wait for the timer)
+            timer.cancel()
         for work, nkey in works:
             backend._start_background(work, nkey)
 
@@ -198,6 +203,10 @@ class _DeferredStart:
         # are waited for too), so the disk cache gets the optimized code.
         timer = threading.Timer(FIRST_RESULT_GRACE, self)
         timer.daemon = False
+        with self._backend._lock:
+            if self._started:
+                return
+            self._timer = timer
         timer.start()
 
 
@@ -490,9 +499,8 @@ class CpuBackend:
                 so = native_lib.build_library(ir_text, opt_level, cache.directory)
                 if so is None:
                     return
-                payload = pickle.dumps({"format": NATIVE_FORMAT, "opt_level": opt_level,
-                                        "plan": plan, "so": so},
-                                       protocol=pickle.HIGHEST_PROTOCOL)
+                payload = executable_dumps({"format": NATIVE_FORMAT, "opt_level": opt_level,
+                                            "plan": plan, "so": so})
                 cache.store(nkey, payload)
                 with self._lock:
                     self.stats["linked"] += 1

@@ -14,8 +14,10 @@ partials, combined afterwards with the reducer).
 
 from __future__ import annotations
 
+import io
 import logging
 import os
+import pickle
 import threading
 
 import _cffi_backend
@@ -157,6 +159,33 @@ class RunPlan(_Record):
                        tuple((tuple(d), np.dtype(t)) for d, t in program.output_shapes),
                        program.arena_bytes, program.has_entry, program.n_values,
                        program.entry_name, max(kernel_work, default=0))
+
+
+class _CanonicalDtypePickler(pickle.Pickler):
+    """Pickles NumPy dtypes by their scalar type, so they unpickle as NumPy's own instance.
+
+    NumPy's pickling of a dtype unpickles a *copy*, and arrays of a copied dtype miss NumPy's
+    fast paths: ``np.add.at`` on float32 ran 40x slower in a plan loaded from the disk cache.
+    """
+
+    def reducer_override(self, obj):
+        if isinstance(obj, np.dtype):
+            canonical = np.dtype(obj.type)
+            if canonical == obj and canonical.str == obj.str:
+                return np.dtype, (obj.type,)
+        return NotImplemented
+
+
+def dumps(obj) -> bytes:
+    """``pickle.dumps`` (highest protocol) with dtypes that unpickle as NumPy's instances.
+
+    Example:
+        >>> pickle.loads(dumps(np.zeros(2, np.float32))).dtype is np.dtype(np.float32)
+        True
+    """
+    out = io.BytesIO()
+    _CanonicalDtypePickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return out.getvalue()
 
 
 def renamed_plan(plan: RunPlan, old: str, new: str) -> RunPlan:

@@ -1,0 +1,141 @@
+"""Gathers and scatters of single positions along some dims and whole extents along the rest
+(``x[i]``, ``jnp.take``, ``x.at[i].add``) take a direct NumPy path in ``eval_structural``;
+it must agree exactly with the general coordinate-grid path on random dimension numbers,
+out-of-bounds and duplicate indices included."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.compiler import eval_structural as ES
+
+
+def general(monkeypatch, fn, *args, **kwargs):
+    with monkeypatch.context() as m:
+        m.setattr(ES, "_point_indices", lambda *a, **k: None)
+        return fn(*args, **kwargs)
+
+
+def random_case(rng):
+    rank = int(rng.integers(1, 4))
+    shape = tuple(int(d) for d in rng.integers(1, 5, rank))
+    if rank >= 2 and rng.random() < 0.4:
+        index_map = (0, 1)
+    else:
+        index_map = (int(rng.integers(0, rank)),)
+    batch = tuple(int(d) for d in rng.integers(0, 4, int(rng.integers(0, 3))))
+    dtype = rng.choice([np.int32, np.int64, np.int8, np.uint8, np.uint32])
+    low = 0 if np.dtype(dtype).kind == "u" else -3
+    idx = np.stack([rng.integers(low, shape[d] + 3, batch) for d in index_map], axis=-1)
+    return shape, index_map, batch, idx.astype(dtype)
+
+
+def assert_same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.ascontiguousarray(got).view(np.uint8),
+                                  np.ascontiguousarray(want).view(np.uint8))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_point_gather_matches_the_general_path(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    shape, index_map, batch, idx = random_case(rng)
+    operand = rng.normal(size=shape).astype(np.float32)
+    kept = [d for d in range(len(shape)) if d not in index_map]
+    out_rank = len(batch) + len(kept)
+    offset_dims = tuple(sorted(rng.choice(out_rank, len(kept), replace=False).tolist()))
+    kwargs = dict(offset_dims=offset_dims, collapsed_slice_dims=tuple(sorted(index_map)),
+                  start_index_map=index_map,
+                  slice_sizes=tuple(1 if d in index_map else shape[d] for d in range(len(shape))),
+                  fill=None if seed % 3 else np.float32(-7.5))
+    assert ES._point_indices(idx, shape, index_map, kwargs["collapsed_slice_dims"], (),
+                             [shape[d] for d in kept]) is not None
+    got = ES.gather_windows(operand, idx, **kwargs)
+    want = general(monkeypatch, ES.gather_windows, operand, idx, **kwargs)
+    assert_same(got, want)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_point_scatter_matches_the_general_path(seed, monkeypatch):
+    rng = np.random.default_rng(100 + seed)
+    shape, index_map, batch, idx = random_case(rng)
+    operand = rng.normal(size=shape).astype(np.float32)
+    kept = [d for d in range(len(shape)) if d not in index_map]
+    upd_rank = len(batch) + len(kept)
+    window_dims = tuple(sorted(rng.choice(upd_rank, len(kept), replace=False).tolist()))
+    upd_shape = [0] * upd_rank
+    batch_it, kept_it = iter(batch), iter(shape[d] for d in kept)
+    for i in range(upd_rank):
+        upd_shape[i] = next(kept_it) if i in window_dims else next(batch_it)
+    updates = rng.normal(size=upd_shape).astype(np.float32)
+    combine = [None, np.add, np.maximum, np.multiply][seed % 4]
+    kwargs = dict(update_window_dims=window_dims,
+                  inserted_window_dims=tuple(sorted(index_map)),
+                  scatter_dims_to_operand_dims=index_map, clip=bool(seed % 5 == 0),
+                  combine=combine)
+    assert ES._point_indices(idx, shape, index_map, kwargs["inserted_window_dims"], (),
+                             [shape[d] for d in kept]) is not None
+    got = ES.scatter_windows(operand, idx, updates, **kwargs)
+    want = general(monkeypatch, ES.scatter_windows, operand, idx, updates, **kwargs)
+    assert_same(got, want)
+
+
+def test_other_shapes_are_not_point_indices():
+    idx = np.zeros((3, 1), np.int32)
+    # a window smaller than the dim, a batching dim, an empty operand, 64-bit unsigned
+    assert ES._point_indices(idx, (4, 5), (0,), (0,), (), [3]) is None
+    assert ES._point_indices(idx, (4, 5), (0,), (0,), (1,), [5]) is None
+    assert ES._point_indices(idx, (0, 5), (0,), (0,), (), [5]) is None
+    assert ES._point_indices(idx.astype(np.uint64), (4, 5), (0,), (0,), (), [5]) is None
+    # several index dims that are not a leading run
+    assert ES._point_indices(np.zeros((3, 2), np.int32), (4, 5, 6), (1, 2), (1, 2), (),
+                             [4]) is None
+    assert ES._point_indices(idx, (4, 5), (0,), (0,), (), [5]) is not None
+
+
+def test_jitted_indexing_matches_numpy_on_both_backends():
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(50, 8)).astype(np.float32)
+    idx = rng.integers(0, 50, 300).astype(np.int32)
+    vals = rng.normal(size=(300, 8)).astype(np.float32)
+    want_take = table[idx]
+    want_add = table.copy()
+    np.add.at(want_add, idx, vals)
+    want_set = table.copy()
+    for i, v in zip(idx, vals):  # (in order: the last duplicate wins)
+        want_set[i] = v
+    for backend in ("cpu", "interpreter"):
+        f = ember.jit(lambda t, i, v: (jnp.take(t, i, axis=0), t.at[i].add(v), t.at[i].set(v),
+                                       t[:, 3][i]), backend=backend)
+        got = [np.asarray(g) for g in f(table, idx, vals)]
+        for g, w in zip(got, [want_take, want_add, want_set, table[:, 3][idx]]):
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill", "drop", "promise_in_bounds"])
+def test_out_of_bounds_modes_follow_jax(mode):
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    i = np.array([0, 5, -1, -6, 3], np.int32)
+    for backend, (kind, fn) in itertools.product(("cpu", "interpreter"), [
+            ("get", lambda x, i: x.at[i].get(mode=mode if mode != "drop" else "fill")),
+            ("add", lambda x, i: x.at[i].add(1.0, mode=mode if mode != "fill" else "drop"))]):
+        got = np.asarray(ember.jit(fn, backend=backend)(x, i))
+        n = x.shape[0]
+        if kind == "get":
+            if mode == "clip" or mode == "promise_in_bounds":
+                want = x[np.clip(np.where(i < 0, i + n, i), 0, n - 1)]
+            else:
+                j = np.where(i < 0, i + n, i)
+                want = np.where(((j >= 0) & (j < n))[:, None], x[np.clip(j, 0, n - 1)], np.nan)
+        else:
+            want = x.copy()
+            j = np.where(i < 0, i + n, i)
+            for jj in j:
+                if mode in ("clip", "promise_in_bounds"):
+                    want[np.clip(jj, 0, n - 1)] += 1.0
+                elif 0 <= jj < n:
+                    want[jj] += 1.0
+        np.testing.assert_array_equal(got, want, err_msg=f"{backend} {kind} {mode}")
