@@ -241,7 +241,58 @@ class ElementEmitter:
             return self._concatenate(inst, index)
         if op == "pad":
             return self._pad(inst, index)
+        if op == "gather":
+            return self._gather(inst, index)
+        if op == "dynamic_slice":
+            return self._dynamic_slice(inst, index)
         raise UnsupportedOp(op)
+
+    def _start_index(self, value: ir.Value, dtype: np.dtype, dim: int, size: int) -> ir.Value:
+        """A window start read from an index array, clamped so the window fits in ``dim``."""
+        if dtype == np.uint64:  # (above 2**63 it would read as negative)
+            raise UnsupportedOp("uint64 start indices")
+        return self._clamp(S.convert(self.b, value, dtype, np.dtype(np.int64)), dim - size)
+
+    def _gather(self, inst, index):
+        """StableHLO gather: each output element reads the operand at its window's clamped
+        start plus its offset in the window (no operand batching dims)."""
+        b, a = self.b, inst.attrs
+        operand, indices = inst.operands
+        if a["operand_batching_dims"]:
+            raise UnsupportedOp("gather with batching dims")
+        offset_dims = set(a["offset_dims"])
+        multi = index.get_multi(b)
+        batch = [m for d, m in enumerate(multi) if d not in offset_dims]
+        window = iter(m for d, m in enumerate(multi) if d in offset_dims)
+        vector_dim = a["index_vector_dim"]
+
+        def start(k):
+            pos = list(batch)
+            if vector_dim < indices.shape.rank:
+                pos.insert(vector_dim, _c(k))
+            return self.emit(indices, Index(indices.dims, multi=tuple(pos)))
+
+        index_map = list(a["start_index_map"])
+        collapsed = set(a["collapsed_slice_dims"])
+        src = []
+        for d, size in enumerate(a["slice_sizes"]):
+            offset = _c(0) if d in collapsed else next(window)
+            if d in index_map:
+                first = self._start_index(start(index_map.index(d)), indices.dtype,
+                                          operand.dims[d], size)
+                offset = b.add(first, offset, flags=("nsw",))
+            src.append(offset)
+        return self.emit(operand, Index(operand.dims, multi=tuple(src)))
+
+    def _dynamic_slice(self, inst, index):
+        b = self.b
+        operand, starts = inst.operands[0], inst.operands[1:]
+        multi = index.get_multi(b)
+        src = []
+        for i, st, dim, size in zip(multi, starts, operand.dims, inst.attrs["slice_sizes"]):
+            first = self._start_index(self.emit(st, _scalar_index()), st.dtype, dim, size)
+            src.append(b.add(first, i, flags=("nsw",)))
+        return self.emit(operand, Index(operand.dims, multi=tuple(src)))
 
     def _affine(self, i, scale, offset):
         b = self.b

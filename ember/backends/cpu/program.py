@@ -40,7 +40,7 @@ ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
 STANDALONE_KERNEL_OPS = ELEMENTWISE | frozenset({
     "broadcast_in_dim", "reshape", "transpose", "slice", "concatenate", "pad", "reverse",
-    "iota", "reduce",
+    "iota", "reduce", "gather", "dynamic_slice",
 })
 _STRUCTURAL = frozenset({"parameter", "constant", "tuple", "get_tuple_element"})
 
