@@ -500,6 +500,13 @@ def _transpose_dot(b):
     return b.op("transpose", dot, permutation=(1, 0))
 
 
+def _dot_without_contraction(lhs_dims, rhs_dims, out_dims, dtype=F32, out=F32, **dims):
+    def build(b):
+        x, y = _x(b, dtype, lhs_dims), _x(b, dtype, rhs_dims, i=1)
+        return b.op("dot_general", x, y, shape=Shape(out, out_dims), **dims)
+    return build
+
+
 def _reshapes(*shapes):
     def build(b):
         x = _x(b, F32, (2, 3, 4))
@@ -627,6 +634,16 @@ ALGEBRAIC_CASES = {
     "transpose_transpose": _transposes((1, 2, 0), (2, 0, 1)),
     "transpose_transpose_composed": _transposes((1, 0, 2), (0, 2, 1)),
     "transpose_dot": _transpose_dot,
+    "dot_without_contraction": _dot_without_contraction(
+        (3, 2), (2, 4), (2, 3, 4), lhs_batching_dimensions=(1,), rhs_batching_dimensions=(0,),
+        lhs_contracting_dimensions=(), rhs_contracting_dimensions=()),
+    "dot_without_contraction_unit_dims": _dot_without_contraction(
+        (3, 1), (1, 4), (3, 4), dtype=np.dtype("bfloat16"), out=F32, lhs_batching_dimensions=(),
+        rhs_batching_dimensions=(), lhs_contracting_dimensions=(1,),
+        rhs_contracting_dimensions=(0,)),
+    "keep_dot_with_contraction": _dot_without_contraction(
+        (3, 2), (2, 4), (3, 4), lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+        lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,)),
     "reshape_same_shape": _reshapes((2, 3, 4)),
     "reshape_reshape": _reshapes((6, 4), (4, 6)),
     "reshape_reshape_back": _reshapes((24,), (2, 3, 4)),
@@ -850,6 +867,36 @@ ALGEBRAIC_GOLDEN = {
           %Arg_0.1 = f32[4,2] parameter(0)
           %Arg_1.2 = f32[4,3] parameter(1)
           ROOT %dot_general.5 = f32[3,2] dot_general(%Arg_1.2, %Arg_0.1), lhs_batching_dimensions={}, lhs_contracting_dimensions={0}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+        }
+    """,
+    "dot_without_contraction": """
+        ENTRY %main (Arg_0.1: f32[3,2], Arg_1.2: f32[2,4]) -> f32[2,3,4] {
+          %Arg_0.1 = f32[3,2] parameter(0)
+          %Arg_1.2 = f32[2,4] parameter(1)
+          %transpose.4 = f32[2,3] transpose(%Arg_0.1), permutation={1,0}
+          %broadcast_in_dim.5 = f32[2,3,4] broadcast_in_dim(%transpose.4), broadcast_dimensions={0,1}
+          %broadcast_in_dim.6 = f32[2,3,4] broadcast_in_dim(%Arg_1.2), broadcast_dimensions={0,2}
+          ROOT %multiply.7 = f32[2,3,4] multiply(%broadcast_in_dim.5, %broadcast_in_dim.6)
+        }
+    """,
+    "dot_without_contraction_unit_dims": """
+        ENTRY %main (Arg_0.1: bf16[3,1], Arg_1.2: bf16[1,4]) -> f32[3,4] {
+          %Arg_0.1 = bf16[3,1] parameter(0)
+          %Arg_1.2 = bf16[1,4] parameter(1)
+          %reshape.4 = bf16[3] reshape(%Arg_0.1)
+          %convert.5 = f32[3] convert(%reshape.4)
+          %broadcast_in_dim.6 = f32[3,4] broadcast_in_dim(%convert.5), broadcast_dimensions={0}
+          %reshape.7 = bf16[4] reshape(%Arg_1.2)
+          %convert.8 = f32[4] convert(%reshape.7)
+          %broadcast_in_dim.9 = f32[3,4] broadcast_in_dim(%convert.8), broadcast_dimensions={1}
+          ROOT %multiply.10 = f32[3,4] multiply(%broadcast_in_dim.6, %broadcast_in_dim.9)
+        }
+    """,
+    "keep_dot_with_contraction": """
+        ENTRY %main (Arg_0.1: f32[3,2], Arg_1.2: f32[2,4]) -> f32[3,4] {
+          %Arg_0.1 = f32[3,2] parameter(0)
+          %Arg_1.2 = f32[2,4] parameter(1)
+          ROOT %dot_general.3 = f32[3,4] dot_general(%Arg_0.1, %Arg_1.2), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
         }
     """,
     "reshape_same_shape": """

@@ -25,6 +25,7 @@ pattern table of ``tests/compiler/test_passes.py``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any as AnyType
@@ -354,6 +355,44 @@ def _transpose_of_dot(m: Match) -> Instruction | None:
     return m.emit("transpose", [swapped], m.inst.shape, permutation=rest)
 
 
+def _no_contraction(inst: Instruction) -> bool:
+    """A ``dot_general`` that sums nothing: its contracting dims hold one element."""
+    lhs = inst.operands[0]
+    return inst.dtype.kind != "b" and math.prod(
+        lhs.dims[d] for d in inst.attrs["lhs_contracting_dimensions"]) == 1
+
+
+def _dot_as_multiply(m: Match) -> Instruction:
+    """A ``dot_general`` without a sum as the product of its operands broadcast to the
+    output (batch dims, lhs free dims, rhs free dims), each converted to the output type
+    first, as the dot computes: outer products (per-example gradients) become a fusible
+    multiply instead of BLAS calls with k = 1, as XLA does."""
+    dot, a = m.inst, m.inst.attrs
+    nb = len(a["lhs_batching_dimensions"])
+    placed = []
+    start = nb
+    for operand, batch, contracting in ((dot.operands[0], a["lhs_batching_dimensions"],
+                                         a["lhs_contracting_dimensions"]),
+                                        (dot.operands[1], a["rhs_batching_dimensions"],
+                                         a["rhs_contracting_dimensions"])):
+        rest = [d for d in range(operand.shape.rank) if d not in contracting]
+        free = [d for d in rest if d not in batch]
+        x = operand
+        if contracting:  # (one element: dropping those dims moves no data)
+            x = m.emit("reshape", [x], Shape(x.dtype, [x.dims[d] for d in rest]))
+        order = tuple(rest.index(d) for d in tuple(batch) + tuple(free))
+        kept = [operand.dims[d] for d in tuple(batch) + tuple(free)]
+        if order != tuple(range(len(order))):
+            x = m.emit("transpose", [x], Shape(x.dtype, kept), permutation=order)
+        if x.dtype != dot.dtype:
+            x = m.emit("convert", [x], Shape(dot.dtype, kept))
+        dims = tuple(range(nb)) + tuple(range(start, start + len(free)))
+        start += len(free)
+        placed.append(m.simplified(m.emit("broadcast_in_dim", [x], dot.shape,
+                                          broadcast_dimensions=dims)))
+    return m.emit("multiply", placed, dot.shape)
+
+
 def _compose_reshapes(m: Match) -> Instruction:
     if m["x"].dims == m.inst.dims:
         return m["x"]
@@ -569,6 +608,8 @@ REWRITES: tuple[Rewrite, ...] = (
             _compose_transposes),
     Rewrite("transpose_dot", Op("transpose", Op("dot_general", name="dot")),
             _transpose_of_dot, where=lambda m: m.single_use("dot")),
+    Rewrite("dot_without_contraction", Op("dot_general", where=_no_contraction),
+            _dot_as_multiply),
     Rewrite("reshape_same_shape", Op("reshape", x, where=_same_dims_as_operand), "x"),
     Rewrite("reshape_reshape", Op("reshape", Op("reshape", x)), _compose_reshapes),
     Rewrite("broadcast_identity", Op("broadcast_in_dim", x, where=_identity_broadcast), "x"),
