@@ -320,6 +320,54 @@ def test_expensive_producer_is_not_duplicated():
     assert opcodes(m.entry).count("fusion") == 2
 
 
+def broadcast_product(producer):
+    """(4, 8) -> producer -> a cheap op -> broadcast to (4, 8, 16) -> multiply."""
+    m = Module("reuse")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    y = b.parameter(1, Shape(F32, (4, 16)))
+    p = b.op(producer, x)
+    q = b.op("multiply", p, splat(b, 2.0))
+    big = Shape(F32, (4, 8, 16))
+    out = b.op("multiply", b.op("broadcast_in_dim", q, shape=big, broadcast_dimensions=(0, 1)),
+               b.op("broadcast_in_dim", y, shape=big, broadcast_dimensions=(0, 2)))
+    b.build(out, entry=True)
+    return m
+
+
+def test_expensive_producer_read_through_an_expanding_broadcast_is_computed_once():
+    m = broadcast_product("tanh")
+    check_fusion(m, [rand(4, 8), rand(4, 16, seed=1)])
+    # tanh in a fusion of its own (4 x 8 values), not once per element of the (4, 8, 16)
+    # product; the cheap multiply is fused into the product.
+    assert opcodes(m.entry).count("fusion") == 2
+    small, big = [c for c in m.computations if c.name.startswith("fused_computation")]
+    assert "tanh" in opcodes(small) and "tanh" not in opcodes(big)
+    assert opcodes(big).count("multiply") == 2
+    cheap = broadcast_product("negate")
+    check_fusion(cheap, [rand(4, 8), rand(4, 16, seed=1)])
+    assert opcodes(cheap.entry).count("fusion") == 1
+
+
+def test_expensive_row_values_of_reductions_stay_in_row_fusions():
+    # layernorm's rsqrt(var + eps) per row, broadcast back along the row: one fusion
+    m = Module("layernorm")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    add = region(m, "add")
+    rows = Shape(F32, (4,))
+    mean = b.op("multiply", reduce_sum(b, x, add), splat(b, 1 / 8, rows))
+    centered = b.op("subtract", x, b.op("broadcast_in_dim", mean, shape=X,
+                                        broadcast_dimensions=(0,)))
+    var = b.op("multiply", reduce_sum(b, b.op("multiply", centered, centered), add),
+               splat(b, 1 / 8, rows))
+    scale = b.op("rsqrt", b.op("add", var, splat(b, 1e-5, rows)))
+    b.build(b.op("multiply", centered, b.op("broadcast_in_dim", scale, shape=X,
+                                            broadcast_dimensions=(0,))), entry=True)
+    check_fusion(m, [rand(4, 8)])
+    assert opcodes(m.entry).count("fusion") == 1
+
+
 def test_no_cycle_through_an_unfused_instruction():
     # a = x + x feeds both dot(a, x) and a + dot: a fusion of a with the final add would
     # need the dot, which needs a: the cheap add is duplicated instead.

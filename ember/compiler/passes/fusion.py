@@ -8,7 +8,11 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    its producers in. A producer whose users are all in the group moves into it; a cheap
    producer with other users is duplicated into the group (never an op of
    ``hlo.EXPENSIVE_ELEMENTWISE``: that one stays outside and is read as an operand; copies
-   stop ``_MAX_DUPLICATION_DEPTH`` producers deep so chains are not copied whole). Scalar
+   stop ``_MAX_DUPLICATION_DEPTH`` producers deep so chains are not copied whole). An
+   expensive producer that the group would read repeatedly (behind a ``broadcast_in_dim``
+   that adds elements: a loop kernel recomputes a fused value for every read) is not pulled
+   in, nor merged back in step 2: it runs once into a buffer (row fusion, step 3, may still
+   take a per-row value, which its row kernels compute once per row). Scalar
    constants are always copied in rather than passed as parameters. Fusible ops are the
    elementwise ones and ``broadcast_in_dim``, ``reshape``, ``transpose``, ``slice``,
    ``concatenate``, ``pad``, ``reverse``, ``iota``; a ``reduce`` can only be the root of its
@@ -99,13 +103,16 @@ class _Group:
     """Instructions fused together: ``home`` members (whose value this group provides to the
     rest of the computation) and ``private`` copies of cheap producers (used only inside)."""
 
-    __slots__ = ("home", "private", "serial")
+    __slots__ = ("home", "private", "serial", "reused")
     _serials = itertools.count()
 
     def __init__(self) -> None:
         self.home: dict[int, Instruction] = {}
         self.private: dict[int, Instruction] = {}
         self.serial = next(self._serials)
+        # Members whose elements the group reads more than once (behind an expanding
+        # broadcast): the kernel recomputes such a member for every read.
+        self.reused: set[int] = set()
 
     def contains(self, inst: Instruction) -> bool:
         return id(inst) in self.home or id(inst) in self.private
@@ -126,6 +133,8 @@ class _ComputationFuser:
         self.home: dict[int, _Group] = {}
         self.private_in: dict[int, dict[int, _Group]] = {}
         self.groups: dict[int, _Group] = {}
+        # Expensive values kept out of a group that would read them repeatedly.
+        self.kept_apart: set[int] = set()
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -211,16 +220,26 @@ class _ComputationFuser:
 
     def _fuse_operands(self, inst: Instruction, g: _Group, depth: int = 0) -> None:
         for op in _unique(inst.operands):
-            self._try_fuse(op, g, depth)
+            reused = id(inst) in g.reused or (inst.opcode == "broadcast_in_dim"
+                                              and inst.shape.size > op.shape.size)
+            self._try_fuse(op, g, depth, reused)
 
-    def _try_fuse(self, producer: Instruction, g: _Group, depth: int) -> None:
+    def _try_fuse(self, producer: Instruction, g: _Group, depth: int,
+                  reused: bool = False) -> None:
         if g.contains(producer):
+            if reused:
+                g.reused.add(id(producer))
             return
         if _is_scalar_constant(producer):
             self._add_private(producer, g)
             return
         if producer.opcode not in LOOP_FUSIBLE or producer.shape.is_tuple:
             return
+        if reused and producer.opcode in EXPENSIVE_ELEMENTWISE:
+            self.kept_apart.add(id(producer))  # (computed once into a buffer, not per read)
+            return
+        if reused:
+            g.reused.add(id(producer))
         users = self.users[id(producer)]
         if id(producer) not in self.home and all(self.home.get(id(u)) is g for u in users):
             self._add_home(producer, g)  # its own producers are pulled in when it is visited
@@ -242,7 +261,8 @@ class _ComputationFuser:
         merged = False
         order = sorted(self.groups.values(), key=self._last_pos, reverse=True)
         for p in order:
-            if p.serial not in self.groups or self._has_reduce(p):
+            if p.serial not in self.groups or self._has_reduce(p) or \
+                    any(k in self.kept_apart for k in p.home):
                 continue
             for c in self.graph.successors(p):
                 if isinstance(c, _Group) and self._can_merge(p, c):
