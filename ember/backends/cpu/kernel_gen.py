@@ -41,6 +41,7 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
+from ember.compiler.arg_reducer import arg_reducer_kind
 from ember.compiler.eval_elementwise import (
     REDUCE_UFUNCS,
     is_reducer_identity,
@@ -515,7 +516,9 @@ class KernelBuilder:
             raw = b.load(b.gep(bufs, [_c(len(params) + k)], inbounds=True))
             dt = _leaf_shape(inst, leaf).dtype
             self.out_ptrs.append(b.bitcast(raw, S.memory_type(dt).as_pointer()))
-        reduces = [inst for inst, _ in self.outputs if inst.opcode == "reduce"]
+        # (Once each: a variadic reduce is an output per leaf.)
+        reduces = list({id(inst): inst for inst, _ in self.outputs
+                        if inst.opcode == "reduce"}.values())
         from ember.backends.cpu.row_kernel import RowKernel, row_kernel_space
 
         space = row_kernel_space(self.fused)
@@ -678,6 +681,10 @@ class KernelBuilder:
     def _reduce_row(self, reduces, in_dims, kept, red, kidx, lo, hi, split_reduced):
         """Reduces over all reduced dims at kept position ``kidx`` and stores the results."""
         b, loops = self.b, self.loops
+        arg = self._arg_reduction(reduces, red)
+        if arg is not None:
+            self._arg_reduce_row(*arg, in_dims, kept, red[0], kidx)
+            return
         # Accumulator slots: per reduce, one per variadic input; initialized from the inits.
         init_em = self._emitter()
         accs = {}
@@ -739,6 +746,85 @@ class KernelBuilder:
         for k, (inst, leaf) in enumerate(self.outputs):
             if inst.opcode == "reduce":
                 self._store(k, b.load(accs[id(inst)][leaf]), kidx_full)
+
+    def _arg_reduction(self, reduces, red):
+        """``(reduce, "max" | "min")`` when the fusion is one argmax/argmin over one dim:
+        values and an iota along that dim, initialized with the extreme value's identity
+        (see ``ember.compiler.arg_reducer``); else None."""
+        if len(reduces) != 1 or len(red) != 1 or len(self.outputs) != 2:
+            return None
+        r = reduces[0]
+        if len(r.operands) != 4 or any(inst is not r for inst, _ in self.outputs):
+            return None
+        values, positions, init_value, init_index = r.operands
+        if positions.opcode != "iota" or positions.attrs["iota_dimension"] != red[0] or \
+                positions.dtype.kind != "i" or init_value.opcode != "constant" or \
+                init_index.opcode != "constant" or values.dtype.kind not in "fiu":
+            return None
+        kind = arg_reducer_kind(r.calls[0])
+        if kind is None or not is_reducer_identity(
+                np.maximum if kind == "max" else np.minimum,
+                np.asarray(init_value.attrs["value"])):
+            return None
+        return r, kind
+
+    def _arg_reduce_row(self, r, kind, in_dims, kept, dim, kidx):
+        """argmax/argmin of one row in two vectorizable passes: the extreme value (NaN if
+        any), then the first position holding it. With the init the extreme's identity,
+        an init pair can only tie with an element of the same value, where the smaller
+        index wins."""
+        b, loops = self.b, self.loops
+        values, positions, init_value, init_index = r.operands
+        vdt, idt = values.dtype, positions.dtype
+        n = in_dims[dim]
+        em = self._emitter()
+        v0, i0 = (em.emit(x, _scalar_index()) for x in (init_value, init_index))
+        out = Index([in_dims[d] for d in kept], multi=tuple(kidx))
+
+        def at(j):
+            full = [None] * len(in_dims)
+            for d, v in zip(kept, kidx):
+                full[d] = v
+            full[dim] = j
+            return Index(in_dims, multi=tuple(full))
+
+        def store(value, index):
+            for k, (_, leaf) in enumerate(self.outputs):
+                self._store(k, value if leaf == 0 else index, out)
+
+        if n == 0:
+            store(v0, i0)
+            return
+        best = loops.alloca(v0.type)
+        b.store(v0, best)
+
+        def extreme(j):
+            v = self._emitter().emit(values, at(j))
+            b.store(S.binary(b, "maximum" if kind == "max" else "minimum", b.load(best), v,
+                             vdt, vdt, {}), best)
+        loops.loop(_c(0), _c(n), extreme, name="argbest")
+        m = b.load(best)
+
+        def same(v):
+            if not S.is_float(vdt):
+                return b.icmp_signed("==", v, m) if vdt.kind == "i" else \
+                    b.icmp_unsigned("==", v, m)
+            both_nan = b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_unordered("uno", m, m))
+            return b.or_(b.fcmp_ordered("==", v, m), both_nan)
+
+        first = loops.alloca(I64)
+        b.store(_c(n), first)
+
+        def find(j):
+            hit = same(self._emitter().emit(values, at(j)))
+            cand = b.select(hit, j, _c(n))
+            cur = b.load(first)
+            b.store(b.select(b.icmp_signed("<", cand, cur), cand, cur), first)
+        loops.loop(_c(0), _c(n), find, name="argfirst")
+        w = b.load(first)  # (< n: the extreme is an element's value or the init's, a tie)
+        index = S.convert(b, w, np.dtype(np.int64), idt)
+        init_first = b.and_(same(v0), b.icmp_signed("<", i0, index))
+        store(self._emitter().emit(values, at(w)), b.select(init_first, i0, index))
 
     # ------------------------------------------------------------------ column reductions
 
