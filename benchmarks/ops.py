@@ -1,0 +1,186 @@
+"""Jitted programs beyond issue 4's workloads: indexing, scatters, sorting, arg reductions,
+outer products. Ember against JAX (and NumPy where it has the operation), one process.
+
+Run from the repository root: ``python benchmarks/ops.py [--only NAME,...] [--markdown]``.
+Each row gives the median time per call (``cpu.median_times``: interleaved batches after a
+warm-up and ember's background compiles), the ratio ember / JAX, and whether ember's and
+JAX's results agree (exactly for integers, within 1e-3 for floats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu import _fmt_ratio, _fmt_time, make_engine, median_times  # noqa: E402
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def gather_1d(m, lax):
+    rng = _rng()
+    x = rng.standard_normal(10**6).astype(np.float32)
+    i = rng.integers(0, 10**6, 10**6).astype(np.int32)
+    return (lambda x, i: x[i]), (x, i), lambda x, i: x[i]
+
+
+def take_rows(m, lax):
+    rng = _rng()
+    table = rng.standard_normal((50000, 128)).astype(np.float32)
+    i = rng.integers(0, 50000, 4096).astype(np.int32)
+    return (lambda t, i: m.take(t, i, axis=0)), (table, i), lambda t, i: np.take(t, i, axis=0)
+
+
+def segment_sum(m, lax):
+    rng = _rng()
+    v = rng.standard_normal(10**6).astype(np.float32)
+    i = rng.integers(0, 1000, 10**6).astype(np.int32)
+
+    def numpy(v, i):
+        out = np.zeros(1000, np.float32)
+        np.add.at(out, i, v)
+        return out
+    return (lambda v, i: m.zeros(1000, m.float32).at[i].add(v)), (v, i), numpy
+
+
+def sort_1d(m, lax):
+    x = _rng().standard_normal(10**6).astype(np.float32)
+    return m.sort, (x,), lambda x: np.sort(x, kind="stable")
+
+
+def argsort_1d(m, lax):
+    x = _rng().standard_normal(10**5).astype(np.float32)
+    return m.argsort, (x,), lambda x: np.argsort(x, kind="stable")
+
+
+def argmax_rows(m, lax):
+    x = _rng().standard_normal((4096, 1024)).astype(np.float32)
+    return (lambda x: m.argmax(x, axis=1)), (x,), lambda x: np.argmax(x, axis=1)
+
+
+def top_k_rows(m, lax):
+    x = _rng().standard_normal((512, 1024)).astype(np.float32)
+    return (lambda x: lax.top_k(x, 8)), (x,), None
+
+
+def per_example_grads(m, lax, engine):
+    rng = _rng()
+    w = (rng.standard_normal((256, 256)) * 0.05).astype(np.float32)
+    xs = rng.standard_normal((64, 256)).astype(np.float32)
+
+    def loss(w, x):
+        return m.sum(m.tanh(x @ w) ** 2)
+    return engine.vmap(engine.grad(loss), in_axes=(None, 0)), (w, xs), None
+
+
+def batched_matmul(m, lax):
+    rng = _rng()
+    a, b = (rng.standard_normal((64, 128, 128)).astype(np.float32) for _ in range(2))
+    return (lambda a, b: m.einsum("bij,bjk->bik", a, b)), (a, b), np.matmul
+
+
+def cumsum_1d(m, lax):
+    x = _rng().standard_normal(10**6).astype(np.float32)
+    return m.cumsum, (x,), np.cumsum
+
+
+def column_max(m, lax):
+    x = _rng().standard_normal((4096, 1024)).astype(np.float32)
+    return (lambda x: x.max(axis=0)), (x,), lambda x: x.max(axis=0)
+
+
+WORKLOADS: dict[str, tuple[str, Callable]] = {
+    "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
+    "take": ("take rows: 4096 of (50000, 128)", take_rows),
+    "segment_sum": ("x.at[i].add: 1e6 into 1000", segment_sum),
+    "sort": ("sort 1e6 f32", sort_1d),
+    "argsort": ("argsort 1e5 f32", argsort_1d),
+    "argmax": ("argmax rows (4096, 1024)", argmax_rows),
+    "top_k": ("top_k 8 of rows (512, 1024)", top_k_rows),
+    "per_example": ("vmap(grad) per example (64, 256x256)", per_example_grads),
+    "bmm": ("einsum bij,bjk (64, 128, 128)", batched_matmul),
+    "cumsum": ("cumsum 1e6 f32", cumsum_1d),
+    "column_max": ("max over axis 0 (4096, 1024)", column_max),
+}
+
+
+def _modules(name: str):
+    if name == "ember":
+        import ember
+        from ember import lax
+        return ember, lax
+    import jax
+    from jax import lax
+    return jax, lax
+
+
+def _program(builder, eng, name):
+    lib, lax = _modules(name)
+    if builder is per_example_grads:
+        return builder(eng.m, lax, lib)
+    return builder(eng.m, lax)
+
+
+def _agree(a, b) -> bool:
+    leaves_a = [np.asarray(x) for x in _leaves(a)]
+    leaves_b = [np.asarray(x) for x in _leaves(b)]
+    return len(leaves_a) == len(leaves_b) and all(
+        x.shape == y.shape and (np.array_equal(x, y) if x.dtype.kind in "iub" else
+                                np.allclose(x, y, rtol=1e-3, atol=1e-3))
+        for x, y in zip(leaves_a, leaves_b))
+
+
+def _leaves(out):
+    return [x for o in out for x in _leaves(o)] if isinstance(out, (list, tuple)) else [out]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated workload names")
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else list(WORKLOADS)
+    engines = {n: e for n in ("ember", "jax") if (e := make_engine(n)) is not None}
+    header = ["workload", "ember", "jax", "numpy", "ember/jax", "agree"]
+    rows = []
+    for key in names:
+        label, builder = WORKLOADS[key]
+        fns, outs, numpy_fn = {}, {}, None
+        for name, eng in engines.items():
+            fn, arrays, numpy_fn = _program(builder, eng, name)
+            compiled = eng.jit(fn)
+            inputs = [eng.put(a) for a in arrays]
+            fns[name] = lambda c=compiled, xs=inputs, eng=eng: eng.block(c(*xs))
+            outs[name] = fns[name]()
+        if numpy_fn is not None:
+            fns["numpy"] = lambda f=numpy_fn, xs=arrays: f(*xs)
+        times = median_times(fns, args.repeats, 0.05)
+        agree = "yes" if "jax" not in outs or _agree(outs["ember"], outs["jax"]) else "NO"
+        rows.append([label, _fmt_time(times["ember"]), _fmt_time(times.get("jax")),
+                     _fmt_time(times.get("numpy")),
+                     _fmt_ratio(times["ember"] / times["jax"] if "jax" in times else None),
+                     agree])
+        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("| " + " | ".join("---" for _ in header) + " |")
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    else:
+        for r in [header] + rows:
+            print("  ".join(f"{c:>38}" if i == 0 else f"{c:>10}" for i, c in enumerate(r)))
+
+
+if __name__ == "__main__":
+    main()
