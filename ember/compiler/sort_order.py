@@ -6,6 +6,11 @@ descending), where for floats NaNs come after every number (and are equal among 
 and -0.0 equals 0.0. That is exactly NumPy's sort order, so ``stable_order`` can sort with
 NumPy's stable sorts instead of evaluating the comparator pair by pair.
 
+``top_k`` (the ``ember.top_k`` custom call that ``lax.top_k`` lowers to) takes the first
+``k`` positions of the stable descending order without sorting whole rows: each value's
+descending order key and its position pack into one unique 64-bit key (values of 32 bits or
+fewer), which ``np.partition`` splits and a sort of the ``k`` smallest orders.
+
 The recognized forms, per key ``k`` with parameters ``a = 2k``, ``b = 2k + 1`` (swapped when
 descending), where ``isnan(x)`` is ``compare(x, x, NE)`` and ``notnan(x)`` is ``not(isnan(x))``
 or ``compare(x, x, EQ)``; ``or``/``and`` operands may come in either order:
@@ -21,10 +26,12 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import numpy as np
 
+from ember.compiler.evaluator import register_custom_call_target
 from ember.compiler.hlo import Computation, Instruction
 
 _FLOAT_KINDS = "f"
@@ -165,3 +172,57 @@ def stable_order(keys: Sequence[np.ndarray], axis: int, descending: bool = False
     if len(keys) == 1:
         return np.argsort(keys[0], axis=axis, kind="stable")
     return np.lexsort(keys[::-1], axis=axis)  # (lexsort's primary key is its last)
+
+
+def _ascending_key32(x: np.ndarray) -> np.ndarray | None:
+    """A uint32 whose order is the sort order of ``x`` (NaNs last and equal, -0.0 == 0.0),
+    for values of 32 bits or fewer; None for wider ones."""
+    dt = x.dtype
+    if dt.name in _LOW_PRECISION or (dt.kind == "f" and dt.itemsize <= 4):
+        f = np.ascontiguousarray(x, np.float32)
+        u = f.view(np.uint32)
+        # (negative: all bits flipped; positive: the sign bit set)
+        key = u ^ ((u.view(np.int32) >> 31).view(np.uint32) | np.uint32(0x80000000))
+        key[np.isnan(f)] = 0xFFFFFFFF  # (NaNs last, equal among themselves)
+        key[key == 0x7FFFFFFF] = 0x80000000  # (-0.0 == 0.0)
+        return key
+    if dt.kind in "biu" and dt.itemsize <= 4:
+        v = x.astype(np.int64)
+        return (v - np.iinfo(np.int32).min if dt.kind == "i" else v).astype(np.uint32)
+    return None
+
+
+def _pack(high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """uint64 ``high << 32 | low`` of two uint32 arrays (written as word pairs when the
+    machine is little-endian: a 64-bit shift of a whole array is several times slower)."""
+    if sys.byteorder != "little":
+        return (high.astype(np.uint64) << np.uint64(32)) | low.astype(np.uint64)
+    words = np.empty(high.shape + (2,), np.uint32)
+    words[..., 0] = low
+    words[..., 1] = high
+    return words.view(np.uint64)[..., 0]
+
+
+def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest values of each row (last axis) of ``x`` and their positions (int32):
+    the first ``k`` of the stable descending order, NaN counting as the largest.
+
+    Example:
+        >>> top_k(np.array([1.0, 3.0, 3.0, np.nan]), 3)
+        (array([nan,  3.,  3.]), array([3, 1, 2], dtype=int32))
+    """
+    x = np.asarray(x)
+    n = x.shape[-1]
+    key = _ascending_key32(x) if 0 < k < n < 2**32 else None
+    if key is None:
+        order = stable_order([x], x.ndim - 1, descending=True)[..., :k]
+    else:
+        # Unique keys (the position breaks ties), so any sort of them is stable.
+        packed = _pack(np.invert(key, out=key), np.arange(n, dtype=np.uint32))
+        packed.partition(k - 1, axis=-1)  # (in place: fresh arrays cost page faults)
+        smallest = np.sort(packed[..., :k], axis=-1)
+        order = (smallest & np.uint64(0xFFFFFFFF)).astype(np.intp)
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
+
+
+register_custom_call_target("ember.top_k", lambda x, *, k: top_k(x, int(k)))

@@ -11,6 +11,7 @@ import numpy as np
 from ember import core, dtypes
 from ember.compiler.hlo import Shape
 from ember.compiler.sort_order import stable_order
+from ember.compiler.sort_order import top_k as top_k_rows
 from ember.core import ShapedArray
 from ember.interpreters import ad
 from ember.interpreters.batching import axis_size_of, not_mapped
@@ -41,7 +42,7 @@ def _equivalent(b, lhs, rhs):
     return b.op("or", eq, b.op("and", _isnan(b, lhs), _isnan(b, rhs)))
 
 
-def _comparator(ctx, element_types, num_keys: int, descending: bool = False):
+def _comparator(ctx, element_types, num_keys: int):
     """A sort comparator ordering by the first ``num_keys`` operands lexicographically."""
     cb = ctx.new_builder("compare")
     pairs = []
@@ -50,8 +51,6 @@ def _comparator(ctx, element_types, num_keys: int, descending: bool = False):
         pairs.append((cb.parameter(2 * i, scalar), cb.parameter(2 * i + 1, scalar)))
     result = None
     for lhs, rhs in reversed(pairs[:num_keys]):
-        if descending:
-            lhs, rhs = rhs, lhs
         lt = _before(cb, lhs, rhs)
         if result is not None:
             lt = cb.op("or", lt, cb.op("and", _equivalent(cb, lhs, rhs), result))
@@ -185,8 +184,7 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1,
 
 def _top_k_impl(x, *, k):
     # Descending and stable (lower index first among ties; NaN counts as the largest).
-    idx = stable_order([x], x.ndim - 1, descending=True)[..., :k]
-    return [np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)]
+    return list(top_k_rows(x, k))
 
 
 def _top_k_abstract_eval(x, *, k):
@@ -210,15 +208,11 @@ top_k_p.def_abstract_eval(_top_k_abstract_eval)
 
 @top_k_p.def_lowering
 def _top_k_lowering(ctx, x, *, k):
-    # A stable descending sort of (x, iota) keeps ties in index order, as the eager impl does.
-    b, dims = ctx.b, x.shape.dims
-    last = len(dims) - 1
-    iota = b.op("iota", shape=Shape(np.int32, dims), iota_dimension=last)
-    cmp = _comparator(ctx, [x.dtype, np.dtype(np.int32)], 1, descending=True)
-    out = b.op("sort", x, iota, calls=[cmp], dimension=last, is_stable=True)
-    limit = dims[:-1] + (k,)
-    return [b.op("slice", b.op("get_tuple_element", out, index=i), start_indices=(0,) * len(dims),
-                 limit_indices=limit, strides=(1,) * len(dims)) for i in range(2)]
+    # A library routine (``sort_order.top_k``) that partitions instead of sorting whole rows.
+    dims = x.shape.dims[:-1] + (k,)
+    shape = Shape.tuple([Shape(x.dtype, dims), Shape(np.int32, dims)])
+    out = ctx.b.op("custom_call", x, shape=shape, call_target_name="ember.top_k", k=k)
+    return [ctx.b.op("get_tuple_element", out, index=i) for i in range(2)]
 
 
 def _top_k_jvp(primals, tangents, *, k):

@@ -15,7 +15,7 @@ from ember.compiler import eval_structural
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import lower_closed_jaxpr
-from ember.compiler.sort_order import lexicographic_keys, stable_order
+from ember.compiler.sort_order import lexicographic_keys, stable_order, top_k
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -72,8 +72,6 @@ CASES = [  # (function, operand dtypes, expected keys, descending)
     (lambda a, b, c: lax.sort((a, b, c), num_keys=3), [np.uint8, BF16, np.float32],
      [0, 1, 2], False),
     (lambda a, b: lax.sort_key_val(a, b), [np.float32, np.complex64], [0], False),
-    (lambda x: lax.top_k(x, 5), [np.float32], [0], True),
-    (lambda x: lax.top_k(x, 5), [np.int32], [0], True),
 ]
 
 
@@ -88,7 +86,7 @@ def test_lax_comparators_are_recognized_and_sort_like_the_general_path(case):
     inst = sort_instruction(f, *args)
     assert lexicographic_keys(inst.calls[0]) == (keys, descending)
     operands = [np.asarray(a) for a in args]
-    if inst.operands[-1].opcode == "iota":  # (argsort, top_k: the lowering adds positions)
+    if inst.operands[-1].opcode == "iota":  # (argsort: the lowering adds positions)
         operands.append(np.broadcast_to(np.arange(shape[-1], dtype=np.int32), shape).copy())
     got = eval_structural._sort(inst, *operands)
     want = general_sort(inst, operands)
@@ -186,3 +184,57 @@ def test_jitted_sorts_agree_with_numpy_on_both_backends():
         s, a = f(x)
         assert_same_bits(np.asarray(s), np.sort(x, axis=1, kind="stable"))
         np.testing.assert_array_equal(np.asarray(a), np.argsort(x, axis=0, kind="stable"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, BF16])
+def test_descending_sorts_match_the_general_path(dtype):
+    values = keys_with_ties_and_specials((3, 41), dtype)
+    positions = np.broadcast_to(np.arange(41, dtype=np.int32), (3, 41)).copy()
+
+    def build(b, p):  # (values descending, then positions descending)
+        first = float_less(b, p[1], p[0]) if np.dtype(dtype).kind != "i" else \
+            cmp(b, p[1], p[0], "LT")
+        return b.op("or", first, b.op("and", equal(b, p[0], p[1], np.dtype(dtype)),
+                                      cmp(b, p[3], p[2], "LT")))
+    comp = comparator(build, [dtype, np.int32])
+    assert lexicographic_keys(comp) == ([0, 1], True)
+    m = Module("m")
+    b = Builder(m, "main")
+    ps = [b.parameter(0, Shape(values.dtype, values.shape)),
+          b.parameter(1, Shape(positions.dtype, positions.shape))]
+    inst = b.op("sort", *ps, calls=[comp], dimension=1, is_stable=True)
+    got = eval_structural._sort(inst, values, positions)
+    want = general_sort(inst, [values, positions])
+    for g, w in zip(got, want):
+        assert_same_bits(np.asarray(g), w)
+
+
+def equal(b, x, y, dtype):
+    eq = cmp(b, x, y, "EQ")
+    if dtype.kind == "i":
+        return eq
+    return b.op("or", eq, b.op("and", cmp(b, x, x, "NE"), cmp(b, y, y, "NE")))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int32, np.uint8,
+                                   np.bool_, np.int8, np.float64, np.int64])
+@pytest.mark.parametrize("k", [0, 1, 5, 37])
+def test_top_k_is_the_head_of_the_stable_descending_order(dtype, k):
+    x = keys_with_ties_and_specials((4, 37), dtype)
+    values, positions = top_k(x, k)
+    order = stable_order([x], 1, descending=True)[:, :k]
+    assert positions.dtype == np.int32
+    np.testing.assert_array_equal(positions, order)
+    assert_same_bits(values, np.take_along_axis(x, order, axis=1))
+
+
+def test_jitted_top_k_matches_a_python_reference():
+    x = keys_with_ties_and_specials((6, 50), np.float32)
+    values, positions = ember.jit(lambda a: lax.top_k(a, 7))(x)
+
+    def rank(v):  # larger first, NaN largest, -0.0 == 0.0, earlier position first
+        return (0, 0.0) if np.isnan(v) else (1, -float(v))
+    for r in range(6):
+        want = sorted(range(50), key=lambda i: rank(x[r, i]))[:7]
+        np.testing.assert_array_equal(np.asarray(positions)[r], want)
+        assert_same_bits(np.asarray(values)[r], x[r, want])
