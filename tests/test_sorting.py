@@ -53,6 +53,23 @@ def test_searchsorted_vs_numpy(side, dtype):
     assert out.dtype == np.int32
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 8, 9, 63, 64, 65, 1000])
+@pytest.mark.parametrize("method", ["scan", "compare_all"])
+def test_searchsorted_methods_agree_with_numpy(n, method):
+    rng = np.random.default_rng(n)
+    a = np.sort(rng.integers(0, 8, n).astype(np.float32))
+    if n > 4:
+        a[-2:] = np.nan  # (NaNs sort last)
+    v = np.concatenate([rng.integers(-1, 10, 50), [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    for side in ("left", "right"):
+        f = ember.jit(lambda a, v, side=side: jnp.searchsorted(a, v, side=side, method=method))
+        np.testing.assert_array_equal(np.asarray(f(a, v)), np.searchsorted(a, v, side=side))
+    ints = np.sort(rng.integers(-5, 5, n)).astype(np.int32)
+    w = np.arange(-6, 7, dtype=np.int32)
+    np.testing.assert_array_equal(np.asarray(jnp.searchsorted(A(ints), A(w), method=method)),
+                                  np.searchsorted(ints, w))
+
+
 def test_searchsorted_nan_and_sorter_and_traces():
     a = np.array([1.0, 2.0, 2.0, np.nan], np.float32)
     v = np.array([np.nan, 2.0, 0.0, 5.0], np.float32)
@@ -60,7 +77,12 @@ def test_searchsorted_nan_and_sorter_and_traces():
         np.testing.assert_array_equal(np.asarray(jnp.searchsorted(A(a), A(v), side=side)),
                                       np.searchsorted(a, v, side=side))
     text = str(ember.make_jaxpr(lambda a, v: jnp.searchsorted(a, v))(A(a), A(v)))
+    assert "gather" in text and "reduce_sum" not in text  # (a binary search by default)
+    text = str(ember.make_jaxpr(lambda a, v: jnp.searchsorted(a, v, method="compare_all"))(
+        A(a), A(v)))
     assert "reduce_sum" in text
+    with pytest.raises(ValueError, match="method"):
+        jnp.searchsorted(A(a), A(v), method="bisect")
     b = np.array([3, 1, 2], np.int32)
     s = np.argsort(b).astype(np.int32)
     try:

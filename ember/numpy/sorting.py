@@ -115,9 +115,16 @@ def _nan_aware_less(x: Any, y: Any) -> Any:
     return lax.bitwise_or(lt, lax.bitwise_and(y_nan, lax.bitwise_not(x_nan)))
 
 
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+
+
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
-                 method: str = "compare_all") -> Any:
+                 method: str = "scan") -> Any:
     """Indices (int32) where ``v`` would be inserted into the sorted 1-D ``a``.
+
+    ``method``: "compare_all" compares every ``v`` with every element of ``a`` (fast for a
+    short ``a``); "scan" (the default), "scan_unrolled" and "sort" run a binary search,
+    ``ceil(log2(len(a) + 1))`` steps of a gather and a compare for each ``v``.
 
     Example:
         >>> jnp.searchsorted(jnp.array([1, 2, 3]), 2, side="right")
@@ -126,20 +133,41 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     check_arraylike("searchsorted", a, v)
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"searchsorted: method must be one of {_SEARCH_METHODS}, got "
+                         f"{method!r}")
     a, v = ensure_array(a), ensure_array(v)
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got an array of shape {a.shape}")
     if sorter is not None:
         a = take(a, sorter)
     a, v = promote_dtypes(a, v)
+
+    def goes_after(x):  # whether v goes after the element x of a
+        # left: after every x < v; right: after every x <= v, i.e. not (v < x).
+        return _nan_aware_less(x, v) if side == "left" else \
+            lax.bitwise_not(_nan_aware_less(v, x))
+
     n = a.shape[0]
-    big = tuple(v.shape) + (n,)
-    ab = lax.broadcast_in_dim(a, big, (len(big) - 1,))
-    vb = lax.broadcast_in_dim(v, big, tuple(range(v.ndim)))
-    # left: count of a[i] < v; right: count of a[i] <= v, i.e. not (v < a[i]).
-    below = _nan_aware_less(ab, vb) if side == "left" else \
-        lax.bitwise_not(_nan_aware_less(vb, ab))
-    return lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (len(big) - 1,))
+    if method == "compare_all" or n == 0:
+        big = tuple(v.shape) + (n,)
+        ab = lax.broadcast_in_dim(a, big, (len(big) - 1,))
+        vb = lax.broadcast_in_dim(v, big, tuple(range(v.ndim)))
+        below = _nan_aware_less(ab, vb) if side == "left" else \
+            lax.bitwise_not(_nan_aware_less(vb, ab))
+        return lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (len(big) - 1,))
+    # Binary search: [lo, hi) holds the answer and halves every step.
+    lo = lax.full(v.shape, 0, dtypes.int32)
+    hi = lax.full(v.shape, n, dtypes.int32)
+    one = lax.full(v.shape, 1, dtypes.int32)
+    for _ in range(n.bit_length()):
+        mid = lax.shift_right_logical(lax.add(lo, hi), one)
+        after = goes_after(take(a, lax.min(mid, lax.full(v.shape, n - 1, dtypes.int32)),
+                                mode="clip"))
+        open_ = lax.lt(lo, hi)
+        lo = lax.select(lax.bitwise_and(open_, after), lax.add(mid, one), lo)
+        hi = lax.select(lax.bitwise_and(open_, lax.bitwise_not(after)), mid, hi)
+    return lo
 
 
 def _partition_arg(fn: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int]:
