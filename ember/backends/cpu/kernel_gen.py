@@ -215,8 +215,7 @@ class ElementEmitter:
         if op == "broadcast_in_dim":
             return self.emit(operands[0], self._broadcast_index(inst, index))
         if op == "reshape":
-            return self.emit(operands[0], Index(operands[0].dims,
-                                                linear=index.get_linear(b)))
+            return self.emit(operands[0], self._reshape_index(inst, index))
         if op == "transpose":
             multi = index.get_multi(b)
             perm = inst.attrs["permutation"]
@@ -294,6 +293,20 @@ class ElementEmitter:
             first = self._start_index(self.emit(st, _scalar_index()), st.dtype, dim, size)
             src.append(b.add(first, i, flags=("nsw",)))
         return self.emit(operand, Index(operand.dims, multi=tuple(src)))
+
+    def _reshape_index(self, inst, index):
+        """The operand position of a reshape's element. Trailing dims that both shapes share
+        keep their indices (so the inner loop stays a contiguous, vectorizable walk); only
+        the leading dims go through a linear index."""
+        src, dst = inst.operands[0].dims, inst.dims
+        shared = 0
+        while shared < min(len(src), len(dst)) and src[-1 - shared] == dst[-1 - shared]:
+            shared += 1
+        if index.multi is None or shared == 0:
+            return Index(src, linear=index.get_linear(self.b))
+        lead = Index(dst[:len(dst) - shared], multi=index.multi[:len(dst) - shared])
+        moved = Index(src[:len(src) - shared], linear=lead.get_linear(self.b))
+        return Index(src, multi=moved.get_multi(self.b) + index.multi[len(dst) - shared:])
 
     def _affine(self, i, scale, offset):
         b = self.b

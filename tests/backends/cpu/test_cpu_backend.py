@@ -235,3 +235,23 @@ def test_oversized_fusions_fall_back_instead_of_exploding():
 
     cpu, ref = both(ember.grad(f), x)
     assert_close(cpu, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["repeat", "tile", "split_lead", "merge_lead", "no_shared",
+                                  "transposed"])
+def test_reshapes_keeping_trailing_dims_in_nested_kernels(case):
+    # The kernel keeps the indices of trailing dims both shapes share and derives only the
+    # leading ones; every arrangement must still read the right elements.
+    x = rng.standard_normal((6, 5, 7)).astype(np.float32)
+    fns = {
+        "repeat": lambda a: jnp.repeat(a, 3, axis=1) * 2.0,
+        "tile": lambda a: jnp.tile(a, (2, 1, 3)) + 1.0,
+        "split_lead": lambda a: (a.reshape(3, 2, 5, 7) + a[:3, None, :, :]).sum(axis=1),
+        "merge_lead": lambda a: a.reshape(30, 7)[::2] - 1.0,
+        "no_shared": lambda a: a.reshape(7, 30).T * 3.0,
+        "transposed": lambda a: jnp.transpose(a, (1, 0, 2)).reshape(5, 42) + a[0, :, :1],
+    }
+    f = fns[case]
+    cpu, ref = both(f, x)
+    assert_close(cpu, ref, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(cpu), f(x), rtol=1e-6)
