@@ -268,3 +268,22 @@ def test_cross_products():
         jnp.cross(jnp.ones(4), jnp.ones(4))
     with pytest.raises(TypeError, match="cross requires ndarray or scalar arguments"):
         jnp.cross([1, 2, 3], [4, 5, 6])
+
+
+@pytest.mark.parametrize("dtype,low,high", [(np.int32, -5, 5), (np.int32, -60000, 60000),
+                                            (np.uint8, 0, 255), (np.int32, -2**31, 2**31 - 1),
+                                            (np.int8, -128, 127), (np.uint32, 0, 2**32 - 1)])
+def test_integer_matmul_is_exact_and_wraps_like_integers(dtype, low, high):
+    # Small products go through float64 BLAS (exact below 2**53); big ones through NumPy's
+    # integer matmul. Either way: the integer result, wrapped to the dtype.
+    rng = np.random.default_rng(int(high) % 1000)
+    a = rng.integers(low, high, (3, 17, 9), endpoint=True).astype(dtype)
+    b = rng.integers(low, high, (3, 9, 5), endpoint=True).astype(dtype)
+    exact = np.einsum("bik,bkj->bij", a.astype(object), b.astype(object))
+    bits = np.dtype(dtype).itemsize * 8
+    wrapped = np.vectorize(lambda v: ((int(v) + 2**(bits - 1)) % 2**bits) - 2**(bits - 1)
+                           if np.dtype(dtype).kind == "i" else int(v) % 2**bits)(exact)
+    for backend in ("cpu", "interpreter"):
+        got = ember.jit(lambda x, y: jnp.matmul(x, y), backend=backend)(a, b)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(got).astype(object), wrapped)

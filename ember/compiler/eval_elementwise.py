@@ -356,9 +356,30 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any,
     m = int(np.prod(lfs, dtype=np.int64))
     n = int(np.prod(rfs, dtype=np.int64))
     b = int(np.prod(bshape, dtype=np.int64))
+    lt, rt = lt.reshape(b, m, k), rt.reshape(b, k, n)
     with np.errstate(all="ignore"):
-        out = np.matmul(lt.reshape(b, m, k), rt.reshape(b, k, n))
+        if _exact_in_float64(lt, rt, k):
+            # BLAS on float64 computes these integer sums exactly; the cast back wraps as
+            # integer arithmetic would. NumPy's own integer matmul is a slow naive loop.
+            out = np.matmul(lt.astype(np.float64), rt.astype(np.float64))
+            out = out.astype(np.int64).astype(lt.dtype)
+        else:
+            out = np.matmul(lt, rt)
     return out.reshape(bshape + lfs + rfs)
+
+
+def _largest_magnitude(x: np.ndarray) -> int:
+    if x.dtype.kind == "u":
+        return int(x.max())
+    return max(int(x.max()), -int(x.min()))
+
+
+def _exact_in_float64(lhs: np.ndarray, rhs: np.ndarray, k: int) -> bool:
+    """Whether an integer product of ``lhs`` and ``rhs`` (k terms per sum) stays below 2**53
+    in magnitude at every step, so float64 arithmetic on it is exact."""
+    if lhs.dtype.kind not in "iu" or lhs.size == 0 or rhs.size == 0 or k == 0:
+        return False
+    return k * _largest_magnitude(lhs) * _largest_magnitude(rhs) < 2**53
 
 
 # --------------------------------------------------------------------------- evaluator rules
