@@ -2,8 +2,11 @@
 
 The NumPy kernels here (``clamped_starts``, ``pad_array``, ``gather_windows``,
 ``scatter_windows``) are also the eager implementations of the matching lax primitives, so the
-interpreter and eager mode share one definition of clamping, filling and dropping. They build
-explicit coordinate grids, so no input can index out of range.
+interpreter and eager mode share one definition of clamping, filling and dropping. Indices
+that pick single positions along some dims and whole extents along the others (``x[i]``,
+``jnp.take``, ``x.at[i].add``) go straight to NumPy's ``take`` and ``ufunc.at``; other shapes
+build explicit coordinate grids. Both clamp or drop first, so no input can index out of
+range.
 
 ``sort`` takes any comparator computation. The plain lexicographic orders ember's ``lax``
 builds sort with NumPy (``sort_order``). Other comparators made only of elementwise ops are
