@@ -388,13 +388,30 @@ def test_unfusible_ops_stay_unfused():
     m = Module("unfusible")
     b = Builder(m, "main")
     x = b.parameter(0, X)
+    y = b.op("add", x, x)
+    d = b.op("dot_general", y, x, lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+             lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(1,))
+    b.build(b.op("negate", d), entry=True)
+    text = check_fusion(m, [rand(4, 8)])
+    assert opcodes(m.entry) == ["parameter", "fusion", "dot_general", "fusion"]
+    assert "dot_general" not in fused_opcodes(m), text
+
+
+def test_dynamic_slices_and_gathers_fuse_with_producers_and_consumers():
+    m = Module("slices")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
     i = b.parameter(1, Shape(S32, ()))
+    idx = b.parameter(2, Shape(S32, (5, 1)))
     y = b.op("add", x, x)
     s = b.op("dynamic_slice", y, i, i, slice_sizes=(2, 2))
-    b.build(b.op("negate", s), entry=True)
-    text = check_fusion(m, [rand(4, 8), np.int32(1)])
-    assert opcodes(m.entry) == ["parameter", "parameter", "fusion", "dynamic_slice", "fusion"]
-    assert "dynamic_slice" not in fused_opcodes(m), text
+    g = b.op("gather", y, idx, offset_dims=(1,), collapsed_slice_dims=(0,),
+             start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=(),
+             index_vector_dim=1, slice_sizes=(1, 8), indices_are_sorted=False)
+    b.build(b.op("tuple", b.op("negate", s), b.op("negate", g)), entry=True)
+    check_fusion(m, [rand(4, 8), np.int32(1), np.array([[3], [0], [9], [-1], [2]], np.int32)])
+    assert "dynamic_slice" in fused_opcodes(m) and "gather" in fused_opcodes(m)
+    assert "dynamic_slice" not in opcodes(m.entry) and "gather" not in opcodes(m.entry)
 
 
 def test_lone_data_movement_is_not_fused_but_lone_elementwise_is():

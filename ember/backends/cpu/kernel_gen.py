@@ -255,11 +255,10 @@ class ElementEmitter:
 
     def _gather(self, inst, index):
         """StableHLO gather: each output element reads the operand at its window's clamped
-        start plus its offset in the window (no operand batching dims)."""
+        start plus its offset in the window; along an operand batching dim, at the position
+        of the matching indices batching dim."""
         b, a = self.b, inst.attrs
         operand, indices = inst.operands
-        if a["operand_batching_dims"]:
-            raise UnsupportedOp("gather with batching dims")
         offset_dims = set(a["offset_dims"])
         multi = index.get_multi(b)
         batch = [m for d, m in enumerate(multi) if d not in offset_dims]
@@ -272,10 +271,18 @@ class ElementEmitter:
                 pos.insert(vector_dim, _c(k))
             return self.emit(indices, Index(indices.dims, multi=tuple(pos)))
 
+        def batch_position(idim):  # (the output's batch dims are the indices' dims in order,
+            # the index vector dim left out)
+            return idim - (vector_dim < indices.shape.rank and idim > vector_dim)
+
         index_map = list(a["start_index_map"])
         collapsed = set(a["collapsed_slice_dims"])
+        batching = dict(zip(a["operand_batching_dims"], a["start_indices_batching_dims"]))
         src = []
         for d, size in enumerate(a["slice_sizes"]):
+            if d in batching:
+                src.append(batch[batch_position(batching[d])])
+                continue
             offset = _c(0) if d in collapsed else next(window)
             if d in index_map:
                 first = self._start_index(start(index_map.index(d)), indices.dtype,

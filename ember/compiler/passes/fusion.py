@@ -9,15 +9,16 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    producer with other users is duplicated into the group (never an op of
    ``hlo.EXPENSIVE_ELEMENTWISE``: that one stays outside and is read as an operand; copies
    stop ``_MAX_DUPLICATION_DEPTH`` producers deep so chains are not copied whole). An
-   expensive producer that the group would read repeatedly (behind a ``broadcast_in_dim``
-   that adds elements: a loop kernel recomputes a fused value for every read) is not pulled
-   in, nor merged back in step 2: it runs once into a buffer (row fusion, step 3, may still
-   take a per-row value, which its row kernels compute once per row). Scalar
-   constants are always copied in rather than passed as parameters. Fusible ops are the
-   elementwise ones and ``broadcast_in_dim``, ``reshape``, ``transpose``, ``slice``,
-   ``concatenate``, ``pad``, ``reverse``, ``iota``; a ``reduce`` can only be the root of its
-   group (an "input" fusion), fed by fusible producers; a variadic (tuple-shaped) reduce is
-   always the only output of its fusion.
+   expensive producer that the group would read repeatedly (behind a ``broadcast_in_dim`` or
+   ``gather`` with more elements than it: a loop kernel recomputes a fused value for every
+   read) is not pulled in, nor merged back in step 2: it runs once into a buffer (row
+   fusion, step 3, may still take a per-row value, which its row kernels compute once per
+   row). Scalar constants are always copied in rather than passed as parameters. Fusible
+   ops are the elementwise ones and ``broadcast_in_dim``, ``reshape``, ``transpose``,
+   ``slice``, ``concatenate``, ``pad``, ``reverse``, ``iota``, ``gather`` and
+   ``dynamic_slice``; a ``reduce`` can only be the root of its group (an "input" fusion), fed
+   by fusible producers; a variadic (tuple-shaped) reduce is always the only output of its
+   fusion.
 2. **Multi-output fusion**: sibling groups that read the same (non-scalar) value are merged,
    and a producer group is merged into a consumer group (its value becoming an extra output
    when something outside still needs it), as long as no cycle appears, no reduce result is
@@ -38,9 +39,8 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    ``tuple`` root and its users read ``get_tuple_element``\\s of the fusion. Groups holding a
    single op that is neither elementwise nor a reduce are not worth a kernel and stay unfused.
 
-Never fused: ``dot_general``, ``gather``, ``scatter``, ``sort``, ``while``, ``case``,
-``call``, ``custom_call``, ``dynamic_slice``, ``dynamic_update_slice``, tuples, parameters
-and non-scalar constants.
+Never fused: ``dot_general``, ``scatter``, ``sort``, ``while``, ``case``, ``call``,
+``custom_call``, ``dynamic_update_slice``, tuples, parameters and non-scalar constants.
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ from ember.compiler.passes import hlo_pass
 # Ops that may live inside a loop fusion (as producers or consumers).
 LOOP_FUSIBLE = ELEMENTWISE | frozenset({
     "broadcast_in_dim", "reshape", "transpose", "slice", "concatenate", "pad", "reverse",
-    "iota",
+    "iota", "gather", "dynamic_slice",
 })
+# Ops that may read an element of an operand for several elements of their result.
+_EXPANDING = frozenset({"broadcast_in_dim", "gather"})
 # Ops whose called computations run as instruction sequences (and so are fused too).
 # How deep a chain of cheap producers may be copied into one consumer (bounds the copies).
 _MAX_DUPLICATION_DEPTH = 4
@@ -220,7 +222,7 @@ class _ComputationFuser:
 
     def _fuse_operands(self, inst: Instruction, g: _Group, depth: int = 0) -> None:
         for op in _unique(inst.operands):
-            reused = id(inst) in g.reused or (inst.opcode == "broadcast_in_dim"
+            reused = id(inst) in g.reused or (inst.opcode in _EXPANDING
                                               and inst.shape.size > op.shape.size)
             self._try_fuse(op, g, depth, reused)
 

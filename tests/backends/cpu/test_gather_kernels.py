@@ -85,7 +85,7 @@ def test_native_dynamic_slice_matches_the_evaluator(seed):
     assert [type(s) for s in steps] == [KernelPlan]
 
 
-def test_batching_dims_and_64_bit_unsigned_indices_stay_library_steps():
+def test_64_bit_unsigned_indices_stay_library_steps():
     operand = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     indices = np.array([[1], [7]], np.uint64)
     steps = compile_and_compare(lambda b, p: b.op(
@@ -94,13 +94,34 @@ def test_batching_dims_and_64_bit_unsigned_indices_stay_library_steps():
         index_vector_dim=1, slice_sizes=(2, 1, 4), indices_are_sorted=False),
         [operand, indices])
     assert [type(s) for s in steps] == [LibraryPlan]
-    batched = np.array([[2], [0]], np.int32)
+
+
+@pytest.mark.parametrize("vector_dim", [0, 1, 2])
+def test_native_gather_with_batching_dims(vector_dim):
+    # operand (batch 3, 5, 4); indices hold a batch dim of 3 and 2 index vectors per batch
+    rng = np.random.default_rng(vector_dim)
+    operand = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    shape = [3, 2]
+    shape.insert(vector_dim, 1)
+    indices = rng.integers(-2, 7, shape).astype(np.int32)
+    batch_dim = 0 if vector_dim > 0 else 1
     steps = compile_and_compare(lambda b, p: b.op(
-        "gather", p[0], p[1], offset_dims=(1,), collapsed_slice_dims=(1,),
-        start_index_map=(1,), operand_batching_dims=(0,), start_indices_batching_dims=(0,),
-        index_vector_dim=1, slice_sizes=(1, 1, 4), indices_are_sorted=False),
-        [operand, batched])
-    assert [type(s) for s in steps] == [LibraryPlan]
+        "gather", p[0], p[1], offset_dims=(2,), collapsed_slice_dims=(1,),
+        start_index_map=(1,), operand_batching_dims=(0,),
+        start_indices_batching_dims=(batch_dim,), index_vector_dim=vector_dim,
+        slice_sizes=(1, 1, 4), indices_are_sorted=False), [operand, indices])
+    assert [type(s) for s in steps] == [KernelPlan]
+
+
+def test_vmapped_indexing_matches_numpy():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(8, 50)).astype(np.float32)
+    i = rng.integers(0, 50, (8, 6)).astype(np.int32)
+    f = ember.jit(ember.vmap(lambda row, idx: jnp.exp(row[idx]) + 1.0))
+    np.testing.assert_allclose(np.asarray(f(x, i)),
+                               np.exp(np.take_along_axis(x, i, axis=1)) + 1.0, rtol=1e-6)
+    g = ember.jit(lambda a, b: jnp.take_along_axis(a, b, axis=1) * 2.0)
+    np.testing.assert_array_equal(np.asarray(g(x, i)), np.take_along_axis(x, i, axis=1) * 2)
 
 
 def test_jitted_indexing_runs_natively_and_matches_numpy():
