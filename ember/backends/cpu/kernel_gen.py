@@ -148,9 +148,15 @@ class Index:
         return self.linear
 
     def key(self):
+        # (Constants by value: a constant no instruction uses can be freed, and its id reused
+        # by another constant.)
         if self.multi is not None:
-            return ("m",) + tuple(id(v) for v in self.multi)
-        return ("l", id(self.linear))
+            return ("m",) + tuple(_value_key(v) for v in self.multi)
+        return ("l", _value_key(self.linear))
+
+
+def _value_key(v: ir.Value):
+    return ("c", v.constant) if isinstance(v, ir.Constant) else id(v)
 
 
 def _c(v: int) -> ir.Constant:
@@ -544,6 +550,8 @@ class KernelBuilder:
         space = row_kernel_space(self.fused)
         if space is not None:
             info = RowKernel(self, space).build(lo, hi)
+        elif self.fused.root.opcode == "scatter":
+            info = self._build_scatter(self.fused.root, lo, hi)
         elif reduces:
             info = self._build_reduce(reduces, lo, hi)
         else:
@@ -646,6 +654,69 @@ class KernelBuilder:
             for k in ks:
                 self._store(k, em.emit(self.outputs[k][0], index), index)
         self.loops.nest(ranges, nest_body)
+
+    # ------------------------------------------------------------------ scatter
+
+    def _build_scatter(self, inst, lo, hi) -> KernelInfo:
+        """StableHLO scatter of one operand, in one call (work item 0): the operand copied to
+        the output, then every update element in row-major order of (scatter dims, window
+        dims) combined into its position by the update computation, skipping windows not
+        wholly in bounds (no operand batching dims)."""
+        b, loops, a = self.b, self.loops, inst.attrs
+        if len(inst.operands) != 3 or a["input_batching_dims"]:
+            raise UnsupportedOp("scatter of several operands or with batching dims")
+        operand, indices, updates = inst.operands
+        if indices.dtype == np.uint64:
+            raise UnsupportedOp("uint64 scatter indices")
+        dims = operand.dims
+        window_dims = list(a["update_window_dims"])
+        scatter_dims = [d for d in range(updates.shape.rank) if d not in window_dims]
+        inserted = set(a["inserted_window_dims"])
+        index_map = list(a["scatter_dims_to_operand_dims"])
+        vector_dim = a["index_vector_dim"]
+        kept = [d for d in range(len(dims)) if d not in inserted]  # window dims, in order
+        sizes = {d: updates.dims[w] for d, w in zip(kept, window_dims)}
+        lo, hi = self._clamp_range(lo, hi, 1)
+        with b.if_then(b.icmp_signed("<", lo, hi)):
+            def copy(i):
+                at = Index(dims, linear=i)
+                self._store(0, self._emitter().emit(operand, at), at)
+            loops.loop(_c(0), _c(operand.shape.size), copy, name="copy")
+
+            def update(position):
+                multi = [None] * updates.shape.rank
+                for d, m in zip(scatter_dims + window_dims, position):
+                    multi[d] = m
+                batch = [multi[d] for d in scatter_dims]
+                em = self._emitter()
+                valid = ir.Constant(S.I1, 1)
+                target = []
+                window = iter(multi[w] for w in window_dims)
+                for d, dim in enumerate(dims):
+                    offset = _c(0) if d in inserted else next(window)
+                    if d in index_map:
+                        pos = list(batch)
+                        if vector_dim < indices.shape.rank:
+                            pos.insert(vector_dim, _c(index_map.index(d)))
+                        start = S.convert(b, em.emit(indices, Index(indices.dims,
+                                                                    multi=tuple(pos))),
+                                          indices.dtype, np.dtype(np.int64))
+                        fits = b.and_(b.icmp_signed(">=", start, _c(0)), b.icmp_signed(
+                            "<=", start, _c(dim - sizes.get(d, 1))))
+                        valid = b.and_(valid, fits)
+                        offset = b.add(start, offset)
+                    target.append(offset)
+                with b.if_then(valid):
+                    at = Index(dims, multi=tuple(target))
+                    ptr = b.gep(self.out_ptrs[0], [at.get_linear(b)], inbounds=True)
+                    current = S.load(b, ptr, inst.dtype)
+                    value = em.emit(updates, Index(updates.dims, multi=tuple(multi)))
+                    new, = emit_computation(b, inst.calls[0], [current, value],
+                                            self.module_consts)
+                    S.store(b, new, ptr, inst.dtype)
+            order = scatter_dims + window_dims
+            loops.nest([(_c(0), _c(updates.dims[d])) for d in order], update, prefix="u")
+        return KernelInfo(self.name, 1, operand.shape.size + updates.shape.size, ())
 
     # ------------------------------------------------------------------ input fusions
 

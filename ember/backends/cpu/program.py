@@ -2,13 +2,13 @@
 
 Every instruction of the entry computation becomes a *step*:
 
-- ``KernelStep``: a fusion (or a lone shape op, reduce, gather or dynamic slice) compiled to
-  a native kernel;
+- ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice or
+  single-operand scatter) compiled to a native kernel;
 - ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``);
-- ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatter, gathers
-  with operand batching dims, dynamic updates, control flow, custom calls, and fusions whose
-  ops have no native code (complex numbers, ``lgamma``, ...) — run by the NumPy evaluator,
-  the interpreter's rules;
+- ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
+  several operands or with batching dims, dynamic updates, control flow, custom calls, and
+  fusions whose ops have no native code (complex numbers, ``lgamma``, ...) — run by the
+  NumPy evaluator, the interpreter's rules;
 - parameters, constants, tuples and ``get_tuple_element`` only name buffers.
 
 All kernels of a module go into one LLVM module (one LLVM compile per program). When every
@@ -42,7 +42,7 @@ ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
 STANDALONE_KERNEL_OPS = ELEMENTWISE | frozenset({
     "broadcast_in_dim", "reshape", "transpose", "slice", "concatenate", "pad", "reverse",
-    "iota", "reduce", "gather", "dynamic_slice",
+    "iota", "reduce", "gather", "dynamic_slice", "scatter",
 })
 _STRUCTURAL = frozenset({"parameter", "constant", "tuple", "get_tuple_element"})
 

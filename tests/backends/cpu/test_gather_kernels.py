@@ -136,3 +136,86 @@ def test_jitted_indexing_runs_natively_and_matches_numpy():
     np.testing.assert_array_equal(np.asarray(window), table[993:1000, 5:14])
     plan = f._cache.last.executable.executable.program
     assert not any(type(s) is LibraryPlan for s in plan.steps)
+
+
+def update_computation(m, kind, dtype):
+    b = Builder(m, f"update_{kind}")
+    cur, upd = b.parameter(0, Shape(dtype, ())), b.parameter(1, Shape(dtype, ()))
+    if kind == "set":
+        return b.build(upd)
+    if kind == "custom":  # not a ufunc: the evaluator applies it one element at a time
+        return b.build(b.op("subtract", b.op("multiply", cur, b.constant(np.asarray(2, dtype))),
+                            upd))
+    return b.build(b.op(kind, cur, upd))
+
+
+def random_scatter(rng):
+    rank = int(rng.integers(1, 4))
+    dims = [int(d) for d in rng.integers(1, 6, rank)]
+    n_index = int(rng.integers(1, rank + 1))
+    index_map = [int(d) for d in rng.permutation(rank)[:n_index]]
+    inserted = sorted(d for d in index_map if rng.random() < 0.6)
+    kept = [d for d in range(rank) if d not in inserted]
+    window = [int(rng.integers(0, dims[d] + 1)) for d in kept]
+    batch = [int(d) for d in rng.integers(1, 4, int(rng.integers(0, 3)))]
+    implicit = n_index == 1 and rng.random() < 0.5
+    vector_dim = len(batch) if implicit else int(rng.integers(0, len(batch) + 1))
+    shape = list(batch)
+    if not implicit:
+        shape.insert(vector_dim, n_index)
+    dtype = np.dtype(rng.choice(INDEX_DTYPES))
+    low = 0 if dtype.kind == "u" else -3
+    indices = rng.integers(low, max(dims) + 2, shape).astype(dtype)
+    upd_rank = len(batch) + len(kept)
+    window_dims = sorted(int(d) for d in rng.choice(upd_rank, len(kept), replace=False))
+    upd_shape, b_it, w_it = [], iter(batch), iter(window)
+    for i in range(upd_rank):
+        upd_shape.append(next(w_it) if i in window_dims else next(b_it))
+    attrs = dict(update_window_dims=tuple(window_dims), inserted_window_dims=tuple(inserted),
+                 scatter_dims_to_operand_dims=tuple(index_map), input_batching_dims=(),
+                 scatter_indices_batching_dims=(), index_vector_dim=vector_dim,
+                 indices_are_sorted=False, unique_indices=False)
+    return dims, indices, upd_shape, attrs
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_native_scatter_matches_the_evaluator(seed):
+    rng = np.random.default_rng(2000 + seed)
+    dims, indices, upd_shape, attrs = random_scatter(rng)
+    kind = ["add", "set", "maximum", "multiply", "custom"][seed % 5]
+    dtype = np.dtype(np.float32 if seed % 3 else np.int32)
+    operand = rng.normal(size=dims).astype(dtype) if dtype.kind == "f" else \
+        rng.integers(-9, 9, dims).astype(dtype)
+    updates = rng.normal(size=upd_shape).astype(dtype) if dtype.kind == "f" else \
+        rng.integers(-9, 9, upd_shape).astype(dtype)
+    m = Module("m")
+    body = update_computation(m, kind, dtype)
+    b = Builder(m, "main")
+    ps = [b.parameter(i, Shape(x.dtype, x.shape)) for i, x in
+          enumerate([operand, indices, updates])]
+    b.build(b.op("scatter", *ps, calls=[body], **attrs), entry=True)
+    exe = get_backend("cpu").compile(m)
+    assert [type(s) for s in exe.program.steps] == [KernelPlan]
+    got, = exe.execute([operand, indices, updates])
+    want = evaluate_computation(m.entry, [operand, indices, updates])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
+
+
+def test_jitted_scatters_match_numpy():
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=20000).astype(np.float32)
+    i = rng.integers(-10, 1010, 20000).astype(np.int32)
+    f = ember.jit(lambda v, i: (jnp.zeros(1000, jnp.float32).at[i].add(v, mode="drop"),
+                                jnp.full(1000, -np.inf, jnp.float32).at[i].max(v, mode="drop")))
+    sums, maxes = f(v, i)
+    j = np.where(i < 0, i + 1000, i)  # (negative indices count from the end, as in NumPy)
+    ok = (j >= 0) & (j < 1000)
+    want = np.zeros(1000, np.float32)
+    np.add.at(want, j[ok], v[ok])
+    np.testing.assert_array_equal(np.asarray(sums), want)
+    want_max = np.full(1000, -np.inf, np.float32)
+    np.maximum.at(want_max, j[ok], v[ok])
+    np.testing.assert_array_equal(np.asarray(maxes), want_max)
+    plan = f._cache.last.executable.executable.program
+    assert not any(type(s) is LibraryPlan for s in plan.steps)
