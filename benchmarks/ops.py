@@ -1,5 +1,6 @@
-"""Jitted programs beyond issue 4's workloads: indexing, scatters, sorting, arg reductions,
-outer products. Ember against JAX (and NumPy where it has the operation), one process.
+"""Jitted programs beyond issue 4's workloads: indexing, scatters, sorting, searching, arg
+reductions, outer products, integer matmul. Ember against JAX (and NumPy where it has the
+operation), one process.
 
 Run from the repository root: ``python benchmarks/ops.py [--only NAME,...] [--markdown]``.
 Each row gives the median time per call (``cpu.median_times``: interleaved batches after a
@@ -99,6 +100,25 @@ def column_max(m, lax):
     return (lambda x: x.max(axis=0)), (x,), lambda x: x.max(axis=0)
 
 
+def searchsorted(m, lax):
+    rng = _rng()
+    a = np.sort(rng.standard_normal(10**6).astype(np.float32))
+    v = rng.standard_normal(10**5).astype(np.float32)
+    return m.searchsorted, (a, v), np.searchsorted
+
+
+def int_matmul(m, lax):
+    rng = _rng()
+    a, b = (rng.integers(-5, 5, (256, 256)).astype(np.int32) for _ in range(2))
+    return (lambda a, b: a @ b), (a, b), np.matmul
+
+
+def repeat_tile(m, lax):
+    x = _rng().standard_normal((1000, 1000)).astype(np.float32)
+    return (lambda x: m.repeat(x, 2, axis=0) + m.tile(x, (2, 1))), (x,), \
+        lambda x: np.repeat(x, 2, axis=0) + np.tile(x, (2, 1))
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -111,6 +131,9 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "bmm": ("einsum bij,bjk (64, 128, 128)", batched_matmul),
     "cumsum": ("cumsum 1e6 f32", cumsum_1d),
     "column_max": ("max over axis 0 (4096, 1024)", column_max),
+    "searchsorted": ("searchsorted 1e5 in 1e6 f32", searchsorted),
+    "int_matmul": ("int32 matmul (256, 256)", int_matmul),
+    "repeat_tile": ("repeat + tile (1000, 1000)", repeat_tile),
 }
 
 
