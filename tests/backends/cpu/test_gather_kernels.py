@@ -33,6 +33,20 @@ def compile_and_compare(build, args):
     return exe.program.steps
 
 
+def random_indices(rng, n_index, high):
+    """(batch dims, index vector dim, index array): index vectors of ``n_index`` entries in
+    [-4, high) (from 0 for unsigned types), the vector dim anywhere or implicit."""
+    batch = [int(d) for d in rng.integers(1, 4, int(rng.integers(0, 3)))]
+    implicit = n_index == 1 and rng.random() < 0.5
+    vector_dim = len(batch) if implicit else int(rng.integers(0, len(batch) + 1))
+    shape = list(batch)
+    if not implicit:
+        shape.insert(vector_dim, n_index)
+    dtype = np.dtype(rng.choice(INDEX_DTYPES))
+    low = 0 if dtype.kind == "u" else -4
+    return batch, vector_dim, rng.integers(low, high, shape).astype(dtype)
+
+
 def random_gather(rng):
     rank = int(rng.integers(1, 4))
     dims = [int(d) for d in rng.integers(1, 6, rank)]
@@ -42,15 +56,7 @@ def random_gather(rng):
     collapsed = sorted(d for d in index_map if rng.random() < 0.6)
     for d in collapsed:
         sizes[d] = 1
-    batch = [int(d) for d in rng.integers(1, 4, int(rng.integers(0, 3)))]
-    implicit = n_index == 1 and rng.random() < 0.5
-    vector_dim = len(batch) if implicit else int(rng.integers(0, len(batch) + 1))
-    shape = list(batch)
-    if not implicit:
-        shape.insert(vector_dim, n_index)
-    dtype = np.dtype(rng.choice(INDEX_DTYPES))
-    low = 0 if dtype.kind == "u" else -4
-    indices = rng.integers(low, max(dims) + 4, shape).astype(dtype)
+    batch, vector_dim, indices = random_indices(rng, n_index, max(dims) + 4)
     out_rank = len(batch) + rank - len(collapsed)
     offset_dims = sorted(int(d) for d in rng.choice(out_rank, rank - len(collapsed),
                                                     replace=False))
@@ -157,15 +163,7 @@ def random_scatter(rng):
     inserted = sorted(d for d in index_map if rng.random() < 0.6)
     kept = [d for d in range(rank) if d not in inserted]
     window = [int(rng.integers(0, dims[d] + 1)) for d in kept]
-    batch = [int(d) for d in rng.integers(1, 4, int(rng.integers(0, 3)))]
-    implicit = n_index == 1 and rng.random() < 0.5
-    vector_dim = len(batch) if implicit else int(rng.integers(0, len(batch) + 1))
-    shape = list(batch)
-    if not implicit:
-        shape.insert(vector_dim, n_index)
-    dtype = np.dtype(rng.choice(INDEX_DTYPES))
-    low = 0 if dtype.kind == "u" else -3
-    indices = rng.integers(low, max(dims) + 2, shape).astype(dtype)
+    batch, vector_dim, indices = random_indices(rng, n_index, max(dims) + 2)
     upd_rank = len(batch) + len(kept)
     window_dims = sorted(int(d) for d in rng.choice(upd_rank, len(kept), replace=False))
     upd_shape, b_it, w_it = [], iter(batch), iter(window)
