@@ -1,10 +1,11 @@
 """Sorting with NumPy when a sort's comparator is a plain lexicographic order.
 
-``lexicographic_keys(comp)`` recognizes the comparators ember's ``lax`` builds for ``sort``,
-``argsort`` and ``top_k``: the first keys compared in order, each key ascending (or every key
-descending), where for floats NaNs come after every number (and are equal among themselves)
-and -0.0 equals 0.0. That is exactly NumPy's sort order, so ``stable_order`` can sort with
-NumPy's stable sorts instead of evaluating the comparator pair by pair.
+``lexicographic_keys(comp)`` recognizes the comparators ember's ``lax`` builds for ``sort``
+and ``argsort``, and their descending forms: the first keys compared in order, each key
+ascending (or every key descending), where for floats NaNs come after every number (and are
+equal among themselves) and -0.0 equals 0.0. That is exactly NumPy's sort order, so
+``stable_order`` can sort with NumPy's stable sorts instead of evaluating the comparator
+pair by pair.
 
 ``top_k`` (the ``ember.top_k`` custom call that ``lax.top_k`` lowers to) takes the first
 ``k`` positions of the stable descending order without sorting whole rows: each value's
@@ -42,12 +43,6 @@ def _is_compare(node: Instruction, direction: str) -> bool:
     return node.opcode == "compare" and node.attrs.get("comparison_direction") == direction
 
 
-def _pair(node: Instruction) -> tuple[Instruction, Instruction] | None:
-    if len(node.operands) == 2:
-        return node.operands[0], node.operands[1]
-    return None
-
-
 def _either(node: Instruction, opcode: str):
     """Both operand orders of a two-operand ``opcode`` node (empty when it is not one)."""
     if node.opcode != opcode or len(node.operands) != 2:
@@ -78,7 +73,6 @@ class _Matcher:
         for p in params:
             index = p.attrs["index"]
             self.key_of[id(p)] = (index // 2, index % 2)
-        self.n_params = len(params)
 
     def key(self, a: Instruction, b: Instruction) -> tuple[int, bool] | None:
         """(operand, descending) when ``a`` and ``b`` are the two parameters of one operand."""
@@ -93,14 +87,14 @@ class _Matcher:
     def less(self, node: Instruction) -> tuple[Instruction, Instruction] | None:
         """The (a, b) of a key's ``less(a, b)``, or None."""
         if _is_compare(node, "LT"):
-            a, b = _pair(node)
+            a, b = node.operands
             if self.key(a, b) is not None and not _is_float(a):
                 return a, b
             return None
         for lt, nan_case in _either(node, "or"):
             if not _is_compare(lt, "LT"):
                 continue
-            a, b = _pair(lt)
+            a, b = lt.operands
             if self.key(a, b) is None or not _is_float(a):
                 continue
             if any(_notnan(x, a) and _isnan(y, b) for x, y in _either(nan_case, "and")):

@@ -253,11 +253,20 @@ class ElementEmitter:
             return self._dynamic_slice(inst, index)
         raise UnsupportedOp(op)
 
-    def _start_index(self, value: ir.Value, dtype: np.dtype, dim: int, size: int) -> ir.Value:
-        """A window start read from an index array, clamped so the window fits in ``dim``."""
+    def _as_index(self, value: ir.Value, dtype: np.dtype) -> ir.Value:
+        """An index read from an index array, as a signed 64-bit value."""
         if dtype == np.uint64:  # (above 2**63 it would read as negative)
-            raise UnsupportedOp("uint64 start indices")
-        return self._clamp(S.convert(self.b, value, dtype, np.dtype(np.int64)), dim - size)
+            raise UnsupportedOp("uint64 indices")
+        return S.convert(self.b, value, dtype, np.dtype(np.int64))
+
+    def index_vector_entry(self, indices, batch, vector_dim: int, k: int) -> ir.Value:
+        """Entry ``k`` of the index vector at ``batch`` (the indices' other dims in order) of
+        a gather's or scatter's index array, as a signed 64-bit value."""
+        pos = list(batch)
+        if vector_dim < indices.shape.rank:
+            pos.insert(vector_dim, _c(k))
+        return self._as_index(self.emit(indices, Index(indices.dims, multi=tuple(pos))),
+                              indices.dtype)
 
     def _gather(self, inst, index):
         """StableHLO gather: each output element reads the operand at its window's clamped
@@ -270,12 +279,6 @@ class ElementEmitter:
         batch = [m for d, m in enumerate(multi) if d not in offset_dims]
         window = iter(m for d, m in enumerate(multi) if d in offset_dims)
         vector_dim = a["index_vector_dim"]
-
-        def start(k):
-            pos = list(batch)
-            if vector_dim < indices.shape.rank:
-                pos.insert(vector_dim, _c(k))
-            return self.emit(indices, Index(indices.dims, multi=tuple(pos)))
 
         def batch_position(idim):  # (the output's batch dims are the indices' dims in order,
             # the index vector dim left out)
@@ -291,8 +294,8 @@ class ElementEmitter:
                 continue
             offset = _c(0) if d in collapsed else next(window)
             if d in index_map:
-                first = self._start_index(start(index_map.index(d)), indices.dtype,
-                                          operand.dims[d], size)
+                first = self._clamp(self.index_vector_entry(
+                    indices, batch, vector_dim, index_map.index(d)), operand.dims[d] - size)
                 offset = b.add(first, offset, flags=("nsw",))
             src.append(offset)
         return self.emit(operand, Index(operand.dims, multi=tuple(src)))
@@ -303,7 +306,8 @@ class ElementEmitter:
         multi = index.get_multi(b)
         src = []
         for i, st, dim, size in zip(multi, starts, operand.dims, inst.attrs["slice_sizes"]):
-            first = self._start_index(self.emit(st, _scalar_index()), st.dtype, dim, size)
+            first = self._clamp(self._as_index(self.emit(st, _scalar_index()), st.dtype),
+                                dim - size)
             src.append(b.add(first, i, flags=("nsw",)))
         return self.emit(operand, Index(operand.dims, multi=tuple(src)))
 
@@ -666,8 +670,6 @@ class KernelBuilder:
         if len(inst.operands) != 3 or a["input_batching_dims"]:
             raise UnsupportedOp("scatter of several operands or with batching dims")
         operand, indices, updates = inst.operands
-        if indices.dtype == np.uint64:
-            raise UnsupportedOp("uint64 scatter indices")
         dims = operand.dims
         window_dims = list(a["update_window_dims"])
         scatter_dims = [d for d in range(updates.shape.rank) if d not in window_dims]
@@ -695,12 +697,8 @@ class KernelBuilder:
                 for d, dim in enumerate(dims):
                     offset = _c(0) if d in inserted else next(window)
                     if d in index_map:
-                        pos = list(batch)
-                        if vector_dim < indices.shape.rank:
-                            pos.insert(vector_dim, _c(index_map.index(d)))
-                        start = S.convert(b, em.emit(indices, Index(indices.dims,
-                                                                    multi=tuple(pos))),
-                                          indices.dtype, np.dtype(np.int64))
+                        start = em.index_vector_entry(indices, batch, vector_dim,
+                                                      index_map.index(d))
                         fits = b.and_(b.icmp_signed(">=", start, _c(0)), b.icmp_signed(
                             "<=", start, _c(dim - sizes.get(d, 1))))
                         valid = b.and_(valid, fits)
