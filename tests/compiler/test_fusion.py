@@ -8,7 +8,12 @@ import pytest
 
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
-from ember.compiler.passes.fusion import fuse_module
+from ember.compiler.passes.fusion import (
+    MAX_EVALUATIONS,
+    MAX_EXPENSIVE_EVALUATIONS,
+    evaluation_counts,
+    fuse_module,
+)
 from ember.compiler.pipeline import optimize
 from ember.compiler.verifier import verify_module
 
@@ -589,3 +594,110 @@ def test_copies_of_cheap_chains_are_bounded():
     b.build(b.op("tuple", a, *dots[:2], *dots[-2:]), entry=True)
     check_fusion(m, [rand(4, 4)])
     assert m.instruction_count() < 5 * 400
+
+
+def shift_right(b, x, k, n):
+    return b.op("pad", x, b.constant(0.0, F32), edge_padding_low=(0, k),
+                edge_padding_high=(0, -k), interior_padding=(0, 0))
+
+
+def log_step_scan(steps, n=64, opcode="add"):
+    """A Hillis-Steele prefix sum: ``y = y + shift(y, 2**k)``; fused naively, a kernel would
+    compute the k-th step's value 2**(steps - k) times per element."""
+    m = Module("scan")
+    b = Builder(m, "main")
+    y = b.parameter(0, Shape(F32, (4, n)))
+    for k in range(steps):
+        y = b.op(opcode, shift_right(b, y, 2 ** k, n), y)
+    b.build(y, entry=True)
+    return m
+
+
+def fused_evaluation_counts(m):
+    """Per fused computation, the evaluation count of every instruction but parameters and
+    constants (which a kernel reads, never computes)."""
+    out = []
+    for c in m.computations:
+        if not c.name.startswith("fused_computation"):
+            continue
+        users = c.users()
+        outputs = set(map(id, c.root.operands if c.root.opcode == "tuple" else [c.root]))
+        insts = [i for i in c.instructions if i.opcode != "tuple"]
+
+        def readers(i, users=users):
+            return [u for u in users.get(i, []) if u.opcode != "tuple"]
+        counts = evaluation_counts(insts, readers, lambda i, outputs=outputs: id(i) in outputs)
+        out.append({i.opcode + str(n): counts[id(i)] for n, i in enumerate(insts)
+                    if i.opcode not in ("parameter", "constant")})
+    return out
+
+
+def test_evaluation_counts_follow_index_changing_readers():
+    m = log_step_scan(3, n=16)
+    insts = [i for i in m.entry.instructions if i.opcode != "constant"]
+    users = m.entry.users()
+    counts = evaluation_counts(insts, lambda i: users.get(i, []), lambda i: i is m.entry.root)
+    # Outermost step: computed once; each earlier step once more per pad reading it.
+    adds = [counts[id(i)] for i in insts if i.opcode == "add"]
+    pads = [counts[id(i)] for i in insts if i.opcode == "pad"]
+    assert adds == [4, 2, 1] and pads == [4, 2, 1]
+    assert counts[id(insts[0])] == 8  # the parameter: read at 8 indices per element
+    # Elementwise readers pass their index on: x * x + x reads x at one index.
+    m2 = Module("ew")
+    b = Builder(m2, "main")
+    x = b.parameter(0, X)
+    e = b.op("exponential", x)
+    y = b.op("add", b.op("multiply", e, e), e)
+    b.build(y, entry=True)
+    users2 = m2.entry.users()
+    counts2 = evaluation_counts(m2.entry.instructions, lambda i: users2.get(i, []),
+                                lambda i: i is y)
+    assert counts2[id(e)] == 1
+    # Two slots of one concatenate read the operand at two indices.
+    m3 = Module("cat")
+    b = Builder(m3, "main")
+    x = b.parameter(0, X)
+    c = b.op("concatenate", x, x, dimension=0)
+    b.build(c, entry=True)
+    users3 = m3.entry.users()
+    counts3 = evaluation_counts(m3.entry.instructions, lambda i: users3.get(i, []),
+                                lambda i: i is c)
+    assert counts3[id(x)] == 2
+
+
+@pytest.mark.parametrize("steps", [3, 6, 10])
+def test_log_step_scans_are_split_to_bound_recomputation(steps):
+    # Fused whole, a 10-step scan would compute its first step 1024 times per element.
+    n = 2 ** steps
+    m = log_step_scan(steps, n=n)
+    x = rand(4, n)
+    check_fusion(m, [x])
+    for counts in fused_evaluation_counts(m):
+        for name, count in counts.items():
+            assert count <= MAX_EVALUATIONS, (name, count, counts)
+    got = evaluate_computation(m.entry, [x])
+    np.testing.assert_allclose(got, np.cumsum(x.astype(np.float64), axis=1), rtol=1e-5)
+
+
+def test_expensive_values_read_at_several_indices_are_computed_at_most_twice():
+    # exp(x) read through three different slices: a fused kernel would compute it three
+    # times per element, so it runs once into a buffer.
+    for readers, fused_exp in ((2, True), (3, False)):
+        m = Module("slices")
+        b = Builder(m, "main")
+        x = b.parameter(0, Shape(F32, (4, 12)))
+        e = b.op("exponential", x)
+        parts = [b.op("slice", e, start_indices=(0, k), limit_indices=(4, 8 + k),
+                      strides=(1, 1)) for k in range(readers)]
+        total = parts[0]
+        for p in parts[1:]:
+            total = b.op("add", total, p)
+        b.build(total, entry=True)
+        check_fusion(m, [rand(4, 12)])
+        root_fusion = m.entry.root
+        assert ("exponential" in opcodes(root_fusion.calls[0])) == fused_exp
+        assert fused_opcodes(m).count("exponential") == 1
+        for counts in fused_evaluation_counts(m):
+            for name, count in counts.items():
+                limit = MAX_EXPENSIVE_EVALUATIONS if name.startswith("exp") else MAX_EVALUATIONS
+                assert count <= limit, (name, count)

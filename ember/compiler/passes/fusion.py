@@ -13,7 +13,12 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    ``gather`` with more elements than it: a loop kernel recomputes a fused value for every
    read) is not pulled in, nor merged back in step 2: it runs once into a buffer (row
    fusion, step 3, may still take a per-row value, which its row kernels compute once per
-   row). Scalar constants are always copied in rather than passed as parameters. Fusible
+   row). Nor is a producer pulled in that the kernel would compute more than
+   ``MAX_EVALUATIONS`` times per element (``MAX_EXPENSIVE_EVALUATIONS`` for expensive ops),
+   counting the different indices its readers ask for (``evaluation_sources``): a log-step
+   scan, ``y = y + shift(y)`` repeated, would double that count at every step; loop groups
+   are not merged past it in step 2 either. Scalar constants are always copied in rather
+   than passed as parameters. Fusible
    ops are the elementwise ones and ``broadcast_in_dim``, ``reshape``, ``transpose``,
    ``slice``, ``concatenate``, ``pad``, ``reverse``, ``iota``, ``gather`` and
    ``dynamic_slice``; a ``reduce`` can only be the root of its group (an "input" fusion), fed
@@ -71,6 +76,10 @@ _EXPANDING = frozenset({"broadcast_in_dim", "gather"})
 # Ops whose called computations run as instruction sequences (and so are fused too).
 # How deep a chain of cheap producers may be copied into one consumer (bounds the copies).
 _MAX_DUPLICATION_DEPTH = 4
+# Most times a kernel may compute one fused value per element of its iteration space (see
+# ``evaluation_counts``): cheap ops, and ops of ``EXPENSIVE_ELEMENTWISE``.
+MAX_EVALUATIONS = 4
+MAX_EXPENSIVE_EVALUATIONS = 2
 # Readers of one value considered for sibling fusion (bounds the pairs tried).
 _MAX_SIBLINGS = 16
 # Longest row (elements) a row fusion makes several passes over: a few rows of every input
@@ -105,7 +114,7 @@ class _Group:
     """Instructions fused together: ``home`` members (whose value this group provides to the
     rest of the computation) and ``private`` copies of cheap producers (used only inside)."""
 
-    __slots__ = ("home", "private", "serial", "reused")
+    __slots__ = ("home", "private", "serial", "reused", "sources")
     _serials = itertools.count()
 
     def __init__(self) -> None:
@@ -115,6 +124,8 @@ class _Group:
         # Members whose elements the group reads more than once (behind an expanding
         # broadcast): the kernel recomputes such a member for every read.
         self.reused: set[int] = set()
+        # Where the kernel reads each member (``evaluation_sources``), once computed.
+        self.sources: dict[int, dict] | None = None
 
     def contains(self, inst: Instruction) -> bool:
         return id(inst) in self.home or id(inst) in self.private
@@ -240,14 +251,61 @@ class _ComputationFuser:
         if reused and producer.opcode in EXPENSIVE_ELEMENTWISE:
             self.kept_apart.add(id(producer))  # (computed once into a buffer, not per read)
             return
+        users = self.users[id(producer)]
+        home = id(producer) not in self.home and all(self.home.get(id(u)) is g for u in users)
+        if not home and (producer.opcode in EXPENSIVE_ELEMENTWISE
+                         or depth >= _MAX_DUPLICATION_DEPTH):
+            return
+        if self._too_many_evaluations(g, producer):
+            return
         if reused:
             g.reused.add(id(producer))
-        users = self.users[id(producer)]
-        if id(producer) not in self.home and all(self.home.get(id(u)) is g for u in users):
+        if home:
             self._add_home(producer, g)  # its own producers are pulled in when it is visited
-        elif producer.opcode not in EXPENSIVE_ELEMENTWISE and depth < _MAX_DUPLICATION_DEPTH:
+        else:
             self._add_private(producer, g)
             self._fuse_operands(producer, g, depth + 1)
+
+    def _too_many_evaluations(self, g: _Group, producer: Instruction) -> bool:
+        """Whether pulling ``producer`` into ``g`` would make a kernel compute some member too
+        often per element (``evaluation_counts``). A producer none of whose operands is in
+        the group changes no other member's count, so only its own is computed (from the
+        group's kept index sources); otherwise the group's are recomputed."""
+        if producer.opcode == "constant":
+            return False
+        if g.sources is None or any(g.contains(op) for op in producer.operands):
+            g.sources = None
+            return self._duplicates_too_much([g], producer)
+        inside = [u for u in self.users[id(producer)] if g.contains(u)]
+        mine = _index_sources(producer, inside, g.sources)
+        if _over_limit(producer, sum(mine.values())):
+            return True
+        g.sources[id(producer)] = mine
+        return False
+
+    def _duplicates_too_much(self, groups: list[_Group], extra: Instruction | None = None,
+                             merging: bool = False) -> bool:
+        """Whether the union of ``groups`` (plus ``extra``) would compute some member more
+        often per element than ``MAX_EVALUATIONS`` (``MAX_EXPENSIVE_EVALUATIONS``). With
+        one group and no merge, the group keeps the index sources found."""
+        if merging and any(self._has_reduce(g) for g in groups):
+            return False  # (reduce groups: row fusion's passes are planned by ``row_space``)
+        members = _unique([m for g in groups for m in g.members() if m.opcode != "constant"]
+                          + ([extra] if extra is not None else []))
+        homes = {k for g in groups for k in g.home}
+        inside = {id(m) for m in members}
+
+        def is_output(m: Instruction) -> bool:
+            return id(m) in homes and (m is self.comp.root or any(
+                id(u) not in homes for u in self.users[id(m)]))
+        members.sort(key=lambda m: self.pos[id(m)])
+        sources = evaluation_sources(
+            members, lambda m: [u for u in self.users[id(m)] if id(u) in inside], is_output)
+        if any(_over_limit(m, sum(sources[id(m)].values())) for m in members):
+            return True
+        if not merging:
+            groups[0].sources = sources
+        return False
 
     # ------------------------------------------------------------------ multi-output
 
@@ -300,7 +358,8 @@ class _ComputationFuser:
         both = [a, b]
         if self.graph.would_cycle(a, b) or self._reduce_feeds_inside(both):
             return False
-        return _same_iteration_space(self._outputs(both))
+        return _same_iteration_space(self._outputs(both)) and not self._duplicates_too_much(
+            both, merging=True)
 
     def _reduce_feeds_inside(self, groups: list[_Group]) -> bool:
         homes = {k for g in groups for k in g.home}
@@ -313,6 +372,7 @@ class _ComputationFuser:
 
     def _merge(self, into: _Group, other: _Group) -> None:
         self.graph.merge(into, other)
+        into.sources = None
         del self.groups[other.serial]
         for inst in other.home.values():
             self._add_home(inst, into)
@@ -346,7 +406,8 @@ class _ComputationFuser:
             return False
         members = sorted((m for g in both for m in g.members()), key=lambda m: self.pos[id(m)])
         space = row_space(members, self._outputs(both))
-        return space is not None and space.row_size <= ROW_FUSION_MAX_ROW
+        return (space is not None and space.row_size <= ROW_FUSION_MAX_ROW
+                and not self._duplicates_too_much(both, merging=True))
 
     # ------------------------------------------------------------------ rewriting
 
@@ -518,6 +579,59 @@ class _ContextGraph:
 
 def _tuple_shape(elems: list[Instruction]) -> Shape:
     return Shape.tuple(e.shape for e in elems)
+
+
+def evaluation_sources(members: list[Instruction], users_inside,
+                       is_output) -> dict[int, dict]:
+    """Where a kernel of the fused ``members`` (in topological order) reads each of them, by
+    id: {index source: times computed per element of the kernel's iteration space}. The sum
+    is the member's *evaluation count*.
+
+    A kernel computes a value at every index some reader asks for (memoized per index). An
+    elementwise reader asks at its own index, so it passes on the sources it is read from;
+    any other reader (a pad, a slice, a broadcast...) asks at indices of its own, one source
+    per operand slot, as often as it is computed itself; reduces over the same dims read
+    their operands at one index, once. An output of the fusion is one more source. A
+    log-step scan, ``y = y + shift(y)`` repeated, doubles the count per step.
+
+    Args:
+        members: the fused instructions, producers before readers.
+        users_inside: fn(member) -> the members that read it.
+        is_output: fn(member) -> whether the fusion returns its value.
+    """
+    sources: dict[int, dict] = {}
+    for m in reversed(members):
+        mine = _index_sources(m, users_inside(m), sources)
+        if is_output(m):
+            mine["output"] = 1
+        sources[id(m)] = mine
+    return sources
+
+
+def evaluation_counts(members: list[Instruction], users_inside, is_output) -> dict[int, int]:
+    """Each member's evaluation count, by id (see ``evaluation_sources``)."""
+    return {k: sum(v.values())
+            for k, v in evaluation_sources(members, users_inside, is_output).items()}
+
+
+def _index_sources(inst: Instruction, readers: list[Instruction],
+                   sources: dict[int, dict]) -> dict:
+    """The index sources of ``inst`` read by ``readers`` (whose own sources are known)."""
+    mine: dict = {}
+    for u in readers:
+        if u.opcode in ELEMENTWISE:
+            mine.update(sources[id(u)])
+        elif u.opcode == "reduce":
+            mine[("reduce", tuple(sorted(u.attrs["dimensions"])))] = 1
+        else:
+            times = sum(sources[id(u)].values())
+            mine.update(((id(u), k), times) for k, op in enumerate(u.operands) if op is inst)
+    return mine
+
+
+def _over_limit(inst: Instruction, count: int) -> bool:
+    limit = MAX_EXPENSIVE_EVALUATIONS if inst.opcode in EXPENSIVE_ELEMENTWISE else MAX_EVALUATIONS
+    return count > limit
 
 
 def _same_iteration_space(outputs: list[Instruction]) -> bool:
