@@ -8,7 +8,8 @@ Counting rules (per instruction of the entry computation):
 - ``dot_general``: ``2 * M * N * K`` with the batch dimensions included, i.e. two flops per
   result element per contracted element;
 - ``reduce``: one application of its body per input element, each costing the flops of the
-  body (one for a sum or a max);
+  body (one for a sum or a max); ``reduce_window``: one application per window element of
+  every output position (padding included);
 - ``sort``: ``n * ceil(log2(d))`` comparator applications for n elements sorted along a
   dimension of size d; ``scatter``: one application of its update body per update element;
 - data movement (broadcast, reshape, transpose, slice, gather, ...) costs no flops;
@@ -111,6 +112,10 @@ def _instruction_cost(inst: Instruction, top_level: bool) -> _Cost:
         cost.flops = _dot_flops(inst)
     elif op == "reduce":
         cost.add(_region_flops(inst.calls[0]), _operand_elements(inst, 0))
+    elif op == "reduce_window":
+        window = math.prod(inst.attrs["window_dimensions"])
+        out = inst.shape.leaves()[0].size
+        cost.add(_region_flops(inst.calls[0]), out * window)
     elif op == "sort":
         dim_size = inst.operands[0].shape.dims[inst.attrs.get("dimension", 0)]
         steps = math.ceil(math.log2(dim_size)) if dim_size > 1 else 0

@@ -537,8 +537,10 @@ def _reduce_fast(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray, dims: tuple,
     return np.asarray(out).astype(out_dtype, copy=False)
 
 
-def _apply_body(body: Computation, args: Sequence[np.ndarray], shape: tuple,
-                out_dtypes: Sequence[np.dtype]) -> list[np.ndarray]:
+def apply_body(body: Computation, args: Sequence[np.ndarray], shape: tuple,
+               out_dtypes: Sequence[np.dtype]) -> list[np.ndarray]:
+    """Evaluates a scalar ``body`` vectorized over arrays: its outputs broadcast to ``shape``
+    and cast to ``out_dtypes`` (a list, also for a body returning one scalar)."""
     out = evaluate_computation(body, list(args))
     outs = list(out) if isinstance(out, tuple) else [out]
     return [np.broadcast_to(np.asarray(o), shape).astype(dt, copy=False)
@@ -565,11 +567,11 @@ def _reduce_general(body: Computation, inputs: Sequence[np.ndarray],
         half = n // 2
         lhs = [v[..., 0:2 * half:2] for v in vals]
         rhs = [v[..., 1:2 * half:2] for v in vals]
-        pairs = _apply_body(body, lhs + rhs, kept + (half,), out_dtypes)
+        pairs = apply_body(body, lhs + rhs, kept + (half,), out_dtypes)
         if n % 2:
             pairs = [np.concatenate([p, v[..., -1:]], axis=-1) for p, v in zip(pairs, vals)]
         vals, n = pairs, half + n % 2
-    outs = _apply_body(body, inits_b + [v[..., 0] for v in vals], kept, out_dtypes)
+    outs = apply_body(body, inits_b + [v[..., 0] for v in vals], kept, out_dtypes)
     return [np.array(o) for o in outs]  # copies: no broadcast views escape
 
 

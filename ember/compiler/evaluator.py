@@ -4,9 +4,9 @@
 Opcode rules are registered with ``@eval_rule("opcode")`` and called as
 ``rule(inst, *operand_values)`` where the values are ndarrays (tuples for tuple-shaped
 operands); a rule returns an ndarray of exactly ``inst.shape`` (or a tuple of them). The rules
-live by family: ``eval_elementwise.py`` (elementwise, reduce, dot_general), and
-``eval_structural.py`` (shape ops, slicing, gather/scatter, sort); control flow and the
-structural ops (tuple, call, while, case, fusion, custom_call) are here.
+live by family: ``eval_elementwise.py`` (elementwise, reduce, dot_general),
+``eval_structural.py`` (shape ops, slicing, gather/scatter, sort) and ``reduce_window.py``;
+control flow and the structural ops (tuple, call, while, case, fusion, custom_call) are here.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def register_custom_call_target(name: str, fn: Callable) -> None:
 
 def _load_rule_modules() -> None:
     # The rule families register themselves on import.
-    from ember.compiler import eval_elementwise, eval_structural  # noqa: F401
+    from ember.compiler import eval_elementwise, eval_structural, reduce_window  # noqa: F401
 
 
 def evaluate_instruction(inst: Instruction, operands: Sequence[Any]) -> Any:

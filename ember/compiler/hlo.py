@@ -173,8 +173,8 @@ CONTROL_FLOW = frozenset({"call", "while", "case"})
 OPCODES = ELEMENTWISE | frozenset({
     "parameter", "constant", "iota", "broadcast_in_dim", "reshape", "transpose", "slice",
     "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "reverse", "reduce",
-    "dot_general", "gather", "scatter", "sort", "while", "case", "call", "tuple",
-    "get_tuple_element", "custom_call", "fusion",
+    "reduce_window", "dot_general", "gather", "scatter", "sort", "while", "case", "call",
+    "tuple", "get_tuple_element", "custom_call", "fusion",
 })
 
 
@@ -401,9 +401,14 @@ class Builder:
 
     def op(self, opcode: str, *operands: Instruction, shape: Shape | None = None,
            calls: Sequence[Computation] = (), **attrs: Any) -> Instruction:
-        """Adds ``opcode(operands)``; the shape is inferred (and checked against ``shape``)."""
-        from ember.compiler.shape_inference import infer_shape
+        """Adds ``opcode(operands)``; the shape is inferred (and checked against ``shape``).
+
+        Optional attributes left out get their defaults stored explicitly (see
+        ``shape_inference.with_default_attrs``), so the printed text shows them.
+        """
+        from ember.compiler.shape_inference import infer_shape, with_default_attrs
         attrs = {k: normalize_attr(v) for k, v in attrs.items()}
+        attrs = with_default_attrs(opcode, [o.shape for o in operands], attrs)
         inferred = infer_shape(opcode, [o.shape for o in operands], attrs, list(calls), shape)
         if shape is not None and inferred != shape:
             raise ValueError(f"{opcode}: given shape {shape} differs from the inferred "

@@ -9,6 +9,10 @@ The rules follow the StableHLO spec. Ops whose result type is free take it from 
 ``parameter``, ``convert``, ``iota``, ``broadcast_in_dim``, ``reshape``, ``custom_call`` and
 the element type of ``dot_general`` (its preferred element type). Every other rule ignores
 ``given``; the builder and the verifier compare it with the inferred shape.
+
+Optional attributes (``reduce_window``'s strides, dilations and padding) may be left out: the
+rules read them as their defaults, and the builder stores the defaults explicitly
+(``with_default_attrs``) so every built instruction prints all of its attributes.
 """
 
 from __future__ import annotations
@@ -36,6 +40,26 @@ def rule(*opcodes: str):
             _RULES[op] = fn
         return fn
     return register
+
+
+# Optional attributes: opcode -> fn(operand_shapes) -> {name: default value}.
+_DEFAULT_ATTRS: dict[str, Callable] = {}
+
+
+def with_default_attrs(opcode: str, operands: list[Shape],
+                       attrs: dict[str, Any]) -> dict[str, Any]:
+    """``attrs`` plus the defaults of the optional attributes of ``opcode`` that it lacks.
+
+    Example:
+        >>> with_default_attrs("reduce_window", [Shape(np.float32, (4,)), Shape(np.float32, ())],
+        ...                    {"window_dimensions": (2,)})["padding"]
+        ((0, 0),)
+    """
+    fn = _DEFAULT_ATTRS.get(opcode)
+    if fn is None:
+        return attrs
+    defaults = fn(operands)
+    return {**defaults, **attrs} if defaults else attrs
 
 
 def infer_shape(opcode: str, operands: list[Shape], attrs: dict[str, Any], calls: list,
@@ -567,26 +591,121 @@ def _reverse(operands, attrs, calls, given):
 @rule("reduce")
 def _reduce(operands, attrs, calls, given):
     op = "reduce"
+    inputs, inits = _split_reducer_operands(op, operands)
+    n = len(inputs)
+    in_dims = inputs[0].dims
+    dims = _dims_attr(op, attrs, "dimensions", len(in_dims))
+    acc = _check_reducer_body(op, calls, inputs, inits)
+    out_dims = [d for i, d in enumerate(in_dims) if i not in dims]
+    outs = [Shape(t, out_dims) for t in acc]
+    return outs[0] if n == 1 else Shape.tuple(outs)
+
+
+def _split_reducer_operands(op: str, operands: list[Shape]) -> tuple[list, list]:
+    """N inputs of one shape and N scalar init values (``reduce``, ``reduce_window``)."""
     _require_arrays(op, operands)
     if not operands or len(operands) % 2:
         raise ValueError(f"{op}: expected N inputs then N init values, got {len(operands)} "
                          f"operands")
     n = len(operands) // 2
     inputs, inits = operands[:n], operands[n:]
-    in_dims = _same_dims(op, inputs)
+    _same_dims(op, inputs)
     for s in inits:
         if s.dims != ():
             raise ValueError(f"{op}: init values must be scalars, got {s}")
-    dims = _dims_attr(op, attrs, "dimensions", len(in_dims))
+    return inputs, inits
+
+
+def _check_reducer_body(op: str, calls: list, inputs: list[Shape],
+                        inits: list[Shape]) -> list[np.dtype]:
+    """Checks the body: accumulators then input elements in, the accumulators out (one
+    scalar, or a tuple of them when N > 1). Returns the accumulator dtypes."""
     (body,) = _calls(op, calls, 1)
     acc = [s.dtype for s in inits]
     _check_params(op, body, _scalars(acc + [s.dtype for s in inputs]), "body")
-    want = Shape(acc[0], ()) if n == 1 else Shape.tuple(_scalars(acc))
+    want = Shape(acc[0], ()) if len(acc) == 1 else Shape.tuple(_scalars(acc))
     if body.root.shape != want:
         raise TypeError(f"{op}: body {body.name} returns {body.root.shape}, expected {want}")
-    out_dims = [d for i, d in enumerate(in_dims) if i not in dims]
+    return acc
+
+
+# --------------------------------------------------------------------------- reduce_window
+
+_WINDOW_INT_ATTRS = ("window_strides", "base_dilations", "window_dilations")
+
+
+def reduce_window_attrs(attrs: dict[str, Any], rank: int) -> dict[str, tuple]:
+    """The window attributes of a ``reduce_window`` on inputs of ``rank``, checked, with the
+    defaults of the optional ones filled in (strides and dilations 1, padding ``(0, 0)``).
+
+    Example:
+        >>> reduce_window_attrs({"window_dimensions": (2,)}, 1)["window_strides"]
+        (1,)
+    """
+    op = "reduce_window"
+    out = {"window_dimensions": _ints_attr(op, attrs, "window_dimensions", rank)}
+    for name in _WINDOW_INT_ATTRS:
+        out[name] = _ints_attr(op, attrs, name, rank) if name in attrs else (1,) * rank
+    for name, v in out.items():
+        if any(x < 1 for x in v):
+            raise ValueError(f"{op}: {name} {v} must all be at least 1")
+    padding = attrs.get("padding", ((0, 0),) * rank)
+    if not isinstance(padding, (tuple, list)) or any(
+            not isinstance(p, (tuple, list)) or len(p) != 2
+            or any(isinstance(x, bool) or not isinstance(x, int) for x in p)
+            for p in padding):
+        raise TypeError(f"{op}: attribute padding must be a tuple of (low, high) int pairs, "
+                        f"got {padding!r}")
+    if len(padding) != rank:
+        raise ValueError(f"{op}: attribute padding must have {rank} entries, got "
+                         f"{len(padding)}: {tuple(padding)}")
+    out["padding"] = tuple((int(lo), int(hi)) for lo, hi in padding)
+    return out
+
+
+def reduce_window_dims(in_dims: Sequence[int], window: dict[str, tuple]) -> tuple[int, ...]:
+    """The result dims of a ``reduce_window`` (``window``: ``reduce_window_attrs``' result).
+
+    Per dimension: the base-dilated, padded size ``(d - 1) * base_dilation + 1 + lo + hi``
+    (an empty dimension dilates to 0), the dilated window ``(w - 1) * window_dilation + 1``,
+    and ``(padded - dilated_window) // stride + 1`` windows, or none when the window does not
+    fit (negative padding may shrink the padded size below zero: no windows either).
+    """
+    out = []
+    for i, d in enumerate(in_dims):
+        lo, hi = window["padding"][i]
+        dilated = (d - 1) * window["base_dilations"][i] + 1 if d else 0
+        padded = dilated + lo + hi
+        span = (window["window_dimensions"][i] - 1) * window["window_dilations"][i] + 1
+        out.append(0 if padded < span else (padded - span) // window["window_strides"][i] + 1)
+    return tuple(out)
+
+
+def _reduce_window_defaults(operands: list[Shape]) -> dict[str, Any]:
+    if not operands or operands[0].is_tuple:
+        return {}  # malformed: the rule reports it
+    rank = operands[0].rank
+    return {"window_strides": (1,) * rank, "base_dilations": (1,) * rank,
+            "window_dilations": (1,) * rank, "padding": ((0, 0),) * rank}
+
+
+_DEFAULT_ATTRS["reduce_window"] = _reduce_window_defaults
+
+
+@rule("reduce_window")
+def _reduce_window(operands, attrs, calls, given):
+    op = "reduce_window"
+    inputs, inits = _split_reducer_operands(op, operands)
+    in_dims = inputs[0].dims
+    for i, (x, init) in enumerate(zip(inputs, inits)):
+        if x.dtype != init.dtype:  # (the init value fills the padding)
+            raise TypeError(f"{op}: init value {i} ({init}) must have the element type of "
+                            f"input {i} ({x})")
+    window = reduce_window_attrs(attrs, len(in_dims))
+    acc = _check_reducer_body(op, calls, inputs, inits)
+    out_dims = reduce_window_dims(in_dims, window)
     outs = [Shape(t, out_dims) for t in acc]
-    return outs[0] if n == 1 else Shape.tuple(outs)
+    return outs[0] if len(outs) == 1 else Shape.tuple(outs)
 
 
 _DOT_ATTRS = ("lhs_batching_dimensions", "rhs_batching_dimensions",

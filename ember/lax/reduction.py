@@ -14,6 +14,7 @@ import numpy as np
 from ember import core, dtypes
 from ember.compiler import eval_elementwise as K
 from ember.compiler.hlo import Shape
+from ember.compiler.reduce_window import scan_accumulate
 from ember.interpreters import ad
 from ember.lax import base
 from ember.lax import elementwise as E
@@ -265,18 +266,15 @@ def _cum_primitive(name: str, accumulate, allowed):
     return standard_primitive(name, _cum_impl(accumulate), _cum_shape(name), dtype_rule)
 
 
-def _int_cumsum(x, axis):
-    return np.cumsum(x, axis=axis, dtype=x.dtype)
+def _scan(opcode: str):
+    # (The precision rule of jit's scans: float32 sums accumulate in float64.)
+    return lambda x, axis: scan_accumulate(x, axis, False, opcode)
 
 
-def _int_cumprod(x, axis):
-    return np.cumprod(x, axis=axis, dtype=x.dtype)
-
-
-cumsum_p = _cum_primitive("cumsum", _int_cumsum, numeric_dtypes)
-cumprod_p = _cum_primitive("cumprod", _int_cumprod, numeric_dtypes)
-cummax_p = _cum_primitive("cummax", np.maximum.accumulate, numeric_dtypes)  # no bool (JAX)
-cummin_p = _cum_primitive("cummin", np.minimum.accumulate, numeric_dtypes)
+cumsum_p = _cum_primitive("cumsum", _scan("add"), numeric_dtypes)
+cumprod_p = _cum_primitive("cumprod", _scan("multiply"), numeric_dtypes)
+cummax_p = _cum_primitive("cummax", _scan("maximum"), numeric_dtypes)  # no bool (JAX)
+cummin_p = _cum_primitive("cummin", _scan("minimum"), numeric_dtypes)
 cumlogsumexp_p = _cum_primitive("cumlogsumexp", np.logaddexp.accumulate, float_dtypes)
 
 
@@ -540,14 +538,32 @@ def _lower_cumulative(combine, identity, in_f32: bool):
     return rule
 
 
-def _binary(opcode: str):
-    return lambda b, x, y: b.op(opcode, x, y)
+
+def _lower_scan(opcode: str, identity, in_f32: bool):
+    """A ``reduce_window`` whose window along ``axis`` is the whole dim, padded so that
+    element i sees elements 0..i (i..n-1 when ``reverse``): StableHLO's cumulative scan,
+    which backends run as a sequential scan (``compiler.reduce_window``)."""
+    def rule(ctx, x, *, axis, reverse):
+        b, dt = ctx.b, x.dtype
+        n = x.dims[axis]
+        if n <= 1:
+            return x
+        y = lower_convert(b, x, accumulation_dtype(dt) if in_f32 else dt)
+        window = [1] * len(x.dims)
+        padding = [(0, 0)] * len(x.dims)
+        window[axis] = n
+        padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
+        out = b.op("reduce_window", y, ctx.constant(identity(y.dtype), y.dtype),
+                   calls=[_scalar_body(ctx, opcode, y.dtype)],
+                   window_dimensions=tuple(window), padding=tuple(padding))
+        return lower_convert(b, out, dt)
+    return rule
 
 
-cumsum_p.def_lowering(_lower_cumulative(_binary("add"), lambda dt: 0, True))
-cumprod_p.def_lowering(_lower_cumulative(_binary("multiply"), lambda dt: 1, True))
-cummax_p.def_lowering(_lower_cumulative(_binary("maximum"), max_identity, False))
-cummin_p.def_lowering(_lower_cumulative(_binary("minimum"), min_identity, False))
+cumsum_p.def_lowering(_lower_scan("add", lambda dt: 0, True))
+cumprod_p.def_lowering(_lower_scan("multiply", lambda dt: 1, True))
+cummax_p.def_lowering(_lower_scan("maximum", max_identity, False))
+cummin_p.def_lowering(_lower_scan("minimum", min_identity, False))
 cumlogsumexp_p.def_lowering(_lower_cumulative(_logaddexp, lambda dt: -np.inf, True))
 
 

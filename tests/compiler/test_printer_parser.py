@@ -191,6 +191,12 @@ def build_every_op_module() -> Module:
     iota = b.op("iota", shape=S(S32, 2, 3), iota_dimension=1)
     outs.append(b.op("reduce", mat, iota, b.constant(-np.inf, np.float32),
                      b.constant(0, np.int32), dimensions=(1,), calls=[argmax]))
+    outs.append(b.op("reduce_window", mat, zero, window_dimensions=(2, 2), window_strides=(1, 2),
+                     base_dilations=(2, 1), window_dilations=(1, 2),
+                     padding=((1, 0), (-1, 2)), calls=[add]))
+    outs.append(b.op("reduce_window", mat, iota, b.constant(-np.inf, np.float32),
+                     b.constant(0, np.int32), window_dimensions=(1, 3),
+                     padding=((0, 0), (2, 0)), calls=[argmax]))
     outs.append(b.op("dot_general", mat, mat, lhs_batching_dimensions=(),
                      rhs_batching_dimensions=(), lhs_contracting_dimensions=(1,),
                      rhs_contracting_dimensions=(1,), shape=S(F32, 2, 2)))

@@ -556,6 +556,8 @@ class KernelBuilder:
             info = RowKernel(self, space).build(lo, hi)
         elif self.fused.root.opcode == "scatter":
             info = self._build_scatter(self.fused.root, lo, hi)
+        elif self.fused.root.opcode == "reduce_window":
+            info = self._build_scan(self.fused.root, lo, hi)
         elif reduces:
             info = self._build_reduce(reduces, lo, hi)
         else:
@@ -715,6 +717,19 @@ class KernelBuilder:
             order = scatter_dims + window_dims
             loops.nest([(_c(0), _c(updates.dims[d])) for d in order], update, prefix="u")
         return KernelInfo(self.name, 1, operand.shape.size + updates.shape.size, ())
+
+    # ------------------------------------------------------------------ scans
+
+    def _build_scan(self, inst, lo, hi) -> KernelInfo:
+        """A cumulative scan (``scan_kernel``); other ``reduce_window``s have no kernel."""
+        from ember.backends.cpu.scan_kernel import ScanKernel
+        from ember.compiler.reduce_window import scan_axis
+
+        scan = scan_axis(inst)
+        if scan is None:
+            raise UnsupportedOp("reduce_window that is not a scan")
+        axis, reverse, _ = scan
+        return ScanKernel(self, inst, axis, reverse).build(lo, hi)
 
     # ------------------------------------------------------------------ input fusions
 

@@ -2,8 +2,8 @@
 
 Every instruction of the entry computation becomes a *step*:
 
-- ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice or
-  single-operand scatter) compiled to a native kernel;
+- ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice,
+  single-operand scatter or cumulative scan) compiled to a native kernel;
 - ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``);
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
   several operands or with batching dims, dynamic updates, control flow, custom calls, and
@@ -37,12 +37,13 @@ from ember.backends.cpu.kernel_gen import (
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.compiler.buffer_assignment import assign_buffers, leaf_range
 from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Module
+from ember.compiler.reduce_window import prefix_scan
 
 ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
 STANDALONE_KERNEL_OPS = ELEMENTWISE | frozenset({
     "broadcast_in_dim", "reshape", "transpose", "slice", "concatenate", "pad", "reverse",
-    "iota", "reduce", "gather", "dynamic_slice", "scatter",
+    "iota", "reduce", "gather", "dynamic_slice", "scatter", "reduce_window",
 })
 _STRUCTURAL = frozenset({"parameter", "constant", "tuple", "get_tuple_element"})
 
@@ -115,6 +116,12 @@ class ConstantPool:
     def typed_pointer(self, b: ir.IRBuilder, value: np.ndarray) -> ir.Value:
         """A pointer to ``value``'s elements (for kernels reading constants in fusions)."""
         return self.pointer(b, self.index_of(value), S.memory_type(value.dtype).as_pointer())
+
+
+def _has_kernel(inst: Instruction) -> bool:
+    """Whether a lone ``inst`` of ``STANDALONE_KERNEL_OPS`` may get a kernel: a
+    ``reduce_window`` only when it is a cumulative scan from the identity."""
+    return inst.opcode != "reduce_window" or prefix_scan(inst) is not None
 
 
 def _single_op_computation(inst: Instruction) -> Computation:
@@ -257,7 +264,7 @@ class ProgramBuilder:
     def _step(self, inst, assignment, offsets, output_of):
         inputs = [self.refs[id(o)] for o in inst.operands]
         if inst.opcode == "fusion" or (inst.opcode in STANDALONE_KERNEL_OPS
-                                       and not inst.shape.is_tuple):
+                                       and not inst.shape.is_tuple and _has_kernel(inst)):
             fused = inst.calls[0] if inst.opcode == "fusion" else _single_op_computation(inst)
             info = self._try_kernel(fused)
             if info is not None and all(len(r) == 1 for r in inputs):
