@@ -11,6 +11,7 @@ from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.passes.fusion import (
     MAX_EVALUATIONS,
     MAX_EXPENSIVE_EVALUATIONS,
+    MAX_FUSED_CONCAT_OPERANDS,
     evaluation_counts,
     fuse_module,
 )
@@ -701,3 +702,26 @@ def test_expensive_values_read_at_several_indices_are_computed_at_most_twice():
             for name, count in counts.items():
                 limit = MAX_EXPENSIVE_EVALUATIONS if name.startswith("exp") else MAX_EVALUATIONS
                 assert count <= limit, (name, count)
+
+
+def test_a_wide_concatenate_is_the_sole_root_of_its_fusion():
+    # Fused into a consumer, a concatenate of n operands computes n elements for each of
+    # its own; a wide one runs as a fusion of its own, which writes each operand's slab.
+    m = Module("wide")
+    b = Builder(m, "main")
+    xs = [b.parameter(i, Shape(F32, (2, 3))) for i in range(MAX_FUSED_CONCAT_OPERANDS + 1)]
+    cat = b.op("concatenate", *[b.op("negate", x) for x in xs], dimension=0)
+    b.build(b.op("exponential", b.op("add", cat, cat)), entry=True)
+    check_fusion(m, [rand(2, 3, seed=i) for i in range(len(xs))])
+    fusions = [c for c in m.computations if c.name.startswith("fused_computation")]
+    assert len(fusions) == 2
+    wide = next(c for c in fusions if c.root.opcode == "concatenate")
+    assert sorted(set(opcodes(wide))) == ["concatenate", "negate", "parameter"]
+    # A narrow one fuses into its consumer.
+    m2 = Module("narrow")
+    b = Builder(m2, "main")
+    xs = [b.parameter(i, Shape(F32, (2, 3))) for i in range(MAX_FUSED_CONCAT_OPERANDS)]
+    cat = b.op("concatenate", *[b.op("negate", x) for x in xs], dimension=0)
+    b.build(b.op("exponential", b.op("add", cat, cat)), entry=True)
+    check_fusion(m2, [rand(2, 3, seed=i) for i in range(len(xs))])
+    assert opcodes(m2.entry).count("fusion") == 1

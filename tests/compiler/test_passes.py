@@ -507,6 +507,17 @@ def _dot_without_contraction(lhs_dims, rhs_dims, out_dims, dtype=F32, out=F32, *
     return build
 
 
+def _reduce_of_concatenate(reduce_dims, init=0.0, opcode="add", pieces=((1, 3), (2, 3), (1, 3))):
+    def build(b):
+        rb = Builder(b.module, b.module.new_name("region"))
+        p0, p1 = rb.parameter(0, Shape(F32, ())), rb.parameter(1, Shape(F32, ()))
+        body = rb.build(rb.op(opcode, p0, p1))
+        xs = [_x(b, F32, dims, i=i) for i, dims in enumerate(pieces)]
+        cat = b.op("concatenate", *xs, dimension=0)
+        return b.op("reduce", cat, b.constant(F32(init)), dimensions=reduce_dims, calls=[body])
+    return build
+
+
 def _reshapes(*shapes):
     def build(b):
         x = _x(b, F32, (2, 3, 4))
@@ -644,6 +655,11 @@ ALGEBRAIC_CASES = {
     "keep_dot_with_contraction": _dot_without_contraction(
         (3, 2), (2, 4), (3, 4), lhs_batching_dimensions=(), rhs_batching_dimensions=(),
         lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,)),
+    "reduce_of_concatenate": _reduce_of_concatenate((0,)),
+    "reduce_of_concatenate_all_dims": _reduce_of_concatenate((0, 1), opcode="maximum",
+                                                             init=-np.inf),
+    "keep_reduce_of_concatenate_other_dim": _reduce_of_concatenate((1,)),
+    "keep_reduce_of_concatenate_init": _reduce_of_concatenate((0,), init=1.0),
     "reshape_same_shape": _reshapes((2, 3, 4)),
     "reshape_reshape": _reshapes((6, 4), (4, 6)),
     "reshape_reshape_back": _reshapes((24,), (2, 3, 4)),
@@ -867,6 +883,76 @@ ALGEBRAIC_GOLDEN = {
           %Arg_0.1 = f32[4,2] parameter(0)
           %Arg_1.2 = f32[4,3] parameter(1)
           ROOT %dot_general.5 = f32[3,2] dot_general(%Arg_1.2, %Arg_0.1), lhs_batching_dimensions={}, lhs_contracting_dimensions={0}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+        }
+    """,
+    "reduce_of_concatenate": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[1,3], Arg_1.6: f32[2,3], Arg_2.7: f32[1,3]) -> f32[3] {
+          %Arg_0.5 = f32[1,3] parameter(0)
+          %Arg_1.6 = f32[2,3] parameter(1)
+          %Arg_2.7 = f32[1,3] parameter(2)
+          %constant.9 = f32[] constant(0)
+          %reshape.11 = f32[3] reshape(%Arg_0.5)
+          %reduce.12 = f32[3] reduce(%Arg_1.6, %constant.9), dimensions={0}, calls={%region.1}
+          %reshape.13 = f32[3] reshape(%Arg_2.7)
+          %add.14 = f32[3] add(%reshape.11, %reduce.12)
+          ROOT %add.15 = f32[3] add(%add.14, %reshape.13)
+        }
+    """,
+    "reduce_of_concatenate_all_dims": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %maximum.4 = f32[] maximum(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[1,3], Arg_1.6: f32[2,3], Arg_2.7: f32[1,3]) -> f32[] {
+          %Arg_0.5 = f32[1,3] parameter(0)
+          %Arg_1.6 = f32[2,3] parameter(1)
+          %Arg_2.7 = f32[1,3] parameter(2)
+          %constant.9 = f32[] constant(-inf)
+          %reduce.11 = f32[] reduce(%Arg_0.5, %constant.9), dimensions={0,1}, calls={%region.1}
+          %reduce.12 = f32[] reduce(%Arg_1.6, %constant.9), dimensions={0,1}, calls={%region.1}
+          %reduce.13 = f32[] reduce(%Arg_2.7, %constant.9), dimensions={0,1}, calls={%region.1}
+          %maximum.14 = f32[] maximum(%reduce.11, %reduce.12)
+          ROOT %maximum.15 = f32[] maximum(%maximum.14, %reduce.13)
+        }
+    """,
+    "keep_reduce_of_concatenate_other_dim": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[1,3], Arg_1.6: f32[2,3], Arg_2.7: f32[1,3]) -> f32[4] {
+          %Arg_0.5 = f32[1,3] parameter(0)
+          %Arg_1.6 = f32[2,3] parameter(1)
+          %Arg_2.7 = f32[1,3] parameter(2)
+          %concatenate.8 = f32[4,3] concatenate(%Arg_0.5, %Arg_1.6, %Arg_2.7), dimension=0
+          %constant.9 = f32[] constant(0)
+          ROOT %reduce.10 = f32[4] reduce(%concatenate.8, %constant.9), dimensions={1}, calls={%region.1}
+        }
+    """,
+    "keep_reduce_of_concatenate_init": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[1,3], Arg_1.6: f32[2,3], Arg_2.7: f32[1,3]) -> f32[3] {
+          %Arg_0.5 = f32[1,3] parameter(0)
+          %Arg_1.6 = f32[2,3] parameter(1)
+          %Arg_2.7 = f32[1,3] parameter(2)
+          %concatenate.8 = f32[4,3] concatenate(%Arg_0.5, %Arg_1.6, %Arg_2.7), dimension=0
+          %constant.9 = f32[] constant(1)
+          ROOT %reduce.10 = f32[3] reduce(%concatenate.8, %constant.9), dimensions={0}, calls={%region.1}
         }
     """,
     "dot_without_contraction": """

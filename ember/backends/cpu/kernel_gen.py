@@ -20,6 +20,8 @@ Iteration spaces:
 - **column reductions** (input fusions keeping the minor dim) run over blocks of contiguous
   kept elements, the reduced dims outside and a vectorizable loop over the block inside,
   with an accumulator array per block (``KernelBuilder._build_column_reduce``).
+- **concatenate roots** (a fusion whose result is a wide concatenate, which fusion keeps
+  as the sole root): a loop nest per operand writing its slab of the result.
 - other **input fusions** (reduce outputs) run over the reduce's input dims D: kept dims
   outside, reduced dims inside. The parallel dim is the first kept dim; with none (a full
   reduction) it is the first reduced dim, and each call writes a *partial* result that the
@@ -558,6 +560,8 @@ class KernelBuilder:
             info = self._build_scatter(self.fused.root, lo, hi)
         elif self.fused.root.opcode == "reduce_window":
             info = self._build_scan(self.fused.root, lo, hi)
+        elif self.fused.root.opcode == "concatenate":
+            info = self._build_concatenate(self.fused.root, lo, hi)
         elif reduces:
             info = self._build_reduce(reduces, lo, hi)
         else:
@@ -717,6 +721,48 @@ class KernelBuilder:
             order = scatter_dims + window_dims
             loops.nest([(_c(0), _c(updates.dims[d])) for d in order], update, prefix="u")
         return KernelInfo(self.name, 1, operand.shape.size + updates.shape.size, ())
+
+    # ------------------------------------------------------------------ concatenates
+
+    def _build_concatenate(self, inst, lo, hi) -> KernelInfo:
+        """A fusion whose result is a concatenate: a loop nest per operand writing its slab
+        of the result (an element is computed from its own operand only, not picked among
+        every operand's). Work items are the operands when they are stacked along dim 0,
+        else the indices of dim 0."""
+        b, d, dims = self.b, inst.attrs["dimension"], inst.dims
+        pieces, offset = [], 0
+        for operand in inst.operands:
+            if operand.shape.size:
+                pieces.append((offset, operand))
+            offset += operand.dims[d]
+
+        def copy(offset, operand, first=None):
+            ranges = [(_c(0), _c(n)) for n in operand.dims]
+            if first is not None:
+                ranges[0] = (first, b.add(first, _c(1)))
+
+            def element(multi):
+                at = list(multi)
+                at[d] = b.add(at[d], _c(offset))
+                value = self._emitter().emit(operand, Index(operand.dims, multi=multi))
+                self._store(0, value, Index(dims, multi=tuple(at)))
+            self.loops.nest(ranges, element, prefix="c")
+        if d == 0:
+            lo, hi = self._clamp_range(lo, hi, len(pieces))
+            for k, (offset, operand) in enumerate(pieces):
+                with b.if_then(b.and_(b.icmp_signed("<=", lo, _c(k)),
+                                      b.icmp_signed(">", hi, _c(k)))):
+                    copy(offset, operand)
+            return KernelInfo(self.name, len(pieces), inst.shape.size // max(len(pieces), 1),
+                              ())
+        extent = dims[0] if inst.shape.size else 0
+        lo, hi = self._clamp_range(lo, hi, extent)
+
+        def row(i):
+            for offset, operand in pieces:
+                copy(offset, operand, first=i)
+        self.loops.loop(lo, hi, row, name="row")
+        return KernelInfo(self.name, extent, inst.shape.size // max(extent, 1), ())
 
     # ------------------------------------------------------------------ scans
 

@@ -17,7 +17,9 @@ trade a division for a multiplication (``a / c -> a * (1 / c)`` for a constant `
 ``a / broadcast(b) -> a * broadcast(1 / b)``, ``a / sqrt(b) -> a * rsqrt(b)``, ...), which can
 move a result by an ulp. They are here so that ember computes what JAX computes (e.g. a
 softmax's ``e / sum`` as ``e * (1 / sum)``, one reciprocal per row), and because a division
-costs several multiplications.
+costs several multiplications. ``reduce_of_concatenate`` is inexact in the same way: it
+reduces each concatenated piece, then combines the partial results, another order of the
+reduction's combinations (which HLO leaves unspecified).
 
 To add a rule, append a ``Rewrite`` to ``REWRITES`` and a case of the same name to the
 pattern table of ``tests/compiler/test_passes.py``.
@@ -33,6 +35,11 @@ from typing import Any as AnyType
 import ml_dtypes
 import numpy as np
 
+from ember.compiler.eval_elementwise import (
+    REDUCE_UFUNCS,
+    is_reducer_identity,
+    simple_reducer_opcode,
+)
 from ember.compiler.hlo import Computation, Instruction, Module, Shape
 from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation
 
@@ -70,9 +77,9 @@ class Match:
         return bound is inst
 
     def emit(self, opcode: str, operands: list[Instruction], shape: Shape,
-             **attrs: AnyType) -> Instruction:
+             calls: tuple = (), **attrs: AnyType) -> Instruction:
         """A new instruction, placed before the one being rewritten."""
-        inst = Instruction(opcode, operands, shape, attrs, (), self.module.new_name(opcode))
+        inst = Instruction(opcode, operands, shape, attrs, calls, self.module.new_name(opcode))
         self.emitted.append(inst)
         return inst
 
@@ -393,6 +400,36 @@ def _dot_as_multiply(m: Match) -> Instruction:
     return m.emit("multiply", placed, dot.shape)
 
 
+def _reduce_of_concatenate(m: Match) -> Instruction | None:
+    """A reduce by a simple reducer from its identity, over dims that include the
+    concatenated one, as the reducer applied (pairwise) to the reduces of the pieces (a
+    piece with one element in every reduced dim is just reshaped): ``jnp.stack(xs).sum(0)``
+    becomes one fused sum of its inputs, without writing the stacked array."""
+    red, cat = m.inst, m["cat"]
+    dims = tuple(sorted(red.attrs["dimensions"]))
+    opcode = simple_reducer_opcode(red.calls[0])
+    init = splat_value(red.operands[1])
+    if (opcode is None or red.dtype.kind == "c" or cat.attrs["dimension"] not in dims
+            or init is None
+            or not is_reducer_identity(REDUCE_UFUNCS[opcode], np.asarray(init))):
+        return None
+    parts = []
+    for piece in cat.operands:
+        if piece.shape.size == 0:
+            continue
+        if all(piece.dims[d] == 1 for d in dims):
+            parts.append(m.emit("reshape", [piece], red.shape))
+        else:
+            parts.append(m.emit("reduce", [piece, red.operands[1]], red.shape,
+                                calls=tuple(red.calls), dimensions=dims))
+    if not parts:
+        return None
+    while len(parts) > 1:
+        pairs = [m.emit(opcode, [a, b], red.shape) for a, b in zip(parts[::2], parts[1::2])]
+        parts = pairs + parts[len(pairs) * 2:]
+    return parts[0]
+
+
 def _compose_reshapes(m: Match) -> Instruction:
     if m["x"].dims == m.inst.dims:
         return m["x"]
@@ -610,6 +647,8 @@ REWRITES: tuple[Rewrite, ...] = (
             _transpose_of_dot, where=lambda m: m.single_use("dot")),
     Rewrite("dot_without_contraction", Op("dot_general", where=_no_contraction),
             _dot_as_multiply),
+    Rewrite("reduce_of_concatenate", Op("reduce", Op("concatenate", name="cat"), Any("init")),
+            _reduce_of_concatenate, where=lambda m: m.single_use("cat"), exact=False),
     Rewrite("reshape_same_shape", Op("reshape", x, where=_same_dims_as_operand), "x"),
     Rewrite("reshape_reshape", Op("reshape", Op("reshape", x)), _compose_reshapes),
     Rewrite("broadcast_identity", Op("broadcast_in_dim", x, where=_identity_broadcast), "x"),

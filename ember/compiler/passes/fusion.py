@@ -44,6 +44,10 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    ``tuple`` root and its users read ``get_tuple_element``\\s of the fusion. Groups holding a
    single op that is neither elementwise nor a reduce are not worth a kernel and stay unfused.
 
+A ``concatenate`` of more than ``MAX_FUSED_CONCAT_OPERANDS`` operands is only ever the sole
+root of its fusion (never pulled into a consumer, never merged): inside a loop kernel, a
+concatenate computes every operand's element at each index and picks one.
+
 Never fused: ``dot_general``, ``scatter``, ``sort``, ``while``, ``case``, ``call``,
 ``custom_call``, ``dynamic_update_slice``, tuples, parameters and non-scalar constants.
 """
@@ -80,11 +84,19 @@ _MAX_DUPLICATION_DEPTH = 4
 # ``evaluation_counts``): cheap ops, and ops of ``EXPENSIVE_ELEMENTWISE``.
 MAX_EVALUATIONS = 4
 MAX_EXPENSIVE_EVALUATIONS = 2
+# A concatenate of more operands than this computes every operand's element for each of its
+# own inside a fusion (and picks one), so it is only ever the sole root of its fusion, whose
+# kernel writes each operand's slab in turn.
+MAX_FUSED_CONCAT_OPERANDS = 8
 # Readers of one value considered for sibling fusion (bounds the pairs tried).
 _MAX_SIBLINGS = 16
 # Longest row (elements) a row fusion makes several passes over: a few rows of every input
 # must stay in the L1/L2 cache between passes.
 ROW_FUSION_MAX_ROW = 1 << 14
+
+
+def _wide_concatenate(inst: Instruction) -> bool:
+    return inst.opcode == "concatenate" and len(inst.operands) > MAX_FUSED_CONCAT_OPERANDS
 
 
 def _is_scalar_constant(inst: Instruction) -> bool:
@@ -248,6 +260,9 @@ class _ComputationFuser:
             return
         if producer.opcode not in LOOP_FUSIBLE or producer.shape.is_tuple:
             return
+        if _wide_concatenate(producer):
+            self.kept_apart.add(id(producer))
+            return
         if reused and producer.opcode in EXPENSIVE_ELEMENTWISE:
             self.kept_apart.add(id(producer))  # (computed once into a buffer, not per read)
             return
@@ -356,6 +371,8 @@ class _ComputationFuser:
 
     def _can_merge(self, a: _Group, b: _Group) -> bool:
         both = [a, b]
+        if any(_wide_concatenate(m) for g in both for m in g.home.values()):
+            return False
         if self.graph.would_cycle(a, b) or self._reduce_feeds_inside(both):
             return False
         return _same_iteration_space(self._outputs(both)) and not self._duplicates_too_much(
