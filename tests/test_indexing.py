@@ -394,3 +394,38 @@ def test_empty_axis_index_errors():
         jnp.asarray(np.zeros((0, 3), np.float32))[0]
     out = jnp.asarray(np.zeros((0, 3), np.float32))[np.zeros(0, np.int32)]
     assert out.shape == (0, 3)
+
+
+def test_row_updates_scatter_whole_rows():
+    # x.at[i] with the indexed dims leading and the rest whole: one coordinate per row
+    # (update windows), not one per element; same values as NumPy, traced or not.
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(6, 4, 3)).astype(np.float32)
+    idx = np.array([1, -1, 1, 7, 0])  # a repeat, a negative and an out-of-bounds index
+    v = rng.normal(size=(5, 4, 3)).astype(np.float32)
+    text = str(ember.make_jaxpr(lambda a, i, u: a.at[i].add(u))(x, idx, v))
+    assert "update_window_dims=(1, 2)" in text and "inserted_window_dims=(0,)" in text
+    keep = idx < 6  # (the default mode drops out-of-bounds updates)
+    ref = x.copy()
+    np.add.at(ref, idx[keep], v[keep])
+    for fn in (lambda a, i, u: a.at[i].add(u), ember.jit(lambda a, i, u: a.at[i].add(u))):
+        np.testing.assert_allclose(np.asarray(fn(jnp.asarray(x), idx, v)), ref, rtol=1e-6,
+                                   atol=1e-6)
+    clipped = x.copy()
+    np.add.at(clipped, np.clip(np.where(idx < 0, idx + 6, idx), 0, 5), v)
+    got = ember.jit(lambda a, i, u: a.at[i].add(u, mode="clip"))(x, idx, v)
+    np.testing.assert_allclose(np.asarray(got), clipped, rtol=1e-6, atol=1e-6)
+    # Two leading indices, then a whole dim; a scalar index.
+    ref2 = x.copy()
+    np.add.at(ref2, (np.array([0, 2, 0]), np.array([3, 1, 3])), v[:3, 0])
+    got2 = ember.jit(lambda a, u: a.at[np.array([0, 2, 0]), np.array([3, 1, 3])].add(u))(
+        x, v[:3, 0])
+    np.testing.assert_allclose(np.asarray(got2), ref2, rtol=1e-6, atol=1e-6)
+    ref3 = x.copy()
+    ref3[4] = 2.0
+    np.testing.assert_array_equal(np.asarray(ember.jit(lambda a: a.at[4].set(2.0))(x)), ref3)
+    # Gradients: the updates' cotangent is a gather of rows; x's passes through.
+    g_x, g_u = ember.grad(lambda a, u: (a.at[idx].add(u) ** 2).sum(), argnums=(0, 1))(x, v)
+    np.testing.assert_allclose(np.asarray(g_x), 2 * ref, rtol=1e-5, atol=1e-5)
+    want_u = np.where(keep[:, None, None], 2 * ref[np.clip(idx, -6, 5)], 0.0)
+    np.testing.assert_allclose(np.asarray(g_u), want_u, rtol=1e-5, atol=1e-5)

@@ -414,17 +414,46 @@ def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> An
     return lax.broadcast_to_shape(values, shape)
 
 
+def _leading_index_scatter(x: Any, entries: list[tuple]) -> tuple | None:
+    """For ``x[i, j, ...]`` whose indexed dims lead and whose other dims are whole (``:``):
+    the per-row coordinates of the indexed dims (shape S + (p,)), the indexed shape
+    (S + the whole dims) and dimension numbers updating whole windows of those dims; else
+    None. (``x.at[rows].add(...)``: one coordinate per row, not per element.)"""
+    shape = core.get_aval(x).shape
+    p = 0
+    while p < len(entries) and entries[p][0] in ("int", "dyn", "adv"):
+        p += 1
+    if p == 0 or p == len(shape) or len(entries) != len(shape):
+        return None
+    if any(e[0] != "slice" or e[1].indices(n) != (0, n, 1)
+           for e, n in zip(entries[p:], shape[p:])):
+        return None
+    s_shape = _broadcast_index_shape([e[1] for e in entries[:p] if e[0] == "adv"])
+    cols = [_prep_index(e[1] if e[0] != "int" else np.asarray(e[1]), n, s_shape)
+            for e, n in zip(entries[:p], shape)]
+    indices = _stack_last(cols, s_shape)
+    windows = tuple(range(len(s_shape), len(s_shape) + len(shape) - p))
+    dn = lax.ScatterDimensionNumbers(update_window_dims=windows,
+                                     inserted_window_dims=tuple(range(p)),
+                                     scatter_dims_to_operand_dims=tuple(range(p)))
+    return indices, s_shape + tuple(shape[p:]), dn
+
+
 def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: Any,
                     indices_are_sorted: bool, unique_indices: bool) -> Any:
     x = _util.ensure_array(x)
     smode = GatherScatterMode.from_any(mode)
     entries = _parse(core.get_aval(x).shape, idx)
-    indices, out_shape = _scatter_indices(x, entries)
+    leading = _leading_index_scatter(x, entries)
+    if leading is not None:
+        indices, out_shape, dn = leading
+    else:
+        indices, out_shape = _scatter_indices(x, entries)
+        ndim = core.get_aval(x).ndim
+        dn = lax.ScatterDimensionNumbers(update_window_dims=(),
+                                         inserted_window_dims=tuple(range(ndim)),
+                                         scatter_dims_to_operand_dims=tuple(range(ndim)))
     updates = _prepare_updates(fn, x, values, out_shape)
-    ndim = core.get_aval(x).ndim
-    dn = lax.ScatterDimensionNumbers(update_window_dims=(),
-                                     inserted_window_dims=tuple(range(ndim)),
-                                     scatter_dims_to_operand_dims=tuple(range(ndim)))
     return scatter_fn(x, indices, updates, dn, indices_are_sorted=indices_are_sorted,
                       unique_indices=unique_indices, mode=smode)
 
