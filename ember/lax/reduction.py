@@ -515,17 +515,41 @@ def _logaddexp(b, x, y):
                 b.op("add", x, y), regular)
 
 
-def _lower_cumulative(combine, identity, in_f32: bool):
-    """A log-step (Hillis-Steele) scan: step k combines each element with the one 2**k
-    before it (after it when ``reverse``), shifted in by a ``pad`` with the identity."""
+def _lower_cumulative(scan, in_f32: bool):
+    """The lowering of a cumulative op: ``scan(ctx, y, axis, reverse)`` of the operand (in
+    float32 for low-precision floats when ``in_f32``), converted back."""
     def rule(ctx, x, *, axis, reverse):
-        b, dt = ctx.b, x.dtype
-        n = x.dims[axis]
-        if n <= 1:
+        if x.dims[axis] <= 1:
             return x
-        y = lower_convert(b, x, accumulation_dtype(dt) if in_f32 else dt)
+        y = lower_convert(ctx.b, x, accumulation_dtype(x.dtype) if in_f32 else x.dtype)
+        return lower_convert(ctx.b, scan(ctx, y, axis, reverse), x.dtype)
+    return rule
+
+
+def _window_scan(opcode: str, identity):
+    """A ``reduce_window`` whose window along ``axis`` is the whole dim, padded so that
+    element i sees elements 0..i (i..n-1 when ``reverse``): StableHLO's cumulative scan,
+    which backends run as a sequential scan (``compiler.reduce_window``)."""
+    def scan(ctx, y, axis, reverse):
+        n = y.dims[axis]
+        window = [1] * len(y.dims)
+        padding = [(0, 0)] * len(y.dims)
+        window[axis] = n
+        padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
+        return ctx.b.op("reduce_window", y, ctx.constant(identity(y.dtype), y.dtype),
+                        calls=[_scalar_body(ctx, opcode, y.dtype)],
+                        window_dimensions=tuple(window), padding=tuple(padding))
+    return scan
+
+
+def _log_step_scan(combine, identity):
+    """A log-step (Hillis-Steele) scan: step k combines each element with the one 2**k
+    before it (after it when ``reverse``), shifted in by a ``pad`` with the identity (for a
+    combiner that is not one op, which a window scan's body would need to be)."""
+    def scan(ctx, y, axis, reverse):
+        b, n = ctx.b, y.dims[axis]
         fill = ctx.constant(identity(y.dtype), y.dtype)
-        zeros = (0,) * len(x.dims)
+        zeros = (0,) * len(y.dims)
         shift = 1
         while shift < n:
             low, high = list(zeros), list(zeros)
@@ -534,37 +558,16 @@ def _lower_cumulative(combine, identity, in_f32: bool):
                            edge_padding_high=tuple(high), interior_padding=zeros)
             y = combine(b, shifted, y)
             shift *= 2
-        return lower_convert(b, y, dt)
-    return rule
+        return y
+    return scan
 
 
-
-def _lower_scan(opcode: str, identity, in_f32: bool):
-    """A ``reduce_window`` whose window along ``axis`` is the whole dim, padded so that
-    element i sees elements 0..i (i..n-1 when ``reverse``): StableHLO's cumulative scan,
-    which backends run as a sequential scan (``compiler.reduce_window``)."""
-    def rule(ctx, x, *, axis, reverse):
-        b, dt = ctx.b, x.dtype
-        n = x.dims[axis]
-        if n <= 1:
-            return x
-        y = lower_convert(b, x, accumulation_dtype(dt) if in_f32 else dt)
-        window = [1] * len(x.dims)
-        padding = [(0, 0)] * len(x.dims)
-        window[axis] = n
-        padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
-        out = b.op("reduce_window", y, ctx.constant(identity(y.dtype), y.dtype),
-                   calls=[_scalar_body(ctx, opcode, y.dtype)],
-                   window_dimensions=tuple(window), padding=tuple(padding))
-        return lower_convert(b, out, dt)
-    return rule
-
-
-cumsum_p.def_lowering(_lower_scan("add", lambda dt: 0, True))
-cumprod_p.def_lowering(_lower_scan("multiply", lambda dt: 1, True))
-cummax_p.def_lowering(_lower_scan("maximum", max_identity, False))
-cummin_p.def_lowering(_lower_scan("minimum", min_identity, False))
-cumlogsumexp_p.def_lowering(_lower_cumulative(_logaddexp, lambda dt: -np.inf, True))
+cumsum_p.def_lowering(_lower_cumulative(_window_scan("add", lambda dt: 0), True))
+cumprod_p.def_lowering(_lower_cumulative(_window_scan("multiply", lambda dt: 1), True))
+cummax_p.def_lowering(_lower_cumulative(_window_scan("maximum", max_identity), False))
+cummin_p.def_lowering(_lower_cumulative(_window_scan("minimum", min_identity), False))
+cumlogsumexp_p.def_lowering(
+    _lower_cumulative(_log_step_scan(_logaddexp, lambda dt: -np.inf), True))
 
 
 __all__ = [
