@@ -725,3 +725,20 @@ def test_a_wide_concatenate_is_the_sole_root_of_its_fusion():
     b.build(b.op("exponential", b.op("add", cat, cat)), entry=True)
     check_fusion(m2, [rand(2, 3, seed=i) for i in range(len(xs))])
     assert opcodes(m2.entry).count("fusion") == 1
+
+
+def test_a_binary_search_is_one_fusion():
+    # Each step of jnp.searchsorted's search reads the previous step's bounds through a
+    # gather of one index per element and unit-dim broadcasts, which read them at the same
+    # element: no recomputation, so the whole search stays one kernel.
+    import ember
+    import ember.numpy as jnp
+    from ember.compiler.parser import parse_module
+
+    a = np.sort(rand(1000))
+    v = rand(50, seed=1)
+    m = parse_module(ember.jit(jnp.searchsorted).lower(a, v).as_text())
+    optimize(m)
+    assert opcodes(m.entry).count("fusion") == 1
+    (got,) = flat(evaluate_computation(m.entry, [a, v]))
+    np.testing.assert_array_equal(got, np.searchsorted(a, v))

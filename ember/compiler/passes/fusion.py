@@ -605,7 +605,8 @@ def evaluation_sources(members: list[Instruction], users_inside,
     is the member's *evaluation count*.
 
     A kernel computes a value at every index some reader asks for (memoized per index). An
-    elementwise reader asks at its own index, so it passes on the sources it is read from;
+    elementwise reader asks at its own index, so it passes on the sources it is read from
+    (as do readers that read the element of their own linear index: ``_read_at_own_index``);
     any other reader (a pad, a slice, a broadcast...) asks at indices of its own, one source
     per operand slot, as often as it is computed itself; reduces over the same dims read
     their operands at one index, once. An output of the fusion is one more source. A
@@ -636,7 +637,7 @@ def _index_sources(inst: Instruction, readers: list[Instruction],
     """The index sources of ``inst`` read by ``readers`` (whose own sources are known)."""
     mine: dict = {}
     for u in readers:
-        if u.opcode in ELEMENTWISE:
+        if u.opcode in ELEMENTWISE or _read_at_own_index(u, inst):
             mine.update(sources[id(u)])
         elif u.opcode == "reduce":
             mine[("reduce", tuple(sorted(u.attrs["dimensions"])))] = 1
@@ -646,7 +647,23 @@ def _index_sources(inst: Instruction, readers: list[Instruction],
     return mine
 
 
+def _read_at_own_index(reader: Instruction, inst: Instruction) -> bool:
+    """Whether ``reader`` reads ``inst`` at the element of its own (linear) output index: a
+    reshape, a broadcast that only adds unit dims, the indices of a gather with one index
+    per output element (``x[i]`` of a 1-d ``x``)."""
+    if reader.opcode == "reshape":
+        return True
+    if reader.opcode == "broadcast_in_dim":
+        dims = reader.attrs["broadcast_dimensions"]
+        return reader.shape.size == inst.shape.size and list(dims) == sorted(dims)
+    return (reader.opcode == "gather" and reader.operands[1] is inst
+            and inst.shape.size == reader.shape.size)
+
+
 def _over_limit(inst: Instruction, count: int) -> bool:
+    if inst.shape.size <= 1 or inst.opcode == "iota" or (
+            inst.opcode == "broadcast_in_dim" and inst.operands[0].shape.size <= 1):
+        return False  # (one value, or computed from the index alone: nothing is reloaded)
     limit = MAX_EXPENSIVE_EVALUATIONS if inst.opcode in EXPENSIVE_ELEMENTWISE else MAX_EVALUATIONS
     return count > limit
 
