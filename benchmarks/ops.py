@@ -95,6 +95,37 @@ def cumsum_1d(m, lax):
     return m.cumsum, (x,), np.cumsum
 
 
+def cumsum_rows(m, lax):
+    x = _rng().standard_normal((1024, 1024)).astype(np.float32)
+    return (lambda x: m.cumsum(x, axis=1)), (x,), lambda x: np.cumsum(x, axis=1)
+
+
+def stack_sum(m, lax):
+    rng = _rng()
+    xs = [rng.standard_normal((256, 256)).astype(np.float32) for _ in range(64)]
+    return (lambda *xs: m.stack(xs).sum(0)), tuple(xs), lambda *xs: np.stack(xs).sum(0)
+
+
+def concatenate_many(m, lax):
+    rng = _rng()
+    xs = [rng.standard_normal((1000, 64)).astype(np.float32) for _ in range(100)]
+    return (lambda *xs: m.concatenate(xs)), tuple(xs), lambda *xs: np.concatenate(xs)
+
+
+def row_updates(m, lax):
+    rng = _rng()
+    x = rng.standard_normal((10000, 128)).astype(np.float32)
+    i = rng.integers(0, 10000, 1000).astype(np.int32)
+    u = rng.standard_normal((1000, 128)).astype(np.float32)
+
+    def numpy_set(x, i, u):
+        out = x.copy()
+        out[i] = u
+        return out
+    return (lambda x, i, u: x.at[i].set(u, unique_indices=True)), (x, np.unique(i), u[:len(
+        np.unique(i))]), numpy_set
+
+
 def column_max(m, lax):
     x = _rng().standard_normal((4096, 1024)).astype(np.float32)
     return (lambda x: x.max(axis=0)), (x,), lambda x: x.max(axis=0)
@@ -130,6 +161,10 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "per_example": ("vmap(grad) per example (64, 256x256)", per_example_grads),
     "bmm": ("einsum bij,bjk (64, 128, 128)", batched_matmul),
     "cumsum": ("cumsum 1e6 f32", cumsum_1d),
+    "cumsum_rows": ("cumsum along rows (1024, 1024)", cumsum_rows),
+    "stack_sum": ("stack 64 of (256, 256), sum", stack_sum),
+    "concatenate": ("concatenate 100 of (1000, 64)", concatenate_many),
+    "row_updates": ("x.at[rows].set: 1000 of (10000, 128)", row_updates),
     "column_max": ("max over axis 0 (4096, 1024)", column_max),
     "searchsorted": ("searchsorted 1e5 in 1e6 f32", searchsorted),
     "int_matmul": ("int32 matmul (256, 256)", int_matmul),
