@@ -774,8 +774,7 @@ class KernelBuilder:
         scan = scan_axis(inst)
         if scan is None:
             raise UnsupportedOp("reduce_window that is not a scan")
-        axis, reverse, _ = scan
-        return ScanKernel(self, inst, axis, reverse).build(lo, hi)
+        return ScanKernel(self, inst, *scan).build(lo, hi)
 
     # ------------------------------------------------------------------ input fusions
 

@@ -21,8 +21,8 @@ import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
-from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
-from ember.compiler.eval_elementwise import simple_reducer_opcode
+from ember.backends.cpu.kernel_gen import KernelInfo, _c
+from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.compiler.hlo import Instruction
 from ember.compiler.reduce_window import SCAN_OPCODES
 
@@ -33,28 +33,22 @@ CONTIGUOUS_BLOCK = 256
 ROW_BLOCK = 4
 
 
-def _c(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
-
-
 class ScanKernel:
     """Emits the loops of one scan into a ``KernelBuilder``'s function."""
 
-    def __init__(self, kb, inst: Instruction, axis: int, reverse: bool):
+    def __init__(self, kb, inst: Instruction, axis: int, reverse: bool, opcode: str | None):
         if len(inst.operands) != 2:
             raise UnsupportedOp("reduce_window of several operands")
         self.kb, self.b, self.inst = kb, kb.b, inst
         self.axis, self.reverse = axis, reverse
         self.dtype = inst.dtype
-        self.opcode = simple_reducer_opcode(inst.calls[0])
+        self.opcode = opcode
         if self.opcode not in SCAN_OPCODES:
             raise UnsupportedOp("a scan whose body is not add/multiply/maximum/minimum")
         self.wide = self.opcode == "add" and S.is_float(self.dtype) and self.dtype.itemsize <= 4
         self.acc_type = S.F64 if self.wide else S.value_type(self.dtype)
 
-    def build(self, lo, hi):
-        from ember.backends.cpu.kernel_gen import KernelInfo
-
+    def build(self, lo, hi) -> KernelInfo:
         b, kb = self.b, self.kb
         dims = self.inst.dims
         n = dims[self.axis]
