@@ -11,6 +11,12 @@ The pool keeps at most ``PER_SIZE`` idle buffers of one size and ``capacity()`` 
 (``EMBER_CPU_BUFFER_POOL_BYTES``, default 512 MiB; 0 turns reuse off); ``clear()`` frees
 every idle buffer. Buffers are 64-byte aligned.
 
+Fresh pooled memory is mapped for transparent huge pages where the system offers them
+(``MADV_HUGEPAGE``): its first touch then costs one fault per 2 MiB instead of one per 4 KiB
+page (8 MiB: ~0.9 ms instead of ~5 ms on a virtual machine), which is most of a program's
+first run after a warm start. A buffer is rounded up to whole huge pages only when that adds
+at most a quarter of its size.
+
 Example:
     >>> out = empty((4096, 1024), np.float32)   # pooled: 16 MiB
     >>> del out                                  # its memory is idle in the pool
@@ -20,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import threading
 
@@ -29,6 +36,8 @@ MIN_BYTES = 1 << 20
 PER_SIZE = 4
 ALIGN = 64
 _PAGE = 4096
+HUGE_PAGE = 2 << 20
+_HUGE_PAGES = hasattr(mmap, "MADV_HUGEPAGE") and hasattr(mmap, "MAP_ANONYMOUS")
 
 _lock = threading.RLock()  # (re-entrant: a lease may die in a collection run under it)
 _idle: dict[int, list[np.ndarray]] = {}
@@ -88,7 +97,26 @@ def _acquire(size: int) -> np.ndarray:
         if bucket:
             _idle_bytes -= size
             return bucket.pop()
-    return np.empty(size, np.uint8)
+    return _fresh(size)
+
+
+def _fresh(size: int) -> np.ndarray:
+    """``size`` bytes of new memory, on huge pages where possible (see the module doc)."""
+    if not _HUGE_PAGES or size < HUGE_PAGE // 2:
+        return np.empty(size, np.uint8)
+    whole = -(-size // HUGE_PAGE) * HUGE_PAGE
+    length = whole if whole - size <= size // 4 else size
+    try:
+        # (Private: a shared anonymous map would be shared memory, which has its own, usually
+        # disabled, huge page setting. One huge page more than needed, so the buffer can
+        # start on a huge page boundary.)
+        region = mmap.mmap(-1, length + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        region.madvise(mmap.MADV_HUGEPAGE)
+    except (OSError, ValueError):
+        return np.empty(size, np.uint8)
+    whole_map = np.frombuffer(region, np.uint8)  # (keeps ``region`` mapped while it lives)
+    start = -whole_map.ctypes.data % HUGE_PAGE
+    return whole_map[start:start + size]
 
 
 def nbytes_of(shape, dtype) -> int:

@@ -91,3 +91,59 @@ def test_jit_outputs_from_reused_memory_keep_their_values():
                                    rtol=2e-6)
     addresses = {_address(np.asarray(y)) for y in kept + more}
     assert len(addresses) == 4  # live outputs never share memory
+
+
+def _thp_offered() -> bool:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            setting = f.read()
+    except OSError:
+        return False
+    return "[always]" in setting or "[madvise]" in setting
+
+
+def _anon_huge_kib(address: int) -> int:
+    """AnonHugePages of the mapping holding ``address`` (from /proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "AnonHugePages:":
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.skipif(not buffer_pool._HUGE_PAGES, reason="no MADV_HUGEPAGE here")
+def test_fresh_memory_starts_on_a_huge_page():
+    a = buffer_pool.empty((2, 1 << 20), np.float32)  # 8 MiB
+    assert _address(a) % buffer_pool.HUGE_PAGE == 0
+    a[:] = 3.0
+    assert np.all(a == 3.0)
+    if _thp_offered():
+        assert _anon_huge_kib(_address(a)) >= 2048
+
+
+@pytest.mark.skipif(not buffer_pool._HUGE_PAGES, reason="no MADV_HUGEPAGE here")
+def test_rounding_to_huge_pages_is_bounded():
+    # 1.75 MiB rounds up to one huge page (a seventh more); 2.25 MiB does not round up to two.
+    for nbytes, rounded in ((7 << 18, True), (9 << 18, False)):
+        a = buffer_pool.empty(nbytes, np.uint8)
+        region = a.base
+        while not isinstance(region, buffer_pool.mmap.mmap):  # (array, lease, memoryview)
+            region = next(getattr(region, k) for k in ("base", "raw", "obj")
+                          if hasattr(region, k))
+        mapped = len(region) - buffer_pool.HUGE_PAGE  # (one page of slack for alignment)
+        assert (mapped % buffer_pool.HUGE_PAGE == 0) == rounded
+        assert mapped >= nbytes
+
+
+def test_without_memory_maps_the_pool_uses_plain_arrays(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("no maps")
+    monkeypatch.setattr(buffer_pool.mmap, "mmap", refuse)
+    a = buffer_pool.empty(BIG, np.float32)
+    a[:] = 1.5
+    assert np.all(a == 1.5) and _address(a) % buffer_pool.ALIGN == 0
