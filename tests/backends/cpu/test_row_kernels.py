@@ -18,7 +18,9 @@ import ember.backends.cpu as cpu_backend
 import ember.numpy as jnp
 from ember.backends.cpu import CpuBackend
 from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import kernel_gen
 from ember.backends.cpu.program import KernelStep, ProgramBuilder
+from ember.compiler.hlo import Computation, Instruction, Shape
 from ember.compiler.parser import parse_module
 
 rng = np.random.default_rng(0)
@@ -259,7 +261,8 @@ def test_softmax_computes_exp_once_and_vectorizes(tmp_path, monkeypatch):
 
 COLUMN_CASES = [((128, 512), (0,)), ((7, 3, 20), (0, 1)), ((5, 6, 9), (1,)),
                 ((3, 1000, 33), (0, 1)), ((2000, 16), (0,)), ((4, 5, 6, 7), (0, 2)),
-                ((3000, 40), (0,)), ((1, 300), (0,))]
+                ((3000, 40), (0,)), ((1, 300), (0,)),
+                ((40, 5000), (0,)), ((3, 30, 4500), (1,))]  # (several column blocks)
 
 
 @pytest.mark.parametrize("shape,axes", COLUMN_CASES)
@@ -275,6 +278,25 @@ def test_column_reductions_match_float64_numpy(shape, axes, reducer):
         assert np.all(np.abs(out - want) <= 2e-6 * scale)
     else:
         np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+def test_column_blocks_are_wide_even_and_cover_every_column():
+    def reduce_of(dtype, reducer):
+        x, y = (Instruction("parameter", [], Shape(dtype, ()), {"index": i}) for i in (0, 1))
+        body = Instruction(reducer, [x, y], x.shape)
+        return Instruction("reduce", [], Shape(dtype, ()), {},
+                           calls=[Computation("r", [x, y, body], body)])
+    f32_max, f32_sum = reduce_of(np.float32, "maximum"), reduce_of(np.float32, "add")
+    for cols in (8, 100, 1024, 4096, 5000, 10000, 100_003):
+        for reduces in ([f32_max], [f32_sum], [f32_sum, f32_max]):
+            width, n = kernel_gen._column_blocks(cols, reduces)
+            assert (n - 1) * width < cols <= n * width
+            assert width == cols or width % 16 == 0
+            per_column = sum(4 + (8 if r is f32_sum else 0) for r in reduces)
+            assert width * per_column <= max(kernel_gen.COLUMN_BLOCK_BYTES, 16 * per_column)
+            # as few blocks as the budget allows
+            assert n == -(-cols // (kernel_gen.COLUMN_BLOCK_BYTES // per_column // 16 * 16))
+    assert kernel_gen._column_blocks(1024, [f32_max]) == (1024, 1)  # whole rows
 
 
 def test_column_sum_of_many_rows_is_accurate():
