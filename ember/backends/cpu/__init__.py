@@ -48,7 +48,7 @@ from ember.compiler.hlo import Module
 _log = logging.getLogger(__name__)
 
 # Bump when generated code changes for the same HLO (invalidates cached object code).
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 # Bump when the native cache entry's layout (the pickled dict, ``RunPlan``) changes.
 NATIVE_FORMAT = "1"
 # Programs whose biggest kernel computes at most this many elements compile without IR

@@ -561,6 +561,9 @@ class KernelBuilder:
             info = self._build_scatter(self.fused.root, lo, hi)
         elif self.fused.root.opcode == "reduce_window":
             info = self._build_scan(self.fused.root, lo, hi)
+        elif self.fused.root.opcode == "custom_call":  # (only top_k has a kernel)
+            from ember.backends.cpu.topk_kernel import TopKKernel
+            info = TopKKernel(self, self.fused.root).build(lo, hi)
         elif self.fused.root.opcode == "concatenate":
             info = self._build_concatenate(self.fused.root, lo, hi)
         elif reduces:

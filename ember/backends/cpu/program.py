@@ -3,7 +3,8 @@
 Every instruction of the entry computation becomes a *step*:
 
 - ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice,
-  single-operand scatter or cumulative scan) compiled to a native kernel;
+  single-operand scatter, cumulative scan or ``ember.top_k`` custom call) compiled to a
+  native kernel;
 - ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``);
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
   several operands or with batching dims, dynamic updates, control flow, custom calls, and
@@ -35,6 +36,7 @@ from ember.backends.cpu.kernel_gen import (
     KernelInfo,
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
+from ember.backends.cpu.topk_kernel import is_native_top_k
 from ember.compiler.buffer_assignment import assign_buffers, leaf_range
 from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Module
 from ember.compiler.reduce_window import prefix_scan
@@ -264,7 +266,8 @@ class ProgramBuilder:
     def _step(self, inst, assignment, offsets, output_of):
         inputs = [self.refs[id(o)] for o in inst.operands]
         if inst.opcode == "fusion" or (inst.opcode in STANDALONE_KERNEL_OPS
-                                       and not inst.shape.is_tuple and _has_kernel(inst)):
+                                       and not inst.shape.is_tuple and _has_kernel(inst)) \
+                or is_native_top_k(inst):
             fused = inst.calls[0] if inst.opcode == "fusion" else _single_op_computation(inst)
             info = self._try_kernel(fused)
             if info is not None and all(len(r) == 1 for r in inputs):
