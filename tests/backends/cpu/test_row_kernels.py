@@ -16,9 +16,8 @@ import pytest
 import ember
 import ember.backends.cpu as cpu_backend
 import ember.numpy as jnp
-from ember.backends.cpu import CpuBackend
+from ember.backends.cpu import CpuBackend, kernel_gen
 from ember.backends.cpu import executable as cpu_exe
-from ember.backends.cpu import kernel_gen
 from ember.backends.cpu.program import KernelStep, ProgramBuilder
 from ember.compiler.hlo import Computation, Instruction, Shape
 from ember.compiler.parser import parse_module

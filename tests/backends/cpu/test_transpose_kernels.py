@@ -1,0 +1,86 @@
+"""Loop nests of fusions holding a transpose that moves the minor dim run in square tiles
+(``kernel_gen._tiled_nest``): a different loop order, the same results as the evaluator,
+on one thread or several, for every permutation, ragged tile edges included."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.backends import get_backend
+from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import kernel_gen
+from ember.compiler.evaluator import evaluate_computation
+from ember.compiler.hlo import Builder, Module, Shape
+from ember.compiler.pipeline import optimize
+
+
+def transpose_module(shape, perm, dtype=np.float32, with_add=True):
+    m = Module("m")
+    b = Builder(m, "main")
+    x = b.parameter(0, Shape(np.dtype(dtype), shape))
+    t = b.op("transpose", x, permutation=tuple(perm))
+    if with_add:  # (elementwise work fused after the transpose: a loop fusion)
+        t = b.op("add", t, b.op("negate", t))
+        t = b.op("multiply", t, b.op("transpose", b.op("exponential", x),
+                                      permutation=tuple(perm)))
+    b.build(t, entry=True)
+    return m
+
+
+def run_both(m, args):
+    want = evaluate_computation(m.entry, args)
+    optimize(m)
+    exe = get_backend("cpu").compile(m)
+    got = exe.execute(args)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    return got
+
+
+def test_only_transposes_that_move_the_minor_dim_are_tiled():
+    def fused(shape, perm):
+        m = transpose_module(shape, perm)
+        optimize(m)
+        comp = next(i for i in m.entry.instructions if i.opcode == "fusion").calls[0]
+        return kernel_gen._transposed_dim(comp, comp.root.dims)
+    assert fused((64, 32), (1, 0)) == 0
+    assert fused((4, 64, 32), (2, 0, 1)) == 0  # (the operand's minor dim leads the output)
+    assert fused((4, 64, 32), (0, 2, 1)) == 1
+    assert fused((4, 64, 32), (1, 0, 2)) is None  # (the minor dim stays: rows move whole)
+    assert fused((64, 3), (1, 0)) is None  # (too short to tile)
+
+
+@pytest.mark.parametrize("shape", [(37, 53), (8, 8), (9, 130), (5, 19, 23), (3, 4, 17, 29)])
+def test_every_permutation_matches_the_evaluator(shape):
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    for perm in itertools.permutations(range(len(shape))):
+        run_both(transpose_module(shape, perm), [x])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int8, np.int64, np.bool_])
+def test_tiled_transposes_of_other_dtypes(dtype):
+    x = (np.random.default_rng(3).standard_normal((45, 70)) * 50).astype(dtype)
+    got = run_both(transpose_module(x.shape, (1, 0), dtype, with_add=False), [x])
+    np.testing.assert_array_equal(got, x.T)
+
+
+def test_threaded_and_single_threaded_tiles_agree(monkeypatch):
+    x = np.random.default_rng(4).standard_normal((1030, 777)).astype(np.float32)
+    threaded = run_both(transpose_module(x.shape, (1, 0)), [x])
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = run_both(transpose_module(x.shape, (1, 0)), [x])
+    np.testing.assert_array_equal(threaded, single)
+
+
+def test_transposes_under_jit():
+    x = np.random.default_rng(5).standard_normal((6, 50, 90)).astype(np.float32)
+    out = ember.jit(lambda a: jnp.moveaxis(a, 2, 0) * 2.0 + 1.0)(x)
+    np.testing.assert_array_equal(np.asarray(out), np.moveaxis(x, 2, 0) * np.float32(2.0)
+                                  + np.float32(1.0))
+    y = x[0]
+    out = ember.jit(lambda a: a[:, :50] + a[:, :50].T)(y)
+    np.testing.assert_array_equal(np.asarray(out), y[:, :50] + y[:, :50].T)
