@@ -131,6 +131,32 @@ def column_max(m, lax):
     return (lambda x: x.max(axis=0)), (x,), lambda x: x.max(axis=0)
 
 
+def column_max_large(m, lax):
+    x = _rng().standard_normal((16384, 1024)).astype(np.float32)
+    return (lambda x: x.max(axis=0)), (x,), lambda x: x.max(axis=0)
+
+
+def middle_axis_max(m, lax):
+    x = _rng().standard_normal((64, 512, 512)).astype(np.float32)
+    return (lambda x: x.max(axis=1)), (x,), lambda x: x.max(axis=1)
+
+
+def column_argmax(m, lax):
+    x = _rng().standard_normal((16384, 1024)).astype(np.float32)
+    return (lambda x: m.argmax(x, axis=0)), (x,), lambda x: np.argmax(x, axis=0)
+
+
+def transpose_add(m, lax):
+    x = _rng().standard_normal((4096, 4096)).astype(np.float32)
+    return (lambda x: x + x.T), (x,), lambda x: x + x.T
+
+
+def moveaxis_scale(m, lax):
+    x = _rng().standard_normal((64, 512, 512)).astype(np.float32)
+    return (lambda x: m.moveaxis(x, 2, 0) * 2.0), (x,), \
+        lambda x: np.moveaxis(x, 2, 0) * np.float32(2.0)
+
+
 def searchsorted(m, lax):
     rng = _rng()
     a = np.sort(rng.standard_normal(10**6).astype(np.float32))
@@ -166,6 +192,11 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "concatenate": ("concatenate 100 of (1000, 64)", concatenate_many),
     "row_updates": ("x.at[rows].set: 1000 of (10000, 128)", row_updates),
     "column_max": ("max over axis 0 (4096, 1024)", column_max),
+    "column_max_large": ("max over axis 0 (16384, 1024)", column_max_large),
+    "middle_max": ("max over axis 1 (64, 512, 512)", middle_axis_max),
+    "column_argmax": ("argmax over axis 0 (16384, 1024)", column_argmax),
+    "transpose_add": ("x + x.T (4096, 4096)", transpose_add),
+    "moveaxis": ("moveaxis(x, 2, 0) * 2 (64, 512, 512)", moveaxis_scale),
     "searchsorted": ("searchsorted 1e5 in 1e6 f32", searchsorted),
     "int_matmul": ("int32 matmul (256, 256)", int_matmul),
     "repeat_tile": ("repeat + tile (1000, 1000)", repeat_tile),

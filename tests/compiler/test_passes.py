@@ -518,6 +518,16 @@ def _reduce_of_concatenate(reduce_dims, init=0.0, opcode="add", pieces=((1, 3), 
     return build
 
 
+def _reduce_of(reduce_dims, dims=(2, 3, 4), init=0.0, opcode="add"):
+    def build(b):
+        rb = Builder(b.module, b.module.new_name("region"))
+        p0, p1 = rb.parameter(0, Shape(F32, ())), rb.parameter(1, Shape(F32, ()))
+        body = rb.build(rb.op(opcode, p0, p1))
+        return b.op("reduce", _x(b, F32, dims), b.constant(F32(init)), dimensions=reduce_dims,
+                    calls=[body])
+    return build
+
+
 def _reshapes(*shapes):
     def build(b):
         x = _x(b, F32, (2, 3, 4))
@@ -660,6 +670,12 @@ ALGEBRAIC_CASES = {
                                                              init=-np.inf),
     "keep_reduce_of_concatenate_other_dim": _reduce_of_concatenate((1,)),
     "keep_reduce_of_concatenate_init": _reduce_of_concatenate((0,), init=1.0),
+    "reduce_minor_run_first": _reduce_of((0, 2)),
+    "reduce_minor_run_first_max": _reduce_of((0, 2, 3), dims=(2, 3, 4, 5), opcode="maximum",
+                                             init=-np.inf),
+    "keep_reduce_minor_run_first_columns": _reduce_of((0, 1)),
+    "keep_reduce_minor_run_first_rows": _reduce_of((1, 2)),
+    "keep_reduce_minor_run_first_init": _reduce_of((0, 2), init=1.0),
     "reshape_same_shape": _reshapes((2, 3, 4)),
     "reshape_reshape": _reshapes((6, 4), (4, 6)),
     "reshape_reshape_back": _reshapes((24,), (2, 3, 4)),
@@ -953,6 +969,73 @@ ALGEBRAIC_GOLDEN = {
           %concatenate.8 = f32[4,3] concatenate(%Arg_0.5, %Arg_1.6, %Arg_2.7), dimension=0
           %constant.9 = f32[] constant(1)
           ROOT %reduce.10 = f32[3] reduce(%concatenate.8, %constant.9), dimensions={0}, calls={%region.1}
+        }
+    """,
+    "reduce_minor_run_first": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2,3,4]) -> f32[3] {
+          %Arg_0.5 = f32[2,3,4] parameter(0)
+          %constant.6 = f32[] constant(0)
+          %reduce.8 = f32[2,3] reduce(%Arg_0.5, %constant.6), dimensions={2}, calls={%region.1}
+          ROOT %reduce.9 = f32[3] reduce(%reduce.8, %constant.6), dimensions={0}, calls={%region.1}
+        }
+    """,
+    "reduce_minor_run_first_max": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %maximum.4 = f32[] maximum(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2,3,4,5]) -> f32[3] {
+          %Arg_0.5 = f32[2,3,4,5] parameter(0)
+          %constant.6 = f32[] constant(-inf)
+          %reduce.8 = f32[2,3] reduce(%Arg_0.5, %constant.6), dimensions={2,3}, calls={%region.1}
+          ROOT %reduce.9 = f32[3] reduce(%reduce.8, %constant.6), dimensions={0}, calls={%region.1}
+        }
+    """,
+    "keep_reduce_minor_run_first_columns": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2,3,4]) -> f32[4] {
+          %Arg_0.5 = f32[2,3,4] parameter(0)
+          %constant.6 = f32[] constant(0)
+          ROOT %reduce.7 = f32[4] reduce(%Arg_0.5, %constant.6), dimensions={0,1}, calls={%region.1}
+        }
+    """,
+    "keep_reduce_minor_run_first_rows": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2,3,4]) -> f32[2] {
+          %Arg_0.5 = f32[2,3,4] parameter(0)
+          %constant.6 = f32[] constant(0)
+          ROOT %reduce.7 = f32[2] reduce(%Arg_0.5, %constant.6), dimensions={1,2}, calls={%region.1}
+        }
+    """,
+    "keep_reduce_minor_run_first_init": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2,3,4]) -> f32[3] {
+          %Arg_0.5 = f32[2,3,4] parameter(0)
+          %constant.6 = f32[] constant(1)
+          ROOT %reduce.7 = f32[3] reduce(%Arg_0.5, %constant.6), dimensions={0,2}, calls={%region.1}
         }
     """,
     "dot_without_contraction": """

@@ -19,7 +19,8 @@ move a result by an ulp. They are here so that ember computes what JAX computes 
 softmax's ``e / sum`` as ``e * (1 / sum)``, one reciprocal per row), and because a division
 costs several multiplications. ``reduce_of_concatenate`` is inexact in the same way: it
 reduces each concatenated piece, then combines the partial results, another order of the
-reduction's combinations (which HLO leaves unspecified).
+reduction's combinations (which HLO leaves unspecified), and so is
+``reduce_minor_run_first``, which reduces the minor dims before the others.
 
 To add a rule, append a ``Rewrite`` to ``REWRITES`` and a case of the same name to the
 pattern table of ``tests/compiler/test_passes.py``.
@@ -430,6 +431,32 @@ def _reduce_of_concatenate(m: Match) -> Instruction | None:
     return parts[0]
 
 
+def _reduce_minor_run_first(m: Match) -> Instruction | None:
+    """A reduce by a simple reducer from its identity over the minor dim (and the dims after
+    the last kept one) and over dims before a kept one, as two reduces: the trailing run
+    first, a row reduction reading memory in order, then the rest of the now smaller array.
+    One reduce would read a short run of the minor dim per step of the dims before it:
+    ``mean(x, axis=(0, 2))`` of (64, 512, 512) float32 took 4.2 ms, split 1.5 ms."""
+    red = m.inst
+    x = red.operands[0]
+    dims = sorted(red.attrs["dimensions"])
+    kept = [d for d in range(x.shape.rank) if d not in dims]
+    opcode = simple_reducer_opcode(red.calls[0])
+    init = splat_value(red.operands[1])
+    if (not kept or opcode is None or red.dtype.kind == "c" or init is None
+            or not is_reducer_identity(REDUCE_UFUNCS[opcode], np.asarray(init))):
+        return None
+    trailing = tuple(d for d in dims if d > kept[-1])
+    rest = tuple(d for d in dims if d < kept[-1])
+    if not trailing or not rest:
+        return None
+    rows = m.emit("reduce", [x, red.operands[1]],
+                  Shape(red.dtype, tuple(n for d, n in enumerate(x.dims) if d not in trailing)),
+                  calls=tuple(red.calls), dimensions=trailing)
+    return m.emit("reduce", [rows, red.operands[1]], red.shape, calls=tuple(red.calls),
+                  dimensions=rest)
+
+
 def _compose_reshapes(m: Match) -> Instruction:
     if m["x"].dims == m.inst.dims:
         return m["x"]
@@ -649,6 +676,8 @@ REWRITES: tuple[Rewrite, ...] = (
             _dot_as_multiply),
     Rewrite("reduce_of_concatenate", Op("reduce", Op("concatenate", name="cat"), Any("init")),
             _reduce_of_concatenate, where=lambda m: m.single_use("cat"), exact=False),
+    Rewrite("reduce_minor_run_first", Op("reduce", Any("x"), Any("init")),
+            _reduce_minor_run_first, exact=False),
     Rewrite("reshape_same_shape", Op("reshape", x, where=_same_dims_as_operand), "x"),
     Rewrite("reshape_reshape", Op("reshape", Op("reshape", x)), _compose_reshapes),
     Rewrite("broadcast_identity", Op("broadcast_in_dim", x, where=_identity_broadcast), "x"),

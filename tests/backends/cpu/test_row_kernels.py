@@ -358,3 +358,21 @@ def test_kernel_outputs_are_marked_disjoint_from_inputs(tmp_path, monkeypatch):
     # So the exp pass vectorizes without a scalar fallback loop guarded by an overlap check.
     opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
     assert "lane.body" not in opt
+
+
+@pytest.mark.parametrize("shape,axes", [((64, 50, 70), (0, 2)), ((8, 16, 12, 10), (0, 2, 3)),
+                                        ((3, 5, 7, 9), (0, 1, 3))])
+@pytest.mark.parametrize("reducer", ["sum", "max", "mean"])
+def test_reductions_around_a_kept_dim_match_float64_numpy(shape, axes, reducer):
+    # (The simplifier reduces the trailing dims first: row reductions, then the rest.)
+    x = rng.standard_normal(shape).astype(np.float32)
+    f = {"sum": jnp.sum, "max": jnp.max, "mean": jnp.mean}[reducer]
+    ref = {"sum": np.sum, "max": np.max, "mean": np.mean}[reducer]
+    out = np.asarray(ember.jit(lambda a: f(a * 2.0, axis=axes))(x))
+    want = ref(x.astype(np.float64) * 2.0, axis=axes)
+    if reducer == "max":
+        np.testing.assert_array_equal(out, want.astype(np.float32))
+    else:
+        scale = np.sum(np.abs(x.astype(np.float64) * 2.0), axis=axes)
+        scale = scale / (x.size / out.size) if reducer == "mean" else scale
+        assert np.all(np.abs(out - want) <= 2e-6 * scale)
