@@ -24,6 +24,7 @@ import itertools
 
 import numpy as np
 
+from ember import dtypes
 from ember.compiler.hlo import Computation
 
 _BOOLEAN = frozenset({"and", "or", "not", "xor"})
@@ -39,7 +40,9 @@ def _shape_ok(body: Computation) -> bool:
     if av.shape != bv.shape or ai.shape != bi.shape or av.shape.is_tuple or \
             ai.shape.is_tuple or av.shape.dims != () or ai.shape.dims != ():
         return False
-    if np.dtype(av.shape.dtype).kind not in "fiu" or np.dtype(ai.shape.dtype).kind not in "iu":
+    vdt = np.dtype(av.shape.dtype)
+    if not (vdt.kind in "fiu" or dtypes.is_float(vdt)) or \
+            np.dtype(ai.shape.dtype).kind not in "iu":  # (bfloat16 is kind "V")
         return False
     operand_of = {id(av): 0, id(bv): 0, id(ai): 1, id(bi): 1}
     root = body.root
@@ -87,7 +90,8 @@ def arg_reducer_kind(body: Computation) -> str | None:
     from ember.compiler.evaluator import evaluate_computation
     vdt = np.dtype(body.parameters[0].shape.dtype)
     idt = np.dtype(body.parameters[1].shape.dtype)
-    values = _VALUES if vdt.kind == "f" else _VALUES[:2]
+    is_float = dtypes.is_float(vdt)
+    values = _VALUES if is_float else _VALUES[:2]
     cases = [(a, ia, b, ib) for a, b in itertools.product(values, repeat=2)
              for ia, ib in itertools.product(_INDICES, repeat=2)]
     a, ia, b, ib = (np.array(column, dt) for column, dt in zip(zip(*cases),
@@ -95,8 +99,8 @@ def arg_reducer_kind(body: Computation) -> str | None:
     # (Only elementwise ops and selects: evaluated on all cases at once.)
     v, i = (np.broadcast_to(np.asarray(o), a.shape)
             for o in evaluate_computation(body, [a, ia, b, ib]))
-    picked_a = ((v == a) | (np.isnan(v) & np.isnan(a)) if vdt.kind == "f" else v == a) & (i == ia)
-    picked_b = ((v == b) | (np.isnan(v) & np.isnan(b)) if vdt.kind == "f" else v == b) & (i == ib)
+    picked_a = ((v == a) | (np.isnan(v) & np.isnan(a)) if is_float else v == a) & (i == ia)
+    picked_b = ((v == b) | (np.isnan(v) & np.isnan(b)) if is_float else v == b) & (i == ib)
     if not np.all(picked_a | picked_b):
         return None  # (a mix of the two pairs)
     table = [case + (bool(pa), bool(pb)) for case, pa, pb in zip(cases, picked_a, picked_b)]

@@ -17,9 +17,10 @@ Iteration spaces:
   see ``fusion.row_space``) run over rows, the leading dims of the reduces' input; per row,
   one pass over its elements per level of reduces, then a pass computing the full-shape
   outputs (``_RowKernel``). Reduced values and what depends only on them are registers.
-- **column reductions** (input fusions keeping the minor dim) run over blocks of contiguous
-  kept elements, the reduced dims outside and a vectorizable loop over the block inside,
-  with an accumulator array per block (``KernelBuilder._build_column_reduce``).
+- **column reductions** (input fusions keeping the minor dim, simple reducers or
+  argmax/argmin) run over blocks of contiguous kept elements, the reduced dims outside and a
+  vectorizable loop over the block inside, with an accumulator array per block and reduce
+  input (``KernelBuilder._build_column_reduce``).
 - **concatenate roots** (a fusion whose result is a wide concatenate, which fusion keeps
   as the sole root): a loop nest per operand writing its slab of the result.
 - other **input fusions** (reduce outputs) run over the reduce's input dims D: kept dims
@@ -1055,7 +1056,10 @@ class KernelBuilder:
         trailing kept)`` where the trailing kept dims (after the last reduced dim) flatten
         to ``cols`` contiguous elements. Work items are (kept index before the trailing run,
         column block) pairs. Float sums accumulate ``BLOCK`` reduced positions at a time in
-        the element type, then into float64 accumulators.
+        the element type, then into float64 accumulators. A variadic reduce (argmax/argmin:
+        values and indices, see ``_column_arg_reducer``) has an accumulator array per input,
+        combined by its body (``_combine``) in the order of the generic path: the reduced
+        positions in row-major order, never split across calls.
         """
         b, loops = self.b, self.loops
         last = red[-1]
@@ -1067,12 +1071,17 @@ class KernelBuilder:
         extent = n_mid * n_blocks
         lo, hi = self._clamp_range(lo, hi, extent)
         init_em = self._emitter()
-        inits = {id(r): init_em.emit(r.operands[1], _scalar_index()) for r in reduces}
-        float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
-                      and S.is_float(r.dtype)]
-        arrays = {id(r): loops.alloca(ir.ArrayType(S.value_type(r.dtype), width), align=64)
-                  for r in reduces}
-        wide = {id(r): loops.alloca(ir.ArrayType(S.F64, width), align=64) for r in float_sums}
+        # Accumulators keyed (id(reduce), input): one array per variadic input.
+        leaves = {(id(r), j): leaf for r in reduces
+                  for j, leaf in enumerate(_reduce_leaves(r))}
+        inits = {(id(r), j): init_em.emit(r.operands[len(r.operands) // 2 + j], _scalar_index())
+                 for r in reduces for j in range(len(r.operands) // 2)}
+        float_sums = [r for r in reduces if len(r.operands) == 2 and
+                      simple_reducer(r.calls[0]) == "add" and S.is_float(r.dtype)]
+        arrays = {key: loops.alloca(ir.ArrayType(S.value_type(leaf.dtype), width), align=64)
+                  for key, leaf in leaves.items()}
+        wide = {(id(r), 0): loops.alloca(ir.ArrayType(S.F64, width), align=64)
+                for r in float_sums}
         elementwise_outs = [k for k, (inst, _) in enumerate(self.outputs)
                             if inst.opcode != "reduce"]
 
@@ -1116,8 +1125,9 @@ class KernelBuilder:
                         index = Index(in_dims, multi=tuple(full), linear=lin)
                         em = self._emitter()
                         for r in reduces:
-                            self._combine(r, [slot(arrays[id(r)], c)],
-                                          [em.emit(r.operands[0], index)])
+                            n_in = len(r.operands) // 2
+                            self._combine(r, [slot(arrays[(id(r), j)], c) for j in range(n_in)],
+                                          [em.emit(r.operands[j], index) for j in range(n_in)])
                         values = [(k, em.emit(self.outputs[k][0], index))
                                   for k in elementwise_outs]
                         for k, v in values:
@@ -1132,31 +1142,31 @@ class KernelBuilder:
                     start = b.mul(blk, _c(BLOCK), flags=("nsw", "nuw"))
                     end = b.add(start, _c(BLOCK), flags=("nsw", "nuw"))
                     end = b.select(b.icmp_signed(">", end, _c(n_red)), _c(n_red), end)
-                    fill({id(r): arrays[id(r)] for r in float_sums},
-                         lambda key: ir.Constant(S.value_type(arrays_dt[key]), 0.0))
+                    fill({key: arrays[key] for key in wide},
+                         lambda key: ir.Constant(S.value_type(leaves[key].dtype), 0.0))
                     rows(start, end)
 
                     def flush(c):
-                        for r in float_sums:
-                            w = slot(wide[id(r)], c)
-                            part = self._widen(b.load(slot(arrays[id(r)], c)))
+                        for key in wide:
+                            w = slot(wide[key], c)
+                            part = self._widen(b.load(slot(arrays[key], c)))
                             b.store(b.fadd(b.load(w), part), w)
                     loops.loop(_c(0), n, flush, name="flush")
-                arrays_dt = {id(r): r.dtype for r in float_sums}
                 loops.loop(_c(0), _c(-(-n_red // BLOCK)), block, name="blk")
 
             def store(c):
                 col = b.add(c0, c, flags=("nsw", "nuw"))
                 out_lin = b.add(b.mul(m_lin, _c(cols), flags=("nsw", "nuw")), col,
                                 flags=("nsw", "nuw"))
-                for k, (inst, _) in enumerate(self.outputs):
+                for k, (inst, leaf) in enumerate(self.outputs):
                     if inst.opcode != "reduce":
                         continue
-                    if id(inst) in wide:
-                        value = self._narrow(b.load(slot(wide[id(inst)], c)), inst.dtype)
+                    key = (id(inst), leaf)
+                    if key in wide:
+                        value = self._narrow(b.load(slot(wide[key], c)), inst.dtype)
                     else:
-                        value = b.load(slot(arrays[id(inst)], c))
-                    self._store(k, value, Index(inst.dims, linear=out_lin))
+                        value = b.load(slot(arrays[key], c))
+                    self._store(k, value, Index(_leaf_shape(inst, leaf).dims, linear=out_lin))
             loops.loop(_c(0), n, store, name="out")
 
         loops.loop(lo, hi, item, name="item")
@@ -1324,26 +1334,51 @@ def _column_blocks(cols: int, reduces) -> tuple[int, int]:
     Wide blocks matter for memory traffic: a work item reads a block-wide piece of every
     reduced row, and pieces much narrower than a 4 KiB page, a page apart, defeat the CPU's
     stream prefetchers (a (16384, 1024) float32 max took 4.3 ms in 256-wide blocks, 1.3 ms
-    reading whole rows)."""
-    per_column = sum(np.dtype(r.dtype).itemsize + (8 if simple_reducer(r.calls[0]) == "add"
-                                                   and S.is_float(r.dtype) else 0)
-                     for r in reduces)
+    reading whole rows). Every accumulator counts: an argmax's index array as well as its
+    value array, a float sum's float64 array as well as its element-type one."""
+    per_column = sum(_accumulator_bytes(leaf.dtype) for r in reduces
+                     for leaf in _reduce_leaves(r))
+    per_column += sum(8 for r in reduces if not r.shape.is_tuple and
+                      simple_reducer(r.calls[0]) == "add" and S.is_float(r.dtype))
     most = max(16, COLUMN_BLOCK_BYTES // per_column // 16 * 16)
     per_block = -(-cols // -(-cols // most))
     width = min(cols, -(-per_block // 16) * 16)
     return width, -(-cols // width)
 
 
+def _reduce_leaves(r: Instruction) -> list:
+    """The shapes of a reduce's results: one per variadic input."""
+    return list(r.shape.tuple_shapes) if r.shape.is_tuple else [r.shape]
+
+
+def _accumulator_bytes(dt) -> int:
+    """Bytes of one accumulator element: its register type's (float16/bfloat16
+    accumulate in float32)."""
+    dt = np.dtype(dt)
+    return max(dt.itemsize, 4) if S.is_float(dt) else dt.itemsize
+
+
+def _column_arg_reducer(r: Instruction) -> bool:
+    """Whether ``r`` is an argmax/argmin over (values, indices) (``arg_reducer_kind``).
+    Its body is then a strict weak order on (value, index) pairs (NaN the extreme, ties to
+    the smaller index) that keeps one side of a pair: folding in any bracketing of the same
+    element order gives the same pair, bit for bit, as the evaluator's tree does."""
+    return len(r.operands) == 4 and r.shape.is_tuple and \
+        arg_reducer_kind(r.calls[0]) is not None
+
+
 def _is_column_reduce(reduces, in_dims, red) -> bool:
     """Whether the reduces keep the minor dim (a run of at least ``COLUMN_MIN`` contiguous
-    kept elements after the last reduced dim) with simple single-input reducers: then the
-    column kernel (``KernelBuilder._build_column_reduce``) runs them."""
+    kept elements after the last reduced dim) with simple single-input reducers or
+    argmax/argmin reducers (``_column_arg_reducer``): then the column kernel
+    (``KernelBuilder._build_column_reduce``) runs them."""
     if not red or red[-1] == len(in_dims) - 1:
         return False
     if math.prod(in_dims[red[-1] + 1:]) < COLUMN_MIN or math.prod(in_dims) == 0:
         return False
-    return all(not r.shape.is_tuple and len(r.operands) == 2
-               and simple_reducer(r.calls[0]) is not None for r in reduces)
+    return all((not r.shape.is_tuple and len(r.operands) == 2
+                and simple_reducer(r.calls[0]) is not None) or _column_arg_reducer(r)
+               for r in reduces)
 
 
 def emit_computation(b: ir.IRBuilder, comp: Computation, args: list, module_consts) -> list:

@@ -4,6 +4,8 @@
 signed zeros included. Also: a variadic reduce is combined once per element, whatever the
 number of its outputs."""
 
+import contextlib
+import math
 import zlib
 
 import numpy as np
@@ -12,14 +14,18 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember.backends import get_backend
+from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import kernel_gen
 from ember.backends.cpu.executable import KernelPlan
+from ember.backends.cpu.program import KernelStep, ProgramBuilder
 from ember.compiler.arg_reducer import arg_reducer_kind
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import lower_closed_jaxpr
+from ember.compiler.parser import parse_module
 from ember.compiler.passes.fusion import fuse_module
 
-DTYPES = [np.float32, np.float16, np.int32, np.uint8, np.int8]  # (float64 needs x64)
+DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int32, np.uint8, np.int8]  # (float64: x64)
 
 
 def lowered_body(f, x):
@@ -116,7 +122,7 @@ def arg_module(kind, x, axis):
     p = b.parameter(0, Shape(x.dtype, x.shape))
     iota = b.op("iota", shape=Shape(np.int32, x.shape), iota_dimension=axis)
     dt = x.dtype
-    if dt.kind == "f":
+    if kernel_gen.S.is_float(dt):  # (bfloat16 is kind "V")
         init = -np.inf if kind == "max" else np.inf
     else:
         init = np.iinfo(dt).min if kind == "max" else np.iinfo(dt).max
@@ -177,3 +183,238 @@ def test_a_variadic_reduce_combines_each_element_once():
     sums, squares = exe.execute([xs, ys])
     np.testing.assert_array_equal(sums, -xs.sum(1))
     np.testing.assert_array_equal(squares, ys.sum(1))
+
+
+# --------------------------------------------------------------------------- column kernel
+# Arg reductions that keep the minor dim run in the column kernel (``kernel_gen.
+# KernelBuilder._build_column_reduce``): a value and an index accumulator per column, combined
+# by the reducer body row after row.
+
+
+@contextlib.contextmanager
+def x64(on=True):
+    previous = ember.config.read("jax_enable_x64")
+    ember.config.update("jax_enable_x64", on)
+    try:
+        yield
+    finally:
+        ember.config.update("jax_enable_x64", previous)
+
+
+def bytes_equal(got, want):
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(np.ascontiguousarray(g).view(np.uint8),
+                                      np.ascontiguousarray(w).view(np.uint8))
+
+
+def column_cases(rng, shape, dtype, dims, kind):
+    """``special_values`` with planted columns (positions along the kept dims): ties, the
+    init's value (an init/element tie), NaNs first, last and several, mixed signed zeros."""
+    dtype = np.dtype(dtype)
+    kept = [d for d in range(len(shape)) if d not in dims]
+    n = math.prod(shape[d] for d in dims)
+    y = special_values(rng, (n, math.prod(shape[d] for d in kept)), dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        extreme = info.min if kind == "max" else info.max
+        planted = [np.full(n, 3), np.full(n, extreme), np.arange(n) % 2 * (info.max - 1)]
+    else:
+        extreme = -np.inf if kind == "max" else np.inf
+        zeros = np.where(np.arange(n) % 2, 0.0, -0.0)
+        nan_first, nan_last, nans = (np.full(n, 1.5) for _ in range(3))
+        nan_first[[0, n // 2]] = [np.nan, -np.nan]
+        nan_last[-1] = -np.nan
+        nans[n // 3::3] = np.nan
+        nans[n // 3 + 1::3] = -np.nan
+        planted = [np.full(n, 2.0), np.full(n, extreme), zeros, np.full(n, -extreme),
+                   nan_first, nan_last, nans, np.where(np.arange(n) % 2, np.inf, -np.inf)]
+    for k, column in enumerate(planted[:y.shape[1]]):
+        y[:, 3 * k % y.shape[1]] = column.astype(dtype)
+    y = y.reshape([shape[d] for d in list(dims) + kept])
+    return np.ascontiguousarray(np.transpose(y, np.argsort(list(dims) + kept)))
+
+
+def arg_columns_module(reducer, x, dims, positions="iota"):
+    """``reduce((x, positions), (extreme, 0))`` over ``dims`` with the body ``reducer``.
+    positions: "iota" (along the first of ``dims``: with several dims, positions repeat)
+    or "flat" (the row-major position among the reduced elements; ``dims`` must lead)."""
+    kind = arg_reducer_kind(reducer)
+    idt = np.dtype(reducer.parameters[1].shape.dtype)
+    m = Module("m")
+    m.add_computation(reducer)
+    b = Builder(m, "main")
+    p = b.parameter(0, Shape(x.dtype, x.shape))
+    if positions == "iota":
+        pos = b.op("iota", shape=Shape(idt, x.shape), iota_dimension=dims[0])
+    else:
+        assert tuple(dims) == tuple(range(len(dims)))
+        n = math.prod(x.shape[:len(dims)])
+        flat = b.op("iota", shape=Shape(idt, (n,) + x.shape[len(dims):]), iota_dimension=0)
+        pos = b.op("reshape", flat, shape=Shape(idt, x.shape))
+    dt = x.dtype
+    if kernel_gen.S.is_float(dt):
+        init = -np.inf if kind == "max" else np.inf
+    else:
+        init = np.iinfo(dt).min if kind == "max" else np.iinfo(dt).max
+    r = b.op("reduce", p, pos, b.constant(np.asarray(init, dt)), b.constant(idt.type(0)),
+             dimensions=tuple(dims), calls=[reducer])
+    b.build(r, entry=True)
+    return m
+
+
+def lowered_reducer(kind, dtype):
+    return lowered_body(jnp.argmax if kind == "max" else jnp.argmin, np.zeros(2, dtype))
+
+
+@contextlib.contextmanager
+def column_kernels(monkeypatch):
+    """Counts the kernels that the column kernel builds (a list, filled on exit)."""
+    built = []
+    original = kernel_gen.KernelBuilder._build_column_reduce
+
+    def spy(self, *args):
+        built.append(self.name)
+        return original(self, *args)
+    with monkeypatch.context() as patch:
+        patch.setattr(kernel_gen.KernelBuilder, "_build_column_reduce", spy)
+        yield built
+
+
+def run_fused(module, args, monkeypatch):
+    """Runs a fused module on the CPU backend, checking it is one kernel, a column kernel."""
+    with column_kernels(monkeypatch) as built:
+        steps = ProgramBuilder(module).build().steps
+    assert [type(s) for s in steps] == [KernelStep] and len(built) == 1
+    exe = get_backend("cpu").compile(module)
+    return exe.execute(args)
+
+
+def check_columns(reducer, x, dims, monkeypatch, positions="iota"):
+    m = arg_columns_module(reducer, x, dims, positions)
+    want = evaluate_computation(m.entry, [x])
+    fuse_module(m)
+    bytes_equal(run_fused(m, [x], monkeypatch), want)
+    return m, want
+
+
+COLUMN_SHAPES = [((40, 33), (0,)), ((3, 50, 24), (1,)), ((5, 7, 16), (0, 1)),
+                 ((4, 5, 6, 9), (0, 2)), ((2, 3, 4, 5, 8), (1, 3)), ((1, 8), (0,)),
+                 ((300, 2100), (0,))]  # (several column blocks)
+COLUMN_DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int32, np.uint8, np.int8]
+
+
+@pytest.mark.parametrize("dtype", COLUMN_DTYPES + [np.float64])
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("shape,dims", COLUMN_SHAPES)
+def test_column_arg_reductions_match_the_evaluator_bit_for_bit(dtype, kind, shape, dims,
+                                                               monkeypatch):
+    rng = np.random.default_rng(zlib.crc32(repr((np.dtype(dtype).name, kind, shape)).encode()))
+    with x64(dtype == np.float64):
+        x = column_cases(rng, shape, dtype, dims, kind)
+        check_columns(lowered_reducer(kind, dtype), x, dims, monkeypatch)
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("shape,dims", [((5, 7, 16), (0, 1)), ((6, 4, 2, 3, 10), (0, 1, 2)),
+                                        ((3, 700, 24), (0, 1))])
+def test_column_arg_reductions_over_flat_positions_of_several_dims(kind, shape, dims,
+                                                                   monkeypatch):
+    rng = np.random.default_rng(zlib.crc32(repr((kind, shape)).encode()))
+    x = column_cases(rng, shape, np.float32, dims, kind)
+    _, (value, index) = check_columns(lowered_reducer(kind, np.float32), x, dims, monkeypatch,
+                                      positions="flat")
+    # (the flat argmax of the reduced dims, as NumPy's: a NaN wins, the first one)
+    rows = x.reshape((-1,) + x.shape[len(dims):])
+    want = np.where(np.isnan(rows).any(0), np.isnan(rows).argmax(0),
+                    rows.argmax(0) if kind == "max" else rows.argmin(0))
+    np.testing.assert_array_equal(index, want)
+
+
+@pytest.mark.parametrize("idt", [np.int64, np.uint32, np.int16])
+def test_column_arg_reductions_with_other_index_dtypes(idt, monkeypatch):
+    def build(b, av, ai, bv, bi):
+        return pick(b, nan_aware(b, av, ai, bv, bi, direction="LT"), av, ai, bv, bi)
+    reducer = body(build, np.float32, idt)
+    assert arg_reducer_kind(reducer) == "min"
+    x = column_cases(np.random.default_rng(1), (70, 3, 40), np.float32, (0,), "min")
+    check_columns(reducer, x, (0,), monkeypatch)
+
+
+def test_column_blocks_count_the_index_accumulators():
+    reducer = lowered_reducer("max", np.float32)
+    m = arg_columns_module(reducer, np.zeros((4, 8), np.float32), (0,))
+    r = next(i for i in m.entry.instructions if i.opcode == "reduce")
+    budget = kernel_gen.COLUMN_BLOCK_BYTES
+    # 4 + 4 bytes a column: value and index
+    assert kernel_gen._column_blocks(budget // 8, [r]) == (budget // 8, 1)
+    assert kernel_gen._column_blocks(budget // 8 + 16, [r])[1] == 2
+    m = arg_columns_module(lowered_reducer("max", np.uint8), np.zeros((4, 8), np.uint8), (0,))
+    r = next(i for i in m.entry.instructions if i.opcode == "reduce")
+    width, n = kernel_gen._column_blocks(10_000, [r])  # 1 + 4 bytes a column
+    assert width * 5 <= budget and n == -(-10_000 // (budget // 5 // 16 * 16))
+
+
+def test_threaded_column_arg_reductions_are_bitwise_identical(monkeypatch):
+    rng = np.random.default_rng(2)
+    cases = [((40, 4100), (0,)), ((8, 300, 40), (1,)), ((19, 5, 90, 8), (0, 2))]
+    for kind in ("max", "min"):
+        for shape, dims in cases:
+            x = column_cases(rng, shape, np.float32, dims, kind)
+            m = arg_columns_module(lowered_reducer(kind, np.float32), x, dims)
+            want = evaluate_computation(m.entry, [x])
+            fuse_module(m)
+            (plan,) = get_backend("cpu").compile(m).program.steps
+            assert plan.extent > 1 and plan.work >= cpu_exe.PARALLEL_MIN_WORK  # (split)
+            threaded = get_backend("cpu").compile(m).execute([x])
+            with monkeypatch.context() as patch:
+                patch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+                single = get_backend("cpu").compile(m).execute([x])
+            bytes_equal(threaded, want)
+            bytes_equal(single, want)
+
+
+def optimized(f, *args):
+    return parse_module(ember.jit(f).lower(*args).compile().as_text())
+
+
+JITTED = {
+    "argmax axis 0": lambda a: jnp.argmax(a, axis=0),
+    "argmin axis 0": lambda a: jnp.argmin(a, axis=0),
+    "argmin axis 1 of rank 3": lambda a: jnp.argmin(a.reshape(6, -1, 40), axis=1),
+    "argmax of a fused producer": lambda a: jnp.argmax(a * 2 + 1, axis=0),
+    "argmin of a fused producer, axis 1": lambda a: jnp.argmin(
+        jnp.abs(a.reshape(6, -1, 40)) - 1, axis=1),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16, np.int32, np.float64])
+@pytest.mark.parametrize("name", sorted(JITTED))
+def test_jitted_column_arg_reductions_match_the_interpreter(name, dtype, monkeypatch):
+    f = JITTED[name]
+    rng = np.random.default_rng(zlib.crc32(repr((np.dtype(dtype).name, name)).encode()))
+    with x64(dtype == np.float64):
+        x = column_cases(rng, (60, 40), dtype, (0,), "min" if "argmin" in name else "max")
+        module = optimized(f, x)
+        (got,) = run_fused(module, [x], monkeypatch)
+        want = np.asarray(ember.jit(f, backend="interpreter")(x))
+        bytes_equal([got, np.asarray(ember.jit(f)(x))], [want, want])
+    assert got.dtype == np.int32
+
+
+def test_jitted_column_argmax_matches_numpy():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1000, 300)).astype(np.float32)
+    x[[0, 5, 900], 7] = np.nan
+    x[:, 9] = 4.0
+    x[[3, 4], 11] = 100.0
+    y = rng.normal(size=(7, 400, 48)).astype(np.float32)
+    y[:, 20, 3] = -np.inf
+    y[:, 10, 3] = -np.inf
+    f = ember.jit(lambda a, b: (jnp.argmax(a, axis=0), jnp.argmin(b, axis=1),
+                                jnp.argmax(a * 2 + 1, axis=0)))
+    amax, amin, fused = f(x, y)
+    np.testing.assert_array_equal(np.asarray(amax), np.argmax(x, axis=0))
+    np.testing.assert_array_equal(np.asarray(amin), np.argmin(y, axis=1))
+    np.testing.assert_array_equal(np.asarray(fused), np.argmax(x * 2 + 1, axis=0))
