@@ -16,6 +16,7 @@ from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import lower_closed_jaxpr
 from ember.compiler.sort_order import lexicographic_keys, stable_order, top_k
+from tests.bits import assert_same_bits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -47,15 +48,6 @@ def general_sort(inst, operands):
     perm = eval_structural._merge_sort_perm(less, rows[0].shape[0], n)
     return [np.moveaxis(np.take_along_axis(r, perm, axis=1).reshape(m.shape), -1, dim)
             for r, m in zip(rows, moved)]
-
-
-def assert_same_bits(got, want):
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind == "b":
-        np.testing.assert_array_equal(got, want)
-    else:  # (NaN payloads and the signs of zeros included)
-        np.testing.assert_array_equal(got.view(f"u{got.dtype.itemsize}"),
-                                      want.view(f"u{want.dtype.itemsize}"))
 
 
 CASES = [  # (function, operand dtypes, expected keys, descending)

@@ -22,3 +22,21 @@ def run_in_threads(work: Callable[[], None], count: int) -> list[BaseException]:
     for t in threads:
         t.join()
     return errors
+
+
+def run_against_evaluator(m, args: list):
+    """Runs the module ``m`` optimized (fused) natively, checks its first output against the
+    evaluator's bit for bit, and returns (that output, the plan's steps)."""
+    import numpy as np
+
+    from ember.backends import get_backend
+    from ember.compiler.evaluator import evaluate_computation
+    from ember.compiler.pipeline import optimize
+
+    want = evaluate_computation(m.entry, args)
+    optimize(m)
+    exe = get_backend("cpu").compile(m)
+    got = exe.execute(args)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    return got, exe.program.steps

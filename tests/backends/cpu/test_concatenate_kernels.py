@@ -7,12 +7,10 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember.backends import get_backend
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu.executable import KernelPlan
-from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
-from ember.compiler.pipeline import optimize
+from tests.backends.cpu.helpers import run_against_evaluator
 
 
 def concat_module(pieces, dim, unary=None):
@@ -25,16 +23,7 @@ def concat_module(pieces, dim, unary=None):
     return m
 
 
-def run_both(m, args):
-    """Runs ``m`` optimized (fused) natively and checks it against the evaluator; returns
-    the result and the plan's steps."""
-    want = evaluate_computation(m.entry, args)
-    optimize(m)
-    exe = get_backend("cpu").compile(m)
-    got = exe.execute(args)[0]
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-    return got, exe.program.steps
+run_both = run_against_evaluator
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -14,6 +14,7 @@ from ember.backends.cpu.executable import KernelPlan, LibraryPlan
 from ember.backends.cpu.topk_kernel import MAX_K
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.sort_order import stable_order, top_k
+from tests.bits import assert_same_bits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.float16, BF16, np.float32, np.float64]
@@ -40,16 +41,6 @@ def run(x, k, runs=2):
     exe = get_backend("cpu").compile(top_k_module(x.shape, x.dtype, k))
     results = [exe.execute([x]) for _ in range(runs)]
     return results, [type(s) for s in exe.program.steps]
-
-
-def assert_same_bits(got, want):
-    got = np.asarray(got)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind == "b":
-        np.testing.assert_array_equal(got, want)
-    else:  # (NaN payloads and the signs of zeros included)
-        np.testing.assert_array_equal(got.view(f"u{got.dtype.itemsize}"),
-                                      want.view(f"u{want.dtype.itemsize}"))
 
 
 def check(x, k, native=True, runs=2):

@@ -9,12 +9,11 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember.backends import get_backend
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import kernel_gen
-from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.pipeline import optimize
+from tests.backends.cpu.helpers import run_against_evaluator
 
 
 def transpose_module(shape, perm, dtype=np.float32, with_add=True):
@@ -31,13 +30,7 @@ def transpose_module(shape, perm, dtype=np.float32, with_add=True):
 
 
 def run_both(m, args):
-    want = evaluate_computation(m.entry, args)
-    optimize(m)
-    exe = get_backend("cpu").compile(m)
-    got = exe.execute(args)[0]
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-    return got
+    return run_against_evaluator(m, args)[0]
 
 
 def test_only_transposes_that_move_the_minor_dim_are_tiled():
