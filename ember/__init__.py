@@ -45,6 +45,10 @@ __all__ = [
     "test_util",
 ]
 
+from ember import core as _core  # noqa: E402
+
+_core.seal_builtin_primitives()  # (every primitive of ember exists by now)
+
 # Loads the default backend's compiler now, as ``import jax`` loads XLA (``EMBER_PRELOAD=0``
 # defers it to the first compile; see ``ember.backends``).
 from ember.backends import preload_default_backend  # noqa: E402

@@ -101,6 +101,7 @@ def _remat_batch(vals, dims, *, jaxpr, **params):
 remat_p.def_impl(_remat_impl)
 remat_p.def_abstract_eval(_remat_abstract_eval)
 remat_p.def_lowering(_remat_lowering)
+remat_p.lowering_ignores = ("policy",)  # (lowered as its jaxpr)
 remat_p.def_jvp(_remat_jvp)
 remat_p.def_transpose(_remat_transpose)
 remat_p.def_batching(_remat_batch)

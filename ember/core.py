@@ -9,6 +9,7 @@ primitive eagerly through the handler the runtime installs.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
@@ -127,6 +128,9 @@ class Primitive:
     """
 
     multiple_results = False
+    # Params the lowering rule never reads (callables such as a custom_vjp's ``fwd``): a key
+    # for what the lowering produces may leave them out (``compiler.lowering_fingerprint``).
+    lowering_ignores: tuple[str, ...] = ()
     # Params printed first, in this order (the rest follow sorted), like JAX's per-primitive
     # printing rules: pjit prints ``name`` before its ``jaxpr``.
     pp_param_order: tuple[str, ...] = ()
@@ -139,6 +143,7 @@ class Primitive:
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
         self.lowering: Callable | None = None
+        _all_primitives.append(self)
 
     def __repr__(self) -> str:
         return self.name
@@ -173,6 +178,25 @@ class Primitive:
 
 class MultipleResultsPrimitive(Primitive):
     multiple_results = True
+
+
+_all_primitives: list[Primitive] = []
+_builtin: dict[str, tuple[Primitive, Callable | None]] = {}
+
+
+def seal_builtin_primitives() -> None:
+    """Records the primitives that exist now (``import ember`` calls it once at its end) with
+    their lowering rules: ``is_builtin`` tells them from primitives made later, such as a
+    user's, whose rules are code a cache key cannot vouch for. Names made twice are left out."""
+    made = collections.Counter(p.name for p in _all_primitives)
+    _builtin.clear()
+    _builtin.update((p.name, (p, p.lowering)) for p in _all_primitives if made[p.name] == 1)
+
+
+def is_builtin(prim: Primitive) -> bool:
+    """Whether ``prim`` is one of ember's own primitives with its own lowering rule."""
+    entry = _builtin.get(prim.name)
+    return entry is not None and entry[0] is prim and entry[1] is prim.lowering
 
 
 # --------------------------------------------------------------------------- traces

@@ -92,6 +92,7 @@ def _tangent_type(aval: core.ShapedArray) -> str:
 
 custom_jvp_call_p = core.MultipleResultsPrimitive("custom_jvp_call")
 custom_jvp_call_p.pp_param_order = ("name", "call_jaxpr", "jvp")
+custom_jvp_call_p.lowering_ignores = ("jvp",)  # (lowered as its call_jaxpr)
 custom_jvp_call_p.def_impl(_call_impl)
 custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
 custom_jvp_call_p.def_lowering(_call_lowering)
@@ -263,6 +264,7 @@ class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
 
 custom_vjp_call_p = core.MultipleResultsPrimitive("custom_vjp_call")
 custom_vjp_call_p.pp_param_order = ("name",)
+custom_vjp_call_p.lowering_ignores = ("fwd", "bwd")  # (lowered as its call_jaxpr)
 custom_vjp_call_p.def_impl(_call_impl)
 custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
 custom_vjp_call_p.def_lowering(_call_lowering)

@@ -24,6 +24,18 @@ from ember.compiler.hlo import Builder, Instruction, Module, Shape
 INLINE_CONST_LIMIT = 1024
 
 
+def is_hoisted(aval: Any) -> bool:
+    """Whether the entry computation takes a captured constant of this type as a parameter."""
+    return aval.size > INLINE_CONST_LIMIT
+
+
+def hoisted_constants(closed: Any) -> list[np.ndarray]:
+    """The captured constants the entry computation takes as parameters, in their order."""
+    return [np.asarray(c, dtype=v.aval.dtype) for v, c in zip(closed.jaxpr.constvars,
+                                                              closed.consts)
+            if is_hoisted(v.aval)]
+
+
 def shape_of(aval: Any) -> Shape:
     """The HLO shape of an abstract value (weak types do not exist in HLO)."""
     return Shape(aval.dtype, aval.shape)
@@ -129,7 +141,7 @@ def lower_closed_jaxpr(closed: Any, name: str = "main") -> LoweredModule:
     consts: list[Instruction] = []
     hoisted: list[Any] = []
     for v, value in zip(jaxpr.constvars, closed.consts):
-        if v.aval.size <= INLINE_CONST_LIMIT:
+        if not is_hoisted(v.aval):
             consts.append(b.constant(np.asarray(value, dtype=v.aval.dtype)))
         else:
             consts.append(b.parameter(len(args) + len(hoisted), shape_of(v.aval)))

@@ -32,7 +32,8 @@ import numpy as np
 from ember import core
 from ember.backends import canonical_name, get_backend
 from ember.compiler.cost_analysis import cost_analysis
-from ember.compiler.lower import lower_closed_jaxpr
+from ember.compiler.lower import hoisted_constants, lower_closed_jaxpr
+from ember.compiler.lowering_fingerprint import lowering_fingerprint
 from ember.compiler.pipeline import optimize
 from ember.config import config
 from ember.interpreters.pjit import pjit_p
@@ -293,34 +294,46 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
     dumper = _Dumper(directory, module_name) if directory else None
     if dumper is not None:
         dumper.write("jaxpr.txt", str(closed))
-    lowered = lower_closed_jaxpr(closed, name=module_name)
-    consts = [np.asarray(c, dtype=v.aval.dtype) for c, v in
-              zip(lowered.hoisted_consts, _hoisted_vars(closed, lowered))]
     backend_obj = get_backend(backend_name)
+    consts = hoisted_constants(closed)
     # Backends with a disk cache of whole compilations (``load_lowered``) may skip the HLO
-    # pipeline and code generation for a lowered module compiled before.
-    lowered_text = None
-    if dumper is None and hasattr(backend_obj, "load_lowered"):
-        lowered_text = lowered.module.to_text()
-        hit = backend_obj.load_lowered(lowered_text)
+    # pipeline and code generation for a jaxpr (by its lowering fingerprint) or a lowered
+    # module compiled before.
+    caching = (dumper is None and hasattr(backend_obj, "caches_lowered")
+               and backend_obj.caches_lowered())
+    fkey = lkey = None
+    if caching:
+        fingerprint = lowering_fingerprint(closed, module_name)
+        if fingerprint is not None:
+            fkey = backend_obj.fingerprint_key(fingerprint)
+            hit = backend_obj.load_lowered(fkey)
+            if hit is not None:
+                return _loaded_hit(hit, module_name, backend_name, closed.in_avals,
+                                   closed.out_avals, consts)
+    lowered = lower_closed_jaxpr(closed, name=module_name)
+    if caching:
+        lkey = backend_obj.lowered_key(lowered.module.to_text())
+        hit = backend_obj.load_lowered(lkey)
         if hit is not None:
-            executable, module_text, cost = hit
-            return LoadedExecutable(module_name, backend_name, module_text, executable,
-                                    list(lowered.in_avals), list(lowered.out_avals), consts,
-                                    cost)
+            if fkey is not None:
+                backend_obj.alias_lowered(fkey, lkey)
+            return _loaded_hit(hit, module_name, backend_name, lowered.in_avals,
+                               lowered.out_avals, consts)
     module = optimize(lowered.module, dump=dumper.stage if dumper is not None else None)
     executable = backend_obj.compile(module, dump=dumper.write if dumper is not None else None)
     cost = dict(cost_analysis(module))
-    if lowered_text is not None and hasattr(backend_obj, "remember_lowered"):
-        backend_obj.remember_lowered(lowered_text, executable, cost)
+    if caching:
+        backend_obj.remember_lowered([k for k in (lkey, fkey) if k is not None], executable,
+                                     cost)
     return LoadedExecutable(module_name, backend_name, module, executable,
                             list(lowered.in_avals), list(lowered.out_avals), consts, cost)
 
 
-def _hoisted_vars(closed: Any, lowered: Any) -> list:
-    # The lowering hoists constants in constvar order; match them back by identity.
-    by_id = {id(c): v for c, v in zip(closed.consts, closed.jaxpr.constvars)}
-    return [by_id[id(c)] for c in lowered.hoisted_consts]
+def _loaded_hit(hit: tuple, module_name: str, backend_name: str, in_avals: list,
+                out_avals: list, consts: list) -> LoadedExecutable:
+    executable, module_text, cost = hit
+    return LoadedExecutable(module_name, backend_name, module_text, executable, list(in_avals),
+                            list(out_avals), consts, cost)
 
 
 # --------------------------------------------------------------------------- pjit impl

@@ -17,7 +17,10 @@ the code generator's source files). A later process that finds it loads the libr
 
 A third kind of entry maps a *lowered* (not yet optimized) module to its native entry and its
 optimized text (``load_lowered``/``remember_lowered``, used by ``ember.runtime.dispatch``), so
-a warm process skips the HLO pipeline too. Its key adds a stamp of the compiler's sources.
+a warm process skips the HLO pipeline too. Its key (``lowered_key``) adds a stamp of the
+compiler's sources. The same entry is also stored under the jaxpr's lowering fingerprint
+(``fingerprint_key``; ``ember.compiler.lowering_fingerprint``, whose key adds a stamp of the
+sources of the lowering rules), so a warm process skips lowering and printing the module too.
 
 ``EMBER_DUMP_TO`` also gets each module's LLVM IR before and after optimization and its
 assembly (``*.llvm.ll``, ``*.llvm.opt.ll``, ``*.s``).
@@ -81,6 +84,7 @@ def preload() -> None:
     llvm_support._init()
     _key_parts()
     _source_stamp(_PIPELINE_DIRS)
+    _source_stamp(_LOWERING_DIRS)
     gc.collect(1)
 
 
@@ -108,6 +112,11 @@ _STAMPED_DIRS = (os.path.dirname(os.path.abspath(__file__)),)
 # What maps a lowered module to its optimized form: the compiler and its passes.
 _COMPILER_DIR = os.path.join(os.path.dirname(os.path.dirname(_STAMPED_DIRS[0])), "compiler")
 _PIPELINE_DIRS = (_COMPILER_DIR, os.path.join(_COMPILER_DIR, "passes"))
+# What maps a jaxpr to its lowered module: the lowering rules (beside each primitive) and the
+# jaxpr's types, and the lowering itself.
+_EMBER_DIR = os.path.dirname(_COMPILER_DIR)
+_LOWERING_DIRS = (_EMBER_DIR, os.path.join(_EMBER_DIR, "lax"),
+                  os.path.join(_EMBER_DIR, "interpreters"), *_PIPELINE_DIRS)
 
 
 def _ember_version() -> str:
@@ -242,14 +251,24 @@ class CpuBackend:
         return object_cache.cache_key("ember-cpu-lowered", *_key_parts(),
                                       _source_stamp(_PIPELINE_DIRS), lowered_text)
 
-    def load_lowered(self, lowered_text: str):
-        """``(executable, optimized module text, cost analysis)`` for a lowered module whose
-        compilation a process stored before (``remember_lowered``), or None. Nothing is
-        optimized or compiled: this is the warm path that skips the HLO pipeline."""
+    def fingerprint_key(self, fingerprint: str) -> str:
+        """The key of what a jaxpr with this lowering fingerprint compiles to: the fingerprint,
+        the sources of the lowering rules and everything in ``lowered_key``."""
+        return object_cache.cache_key("ember-cpu-traced", *_key_parts(),
+                                      _source_stamp(_LOWERING_DIRS), fingerprint)
+
+    def caches_lowered(self) -> bool:
+        """Whether ``load_lowered`` can hit (the disk cache is on and libraries load)."""
+        return object_cache.get_object_cache() is not None and native_lib.available()
+
+    def load_lowered(self, lkey: str):
+        """``(executable, optimized module text, cost analysis)`` for a ``lowered_key`` or
+        ``fingerprint_key`` whose compilation a process stored before (``remember_lowered``),
+        or None. Nothing is optimized or compiled: this is the warm path that skips the HLO
+        pipeline."""
         cache = object_cache.get_object_cache()
         if cache is None or not native_lib.available():
             return None
-        lkey = self.lowered_key(lowered_text)
         payload = cache.load(lkey)
         if payload is None:
             return None
@@ -271,10 +290,11 @@ class CpuBackend:
         exe.native_key = nkey
         return exe, text, dict(cost)
 
-    def remember_lowered(self, lowered_text: str, executable: CpuExecutable,
+    def remember_lowered(self, lkeys: list[str], executable: CpuExecutable,
                          cost: dict) -> None:
-        """Records (in the background, after the native library is stored) that
-        ``lowered_text`` compiles to ``executable``'s native entry, for ``load_lowered``."""
+        """Records (in the background, after the native library is stored) that the lowered
+        modules or jaxprs of ``lkeys`` (``lowered_key``, ``fingerprint_key``) compile to
+        ``executable``'s native entry, for ``load_lowered``."""
         nkey = getattr(executable, "native_key", None)
         module = executable.module
         cache = object_cache.get_object_cache()
@@ -296,9 +316,11 @@ class CpuBackend:
                     return
                 if cache.load(nkey) is None:  # no native library stored: nothing to map to
                     return
-                cache.store(self.lowered_key(lowered_text), pickle.dumps(
-                    {"format": NATIVE_FORMAT, "native_key": nkey, "text": text,
-                     "cost": dict(cost)}, protocol=pickle.HIGHEST_PROTOCOL))
+                payload = pickle.dumps({"format": NATIVE_FORMAT, "native_key": nkey,
+                                        "text": text, "cost": dict(cost)},
+                                       protocol=pickle.HIGHEST_PROTOCOL)
+                for lkey in lkeys:
+                    cache.store(lkey, payload)
             except Exception as e:  # noqa: BLE001 - the cache is an optimization
                 _log.debug("cpu backend: cannot record lowered module: %s", e)
 
@@ -306,6 +328,19 @@ class CpuBackend:
             held = self._deferred.get(nkey)
             if held is not None and held.add(work):
                 return
+        self._start_background(work)
+
+    def alias_lowered(self, lkey: str, existing: str) -> None:
+        """Stores the entry of the key ``existing`` under ``lkey`` too (in the background)."""
+        cache = object_cache.get_object_cache()
+        if cache is None:
+            return
+
+        def work():
+            payload = cache.load(existing)
+            if payload is not None:
+                cache.store(lkey, payload)
+
         self._start_background(work)
 
     def _pending_links(self, nkey: str) -> list:

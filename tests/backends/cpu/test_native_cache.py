@@ -285,3 +285,65 @@ def test_stored_plans_unpickle_numpys_own_dtypes(tmp_path):
                 for leaf in inst.shape.leaves():
                     check(leaf.dtype)
     assert len(seen) > 10
+
+
+def test_a_retraced_jaxpr_loads_by_its_fingerprint_without_lowering(tmp_path, monkeypatch):
+    """A warm compile finds the program by the jaxpr's lowering fingerprint; hoisted
+    constants are not in it, so a function closing over other values of the same type
+    reuses the program and computes with its own values."""
+    import ember
+    import ember.numpy as jnp
+    from ember.backends import get_backend
+    from ember.compiler.lower import INLINE_CONST_LIMIT
+    from ember.runtime import dispatch
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("EMBER_CPU_SHARED_LIBRARIES", "1")
+    x = np.linspace(-1, 1, 4 * INLINE_CONST_LIMIT, dtype=np.float32)
+
+    def make(c):
+        return ember.jit(lambda a: jnp.tanh(a * 3.0) + c)
+
+    np.testing.assert_allclose(make(np.cos(x))(x), np.tanh(x * 3) + np.cos(x), rtol=1e-6,
+                               atol=1e-6)
+    get_backend("cpu").wait_for_background()
+
+    def no_lowering(*args, **kwargs):
+        raise AssertionError("a fingerprint hit must not lower the jaxpr")
+
+    monkeypatch.setattr(dispatch, "lower_closed_jaxpr", no_lowering)
+    np.testing.assert_allclose(make(np.sin(x))(x), np.tanh(x * 3) + np.sin(x), rtol=1e-6,
+                               atol=1e-6)
+    # Another literal is another program: it is lowered (and compiled) as before.
+    with pytest.raises(AssertionError, match="must not lower"):
+        ember.jit(lambda a: jnp.tanh(a * 2.0) + x)(x)
+
+
+def test_a_lowered_module_hit_files_the_fingerprint_too(tmp_path, monkeypatch):
+    """A jaxpr whose fingerprint is new but whose lowered module was compiled before loads
+    by the module's key, and records the fingerprint: the next such jaxpr is not lowered."""
+    import ember
+    import ember.numpy as jnp
+    from ember.backends import get_backend
+    from ember.runtime import dispatch
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("EMBER_CPU_SHARED_LIBRARIES", "1")
+    x = np.linspace(-1, 1, 5000, dtype=np.float32)
+    f = lambda a: jnp.exp(a) * 2.0  # noqa: E731
+    np.testing.assert_allclose(ember.jit(f)(x), np.exp(x) * 2, rtol=1e-6)
+    get_backend("cpu").wait_for_background()
+    fingerprint = dispatch.lowering_fingerprint
+    monkeypatch.setattr(dispatch, "lowering_fingerprint",
+                        lambda closed, name: fingerprint(closed, name) + "-salted")
+    lowerings = []
+    lower = dispatch.lower_closed_jaxpr
+    monkeypatch.setattr(dispatch, "lower_closed_jaxpr",
+                        lambda *a, **k: lowerings.append(1) or lower(*a, **k))
+    compiled = get_backend("cpu").stats["compiled"]
+    # (New ``jit`` objects: the in-memory cache of ``jit(f)`` would answer without compiling.)
+    np.testing.assert_allclose(ember.jit(lambda a: f(a))(x), np.exp(x) * 2, rtol=1e-6)
+    get_backend("cpu").wait_for_background()
+    assert lowerings == [1] and get_backend("cpu").stats["compiled"] == compiled
+    np.testing.assert_allclose(ember.jit(lambda a: f(a))(x), np.exp(x) * 2, rtol=1e-6)
+    assert lowerings == [1]
