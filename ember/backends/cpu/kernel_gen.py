@@ -6,7 +6,9 @@ the fusion's operands, then its output leaves; ``[lo, hi)`` is the part of the *
 dimension* this call computes (callers split it across threads; ``KernelInfo`` says what it
 is). Shape ops inside a fusion (broadcast, reshape, transpose, slice, concatenate, pad,
 reverse, iota) are index arithmetic on the way to the loads; reads of concatenate/pad
-operands use clamped indices, so no load is ever out of bounds.
+operands use clamped indices, so no load is ever out of bounds. Where the output's minor dim
+indexes a pad or concatenate, the inner loop runs in pieces with constant bounds between the
+points where they switch operands (``_minor_splits``), so LLVM folds the clamps away.
 
 Iteration spaces:
 
@@ -79,6 +81,8 @@ COLUMN_MIN = 8
 # long (4096 x 4096 float32: 8 → 33 ms, 16 → 41 ms, 32 → 45 ms, untiled 128 ms):
 TRANSPOSE_TILE = 8
 TRANSPOSE_TILE_MIN = 8
+# The most pieces the inner loop of a loop nest is split into (``_minor_splits``).
+MAX_MINOR_PIECES = 8
 
 
 @dataclass(frozen=True)
@@ -413,6 +417,11 @@ class ElementEmitter:
 # --------------------------------------------------------------------------- loops
 
 
+def _assume(b: ir.IRBuilder, condition: ir.Value) -> None:
+    fn = b.module.declare_intrinsic("llvm.assume", (), ir.FunctionType(ir.VoidType(), [S.I1]))
+    b.call(fn, [condition])
+
+
 def _no_unroll_loop_id(module: ir.Module):
     """A new loop ID (``!N = !{!N, !{"llvm.loop.unroll.disable"}}``: a loop ID's first
     operand is the node itself, which llvmlite cannot build, so it is patched in)."""
@@ -460,14 +469,32 @@ class Loops:
             latch.set_metadata("llvm.loop", _no_unroll_loop_id(b.module))
         b.position_at_end(done)
 
-    def nest(self, ranges, body, prefix="d"):
-        """Nested loops over ``ranges`` (a list of (lo, hi) values); ``body(indices)``."""
+    def nest(self, ranges, body, prefix="d", splits=()):
+        """Nested loops over ``ranges`` (a list of (lo, hi) values); ``body(indices)``. The
+        innermost loop runs as consecutive loops split at the constants ``splits``."""
+        b, last = self.b, len(ranges) - 1
+
         def level(k, acc):
             if k == len(ranges):
                 body(tuple(acc))
                 return
             lo, hi = ranges[k]
-            self.loop(lo, hi, lambda i: level(k + 1, acc + [i]), name=f"{prefix}{k}")
+            if k < last or not splits:
+                self.loop(lo, hi, lambda i: level(k + 1, acc + [i]), name=f"{prefix}{k}")
+                return
+            for start, end in zip([lo, *map(_c, splits)], [*map(_c, splits), hi]):
+                piece = (start, end)
+                if k == 0:  # (the parallel dim: the caller's range cuts the pieces)
+                    start = b.select(b.icmp_signed(">", start, lo), start, lo)
+                    end = b.select(b.icmp_signed("<", end, hi), end, hi)
+
+                def inner(i, piece=piece):
+                    if k == 0:  # (tells LLVM the piece's constant bounds)
+                        for bound, pred in zip(piece, (">=", "<")):
+                            if isinstance(bound, ir.Constant):
+                                _assume(b, b.icmp_signed(pred, i, bound))
+                    level(k + 1, acc + [i])
+                self.loop(start, end, inner, name=f"{prefix}{k}")
         level(0, [])
 
 
@@ -518,6 +545,62 @@ def _transposed_dim(fused: Computation, dims) -> int | None:
         if moved != rank - 1 and min(dims[moved], dims[-1]) >= TRANSPOSE_TILE_MIN:
             return moved
     return None
+
+
+def _minor_splits(roots, n: int) -> list[int]:
+    """Where, along the output's minor dim (of length ``n``), a pad or concatenate that this
+    dim indexes directly switches between its operands or its padding: the inner loop runs
+    in pieces between these points, each with constant bounds, so that LLVM folds each
+    piece's bounds checks and clamps away and reads contiguous vectors instead of gathering
+    clamped indices (``jnp.pad(x, 2)`` of 2048 x 2048 float32: 2.7 → 0.73 ms; of 4M values:
+    2.1 → 0.9 ms). Empty when there are none, or too many pieces (each holds a copy of the loop
+    body)."""
+    points: set[int] = set()
+    seen: set[tuple] = set()
+
+    def visit(inst: Instruction, dim: int, offset: int) -> None:
+        # ``inst``'s index along ``dim`` is the output's minor index plus ``offset``.
+        key = (id(inst), dim, offset)
+        if key in seen or len(seen) > 4 * MAX_MINOR_PIECES * 64:
+            return
+        seen.add(key)
+        op, a = inst.opcode, inst.attrs
+        if op in UNARY_ELEMENTWISE or op in BINARY_ELEMENTWISE or op in TERNARY_ELEMENTWISE:
+            for o in inst.operands:
+                if o.shape.rank:
+                    visit(o, dim, offset)
+        elif op == "broadcast_in_dim":
+            o = inst.operands[0]
+            bdims = list(a["broadcast_dimensions"])
+            if dim in bdims and o.dims[bdims.index(dim)] == inst.dims[dim]:
+                visit(o, bdims.index(dim), offset)
+        elif op == "transpose":
+            visit(inst.operands[0], a["permutation"][dim], offset)
+        elif op == "slice" and a["strides"][dim] == 1:
+            visit(inst.operands[0], dim, offset + a["start_indices"][dim])
+        elif op == "reshape":
+            o = inst.operands[0]
+            if dim == inst.shape.rank - 1 and o.shape.rank and o.dims[-1] == inst.dims[-1]:
+                visit(o, o.shape.rank - 1, offset)
+        elif op == "pad" and a["interior_padding"][dim] == 0:
+            low, size = a["edge_padding_low"][dim], inst.operands[0].dims[dim]
+            points.update((low - offset, low + size - offset))
+            visit(inst.operands[0], dim, offset - low)
+        elif op == "concatenate":
+            start = 0
+            for o in inst.operands:
+                if a["dimension"] == dim:
+                    points.add(start - offset)
+                    visit(o, dim, offset - start)
+                    start += o.dims[dim]
+                else:
+                    visit(o, dim, offset)
+
+    for root in roots:
+        if root.shape.rank:
+            visit(root, root.shape.rank - 1, 0)
+    inner = sorted(p for p in points if 0 < p < n)
+    return inner if len(inner) < MAX_MINOR_PIECES else []
 
 
 def _tile_count(b: ir.IRBuilder, lo, hi):
@@ -694,7 +777,8 @@ class KernelBuilder:
                 self._store(k, em.emit(self.outputs[k][0], index), index)
         tiled = _transposed_dim(self.fused, dims)
         if tiled is None:
-            self.loops.nest(ranges, nest_body)
+            roots = [self.outputs[k][0] for k in ks]
+            self.loops.nest(ranges, nest_body, splits=_minor_splits(roots, dims[-1]))
         else:
             self._tiled_nest(ranges, tiled, nest_body)
 
