@@ -86,10 +86,13 @@ def check(module: Module, passes, expected: str, changed: bool = True,
 
 def assert_close_values(before, after) -> None:
     """Values within 4 ulp of their type (an inexact rewrite, e.g. a division done as a
-    multiplication by a reciprocal)."""
+    multiplication by a reciprocal); integers exactly (their sums associate)."""
     assert len(before) == len(after)
     for b, a in zip(before, after):
         assert a.dtype == b.dtype and a.shape == b.shape
+        if a.dtype.kind in "iub":
+            np.testing.assert_array_equal(a, b)
+            continue
         eps = np.finfo(a.dtype).eps
         np.testing.assert_allclose(a, b, rtol=4 * eps, atol=0)
 
@@ -665,6 +668,17 @@ ALGEBRAIC_CASES = {
     "keep_dot_with_contraction": _dot_without_contraction(
         (3, 2), (2, 4), (3, 4), lhs_batching_dimensions=(), rhs_batching_dimensions=(),
         lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,)),
+    "dot_without_free_dims": _dot_without_contraction(
+        (5, 3), (3, 5), (3,), lhs_batching_dimensions=(1,), rhs_batching_dimensions=(0,),
+        lhs_contracting_dimensions=(0,), rhs_contracting_dimensions=(1,)),
+    "dot_without_free_dims_widening": _dot_without_contraction(
+        (4,), (4,), (), dtype=np.dtype(np.int8), out=np.dtype(np.int32),
+        lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+        lhs_contracting_dimensions=(0,), rhs_contracting_dimensions=(0,)),
+    "keep_dot_without_free_dims_bf16": _dot_without_contraction(
+        (3, 4), (3, 4), (3,), dtype=np.dtype("bfloat16"), out=np.dtype("bfloat16"),
+        lhs_batching_dimensions=(0,), rhs_batching_dimensions=(0,),
+        lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(1,)),
     "reduce_of_concatenate": _reduce_of_concatenate((0,)),
     "reduce_of_concatenate_all_dims": _reduce_of_concatenate((0, 1), opcode="maximum",
                                                              init=-np.inf),
@@ -1059,6 +1073,46 @@ ALGEBRAIC_GOLDEN = {
           %convert.8 = f32[4] convert(%reshape.7)
           %broadcast_in_dim.9 = f32[3,4] broadcast_in_dim(%convert.8), broadcast_dimensions={1}
           ROOT %multiply.10 = f32[3,4] multiply(%broadcast_in_dim.6, %broadcast_in_dim.9)
+        }
+    """,
+    "dot_without_free_dims": """
+        %add_reducer.7 (Arg_0.8: f32[], Arg_1.9: f32[]) -> f32[] {
+          %Arg_0.8 = f32[] parameter(0)
+          %Arg_1.9 = f32[] parameter(1)
+          ROOT %add.10 = f32[] add(%Arg_0.8, %Arg_1.9)
+        }
+
+        ENTRY %main (Arg_0.1: f32[5,3], Arg_1.2: f32[3,5]) -> f32[3] {
+          %Arg_0.1 = f32[5,3] parameter(0)
+          %Arg_1.2 = f32[3,5] parameter(1)
+          %transpose.4 = f32[3,5] transpose(%Arg_0.1), permutation={1,0}
+          %multiply.5 = f32[3,5] multiply(%transpose.4, %Arg_1.2)
+          %constant.6 = f32[] constant(0)
+          ROOT %reduce.11 = f32[3] reduce(%multiply.5, %constant.6), dimensions={1}, calls={%add_reducer.7}
+        }
+    """,
+    "dot_without_free_dims_widening": """
+        %add_reducer.8 (Arg_0.9: s32[], Arg_1.10: s32[]) -> s32[] {
+          %Arg_0.9 = s32[] parameter(0)
+          %Arg_1.10 = s32[] parameter(1)
+          ROOT %add.11 = s32[] add(%Arg_0.9, %Arg_1.10)
+        }
+
+        ENTRY %main (Arg_0.1: s8[4], Arg_1.2: s8[4]) -> s32[] {
+          %Arg_0.1 = s8[4] parameter(0)
+          %Arg_1.2 = s8[4] parameter(1)
+          %convert.4 = s32[4] convert(%Arg_0.1)
+          %convert.5 = s32[4] convert(%Arg_1.2)
+          %multiply.6 = s32[4] multiply(%convert.4, %convert.5)
+          %constant.7 = s32[] constant(0)
+          ROOT %reduce.12 = s32[] reduce(%multiply.6, %constant.7), dimensions={0}, calls={%add_reducer.8}
+        }
+    """,
+    "keep_dot_without_free_dims_bf16": """
+        ENTRY %main (Arg_0.1: bf16[3,4], Arg_1.2: bf16[3,4]) -> bf16[3] {
+          %Arg_0.1 = bf16[3,4] parameter(0)
+          %Arg_1.2 = bf16[3,4] parameter(1)
+          ROOT %dot_general.3 = bf16[3] dot_general(%Arg_0.1, %Arg_1.2), lhs_batching_dimensions={0}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={0}, rhs_contracting_dimensions={1}
         }
     """,
     "keep_dot_with_contraction": """
@@ -1461,3 +1515,21 @@ def test_optimize_golden_before_and_after():
         }
     """)
     assert_same_values(before, evaluate(m, args))
+
+
+def test_batched_dot_products_compile_to_one_fused_reduce():
+    import ember
+    import ember.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((300, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 300)).astype(np.float32)
+    f = ember.jit(lambda x, y: jnp.einsum("ij,ji->i", x, y))
+    want = np.einsum("ij,ji->i", a.astype(np.float64), b)
+    np.testing.assert_allclose(f(a, b), want, rtol=1e-5, atol=1e-5)
+    text = f.lower(a, b).compile().as_text()
+    assert "dot_general" not in text and text.count("fusion(") == 1
+    g = ember.jit(ember.vmap(jnp.dot))
+    np.testing.assert_allclose(g(a, b.T), want, rtol=1e-5, atol=1e-5)
+    ints = rng.integers(-100, 100, (50, 40)).astype(np.int32)
+    np.testing.assert_array_equal(g(ints, ints), (ints.astype(np.int64) ** 2).sum(1))

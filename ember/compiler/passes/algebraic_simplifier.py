@@ -20,7 +20,9 @@ softmax's ``e / sum`` as ``e * (1 / sum)``, one reciprocal per row), and because
 costs several multiplications. ``reduce_of_concatenate`` is inexact in the same way: it
 reduces each concatenated piece, then combines the partial results, another order of the
 reduction's combinations (which HLO leaves unspecified), and so is
-``reduce_minor_run_first``, which reduces the minor dims before the others.
+``reduce_minor_run_first``, which reduces the minor dims before the others, and
+``dot_without_free_dims``, which sums a batch of dot products as a reduce (in its order, not
+BLAS's).
 
 To add a rule, append a ``Rewrite`` to ``REWRITES`` and a case of the same name to the
 pattern table of ``tests/compiler/test_passes.py``.
@@ -41,7 +43,7 @@ from ember.compiler.eval_elementwise import (
     is_reducer_identity,
     simple_reducer_opcode,
 )
-from ember.compiler.hlo import Computation, Instruction, Module, Shape
+from ember.compiler.hlo import Builder, Computation, Instruction, Module, Shape
 from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation
 
 # A rewritten instruction is simplified again, at most this many times.
@@ -401,6 +403,49 @@ def _dot_as_multiply(m: Match) -> Instruction:
     return m.emit("multiply", placed, dot.shape)
 
 
+def _no_free_dims(inst: Instruction) -> bool:
+    """A real or integer ``dot_general`` whose operands have only batch and contracting dims
+    (its result holds the batch dims only), with more than one element to sum."""
+    a = inst.attrs
+    lhs, rhs = inst.operands
+    return (inst.dtype.kind in "fiu" and inst.dtype.itemsize >= 4
+            and lhs.shape.rank == len(a["lhs_batching_dimensions"])
+            + len(a["lhs_contracting_dimensions"])
+            and rhs.shape.rank == len(a["rhs_batching_dimensions"])
+            + len(a["rhs_contracting_dimensions"])
+            and math.prod(lhs.dims[d] for d in a["lhs_contracting_dimensions"]) > 1)
+
+
+def _dot_as_reduce(m: Match) -> Instruction:
+    """A ``dot_general`` of operands without free dims (batched dot products:
+    ``einsum("ij,ij->i")``, ``vmap(jnp.dot)`` of vectors) as a sum over the contracting dims
+    of the operands' product, each operand transposed to (batch, contracting) and converted
+    to the output type: one fused pass over both instead of a BLAS call per batch element,
+    as XLA does. The sum is in another order than BLAS's (inexact, like the reduce rules)."""
+    dot, a = m.inst, m.inst.attrs
+    nb = len(a["lhs_batching_dimensions"])
+    placed = []
+    for operand, batch, contracting in ((dot.operands[0], a["lhs_batching_dimensions"],
+                                         a["lhs_contracting_dimensions"]),
+                                        (dot.operands[1], a["rhs_batching_dimensions"],
+                                         a["rhs_contracting_dimensions"])):
+        order = tuple(batch) + tuple(contracting)
+        dims = tuple(operand.dims[d] for d in order)
+        x = operand
+        if order != tuple(range(len(order))):
+            x = m.simplified(m.emit("transpose", [x], Shape(x.dtype, dims), permutation=order))
+        if x.dtype != dot.dtype:
+            x = m.emit("convert", [x], Shape(dot.dtype, dims))
+        placed.append(x)
+    product = m.emit("multiply", placed, Shape(dot.dtype, placed[0].dims))
+    zero = m.splat(0, Shape(dot.dtype, ()))
+    body = Builder(m.module, m.module.new_name("add_reducer"))
+    scalar = Shape(dot.dtype, ())
+    adder = body.build(body.op("add", body.parameter(0, scalar), body.parameter(1, scalar)))
+    return m.emit("reduce", [product, zero], dot.shape, calls=(adder,),
+                  dimensions=tuple(range(nb, product.shape.rank)))
+
+
 def _reduce_of_concatenate(m: Match) -> Instruction | None:
     """A reduce by a simple reducer from its identity, over dims that include the
     concatenated one, as the reducer applied (pairwise) to the reduces of the pieces (a
@@ -674,6 +719,8 @@ REWRITES: tuple[Rewrite, ...] = (
             _transpose_of_dot, where=lambda m: m.single_use("dot")),
     Rewrite("dot_without_contraction", Op("dot_general", where=_no_contraction),
             _dot_as_multiply),
+    Rewrite("dot_without_free_dims", Op("dot_general", where=_no_free_dims), _dot_as_reduce,
+            exact=False),
     Rewrite("reduce_of_concatenate", Op("reduce", Op("concatenate", name="cat"), Any("init")),
             _reduce_of_concatenate, where=lambda m: m.single_use("cat"), exact=False),
     Rewrite("reduce_minor_run_first", Op("reduce", Any("x"), Any("init")),
@@ -799,6 +846,6 @@ def algebraic_simplifier(module: Module) -> bool:
         (True, True)
     """
     changed = False
-    for comp in module.computations:
+    for comp in list(module.computations):  # (rewrites may add reducer computations)
         changed |= simplify_computation(module, comp)
     return changed
