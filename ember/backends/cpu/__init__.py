@@ -75,9 +75,11 @@ def preload() -> None:
     library) and registers LLVM's native target: ``import ember`` runs this for the default
     backend (see ``ember.backends.preload_default_backend``), so a first compile does not
     wait for module loading. It also computes the per-process parts of the cache keys (the
-    CPU's and llvmlite's fingerprints, the source stamps) and collects the young objects that
-    importing left, which the first garbage collection would otherwise spend milliseconds on
-    inside a first call."""
+    CPU's and llvmlite's fingerprints, the source stamps) and runs a full garbage collection:
+    the first full collection of a process walks every object that importing made (~10 ms
+    here), and one due while a first call compiles (every tenth collection of the middle
+    generation is full) would land inside it. After this one, CPython defers the next until
+    the objects made since outnumber a quarter of these."""
     from ember.backends.cpu import llvm_support, program, row_kernel  # noqa: F401
     from ember.compiler import parser, pipeline, printer, shape_inference  # noqa: F401
     pipeline.load_passes()
@@ -85,7 +87,7 @@ def preload() -> None:
     _key_parts()
     _source_stamp(_PIPELINE_DIRS)
     _source_stamp(_LOWERING_DIRS)
-    gc.collect(1)
+    gc.collect()
 
 
 def _lower_thread_priority() -> None:
