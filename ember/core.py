@@ -143,7 +143,8 @@ class Primitive:
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
         self.lowering: Callable | None = None
-        _all_primitives.append(self)
+        if _made_before_seal is not None:
+            _made_before_seal.append(self)
 
     def __repr__(self) -> str:
         return self.name
@@ -180,17 +181,20 @@ class MultipleResultsPrimitive(Primitive):
     multiple_results = True
 
 
-_all_primitives: list[Primitive] = []
+_made_before_seal: list[Primitive] | None = []  # (None once sealed: later ones are not kept)
 _builtin: dict[str, tuple[Primitive, Callable | None]] = {}
 
 
 def seal_builtin_primitives() -> None:
-    """Records the primitives that exist now (``import ember`` calls it once at its end) with
+    """Records the primitives made so far (``import ember`` calls it once at its end) with
     their lowering rules: ``is_builtin`` tells them from primitives made later, such as a
     user's, whose rules are code a cache key cannot vouch for. Names made twice are left out."""
-    made = collections.Counter(p.name for p in _all_primitives)
-    _builtin.clear()
-    _builtin.update((p.name, (p, p.lowering)) for p in _all_primitives if made[p.name] == 1)
+    global _made_before_seal
+    if _made_before_seal is None:
+        return
+    made = collections.Counter(p.name for p in _made_before_seal)
+    _builtin.update((p.name, (p, p.lowering)) for p in _made_before_seal if made[p.name] == 1)
+    _made_before_seal = None
 
 
 def is_builtin(prim: Primitive) -> bool:

@@ -317,8 +317,8 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
         if hit is not None:
             if fkey is not None:
                 backend_obj.alias_lowered(fkey, lkey)
-            return _loaded_hit(hit, module_name, backend_name, lowered.in_avals,
-                               lowered.out_avals, consts)
+            return _loaded_hit(hit, module_name, backend_name, closed.in_avals,
+                               closed.out_avals, consts)
     module = optimize(lowered.module, dump=dumper.stage if dumper is not None else None)
     executable = backend_obj.compile(module, dump=dumper.write if dumper is not None else None)
     cost = dict(cost_analysis(module))
@@ -326,7 +326,7 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
         backend_obj.remember_lowered([k for k in (lkey, fkey) if k is not None], executable,
                                      cost)
     return LoadedExecutable(module_name, backend_name, module, executable,
-                            list(lowered.in_avals), list(lowered.out_avals), consts, cost)
+                            list(closed.in_avals), list(closed.out_avals), consts, cost)
 
 
 def _loaded_hit(hit: tuple, module_name: str, backend_name: str, in_avals: list,

@@ -126,25 +126,34 @@ def _ember_version() -> str:
 
 
 _stamps: dict[tuple, str] = {}
+_folder_files: dict[str, list[str]] = {}
 
 
 def _source_stamp(folders: tuple = _STAMPED_DIRS) -> str:
     """Digest of the names, sizes and modification times of the ``.py`` files in
-    ``folders`` (computed once per process)."""
+    ``folders`` (each folder read once per process)."""
     stamp = _stamps.get(folders)
     if stamp is None:
-        entries = []
-        for folder in folders:
-            try:
-                with os.scandir(folder) as it:
-                    for e in it:
-                        if e.name.endswith(".py"):
-                            st = e.stat()
-                            entries.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
-            except OSError:
-                entries.append(f"{folder}:unreadable")
-        stamp = _stamps[folders] = object_cache.cache_key(*sorted(entries))
+        entries = sorted(e for folder in folders for e in _python_files(folder))
+        stamp = _stamps[folders] = object_cache.cache_key(*entries)
     return stamp
+
+
+def _python_files(folder: str) -> list[str]:
+    """``path:size:mtime`` of each ``.py`` file in ``folder`` (read once per process)."""
+    files = _folder_files.get(folder)
+    if files is None:
+        files = []
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    if e.name.endswith(".py"):
+                        st = e.stat()
+                        files.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            files.append(f"{folder}:unreadable")
+        _folder_files[folder] = files
+    return files
 
 
 def _key_parts() -> tuple[str, ...]:

@@ -365,6 +365,13 @@ def _transpose_of_dot(m: Match) -> Instruction | None:
     return m.emit("transpose", [swapped], m.inst.shape, permutation=rest)
 
 
+def _dot_sides(dot: Instruction) -> tuple:
+    """(operand, batch dims, contracting dims) of each side of a ``dot_general``."""
+    a = dot.attrs
+    return ((dot.operands[0], a["lhs_batching_dimensions"], a["lhs_contracting_dimensions"]),
+            (dot.operands[1], a["rhs_batching_dimensions"], a["rhs_contracting_dimensions"]))
+
+
 def _no_contraction(inst: Instruction) -> bool:
     """A ``dot_general`` that sums nothing: its contracting dims hold one element."""
     lhs = inst.operands[0]
@@ -377,14 +384,11 @@ def _dot_as_multiply(m: Match) -> Instruction:
     output (batch dims, lhs free dims, rhs free dims), each converted to the output type
     first, as the dot computes: outer products (per-example gradients) become a fusible
     multiply instead of BLAS calls with k = 1, as XLA does."""
-    dot, a = m.inst, m.inst.attrs
-    nb = len(a["lhs_batching_dimensions"])
+    dot = m.inst
+    nb = len(dot.attrs["lhs_batching_dimensions"])
     placed = []
     start = nb
-    for operand, batch, contracting in ((dot.operands[0], a["lhs_batching_dimensions"],
-                                         a["lhs_contracting_dimensions"]),
-                                        (dot.operands[1], a["rhs_batching_dimensions"],
-                                         a["rhs_contracting_dimensions"])):
+    for operand, batch, contracting in _dot_sides(dot):
         rest = [d for d in range(operand.shape.rank) if d not in contracting]
         free = [d for d in rest if d not in batch]
         x = operand
@@ -406,14 +410,12 @@ def _dot_as_multiply(m: Match) -> Instruction:
 def _no_free_dims(inst: Instruction) -> bool:
     """A real or integer ``dot_general`` whose operands have only batch and contracting dims
     (its result holds the batch dims only), with more than one element to sum."""
-    a = inst.attrs
-    lhs, rhs = inst.operands
+    sides = _dot_sides(inst)
+    lhs, _, lhs_contracting = sides[0]
     return (inst.dtype.kind in "fiu" and inst.dtype.itemsize >= 4
-            and lhs.shape.rank == len(a["lhs_batching_dimensions"])
-            + len(a["lhs_contracting_dimensions"])
-            and rhs.shape.rank == len(a["rhs_batching_dimensions"])
-            + len(a["rhs_contracting_dimensions"])
-            and math.prod(lhs.dims[d] for d in a["lhs_contracting_dimensions"]) > 1)
+            and all(x.shape.rank == len(batch) + len(contracting)
+                    for x, batch, contracting in sides)
+            and math.prod(lhs.dims[d] for d in lhs_contracting) > 1)
 
 
 def _dot_as_reduce(m: Match) -> Instruction:
@@ -422,13 +424,10 @@ def _dot_as_reduce(m: Match) -> Instruction:
     of the operands' product, each operand transposed to (batch, contracting) and converted
     to the output type: one fused pass over both instead of a BLAS call per batch element,
     as XLA does. The sum is in another order than BLAS's (inexact, like the reduce rules)."""
-    dot, a = m.inst, m.inst.attrs
-    nb = len(a["lhs_batching_dimensions"])
+    dot = m.inst
+    nb = len(dot.attrs["lhs_batching_dimensions"])
     placed = []
-    for operand, batch, contracting in ((dot.operands[0], a["lhs_batching_dimensions"],
-                                         a["lhs_contracting_dimensions"]),
-                                        (dot.operands[1], a["rhs_batching_dimensions"],
-                                         a["rhs_contracting_dimensions"])):
+    for operand, batch, contracting in _dot_sides(dot):
         order = tuple(batch) + tuple(contracting)
         dims = tuple(operand.dims[d] for d in order)
         x = operand
