@@ -60,6 +60,59 @@ def float_math(fn: Callable) -> Callable:
     return wrapped
 
 
+# A backend's native kernels for unary float math: ``provider(opcode, dtype)`` gives
+# ``run(x) -> array`` for float32/float64 arrays, or None (see ``register_native_math``).
+_native_math: Callable[[str, np.dtype], Callable | None] | None = None
+_UNKNOWN = object()
+
+
+def register_native_math(provider: Callable[[str, np.dtype], Callable | None]) -> None:
+    """Makes the eager impls made by ``native_first`` run ``provider``'s kernels.
+
+    The CPU backend registers its vector math here when it is imported (that is, during
+    ``import ember``), before any eager op runs: an impl asks the provider once per dtype.
+    """
+    global _native_math
+    _native_math = provider
+
+
+def _native_runner(opcode: str, dt: np.dtype) -> Callable | None:
+    if _native_math is None:
+        return None
+    if dt in LOW_FLOATS:  # computed in float32 and rounded once, as ``float_math`` does
+        run = _native_math(opcode, np.dtype(np.float32))
+        if run is None:
+            return None
+        f32 = np.float32
+        return lambda x: run(x.astype(f32)).astype(dt)
+    return _native_math(opcode, dt)
+
+
+def native_first(opcode: str, impl: Callable) -> Callable:
+    """The unary float ``impl`` of HLO ``opcode``, running the registered native kernel
+    instead where there is one for the argument's dtype. ``.native_kernel(dtype)`` gives
+    that kernel or None (the eager fast path calls it directly)."""
+    kernels: dict[np.dtype, Callable | None] = {}
+
+    def native_kernel(dt: np.dtype) -> Callable | None:
+        run = kernels.get(dt, _UNKNOWN)
+        if run is _UNKNOWN:
+            run = _native_runner(opcode, dt)
+            if _native_math is not None:  # (decided once the backend has registered)
+                kernels[dt] = run
+        return run
+
+    def wrapped(x, **params):
+        run = kernels.get(x.dtype, _UNKNOWN)
+        if run is _UNKNOWN:
+            run = native_kernel(x.dtype)
+        return impl(x, **params) if run is None else run(x)
+
+    wrapped.__name__ = getattr(impl, "__name__", "kernel")
+    wrapped.native_kernel = native_kernel
+    return wrapped
+
+
 # --------------------------------------------------------------------------- arithmetic
 
 

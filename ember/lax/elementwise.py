@@ -1055,6 +1055,12 @@ _OPCODES = {
 }
 for _prim, _opcode in _OPCODES.items():
     _prim.def_lowering(_lower_nary(_opcode))
+# Unary float math: eager impls run a backend's native kernel where it registered one
+# (the CPU backend's vector math, the same code as jitted programs: see ``K.native_first``).
+for _prim in (exp_p, expm1_p, log_p, log1p_p, rsqrt_p, cbrt_p, logistic_p, sin_p, cos_p, tan_p,
+              asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p, erf_p,
+              erfc_p):
+    _prim.def_impl(K.native_first(_OPCODES[_prim], _prim.impl))
 for _prim, _direction in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
                           (ge_p, "GE")):
     _prim.def_lowering(_lower_nary("compare", comparison_direction=_direction))

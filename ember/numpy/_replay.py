@@ -90,6 +90,9 @@ def raw_convert(src: np.dtype, dst: np.dtype) -> Callable | None:
 def raw_kernel(eqn) -> Callable | None:
     """A NumPy function computing ``eqn`` (broadcasting like NumPy), or None: use the impl."""
     prim, in_dts = eqn.primitive, [a.aval.dtype for a in eqn.invars]
+    native = getattr(prim.impl, "native_kernel", None)  # (as the impl would run it)
+    if native is not None and (raw := native(in_dts[0])) is not None:
+        return raw
     raw = ANY_DTYPE.get(prim)
     if raw is None and not any(dt in LOW_FLOATS for dt in in_dts):
         raw = NOT_LOW_FLOAT.get(prim)

@@ -43,12 +43,16 @@ from collections.abc import Callable
 import numpy as np
 
 import ember
-from ember.backends.cpu import native_lib, object_cache, parallel_runtime
+from ember.backends.cpu import eager_math, native_lib, object_cache, parallel_runtime
 from ember.backends.cpu.executable import PARALLEL_MIN_WORK, CpuExecutable, RunPlan
 from ember.backends.cpu.executable import dumps as executable_dumps
+from ember.compiler import eval_elementwise
 from ember.compiler.hlo import Module
 
 _log = logging.getLogger(__name__)
+
+# Eager float math (exp, logistic, erf, ...) runs this backend's vector math: see eager_math.
+eval_elementwise.register_native_math(eager_math.kernel)
 
 # Bump when generated code changes for the same HLO (invalidates cached object code).
 CODEGEN_VERSION = "2"

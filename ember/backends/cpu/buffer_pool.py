@@ -14,8 +14,10 @@ every idle buffer. Buffers are 64-byte aligned.
 Fresh pooled memory is mapped for transparent huge pages where the system offers them
 (``MADV_HUGEPAGE``): its first touch then costs one fault per 2 MiB instead of one per 4 KiB
 page (8 MiB: ~0.9 ms instead of ~5 ms on a virtual machine), which is most of a program's
-first run after a warm start. A buffer is rounded up to whole huge pages only when that adds
-at most a quarter of its size.
+first run after a warm start. A buffer is rounded up to whole huge pages when that adds at
+most half of its size (so one of 1-2 MiB, such as a 784x512 float32 weight, is one huge page:
+without the rounding, whether its memory could take a huge page depended on where the map
+landed).
 
 Example:
     >>> out = empty((4096, 1024), np.float32)   # pooled: 16 MiB
@@ -105,7 +107,7 @@ def _fresh(size: int) -> np.ndarray:
     if not _HUGE_PAGES or size < HUGE_PAGE // 2:
         return np.empty(size, np.uint8)
     whole = -(-size // HUGE_PAGE) * HUGE_PAGE
-    length = whole if whole - size <= size // 4 else size
+    length = whole if whole - size <= size // 2 else size
     try:
         # (Private: a shared anonymous map would be shared memory, which has its own, usually
         # disabled, huge page setting. One huge page more than needed, so the buffer can

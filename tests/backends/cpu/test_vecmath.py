@@ -18,7 +18,11 @@ from llvmlite import ir
 cffi = pytest.importorskip("cffi")
 
 from ember.backends.cpu import vecmath  # noqa: E402
-from ember.backends.cpu.llvm_support import LoadedObject, compile_ir  # noqa: E402
+from ember.backends.cpu.llvm_support import (  # noqa: E402
+    LoadedObject,
+    compile_ir,
+    host_has_feature,
+)
 
 _FFI = cffi.FFI()
 _CTYPES = {np.float32: (ir.FloatType(), "float"), np.float64: (ir.DoubleType(), "double")}
@@ -365,7 +369,7 @@ def test_emitted_code_is_straight_line_without_libm():
     # Branches only inside the float32 sine/cosine helpers (and their vector variants).
     helpers = _helper_functions(text)
     assert sorted(helpers) == sorted(f"__ember_vecmath_{w}_f32{v}" for w in ("sin", "cos")
-                                     for v in ["", *(f"_v{n}" for n in vecmath.TRIG_F32_LANES)])
+                                     for v in ["", *(f"_v{n}" for n in vecmath._trig_f32_lanes())])
     outside = text
     for body in helpers.values():
         outside = outside.replace(body, "")
@@ -382,6 +386,22 @@ def test_float32_trig_loops_call_the_vector_variant(opcode):
     calls = [ln for ln in art.optimized_ir.splitlines()
              if f"@__ember_vecmath_{which}_f32_v" in ln and " call " in ln]
     assert calls, "the vectorized loop should call a vector variant"
+    if host_has_feature("avx512f"):  # the 16-lane variant, whose slow path halves the vector
+        assert any(f"_f32_v{vecmath.TRIG_F32_WIDE_LANES}(" in ln for ln in calls), calls
+
+
+@pytest.mark.parametrize("opcode", ["sine", "cosine"])
+def test_float32_trig_vectors_mixing_small_and_large_lanes(opcode):
+    # Every vector holds a lane past the fast reduction's bound, in each position in turn:
+    # the variants' slow paths (16 lanes -> two of 8 -> lane by lane) against float64.
+    small = np.linspace(-3, 3, 16 * 16).astype(np.float32).reshape(16, 16)
+    large = np.float32(3.0e7) + np.arange(16, dtype=np.float32) * 1024
+    x = small.copy()
+    x[np.arange(16), np.arange(16)] = large
+    x = x.ravel()
+    got = kernel(opcode, np.float32)(x)
+    ref = (np.sin if opcode == "sine" else np.cos)(x.astype(np.float64)).astype(np.float32)
+    assert ulp_dist(got, ref).max() <= 1
 
 
 def test_sine_and_cosine_in_one_module():

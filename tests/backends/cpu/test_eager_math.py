@@ -1,0 +1,167 @@
+"""Eager float math through the CPU backend's native kernels (ember.backends.cpu.eager_math).
+
+The eager impls of exp, expm1, logistic, rsqrt, erf and erfc run the same vector math as
+jitted code: their results equal the jitted ones bit for bit, stay within a few ulp of a
+float64 reference, and do not depend on the path (the eager fast path's replay, threads,
+strided inputs, the disk cache).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.backends.cpu import eager_math
+from ember.compiler import eval_elementwise as K
+
+FUNCTIONS = {
+    "exponential": (lax.exp, np.exp),
+    "exponential_minus_one": (lax.expm1, np.expm1),
+    # (In long double: float64 formulas would round more than once.)
+    "logistic": (lax.logistic, lambda x: 1 / (1 + np.exp(-x.astype(np.longdouble)))),
+    "rsqrt": (lax.rsqrt, lambda x: 1 / np.sqrt(x.astype(np.longdouble))),
+    "erf": (lax.erf, np.vectorize(math.erf, otypes=[np.float64])),
+    "erfc": (lax.erfc, np.vectorize(math.erfc, otypes=[np.float64])),
+}
+DTYPES = [np.float32, np.float64]
+
+
+def _values(dtype, n=4099, seed=0) -> np.ndarray:
+    """Random values over the range that matters, with the special values mixed in."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.standard_normal(n // 2) * 8,
+                        np.exp(rng.uniform(-80, 80, n - n // 2)) * rng.choice([-1, 1], n - n // 2)])
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 88.7, -103.9, 709.8, 1e30]
+    return np.concatenate([x, specials]).astype(dtype)
+
+
+def _bits(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def test_the_tested_functions_are_the_native_ones():
+    assert set(FUNCTIONS) == eager_math.OPCODES
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("opcode", sorted(FUNCTIONS))
+def test_eager_equals_jit_bit_for_bit(opcode, dtype):
+    fn, _ = FUNCTIONS[opcode]
+    x = jnp.asarray(_values(dtype))
+    eager = np.asarray(fn(x))
+    jitted = np.asarray(ember.jit(fn)(x))
+    np.testing.assert_array_equal(_bits(eager), _bits(jitted))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("opcode", sorted(FUNCTIONS))
+def test_native_kernel_within_4_ulp_of_float64(opcode, dtype):
+    _, reference = FUNCTIONS[opcode]
+    x = _values(dtype)
+    got = eager_math.kernel(opcode, np.dtype(dtype))(x)
+    with np.errstate(all="ignore"):
+        want = reference(x.astype(np.float64)).astype(dtype)
+    assert got.dtype == dtype and got.shape == x.shape
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    finite = ~nan & np.isfinite(want)
+    np.testing.assert_array_equal(got[~nan & ~finite], want[~nan & ~finite])  # infinities
+    ulp = np.spacing(np.abs(want[finite]).astype(dtype))
+    err = np.abs(got[finite].astype(np.float64) - want[finite].astype(np.float64)) / ulp
+    assert err.max() <= 4, (opcode, dtype, x[finite][err.argmax()], err.max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_threaded_and_strided_calls_match_one_thread(dtype):
+    run = eager_math.kernel("exponential", np.dtype(dtype))
+    n = eager_math.PARALLEL_MIN_ELEMENTS * 3 + 5
+    x = _values(dtype, n=n, seed=1)
+    whole = run(x)  # split across threads
+    pieces = np.concatenate([run(x[i:i + 1000]) for i in range(0, x.size, 1000)])
+    np.testing.assert_array_equal(_bits(whole), _bits(pieces))
+    m = x[: 64 * 99].reshape(64, 99)
+    np.testing.assert_array_equal(_bits(run(m.T)), _bits(run(m).T))  # a transposed view
+    np.testing.assert_array_equal(_bits(run(x[::3])), _bits(whole[::3]))
+    scalar = run(np.asarray(x[7]))
+    assert scalar.shape == () and _bits(scalar) == _bits(whole[7])
+    assert run(x[:0]).shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_low_precision_floats_equal_jit(dtype):
+    x = jnp.asarray(np.linspace(-6, 6, 301)).astype(dtype)
+    for fn in (lax.exp, lax.logistic, lax.erf):
+        eager, jitted = fn(x), ember.jit(fn)(x)
+        assert eager.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(eager).view(np.uint16),
+                                      np.asarray(jitted).view(np.uint16))
+
+
+def test_fast_path_replay_gives_the_first_calls_bits():
+    x = jnp.asarray(_values(np.float32, n=513, seed=2))
+    results = [jnp.exp(x) for _ in range(4)]  # ordinary path, then the compiled signature
+    for r in results[1:]:
+        np.testing.assert_array_equal(_bits(r), _bits(results[0]))
+    cache = jnp.exp._fast_cache
+    assert any(callable(p) for p in cache.by_value.values())  # a compiled program
+    np.testing.assert_array_equal(_bits(results[0]), _bits(ember.jit(jnp.exp)(x)))
+
+
+def test_other_dtypes_and_functions_keep_numpy():
+    z = jnp.asarray(np.array([1 + 2j, -0.5j], np.complex64))
+    np.testing.assert_allclose(np.asarray(jnp.exp(z)), np.exp(np.asarray(z)), rtol=1e-6)
+    assert eager_math.kernel("sine", np.dtype(np.float32)) is None
+    assert eager_math.kernel("exponential", np.dtype(np.complex64)) is None
+    x = np.linspace(-2, 2, 11, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(jnp.sin(jnp.asarray(x))), np.sin(x))
+
+
+def test_without_a_provider_the_numpy_impl_runs(monkeypatch):
+    impl = K.native_first("exponential", K.float_math(np.exp))
+    monkeypatch.setattr(K, "_native_math", None)
+    x = np.linspace(-3, 3, 9, dtype=np.float32)
+    np.testing.assert_array_equal(impl(x), np.exp(x))
+    assert impl.native_kernel(np.dtype(np.float32)) is None
+    monkeypatch.setattr(K, "_native_math", eager_math.kernel)  # decided once registered
+    np.testing.assert_array_equal(_bits(impl(x)),
+                                  _bits(eager_math.kernel("exponential", x.dtype)(x)))
+
+
+_CHILD = textwrap.dedent("""
+    import numpy as np
+    import ember.numpy as jnp
+    from ember.backends.cpu import llvm_support, native_lib
+    calls = []
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    real = llvm_support.compile_ir
+    llvm_support.compile_ir = counting
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    bits = np.asarray(jnp.exp(jnp.asarray(x))).view(np.uint32).tolist()
+    print(len(calls), bits)
+""")
+
+
+@pytest.mark.parametrize("shared", ["1", "0"])
+def test_second_process_loads_the_kernel_from_the_disk_cache(tmp_path, shared):
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_CPU_SHARED_LIBRARIES=shared)
+    runs = [subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                           text=True, timeout=120) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    (first_compiles, first_bits), (second_compiles, second_bits) = (
+        r.stdout.split(" ", 1) for r in runs)
+    assert int(first_compiles) >= 1 and int(second_compiles) == 0
+    assert first_bits == second_bits
+    assert any(p.is_file() for p in tmp_path.rglob("*"))
