@@ -43,6 +43,18 @@ PARALLEL_MIN_WORK = 1 << 16
 TASKS_PER_THREAD = 8
 # Programs with less total work than this run as one native call when they can.
 SINGLE_CALL_MAX_WORK = 1 << 16
+# A parallel full reduction is cut into ranges that each write their own partial results:
+# one per PARALLEL_MIN_WORK elements of work, at most PARTIAL_RANGES. The count depends on
+# the shape only, never on the thread count, so neither do the results.
+PARTIAL_RANGES = 16
+
+
+def partial_ranges(extent: int, work: int) -> list[tuple[int, int]]:
+    """The ranges of a full reduction's partial results (see ``PARTIAL_RANGES``): the
+    parallel runtime's task slices (``t * extent // n`` to ``(t + 1) * extent // n``), so
+    the Python pool computes the same partials."""
+    n = max(1, min(extent, PARTIAL_RANGES, work // PARALLEL_MIN_WORK))
+    return [(t * extent // n, (t + 1) * extent // n) for t in range(n)]
 
 
 
@@ -544,25 +556,28 @@ class CpuExecutable:
                 threads.pool().run(lambda lo, hi: k.fn(bufs, lo, hi),
                                    threads.split(extent, size))
             return
-        # Full reductions: every range writes its own partial results, combined below.
-        ranges = threads.split(extent, size)
-        n_in = len(step.inputs)
-        partials = {i: [np.empty(step.outputs[i].dims, step.outputs[i].dtype)
-                        for _ in ranges] for i, op in enumerate(partial) if op}
-        tables = []
-        for c in range(len(ranges)):
-            p = list(ptrs)
-            for i, arrays in partials.items():
-                p[n_in + i] = _fb(arrays[c])
-            tables.append(_ffi.new("char*[]", p))
+        # Full reductions: each of a fixed set of ranges writes its own partial results (row
+        # c of an array per output), combined below in order.
+        ranges = partial_ranges(extent, step.work)
+        n, n_ptrs, n_in = len(ranges), len(ptrs), len(step.inputs)
+        partials = {i: np.empty((n, *step.outputs[i].dims), step.outputs[i].dtype)
+                    for i, op in enumerate(partial) if op}
+        flat = _ffi.new("char*[]", n * n_ptrs)  # table c: entries [c * n_ptrs, ...)
+        for c in range(n):
+            flat[c * n_ptrs:(c + 1) * n_ptrs] = ptrs
+        for i, arr in partials.items():
+            base, row = _fb(arr), arr.itemsize * (arr.size // n)
+            for c in range(n):
+                flat[c * n_ptrs + n_in + i] = base + c * row
+        tables = [flat + c * n_ptrs for c in range(n)]
         if runtime is not None:  # (task t writes the partial results of table t)
-            runtime.run(k.fn, _ffi.new("char**[]", tables), 1, extent, len(ranges))
+            runtime.run(k.fn, _ffi.new("char**[]", tables), 1, extent, n)
         else:
             table_of = {lo: tables[c] for c, (lo, _) in enumerate(ranges)}
             threads.pool().run(lambda lo, hi: k.fn(table_of[lo], lo, hi), ranges)
-        for i, arrays in partials.items():
+        for i, arr in partials.items():
             ref = step.outputs[i]
-            combined = REDUCE_UFUNCS[partial[i]].reduce(np.stack(arrays), axis=0)
+            combined = REDUCE_UFUNCS[partial[i]].reduce(arr, axis=0)
             dest = self._array(ref, args, outs, arena, values)
             np.copyto(dest, combined.astype(ref.dtype, copy=False))
 

@@ -18,7 +18,7 @@ import ember.numpy as jnp
 from ember import lax
 from ember.backends import get_backend
 from ember.backends.cpu import executable as cpu_exe
-from ember.backends.cpu import threads
+from ember.backends.cpu import parallel_runtime, threads
 
 rng = np.random.default_rng(0)
 
@@ -153,6 +153,29 @@ def test_threaded_full_reduction_matches_single_thread(reducer, monkeypatch, one
         np.testing.assert_allclose(threaded, single, rtol=1e-6)
     else:
         np.testing.assert_array_equal(threaded, single)
+
+
+@pytest.mark.parametrize("reducer", ["sum", "sum_of_squares", "max_and_mean"])
+def test_full_reductions_do_not_depend_on_the_thread_count(reducer, monkeypatch, one_tier):
+    # Partial results per fixed range (executable.partial_ranges), never per thread: one, two,
+    # three or five threads (the Python pool) and the native runtime give the same bits.
+    # (Several inputs: a float32 sum split two ways differs in the last bit for about a
+    # quarter of them.)
+    fn = {"sum": lambda a: (jnp.sum(a),), "sum_of_squares": lambda a: (jnp.sum(a * a),),
+          "max_and_mean": lambda a: (jnp.max(a), jnp.mean(a))}[reducer]
+    f = ember.jit(fn)
+    xs = [(np.random.default_rng(seed).standard_normal(400_003 + seed) * 1000 + 3)
+          .astype(np.float32) for seed in range(8)]
+    results = [[np.asarray(v) for x in xs for v in f(x)]]  # the native runtime, if any
+    monkeypatch.setattr(parallel_runtime, "_runtime", None)
+    monkeypatch.setattr(parallel_runtime, "_tried", True)
+    for size in (1, 2, 3, 5):
+        pool = threads.Pool(size)
+        monkeypatch.setattr(threads, "pool", lambda pool=pool: pool)
+        results.append([np.asarray(v) for x in xs for v in f(x)])
+    for other in results[1:]:
+        for u, v in zip(results[0], other):
+            np.testing.assert_array_equal(u, v)
 
 
 def test_threaded_elementwise_is_bitwise_identical(monkeypatch, one_tier):
