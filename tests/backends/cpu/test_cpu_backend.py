@@ -155,6 +155,71 @@ def test_threaded_full_reduction_matches_single_thread(reducer, monkeypatch, one
         np.testing.assert_array_equal(threaded, single)
 
 
+def _bits(v):
+    v = np.asarray(v)
+    return v.view(f"u{v.dtype.itemsize}") if v.dtype.kind == "f" else v
+
+
+@pytest.mark.parametrize("n", [5_003, 300_001])
+@pytest.mark.parametrize("case", ["plain", "nan_inside", "nan_last", "signed_zeros", "ints",
+                                  "bools", "two_dims", "rows"])
+def test_order_free_reductions_beside_float_sums(case, n):
+    # Max/min/and/or fused with a float sum get lanes of their own (LaneSums' ``unordered``):
+    # their bits equal those of the reduction compiled alone, and NumPy's results.
+    x = (rng.standard_normal(n) * 100).astype(np.float32)
+    if case == "nan_inside":
+        x[n // 3] = np.nan
+    elif case == "nan_last":
+        x[-1] = np.nan
+    elif case == "signed_zeros":
+        x[::2] = 0.0
+        x[1::2] = -0.0
+        x[n // 2] = -1e-30
+    if case == "ints":
+        xi = (x * 1000).astype(np.int32)
+        fused = ember.jit(lambda a: (jnp.max(a), jnp.min(a), jnp.sum(a.astype(jnp.float32))))
+        alone = [ember.jit(jnp.max), ember.jit(jnp.min)]
+        args = (xi,)
+    elif case == "bools":
+        fused = ember.jit(lambda a: (jnp.any(a > 250.0), jnp.all(a > -400.0), jnp.sum(a)))
+        alone = [ember.jit(lambda a: jnp.any(a > 250.0)), ember.jit(lambda a: jnp.all(a > -400.0))]
+        args = (x,)
+    else:
+        m = x.reshape(-1, 1) if case not in ("two_dims", "rows") else \
+            x[: n // 1000 * 1000].reshape(n // 1000, 1000)
+        axis = 1 if case == "rows" else None
+        fused = ember.jit(lambda a: (jnp.max(a, axis=axis), jnp.min(a, axis=axis),
+                                     jnp.sum(a, axis=axis)))
+        alone = [ember.jit(lambda a: jnp.max(a, axis=axis)),
+                 ember.jit(lambda a: jnp.min(a, axis=axis))]
+        args = (m if case in ("two_dims", "rows") else x,)
+    text = fused.lower(*args).compile().as_text()
+    assert text.count(" fusion(") == 1, text  # one kernel computes all three
+    got = fused(*args)
+    for g, f in zip(got[:2], alone):
+        np.testing.assert_array_equal(_bits(g), _bits(f(*args)))
+    want_sum = np.sum(np.asarray(args[0]).astype(np.float64), axis=1 if case == "rows" else None)
+    np.testing.assert_allclose(np.asarray(got[2]), want_sum, rtol=1e-5, atol=1e-2,
+                               equal_nan=True)
+    if case != "signed_zeros":  # (NumPy's maximum keeps the first of -0 and +0)
+        ops = (np.max, np.min) if case != "bools" else (
+            lambda a: np.any(a > 250.0), lambda a: np.all(a > -400.0))
+        for g, op in zip(got[:2], ops):
+            want = op(args[0], axis=1) if case == "rows" else op(args[0])
+            np.testing.assert_array_equal(np.asarray(g), want)
+
+
+def test_every_lane_of_a_fused_max_counts():
+    # The extreme values in each lane position in turn (and in the tail lanes).
+    base = rng.standard_normal(5_003).astype(np.float32)
+    fused = ember.jit(lambda a: (jnp.max(a), jnp.min(a), jnp.sum(a)))
+    for p in [*range(1024, 1024 + 65), 5_000, 5_002]:
+        x = base.copy()
+        x[p], x[p - 1] = 1e6, -1e6
+        hi, lo, _ = fused(x)
+        assert float(hi) == 1e6 and float(lo) == -1e6, p
+
+
 @pytest.mark.parametrize("reducer", ["sum", "sum_of_squares", "max_and_mean"])
 def test_full_reductions_do_not_depend_on_the_thread_count(reducer, monkeypatch, one_tier):
     # Partial results per fixed range (executable.partial_ranges), never per thread: one, two,
