@@ -540,12 +540,13 @@ class CpuExecutable:
         ptrs = [self._pointer(r, args, outs, arena_ptr, values)
                 for r in step.inputs + step.outputs]
         extent = step.extent
-        if not k.parallel:
+        partial = step.partial_reducers
+        # (One call over the whole extent writes final results, partial reductions included.)
+        if not k.parallel or partial and len(partial_ranges(extent, step.work)) == 1:
             k.fn(_ffi.new("char*[]", ptrs), 0, extent)
             return
         runtime = parallel_runtime.ready()
         size = runtime.size if runtime is not None else threads.pool().size
-        partial = step.partial_reducers
         if not partial:
             bufs = _ffi.new("char*[]", ptrs)
             if runtime is not None:
@@ -560,7 +561,8 @@ class CpuExecutable:
         # c of an array per output), combined below in order.
         ranges = partial_ranges(extent, step.work)
         n, n_ptrs, n_in = len(ranges), len(ptrs), len(step.inputs)
-        partials = {i: np.empty((n, *step.outputs[i].dims), step.outputs[i].dtype)
+        partials = {i: np.empty((n, *step.outputs[i].dims),
+                                np.float64 if op == "add_f64" else step.outputs[i].dtype)
                     for i, op in enumerate(partial) if op}
         flat = _ffi.new("char*[]", n * n_ptrs)  # table c: entries [c * n_ptrs, ...)
         for c in range(n):
@@ -577,7 +579,8 @@ class CpuExecutable:
             threads.pool().run(lambda lo, hi: k.fn(table_of[lo], lo, hi), ranges)
         for i, arr in partials.items():
             ref = step.outputs[i]
-            combined = REDUCE_UFUNCS[partial[i]].reduce(arr, axis=0)
+            # ("add_f64": float sums' partial results, added in float64 and rounded once)
+            combined = REDUCE_UFUNCS[partial[i].removesuffix("_f64")].reduce(arr, axis=0)
             dest = self._array(ref, args, outs, arena, values)
             np.copyto(dest, combined.astype(ref.dtype, copy=False))
 

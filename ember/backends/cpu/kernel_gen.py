@@ -76,6 +76,10 @@ MAX_EMISSIONS = 20_000
 # elements that take that path.
 COLUMN_BLOCK_BYTES = 16 << 10
 COLUMN_MIN = 8
+# A column reduction with fewer work items than this (kept positions times column blocks:
+# (4096, 1024).sum(0) has one) splits its reduced rows across calls instead, each call
+# writing partial results that the executable combines, when its reducers allow that.
+COLUMN_SPLIT_ROWS_BELOW = 8
 # Loop nests of fusions holding a transpose that moves the minor dim run in square tiles of
 # this many elements a side (``KernelBuilder._tiled_nest``) when both dims are at least this
 # long (4096 x 4096 float32: 8 → 33 ms, 16 → 41 ms, 32 → 45 ms, untiled 128 ms):
@@ -95,8 +99,10 @@ class KernelInfo:
         name: the LLVM function's name.
         extent: size of the parallel dimension (calls cover ``[0, extent)``).
         work_per_item: elements computed per unit of the parallel dimension.
-        partial_reducers: for full reductions split across calls, the reducer opcode of each
-            output leaf (None for elementwise outputs); empty when calls write final results.
+        partial_reducers: for reductions whose calls each reduce part of the reduced
+            positions (full reductions; column reductions with few work items), the reducer
+            opcode of each output leaf ("add_f64" for a float sum whose partial results are
+            float64; None for elementwise outputs); empty when calls write final results.
     """
 
     name: str
@@ -424,13 +430,19 @@ def _assume(b: ir.IRBuilder, condition: ir.Value) -> None:
     b.call(fn, [condition])
 
 
-def _no_unroll_loop_id(module: ir.Module):
-    """A new loop ID (``!N = !{!N, !{"llvm.loop.unroll.disable"}}``: a loop ID's first
+def _loop_id(module: ir.Module, unroll: bool, vectorize: bool):
+    """A new loop ID (``!N = !{!N, !{"llvm.loop.unroll.disable"}, ...}``: a loop ID's first
     operand is the node itself, which llvmlite cannot build, so it is patched in)."""
-    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+    hints = []
+    if not unroll:
+        hints.append(module.add_metadata([ir.MetaDataString(module,
+                                                            "llvm.loop.unroll.disable")]))
+    if not vectorize:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
+                                          ir.Constant(ir.IntType(1), 0)]))
     loop_id = module.add_metadata([ir.MetaDataString(module, f"ember.loop.{len(module.metadata)}"),
-                                   disable])
-    loop_id.operands = (loop_id, disable)
+                                   *hints])
+    loop_id.operands = (loop_id, *hints)
     return loop_id
 
 
@@ -449,10 +461,11 @@ class Loops:
             slot.align = align
             return slot
 
-    def loop(self, lo, hi, body, name="i", unroll=True):
+    def loop(self, lo, hi, body, name="i", unroll=True, vectorize=True):
         """Emits ``for i in [lo, hi): body(i)``; ``unroll=False`` tells LLVM not to unroll
         it (a loop of constant trip count around a vectorizable loop: unrolled first, the
-        copies of the inner loop no longer vectorize as one)."""
+        copies of the inner loop no longer vectorize as one); ``vectorize=False`` not to
+        vectorize it (a loop whose body, once unrolled, vectorizes across its elements)."""
         b = self.b
         pre = b.block
         head = b.append_basic_block(f"{name}.head")
@@ -467,8 +480,8 @@ class Loops:
         body(i)
         i.add_incoming(b.add(i, _c(1), flags=("nsw", "nuw")), b.block)
         latch = b.branch(head)
-        if not unroll:
-            latch.set_metadata("llvm.loop", _no_unroll_loop_id(b.module))
+        if not unroll or not vectorize:
+            latch.set_metadata("llvm.loop", _loop_id(b.module, unroll, vectorize))
         b.position_at_end(done)
 
     def nest(self, ranges, body, prefix="d", splits=()):
@@ -960,14 +973,19 @@ class KernelBuilder:
         else:
             extent = 1
         lo, hi = self._clamp_range(lo, hi, extent)
-        partials = ()
+        partials, wide_outs = (), set()
         if split_reduced:
             ops = {id(r): op for r, op in zip(reduces, reducers)}
             partials = tuple(ops.get(id(inst)) if inst.opcode == "reduce" else None
                              for inst, _ in self.outputs)
+            wide_outs = {k for k, (inst, _) in enumerate(self.outputs)
+                         if inst.opcode == "reduce" and ops[id(inst)] == "add"
+                         and S.is_float(inst.dtype)}
+            partials = _float64_partials(partials, wide_outs)
 
         def kept_body(kidx):
-            self._reduce_row(reduces, in_dims, kept, red, kidx, lo, hi, split_reduced)
+            self._reduce_row(reduces, in_dims, kept, red, kidx, lo, hi, split_reduced,
+                             wide_outs, extent)
 
         if kept:
             ranges = [(lo, hi)] + [(_c(0), _c(d)) for d in kept_dims[1:]]
@@ -983,8 +1001,10 @@ class KernelBuilder:
         work = math.prod(in_dims) // max(extent, 1)
         return KernelInfo(self.name, extent, work, partials)
 
-    def _reduce_row(self, reduces, in_dims, kept, red, kidx, lo, hi, split_reduced):
-        """Reduces over all reduced dims at kept position ``kidx`` and stores the results."""
+    def _reduce_row(self, reduces, in_dims, kept, red, kidx, lo, hi, split_reduced,
+                    wide_outs=frozenset(), extent=1):
+        """Reduces over all reduced dims at kept position ``kidx`` and stores the results
+        (the float sums at outputs ``wide_outs`` by ``_store_sum``)."""
         b, loops = self.b, self.loops
         arg = self._arg_reduction(reduces, red)
         if arg is not None:
@@ -1049,12 +1069,18 @@ class KernelBuilder:
         else:
             element(())
         # Results.
+        totals = {}
         for r in float_sums:
-            total = b.fadd(self._widen(b.load(accs[id(r)][0])), lanes.total(r))
-            b.store(self._narrow(total, r.dtype), accs[id(r)][0])
+            totals[id(r)] = b.fadd(self._widen(b.load(accs[id(r)][0])), lanes.total(r))
+            b.store(self._narrow(totals[id(r)], r.dtype), accs[id(r)][0])
         kidx_full = Index([in_dims[d] for d in kept], multi=tuple(kidx))
+        if wide_outs:
+            whole = b.and_(b.icmp_signed("==", lo, _c(0)),
+                           b.icmp_signed("==", hi, _c(extent)))
         for k, (inst, leaf) in enumerate(self.outputs):
-            if inst.opcode == "reduce":
+            if k in wide_outs:  # (a full reduction's: no kept dims)
+                self._store_sum(k, totals[id(inst)], kidx_full, whole)
+            elif inst.opcode == "reduce":
                 self._store(k, b.load(accs[id(inst)][leaf]), kidx_full)
 
     def _arg_reduction(self, reduces, red):
@@ -1159,8 +1185,13 @@ class KernelBuilder:
         width, n_blocks = _column_blocks(cols, reduces)
         n_mid = math.prod(in_dims[d] for d in mid)
         n_red = math.prod(in_dims[d] for d in red)
-        extent = n_mid * n_blocks
+        items = n_mid * n_blocks
+        partials = self._partial_reducers(reduces)
+        split_rows = items < COLUMN_SPLIT_ROWS_BELOW and n_red > 1 and bool(partials)
+        # Calls cover work items, or with ``split_rows`` reduced rows of every item.
+        extent = n_red if split_rows else items
         lo, hi = self._clamp_range(lo, hi, extent)
+        row_lo, row_hi = (lo, hi) if split_rows else (_c(0), _c(n_red))
         init_em = self._emitter()
         # Accumulators keyed (id(reduce), input): one array per variadic input.
         leaves = {(id(r), j): leaf for r in reduces
@@ -1175,6 +1206,12 @@ class KernelBuilder:
                 for r in float_sums}
         elementwise_outs = [k for k, (inst, _) in enumerate(self.outputs)
                             if inst.opcode != "reduce"]
+        wide_outs = set()
+        if split_rows:
+            wide_outs = {k for k, (inst, leaf) in enumerate(self.outputs)
+                         if (id(inst), leaf) in wide}
+            partials = _float64_partials(partials, wide_outs)
+        whole = b.and_(b.icmp_signed("==", lo, _c(0)), b.icmp_signed("==", hi, _c(extent)))
 
         def slot(arr, c):
             return b.gep(arr, [_c(0), c], inbounds=True)
@@ -1224,15 +1261,18 @@ class KernelBuilder:
                         for k, v in values:
                             self._store(k, v, index)
                     loops.loop(_c(0), n, column, name="col")
-                loops.loop(r_lo, r_hi, row, name="red")
+                # (Across rows, a vectorized loop would gather a column's elements: when the
+                # column loop is short enough to unroll, its elements vectorize instead.)
+                loops.loop(r_lo, r_hi, row, name="red", vectorize=False)
 
             if not float_sums:
-                rows(_c(0), _c(n_red))
+                rows(row_lo, row_hi)
             else:
                 def block(blk):
-                    start = b.mul(blk, _c(BLOCK), flags=("nsw", "nuw"))
+                    start = b.add(row_lo, b.mul(blk, _c(BLOCK), flags=("nsw", "nuw")),
+                                  flags=("nsw", "nuw"))
                     end = b.add(start, _c(BLOCK), flags=("nsw", "nuw"))
-                    end = b.select(b.icmp_signed(">", end, _c(n_red)), _c(n_red), end)
+                    end = b.select(b.icmp_signed(">", end, row_hi), row_hi, end)
                     fill({key: arrays[key] for key in wide},
                          lambda key: ir.Constant(S.value_type(leaves[key].dtype), 0.0))
                     rows(start, end)
@@ -1243,7 +1283,8 @@ class KernelBuilder:
                             part = self._widen(b.load(slot(arrays[key], c)))
                             b.store(b.fadd(b.load(w), part), w)
                     loops.loop(_c(0), n, flush, name="flush")
-                loops.loop(_c(0), _c(-(-n_red // BLOCK)), block, name="blk")
+                n_row_blocks = b.sdiv(b.add(b.sub(row_hi, row_lo), _c(BLOCK - 1)), _c(BLOCK))
+                loops.loop(_c(0), n_row_blocks, block, name="blk")
 
             def store(c):
                 col = b.add(c0, c, flags=("nsw", "nuw"))
@@ -1253,6 +1294,10 @@ class KernelBuilder:
                     if inst.opcode != "reduce":
                         continue
                     key = (id(inst), leaf)
+                    index = Index(_leaf_shape(inst, leaf).dims, linear=out_lin)
+                    if k in wide_outs:
+                        self._store_sum(k, b.load(slot(wide[key], c)), index, whole)
+                        continue
                     if key in wide:
                         value = self._narrow(b.load(slot(wide[key], c)), inst.dtype)
                     else:
@@ -1260,8 +1305,41 @@ class KernelBuilder:
                     self._store(k, value, Index(_leaf_shape(inst, leaf).dims, linear=out_lin))
             loops.loop(_c(0), n, store, name="out")
 
+        if split_rows:
+            loops.loop(_c(0), _c(items), item, name="item")
+            return KernelInfo(self.name, extent, items * width, partials)
         loops.loop(lo, hi, item, name="item")
         return KernelInfo(self.name, extent, n_red * width, ())
+
+    def _store_sum(self, k, total, index: Index, whole) -> None:
+        """Stores the float64 sum ``total`` at output ``k`` of a kernel with float64 partial
+        results ("add_f64"): rounded to the output's dtype by a call covering the whole
+        extent (``whole``), unrounded into the float64 partial buffer the executable gives
+        a call covering part of it."""
+        b = self.b
+        inst, leaf = self.outputs[k]
+        with b.if_else(whole) as (final, partial):
+            with final:
+                self._store(k, self._narrow(total, _leaf_shape(inst, leaf).dtype), index)
+            with partial:
+                ptr = b.bitcast(self.out_ptrs[k], S.F64.as_pointer())
+                if _leaf_shape(inst, leaf).rank:
+                    ptr = b.gep(ptr, [index.get_linear(b)], inbounds=True)
+                b.store(total, ptr)
+
+    def _partial_reducers(self, reduces) -> tuple:
+        """``KernelInfo.partial_reducers`` for calls that each reduce part of the reduced
+        positions: per output leaf its reducer's opcode (None for elementwise outputs);
+        empty unless every reduce is simple with an identity init (then partial results
+        combine into the whole one)."""
+        ops = {}
+        for r in reduces:
+            op = simple_reducer(r.calls[0])
+            if op is None or len(r.operands) != 2 or not _is_identity(op, r.operands[1]):
+                return ()
+            ops[id(r)] = op
+        return tuple(ops.get(id(inst)) if inst.opcode == "reduce" else None
+                     for inst, _ in self.outputs)
 
     def _widen(self, v):
         return v if v.type == S.F64 else self.b.fpext(v, S.F64)
@@ -1438,6 +1516,13 @@ class LaneSums:
             self._each_lane(fold, count=width - half, name="fold")
             width = half
         return b.load(self._slot(wide, _c(0)))
+
+
+def _float64_partials(partials: tuple, outs: set) -> tuple:
+    """``partials`` with the float sum outputs ``outs`` marked "add_f64" (see
+    ``KernelBuilder._store_sum``): the executable adds their partial sums in float64 and
+    rounds once, as one call over everything would."""
+    return tuple("add_f64" if k in outs else op for k, op in enumerate(partials))
 
 
 def _column_blocks(cols: int, reduces) -> tuple[int, int]:

@@ -76,10 +76,18 @@ def _init() -> None:
                 _INITIALIZED = True
 
 
+_host_cpu: tuple[str, str] | None = None
+
+
 def host_cpu() -> tuple[str, str]:
-    """The host CPU's LLVM name and feature string (``+avx2,+fma,...``)."""
-    _init()
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    """The host CPU's LLVM name and feature string (``+avx2,+fma,...``), asked of LLVM
+    once, under the lock (code generation calls this beside compiles on other threads)."""
+    global _host_cpu
+    if _host_cpu is None:
+        _init()
+        with _LOCK:
+            _host_cpu = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    return _host_cpu
 
 
 def host_has_feature(name: str) -> bool:

@@ -220,14 +220,39 @@ def test_every_lane_of_a_fused_max_counts():
         assert float(hi) == 1e6 and float(lo) == -1e6, p
 
 
-@pytest.mark.parametrize("reducer", ["sum", "sum_of_squares", "max_and_mean"])
-def test_full_reductions_do_not_depend_on_the_thread_count(reducer, monkeypatch, one_tier):
+@pytest.mark.parametrize("rows", [4095, 4096, 8191, 8192, 20_000])
+@pytest.mark.parametrize("cols", [1, 16])
+def test_reductions_around_the_partial_split_thresholds(rows, cols, one_tier):
+    # One call (below PARALLEL_MIN_WORK, or one partial range) writes final sums; several
+    # ranges write float64 partial sums into the executable's buffers (never into the
+    # float32 output: an 8-byte store there would overrun it).
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    f = ember.jit(lambda a: (jnp.sum(a, axis=0), jnp.max(a, axis=0), jnp.sum(a),
+                             jnp.sum(a * 2.0, axis=1)))
+    col_sum, col_max, total, row_sums = (np.asarray(v) for v in f(x))
+    scale = np.abs(x64).sum(axis=0)
+    assert col_sum.dtype == np.float32 and col_sum.shape == (cols,)
+    assert np.all(np.abs(col_sum - x64.sum(axis=0)) <= 2e-6 * scale)
+    np.testing.assert_array_equal(col_max, x.max(axis=0))
+    assert abs(float(total) - x64.sum()) <= 2e-6 * np.abs(x64).sum()
+    np.testing.assert_allclose(row_sums, 2 * x64.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def _columns(a):
+    return a[: a.size // 16 * 16].reshape(-1, 16)
+
+
+@pytest.mark.parametrize("reducer", ["sum", "sum_of_squares", "max_and_mean", "column_sums"])
+def test_reductions_do_not_depend_on_the_thread_count(reducer, monkeypatch, one_tier):
     # Partial results per fixed range (executable.partial_ranges), never per thread: one, two,
     # three or five threads (the Python pool) and the native runtime give the same bits.
     # (Several inputs: a float32 sum split two ways differs in the last bit for about a
-    # quarter of them.)
+    # quarter of them.) Column reductions with few columns split their rows the same way.
     fn = {"sum": lambda a: (jnp.sum(a),), "sum_of_squares": lambda a: (jnp.sum(a * a),),
-          "max_and_mean": lambda a: (jnp.max(a), jnp.mean(a))}[reducer]
+          "max_and_mean": lambda a: (jnp.max(a), jnp.mean(a)),
+          "column_sums": lambda a: (jnp.sum(_columns(a), axis=0),
+                                    jnp.max(_columns(a), axis=0))}[reducer]
     f = ember.jit(fn)
     xs = [(np.random.default_rng(seed).standard_normal(400_003 + seed) * 1000 + 3)
           .astype(np.float32) for seed in range(8)]
