@@ -314,3 +314,42 @@ def test_method_dtypes():
     assert (x > 0).all().dtype == np.bool_
     assert x.sum().dtype == np.float32
     assert jnp.asarray(np.arange(3, dtype=np.int8)).sum().dtype == np.int32
+
+
+def _tracer_classes():
+    from ember.core import Tracer
+    from ember.interpreters import ad, batching, partial_eval  # noqa: F401 - defines them
+    found, todo = [], [Tracer]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def test_tracer_fields_do_not_hide_array_methods():
+    # A tracer's own attribute named like an Array method (a jaxpr tracer's "var" did) makes
+    # x.var() fail inside jit.
+    public = {n for n in dir(ember.Array) if not n.startswith("_")}
+    for cls in _tracer_classes():
+        fields = [n for c in cls.__mro__ for n in getattr(c, "__slots__", ())]
+        assert not public & set(fields), (cls.__name__, public & set(fields))
+
+
+@pytest.mark.parametrize("transform", ["jit", "vmap", "grad"])
+def test_statistics_methods_under_transformations(transform):
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4) / 7
+
+    def f(a):
+        return a.var(0).sum() + a.std() + a.mean(1).sum() + a.max() + a.sum(0).min()
+
+    def ref(a):
+        return a.var(0).sum() + a.std() + a.mean(1).sum() + a.max() + a.sum(0).min()
+    if transform == "jit":
+        np.testing.assert_allclose(float(ember.jit(f)(jnp.asarray(x))), ref(x), rtol=1e-6)
+    elif transform == "vmap":
+        got = ember.vmap(f)(jnp.asarray(np.stack([x, 2 * x])))
+        np.testing.assert_allclose(np.asarray(got), [ref(x), ref(2 * x)], rtol=1e-6)
+    else:
+        g = np.asarray(ember.grad(lambda a: a.var())(jnp.asarray(x)))
+        np.testing.assert_allclose(g, 2 * (x - x.mean()) / x.size, rtol=1e-5, atol=1e-7)

@@ -18,12 +18,12 @@ from ember.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
 
 
 class JaxprTracer(Tracer):
-    __slots__ = ("_aval", "var", "_debug_origin")
+    __slots__ = ("_aval", "_var", "_debug_origin")
 
     def __init__(self, trace: DynamicJaxprTrace, aval: ShapedArray, var: Var):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self._var = var  # (not "var": that is the array method x.var())
         self._debug_origin = None
 
     @property
@@ -50,7 +50,7 @@ class DynamicJaxprTrace(Trace):
     def to_atom(self, x: Any):
         """The jaxpr atom (Var or Literal) standing for ``x`` in this trace."""
         if isinstance(x, JaxprTracer) and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, Tracer):
             if not x._trace.alive:
                 raise UnexpectedTracerError(x)

@@ -531,6 +531,16 @@ def _reduce_of(reduce_dims, dims=(2, 3, 4), init=0.0, opcode="add"):
     return build
 
 
+def _reduce_of_transpose(perm, reduce_dims, opcode="add", init=0.0):
+    def build(b):
+        rb = Builder(b.module, b.module.new_name("region"))
+        p0, p1 = rb.parameter(0, Shape(F32, ())), rb.parameter(1, Shape(F32, ()))
+        body = rb.build(rb.op(opcode, p0, p1))
+        x = b.op("transpose", _x(b, F32, (2, 3, 4)), permutation=perm)
+        return b.op("reduce", x, b.constant(F32(init)), dimensions=reduce_dims, calls=[body])
+    return build
+
+
 def _reshapes(*shapes):
     def build(b):
         x = _x(b, F32, (2, 3, 4))
@@ -684,6 +694,9 @@ ALGEBRAIC_CASES = {
                                                              init=-np.inf),
     "keep_reduce_of_concatenate_other_dim": _reduce_of_concatenate((1,)),
     "keep_reduce_of_concatenate_init": _reduce_of_concatenate((0,), init=1.0),
+    "reduce_of_transpose": _reduce_of_transpose((2, 0, 1), (1,)),
+    "reduce_of_transpose_kept_in_order": _reduce_of_transpose((1, 0, 2), (0,), "maximum",
+                                                              -np.inf),
     "reduce_minor_run_first": _reduce_of((0, 2)),
     "reduce_minor_run_first_max": _reduce_of((0, 2, 3), dims=(2, 3, 4, 5), opcode="maximum",
                                              init=-np.inf),
@@ -983,6 +996,33 @@ ALGEBRAIC_GOLDEN = {
           %concatenate.8 = f32[4,3] concatenate(%Arg_0.5, %Arg_1.6, %Arg_2.7), dimension=0
           %constant.9 = f32[] constant(1)
           ROOT %reduce.10 = f32[3] reduce(%concatenate.8, %constant.9), dimensions={0}, calls={%region.1}
+        }
+    """,
+    "reduce_of_transpose": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %add.4 = f32[] add(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2,3,4]) -> f32[4,3] {
+          %Arg_0.5 = f32[2,3,4] parameter(0)
+          %constant.7 = f32[] constant(0)
+          %reduce.9 = f32[3,4] reduce(%Arg_0.5, %constant.7), dimensions={0}, calls={%region.1}
+          ROOT %transpose.10 = f32[4,3] transpose(%reduce.9), permutation={1,0}
+        }
+    """,
+    "reduce_of_transpose_kept_in_order": """
+        %region.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          %Arg_1.3 = f32[] parameter(1)
+          ROOT %maximum.4 = f32[] maximum(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: f32[2,3,4]) -> f32[2,4] {
+          %Arg_0.5 = f32[2,3,4] parameter(0)
+          %constant.7 = f32[] constant(-inf)
+          ROOT %reduce.9 = f32[2,4] reduce(%Arg_0.5, %constant.7), dimensions={1}, calls={%region.1}
         }
     """,
     "reduce_minor_run_first": """
