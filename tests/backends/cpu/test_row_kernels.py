@@ -350,6 +350,24 @@ def test_column_reduction_vectorizes(tmp_path, monkeypatch):
     assert "x float>" in opt
 
 
+@pytest.mark.parametrize("reducer", ["sum", "max"])
+@pytest.mark.parametrize("shape,axis", [((4096, 16), 1), ((256, 64), 1), ((4096, 16), 0),
+                                        ((64, 512, 16), (0, 1))])
+def test_short_runs_vectorize_without_gathers(tmp_path, monkeypatch, shape, axis, reducer):
+    # Rows (and columns) of 16-64 elements: LLVM unrolls the run, and would then vectorize
+    # the loop across rows or columns with a gather per element (4-7x slower).
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    monkeypatch.setenv("EMBER_CPU_TIERED", "0")
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
+    x = rng.standard_normal(shape).astype(np.float32)
+    f = {"sum": jnp.sum, "max": jnp.max}[reducer]
+    out = np.asarray(ember.jit(lambda a: f(a, axis=axis))(x))
+    want = {"sum": np.sum, "max": np.max}[reducer](x.astype(np.float64), axis=axis)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+    assert "x float>" in opt and "gather" not in opt
+
+
 def test_kernel_outputs_are_marked_disjoint_from_inputs(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
     x = rng.standard_normal((48, 768)).astype(np.float32)
