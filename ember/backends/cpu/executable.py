@@ -43,14 +43,15 @@ PARALLEL_MIN_WORK = 1 << 16
 TASKS_PER_THREAD = 8
 # Programs with less total work than this run as one native call when they can.
 SINGLE_CALL_MAX_WORK = 1 << 16
-# A parallel full reduction is cut into ranges that each write their own partial results:
+# A parallel reduction with partial results (a full reduction; a column reduction with few
+# work items: ``KernelInfo.partial_reducers``) is cut into ranges that each write their own:
 # one per PARALLEL_MIN_WORK elements of work, at most PARTIAL_RANGES. The count depends on
 # the shape only, never on the thread count, so neither do the results.
 PARTIAL_RANGES = 16
 
 
 def partial_ranges(extent: int, work: int) -> list[tuple[int, int]]:
-    """The ranges of a full reduction's partial results (see ``PARTIAL_RANGES``): the
+    """The ranges of a reduction's partial results (see ``PARTIAL_RANGES``): the
     parallel runtime's task slices (``t * extent // n`` to ``(t + 1) * extent // n``), so
     the Python pool computes the same partials."""
     n = max(1, min(extent, PARTIAL_RANGES, work // PARALLEL_MIN_WORK))
@@ -557,8 +558,8 @@ class CpuExecutable:
                 threads.pool().run(lambda lo, hi: k.fn(bufs, lo, hi),
                                    threads.split(extent, size))
             return
-        # Full reductions: each of a fixed set of ranges writes its own partial results (row
-        # c of an array per output), combined below in order.
+        # Partial reductions: each of a fixed set of ranges writes its own partial results
+        # (row c of an array per output), combined below in order.
         ranges = partial_ranges(extent, step.work)
         n, n_ptrs, n_in = len(ranges), len(ptrs), len(step.inputs)
         partials = {i: np.empty((n, *step.outputs[i].dims),
