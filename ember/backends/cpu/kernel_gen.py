@@ -998,7 +998,8 @@ class KernelBuilder:
             # along the row, never across rows: once LLVM unrolls a short row, it would
             # vectorize the kept loop, gathering every element ((1e6, 16).sum(1): 10 ms,
             # along rows 2.7 ms). Shorter rows (and argmax/argmin) gain from that loop.
-            along_rows = (red[-1] == len(in_dims) - 1 and in_dims[-1] >= ROW_VECTOR_MIN
+            along_rows = (bool(red) and red[-1] == len(in_dims) - 1
+                          and in_dims[-1] >= ROW_VECTOR_MIN
                           and self._arg_reduction(reduces, red) is None)
             self.loops.nest(ranges, kept_body, prefix="k", vectorize=not along_rows)
         else:
