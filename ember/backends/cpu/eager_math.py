@@ -128,41 +128,15 @@ def kernel_ir(opcode: str, dtype: np.dtype) -> str:
 
 def _load(opcode: str, dtype: np.dtype):
     """(library, name): the compiled code of (opcode, dtype), from the disk cache or built
-    (and then stored there): a shared library, or where the backend links none
-    (``EMBER_CPU_SHARED_LIBRARIES=0``, no linker) object code loaded through MCJIT."""
-    from ember.backends.cpu import (
-        _shared_libraries_enabled,
-        _source_stamp,
-        llvm_support,
-        native_lib,
-        object_cache,
-    )
+    (``native_lib.load_or_build``; object code through MCJIT where the backend links no
+    shared libraries, ``EMBER_CPU_SHARED_LIBRARIES=0``)."""
+    from ember.backends.cpu import _shared_libraries_enabled, _source_stamp, native_lib
 
     name = _symbol(opcode, dtype)
-    shared = _shared_libraries_enabled()
-    cache = object_cache.get_object_cache()
-    directory = cache.directory if cache is not None else None
-    key = object_cache.cache_key("ember-eager-math", name, "so" if shared else "o",
-                                 _source_stamp(), native_lib.host_fingerprint(),
-                                 native_lib.toolchain_fingerprint())
-    code = cache.load(key) if cache is not None else None
-    if code is not None:
-        try:
-            if shared:
-                return native_lib.NativeLibrary(code, directory), name
-            return llvm_support.LoadedObject(code), name
-        except (OSError, RuntimeError):
-            cache.remove(key)
-    if shared:
-        code = native_lib.build_library(kernel_ir(opcode, dtype), 3, directory)
-        if code is not None:
-            if cache is not None:
-                cache.store(key, code)
-            return native_lib.NativeLibrary(code, directory), name
-    code = llvm_support.compile_ir(kernel_ir(opcode, dtype)).object_code
-    if cache is not None and not shared:
-        cache.store(key, code)
-    return llvm_support.LoadedObject(code), name
+    lib = native_lib.load_or_build(f"ember-eager-math:{name}:{_source_stamp()}",
+                                   lambda: kernel_ir(opcode, dtype), 3,
+                                   _shared_libraries_enabled())
+    return lib, name
 
 
 def _start_thread(work: Callable[[], object]) -> None:

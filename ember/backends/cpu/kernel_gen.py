@@ -964,13 +964,8 @@ class KernelBuilder:
         red_dims = [in_dims[d] for d in red]
         # A full reduction splits over its first reduced dim when every reduce is simple
         # with an identity init (then per-call partials combine correctly).
-        reducers = []
-        for r in reduces:
-            op = simple_reducer(r.calls[0])
-            n = len(r.operands) // 2
-            ok = op is not None and n == 1 and _is_identity(op, r.operands[1])
-            reducers.append(op if ok else None)
-        split_reduced = not kept and red and all(reducers)
+        partials = self._partial_reducers(reduces) if red and not kept else ()
+        split_reduced = bool(partials)
         if kept:
             extent = kept_dims[0]
         elif split_reduced:
@@ -978,15 +973,7 @@ class KernelBuilder:
         else:
             extent = 1
         lo, hi = self._clamp_range(lo, hi, extent)
-        partials, wide_outs = (), set()
-        if split_reduced:
-            ops = {id(r): op for r, op in zip(reduces, reducers)}
-            partials = tuple(ops.get(id(inst)) if inst.opcode == "reduce" else None
-                             for inst, _ in self.outputs)
-            wide_outs = {k for k, (inst, _) in enumerate(self.outputs)
-                         if inst.opcode == "reduce" and ops[id(inst)] == "add"
-                         and S.is_float(inst.dtype)}
-            partials = _float64_partials(partials, wide_outs)
+        partials, wide_outs = self._float64_partials(partials)
 
         def kept_body(kidx):
             self._reduce_row(reduces, in_dims, kept, red, kidx, lo, hi, split_reduced,
@@ -1043,8 +1030,7 @@ class KernelBuilder:
         exact = len(red) == 1 and not split_reduced
         unordered = [(r, accs[id(r)][0], slot_types[id(r)]) for r in reduces
                      if len(r.operands) == 2 and simple_reducer(r.calls[0]) in
-                     UNORDERED_REDUCERS and not (S.is_float(r.dtype) and
-                                                 simple_reducer(r.calls[0]) in ("and", "or"))]
+                     UNORDERED_REDUCERS]
         lanes = LaneSums(self, float_sums, n_inner, exact=exact, unordered=tuple(unordered))
         red_ranges = [(_c(0), _c(in_dims[d])) for d in red]
         if split_reduced:
@@ -1218,12 +1204,10 @@ class KernelBuilder:
                 for r in float_sums}
         elementwise_outs = [k for k, (inst, _) in enumerate(self.outputs)
                             if inst.opcode != "reduce"]
-        wide_outs = set()
-        if split_rows:
-            wide_outs = {k for k, (inst, leaf) in enumerate(self.outputs)
-                         if (id(inst), leaf) in wide}
-            partials = _float64_partials(partials, wide_outs)
-        whole = b.and_(b.icmp_signed("==", lo, _c(0)), b.icmp_signed("==", hi, _c(extent)))
+        partials, wide_outs = self._float64_partials(partials if split_rows else ())
+        if wide_outs:
+            whole = b.and_(b.icmp_signed("==", lo, _c(0)),
+                           b.icmp_signed("==", hi, _c(extent)))
 
         def slot(arr, c):
             return b.gep(arr, [_c(0), c], inbounds=True)
@@ -1314,7 +1298,7 @@ class KernelBuilder:
                         value = self._narrow(b.load(slot(wide[key], c)), inst.dtype)
                     else:
                         value = b.load(slot(arrays[key], c))
-                    self._store(k, value, Index(_leaf_shape(inst, leaf).dims, linear=out_lin))
+                    self._store(k, value, index)
             loops.loop(_c(0), n, store, name="out")
 
         if split_rows:
@@ -1338,6 +1322,14 @@ class KernelBuilder:
                 if _leaf_shape(inst, leaf).rank:
                     ptr = b.gep(ptr, [index.get_linear(b)], inbounds=True)
                 b.store(total, ptr)
+
+    def _float64_partials(self, partials: tuple) -> tuple[tuple, set]:
+        """(``partials`` with its float sum outputs marked "add_f64", those outputs): their
+        calls store float64 partial sums (``_store_sum``), which the executable adds in
+        float64 and rounds once, as one call over everything would."""
+        outs = {k for k, op in enumerate(partials) if op == "add" and S.is_float(
+            _leaf_shape(*self.outputs[k]).dtype)}
+        return tuple("add_f64" if k in outs else op for k, op in enumerate(partials)), outs
 
     def _partial_reducers(self, reduces) -> tuple:
         """``KernelInfo.partial_reducers`` for calls that each reduce part of the reduced
@@ -1528,13 +1520,6 @@ class LaneSums:
             self._each_lane(fold, count=width - half, name="fold")
             width = half
         return b.load(self._slot(wide, _c(0)))
-
-
-def _float64_partials(partials: tuple, outs: set) -> tuple:
-    """``partials`` with the float sum outputs ``outs`` marked "add_f64" (see
-    ``KernelBuilder._store_sum``): the executable adds their partial sums in float64 and
-    rounds once, as one call over everything would."""
-    return tuple("add_f64" if k in outs else op for k, op in enumerate(partials))
 
 
 def _column_blocks(cols: int, reduces) -> tuple[int, int]:

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 
 _log = logging.getLogger(__name__)
 
@@ -157,6 +158,42 @@ def build_library(ir_text: str, opt_level: int, directory: str | None) -> bytes 
     if so is None or not can_load(so, directory):
         return None
     return so
+
+
+def load_or_build(name: str, ir_text: Callable[[], str], opt_level: int, shared: bool,
+                  build: bool = True):
+    """Code compiled once per machine: from the disk cache entry of ``name`` (a key naming
+    the code and what it depends on), else compiled from ``ir_text()`` and stored there. A
+    shared library (``NativeLibrary``) when ``shared`` and linking works, else object code
+    loaded through MCJIT (``llvm_support.LoadedObject``); a damaged entry is removed and
+    rebuilt. None when the entry is missing and ``build`` is False."""
+    from ember.backends.cpu import object_cache  # (llvm_support imports llvmlite: below)
+    cache = object_cache.get_object_cache()
+    directory = cache.directory if cache is not None else None
+    key = object_cache.cache_key(name, "so" if shared else "o", host_fingerprint(),
+                                 toolchain_fingerprint())
+    code = cache.load(key) if cache is not None else None
+    if code is not None:
+        try:
+            if shared:
+                return NativeLibrary(code, directory)
+            from ember.backends.cpu import llvm_support
+            return llvm_support.LoadedObject(code)
+        except (OSError, RuntimeError):
+            cache.remove(key)
+    if not build:
+        return None
+    if shared:
+        code = build_library(ir_text(), opt_level, directory)
+        if code is not None:
+            if cache is not None:
+                cache.store(key, code)
+            return NativeLibrary(code, directory)
+    from ember.backends.cpu import llvm_support
+    code = llvm_support.compile_ir(ir_text(), opt_level=opt_level).object_code
+    if cache is not None and not shared:
+        cache.store(key, code)
+    return llvm_support.LoadedObject(code)
 
 
 # How many libraries were loaded from memory through each file-descriptor number (see

@@ -137,7 +137,7 @@ def prepare(start_background: Callable[[Callable[[], object]], None]) -> None:
 
 
 def _load(build: bool = True) -> Runtime | None:
-    from ember.backends.cpu import native_lib, object_cache, threads
+    from ember.backends.cpu import native_lib, threads
     size = threads.cpu_count()
     machine = platform.machine()
     if size < 2 or machine not in _FUTEX or not native_lib.available():
@@ -145,29 +145,14 @@ def _load(build: bool = True) -> Runtime | None:
     if os.environ.get("EMBER_CPU_NATIVE_THREADS", "1") == "0":
         return None
     from ember.backends.cpu import _source_stamp
-    cache = object_cache.get_object_cache()
     # (The backend's source stamp: editing this generator never reuses a stale library.)
-    key = object_cache.cache_key("ember-cpu-parallel-runtime", _source_stamp(),
-                                 native_lib.host_fingerprint(),
-                                 native_lib.toolchain_fingerprint())
-    directory = cache.directory if cache is not None else None
-    so = cache.load(key) if cache is not None else None
-    if so is not None:
-        try:
-            return Runtime(native_lib.NativeLibrary(so, directory), size)
-        except OSError:
-            cache.remove(key)
-    if not build:
+    lib = native_lib.load_or_build(
+        f"ember-cpu-parallel-runtime:{_source_stamp()}",
+        lambda: runtime_ir(_FUTEX[machine], machine == "x86_64"), 2,
+        native_lib.linker() is not None, build=build)
+    if lib is None:
         raise _NotBuilt
-    from ember.backends.cpu import llvm_support
-    text = runtime_ir(_FUTEX[machine], machine == "x86_64")
-    so = native_lib.build_library(text, 2, directory) if native_lib.linker() else None
-    if so is not None:
-        if cache is not None:
-            cache.store(key, so)
-        return Runtime(native_lib.NativeLibrary(so, directory), size)
-    obj = llvm_support.compile_ir(text, opt_level=2).object_code
-    return Runtime(llvm_support.LoadedObject(obj), size)
+    return Runtime(lib, size)
 
 
 def runtime_ir(futex_number: int, x86: bool) -> str:

@@ -695,6 +695,7 @@ TRIG_F32_LANES = (4, 8)
 TRIG_F32_WIDE_LANES = 16
 
 
+@cache
 def _trig_f32_lanes() -> tuple[int, ...]:
     from ember.backends.cpu.llvm_support import host_has_feature
     return TRIG_F32_LANES + ((TRIG_F32_WIDE_LANES,) if host_has_feature("avx512f") else ())
