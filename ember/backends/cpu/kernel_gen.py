@@ -553,18 +553,65 @@ def _is_flat(fused: Computation, size: int) -> bool:
     return True
 
 
-def _transposed_dim(fused: Computation, dims) -> int | None:
+def _transposed_dim(fused: Computation, dims, roots) -> int | None:
     """The output dim to tile with the last one (``KernelBuilder._tiled_nest``): where a
     transpose of the output's dims puts its operand's minor dim; None when no transpose
-    moves it (or the dims are too short to tile)."""
+    moves it, the dims are too short to tile, or no read of memory strides along the output's
+    minor dim (``_strided_minor_read``: a transpose of a broadcast product, such as the
+    per-example outer products of ``vmap(grad)``, reads contiguously untiled, and tiling it
+    cost 15x)."""
     rank = len(dims)
+    if rank < 2 or not _strided_minor_read(roots):
+        return None
     for inst in fused.instructions:
-        if inst.opcode != "transpose" or tuple(inst.dims) != tuple(dims) or rank < 2:
+        if inst.opcode != "transpose" or tuple(inst.dims) != tuple(dims):
             continue
         moved = list(inst.attrs["permutation"]).index(rank - 1)
         if moved != rank - 1 and min(dims[moved], dims[-1]) >= TRANSPOSE_TILE_MIN:
             return moved
     return None
+
+
+def _strided_minor_read(roots) -> bool:
+    """Whether a read of memory (a parameter or an array constant) moves along one of its
+    non-minor dims (a stride of more than one element) as the output's minor index moves:
+    the reads that square tiles serve. Ops this does not follow count as strided."""
+    seen: set[tuple] = set()
+    pending = [(root, root.shape.rank - 1) for root in roots if root.shape.rank]
+    while pending:
+        inst, dim = pending.pop()
+        if (id(inst), dim) in seen:
+            continue
+        if len(seen) >= MAX_SPLIT_STEPS:
+            return True
+        seen.add((id(inst), dim))
+        op, a = inst.opcode, inst.attrs
+        if op in ("parameter", "constant"):
+            if math.prod(inst.dims[dim + 1:]) > 1:
+                return True
+        elif op in UNARY_ELEMENTWISE or op in BINARY_ELEMENTWISE or op in TERNARY_ELEMENTWISE:
+            pending += [(o, dim) for o in inst.operands if o.shape.rank]
+        elif op == "broadcast_in_dim":
+            bdims = list(a["broadcast_dimensions"])
+            if dim in bdims and inst.operands[0].dims[bdims.index(dim)] > 1:
+                pending.append((inst.operands[0], bdims.index(dim)))
+        elif op == "transpose":
+            pending.append((inst.operands[0], a["permutation"][dim]))
+        elif op in ("slice", "reverse", "pad", "concatenate"):
+            pending += [(o, dim) for o in inst.operands if o.shape.rank]
+        elif op == "reshape":
+            # (moving one step along ``dim`` moves the linear index by ``step``; the operand
+            # dim with that linear stride moves with it, when there is one)
+            o = inst.operands[0]
+            step = math.prod(inst.dims[dim + 1:])
+            same = [k for k in range(o.shape.rank)
+                    if math.prod(o.dims[k + 1:]) == step and o.dims[k] > 1]
+            if not same:
+                return True
+            pending.append((o, same[-1]))
+        elif op != "iota":
+            return True
+    return False
 
 
 def _minor_splits(roots, n: int) -> list[int]:
@@ -795,9 +842,9 @@ class KernelBuilder:
             index = Index(dims, multi=multi)
             for k in ks:
                 self._store(k, em.emit(self.outputs[k][0], index), index)
-        tiled = _transposed_dim(self.fused, dims)
+        roots = [self.outputs[k][0] for k in ks]
+        tiled = _transposed_dim(self.fused, dims, roots)
         if tiled is None:
-            roots = [self.outputs[k][0] for k in ks]
             self.loops.nest(ranges, nest_body, splits=_minor_splits(roots, dims[-1]))
         else:
             self._tiled_nest(ranges, tiled, nest_body)

@@ -12,6 +12,7 @@ import ember.numpy as jnp
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import kernel_gen
 from ember.compiler.hlo import Builder, Module, Shape
+from ember.compiler.parser import parse_module
 from ember.compiler.pipeline import optimize
 from tests.backends.cpu.helpers import run_against_evaluator
 
@@ -38,12 +39,58 @@ def test_only_transposes_that_move_the_minor_dim_are_tiled():
         m = transpose_module(shape, perm)
         optimize(m)
         comp = next(i for i in m.entry.instructions if i.opcode == "fusion").calls[0]
-        return kernel_gen._transposed_dim(comp, comp.root.dims)
+        return kernel_gen._transposed_dim(comp, comp.root.dims, [comp.root])
     assert fused((64, 32), (1, 0)) == 0
     assert fused((4, 64, 32), (2, 0, 1)) == 0  # (the operand's minor dim leads the output)
     assert fused((4, 64, 32), (0, 2, 1)) == 1
     assert fused((4, 64, 32), (1, 0, 2)) is None  # (the minor dim stays: rows move whole)
     assert fused((64, 3), (1, 0)) is None  # (too short to tile)
+
+
+def _fusion_of(fn, *args):
+    lowered = ember.jit(fn).lower(*args).compile().as_text()
+    m = parse_module(lowered)
+    comp = next(i for i in m.entry.instructions if i.opcode == "fusion").calls[0]
+    return comp
+
+
+def test_transposes_whose_reads_stay_contiguous_are_not_tiled():
+    # A transposed outer product (vmap(grad)'s per-example weight gradients) reads both
+    # factors contiguously or not at all along the output's minor dim: tiling it took 15x
+    # the time of the plain nest.
+    g, x = np.ones((16, 32), np.float32), np.ones((16, 48), np.float32)
+    comp = _fusion_of(lambda g, x: jnp.swapaxes(g[:, :, None] * x[:, None, :], 1, 2), g, x)
+    assert any(i.opcode == "transpose" for i in comp.instructions)
+    assert kernel_gen._transposed_dim(comp, comp.root.dims, [comp.root]) is None
+    # The same product with one factor read across its rows along the minor dim is tiled.
+    comp = _fusion_of(lambda a, x: jnp.swapaxes(a.T[:, :, None] * x[:, None, :], 1, 2),
+                      np.ones((32, 16), np.float32), x)
+    assert kernel_gen._transposed_dim(comp, comp.root.dims, [comp.root]) is not None
+
+
+def test_strided_reads_are_found_through_shape_ops():
+    def sh(*dims):
+        return Shape(np.dtype(np.float32), dims)
+
+    def strided(shape, fn):
+        m = Module("m")
+        b = Builder(m, "main")
+        x = b.parameter(0, Shape(np.dtype(np.float32), shape))
+        return kernel_gen._strided_minor_read([fn(b, x)])
+    t = lambda b, x: b.op("transpose", x, permutation=(1, 0))  # noqa: E731
+    assert strided((8, 16), t)
+    assert not strided((8, 16), lambda b, x: b.op("negate", x))
+    assert not strided((8, 1), t)  # (a column: one element per row, contiguous)
+    # A reshape splitting the minor dim keeps the minor dim minor; a transposed one does not.
+    assert not strided((8, 16), lambda b, x: b.op("reshape", x, shape=sh(8, 4, 4)))
+    assert strided((8, 16), lambda b, x: b.op("reshape", t(b, x), shape=sh(4, 4, 8)))
+    assert not strided((8, 16), lambda b, x: b.op(
+        "broadcast_in_dim", b.op("slice", x, start_indices=(0, 0), limit_indices=(8, 1),
+                                 strides=(1, 1)), shape=sh(8, 64), broadcast_dimensions=(0, 1)))
+    assert not strided((8,), lambda b, x: b.op(
+        "broadcast_in_dim", x, shape=sh(8, 64), broadcast_dimensions=(0,)))
+    assert not strided((8,), lambda b, x: b.op(
+        "broadcast_in_dim", x, shape=sh(64, 8), broadcast_dimensions=(1,)))
 
 
 @pytest.mark.parametrize("shape", [(37, 53), (8, 8), (9, 130), (5, 19, 23), (3, 4, 17, 29)])
