@@ -154,10 +154,14 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
             else indices
     else:
         indices = np.broadcast_to(np.asarray(indices), out_shape)
+    traced = isinstance(indices, Tracer)
     cols = []
     for d, s in enumerate(shape):
         if d == axis:
             cols.append(_wrap_or_normalize(indices, n, mode, out_shape))
+        elif traced:  # (an iota stays index arithmetic in a fused kernel, not a big constant)
+            cols.append(lax.broadcasted_iota(_int_dtype(), out_shape, d) if s != 1
+                        else lax.full(out_shape, 0, _int_dtype()))
         else:
             v = np.arange(out_shape[d]) if s != 1 else np.zeros(out_shape[d], np.int64)
             bs = [1] * len(out_shape)

@@ -337,17 +337,28 @@ class ElementEmitter:
 
     def _reshape_index(self, inst, index):
         """The operand position of a reshape's element. Trailing dims that both shapes share
-        keep their indices (so the inner loop stays a contiguous, vectorizable walk); only
-        the leading dims go through a linear index."""
+        (unit dims aside: a reshape adding or dropping dims of size 1 shares them all) keep
+        their indices, so the inner loop stays a contiguous, vectorizable walk; only the
+        leading dims go through a linear index."""
         src, dst = inst.operands[0].dims, inst.dims
+        s_pos = [k for k, n in enumerate(src) if n != 1]
+        d_pos = [k for k, n in enumerate(dst) if n != 1]
         shared = 0
-        while shared < min(len(src), len(dst)) and src[-1 - shared] == dst[-1 - shared]:
+        while (shared < min(len(s_pos), len(d_pos))
+               and src[s_pos[-1 - shared]] == dst[d_pos[-1 - shared]]):
             shared += 1
         if index.multi is None or shared == 0:
             return Index(src, linear=index.get_linear(self.b))
-        lead = Index(dst[:len(dst) - shared], multi=index.multi[:len(dst) - shared])
-        moved = Index(src[:len(src) - shared], linear=lead.get_linear(self.b))
-        return Index(src, multi=moved.get_multi(self.b) + index.multi[len(dst) - shared:])
+        s_lead, d_lead = s_pos[:len(s_pos) - shared], d_pos[:len(d_pos) - shared]
+        multi = [_c(0)] * len(src)
+        for s, d in zip(s_pos[len(s_lead):], d_pos[len(d_lead):]):
+            multi[s] = index.multi[d]
+        if s_lead:
+            lead = Index([dst[d] for d in d_lead], multi=tuple(index.multi[d] for d in d_lead))
+            moved = Index([src[s] for s in s_lead], linear=lead.get_linear(self.b))
+            for s, v in zip(s_lead, moved.get_multi(self.b)):
+                multi[s] = v
+        return Index(src, multi=tuple(multi))
 
     def _affine(self, i, scale, offset):
         b = self.b
