@@ -1565,19 +1565,17 @@ class LaneSums:
                 r, [slot], [b.load(self._slot(self.spread[id(r)], ln))]), name="ga")
 
     def total(self, r):
-        """The float64 sum of ``r``'s lanes (pairwise: lane ``i`` adds lane ``i + half``)."""
+        """The float64 sum of ``r``'s lanes (pairwise: lane ``i`` adds lane ``i + half``),
+        as straight-line code on loaded values: folding in place in the lane array made the
+        vectorized tree store and reload overlapping vectors, stalling on every level (a sum
+        over rows of 64 elements spent most of its time there)."""
         b, wide = self.b, self.wide[id(r)]
-        width = self.lanes
-        while width > 1:
-            half = (width + 1) // 2
-
-            def fold(ln, half=half):
-                dst = self._slot(wide, ln)
-                src = self._slot(wide, b.add(ln, _c(half), flags=("nsw", "nuw")))
-                b.store(b.fadd(b.load(dst), b.load(src)), dst)
-            self._each_lane(fold, count=width - half, name="fold")
-            width = half
-        return b.load(self._slot(wide, _c(0)))
+        values = [b.load(self._slot(wide, _c(ln))) for ln in range(self.lanes)]
+        while len(values) > 1:
+            half = (len(values) + 1) // 2
+            values = [b.fadd(values[i], values[i + half]) if i + half < len(values)
+                      else values[i] for i in range(half)]
+        return values[0]
 
 
 def _column_blocks(cols: int, reduces) -> tuple[int, int]:
