@@ -79,6 +79,10 @@ COLUMN_MIN = 8
 # Row reductions whose contiguous reduced run has at least this many elements are vectorized
 # along the rows (``KernelBuilder._build_reduce``).
 ROW_VECTOR_MIN = 8
+# argmax/argmin over rows of at most this many elements run one unrolled pass per row that
+# LLVM vectorizes across rows (``KernelBuilder._arg_reduce_tiny_row``); longer rows take two
+# vectorized passes. (Rows of 9-16: no faster either way, LLVM gathers across rows.)
+ARG_TINY_ROW_MAX = 8
 # A column reduction with fewer work items than this (kept positions times column blocks:
 # (4096, 1024).sum(0) has one) splits its reduced rows across calls instead, each call
 # writing partial results that the executable combines, when its reducers allow that.
@@ -1161,11 +1165,10 @@ class KernelBuilder:
         return r, kind
 
     def _arg_reduce_row(self, r, kind, in_dims, kept, dim, kidx):
-        """argmax/argmin of one row in two vectorizable passes: the extreme value (NaN if
-        any), then the first position holding it. With the init the extreme's identity,
-        an init pair can only tie with an element of the same value, where the smaller
-        index wins."""
-        b, loops = self.b, self.loops
+        """argmax/argmin of one row: one unrolled pass over a short row, else two
+        vectorizable passes. With the init the extreme's identity, an init pair can only tie
+        with an element of the same value, where the smaller index wins."""
+        b = self.b
         values, positions, init_value, init_index = r.operands
         vdt, idt = values.dtype, positions.dtype
         n = in_dims[dim]
@@ -1187,6 +1190,29 @@ class KernelBuilder:
         if n == 0:
             store(v0, i0)
             return
+        if n <= ARG_TINY_ROW_MAX:
+            m, w = self._arg_tiny_row(values, kind, n, at)
+        else:
+            m, w = self._arg_two_passes(values, kind, n, at, v0)
+        index = S.convert(b, w, np.dtype(np.int64), idt)
+        # (The init is the extreme's identity: it can only tie, and wins a tie by a smaller
+        # position.)
+        init_first = b.and_(self._same(vdt, v0, m), b.icmp_signed("<", i0, index))
+        store(m, b.select(init_first, i0, index))
+
+    def _same(self, vdt, v, m):
+        """``v == m``, NaN equal to NaN."""
+        b = self.b
+        if not S.is_float(vdt):
+            return b.icmp_signed("==", v, m) if vdt.kind == "i" else \
+                b.icmp_unsigned("==", v, m)
+        both_nan = b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_unordered("uno", m, m))
+        return b.or_(b.fcmp_ordered("==", v, m), both_nan)
+
+    def _arg_two_passes(self, values, kind, n, at, v0):
+        """(extreme, its first position as i64) of a row in two vectorizable passes: the
+        extreme value (NaN if any), then the first position holding it."""
+        b, loops, vdt = self.b, self.loops, values.dtype
         best = loops.alloca(v0.type)
         b.store(v0, best)
 
@@ -1196,27 +1222,40 @@ class KernelBuilder:
                              vdt, vdt, {}), best)
         loops.loop(_c(0), _c(n), extreme, name="argbest")
         m = b.load(best)
-
-        def same(v):
-            if not S.is_float(vdt):
-                return b.icmp_signed("==", v, m) if vdt.kind == "i" else \
-                    b.icmp_unsigned("==", v, m)
-            both_nan = b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_unordered("uno", m, m))
-            return b.or_(b.fcmp_ordered("==", v, m), both_nan)
-
         first = loops.alloca(I64)
         b.store(_c(n), first)
 
         def find(j):
-            hit = same(self._emitter().emit(values, at(j)))
+            hit = self._same(vdt, self._emitter().emit(values, at(j)), m)
             cand = b.select(hit, j, _c(n))
             cur = b.load(first)
             b.store(b.select(b.icmp_signed("<", cand, cur), cand, cur), first)
         loops.loop(_c(0), _c(n), find, name="argfirst")
         w = b.load(first)  # (< n: the extreme is an element's value or the init's, a tie)
-        index = S.convert(b, w, np.dtype(np.int64), idt)
-        init_first = b.and_(same(v0), b.icmp_signed("<", i0, index))
-        store(self._emitter().emit(values, at(w)), b.select(init_first, i0, index))
+        return self._emitter().emit(values, at(w)), w
+
+    def _arg_tiny_row(self, values, kind, n, at):
+        """(extreme, its first position as i64) of a row of a few elements in one unrolled
+        pass keeping the best value and its position: an element replaces the best only when
+        strictly better (a NaN beats any number, nothing beats a NaN), so the first of equal
+        extremes wins. LLVM vectorizes the straight-line code across rows, 32-bit positions
+        included ((1e6, 3) float32: 0.98 -> 0.31 ms, (1e6, 8): 2.0 -> 1.2 ms)."""
+        b, vdt = self.b, values.dtype
+        op = ">" if kind == "max" else "<"
+
+        def better(v, best):
+            if not S.is_float(vdt):
+                return (b.icmp_signed if vdt.kind == "i" else b.icmp_unsigned)(op, v, best)
+            new_nan = b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered("ord", best, best))
+            return b.or_(b.fcmp_ordered(op, v, best), new_nan)
+
+        best, where = self._emitter().emit(values, at(_c(0))), ir.Constant(S.I32, 0)
+        for j in range(1, n):
+            v = self._emitter().emit(values, at(_c(j)))
+            take = better(v, best)
+            best = b.select(take, v, best)
+            where = b.select(take, ir.Constant(S.I32, j), where)
+        return best, b.zext(where, I64)
 
     # ------------------------------------------------------------------ column reductions
 

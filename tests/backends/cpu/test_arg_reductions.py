@@ -1,5 +1,6 @@
 """argmax/argmin reductions: the reducer bodies are recognized by their truth table
-(``ember.compiler.arg_reducer``) and compiled to two vectorizable passes per row; results
+(``ember.compiler.arg_reducer``) and compiled to two vectorizable passes per row (one
+unrolled pass over rows of up to ``ARG_TINY_ROW_MAX`` elements); results
 (the index and the value output) must equal the evaluator's, NaNs, infinities, ties and
 signed zeros included. Also: a variadic reduce is combined once per element, whatever the
 number of its outputs."""
@@ -16,7 +17,7 @@ import ember.numpy as jnp
 from ember.backends import get_backend
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import kernel_gen
-from ember.backends.cpu.executable import KernelPlan
+from ember.backends.cpu.executable import KernelPlan, LibraryPlan
 from ember.backends.cpu.program import KernelStep, ProgramBuilder
 from ember.compiler.arg_reducer import arg_reducer_kind
 from ember.compiler.evaluator import evaluate_computation
@@ -24,6 +25,7 @@ from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import lower_closed_jaxpr
 from ember.compiler.parser import parse_module
 from ember.compiler.passes.fusion import fuse_module
+from ember.compiler.pipeline import optimize
 
 DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int32, np.uint8, np.int8]  # (float64: x64)
 
@@ -135,14 +137,20 @@ def arg_module(kind, x, axis):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["max", "min"])
 @pytest.mark.parametrize("shape,axis", [((6, 33), 1), ((1, 7), 1), ((40,), 0), ((3, 1), 1),
-                                        ((2, 3, 20), 2), ((5, 0), 1)])
+                                        ((2, 3, 20), 2), ((5, 0), 1),
+                                        # rows of up to 8: one unrolled pass, vectorized
+                                        # across rows (and one row past it)
+                                        ((300, 2), 1), ((200, 5), 1), ((130, 8), 1),
+                                        ((7, 19, 3), 2), ((90, 9), 1)])
 def test_native_arg_reductions_match_the_evaluator_bit_for_bit(dtype, kind, shape, axis):
     rng = np.random.default_rng(zlib.crc32(repr((np.dtype(dtype).name, kind, shape)).encode()))
     x = special_values(rng, shape, dtype)
     m = arg_module(kind, x, axis)
-    exe = get_backend("cpu").compile(m)
-    got = exe.execute([x])
     want = evaluate_computation(m.entry, [x])
+    optimize(m)  # (fused with its iota: the native arg reduction, not a library call)
+    exe = get_backend("cpu").compile(m)
+    assert not any(isinstance(s, LibraryPlan) for s in exe.program.steps)
+    got = exe.execute([x])
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(np.ascontiguousarray(g).view(np.uint8),
