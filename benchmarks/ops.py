@@ -146,6 +146,19 @@ def column_argmax(m, lax):
     return (lambda x: m.argmax(x, axis=0)), (x,), lambda x: np.argmax(x, axis=0)
 
 
+def short_row_argmax(m, lax):
+    x = _rng().standard_normal((10**6, 8)).astype(np.float32)
+    return (lambda x: m.argmax(x, axis=1)), (x,), lambda x: np.argmax(x, axis=1)
+
+
+def take_along_rows(m, lax):
+    rng = _rng()
+    x = rng.standard_normal((1000, 1000)).astype(np.float32)
+    i = rng.integers(0, 1000, (1000, 1000)).astype(np.int32)
+    return ((lambda x, i: m.take_along_axis(x, i, axis=1)), (x, i),
+            lambda x, i: np.take_along_axis(x, i, axis=1))
+
+
 def transpose_add(m, lax):
     x = _rng().standard_normal((4096, 4096)).astype(np.float32)
     return (lambda x: x + x.T), (x,), lambda x: x + x.T
@@ -195,6 +208,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "column_max_large": ("max over axis 0 (16384, 1024)", column_max_large),
     "middle_max": ("max over axis 1 (64, 512, 512)", middle_axis_max),
     "column_argmax": ("argmax over axis 0 (16384, 1024)", column_argmax),
+    "short_argmax": ("argmax over rows of 8 (1e6, 8)", short_row_argmax),
+    "take_along": ("take_along_axis (1000, 1000)", take_along_rows),
     "transpose_add": ("x + x.T (4096, 4096)", transpose_add),
     "moveaxis": ("moveaxis(x, 2, 0) * 2 (64, 512, 512)", moveaxis_scale),
     "searchsorted": ("searchsorted 1e5 in 1e6 f32", searchsorted),
