@@ -80,7 +80,7 @@ COLUMN_MIN = 8
 # along the rows (``KernelBuilder._build_reduce``).
 ROW_VECTOR_MIN = 8
 # argmax/argmin over rows of at most this many elements run one unrolled pass per row that
-# LLVM vectorizes across rows (``KernelBuilder._arg_reduce_tiny_row``); longer rows take two
+# LLVM vectorizes across rows (``KernelBuilder._arg_tiny_row``); longer rows take two
 # vectorized passes. (Rows of 9-16: no faster either way, LLVM gathers across rows.)
 ARG_TINY_ROW_MAX = 8
 # A column reduction with fewer work items than this (kept positions times column blocks:
