@@ -576,14 +576,14 @@ def _transposed_dim(fused: Computation, dims, roots) -> int | None:
     per-example outer products of ``vmap(grad)``, reads contiguously untiled, and tiling it
     cost 15x)."""
     rank = len(dims)
-    if rank < 2 or not _strided_minor_read(roots):
+    if rank < 2:
         return None
     for inst in fused.instructions:
         if inst.opcode != "transpose" or tuple(inst.dims) != tuple(dims):
             continue
         moved = list(inst.attrs["permutation"]).index(rank - 1)
         if moved != rank - 1 and min(dims[moved], dims[-1]) >= TRANSPOSE_TILE_MIN:
-            return moved
+            return moved if _strided_minor_read(roots) else None
     return None
 
 

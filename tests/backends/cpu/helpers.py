@@ -40,3 +40,11 @@ def run_against_evaluator(m, args: list):
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     return got, exe.program.steps
+
+
+def optimized(f, *args):
+    """The optimized HLO module of ``jit(f)`` for ``args``, parsed back from its text."""
+    import ember
+    from ember.compiler.parser import parse_module
+
+    return parse_module(ember.jit(f).lower(*args).compile().as_text())

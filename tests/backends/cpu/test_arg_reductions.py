@@ -23,9 +23,9 @@ from ember.compiler.arg_reducer import arg_reducer_kind
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import lower_closed_jaxpr
-from ember.compiler.parser import parse_module
 from ember.compiler.passes.fusion import fuse_module
 from ember.compiler.pipeline import optimize
+from tests.backends.cpu.helpers import optimized
 
 DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int32, np.uint8, np.int8]  # (float64: x64)
 
@@ -381,10 +381,6 @@ def test_threaded_column_arg_reductions_are_bitwise_identical(monkeypatch):
                 single = get_backend("cpu").compile(m).execute([x])
             bytes_equal(threaded, want)
             bytes_equal(single, want)
-
-
-def optimized(f, *args):
-    return parse_module(ember.jit(f).lower(*args).compile().as_text())
 
 
 JITTED = {

@@ -20,7 +20,7 @@ from ember.backends.cpu import CpuBackend, kernel_gen
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu.program import KernelStep, ProgramBuilder
 from ember.compiler.hlo import Computation, Instruction, Shape
-from ember.compiler.parser import parse_module
+from tests.backends.cpu.helpers import optimized
 
 rng = np.random.default_rng(0)
 
@@ -30,10 +30,6 @@ def one_tier(monkeypatch):
     """Bitwise comparisons between runs need the same code in both: no quick first tier
     (unoptimized code sums floats in another order) replaced by optimized code later."""
     monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False, raising=False)
-
-
-def optimized(f, *args):
-    return parse_module(ember.jit(f).lower(*args).compile().as_text())
 
 
 def run_native(f, *args):

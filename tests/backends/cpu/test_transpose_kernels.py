@@ -12,9 +12,8 @@ import ember.numpy as jnp
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import kernel_gen
 from ember.compiler.hlo import Builder, Module, Shape
-from ember.compiler.parser import parse_module
 from ember.compiler.pipeline import optimize
-from tests.backends.cpu.helpers import run_against_evaluator
+from tests.backends.cpu.helpers import optimized, run_against_evaluator
 
 
 def transpose_module(shape, perm, dtype=np.float32, with_add=True):
@@ -48,10 +47,8 @@ def test_only_transposes_that_move_the_minor_dim_are_tiled():
 
 
 def _fusion_of(fn, *args):
-    lowered = ember.jit(fn).lower(*args).compile().as_text()
-    m = parse_module(lowered)
-    comp = next(i for i in m.entry.instructions if i.opcode == "fusion").calls[0]
-    return comp
+    return next(i for i in optimized(fn, *args).entry.instructions
+                if i.opcode == "fusion").calls[0]
 
 
 def test_transposes_whose_reads_stay_contiguous_are_not_tiled():
