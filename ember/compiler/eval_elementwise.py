@@ -153,8 +153,14 @@ def sign(x: np.ndarray) -> np.ndarray:
     if dtypes.is_unsigned(x.dtype):
         return (x != 0).astype(x.dtype)
     if dtypes.is_complex(x.dtype):
-        a = np.abs(x)
-        return np.where(a == 0, 0, x / np.where(a == 0, 1, a)).astype(x.dtype)
+        # x scaled by a power of two first (exact), so |x| is finite for every finite x
+        _, e = np.frexp(np.maximum(np.abs(x.real), np.abs(x.imag)))
+        y = np.empty_like(x)
+        y.real, y.imag = np.ldexp(x.real, -e), np.ldexp(x.imag, -e)
+        a = np.abs(y)
+        safe = np.where(a == 0, 1, a)
+        y.real, y.imag = y.real / safe, y.imag / safe  # (inf + 0j: nan + 0j, as XLA)
+        return np.where(a == 0, 0, y).astype(x.dtype)
     return np.sign(x)
 
 

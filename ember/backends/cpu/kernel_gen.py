@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from ember.backends.cpu import complex_ops as C
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
 from ember.compiler.arg_reducer import arg_reducer_kind
@@ -221,7 +222,7 @@ class ElementEmitter:
             p = ptr
         else:
             p = self.b.gep(ptr, [index.get_linear(self.b)], inbounds=True)
-        return S.load(self.b, p, inst.dtype)
+        return C.load(self.b, p, inst.dtype)
 
     def _emit(self, inst: Instruction, index: Index) -> ir.Value:
         b, op = self.b, inst.opcode
@@ -230,21 +231,21 @@ class ElementEmitter:
         if op == "constant":
             value = np.asarray(inst.attrs["value"])
             if value.ndim == 0:
-                return S.const(inst.dtype, value[()])
+                return C.const(inst.dtype, value[()])
             return self._load(self.module_consts(self.b, value), inst, index)
         operands = inst.operands
         if op in UNARY_ELEMENTWISE:
             x = self.emit(operands[0], index)
-            return S.unary(b, op, x, operands[0].dtype, inst.dtype, inst.attrs)
+            return C.unary(b, op, x, operands[0].dtype, inst.dtype, inst.attrs)
         if op in BINARY_ELEMENTWISE:
             x = self.emit(operands[0], index)
             y = self.emit(operands[1], index)
-            return S.binary(b, op, x, y, operands[0].dtype, inst.dtype, inst.attrs,
+            return C.binary(b, op, x, y, operands[0].dtype, inst.dtype, inst.attrs,
                             y_dt=operands[1].dtype)
         if op in TERNARY_ELEMENTWISE:
             a, x, y = (self.emit(o, index) for o in operands)
             if op == "select":
-                return b.select(a, x, y)
+                return C.select(b, a, x, y)
             return S.clamp(b, a, x, y, inst.dtype)
         if op == "broadcast_in_dim":
             return self.emit(operands[0], self._broadcast_index(inst, index))
@@ -403,14 +404,14 @@ class ElementEmitter:
             pieces.append((offset, self.emit(operand, Index(operand.dims, multi=src))))
             offset += size
         if not pieces:  # an empty result: this code never runs
-            return S.const(inst.dtype, 0)
+            return C.const(inst.dtype, 0)
         return self._pick(multi[d], pieces)
 
     def _pick(self, pos, pieces):
         b = self.b
         out = pieces[0][1]
         for start, value in pieces[1:]:
-            out = b.select(b.icmp_signed(">=", pos, _c(start)), value, out)
+            out = C.select(b, b.icmp_signed(">=", pos, _c(start)), value, out)
         return out
 
     def _pad(self, inst, index):
@@ -437,7 +438,7 @@ class ElementEmitter:
         if operand.shape.size == 0:
             return self.emit(pad_value, _scalar_index())
         value = self.emit(operand, Index(operand.dims, multi=tuple(src)))
-        return b.select(inside, value, self.emit(pad_value, _scalar_index()))
+        return C.select(b, inside, value, self.emit(pad_value, _scalar_index()))
 
 
 # --------------------------------------------------------------------------- loops
@@ -713,10 +714,7 @@ class KernelBuilder:
         self.module_consts = module_consts
         self.budget = [MAX_EMISSIONS]  # shared by every emitter of this kernel
         for inst in fused.instructions:
-            if not inst.shape.is_tuple:
-                S.check_dtype(inst.dtype)
-            for leaf in inst.shape.leaves() if inst.shape.is_tuple else ():
-                S.check_dtype(leaf.dtype)
+            C.check_instruction(inst)
 
     def build(self) -> KernelInfo:
         fn = ir.Function(self.module, KERNEL_TYPE, self.name)
@@ -815,7 +813,7 @@ class KernelBuilder:
         ptr = self.out_ptrs[k]
         if shape.rank:
             ptr = self.b.gep(ptr, [index.get_linear(self.b)], inbounds=True)
-        S.store(self.b, value, ptr, shape.dtype)
+        C.store(self.b, value, ptr, shape.dtype)
 
     # ------------------------------------------------------------------ loop fusions
 

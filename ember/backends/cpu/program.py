@@ -8,7 +8,7 @@ Every instruction of the entry computation becomes a *step*:
 - ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``);
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
   several operands or with batching dims, dynamic updates, control flow, custom calls, and
-  fusions whose ops have no native code (complex numbers, ``lgamma``, ...) — run by the
+  fusions whose ops have no native code (complex ``exp``, ``lgamma``, ...) — run by the
   NumPy evaluator, the interpreter's rules;
 - parameters, constants, tuples and ``get_tuple_element`` only name buffers.
 

@@ -11,8 +11,8 @@ Integer division and shifts are guarded so no input is undefined behaviour in LL
 fill), float-to-int conversion saturates with NaN mapping to 0 — the evaluator's semantics.
 Transcendental functions come from ``vecmath`` (straight-line IR, so loops vectorize).
 
-``UnsupportedOp`` is raised for what has no native code (complex numbers, ``lgamma``...): the
-backend then runs that fusion through the NumPy evaluator instead.
+``UnsupportedOp`` is raised for what has no native code (``lgamma``...): the backend then runs
+that fusion through the NumPy evaluator instead. Complex numbers are ``complex_ops``' job.
 """
 
 from __future__ import annotations
@@ -68,8 +68,11 @@ def value_type(dt: np.dtype) -> ir.Type:
 
 
 def memory_type(dt: np.dtype) -> ir.Type:
-    """The in-memory type of an element of ``dt``."""
+    """The in-memory type of an element of ``dt`` (complex: ``[2 x float]``, real and imaginary
+    parts; ``complex_ops`` holds their register form and ops)."""
     dt = np.dtype(dt)
+    if dt == np.complex64 or dt == np.complex128:
+        return ir.ArrayType(F32 if dt == np.complex64 else F64, 2)
     check_dtype(dt)
     if dt == np.bool_:
         return I8

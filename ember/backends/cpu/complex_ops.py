@@ -1,0 +1,334 @@
+"""LLVM IR for one element of the elementwise ops on complex numbers, in front of ``scalar_ops``.
+
+A complex64/complex128 element lives in registers as a ``Complex`` pair of float/double
+values and in memory as ``[2 x float]``/``[2 x double]`` (NumPy's layout), so loops over
+complex arrays are loops over interleaved floats, which the loop vectorizer handles.
+
+The functions here (``load``, ``store``, ``const``, ``unary``, ``binary``, ``select``) take any
+dtype: complex ones are computed here with the evaluator's (NumPy's) formulas, the others are
+passed on to ``scalar_ops``. Arithmetic, ``abs``, ``sign``, ``real``/``imag``/``conj``/
+``complex``, conversions, ``==``/``!=`` and ``select`` have native code; the complex
+transcendental functions and ``power`` raise ``UnsupportedOp`` (their fusions run through the
+evaluator), as do complex values in reductions, scatters and scans (``check_instruction``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from llvmlite import ir
+
+from ember.backends.cpu import scalar_ops as S
+from ember.backends.cpu import vecmath
+from ember.backends.cpu.scalar_ops import UnsupportedOp
+from ember.compiler.hlo import ELEMENTWISE, Instruction
+
+# Ops that may produce or consume complex values in a native kernel: elementwise ops (those
+# without native code raise when emitted) and the index ops the element emitter handles.
+_COMPLEX_OPCODES = ELEMENTWISE | {
+    "parameter", "constant", "broadcast_in_dim", "reshape", "transpose", "slice", "reverse",
+    "concatenate", "pad", "gather", "dynamic_slice", "tuple",
+}
+
+
+class Complex(NamedTuple):
+    """A complex element in registers: its real and imaginary parts."""
+
+    re: ir.Value
+    im: ir.Value
+
+
+def is_complex(dt) -> bool:
+    return np.dtype(dt).kind == "c"
+
+
+def part_dtype(dt) -> np.dtype:
+    """The dtype of a complex dtype's real and imaginary parts."""
+    return np.dtype(np.float64 if np.dtype(dt) == np.complex128 else np.float32)
+
+
+def check_instruction(inst: Instruction) -> None:
+    """Raises ``UnsupportedOp`` unless a native kernel can hold ``inst``."""
+    leaves = inst.shape.leaves() if inst.shape.is_tuple else (inst.shape,)
+    for leaf in leaves:
+        if is_complex(leaf.dtype):
+            if inst.opcode not in _COMPLEX_OPCODES or leaf.dtype.itemsize > 16:
+                raise UnsupportedOp(f"{inst.opcode} on {leaf.dtype}")
+        else:
+            S.check_dtype(leaf.dtype)
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def load(b: ir.IRBuilder, ptr: ir.Value, dt) -> ir.Value | Complex:
+    """Loads an element from a pointer of ``memory_type(dt)*``."""
+    if not is_complex(dt):
+        return S.load(b, ptr, dt)
+    zero = ir.Constant(S.I32, 0)
+    return Complex(b.load(b.gep(ptr, [zero, zero], inbounds=True)),
+                   b.load(b.gep(ptr, [zero, ir.Constant(S.I32, 1)], inbounds=True)))
+
+
+def store(b: ir.IRBuilder, value, ptr: ir.Value, dt) -> None:
+    if not is_complex(dt):
+        S.store(b, value, ptr, dt)
+        return
+    zero = ir.Constant(S.I32, 0)
+    b.store(value.re, b.gep(ptr, [zero, zero], inbounds=True))
+    b.store(value.im, b.gep(ptr, [zero, ir.Constant(S.I32, 1)], inbounds=True))
+
+
+def const(dt, value) -> ir.Value | Complex:
+    if not is_complex(dt):
+        return S.const(dt, value)
+    part = part_dtype(dt)
+    value = complex(np.asarray(value, dtype=dt)[()])
+    return Complex(S.const(part, value.real), S.const(part, value.imag))
+
+
+def select(b: ir.IRBuilder, cond: ir.Value, x, y):
+    """``cond ? x : y`` for register values, complex pairs included."""
+    if isinstance(x, Complex):
+        return Complex(b.select(cond, x.re, y.re), b.select(cond, x.im, y.im))
+    return b.select(cond, x, y)
+
+
+# --------------------------------------------------------------------------- unary ops
+
+
+def unary(b: ir.IRBuilder, opcode: str, x, dt, out_dt, attrs: dict):
+    """One element of the unary op ``opcode`` on ``x`` (dtype ``dt``, result ``out_dt``)."""
+    dt, out_dt = np.dtype(dt), np.dtype(out_dt)
+    if opcode == "convert":
+        return convert(b, x, dt, out_dt)
+    if not is_complex(dt):
+        return S.unary(b, opcode, x, dt, out_dt, attrs)
+    if opcode == "copy":
+        return x
+    if opcode == "real":
+        return x.re
+    if opcode == "imag":
+        return x.im
+    if opcode == "conj":
+        return Complex(x.re, b.fneg(x.im))
+    if opcode == "negate":
+        return Complex(b.fneg(x.re), b.fneg(x.im))
+    if opcode == "abs":
+        return magnitude(b, x)
+    if opcode == "sign":
+        return _in_float64(b, _sign, x)
+    if opcode == "exponential":
+        return _exp(b, x)
+    if opcode == "log":
+        return _in_float64(b, _log, x)
+    if opcode == "sqrt":
+        return _in_float64(b, _sqrt, x)
+    raise UnsupportedOp(f"{opcode} on {dt}")
+
+
+def _in_float64(b: ir.IRBuilder, fn, x: Complex) -> Complex:
+    """``fn(x)`` computed in float64 (complex64: the parts widened, the result rounded once,
+    which leaves the float64 algorithm's few-ulp errors far below float32's ulp)."""
+    if x.re.type == S.F64:
+        return fn(b, x)
+    out = fn(b, Complex(b.fpext(x.re, S.F64), b.fpext(x.im, S.F64)))
+    return Complex(b.fptrunc(out.re, S.F32), b.fptrunc(out.im, S.F32))
+
+
+def convert(b: ir.IRBuilder, x, src: np.dtype, dst: np.dtype):
+    """``convert``: a complex source keeps its real part (to bool: ``x != 0``); a real source
+    becomes the real part of a complex result."""
+    if not is_complex(src) and not is_complex(dst):
+        return S.convert(b, x, src, dst)
+    if not is_complex(src):
+        part = part_dtype(dst)
+        return Complex(S.convert(b, x, src, part), S.const(part, 0.0))
+    part = part_dtype(src)
+    if is_complex(dst):
+        return Complex(S.convert(b, x.re, part, part_dtype(dst)),
+                       S.convert(b, x.im, part, part_dtype(dst)))
+    if dst == np.bool_:
+        zero = S.const(part, 0.0)
+        return b.or_(b.fcmp_unordered("!=", x.re, zero), b.fcmp_unordered("!=", x.im, zero))
+    return S.convert(b, x.re, part, dst)
+
+
+_HUGE, _TINY, _DOWN, _UP = 2.0 ** 500, 2.0 ** -500, 2.0 ** -600, 2.0 ** 600
+
+
+def _power_of_two_scale(b: ir.IRBuilder, big: ir.Value) -> ir.Value:
+    """A power of two that brings float64 parts whose larger magnitude is ``big`` near 1
+    (exactly: no bits lost) when they are so large or small that squaring them would
+    overflow or underflow; else 1."""
+    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
+    return b.select(b.fcmp_ordered(">", big, c(_HUGE)), c(_DOWN),
+                    b.select(b.fcmp_ordered("<", big, c(_TINY)), c(_UP), c(1.0)))
+
+
+def magnitude(b: ir.IRBuilder, x: Complex) -> ir.Value:
+    """``|x|`` as C's ``hypot``: no overflow or underflow in between, and infinite when either
+    part is, even with a NaN in the other. float32 parts are summed in float64 (exact
+    squares, one rounding at the end); float64 parts are scaled by a power of two (exact)
+    into a range where their squares neither overflow nor underflow."""
+    ty = x.re.type
+    re, im = S.fintr(b, "fabs", x.re), S.fintr(b, "fabs", x.im)
+    if ty == S.F32:
+        wre, wim = b.fpext(re, S.F64), b.fpext(im, S.F64)
+        r = b.fptrunc(S.fintr(b, "sqrt", b.fadd(b.fmul(wre, wre), b.fmul(wim, wim))), S.F32)
+    else:
+        scale = _power_of_two_scale(b, S.fintr(b, "maxnum", re, im))
+        sre, sim = b.fmul(re, scale), b.fmul(im, scale)
+        root = S.fintr(b, "sqrt", b.fadd(b.fmul(sre, sre), b.fmul(sim, sim)))
+        r = b.fdiv(root, scale)
+    inf = ir.Constant(ty, float("inf"))
+    either_inf = b.or_(b.fcmp_ordered("==", re, inf), b.fcmp_ordered("==", im, inf))
+    return b.select(either_inf, inf, r)
+
+
+def _sign(b: ir.IRBuilder, x: Complex) -> Complex:
+    """``x / |x|``, 0 at 0 (float64 parts; ``x`` is first scaled by a power of two, so
+    ``|x|`` stays finite for every finite ``x``)."""
+    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
+    scale = _power_of_two_scale(b, S.fintr(b, "maxnum", S.fintr(b, "fabs", x.re),
+                                           S.fintr(b, "fabs", x.im)))
+    x = Complex(b.fmul(x.re, scale), b.fmul(x.im, scale))
+    a = magnitude(b, x)
+    is_zero = b.fcmp_ordered("==", a, c(0.0))
+    safe = b.select(is_zero, c(1.0), a)
+    return select(b, is_zero, Complex(c(0.0), c(0.0)),
+                  Complex(b.fdiv(x.re, safe), b.fdiv(x.im, safe)))
+
+
+def _exp(b: ir.IRBuilder, x: Complex) -> Complex:
+    """``exp(re) * (cos(im) + i sin(im))`` with C99's special cases (as glibc's ``cexp``): a
+    zero imaginary part is kept (``exp`` of a real number stays real, infinities included);
+    ``exp(-inf + i y)`` is zero and ``exp(inf + i y)`` is ``inf + i nan`` for ``y`` infinite
+    or NaN. Where ``exp(re)`` alone overflows but the product may not, it is applied as two
+    factors ``exp(re / 2)``."""
+    ty = x.re.type
+    c = lambda v: ir.Constant(ty, v)  # noqa: E731
+    big = b.fcmp_ordered(">", x.re, c(88.0 if ty == S.F32 else 709.0))
+    e = vecmath.emit_unary(b, "exponential", b.select(big, b.fmul(x.re, c(0.5)), x.re))
+    re = b.fmul(e, vecmath.emit_unary(b, "cosine", x.im))
+    im = b.fmul(e, vecmath.emit_unary(b, "sine", x.im))
+    out = select(b, big, Complex(b.fmul(re, e), b.fmul(im, e)), Complex(re, im))
+    im_not_finite = b.fcmp_unordered(">=", S.fintr(b, "fabs", x.im), c(float("inf")))
+    zero, inf, nan = c(0.0), c(float("inf")), c(float("nan"))
+    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, c(-float("inf")))),
+                 Complex(zero, S.fintr(b, "copysign", zero, x.im)), out)
+    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, inf)),
+                 Complex(inf, nan), out)
+    real = b.fcmp_ordered("==", x.im, zero)
+    return select(b, real, Complex(b.select(big, b.fmul(e, e), e), x.im), out)
+
+
+def _log(b: ir.IRBuilder, x: Complex) -> Complex:
+    """``log|x| + i atan2(im, re)`` (float64 parts). With ``big``/``small`` the larger and
+    smaller magnitude, ``log|x| = log(big) + log1p((small/big)**2) / 2``: no overflow or
+    underflow. Near ``|x| = 1`` (``1/2 <= big**2 + small**2 <= 2``) those terms would cancel;
+    there it is ``log1p(big**2 - 1 + small**2) / 2`` with the squares and ``big**2 - 1`` split
+    exactly into two doubles each (``fma``, a two-sum), so the argument keeps its relative
+    accuracy (to ~1e-33 absolute, for points within ~1e-17 of the unit circle). Infinite
+    when either part is (even with a NaN in the other), ``-inf`` at 0, as C99's ``clog``."""
+    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
+    re, im = S.fintr(b, "fabs", x.re), S.fintr(b, "fabs", x.im)
+    big, small = S.fintr(b, "maxnum", re, im), S.fintr(b, "minnum", re, im)
+    ratio = b.fdiv(small, big)
+    far = b.fadd(vecmath.emit_unary(b, "log", big),
+                 b.fmul(c(0.5), vecmath.emit_unary(b, "log_plus_one", b.fmul(ratio, ratio))))
+    big2, small2 = b.fmul(big, big), b.fmul(small, small)
+    big2_lo = S.fintr(b, "fma", big, big, b.fneg(big2))
+    small2_lo = S.fintr(b, "fma", small, small, b.fneg(small2))
+    minus_one = b.fsub(big2, c(1.0))  # exact for big2 >= 1/2; else its error is
+    minus_one_lo = b.fsub(big2, b.fadd(minus_one, c(1.0)))  # this (Dekker's fast two-sum)
+    u = b.fadd(b.fadd(minus_one, small2),
+               b.fadd(b.fadd(big2_lo, small2_lo), minus_one_lo))
+    near = b.fmul(c(0.5), vecmath.emit_unary(b, "log_plus_one", u))
+    sum2 = b.fadd(big2, small2)
+    is_near = b.and_(b.fcmp_ordered(">=", sum2, c(0.5)), b.fcmp_ordered("<=", sum2, c(2.0)))
+    mag = b.select(is_near, near, far)
+    inf = c(float("inf"))
+    mag = b.select(b.fcmp_ordered("==", big, c(0.0)), c(-float("inf")), mag)
+    mag = b.select(b.fcmp_unordered("uno", re, im), c(float("nan")), mag)
+    mag = b.select(b.or_(b.fcmp_ordered("==", re, inf), b.fcmp_ordered("==", im, inf)),
+                   inf, mag)
+    return Complex(mag, vecmath.emit_binary(b, "atan2", x.im, x.re))
+
+
+def _sqrt(b: ir.IRBuilder, x: Complex) -> Complex:
+    """The principal square root (float64 parts): ``t = sqrt((|re| + |x|) / 2)``, then
+    ``t + i im/(2t)`` for ``re >= 0`` and ``|im|/(2t) + i copysign(t, im)`` otherwise, with no
+    cancellation. Parts past ``2**1000`` are scaled by ``1/4`` (the root by 2) and parts
+    below ``2**-1000`` by ``2**600`` (the root by ``2**-300``), exactly, so nothing overflows
+    or loses bits as a denormal. C99's ``csqrt`` at the special values: ``sqrt(±0 + i y0)``
+    is ``+0 + i y0``, an infinite imaginary part gives ``inf + i im``."""
+    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
+    re, im = S.fintr(b, "fabs", x.re), S.fintr(b, "fabs", x.im)
+    big = S.fintr(b, "maxnum", re, im)
+    huge = b.fcmp_ordered(">", big, c(2.0 ** 1000))
+    tiny = b.fcmp_ordered("<", big, c(2.0 ** -1000))
+    scale_in = b.select(huge, c(0.25), b.select(tiny, c(2.0 ** 600), c(1.0)))
+    scale_out = b.select(huge, c(2.0), b.select(tiny, c(2.0 ** -300), c(1.0)))
+    sx = Complex(b.fmul(x.re, scale_in), b.fmul(x.im, scale_in))
+    t = S.fintr(b, "sqrt", b.fmul(c(0.5), b.fadd(b.fmul(re, scale_in), magnitude(b, sx))))
+    other = b.fdiv(b.fmul(im, scale_in), b.fmul(c(2.0), t))  # |im| / 2t
+    t, other = b.fmul(t, scale_out), b.fmul(other, scale_out)
+    negative = b.fcmp_ordered("<", x.re, c(0.0))
+    out = select(b, negative, Complex(other, S.fintr(b, "copysign", t, x.im)),
+                 Complex(t, S.fintr(b, "copysign", other, x.im)))
+    inf = c(float("inf"))
+    out = select(b, b.fcmp_ordered("==", im, inf), Complex(inf, x.im), out)
+    is_zero = b.and_(b.fcmp_ordered("==", re, c(0.0)), b.fcmp_ordered("==", im, c(0.0)))
+    return select(b, is_zero, Complex(c(0.0), x.im), out)
+
+
+# --------------------------------------------------------------------------- binary ops
+
+
+def binary(b: ir.IRBuilder, opcode: str, x, y, dt, out_dt, attrs: dict, y_dt=None):
+    """One element of the binary op ``opcode`` (operands of dtype ``dt``)."""
+    dt = np.dtype(dt)
+    if opcode == "complex":
+        return Complex(x, y)
+    if not is_complex(dt):
+        return S.binary(b, opcode, x, y, dt, out_dt, attrs, y_dt=y_dt)
+    if opcode == "add":
+        return Complex(b.fadd(x.re, y.re), b.fadd(x.im, y.im))
+    if opcode == "subtract":
+        return Complex(b.fsub(x.re, y.re), b.fsub(x.im, y.im))
+    if opcode == "multiply":
+        return Complex(b.fsub(b.fmul(x.re, y.re), b.fmul(x.im, y.im)),
+                       b.fadd(b.fmul(x.re, y.im), b.fmul(x.im, y.re)))
+    if opcode == "divide":
+        return _divide(b, x, y)
+    if opcode == "compare" and attrs["comparison_direction"] in ("EQ", "NE"):
+        if attrs["comparison_direction"] == "EQ":
+            return b.and_(b.fcmp_ordered("==", x.re, y.re), b.fcmp_ordered("==", x.im, y.im))
+        return b.or_(b.fcmp_unordered("!=", x.re, y.re), b.fcmp_unordered("!=", x.im, y.im))
+    raise UnsupportedOp(f"{opcode} on {dt}")
+
+
+def _divide(b: ir.IRBuilder, x: Complex, y: Complex) -> Complex:
+    """``x / y`` by Smith's method, as NumPy computes it: the ratio of the divisor's smaller
+    part to its larger keeps the intermediate values in range; a zero divisor divides each
+    part by zero (an infinite or NaN result)."""
+    ty = x.re.type
+    one, zero = ir.Constant(ty, 1.0), ir.Constant(ty, 0.0)
+    abs_re, abs_im = S.fintr(b, "fabs", y.re), S.fintr(b, "fabs", y.im)
+    # |y.re| >= |y.im|: divide through by y.re.
+    rat = b.fdiv(y.im, y.re)
+    scl = b.fdiv(one, b.fadd(y.re, b.fmul(y.im, rat)))
+    by_re = Complex(b.fmul(b.fadd(x.re, b.fmul(x.im, rat)), scl),
+                    b.fmul(b.fsub(x.im, b.fmul(x.re, rat)), scl))
+    # Otherwise: divide through by y.im.
+    rat = b.fdiv(y.re, y.im)
+    scl = b.fdiv(one, b.fadd(y.im, b.fmul(y.re, rat)))
+    by_im = Complex(b.fmul(b.fadd(b.fmul(x.re, rat), x.im), scl),
+                    b.fmul(b.fsub(b.fmul(x.im, rat), x.re), scl))
+    by_zero = Complex(b.fdiv(x.re, abs_re), b.fdiv(x.im, abs_re))
+    both_zero = b.and_(b.fcmp_ordered("==", abs_re, zero), b.fcmp_ordered("==", abs_im, zero))
+    # (NaN parts compare false here, as NumPy's ``>=``: the second branch.)
+    re_larger = b.fcmp_ordered(">=", abs_re, abs_im)
+    return select(b, re_larger, select(b, both_zero, by_zero, by_re), by_im)
