@@ -6,10 +6,11 @@ complex arrays are loops over interleaved floats, which the loop vectorizer hand
 
 The functions here (``load``, ``store``, ``const``, ``unary``, ``binary``, ``select``) take any
 dtype: complex ones are computed here with the evaluator's (NumPy's) formulas, the others are
-passed on to ``scalar_ops``. Arithmetic, ``abs``, ``sign``, ``real``/``imag``/``conj``/
-``complex``, conversions, ``==``/``!=`` and ``select`` have native code; the complex
-transcendental functions and ``power`` raise ``UnsupportedOp`` (their fusions run through the
-evaluator), as do complex values in reductions, scatters and scans (``check_instruction``).
+passed on to ``scalar_ops``. Arithmetic, ``abs``, ``sign``, ``exp``, ``log``, ``sqrt``,
+``real``/``imag``/``conj``/``complex``, conversions, ``==``/``!=`` and ``select`` have native
+code, with C99's results at the special values; the other complex functions (``tanh``,
+``power``...) raise ``UnsupportedOp`` (their fusions run through the evaluator), as do
+complex values in reductions, scatters and scans (``check_instruction``).
 """
 
 from __future__ import annotations
