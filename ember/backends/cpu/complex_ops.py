@@ -29,7 +29,7 @@ from ember.compiler.hlo import ELEMENTWISE, Instruction
 # without native code raise when emitted) and the index ops the element emitter handles.
 _COMPLEX_OPCODES = ELEMENTWISE | {
     "parameter", "constant", "broadcast_in_dim", "reshape", "transpose", "slice", "reverse",
-    "concatenate", "pad", "gather", "dynamic_slice", "tuple",
+    "concatenate", "pad", "gather", "dynamic_slice", "dot_general", "tuple",
 }
 
 

@@ -38,6 +38,7 @@ Iteration spaces:
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
 from ember.compiler.arg_reducer import arg_reducer_kind
 from ember.compiler.eval_elementwise import (
     REDUCE_UFUNCS,
+    accumulation_dtype,
     is_reducer_identity,
     simple_reducer_opcode,
 )
@@ -97,6 +99,11 @@ TRANSPOSE_TILE_MIN = 8
 # most (instruction, dim, offset) steps it follows looking for split points.
 MAX_MINOR_PIECES = 8
 MAX_SPLIT_STEPS = 2048
+# dot_general contracting at most this many elements per result runs as a kernel
+# (``is_small_dot``) rather than through BLAS: measured faster for every shape tried up to 8
+# (1e4 8x8 products: 0.55 against 0.63 ms; 1e4 4x4: 0.22 against 0.36; (1000, 4) @ (4, 1000):
+# 0.10 against 0.19), but at 16 only for batches of square products.
+SMALL_DOT_K = 8
 
 
 @dataclass(frozen=True)
@@ -280,7 +287,39 @@ class ElementEmitter:
             return self._gather(inst, index)
         if op == "dynamic_slice":
             return self._dynamic_slice(inst, index)
+        if op == "dot_general" and is_small_dot(inst):
+            return self._small_dot(inst, index)
         raise UnsupportedOp(op)
+
+    def _small_dot(self, inst, index):
+        """A ``dot_general`` element: its products over the (few) contracted positions,
+        summed in order in the accumulation dtype (float32 for float16/bfloat16)."""
+        b, a = self.b, inst.attrs
+        lhs, rhs = inst.operands
+        lb, rb = a["lhs_batching_dimensions"], a["rhs_batching_dimensions"]
+        lc, rc = a["lhs_contracting_dimensions"], a["rhs_contracting_dimensions"]
+        multi = iter(index.get_multi(b))
+        lpos, rpos = [None] * lhs.shape.rank, [None] * rhs.shape.rank
+        for dl, dr in zip(lb, rb):
+            lpos[dl] = rpos[dr] = next(multi)
+        for pos, side, skip in ((lpos, lhs, (*lb, *lc)), (rpos, rhs, (*rb, *rc))):
+            for d in range(side.shape.rank):
+                if d not in skip:
+                    pos[d] = next(multi)
+        acc_dt = accumulation_dtype(inst.dtype)
+        total = None
+        for ks in itertools.product(*(range(lhs.dims[d]) for d in lc)):
+            for dl, dr, k in zip(lc, rc, ks):
+                lpos[dl] = rpos[dr] = _c(k)
+            x, y = (C.convert(b, self.emit(side, Index(side.dims, multi=tuple(pos))),
+                              side.dtype, acc_dt)
+                    for side, pos in ((lhs, lpos), (rhs, rpos)))
+            term = C.binary(b, "multiply", x, y, acc_dt, acc_dt, {})
+            total = term if total is None else C.binary(b, "add", total, term, acc_dt,
+                                                        acc_dt, {})
+        if total is None:  # nothing contracted: a sum of no terms
+            return C.const(inst.dtype, 0)
+        return C.convert(b, total, acc_dt, inst.dtype)
 
     def _as_index(self, value: ir.Value, dtype: np.dtype) -> ir.Value:
         """An index read from an index array, as a signed 64-bit value."""
@@ -442,6 +481,15 @@ class ElementEmitter:
 
 
 # --------------------------------------------------------------------------- loops
+
+
+def is_small_dot(inst: Instruction) -> bool:
+    """Whether a ``dot_general`` contracts so few elements per result (``SMALL_DOT_K``) that
+    a kernel computing each result element in registers beats BLAS (1e5 3x3 products take
+    3.2 ms through NumPy's ``matmul``, 0.7 ms so)."""
+    lhs = inst.operands[0]
+    k = math.prod(lhs.dims[d] for d in inst.attrs["lhs_contracting_dimensions"])
+    return k <= SMALL_DOT_K
 
 
 def _assume(b: ir.IRBuilder, condition: ir.Value) -> None:

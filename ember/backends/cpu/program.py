@@ -34,6 +34,7 @@ from ember.backends.cpu.kernel_gen import (
     I8P,
     KernelBuilder,
     KernelInfo,
+    is_small_dot,
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.backends.cpu.topk_kernel import is_native_top_k
@@ -45,7 +46,7 @@ ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
 STANDALONE_KERNEL_OPS = ELEMENTWISE | frozenset({
     "broadcast_in_dim", "reshape", "transpose", "slice", "concatenate", "pad", "reverse",
-    "iota", "reduce", "gather", "dynamic_slice", "scatter", "reduce_window",
+    "iota", "reduce", "gather", "dynamic_slice", "scatter", "reduce_window", "dot_general",
 })
 _STRUCTURAL = frozenset({"parameter", "constant", "tuple", "get_tuple_element"})
 
@@ -122,7 +123,10 @@ class ConstantPool:
 
 def _has_kernel(inst: Instruction) -> bool:
     """Whether a lone ``inst`` of ``STANDALONE_KERNEL_OPS`` may get a kernel: a
-    ``reduce_window`` only when it is a cumulative scan from the identity."""
+    ``reduce_window`` only when it is a cumulative scan from the identity, a ``dot_general``
+    only when it contracts few elements (others go to BLAS)."""
+    if inst.opcode == "dot_general":
+        return is_small_dot(inst)
     return inst.opcode != "reduce_window" or prefix_scan(inst) is not None
 
 
