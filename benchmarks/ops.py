@@ -189,6 +189,26 @@ def repeat_tile(m, lax):
         lambda x: np.repeat(x, 2, axis=0) + np.tile(x, (2, 1))
 
 
+def tiny_matmuls(m, lax):
+    rng = _rng()
+    a, b = (rng.standard_normal((100_000, 3, 3)).astype(np.float32) for _ in range(2))
+    return (lambda a, b: a @ b), (a, b), np.matmul
+
+
+def _complex_pair():
+    rng = _rng()
+    return tuple((rng.standard_normal(1_000_000) + 1j * rng.standard_normal(1_000_000))
+                 .astype(np.complex64) for _ in range(2))
+
+
+def complex_multiply_add(m, lax):
+    return (lambda a, b: a * b + a), _complex_pair(), lambda a, b: a * b + a
+
+
+def complex_exp(m, lax):
+    return (lambda a: m.exp(a)), _complex_pair()[:1], np.exp
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -215,6 +235,9 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "searchsorted": ("searchsorted 1e5 in 1e6 f32", searchsorted),
     "int_matmul": ("int32 matmul (256, 256)", int_matmul),
     "repeat_tile": ("repeat + tile (1000, 1000)", repeat_tile),
+    "tiny_matmuls": ("1e5 matmuls of 3x3", tiny_matmuls),
+    "complex_mul": ("complex64 a * b + a, 1e6", complex_multiply_add),
+    "complex_exp": ("complex64 exp, 1e6", complex_exp),
 }
 
 
