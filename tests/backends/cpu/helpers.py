@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -48,3 +49,16 @@ def optimized(f, *args):
     from ember.compiler.parser import parse_module
 
     return parse_module(ember.jit(f).lower(*args).compile().as_text())
+
+
+@contextlib.contextmanager
+def x64(on=True):
+    """``jax_enable_x64`` set to ``on`` inside the block, restored after it."""
+    import ember
+
+    previous = ember.config.read("jax_enable_x64")
+    ember.config.update("jax_enable_x64", on)
+    try:
+        yield
+    finally:
+        ember.config.update("jax_enable_x64", previous)

@@ -25,7 +25,7 @@ from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import lower_closed_jaxpr
 from ember.compiler.passes.fusion import fuse_module
 from ember.compiler.pipeline import optimize
-from tests.backends.cpu.helpers import optimized
+from tests.backends.cpu.helpers import optimized, x64
 
 DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int32, np.uint8, np.int8]  # (float64: x64)
 
@@ -197,16 +197,6 @@ def test_a_variadic_reduce_combines_each_element_once():
 # Arg reductions that keep the minor dim run in the column kernel (``kernel_gen.
 # KernelBuilder._build_column_reduce``): a value and an index accumulator per column, combined
 # by the reducer body row after row.
-
-
-@contextlib.contextmanager
-def x64(on=True):
-    previous = ember.config.read("jax_enable_x64")
-    ember.config.update("jax_enable_x64", on)
-    try:
-        yield
-    finally:
-        ember.config.update("jax_enable_x64", previous)
 
 
 def bytes_equal(got, want):

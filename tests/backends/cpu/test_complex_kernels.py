@@ -7,7 +7,6 @@ results at the special values (zeros' signs, infinities, NaNs). Also: these fusi
 to kernels (no library thunk) and vectorize.
 """
 
-import contextlib
 import glob
 import itertools
 
@@ -19,20 +18,10 @@ import ember.numpy as jnp
 from ember import lax
 from ember.backends import get_backend
 from ember.compiler import eval_elementwise
-from tests.backends.cpu.helpers import optimized
+from tests.backends.cpu.helpers import optimized, x64
 
 DTYPES = [np.complex64, np.complex128]
 PART = {np.complex64: np.float32, np.complex128: np.float64}
-
-
-@contextlib.contextmanager
-def x64(on=True):
-    previous = ember.config.read("jax_enable_x64")
-    ember.config.update("jax_enable_x64", on)
-    try:
-        yield
-    finally:
-        ember.config.update("jax_enable_x64", previous)
 
 
 def special_parts(dtype):

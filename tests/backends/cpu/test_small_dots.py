@@ -3,7 +3,6 @@ result element summed in registers, and agrees with the evaluator (NumPy's ``mat
 floats within rounding, integers and booleans exactly, for every arrangement of batch, free
 and contracting dims."""
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -13,19 +12,9 @@ import ember.numpy as jnp
 from ember import lax
 from ember.backends import get_backend
 from ember.backends.cpu import kernel_gen
-from tests.backends.cpu.helpers import optimized
+from tests.backends.cpu.helpers import optimized, x64
 
 rng = np.random.default_rng(0)
-
-
-@contextlib.contextmanager
-def x64(on=True):
-    previous = ember.config.read("jax_enable_x64")
-    ember.config.update("jax_enable_x64", on)
-    try:
-        yield
-    finally:
-        ember.config.update("jax_enable_x64", previous)
 
 
 def plan(f, *args):
