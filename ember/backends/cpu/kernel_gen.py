@@ -6,7 +6,9 @@ the fusion's operands, then its output leaves; ``[lo, hi)`` is the part of the *
 dimension* this call computes (callers split it across threads; ``KernelInfo`` says what it
 is). Shape ops inside a fusion (broadcast, reshape, transpose, slice, concatenate, pad,
 reverse, iota) are index arithmetic on the way to the loads; reads of concatenate/pad
-operands use clamped indices, so no load is ever out of bounds. Where the output's minor dim
+operands use clamped indices, so no load is ever out of bounds. A ``dot_general`` contracting
+few elements (``is_small_dot``) is an element op too: its products summed in registers.
+Complex values are pairs of floats (``complex_ops``). Where the output's minor dim
 indexes a pad or concatenate, the inner loop runs in pieces with constant bounds between the
 points where they switch operands (``_minor_splits``), so LLVM folds the clamps away.
 
