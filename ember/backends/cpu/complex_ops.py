@@ -159,13 +159,16 @@ def convert(b: ir.IRBuilder, x, src: np.dtype, dst: np.dtype):
 _HUGE, _TINY, _DOWN, _UP = 2.0 ** 500, 2.0 ** -500, 2.0 ** -600, 2.0 ** 600
 
 
+def _f64(value: float) -> ir.Constant:
+    return ir.Constant(S.F64, value)
+
+
 def _power_of_two_scale(b: ir.IRBuilder, big: ir.Value) -> ir.Value:
     """A power of two that brings float64 parts whose larger magnitude is ``big`` near 1
     (exactly: no bits lost) when they are so large or small that squaring them would
     overflow or underflow; else 1."""
-    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
-    return b.select(b.fcmp_ordered(">", big, c(_HUGE)), c(_DOWN),
-                    b.select(b.fcmp_ordered("<", big, c(_TINY)), c(_UP), c(1.0)))
+    return b.select(b.fcmp_ordered(">", big, _f64(_HUGE)), _f64(_DOWN),
+                    b.select(b.fcmp_ordered("<", big, _f64(_TINY)), _f64(_UP), _f64(1.0)))
 
 
 def magnitude(b: ir.IRBuilder, x: Complex) -> ir.Value:
@@ -191,14 +194,13 @@ def magnitude(b: ir.IRBuilder, x: Complex) -> ir.Value:
 def _sign(b: ir.IRBuilder, x: Complex) -> Complex:
     """``x / |x|``, 0 at 0 (float64 parts; ``x`` is first scaled by a power of two, so
     ``|x|`` stays finite for every finite ``x``)."""
-    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
     scale = _power_of_two_scale(b, S.fintr(b, "maxnum", S.fintr(b, "fabs", x.re),
                                            S.fintr(b, "fabs", x.im)))
     x = Complex(b.fmul(x.re, scale), b.fmul(x.im, scale))
     a = magnitude(b, x)
-    is_zero = b.fcmp_ordered("==", a, c(0.0))
-    safe = b.select(is_zero, c(1.0), a)
-    return select(b, is_zero, Complex(c(0.0), c(0.0)),
+    is_zero = b.fcmp_ordered("==", a, _f64(0.0))
+    safe = b.select(is_zero, _f64(1.0), a)
+    return select(b, is_zero, Complex(_f64(0.0), _f64(0.0)),
                   Complex(b.fdiv(x.re, safe), b.fdiv(x.im, safe)))
 
 
@@ -233,26 +235,25 @@ def _log(b: ir.IRBuilder, x: Complex) -> Complex:
     exactly into two doubles each (``fma``, a two-sum), so the argument keeps its relative
     accuracy (to ~1e-33 absolute, for points within ~1e-17 of the unit circle). Infinite
     when either part is (even with a NaN in the other), ``-inf`` at 0, as C99's ``clog``."""
-    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
     re, im = S.fintr(b, "fabs", x.re), S.fintr(b, "fabs", x.im)
     big, small = S.fintr(b, "maxnum", re, im), S.fintr(b, "minnum", re, im)
     ratio = b.fdiv(small, big)
     far = b.fadd(vecmath.emit_unary(b, "log", big),
-                 b.fmul(c(0.5), vecmath.emit_unary(b, "log_plus_one", b.fmul(ratio, ratio))))
+                 b.fmul(_f64(0.5), vecmath.emit_unary(b, "log_plus_one", b.fmul(ratio, ratio))))
     big2, small2 = b.fmul(big, big), b.fmul(small, small)
     big2_lo = S.fintr(b, "fma", big, big, b.fneg(big2))
     small2_lo = S.fintr(b, "fma", small, small, b.fneg(small2))
-    minus_one = b.fsub(big2, c(1.0))  # exact for big2 >= 1/2; else its error is
-    minus_one_lo = b.fsub(big2, b.fadd(minus_one, c(1.0)))  # this (Dekker's fast two-sum)
+    minus_one = b.fsub(big2, _f64(1.0))  # exact for big2 >= 1/2; else its error is
+    minus_one_lo = b.fsub(big2, b.fadd(minus_one, _f64(1.0)))  # this (Dekker's fast two-sum)
     u = b.fadd(b.fadd(minus_one, small2),
                b.fadd(b.fadd(big2_lo, small2_lo), minus_one_lo))
-    near = b.fmul(c(0.5), vecmath.emit_unary(b, "log_plus_one", u))
+    near = b.fmul(_f64(0.5), vecmath.emit_unary(b, "log_plus_one", u))
     sum2 = b.fadd(big2, small2)
-    is_near = b.and_(b.fcmp_ordered(">=", sum2, c(0.5)), b.fcmp_ordered("<=", sum2, c(2.0)))
+    is_near = b.and_(b.fcmp_ordered(">=", sum2, _f64(0.5)), b.fcmp_ordered("<=", sum2, _f64(2.0)))
     mag = b.select(is_near, near, far)
-    inf = c(float("inf"))
-    mag = b.select(b.fcmp_ordered("==", big, c(0.0)), c(-float("inf")), mag)
-    mag = b.select(b.fcmp_unordered("uno", re, im), c(float("nan")), mag)
+    inf = _f64(float("inf"))
+    mag = b.select(b.fcmp_ordered("==", big, _f64(0.0)), _f64(-float("inf")), mag)
+    mag = b.select(b.fcmp_unordered("uno", re, im), _f64(float("nan")), mag)
     mag = b.select(b.or_(b.fcmp_ordered("==", re, inf), b.fcmp_ordered("==", im, inf)),
                    inf, mag)
     return Complex(mag, vecmath.emit_binary(b, "atan2", x.im, x.re))
@@ -265,24 +266,23 @@ def _sqrt(b: ir.IRBuilder, x: Complex) -> Complex:
     below ``2**-1000`` by ``2**600`` (the root by ``2**-300``), exactly, so nothing overflows
     or loses bits as a denormal. C99's ``csqrt`` at the special values: ``sqrt(±0 + i y0)``
     is ``+0 + i y0``, an infinite imaginary part gives ``inf + i im``."""
-    c = lambda v: ir.Constant(S.F64, v)  # noqa: E731
     re, im = S.fintr(b, "fabs", x.re), S.fintr(b, "fabs", x.im)
     big = S.fintr(b, "maxnum", re, im)
-    huge = b.fcmp_ordered(">", big, c(2.0 ** 1000))
-    tiny = b.fcmp_ordered("<", big, c(2.0 ** -1000))
-    scale_in = b.select(huge, c(0.25), b.select(tiny, c(2.0 ** 600), c(1.0)))
-    scale_out = b.select(huge, c(2.0), b.select(tiny, c(2.0 ** -300), c(1.0)))
+    huge = b.fcmp_ordered(">", big, _f64(2.0 ** 1000))
+    tiny = b.fcmp_ordered("<", big, _f64(2.0 ** -1000))
+    scale_in = b.select(huge, _f64(0.25), b.select(tiny, _f64(2.0 ** 600), _f64(1.0)))
+    scale_out = b.select(huge, _f64(2.0), b.select(tiny, _f64(2.0 ** -300), _f64(1.0)))
     sx = Complex(b.fmul(x.re, scale_in), b.fmul(x.im, scale_in))
-    t = S.fintr(b, "sqrt", b.fmul(c(0.5), b.fadd(b.fmul(re, scale_in), magnitude(b, sx))))
-    other = b.fdiv(b.fmul(im, scale_in), b.fmul(c(2.0), t))  # |im| / 2t
+    t = S.fintr(b, "sqrt", b.fmul(_f64(0.5), b.fadd(b.fmul(re, scale_in), magnitude(b, sx))))
+    other = b.fdiv(b.fmul(im, scale_in), b.fmul(_f64(2.0), t))  # |im| / 2t
     t, other = b.fmul(t, scale_out), b.fmul(other, scale_out)
-    negative = b.fcmp_ordered("<", x.re, c(0.0))
+    negative = b.fcmp_ordered("<", x.re, _f64(0.0))
     out = select(b, negative, Complex(other, S.fintr(b, "copysign", t, x.im)),
                  Complex(t, S.fintr(b, "copysign", other, x.im)))
-    inf = c(float("inf"))
+    inf = _f64(float("inf"))
     out = select(b, b.fcmp_ordered("==", im, inf), Complex(inf, x.im), out)
-    is_zero = b.and_(b.fcmp_ordered("==", re, c(0.0)), b.fcmp_ordered("==", im, c(0.0)))
-    return select(b, is_zero, Complex(c(0.0), x.im), out)
+    is_zero = b.and_(b.fcmp_ordered("==", re, _f64(0.0)), b.fcmp_ordered("==", im, _f64(0.0)))
+    return select(b, is_zero, Complex(_f64(0.0), x.im), out)
 
 
 # --------------------------------------------------------------------------- binary ops
