@@ -1,6 +1,7 @@
 """argmax/argmin reductions: the reducer bodies are recognized by their truth table
 (``ember.compiler.arg_reducer``) and compiled to two vectorizable passes per row (one
-unrolled pass over rows of up to ``ARG_TINY_ROW_MAX`` elements); results
+unrolled pass over rows of up to ``ARG_TINY_ROW_MAX`` elements, one vector per contiguous
+row of up to ``ARG_VECTOR_ROW_MAX``); results
 (the index and the value output) must equal the evaluator's, NaNs, infinities, ties and
 signed zeros included. Also: a variadic reduce is combined once per element, whatever the
 number of its outputs."""
@@ -141,10 +142,19 @@ def arg_module(kind, x, axis):
                                         # rows of up to 8: one unrolled pass, vectorized
                                         # across rows (and one row past it)
                                         ((300, 2), 1), ((200, 5), 1), ((130, 8), 1),
-                                        ((7, 19, 3), 2), ((90, 9), 1)])
+                                        ((7, 19, 3), 2),
+                                        # contiguous rows of 9 to 64: one vector a row
+                                        ((90, 9), 1), ((70, 16), 1), ((33, 5, 24), 2),
+                                        ((20, 64), 1),
+                                        # longer: two passes
+                                        ((20, 65), 1)])
 def test_native_arg_reductions_match_the_evaluator_bit_for_bit(dtype, kind, shape, axis):
     rng = np.random.default_rng(zlib.crc32(repr((np.dtype(dtype).name, kind, shape)).encode()))
     x = special_values(rng, shape, dtype)
+    check_native_arg_reduction(kind, x, axis)
+
+
+def check_native_arg_reduction(kind, x, axis):
     m = arg_module(kind, x, axis)
     want = evaluate_computation(m.entry, [x])
     optimize(m)  # (fused with its iota: the native arg reduction, not a library call)
@@ -155,6 +165,53 @@ def test_native_arg_reductions_match_the_evaluator_bit_for_bit(dtype, kind, shap
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(np.ascontiguousarray(g).view(np.uint8),
                                       np.ascontiguousarray(w).view(np.uint8))
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("n", [12, 32, 64])
+def test_float64_rows_in_one_vector(kind, n):
+    rng = np.random.default_rng(n)
+    with x64():
+        check_native_arg_reduction(kind, special_values(rng, (40, n), np.float64), 1)
+
+
+def planted_rows(n):
+    """Rows of ``n`` that single out the first extreme: ties, the extreme last, NaNs among
+    numbers (first one wins), signed zeros (equal), all of one value, infinities only."""
+    rows = np.tile(np.linspace(-1, 1, n), (9, 1))
+    rows[0, [2, n - 1]] = 5.0
+    rows[1, -1] = 7.0
+    rows[2, [n // 2, n - 2]] = [np.nan, -np.nan]
+    rows[3] = np.where(np.arange(n) % 2, 0.0, -0.0)
+    rows[4] = 3.0
+    rows[5] = np.where(np.arange(n) % 3, -np.inf, np.inf)
+    rows[6, [1, 3]] = -9.0
+    rows[7, 0] = np.nan
+    rows[8] = -np.inf
+    return rows
+
+
+@pytest.mark.parametrize("n", [9, 13, 16, 31, 64, 65])
+def test_vector_rows_find_the_first_extreme_as_numpy(n, monkeypatch):
+    rows = planted_rows(n).astype(np.float32)
+    built = []
+    original = kernel_gen.KernelBuilder._arg_vector_row
+
+    def spy(self, *args):
+        built.append(args[2])
+        return original(self, *args)
+    monkeypatch.setattr(kernel_gen.KernelBuilder, "_arg_vector_row", spy)
+    f = ember.jit(lambda a: (jnp.argmax(a, axis=1), jnp.argmin(a, axis=1),
+                             jnp.argmax(a * 2 - 1, axis=1)), backend="cpu")
+    amax, amin, fused = f(rows)
+    assert built == ([n] * 3 if n <= kernel_gen.ARG_VECTOR_ROW_MAX else [])
+
+    def numpy_arg(x, pick):  # (NumPy: the first NaN wins)
+        nan = np.isnan(x)
+        return np.where(nan.any(1), nan.argmax(1), pick(x, 1))
+    np.testing.assert_array_equal(np.asarray(amax), numpy_arg(rows, np.argmax))
+    np.testing.assert_array_equal(np.asarray(amin), numpy_arg(rows, np.argmin))
+    np.testing.assert_array_equal(np.asarray(fused), numpy_arg(rows * 2 - 1, np.argmax))
 
 
 def test_jitted_argmax_and_argmin_match_numpy():
