@@ -7,8 +7,8 @@ A body that is one binary op of its parameters (``add(p0, p1)``, ...) combines w
 ufunc; any other body (variadic ones included) is evaluated vectorized over the views.
 
 Prefix scans (``prefix_scan``: a reduce_window whose window spans one whole dimension, padded
-so that output ``i`` sees the elements ``0..i``, or ``i..n-1`` for a reverse scan) take a
-fast path, ``scan_accumulate``. Its precision is a fixed rule that native kernels follow
+so that output ``i`` sees the elements ``0..i``, or ``i..n-1`` for a reverse scan, from an
+init equal to the reducer's identity) take a fast path, ``scan_accumulate``. Its precision is a fixed rule that native kernels follow
 bit for bit. Elements are combined sequentially from the start of the scan (element 0 of a
 forward scan, the last element of a reverse one: ``ufunc.accumulate`` on the flipped array):
 
@@ -155,12 +155,23 @@ def reduce_window(inst: Instruction, *values: np.ndarray) -> np.ndarray | tuple:
     n = len(values) // 2
     inputs = [np.asarray(v) for v in values[:n]]
     inits = [np.asarray(v) for v in values[n:]]
+    # (A prefix scan from the identity; the init is checked by value: in a library step it
+    # is a parameter, not the constant ``prefix_scan`` looks for.)
+    scan = scan_axis(inst)
+    if scan is not None and scan[2] in SCAN_OPCODES and is_reducer_identity(
+            REDUCE_UFUNCS[scan[2]], inits[0]):
+        return scan_accumulate(inputs[0], *scan)
+    return window_by_window(inst, inputs, inits)
+
+
+def window_by_window(inst: Instruction, inputs: list[np.ndarray],
+                     inits: list[np.ndarray]) -> np.ndarray | tuple:
+    """``reduce_window`` by the general path: each window combined in index order from the
+    init value (the rule's fallback when ``inst`` is not a prefix scan from the identity)."""
+    n = len(inputs)
     out_shapes = inst.shape.tuple_shapes if inst.shape.is_tuple else (inst.shape,)
     out_dims = out_shapes[0].dims
     out_dtypes = [s.dtype for s in out_shapes]
-    scan = prefix_scan(inst)
-    if scan is not None:
-        return scan_accumulate(inputs[0], *scan)
     accs = [np.full(out_dims, i, dtype=dt) for i, dt in zip(inits, out_dtypes)]
     if math.prod(out_dims):
         window = reduce_window_attrs(inst.attrs, inputs[0].ndim)

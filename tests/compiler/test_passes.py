@@ -531,6 +531,29 @@ def _reduce_of(reduce_dims, dims=(2, 3, 4), init=0.0, opcode="add"):
     return build
 
 
+def _complex_reduce(opcode, init=1 - 2j):
+    def build(b):
+        c64 = np.dtype(np.complex64)
+        rb = Builder(b.module, b.module.new_name("region"))
+        p0, p1 = rb.parameter(0, Shape(c64, ())), rb.parameter(1, Shape(c64, ()))
+        body = rb.build(rb.op(opcode, p0, p1))
+        return b.op("reduce", _x(b, c64, (2, 3)), b.constant(np.complex64(init)),
+                    dimensions=(1,), calls=[body])
+    return build
+
+
+def _complex_cumulative(opcode):
+    def build(b):
+        c64 = np.dtype(np.complex64)
+        rb = Builder(b.module, b.module.new_name("region"))
+        p0, p1 = rb.parameter(0, Shape(c64, ())), rb.parameter(1, Shape(c64, ()))
+        body = rb.build(rb.op(opcode, p0, p1))
+        return b.op("reduce_window", _x(b, c64, (2, 3)), b.constant(np.complex64(0)),
+                    window_dimensions=(1, 3), window_strides=(1, 1), padding=((0, 0), (2, 0)),
+                    base_dilations=(1, 1), window_dilations=(1, 1), calls=[body])
+    return build
+
+
 def _reduce_of_transpose(perm, reduce_dims, opcode="add", init=0.0):
     def build(b):
         rb = Builder(b.module, b.module.new_name("region"))
@@ -697,6 +720,10 @@ ALGEBRAIC_CASES = {
     "reduce_of_transpose": _reduce_of_transpose((2, 0, 1), (1,)),
     "reduce_of_transpose_kept_in_order": _reduce_of_transpose((1, 0, 2), (0,), "maximum",
                                                               -np.inf),
+    "complex_sum_as_parts": _complex_reduce("add"),
+    "keep_complex_product": _complex_reduce("multiply"),
+    "complex_window_sum_as_parts": _complex_cumulative("add"),
+    "keep_complex_cumulative_product": _complex_cumulative("multiply"),
     "reduce_minor_run_first": _reduce_of((0, 2)),
     "reduce_minor_run_first_max": _reduce_of((0, 2, 3), dims=(2, 3, 4, 5), opcode="maximum",
                                              init=-np.inf),
@@ -1401,6 +1428,70 @@ ALGEBRAIC_GOLDEN = {
           %constant.2 = s32[] constant(3)
           %broadcast_in_dim.3 = s32[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
           ROOT %divide.4 = s32[2,3] divide(%Arg_0.1, %broadcast_in_dim.3)
+        }
+    """,
+    "complex_sum_as_parts": """
+        %add_reducer.8 (Arg_0.9: f32[], Arg_1.10: f32[]) -> f32[] {
+          %Arg_0.9 = f32[] parameter(0)
+          %Arg_1.10 = f32[] parameter(1)
+          ROOT %add.11 = f32[] add(%Arg_0.9, %Arg_1.10)
+        }
+
+        ENTRY %main (Arg_0.5: c64[2,3]) -> c64[2] {
+          %Arg_0.5 = c64[2,3] parameter(0)
+          %constant.6 = c64[] constant((1,-2))
+          %real.12 = f32[2,3] real(%Arg_0.5)
+          %real.13 = f32[] real(%constant.6)
+          %reduce.14 = f32[2] reduce(%real.12, %real.13), dimensions={1}, calls={%add_reducer.8}
+          %imag.15 = f32[2,3] imag(%Arg_0.5)
+          %imag.16 = f32[] imag(%constant.6)
+          %reduce.17 = f32[2] reduce(%imag.15, %imag.16), dimensions={1}, calls={%add_reducer.8}
+          ROOT %complex.18 = c64[2] complex(%reduce.14, %reduce.17)
+        }
+    """,
+    "keep_complex_product": """
+        %region.1 (Arg_0.2: c64[], Arg_1.3: c64[]) -> c64[] {
+          %Arg_0.2 = c64[] parameter(0)
+          %Arg_1.3 = c64[] parameter(1)
+          ROOT %multiply.4 = c64[] multiply(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: c64[2,3]) -> c64[2] {
+          %Arg_0.5 = c64[2,3] parameter(0)
+          %constant.6 = c64[] constant((1,-2))
+          ROOT %reduce.7 = c64[2] reduce(%Arg_0.5, %constant.6), dimensions={1}, calls={%region.1}
+        }
+    """,
+    "complex_window_sum_as_parts": """
+        %add_reducer.8 (Arg_0.9: f32[], Arg_1.10: f32[]) -> f32[] {
+          %Arg_0.9 = f32[] parameter(0)
+          %Arg_1.10 = f32[] parameter(1)
+          ROOT %add.11 = f32[] add(%Arg_0.9, %Arg_1.10)
+        }
+
+        ENTRY %main (Arg_0.5: c64[2,3]) -> c64[2,3] {
+          %Arg_0.5 = c64[2,3] parameter(0)
+          %constant.6 = c64[] constant((0,0))
+          %real.12 = f32[2,3] real(%Arg_0.5)
+          %real.13 = f32[] real(%constant.6)
+          %reduce_window.14 = f32[2,3] reduce_window(%real.12, %real.13), base_dilations={1,1}, padding={{0,0},{2,0}}, window_dilations={1,1}, window_dimensions={1,3}, window_strides={1,1}, calls={%add_reducer.8}
+          %imag.15 = f32[2,3] imag(%Arg_0.5)
+          %imag.16 = f32[] imag(%constant.6)
+          %reduce_window.17 = f32[2,3] reduce_window(%imag.15, %imag.16), base_dilations={1,1}, padding={{0,0},{2,0}}, window_dilations={1,1}, window_dimensions={1,3}, window_strides={1,1}, calls={%add_reducer.8}
+          ROOT %complex.18 = c64[2,3] complex(%reduce_window.14, %reduce_window.17)
+        }
+    """,
+    "keep_complex_cumulative_product": """
+        %region.1 (Arg_0.2: c64[], Arg_1.3: c64[]) -> c64[] {
+          %Arg_0.2 = c64[] parameter(0)
+          %Arg_1.3 = c64[] parameter(1)
+          ROOT %multiply.4 = c64[] multiply(%Arg_0.2, %Arg_1.3)
+        }
+
+        ENTRY %main (Arg_0.5: c64[2,3]) -> c64[2,3] {
+          %Arg_0.5 = c64[2,3] parameter(0)
+          %constant.6 = c64[] constant((0,0))
+          ROOT %reduce_window.7 = c64[2,3] reduce_window(%Arg_0.5, %constant.6), base_dilations={1,1}, padding={{0,0},{2,0}}, window_dilations={1,1}, window_dimensions={1,3}, window_strides={1,1}, calls={%region.1}
         }
     """,
     "keep_add_one": """

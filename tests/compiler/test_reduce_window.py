@@ -11,7 +11,7 @@ from ember.compiler.cost_analysis import cost_analysis
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.parser import parse_module
-from ember.compiler.reduce_window import prefix_scan, scan_accumulate
+from ember.compiler.reduce_window import prefix_scan, scan_accumulate, window_by_window
 from ember.compiler.shape_inference import infer_shape
 from ember.compiler.verifier import verify_module
 
@@ -299,7 +299,7 @@ def test_prefix_scan_negatives(case):
 
 
 def _general(dims, axis, reverse, opcode, dtype, x):
-    """The general path on a scan: the same reduce_window with the init as a parameter."""
+    """The general path on a scan (``window_by_window``), the init as a parameter."""
     n = dims[axis]
     pad = (0, n - 1) if reverse else (n - 1, 0)
     m, inst = window_module(
@@ -307,7 +307,7 @@ def _general(dims, axis, reverse, opcode, dtype, x):
         window_dimensions=tuple(n if i == axis else 1 for i in range(len(dims))),
         padding=tuple(pad if i == axis else (0, 0) for i in range(len(dims))))
     assert prefix_scan(inst) is None
-    return run(m, x, np.asarray(_identity(opcode, dtype), dtype))
+    return window_by_window(inst, [x], [np.asarray(_identity(opcode, dtype), dtype)])
 
 
 @pytest.mark.parametrize("dtype", [S32, np.dtype(np.int8), np.dtype(np.uint16)])
@@ -379,6 +379,22 @@ def test_scan_add_low_floats_accumulate_in_float64_rounded_once(dtype, reverse):
         _bits_equal(run(m, x), want)
         # ... which is not what sequential float32 sums (the general path) give.
         assert not np.array_equal(_general((3, 200), 1, reverse, "add", F32, x), want)
+
+
+def test_a_scan_from_an_identity_parameter_takes_the_fast_path():
+    # (A library step passes the init as a parameter: checked by value, so the evaluator
+    # gives the native kernels' numbers, and a complex cumsum does not cost O(n**2).)
+    x = (np.random.default_rng(6).standard_normal((3, 200)) * 100).astype(F32)
+    m, inst = window_module(
+        (3, 200), [F32], [0], lambda m: binary_body(m, "add", F32), const_init=False,
+        window_dimensions=(1, 200), padding=((0, 0), (199, 0)))
+    _bits_equal(run(m, x, np.float32(0)), scan_accumulate(x, 1, False, "add"))
+    # any other init: the general path, from that init (padding holds it too: output i
+    # combines 200 - i of them)
+    _bits_equal(run(m, x, np.float32(1.5)), window_by_window(inst, [x], [np.float32(1.5)]))
+    np.testing.assert_allclose(run(m, x, np.float32(1.5)),
+                               np.cumsum(x, 1) + 1.5 * (200 - np.arange(200)), rtol=1e-4,
+                               atol=1e-3)
 
 
 def test_scan_maximum_propagates_nan():

@@ -10,7 +10,9 @@ passed on to ``scalar_ops``. Arithmetic, ``abs``, ``sign``, ``exp``, ``log``, ``
 ``real``/``imag``/``conj``/``complex``, conversions, ``==``/``!=`` and ``select`` have native
 code, with C99's results at the special values; the other complex functions (``tanh``,
 ``power``...) raise ``UnsupportedOp`` (their fusions run through the evaluator), as do
-complex values in reductions, scatters and scans (``check_instruction``).
+complex values in reductions, scatters and scans (``check_instruction``). Complex sums and
+cumulative sums do not get here: the algebraic simplifier turns them into float sums of the
+parts (``complex_sum_as_parts``).
 """
 
 from __future__ import annotations

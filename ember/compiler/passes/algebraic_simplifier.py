@@ -20,7 +20,9 @@ softmax's ``e / sum`` as ``e * (1 / sum)``, one reciprocal per row), and because
 costs several multiplications. ``reduce_of_concatenate`` is inexact in the same way: it
 reduces each concatenated piece, then combines the partial results, another order of the
 reduction's combinations (which HLO leaves unspecified), and so is
-``reduce_minor_run_first``, which reduces the minor dims before the others, and
+``reduce_minor_run_first``, which reduces the minor dims before the others,
+``complex_sum_as_parts`` (and ``complex_window_sum_as_parts``), which sum a complex array's
+real and imaginary parts as two float reductions (scans), and
 ``dot_without_free_dims``, which sums a batch of dot products as a reduce (in its order, not
 BLAS's).
 
@@ -501,6 +503,28 @@ def _reduce_minor_run_first(m: Match) -> Instruction | None:
                   dimensions=rest)
 
 
+def _complex_sum_as_parts(m: Match) -> Instruction | None:
+    """A complex sum (``reduce`` or ``reduce_window``: ``sum``, ``cumsum``...) as the complex
+    number of two real sums, of the real and of the imaginary parts (complex addition adds
+    the parts separately): each is a float reduction or scan with the usual accurate,
+    vectorized code, the two reading the complex input together in one fused kernel.
+    ``sum(a)`` of 1e6 complex64 went through the NumPy evaluator (0.40 ms, now 0.12)."""
+    red = m.inst
+    if (len(red.operands) != 2 or red.dtype.kind != "c"
+            or simple_reducer_opcode(red.calls[0]) != "add"):
+        return None
+    x, init = red.operands
+    part = _real_part(red.dtype)
+    scalar = Shape(part, ())
+    body = Builder(m.module, m.module.new_name("add_reducer"))
+    adder = body.build(body.op("add", body.parameter(0, scalar), body.parameter(1, scalar)))
+    sums = [m.emit(red.opcode, [m.emit(op, [x], Shape(part, x.dims)),
+                                m.emit(op, [init], scalar)],
+                   Shape(part, red.dims), calls=(adder,), **red.attrs)
+            for op in ("real", "imag")]
+    return m.emit("complex", sums, red.shape)
+
+
 def _reduce_of_transpose(m: Match) -> Instruction:
     """A reduce of a transpose as the reduce of the transpose's operand over the same dims
     (named in its order), then a transpose of the smaller result if the kept dims change
@@ -741,6 +765,10 @@ REWRITES: tuple[Rewrite, ...] = (
             _dot_as_multiply),
     Rewrite("dot_without_free_dims", Op("dot_general", where=_no_free_dims), _dot_as_reduce,
             exact=False),
+    Rewrite("complex_sum_as_parts", Op("reduce", Any("x"), Any("init")),
+            _complex_sum_as_parts, exact=False),
+    Rewrite("complex_window_sum_as_parts", Op("reduce_window", Any("x"), Any("init")),
+            _complex_sum_as_parts, exact=False),
     Rewrite("reduce_of_concatenate", Op("reduce", Op("concatenate", name="cat"), Any("init")),
             _reduce_of_concatenate, where=lambda m: m.single_use("cat"), exact=False),
     Rewrite("reduce_of_transpose", Op("reduce", Op("transpose", name="tr"), Any("init")),

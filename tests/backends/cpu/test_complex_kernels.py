@@ -311,14 +311,64 @@ def test_complex_index_ops_in_kernels():
     same_bits(run(rows, a, idx), want)
 
 
-def test_complex_reductions_and_other_ops_still_run_in_the_evaluator():
+# name: (terms, reduction): the program is reduction(terms(x, y))
+SUMS = {
+    "sum": (lambda x, y: x, jnp.sum),
+    "rows": (lambda x, y: x, lambda t: jnp.sum(t, axis=1)),
+    "columns": (lambda x, y: x, lambda t: jnp.sum(t, axis=0)),
+    "mean of a product": (lambda x, y: x * jnp.conj(y), jnp.mean),
+    "row dot products": (lambda x, y: x * y, lambda t: jnp.sum(t, axis=1)),
+    "cumsum": (lambda x, y: x, lambda t: jnp.cumsum(t, axis=1)),
+    "reverse cumsum of a sum": (lambda x, y: x + y,
+                                lambda t: lax.cumsum(t, axis=0, reverse=True)),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(SUMS))
+def test_complex_sums_are_float_sums_of_the_parts(name, dtype):
+    # (``complex_sum_as_parts``: two float reductions or scans, fused, so native)
+    terms, reduction = SUMS[name]
+    f = lambda x, y: reduction(terms(x, y))  # noqa: E731
+    rng = np.random.default_rng(len(name))
+    x, y = (make(*rng.standard_normal((2, 300, 70)) * 10).astype(dtype) for _ in range(2))
+    assert "LibraryPlan" not in native_steps(f, x, y)
+    got = run(f, x, y)
+    with x64():
+        t = np.asarray(terms(x.astype(np.complex128), y.astype(np.complex128)))
+        want = np.asarray(reduction(t))
+        scales = [np.asarray(reduction(np.abs(p))) for p in (t.real, t.imag)]
+    assert got.dtype == dtype and got.shape == want.shape
+    # each part a float sum of that part's terms: float32 sums accumulate in float64, rounded
+    # once; within an ulp or so of the sum of the terms' magnitudes
+    eps = 1e-6 if dtype == np.complex64 else 1e-13
+    assert np.all(np.abs(got.real - want.real) <= eps * scales[0])
+    assert np.all(np.abs(got.imag - want.imag) <= eps * scales[1])
+
+
+def test_complex_sums_with_special_parts():
+    x = inputs(np.complex64)[:441].reshape(21, 21)  # every pair of special parts
+    with np.errstate(all="ignore"):
+        wide = x.astype(np.complex128)
+        want_sum = make(wide.real.sum(1), wide.imag.sum(1)).astype(np.complex64)
+        want_cumsum = make(np.cumsum(wide.real, 0), np.cumsum(wide.imag, 0)).astype(np.complex64)
+    for f, want in ((lambda v: jnp.sum(v, axis=1), want_sum),
+                    (lambda v: jnp.cumsum(v, axis=0), want_cumsum)):
+        got = run(f, x)
+        finite = np.isfinite(want) & (np.abs(want) < 1e30)
+        assert (~finite).sum() > 10
+        same_bits(got[~finite], want[~finite])  # (inf, -inf, NaN parts as the part sums')
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5)
+
+
+def test_complex_products_and_other_ops_still_run_in_the_evaluator():
     a = inputs(np.complex64)
     a = a[np.isfinite(a) & (np.abs(a) < 1e10)]
-    steps = native_steps(lambda x: (jnp.sum(x), jnp.tanh(x)), a)
+    steps = native_steps(lambda x: (jnp.prod(x[:8]), jnp.tanh(x)), a)
     assert "LibraryPlan" in steps
-    got_sum, got_tanh = (np.asarray(v) for v in ember.jit(lambda x: (jnp.sum(x),
-                                                                    jnp.tanh(x)))(a))
-    np.testing.assert_allclose(got_sum, a.astype(np.complex128).sum(), rtol=1e-5)
+    got_prod, got_tanh = (np.asarray(v) for v in ember.jit(lambda x: (jnp.prod(x[:8]),
+                                                                     jnp.tanh(x)))(a))
+    np.testing.assert_allclose(got_prod, a[:8].astype(np.complex128).prod(), rtol=1e-5)
     with np.errstate(all="ignore"):
         same_bits(got_tanh, np.tanh(a))
     # a real reduction of complex producers is native
