@@ -8,9 +8,10 @@ ufunc; any other body (variadic ones included) is evaluated vectorized over the 
 
 Prefix scans (``prefix_scan``: a reduce_window whose window spans one whole dimension, padded
 so that output ``i`` sees the elements ``0..i``, or ``i..n-1`` for a reverse scan, from an
-init equal to the reducer's identity) take a fast path, ``scan_accumulate``. Its precision is a fixed rule that native kernels follow
-bit for bit. Elements are combined sequentially from the start of the scan (element 0 of a
-forward scan, the last element of a reverse one: ``ufunc.accumulate`` on the flipped array):
+init equal to the reducer's identity) take a fast path, ``scan_accumulate``. Its precision
+is a fixed rule that native kernels follow bit for bit. Elements are combined sequentially
+from the start of the scan (element 0 of a forward scan, the last element of a reverse one:
+``ufunc.accumulate`` on the flipped array):
 
 - ``add`` on float32, float16 and bfloat16 accumulates in float64, and each prefix is
   rounded to the result dtype once;
