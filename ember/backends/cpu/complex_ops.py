@@ -7,9 +7,10 @@ complex arrays are loops over interleaved floats, which the loop vectorizer hand
 The functions here (``load``, ``store``, ``const``, ``unary``, ``binary``, ``select``) take any
 dtype: complex ones are computed here with the evaluator's (NumPy's) formulas, the others are
 passed on to ``scalar_ops``. Arithmetic, ``abs``, ``sign``, ``exp``, ``log``, ``sqrt``,
-``real``/``imag``/``conj``/``complex``, conversions, ``==``/``!=`` and ``select`` have native
-code, with C99's results at the special values; the other complex functions (``tanh``,
-``power``...) raise ``UnsupportedOp`` (their fusions run through the evaluator), as do
+``sin``/``cos``/``tan``, ``sinh``/``cosh``/``tanh``, ``real``/``imag``/``conj``/``complex``,
+conversions, ``==``/``!=`` and ``select`` have native code, with C99's results at the special
+values (glibc's where C99 leaves a sign open); the other complex functions (``power``,
+``arcsinh``...) raise ``UnsupportedOp`` (their fusions run through the evaluator), as do
 complex values in reductions, scatters and scans (``check_instruction``). Complex sums and
 cumulative sums do not get here: the algebraic simplifier turns them into float sums of the
 parts (``complex_sum_as_parts``).
@@ -128,6 +129,9 @@ def unary(b: ir.IRBuilder, opcode: str, x, dt, out_dt, attrs: dict):
         return _in_float64(b, _log, x)
     if opcode == "sqrt":
         return _in_float64(b, _sqrt, x)
+    if opcode in _TRIGONOMETRIC:
+        fn, narrow = _TRIGONOMETRIC[opcode], x.re.type == S.F32
+        return _in_float64(b, lambda b, x: fn(b, x, narrow), x)
     raise UnsupportedOp(f"{opcode} on {dt}")
 
 
@@ -285,6 +289,125 @@ def _sqrt(b: ir.IRBuilder, x: Complex) -> Complex:
     out = select(b, b.fcmp_ordered("==", im, inf), Complex(inf, x.im), out)
     is_zero = b.and_(b.fcmp_ordered("==", re, _f64(0.0)), b.fcmp_ordered("==", im, _f64(0.0)))
     return select(b, is_zero, Complex(_f64(0.0), x.im), out)
+
+
+def _circular(b: ir.IRBuilder, op: str, v: ir.Value, narrow: bool) -> ir.Value:
+    """``sine``/``cosine`` of the float64 ``v``; in float32 when ``narrow`` (``v`` a widened
+    float32: float64 sine and cosine reduce every argument by a table, whose loads become
+    gathers; float32's own are within 1 ulp, which the float64 result keeps)."""
+    if not narrow:
+        return vecmath.emit_unary(b, op, v)
+    return b.fpext(vecmath.emit_unary(b, op, b.fptrunc(v, S.F32)), S.F64)
+
+
+def _products(b: ir.IRBuilder, x: Complex, even: bool, narrow: bool) -> Complex:
+    """``(cosh re · cos im, sinh re · sin im)`` (``even``) or ``(sinh re · cos im, cosh re ·
+    sin im)`` (float64 parts), the parts of ``cosh x`` and ``sinh x``. Past ``|re| = 709``,
+    where ``cosh`` alone overflows but a product may not, ``cosh re`` and ``|sinh re|`` are
+    ``exp(|re|/2)**2 / 2`` and multiply in as two factors."""
+    re = x.re
+    sh, ch = (vecmath.emit_unary(b, op, re) for op in ("sinh", "cosh"))
+    cos, sin = (_circular(b, op, x.im, narrow) for op in ("cosine", "sine"))
+    half = vecmath.emit_unary(b, "exponential", b.fmul(S.fintr(b, "fabs", re), _f64(0.5)))
+    big = b.fcmp_ordered(">", S.fintr(b, "fabs", re), _f64(709.0))
+    sign = S.fintr(b, "copysign", _f64(0.5), re)
+
+    def product(hyperbolic, g, odd):  # (g times half first: a tiny g must not underflow)
+        scaled = b.fmul(b.fmul(b.fmul(half, g), sign if odd else _f64(0.5)), half)
+        return b.select(big, scaled, b.fmul(hyperbolic, g))
+    if even:
+        return Complex(product(ch, cos, False), product(sh, sin, True))
+    return Complex(product(sh, cos, True), product(ch, sin, False))
+
+
+def _sinh(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
+    """``sinh re · cos im + i cosh re · sin im`` with C99's special cases (as glibc's
+    ``csinh``): a zero imaginary part stays (a real argument has a real result), a zero real
+    part stays with a non-finite imaginary part (``±0 + i nan``), and an infinite real part
+    with one gives ``±inf + i nan``."""
+    out = _products(b, x, False, narrow)
+    nan, inf = _f64(float("nan")), _f64(float("inf"))
+    im_not_finite = b.fcmp_unordered(">=", S.fintr(b, "fabs", x.im), inf)
+    re_inf = b.fcmp_ordered("==", S.fintr(b, "fabs", x.re), inf)
+    out = select(b, b.and_(im_not_finite, re_inf), Complex(inf, nan), out)
+    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, _f64(0.0))),
+                 Complex(x.re, nan), out)
+    return select(b, b.fcmp_ordered("==", x.im, _f64(0.0)), Complex(out.re, x.im), out)
+
+
+def _cosh(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
+    """``cosh re · cos im + i sinh re · sin im`` with C99's special cases (as glibc's
+    ``ccosh``): a zero imaginary part gives a zero imaginary part (signed as the product),
+    a zero real part with a non-finite imaginary part ``nan ± i0``, and an infinite real
+    part with one ``inf + i nan``."""
+    out = _products(b, x, True, narrow)
+    zero, nan, inf = _f64(0.0), _f64(float("nan")), _f64(float("inf"))
+    im_not_finite = b.fcmp_unordered(">=", S.fintr(b, "fabs", x.im), inf)
+    re_inf = b.fcmp_ordered("==", S.fintr(b, "fabs", x.re), inf)
+    signed_zero = b.select(b.fcmp_unordered("uno", x.re, x.re), x.im, b.fmul(
+        S.fintr(b, "copysign", _f64(1.0), x.re), S.fintr(b, "copysign", zero, x.im)))
+    out = select(b, b.and_(im_not_finite, re_inf), Complex(inf, nan), out)
+    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, zero)),
+                 Complex(nan, zero), out)
+    return select(b, b.fcmp_ordered("==", x.im, zero), Complex(out.re, signed_zero), out)
+
+
+def _tanh(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
+    """``(sinh re cosh re + i sin im cos im) / (sinh(re)**2 + cos(im)**2)`` (float64 parts;
+    Kahan's formula with ``1 + tan(im)**2`` written as ``1 / cos(im)**2``: the denominator is
+    a sum of squares, so nothing cancels); past ``|re| = 22`` it is ``±1 + i 4 sin(im) cos(im)
+    exp(-2|re|)``. C99's special cases (as glibc's ``ctanh``): a zero imaginary part stays,
+    an infinite real part gives ``±1 ± i0``, a zero real part with a non-finite imaginary
+    part ``±0 + i nan``."""
+    zero, one, two, inf = _f64(0.0), _f64(1.0), _f64(2.0), _f64(float("inf"))
+    # (sinh re cosh re and sin im cos im as sinh(2 re)/2 and sin(2 im)/2: one rounding each)
+    cos = _circular(b, "cosine", x.im, narrow)
+    sin2 = _circular(b, "sine", b.fmul(two, x.im), narrow)
+    huge = b.fcmp_ordered(">", S.fintr(b, "fabs", x.im),  # (2 im overflows)
+                          _f64(2.0 ** 100 if narrow else 2.0 ** 1000))
+    sin2 = b.select(huge, b.fmul(b.fmul(two, _circular(b, "sine", x.im, narrow)), cos), sin2)
+    sh = vecmath.emit_unary(b, "sinh", x.re)
+    sh2 = vecmath.emit_unary(b, "sinh", b.fmul(two, x.re))
+    denom = b.fmul(two, b.fadd(b.fmul(sh, sh), b.fmul(cos, cos)))
+    out = Complex(b.fdiv(sh2, denom), b.fdiv(sin2, denom))
+    ax = S.fintr(b, "fabs", x.re)
+    tiny = vecmath.emit_unary(b, "exponential", b.fmul(_f64(-2.0), ax))
+    far = Complex(S.fintr(b, "copysign", one, x.re), b.fmul(b.fmul(two, sin2), tiny))
+    im_finite = b.fcmp_ordered("<", S.fintr(b, "fabs", x.im), inf)
+    out = select(b, b.and_(im_finite, b.fcmp_ordered(">", ax, _f64(22.0))), far, out)
+    out = select(b, b.and_(b.not_(im_finite), b.fcmp_ordered("==", x.re, zero)),
+                 Complex(x.re, _f64(float("nan"))), out)
+    infinite = Complex(S.fintr(b, "copysign", one, x.re),
+                       S.fintr(b, "copysign", zero, b.select(im_finite, sin2, x.im)))
+    out = select(b, b.fcmp_ordered("==", ax, inf), infinite, out)
+    return select(b, b.fcmp_ordered("==", x.im, zero), Complex(out.re, x.im), out)
+
+
+def _times_i(b: ir.IRBuilder, x: Complex) -> Complex:
+    return Complex(b.fneg(x.im), x.re)
+
+
+def _sin(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
+    """``-i sinh(i x)``; at a non-finite real part and an infinite imaginary part
+    ``nan + i inf``, as glibc's ``csin`` (the identity would give ``nan - i inf``)."""
+    w = _sinh(b, _times_i(b, x), narrow)
+    inf = _f64(float("inf"))
+    both = b.and_(b.fcmp_unordered(">=", S.fintr(b, "fabs", x.re), inf),
+                  b.fcmp_ordered("==", S.fintr(b, "fabs", x.im), inf))
+    return select(b, both, Complex(_f64(float("nan")), inf), Complex(w.im, b.fneg(w.re)))
+
+
+def _cos(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
+    return _cosh(b, _times_i(b, x), narrow)
+
+
+def _tan(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
+    w = _tanh(b, _times_i(b, x), narrow)
+    return Complex(w.im, b.fneg(w.re))
+
+
+_TRIGONOMETRIC = {"sinh": _sinh, "cosh": _cosh, "tanh": _tanh, "sine": _sin, "cosine": _cos,
+                  "tan": _tan}
 
 
 # --------------------------------------------------------------------------- binary ops
