@@ -151,6 +151,11 @@ def short_row_argmax(m, lax):
     return (lambda x: m.argmax(x, axis=1)), (x,), lambda x: np.argmax(x, axis=1)
 
 
+def row16_argmax(m, lax):
+    x = _rng().standard_normal((10**6, 16)).astype(np.float32)
+    return (lambda x: m.argmax(x, axis=1)), (x,), lambda x: np.argmax(x, axis=1)
+
+
 def take_along_rows(m, lax):
     rng = _rng()
     x = rng.standard_normal((1000, 1000)).astype(np.float32)
@@ -209,6 +214,15 @@ def complex_exp(m, lax):
     return (lambda a: m.exp(a)), _complex_pair()[:1], np.exp
 
 
+def complex_tanh(m, lax):
+    return (lambda a: m.tanh(a)), _complex_pair()[:1], np.tanh
+
+
+def complex_cumsum(m, lax):
+    a = _complex_pair()[0].reshape(1000, 1000)
+    return (lambda a: m.cumsum(a, axis=1)), (a,), lambda a: np.cumsum(a, axis=1)
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -238,6 +252,9 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "tiny_matmuls": ("1e5 matmuls of 3x3", tiny_matmuls),
     "complex_mul": ("complex64 a * b + a, 1e6", complex_multiply_add),
     "complex_exp": ("complex64 exp, 1e6", complex_exp),
+    "row16_argmax": ("argmax over rows of 16 (1e6, 16)", row16_argmax),
+    "complex_tanh": ("complex64 tanh, 1e6", complex_tanh),
+    "complex_cumsum": ("complex64 cumsum along rows (1000, 1000)", complex_cumsum),
 }
 
 
