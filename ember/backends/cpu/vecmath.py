@@ -6,8 +6,8 @@ module emits such code: polynomial approximations (near-minimax fits made offlin
 integer bit manipulation, selects for special values, and LLVM intrinsics that vectorize
 (``llvm.fma``, ``llvm.rint``, ``llvm.sqrt``, ...). float32 and float64 are both supported; most
 float32 functions (exp, expm1, exp2, log, log1p, tanh, logistic, sine, cosine, tan, rsqrt,
-sinh, cosh, asinh, acosh, atanh) use native float32 code, the rest of float32 is computed
-through the float64 routines.
+sinh, cosh, asinh, acosh, atanh, erf, erfc) use native float32 code, the rest of float32 is
+computed through the float64 routines.
 
 Accuracy (tested in ``tests/backends/cpu/test_vecmath.py`` against NumPy in float64, rounded
 for float32): every function within 4 ulp over the whole float range for both dtypes (float64
@@ -48,8 +48,9 @@ __all__ = ["SUPPORTED_UNARY", "SUPPORTED_BINARY", "emit_unary", "emit_binary"]
 # remainder so that leading terms stay exact: exp(r) = 1 + r + r^2*P(r);
 # expm1(r) = r + r^2/2 + r^3*P(r);
 # log(1+f) = f - s*(f - z*P(z)) with s = f/(2+f), z = s^2; odd f(x) = x + x^3*P(x^2);
-# cos(x) = 1 - x^2/2 + x^4*P(x^2); erf(x) = x*P(x^2); erfc(x) = exp(-x^2)*P(x - c) on
-# [0.5, 4) (five intervals) and exp(-x^2)/x*P(1/x^2) beyond.
+# cos(x) = 1 - x^2/2 + x^4*P(x^2); erf(x) = x*P(x^2); float64 erfc(x) = exp(-x^2)*P(x - c) on
+# [0.5, 4) (five intervals) and exp(-x^2)/x*P(1/x^2) beyond; float32 erf(x) = 1 - P(x - 2.5)
+# on [1, 4] and erfc(x) = exp(-x^2) / (sqrt(pi) * (x + P(x)/Q(x))) from 0.5 (_erfc_big_f32).
 _C32 = {
     "exp": (  # degree 6 in all: fit error 3e-9 relative, far below float32's ulp
         0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.0083687175065279,
@@ -69,6 +70,29 @@ _C32 = {
     ),
     "cos": (
         0.0416666679084301, -0.0013888883404433727, 2.479945578670595e-05, -2.720536542710761e-07,
+    ),
+    # erf(x) = x*(2/sqrt(pi) + z*Q(z)), z = x^2, |x| <= 1: 2/sqrt(pi) (rounded; the code adds
+    # its remainder _TWO_OVER_SQRTPI_LO32), then Q: fit error 2**-29.3 relative
+    "erf": (
+        1.128379225730896, -0.3761262893676758, 0.11283604055643082, -0.026854272931814194,
+        0.005188812967389822, -0.0008011996978893876, 7.853450370021164e-05,
+    ),
+    # erfc(a) = E(a - 2.5) on [1, 4], for erf = 1 - E: fit error 2**-30.6 absolute
+    "erf1": (
+        0.0004069523129146546, -0.002178278286010027, 0.005445691291242838,
+        -0.00835021585226059, 0.00862258393317461, -0.00611656391993165, 0.002797613386064768,
+        -0.0005445932038128376, -0.00025881026522256434, 0.0002534989034757018,
+        -8.104459993774071e-05, -7.805791938153561e-06, 1.5700055882916786e-05,
+        -3.446327355050016e-06, -8.875533126229129e-07, 3.491665552246559e-07,
+    ),
+    # erfc(a) = exp(-a^2) / (sqrt(pi) * (a + P(a)/Q(a))) on [0.5, 10.1] (P: "erfc_num", Q:
+    # "erfc_den", Q(0) = 1): the fit of P/Q makes at most 2**-28.5 relative error in erfc
+    "erfc_num": (
+        0.5641776919364929, 0.40850380063056946, 0.15340693295001984, 0.0258307084441185,
+        1.1767446039812057e-06,
+    ),
+    "erfc_den": (
+        1.0, 1.3679543733596802, 0.8803619742393494, 0.30550533533096313, 0.05174592509865761,
     ),
 }
 _C64 = {
@@ -209,6 +233,7 @@ _PI_HI, _PI_LO = _split(_PI)
 _LN2 = math.log(2.0)
 _LN2_LO = 2.3190468138462996e-17  # ln(2) - _LN2
 _TWO_OVER_SQRTPI_LO = 1.533545961316588e-17  # 2/sqrt(pi) - _C64['erf'][0]
+_TWO_OVER_SQRTPI_LO32 = -5.8635382771399236e-08  # 2/sqrt(pi) - _C32['erf'][0]
 
 
 def _intrinsic(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
@@ -1074,23 +1099,84 @@ def _erfc_big(e: _Em, ax):
     return _exp_core(e, e.neg(x2), lo=e.neg(x2l), mult=h)
 
 
-def _erf(e: _Em, x):
-    ax = e.fabs(x)
+def _erf_small(e: _Em, ax):
+    """erf(ax) for 0 <= ax <= 1: ax * (2/sqrt(pi) + z*Q(z)), z = ax^2, with 2/sqrt(pi) as a
+    hi + lo pair so that the leading term rounds once."""
     z = e.mul(ax, ax)
-    cs = e.C("erf")  # x * (2/sqrt(pi) + z*Q(z)) with 2/sqrt(pi) as a double-double
-    small = e.fma(ax, cs[0], e.mul(ax, e.fma(z, e.poly(z, cs[1:]), _TWO_OVER_SQRTPI_LO)))
+    cs = e.C("erf")
+    lo = _TWO_OVER_SQRTPI_LO if e.d else _TWO_OVER_SQRTPI_LO32
+    return e.fma(ax, cs[0], e.mul(ax, e.fma(z, e.poly(z, cs[1:]), lo)))
+
+
+def _erf(e: _Em, x):
+    if not e.d:
+        return _erf_f32(e, x)
+    ax = e.fabs(x)
     big = e.sub(1.0, _erfc_big(e, ax))
-    res = e.copysign(e.sel(e.cmp("<", ax, 1.0), small, big), x)
+    res = e.copysign(e.sel(e.cmp("<", ax, 1.0), _erf_small(e, ax), big), x)
     return e.sel(e.isnan(x), x, res)
 
 
 def _erfc(e: _Em, x):
+    if not e.d:
+        return _erfc_f32(e, x)
     ax = e.fabs(x)
     small = e.fma(e.neg(x), e.poly(e.mul(x, x), e.C("erf")), 1.0)
     big = _erfc_big(e, ax)
     res = e.sel(e.cmp("<", ax, 1.0), small, e.sel(e.signbit(x), e.sub(2.0, big), big))
     res = e.sel(e.cmp(">=", x, 0.5), big, res)
     return e.sel(e.isnan(x), x, res)
+
+
+# float32 erf and erfc have code of their own (float64 vectors have half the lanes): two
+# polynomials for erf, one rational function times an exponential for erfc.
+_ERFC32_MAX = 10.1  # erfc(x) < 2**-151 from here on: rounds to 0
+_LN_TWO_OVER_SQRTPI = math.log(2 / math.sqrt(math.pi))  # 1/sqrt(pi) = exp(this) / 2
+
+
+def _erf_f32(e: _Em, x):
+    # 1 - erfc(|x|) from 1 on, erfc a polynomial in |x| - 2.5 (an exact subtraction) on
+    # [1, 4]; beyond 4, erfc(4) < 2**-25 and the result rounds to 1. Within 1 ulp.
+    ax = e.fabs(x)
+    big = e.sub(1.0, e.poly(e.sub(e.call("minnum", ax, 4.0), 2.5), e.C("erf1")))
+    res = e.copysign(e.sel(e.cmp("<", ax, 1.0), _erf_small(e, ax), big), x)
+    return e.sel(e.isnan(x), x, res)
+
+
+def _erfc_f32(e: _Em, x):
+    # 1 - erf(x) below 1/2 (erfc >= 1/2 up to 0.4769, and the subtraction is exact from there
+    # on), 2 - erfc(|x|) up to -1
+    ax = e.fabs(x)
+    big = _erfc_big_f32(e, ax)
+    small = e.sub(1.0, e.copysign(_erf_small(e, ax), x))
+    res = e.sel(e.cmp("<=", x, -1.0), e.sub(2.0, big), small)
+    res = e.sel(e.cmp(">=", x, 0.5), big, res)
+    return e.sel(e.isnan(x), x, res)
+
+
+def _erfc_big_f32(e: _Em, ax):
+    """float32 erfc(ax) for ax >= 1/2: exp(-a^2) / (sqrt(pi) * (a + P(a)/Q(a))), a = min(ax,
+    10.1), within 3 ulp (checked for every float32 from 1/2 to 10.1).
+
+    The quotient is Q / (a*Q + P): the rounding errors of the polynomials then only enter
+    through P/Q (about 1/(2a) for large a), weighted by its share of a + P/Q, under 1/2.
+    1/sqrt(pi) = exp(L)/2 joins the exponent instead of costing a rounded product, and -a^2 is
+    split exactly, a^2 = h + l (l from an fma), so exp(L - h - l) is accurate even where h is
+    100. The exponential rounds once, in its product with the quotient, before the scaling
+    (denormal results, from a = 9.2, round again there)."""
+    a = e.call("minnum", ax, _ERFC32_MAX)  # (NaN becomes 10.1: callers patch NaN)
+    q = e.poly(a, e.C("erfc_den"))
+    quot = e.div(q, e.fma(a, q, e.poly(a, e.C("erfc_num"))))  # 1 / (a + P/Q)
+    h = e.mul(a, a)
+    l = e.fma(a, a, e.neg(h))
+    # exp(y), y = L - h - l: n = rint(y/ln2), and r = y - n*ln2 is (-h - n*ln2_hi), exact (a
+    # multiple of ulp(h) or of 2**-24, h >= 1/4, under 1/2 in size), plus L - l - n*ln2_lo
+    n = e.rint(e.fma(h, -1 / _LN2, _LN_TWO_OVER_SQRTPI / _LN2))
+    hi = float(np.float32(_LN2))
+    r = e.add(e.fma(e.neg(n), hi, e.neg(h)),
+              e.fma(e.neg(n), _LN2 - hi, e.sub(_LN_TWO_OVER_SQRTPI, l)))
+    t = e.fma(e.mul(r, r), e.poly(r, e.C("exp")), r)  # exp(r) - 1
+    return e.scale2(e.fma(quot, t, quot), e.b.sub(e.toint(n), e.ci(1)))
 
 
 def _cbrt(e: _Em, x):
@@ -1130,7 +1216,7 @@ _BINARY = {"power": _pow, "atan2": _atan2}
 # float32 opcodes with native float32 code; the others run the float64 code and round
 _NATIVE_F32 = frozenset({"exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
                          "logistic", "sine", "cosine", "tan", "rsqrt", "exp2", "sinh",
-                         "cosh", "asinh", "acosh", "atanh"})
+                         "cosh", "asinh", "acosh", "atanh", "erf", "erfc"})
 
 
 def _float_type(fn: str, arg: str, v) -> ir.Type:

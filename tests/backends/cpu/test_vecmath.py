@@ -203,6 +203,7 @@ def test_unary_special_values_exact(opcode, dtype):
     ("cbrt", -8.0, -2.0), ("rsqrt", 0.0, np.inf), ("acosh", 0.5, np.nan), ("atanh", 1.0, np.inf),
     ("atanh", -1.0, -np.inf), ("asin", 1.5, np.nan), ("erfc", -np.inf, 2.0), ("erf", -0.0, -0.0),
     ("sinh", -0.0, -0.0), ("cosh", -np.inf, np.inf), ("asinh", -0.0, -0.0),
+    ("erf", np.inf, 1.0), ("erf", -np.inf, -1.0), ("erfc", np.inf, 0.0),
 ])
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 def test_named_special_values(opcode, value, want, dtype):
@@ -239,6 +240,56 @@ def test_log_of_denormals(dtype):
     for opcode in ("log", "log_plus_one", "cbrt", "rsqrt", "asinh", "atan", "sine"):
         worst, at, got = _max_ulp(opcode, dtype, x)
         assert worst <= 4, (opcode, at, got)
+
+
+def _float32_neighbours(centers, count: int) -> np.ndarray:
+    """The ``count`` float32 values on each side of each (nonzero) center, and the centers."""
+    bits = np.asarray(centers, np.float32).view(np.int32)[:, None]
+    return (bits + np.arange(-count, count + 1, dtype=np.int32)).ravel().view(np.float32)
+
+
+@pytest.mark.parametrize("opcode", ["erf", "erfc"])
+def test_float32_erf_erfc_near_the_seams(opcode):
+    """float32 erf and erfc (native float32 code) within 4 ulp of mpmath, densely where the code
+    switches formulas (|x| = 1/2, 1, 4, the clamp at 10.1), where erfc crosses 1/2 and where
+    erf rounds to 1, through erfc's denormal results (x from 9.2) and its underflow to 0 (past
+    10.0542), and for tiny arguments, denormals included; exact limits beyond."""
+    seams = [0.4769362762044699, 0.5, 1.0, 3.919205843636722, 4.0, 9.2, 10.054194928818095, 10.1]
+    info = np.finfo(np.float32)
+    tiny = np.geomspace(float(info.smallest_subnormal), 1e-3, 2001)
+    x = np.concatenate([_float32_neighbours(seams + [-v for v in seams], 300),
+                        np.linspace(9, 10.1, 4001), tiny, -tiny,
+                        np.linspace(-1.02, -0.98, 2001)]).astype(np.float32)
+    k = kernel(opcode, np.float32)
+    got = k(x)
+    d = ulp_dist(got, _mpmath_reference(opcode, x).astype(np.float32))
+    assert d.max() <= 4, (x[d.argmax()], got[d.argmax()], d.max())
+    far = np.array([4.0, 5.0, 10.06, 30.0, 1e10, info.max, np.inf], np.float32)
+    if opcode == "erf":
+        assert (k(far) == 1).all() and (k(-far) == -1).all()
+    else:
+        assert (k(far[2:]) == 0).all() and not np.signbit(k(far[2:])).any()
+        assert (k(-far) == 2).all()
+
+
+# float32 functions that keep float64 steps on purpose: the table-based range reduction of
+# sine and cosine, and tan's quotient
+_F32_WITH_F64_STEPS = {"sine", "cosine", "tan"}
+
+
+@pytest.mark.parametrize("opcode", UNARY)
+def test_native_float32_functions_emit_no_float64(opcode):
+    """The float32 opcodes in ``vecmath._NATIVE_F32`` compute in float32 (vectors keep all their
+    lanes); the others run the float64 routines."""
+    mod = ir.Module()
+    fn = ir.Function(mod, ir.FunctionType(ir.FloatType(), [ir.FloatType()]), "f")
+    b = ir.IRBuilder(fn.append_basic_block())
+    b.ret(vecmath.emit_unary(b, opcode, fn.args[0]))
+    uses_double = "double" in str(mod)
+    if opcode not in vecmath._NATIVE_F32:
+        assert uses_double
+    elif opcode not in _F32_WITH_F64_STEPS:
+        assert not uses_double
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
