@@ -56,12 +56,17 @@ def prefix_scan(inst: Instruction) -> tuple[int, bool, str] | None:
         >>> prefix_scan(cumsum_inst)  # doctest: +SKIP
         (0, False, 'add')
     """
-    scan = scan_axis(inst)
-    if scan is None or scan[2] not in SCAN_OPCODES:
+    init = inst.operands[1] if len(inst.operands) == 2 else None
+    if init is None or init.opcode != "constant":
         return None
-    init = inst.operands[1]
-    if init.opcode != "constant" or not is_reducer_identity(
-            REDUCE_UFUNCS[scan[2]], np.asarray(init.attrs["value"])):
+    return scan_from(inst, init.attrs["value"])
+
+
+def scan_from(inst: Instruction, init) -> tuple[int, bool, str] | None:
+    """``prefix_scan`` of ``inst`` with the init's value ``init`` (whatever its operand)."""
+    scan = scan_axis(inst)
+    if scan is None or scan[2] not in SCAN_OPCODES or not is_reducer_identity(
+            REDUCE_UFUNCS[scan[2]], np.asarray(init)):
         return None
     return scan
 
@@ -156,11 +161,10 @@ def reduce_window(inst: Instruction, *values: np.ndarray) -> np.ndarray | tuple:
     n = len(values) // 2
     inputs = [np.asarray(v) for v in values[:n]]
     inits = [np.asarray(v) for v in values[n:]]
-    # (A prefix scan from the identity; the init is checked by value: in a library step it
-    # is a parameter, not the constant ``prefix_scan`` looks for.)
-    scan = scan_axis(inst)
-    if scan is not None and scan[2] in SCAN_OPCODES and is_reducer_identity(
-            REDUCE_UFUNCS[scan[2]], inits[0]):
+    # (The init is checked by value: in a library step it is a parameter, not the constant
+    # ``prefix_scan`` looks for.)
+    scan = scan_from(inst, inits[0]) if n == 1 else None
+    if scan is not None:
         return scan_accumulate(inputs[0], *scan)
     return window_by_window(inst, inputs, inits)
 

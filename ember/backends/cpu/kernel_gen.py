@@ -1102,7 +1102,7 @@ class KernelBuilder:
             along_rows = (bool(red) and red[-1] == len(in_dims) - 1
                           and in_dims[-1] >= ROW_VECTOR_MIN
                           and (self._arg_reduction(reduces, red) is None
-                               or ARG_TINY_ROW_MAX < in_dims[-1] <= ARG_VECTOR_ROW_MAX))
+                               or _arg_vector_row_fits(in_dims, red[0])))
             self.loops.nest(ranges, kept_body, prefix="k", vectorize=not along_rows)
         else:
             # extent 1 and no split: run when this call's range covers item 0.
@@ -1246,7 +1246,7 @@ class KernelBuilder:
             return
         if n <= ARG_TINY_ROW_MAX:
             m, w = self._arg_tiny_row(values, kind, n, at)
-        elif n <= ARG_VECTOR_ROW_MAX and dim == len(in_dims) - 1:
+        elif _arg_vector_row_fits(in_dims, dim):
             m, w = self._arg_vector_row(values, kind, n, at)
         else:
             m, w = self._arg_two_passes(values, kind, n, at, v0)
@@ -1751,6 +1751,12 @@ def _accumulator_bytes(dt) -> int:
     accumulate in float32)."""
     dt = np.dtype(dt)
     return max(dt.itemsize, 4) if S.is_float(dt) else dt.itemsize
+
+
+def _arg_vector_row_fits(in_dims, dim: int) -> bool:
+    """Whether an argmax/argmin over ``dim`` takes one vector per row
+    (``KernelBuilder._arg_vector_row``): a contiguous row too long for the unrolled pass."""
+    return dim == len(in_dims) - 1 and ARG_TINY_ROW_MAX < in_dims[dim] <= ARG_VECTOR_ROW_MAX
 
 
 def _column_arg_reducer(r: Instruction) -> bool:

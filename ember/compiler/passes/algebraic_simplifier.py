@@ -440,11 +440,15 @@ def _dot_as_reduce(m: Match) -> Instruction:
         placed.append(x)
     product = m.emit("multiply", placed, Shape(dot.dtype, placed[0].dims))
     zero = m.splat(0, Shape(dot.dtype, ()))
-    body = Builder(m.module, m.module.new_name("add_reducer"))
-    scalar = Shape(dot.dtype, ())
-    adder = body.build(body.op("add", body.parameter(0, scalar), body.parameter(1, scalar)))
-    return m.emit("reduce", [product, zero], dot.shape, calls=(adder,),
+    return m.emit("reduce", [product, zero], dot.shape, calls=(_add_reducer(m, dot.dtype),),
                   dimensions=tuple(range(nb, product.shape.rank)))
+
+
+def _add_reducer(m: Match, dtype: np.dtype) -> Computation:
+    """A new reducer computation ``add(p0, p1)`` on scalars of ``dtype``."""
+    body = Builder(m.module, m.module.new_name("add_reducer"))
+    scalar = Shape(dtype, ())
+    return body.build(body.op("add", body.parameter(0, scalar), body.parameter(1, scalar)))
 
 
 def _reduce_of_concatenate(m: Match) -> Instruction | None:
@@ -515,11 +519,9 @@ def _complex_sum_as_parts(m: Match) -> Instruction | None:
         return None
     x, init = red.operands
     part = _real_part(red.dtype)
-    scalar = Shape(part, ())
-    body = Builder(m.module, m.module.new_name("add_reducer"))
-    adder = body.build(body.op("add", body.parameter(0, scalar), body.parameter(1, scalar)))
+    adder = _add_reducer(m, part)
     sums = [m.emit(red.opcode, [m.emit(op, [x], Shape(part, x.dims)),
-                                m.emit(op, [init], scalar)],
+                                m.emit(op, [init], Shape(part, ()))],
                    Shape(part, red.dims), calls=(adder,), **red.attrs)
             for op in ("real", "imag")]
     return m.emit("complex", sums, red.shape)
