@@ -11,6 +11,7 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
+    SHORT_SUM_MAX,
     ElementEmitter,
     Index,
     KernelBuilder,
@@ -236,8 +237,15 @@ class RowKernel:
             for value, ptr, dt in results:  # every load of this element came first
                 S.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
 
-        lanes.clear()
-        lanes.accumulate(_c(0), _c(self.row_size), element)
+        if float_sums or self.row_size >= SHORT_SUM_MAX:
+            lanes.clear()
+            lanes.accumulate(_c(0), _c(self.row_size), element)
+        else:
+            # A short row's pass without float sums stays a loop for the loop vectorizer:
+            # unrolled first, softmax's chain of maximums over rows of 32 or 64 stayed scalar
+            # (4x slower), and layernorm's last pass over rows of 16 ran at half speed.
+            # (Longer rows are not unrolled whole, and partly unrolled they run faster.)
+            kb.loops.loop(_c(0), _c(self.row_size), element, name="r", unroll=False)
         for r in float_sums:
             total = b.fadd(kb._widen(b.load(accs[id(r)][0])), lanes.total(r))
             b.store(kb._narrow(total, r.dtype), accs[id(r)][0])

@@ -91,7 +91,7 @@ def np_logsumexp(x):
     return np.log(np.exp(x - m).sum(-1)) + m[..., 0]
 
 
-ROW_LENGTHS = [1, 7, 64, 1000, 1025, 2500]
+ROW_LENGTHS = [1, 7, 16, 32, 64, 100, 127, 128, 1000, 1025, 2500]
 
 
 @pytest.mark.parametrize("n", ROW_LENGTHS)
@@ -249,6 +249,37 @@ def test_softmax_computes_exp_once_and_vectorizes(tmp_path, monkeypatch):
     assert kernel.count("call float @\"llvm.rint.f32\"") == 1
     opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
     assert "x float>" in opt
+
+
+@pytest.mark.parametrize("n", [16, 32, 64, 100])
+@pytest.mark.parametrize("name", ["softmax", "layernorm"])
+def test_short_row_passes_vectorize_along_the_row(tmp_path, monkeypatch, name, n):
+    # Fully unrolled, a short row's maximum became a scalar chain (softmax over rows of 32:
+    # 4x slower), and vectorized across rows it gathered every element.
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
+    f, ref = {"softmax": (softmax, np_softmax), "layernorm": (layernorm, np_layernorm)}[name]
+    x = rng.standard_normal((300, n)).astype(np.float32)
+    close(np.asarray(ember.jit(f)(x)), ref(x), rtol=2e-5, atol=2e-6)
+    opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+    assert "x float>" in opt and "gather" not in opt
+    assert "llvm.maximum.f32" not in opt  # (softmax's maximum runs on vectors)
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 100, 127, 128, 129, 1000])
+def test_float_sum_lanes_cover_short_and_long_rows(n):
+    lanes = kernel_gen.lane_count(n)
+    assert 1 <= lanes <= min(n, kernel_gen.LANES)
+    # Short sums take fewer lanes: a row pays for widening and combining every lane.
+    assert lanes == (min(n, kernel_gen.SHORT_SUM_LANES) if n < kernel_gen.SHORT_SUM_MAX
+                     else kernel_gen.LANES)
+    x = (rng.standard_normal((50, n)) * 10 + 3).astype(np.float32)
+    (out,), _ = run_native(lambda a: jnp.sum(a * 2.0, axis=1), x)
+    want = (x.astype(np.float64) * 2).sum(1)
+    # Float32 lanes of at most a block, then float64: within an ulp-scale error of the
+    # magnitudes' sum.
+    bound = np.abs(x.astype(np.float64) * 2).sum(1) * 2.0 ** -22 + 1e-30
+    assert np.all(np.abs(out.astype(np.float64) - want) <= bound), (out, want)
 
 
 # --------------------------------------------------------------------------- column reductions

@@ -206,6 +206,7 @@ def test_without_disk_cache_tiering_still_upgrades(monkeypatch):
 _RNG = np.random.default_rng(7)
 _BIG = (_RNG.standard_normal(70_001) * 100).astype(np.float32)  # several blocks, a tail
 _ROWS = _RNG.standard_normal((96, 1000)).astype(np.float32)  # rows not a multiple of lanes
+_SHORT = _RNG.standard_normal((300, 100)).astype(np.float32)  # 16 lanes and a tail of 4
 _TRIG = np.concatenate([np.linspace(-1e6, 1e6, 4001), [0.0, -0.0, np.inf, -np.inf, np.nan],
                         _RNG.standard_normal(3000) * 1e4]).astype(np.float32)
 
@@ -220,6 +221,10 @@ TIER_CASES = {
     "layernorm": (lambda a, c: (a - jnp.mean(a, -1, keepdims=True))
                   / jnp.sqrt(jnp.var(a * c, -1, keepdims=True) + 1e-5), _ROWS),
     "row sums": (lambda a, c: jnp.sum(jnp.tanh(a * c), axis=1), _ROWS),
+    "short row sums": (lambda a, c: jnp.sum(jnp.tanh(a * c), axis=1), _SHORT),
+    "short row softmax": (lambda a, c: jnp.exp(a * c - jnp.max(a, -1, keepdims=True))
+                          / jnp.sum(jnp.exp(a * c - jnp.max(a, -1, keepdims=True)), -1,
+                                    keepdims=True), _SHORT),
     "column sums": (lambda a, c: jnp.sum(a * c, axis=0), _ROWS),
     "middle axis": (lambda a, c: jnp.sum(a.reshape(8, 12, 1000) * c, axis=1), _ROWS),
     "sin cos": (lambda a, c: (jnp.sin(a * c), jnp.cos(a) + c), _TRIG),
