@@ -156,6 +156,25 @@ def row16_argmax(m, lax):
     return (lambda x: m.argmax(x, axis=1)), (x,), lambda x: np.argmax(x, axis=1)
 
 
+def row100_sum(m, lax):
+    x = _rng().standard_normal((10**4, 100)).astype(np.float32)
+    return (lambda x: m.sum(x, axis=1)), (x,), lambda x: x.astype(np.float64).sum(1)
+
+
+def row32_layernorm(m, lax):
+    x = _rng().standard_normal((31250, 32)).astype(np.float32)
+
+    def layernorm(x):
+        mu = m.mean(x, axis=-1, keepdims=True)
+        return (x - mu) / m.sqrt(m.mean(m.square(x - mu), axis=-1, keepdims=True) + 1e-5)
+
+    def reference(x):
+        x = x.astype(np.float64)
+        mu = x.mean(-1, keepdims=True)
+        return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    return layernorm, (x,), reference
+
+
 def take_along_rows(m, lax):
     rng = _rng()
     x = rng.standard_normal((1000, 1000)).astype(np.float32)
@@ -255,6 +274,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "row16_argmax": ("argmax over rows of 16 (1e6, 16)", row16_argmax),
     "complex_tanh": ("complex64 tanh, 1e6", complex_tanh),
     "complex_cumsum": ("complex64 cumsum along rows (1000, 1000)", complex_cumsum),
+    "row100_sum": ("sum over rows of 100 (10000, 100)", row100_sum),
+    "row32_layernorm": ("layernorm over rows of 32 (31250, 32)", row32_layernorm),
 }
 
 
