@@ -34,7 +34,8 @@ import numpy as np
 _log = logging.getLogger(__name__)
 
 # The functions with an eager native kernel (measured on 1e4 elements against NumPy's, float32
-# and float64: exp and expm1 1.3-2x faster, logistic and rsqrt 2-7x, erf and erfc ~20x).
+# and float64: exp and expm1 1.3-2x faster, logistic and rsqrt 2-7x; erf and erfc 8-12 us
+# against ~1 ms for the evaluator's element-by-element float64 reference, ~100x).
 OPCODES = frozenset({"exponential", "exponential_minus_one", "logistic", "rsqrt", "erf", "erfc"})
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Elements from which a call is split across the parallel runtime's threads (each hand-off
