@@ -237,15 +237,16 @@ class RowKernel:
             for value, ptr, dt in results:  # every load of this element came first
                 S.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
 
-        if float_sums or self.row_size >= SHORT_SUM_MAX:
+        if float_sums:
             lanes.clear()
             lanes.accumulate(_c(0), _c(self.row_size), element)
         else:
-            # A short row's pass without float sums stays a loop for the loop vectorizer:
-            # unrolled first, softmax's chain of maximums over rows of 32 or 64 stayed scalar
-            # (4x slower), and layernorm's last pass over rows of 16 ran at half speed.
-            # (Longer rows are not unrolled whole, and partly unrolled they run faster.)
-            kb.loops.loop(_c(0), _c(self.row_size), element, name="r", unroll=False)
+            # A short row's pass stays a loop for the loop vectorizer: unrolled first,
+            # softmax's chain of maximums over rows of 32 or 64 stayed scalar (4x slower), and
+            # layernorm's last pass over rows of 16 ran at half speed. (Longer rows are not
+            # unrolled whole, and partly unrolled they run faster.)
+            kb.loops.loop(_c(0), _c(self.row_size), element, name="r",
+                          unroll=self.row_size >= SHORT_SUM_MAX)
         for r in float_sums:
             total = b.fadd(kb._widen(b.load(accs[id(r)][0])), lanes.total(r))
             b.store(kb._narrow(total, r.dtype), accs[id(r)][0])
