@@ -101,6 +101,42 @@ def test_nan_semantics():
     np.testing.assert_array_equal(np.asarray(lax.cummax(A(x))), np.maximum.accumulate(x))
 
 
+@pytest.mark.parametrize("mode", ["eager", "interpreter", "cpu"])
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_max_min_order_negative_zero_below_zero(mode, dt):
+    # As XLA: maximum(+0, -0) is +0 and minimum is -0 in either order, elementwise and in
+    # reductions (NumPy returns the zero of a tie by position).
+    def run(f, *args):
+        g = f if mode == "eager" else ember.jit(f, backend=mode)
+        return np.asarray(g(*args)).astype(np.float64)
+
+    pz, nz = np.array(0.0, dt), np.array(-0.0, dt)
+    for a, b in ((pz, nz), (nz, pz)):
+        assert not np.signbit(run(jnp.maximum, a, b))
+        assert np.signbit(run(jnp.minimum, a, b))
+        pair = np.stack([a, b])
+        assert not np.signbit(run(jnp.max, pair)) and np.signbit(run(jnp.min, pair))
+        assert not np.signbit(run(lambda v: lax.reduce_max(v, (0,)), pair))
+    both = np.array([-0.0, -0.0], dt)
+    assert np.signbit(run(jnp.max, both)) and not np.signbit(run(jnp.min, -both))
+    assert np.signbit(run(jnp.maximum, nz, nz)) and not np.signbit(run(jnp.minimum, pz, pz))
+    rows = np.array([[0.0, -0.0], [-0.0, 0.0], [-0.0, -0.0], [-1.0, -0.0], [1.0, 0.0]], dt)
+    np.testing.assert_array_equal(np.signbit(run(lambda v: jnp.max(v, axis=1), rows)),
+                                  [False, False, True, True, False])
+    np.testing.assert_array_equal(np.signbit(run(lambda v: jnp.min(v, axis=1), rows)),
+                                  [True, True, True, True, False])
+    scan = np.array([0.0, -0.0, -1.0, -0.0, 0.0], dt)
+    np.testing.assert_array_equal(np.signbit(run(lax.cummax, scan)), [0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(np.signbit(run(lax.cummin, scan)), [0, 1, 1, 1, 1])
+    rising = np.array([-0.0, -1.0, -0.0, 0.0, -0.0], dt)
+    np.testing.assert_array_equal(np.signbit(run(lax.cummax, rising)), [1, 1, 1, 0, 0])
+    np.testing.assert_array_equal(np.signbit(run(lax.cummin, -rising)), [0, 0, 0, 1, 1])
+    # Broadcasting operands, NaN untouched.
+    got = run(jnp.maximum, np.array([0.0, -0.0, np.nan, -2.0], dt), nz)
+    np.testing.assert_array_equal(np.signbit(got[[0, 1, 3]]), [False, True, True])
+    assert np.isnan(got[2])
+
+
 # ---------------------------------------------------------------- empty reductions
 
 

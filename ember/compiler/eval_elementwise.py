@@ -468,10 +468,39 @@ _UNARY: dict[str, Callable] = {
     "copy": lambda x: np.array(x, copy=True),
 }
 
+
+def _signed_zero_extreme(ufunc: np.ufunc) -> Callable:
+    """``np.maximum``/``np.minimum`` with XLA's order of zeros, -0 below +0 (NumPy returns
+    either zero of a tie, by position). NaN propagates in both."""
+    is_max = ufunc is np.maximum
+
+    def extreme(x, y):
+        with np.errstate(all="ignore"):  # (XLA never warns)
+            out = ufunc(x, y)
+        dt = out.dtype
+        if dt.kind != "f" and dt != dtypes.bfloat16:
+            return out
+        if (np.ndim(x) == 0 and x != 0) or (np.ndim(y) == 0 and y != 0):
+            return out  # (no tie of zeros: NaN != 0 too)
+        if (out == 0).any():
+            # A tie of zeros: x + y is +0 unless both are -0 (a maximum); a minimum's
+            # mirror image is -0 unless both are +0.
+            tie = (np.asarray(x) == 0) & (np.asarray(y) == 0)
+            with np.errstate(all="ignore"):
+                out = np.where(tie, np.add(x, y) if is_max
+                               else np.negative(np.negative(x) - y), out)
+        return out
+    return extreme
+
+
+signed_zero_maximum = _signed_zero_extreme(np.maximum)
+signed_zero_minimum = _signed_zero_extreme(np.minimum)
+_SIGNED_ZERO_EXTREMES = {np.maximum: signed_zero_maximum, np.minimum: signed_zero_minimum}
+
 _BINARY: dict[str, Callable] = {
     "add": quiet(np.add), "subtract": quiet(np.subtract), "multiply": quiet(np.multiply),
     "divide": divide, "remainder": remainder, "power": power,
-    "maximum": np.maximum, "minimum": np.minimum, "and": np.bitwise_and,
+    "maximum": signed_zero_maximum, "minimum": signed_zero_minimum, "and": np.bitwise_and,
     "or": np.bitwise_or, "xor": np.bitwise_xor, "shift_left": shift_left,
     "shift_right_arithmetic": shift_right_arithmetic,
     "shift_right_logical": shift_right_logical, "atan2": float_math(np.arctan2),
@@ -584,15 +613,33 @@ def is_reducer_identity(ufunc: np.ufunc, init: np.ndarray) -> bool:
     return v == (-np.inf if ufunc is np.maximum else np.inf)
 
 
+def simple_reduce(ufunc: np.ufunc, x: np.ndarray, axis, dtype=None,
+                  initial=None) -> np.ndarray:
+    """``ufunc.reduce(x, axis, dtype, initial)`` for a ``REDUCE_UFUNCS`` ufunc (``initial``:
+    None or the reducer's identity); a float maximum or minimum orders -0 below +0 (as
+    ``signed_zero_maximum`` does), whatever the positions of the zeros."""
+    extra = {} if initial is None else {"initial": initial}
+    out = ufunc.reduce(x, axis=axis, dtype=dtype, **extra)
+    if (ufunc is np.maximum or ufunc is np.minimum) and dtypes.is_float(out.dtype):
+        zero = out == 0
+        if np.any(zero):
+            # The zero of the other sign wins if the reduced elements hold one.
+            other_sign = np.signbit(out) if ufunc is np.maximum else ~np.signbit(out)
+            wanted = (x == 0) & (np.signbit(x) == (ufunc is np.minimum))
+            flip = zero & other_sign & np.any(wanted, axis=axis)
+            out = np.where(flip, np.negative(out), out)
+    return out
+
+
 def _reduce_fast(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray, dims: tuple,
                  out_dtype: np.dtype) -> np.ndarray:
     kept = tuple(d for i, d in enumerate(x.shape) if i not in dims)
     if x.size == 0:
         return np.full(kept, init, dtype=out_dtype)
     with np.errstate(all="ignore"):
-        out = ufunc.reduce(x, axis=dims, dtype=out_dtype)
+        out = simple_reduce(ufunc, x, dims, out_dtype)
         if not is_reducer_identity(ufunc, init):
-            out = ufunc(init, out)
+            out = _SIGNED_ZERO_EXTREMES.get(ufunc, ufunc)(init, out)
     return np.asarray(out).astype(out_dtype, copy=False)
 
 

@@ -127,9 +127,22 @@ def scan_accumulate(x: np.ndarray, axis: int, reverse: bool, opcode: str) -> np.
             out = np.add.accumulate(x.astype(np.float64), axis=axis).astype(x.dtype)
         else:
             out = REDUCE_UFUNCS[opcode].accumulate(x, axis=axis, dtype=x.dtype)
+            if opcode in ("maximum", "minimum") and dtypes.is_float(x.dtype):
+                out = _order_zeros(out, x, axis, opcode == "maximum")
     if reverse:
         out = np.flip(out, axis)
     return np.ascontiguousarray(out)
+
+
+def _order_zeros(out: np.ndarray, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
+    """A cumulative float maximum (minimum) ``out`` of ``x`` with -0 below +0, as XLA orders
+    them (NumPy's ufuncs keep either zero of a tie): a zero result is +0 (-0) once the scan
+    has seen one."""
+    zero = out == 0
+    if not zero.any():
+        return out
+    seen = np.logical_or.accumulate((x == 0) & (np.signbit(x) != is_max), axis=axis)
+    return np.where(zero, np.where(seen == is_max, 0.0, -0.0).astype(out.dtype), out)
 
 
 def _padded(x: np.ndarray, init: np.ndarray, window: dict[str, tuple]) -> np.ndarray:

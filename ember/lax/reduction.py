@@ -102,12 +102,12 @@ def _prod_impl(x, *, axes):
 
 def _max_impl(x, *, axes):
     with np.errstate(invalid="ignore"):
-        return np.max(x, axis=axes, initial=max_identity(x.dtype))
+        return K.simple_reduce(np.maximum, x, axes, initial=max_identity(x.dtype))
 
 
 def _min_impl(x, *, axes):
     with np.errstate(invalid="ignore"):
-        return np.min(x, axis=axes, initial=min_identity(x.dtype))
+        return K.simple_reduce(np.minimum, x, axes, initial=min_identity(x.dtype))
 
 
 def _and_impl(x, *, axes):

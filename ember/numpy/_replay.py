@@ -58,7 +58,7 @@ def _select2(which, case0, case1):
 
 ANY_DTYPE = {
     ew.add_p: np.add, ew.sub_p: np.subtract, ew.mul_p: np.multiply, ew.neg_p: np.negative,
-    ew.max_p: np.maximum, ew.min_p: np.minimum, ew.abs_p: np.abs, ew.square_p: _square,
+    ew.abs_p: np.abs, ew.square_p: _square,
     ew.eq_p: np.equal, ew.ne_p: np.not_equal, ew.lt_p: np.less, ew.le_p: np.less_equal,
     ew.gt_p: np.greater, ew.ge_p: np.greater_equal, ew.and_p: np.bitwise_and,
     ew.or_p: np.bitwise_or, ew.xor_p: np.bitwise_xor, ew.not_p: np.invert,
