@@ -24,7 +24,7 @@ import _cffi_backend
 import numpy as np
 
 from ember.backends.cpu import buffer_pool, parallel_runtime, threads
-from ember.compiler.eval_elementwise import REDUCE_UFUNCS
+from ember.compiler.eval_elementwise import REDUCE_UFUNCS, simple_reduce
 from ember.compiler.evaluator import Plan, evaluate_instruction
 from ember.compiler.hlo import Instruction
 
@@ -581,7 +581,7 @@ class CpuExecutable:
         for i, arr in partials.items():
             ref = step.outputs[i]
             # ("add_f64": float sums' partial results, added in float64 and rounded once)
-            combined = REDUCE_UFUNCS[partial[i].removesuffix("_f64")].reduce(arr, axis=0)
+            combined = simple_reduce(REDUCE_UFUNCS[partial[i].removesuffix("_f64")], arr, 0)
             dest = self._array(ref, args, outs, arena, values)
             np.copyto(dest, combined.astype(ref.dtype, copy=False))
 

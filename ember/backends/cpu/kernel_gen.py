@@ -772,6 +772,8 @@ class KernelBuilder:
         self.fused = fused
         self.module_consts = module_consts
         self.budget = [MAX_EMISSIONS]  # shared by every emitter of this kernel
+        # Reduces whose accumulators (made by ``_accumulator``) hold order keys: id -> is_max.
+        self.keyed: dict[int, bool] = {}
         for inst in fused.instructions:
             C.check_instruction(inst)
 
@@ -1136,11 +1138,9 @@ class KernelBuilder:
             n = len(r.operands) // 2
             slots = []
             for j in range(n):
-                init = init_em.emit(r.operands[n + j], _scalar_index())
-                slot = loops.alloca(init.type)
-                b.store(init, slot)
+                slot = self._accumulator(r, init_em.emit(r.operands[n + j], _scalar_index()))
                 slots.append(slot)
-                slot_types[id(r)] = init.type
+                slot_types[id(r)] = slot.allocated_type
             accs[id(r)] = slots
         # Float sums: lanes of narrow accumulators per block, float64 across blocks.
         float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
@@ -1199,7 +1199,8 @@ class KernelBuilder:
             if k in wide_outs:  # (a full reduction's: no kept dims)
                 self._store_sum(k, totals[id(inst)], kidx_full, whole)
             elif inst.opcode == "reduce":
-                self._store(k, b.load(accs[id(inst)][leaf]), kidx_full)
+                self._store(k, self._from_accumulator(inst, b.load(accs[id(inst)][leaf])),
+                            kidx_full)
 
     def _arg_reduction(self, reduces, red):
         """``(reduce, "max" | "min")`` when the fusion is one argmax/argmin over one dim:
@@ -1400,12 +1401,13 @@ class KernelBuilder:
         # Accumulators keyed (id(reduce), input): one array per variadic input.
         leaves = {(id(r), j): leaf for r in reduces
                   for j, leaf in enumerate(_reduce_leaves(r))}
-        inits = {(id(r), j): init_em.emit(r.operands[len(r.operands) // 2 + j], _scalar_index())
+        inits = {(id(r), j): self._to_accumulator(r, init_em.emit(
+                     r.operands[len(r.operands) // 2 + j], _scalar_index()))
                  for r in reduces for j in range(len(r.operands) // 2)}
         float_sums = [r for r in reduces if len(r.operands) == 2 and
                       simple_reducer(r.calls[0]) == "add" and S.is_float(r.dtype)]
-        arrays = {key: loops.alloca(ir.ArrayType(S.value_type(leaf.dtype), width), align=64)
-                  for key, leaf in leaves.items()}
+        arrays = {key: loops.alloca(ir.ArrayType(inits[key].type, width), align=64)
+                  for key in leaves}
         wide = {(id(r), 0): loops.alloca(ir.ArrayType(S.F64, width), align=64)
                 for r in float_sums}
         elementwise_outs = [k for k, (inst, _) in enumerate(self.outputs)
@@ -1503,7 +1505,7 @@ class KernelBuilder:
                     if key in wide:
                         value = self._narrow(b.load(slot(wide[key], c)), inst.dtype)
                     else:
-                        value = b.load(slot(arrays[key], c))
+                        value = self._from_accumulator(inst, b.load(slot(arrays[key], c)))
                     self._store(k, value, index)
             loops.loop(_c(0), n, store, name="out")
 
@@ -1560,9 +1562,48 @@ class KernelBuilder:
             return v
         return S.convert(self.b, v, np.dtype(np.float64), dt)
 
+    def _to_accumulator(self, r, value: ir.Value) -> ir.Value:
+        """``value`` of reduce ``r`` as its accumulators hold it: a float maximum's or
+        minimum's hold order keys (``S.extreme_key``), which ``_combine`` and ``_merge``
+        keep; ``_from_accumulator`` turns them back into values. Other accumulators hold
+        values."""
+        is_max = _keyed_extreme(r)
+        if is_max is None:
+            return value
+        self.keyed[id(r)] = is_max
+        return S.extreme_key(self.b, value, is_max)
+
+    def _from_accumulator(self, r, held: ir.Value) -> ir.Value:
+        """The value of reduce ``r`` that an accumulator holding ``held`` stands for."""
+        is_max = self.keyed.get(id(r))
+        if is_max is None:
+            return held
+        return S.from_extreme_key(self.b, held, S.value_type(r.dtype), is_max)
+
+    def _accumulator(self, r, init: ir.Value) -> ir.Value:
+        """A stack slot for a running result of reduce ``r``, starting at ``init``."""
+        init = self._to_accumulator(r, init)
+        slot = self.loops.alloca(init.type)
+        self.b.store(init, slot)
+        return slot
+
+    def _merge(self, r, slot, other: ir.Value) -> None:
+        """Combines ``other``, the content of another slot of ``r``'s (a lane), into
+        ``slot``."""
+        is_max = self.keyed.get(id(r))
+        if is_max is None:
+            self._combine(r, [slot], [other])
+            return
+        self.b.store(S.extreme_of_keys(self.b, self.b.load(slot), other, is_max), slot)
+
     def _combine(self, r, slots, values):
         """``slots := body(slots, values)`` for one reduce."""
         b = self.b
+        is_max = self.keyed.get(id(r))
+        if is_max is not None:
+            key = S.extreme_key(b, values[0], is_max)
+            b.store(S.extreme_of_keys(b, b.load(slots[0]), key, is_max), slots[0])
+            return
         body = r.calls[0]
         op = simple_reducer(body)
         if op is not None and len(slots) == 1:
@@ -1584,8 +1625,17 @@ class KernelBuilder:
 
 
 # Reducers whose result does not depend on the order of combining (float maximum/minimum
-# included: LLVM's maximum/minimum propagate NaN and order -0 below +0).
+# included: LLVM's maximum/minimum propagate NaN and order -0 below +0, as do the integer
+# max/min of order keys they accumulate as).
 UNORDERED_REDUCERS = frozenset({"maximum", "minimum", "and", "or"})
+
+
+def _keyed_extreme(r: Instruction) -> bool | None:
+    """For a float maximum (True) or minimum (False) reduce, whose accumulators hold order
+    keys (``KernelBuilder._accumulator``); None for other reduces."""
+    if len(r.operands) != 2 or not S.is_float(r.dtype):
+        return None
+    return {"maximum": True, "minimum": False}.get(simple_reducer(r.calls[0]))
 
 
 class LaneSums:
@@ -1709,8 +1759,8 @@ class LaneSums:
             count = b.sdiv(b.add(b.sub(end, start), _c(BLOCK - 1)), _c(BLOCK))
             loops.loop(_c(0), count, blocked, name="blk")
         for r, slot, _ in self.unordered:  # and the lanes combine back into it
-            self._each_lane(lambda ln, r=r, slot=slot: self.kb._combine(
-                r, [slot], [b.load(self._slot(self.spread[id(r)], ln))]), name="ga")
+            self._each_lane(lambda ln, r=r, slot=slot: self.kb._merge(
+                r, slot, b.load(self._slot(self.spread[id(r)], ln))), name="ga")
 
     def total(self, r):
         """The float64 sum of ``r``'s lanes (pairwise: lane ``i`` adds lane ``i + half``),

@@ -217,10 +217,7 @@ class RowKernel:
         init_em = self._emitter(values)
         accs = {}
         for r in reduces:
-            init = init_em.emit(r.operands[1], _scalar_index())
-            slot = kb.loops.alloca(init.type)
-            b.store(init, slot)
-            accs[id(r)] = [slot]
+            accs[id(r)] = [kb._accumulator(r, init_em.emit(r.operands[1], _scalar_index()))]
         float_sums = [r for r in reduces if simple_reducer(r.calls[0]) == "add"
                       and S.is_float(r.dtype)]
         lanes = LaneSums(kb, float_sums, self.row_size, exact=True)
@@ -251,4 +248,4 @@ class RowKernel:
             total = b.fadd(kb._widen(b.load(accs[id(r)][0])), lanes.total(r))
             b.store(kb._narrow(total, r.dtype), accs[id(r)][0])
         for r in reduces:
-            values[id(r)] = b.load(accs[id(r)][0])
+            values[id(r)] = kb._from_accumulator(r, b.load(accs[id(r)][0]))

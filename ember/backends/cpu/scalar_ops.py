@@ -310,6 +310,56 @@ def max_min(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dt: np.dtype, is_max: boo
     return _int_max_min(b, x, y, np.dtype(dt), is_max)
 
 
+# --------------------------------------------------------------------------- order keys
+#
+# A float maximum/minimum reduction runs as an integer max/min of *order keys*: a key's
+# signed order is the reducer's order of floats (-0 below +0, every NaN above everything for
+# a maximum and below everything for a minimum), so ``llvm.smax``/``llvm.smin`` of keys is
+# ``llvm.maximum``/``llvm.minimum`` of floats, exactly and in any order of combining, at one
+# vector instruction a step instead of the six that ``llvm.maximum``'s NaN and signed-zero
+# rules take on x86 (a float32 row max in cache: ~1.5x faster).
+#
+# The key of bits ``i`` (a float's bits as a signed integer): ``i ^ (i >> (w-1) >>> 1)``
+# flips the magnitude bits of negative floats, which orders all non-NaN floats (-inf < ...
+# < -0 < +0 < ... < +inf) and leaves the NaNs of each sign outside that range, above +inf
+# or below -inf. A maximum's key then subtracts ``2**mantissa_bits - 1`` (wrapping), which
+# moves the negative NaNs just below -inf around to the top; a minimum's key adds it,
+# moving the positive NaNs to the bottom. The reverse steps give back the float's bits.
+
+
+def _key_span(ty: ir.Type) -> tuple[ir.IntType, ir.Constant]:
+    """The integer type of a float register type's keys and its NaN span."""
+    mantissa = 52 if ty == F64 else 23
+    int_ty = I64 if ty == F64 else I32
+    return int_ty, ir.Constant(int_ty, (1 << mantissa) - 1)
+
+
+def _flip_negative(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
+    width = i.type.width
+    sign = b.ashr(i, ir.Constant(i.type, width - 1))
+    return b.xor(i, b.lshr(sign, ir.Constant(i.type, 1)))
+
+
+def extreme_key(b: ir.IRBuilder, x: ir.Value, is_max: bool) -> ir.Value:
+    """The order key of the float register value ``x`` for a maximum (``is_max``) or
+    minimum reduction (see the comment above)."""
+    int_ty, span = _key_span(x.type)
+    key = _flip_negative(b, b.bitcast(x, int_ty))
+    return b.sub(key, span) if is_max else b.add(key, span)
+
+
+def from_extreme_key(b: ir.IRBuilder, key: ir.Value, ty: ir.Type, is_max: bool) -> ir.Value:
+    """The float (register type ``ty``) whose ``extreme_key`` is ``key``, bit for bit."""
+    _, span = _key_span(ty)
+    key = b.add(key, span) if is_max else b.sub(key, span)
+    return b.bitcast(_flip_negative(b, key), ty)
+
+
+def extreme_of_keys(b: ir.IRBuilder, x: ir.Value, y: ir.Value, is_max: bool) -> ir.Value:
+    """The key of the maximum (minimum) of the floats of keys ``x`` and ``y``."""
+    return intrinsic(b, f"llvm.{'smax' if is_max else 'smin'}.i{x.type.width}", x.type, [x, y])
+
+
 def _int_divide(b, x, y, dt, remainder):
     ty = x.type
     zero, one, minus1 = ir.Constant(ty, 0), ir.Constant(ty, 1), ir.Constant(ty, -1)
