@@ -49,6 +49,18 @@ class Pool:
             f.result()
 
 
+def _forget_in_child() -> None:
+    """A forked child has none of the pool's threads (its executor would count the parent's
+    as running and start none, leaving the child's work queued forever): it makes its own
+    pool when it needs one."""
+    global _POOL, _LOCK
+    _POOL, _LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def pool() -> Pool:
     global _POOL
     if _POOL is None:

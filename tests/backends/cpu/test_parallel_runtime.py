@@ -131,6 +131,33 @@ print("child", os.waitstatus_to_exitcode(status))
     assert "child 0" in out.stdout
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_python_pool():
+    # The parent's pool has a running worker; a child forked after it must not queue work for
+    # that thread, which it does not have (the child would wait forever).
+    program = """
+import os, threading
+from ember.backends.cpu import threads
+done = []
+threads.pool().run(lambda lo, hi: done.append((lo, hi)), [(0, 1), (1, 2)])
+assert sorted(done) == [(0, 1), (1, 2)] and threads.pool().size == 2
+pid = os.fork()
+if pid == 0:
+    finished = threading.Event()
+    def work():
+        threads.pool().run(lambda lo, hi: done.append((lo, hi)), [(2, 3), (3, 4)])
+        finished.set()
+    threading.Thread(target=work, daemon=True).start()
+    os._exit(0 if finished.wait(20) and sorted(done)[-2:] == [(2, 3), (3, 4)] else 3)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, EMBER_NUM_THREADS="2"))
+    assert out.returncode == 0, out.stderr
+    assert "child 0" in out.stdout
+
+
 def test_switched_off_the_python_pool_is_used():
     program = ("import os; os.environ['EMBER_CPU_NATIVE_THREADS'] = '0'\n"
                "from ember.backends.cpu import parallel_runtime\n"
