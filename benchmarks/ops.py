@@ -136,6 +136,16 @@ def column_max_large(m, lax):
     return (lambda x: x.max(axis=0)), (x,), lambda x: x.max(axis=0)
 
 
+def row_max(m, lax):
+    x = _rng().standard_normal((4096, 1024)).astype(np.float32)
+    return (lambda x: x.max(axis=1)), (x,), lambda x: x.max(axis=1)
+
+
+def total_min(m, lax):
+    x = _rng().standard_normal((4096, 1024)).astype(np.float32)
+    return (lambda x: x.min()), (x,), lambda x: x.min()
+
+
 def middle_axis_max(m, lax):
     x = _rng().standard_normal((64, 512, 512)).astype(np.float32)
     return (lambda x: x.max(axis=1)), (x,), lambda x: x.max(axis=1)
@@ -276,6 +286,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "complex_cumsum": ("complex64 cumsum along rows (1000, 1000)", complex_cumsum),
     "row100_sum": ("sum over rows of 100 (10000, 100)", row100_sum),
     "row32_layernorm": ("layernorm over rows of 32 (31250, 32)", row32_layernorm),
+    "row_max": ("max over rows (4096, 1024)", row_max),
+    "total_min": ("min of all (4096, 1024)", total_min),
 }
 
 
