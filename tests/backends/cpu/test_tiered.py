@@ -207,6 +207,11 @@ _RNG = np.random.default_rng(7)
 _BIG = (_RNG.standard_normal(70_001) * 100).astype(np.float32)  # several blocks, a tail
 _ROWS = _RNG.standard_normal((96, 1000)).astype(np.float32)  # rows not a multiple of lanes
 _SHORT = _RNG.standard_normal((300, 100)).astype(np.float32)  # 16 lanes and a tail of 4
+_SPECIAL_ROWS = _ROWS[:48].copy()  # zeros of both signs, NaNs of both signs, infinities
+_SPECIAL_ROWS[::3] = np.where(_RNG.random((16, 1000)) < 0.5, -0.0, 0.0)
+_SPECIAL_ROWS[1::6, ::97] = np.nan
+_SPECIAL_ROWS[4::6, ::89] = -np.abs(np.float32(np.nan))
+_SPECIAL_ROWS[2::6, ::101] = np.inf
 _TRIG = np.concatenate([np.linspace(-1e6, 1e6, 4001), [0.0, -0.0, np.inf, -np.inf, np.nan],
                         _RNG.standard_normal(3000) * 1e4]).astype(np.float32)
 
@@ -226,6 +231,8 @@ TIER_CASES = {
                           / jnp.sum(jnp.exp(a * c - jnp.max(a, -1, keepdims=True)), -1,
                                     keepdims=True), _SHORT),
     "column sums": (lambda a, c: jnp.sum(a * c, axis=0), _ROWS),
+    "max and min": (lambda a, c: (jnp.max(a * c, axis=1), jnp.min(a, axis=1),
+                                  jnp.max(a, axis=0), jnp.min(a[:, :100] * c)), _SPECIAL_ROWS),
     "middle axis": (lambda a, c: jnp.sum(a.reshape(8, 12, 1000) * c, axis=1), _ROWS),
     "sin cos": (lambda a, c: (jnp.sin(a * c), jnp.cos(a) + c), _TRIG),
     "transcendentals": (lambda a, c: (jnp.exp(a * 1e-3 * c), jnp.log1p(jnp.abs(a)),
