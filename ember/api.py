@@ -574,7 +574,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     the same. Static arguments (``static_argnums``/``static_argnames``) are Python values
     the function may branch on; they must be hashable. ``donate_argnums`` is accepted and
     has no effect yet. ``backend``: ``"interpreter"`` (the NumPy reference backend) or
-    ``"cpu"``, for now an alias of the interpreter until the LLVM backend lands. Used as
+    ``"cpu"`` (native code compiled by LLVM; the default). Used as
     ``@jit``, ``jit(f)`` or ``functools.partial(jit, static_argnames=...)``.
 
     Example:
