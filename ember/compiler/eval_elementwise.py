@@ -613,6 +613,18 @@ def is_reducer_identity(ufunc: np.ufunc, init: np.ndarray) -> bool:
     return v == (-np.inf if ufunc is np.maximum else np.inf)
 
 
+def order_zeros(out, x: np.ndarray, is_max: bool, seen_along: Callable) -> np.ndarray:
+    """``out``, a float maximum (``is_max``) or minimum of elements of ``x`` computed by
+    NumPy's ufuncs (which keep either zero of a tie), with -0 below +0 as XLA orders them: a
+    zero result is +0 (a minimum's -0) where ``seen_along(mask)`` finds such a zero in the
+    mask of them over the elements that result covers, else the other zero."""
+    zero = out == 0
+    if not np.any(zero):
+        return out
+    seen = seen_along((x == 0) & (np.signbit(x) != is_max))
+    return np.where(zero, np.where(seen == is_max, 0.0, -0.0).astype(out.dtype), out)
+
+
 def simple_reduce(ufunc: np.ufunc, x: np.ndarray, axis, dtype=None,
                   initial=None) -> np.ndarray:
     """``ufunc.reduce(x, axis, dtype, initial)`` for a ``REDUCE_UFUNCS`` ufunc (``initial``:
@@ -621,13 +633,7 @@ def simple_reduce(ufunc: np.ufunc, x: np.ndarray, axis, dtype=None,
     extra = {} if initial is None else {"initial": initial}
     out = ufunc.reduce(x, axis=axis, dtype=dtype, **extra)
     if (ufunc is np.maximum or ufunc is np.minimum) and dtypes.is_float(out.dtype):
-        zero = out == 0
-        if np.any(zero):
-            # The zero of the other sign wins if the reduced elements hold one.
-            other_sign = np.signbit(out) if ufunc is np.maximum else ~np.signbit(out)
-            wanted = (x == 0) & (np.signbit(x) == (ufunc is np.minimum))
-            flip = zero & other_sign & np.any(wanted, axis=axis)
-            out = np.where(flip, np.negative(out), out)
+        out = order_zeros(out, x, ufunc is np.maximum, lambda m: np.any(m, axis=axis))
     return out
 
 

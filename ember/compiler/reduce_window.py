@@ -36,6 +36,7 @@ from ember.compiler.eval_elementwise import (
     REDUCE_UFUNCS,
     apply_body,
     is_reducer_identity,
+    order_zeros,
     simple_reducer_opcode,
 )
 from ember.compiler.evaluator import eval_rule
@@ -128,21 +129,11 @@ def scan_accumulate(x: np.ndarray, axis: int, reverse: bool, opcode: str) -> np.
         else:
             out = REDUCE_UFUNCS[opcode].accumulate(x, axis=axis, dtype=x.dtype)
             if opcode in ("maximum", "minimum") and dtypes.is_float(x.dtype):
-                out = _order_zeros(out, x, axis, opcode == "maximum")
+                out = order_zeros(out, x, opcode == "maximum",
+                                  lambda m: np.logical_or.accumulate(m, axis=axis))
     if reverse:
         out = np.flip(out, axis)
     return np.ascontiguousarray(out)
-
-
-def _order_zeros(out: np.ndarray, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
-    """A cumulative float maximum (minimum) ``out`` of ``x`` with -0 below +0, as XLA orders
-    them (NumPy's ufuncs keep either zero of a tie): a zero result is +0 (-0) once the scan
-    has seen one."""
-    zero = out == 0
-    if not zero.any():
-        return out
-    seen = np.logical_or.accumulate((x == 0) & (np.signbit(x) != is_max), axis=axis)
-    return np.where(zero, np.where(seen == is_max, 0.0, -0.0).astype(out.dtype), out)
 
 
 def _padded(x: np.ndarray, init: np.ndarray, window: dict[str, tuple]) -> np.ndarray:

@@ -358,7 +358,7 @@ def from_extreme_key(b: ir.IRBuilder, key: ir.Value, ty: ir.Type, is_max: bool) 
 
 def extreme_of_keys(b: ir.IRBuilder, x: ir.Value, y: ir.Value, is_max: bool) -> ir.Value:
     """The key of the maximum (minimum) of the floats of keys ``x`` and ``y``."""
-    return intrinsic(b, f"llvm.{'smax' if is_max else 'smin'}.i{x.type.width}", x.type, [x, y])
+    return _int_max_min(b, x, y, np.dtype(f"int{x.type.width}"), is_max)
 
 
 def _int_divide(b, x, y, dt, remainder):
