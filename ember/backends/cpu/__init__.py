@@ -83,7 +83,8 @@ def preload() -> None:
     the first full collection of a process walks every object that importing made (~10 ms
     here), and one due while a first call compiles (every tenth collection of the middle
     generation is full) would land inside it. After this one, CPython defers the next until
-    the objects made since outnumber a quarter of these."""
+    the objects made since outnumber a quarter of these. A parallel runtime in the disk cache
+    is loaded and its workers started (``parallel_runtime.load_if_cached``)."""
     from ember.backends.cpu import llvm_support, program, row_kernel  # noqa: F401
     from ember.compiler import parser, pipeline, printer, shape_inference  # noqa: F401
     pipeline.load_passes()
@@ -91,6 +92,7 @@ def preload() -> None:
     _key_parts()
     _source_stamp(_PIPELINE_DIRS)
     _source_stamp(_LOWERING_DIRS)
+    parallel_runtime.load_if_cached()
     gc.collect()
 
 

@@ -19,8 +19,9 @@ Only one job runs at a time: a second caller (another Python thread) runs its ta
 The code is compiled once per machine and kept in the disk cache as a shared library (or,
 without a linker, loaded through MCJIT). ``get()`` is None where the runtime cannot work
 (not Linux on x86-64 or AArch64, one core, or no way to compile it): callers then use
-``threads.Pool``. A compile calls ``prepare(start_background)``, which loads a cached runtime
-at once but builds a missing one in the background (~70 ms of LLVM and ``cc``, once per
+``threads.Pool``. ``import ember`` loads a cached runtime (``load_if_cached``); a compile
+calls ``prepare(start_background)``, which loads a cached runtime at once but builds a
+missing one in the background (~70 ms of LLVM and ``cc``, once per
 machine): until it is there, ``ready()`` is None and kernels run on ``threads.Pool``, which
 computes the same results.
 """
@@ -134,6 +135,27 @@ def prepare(start_background: Callable[[Callable[[], object]], None]) -> None:
             _tried = True
             return
     start_background(get)
+
+
+def load_if_cached() -> None:
+    """Loads the runtime now if the disk cache has it, leaving a missing one to the first
+    compile's ``prepare``. ``import ember`` calls this (``backends.cpu.preload``): started
+    then, the workers are up and their stacks touched before a program's first parallel
+    kernel, which otherwise waited ~0.5 ms for a thread started just before it."""
+    global _runtime, _tried
+    if _tried or _building:
+        return
+    with _lock:
+        if _tried or _building:
+            return
+        try:
+            _runtime = _load(build=False)
+        except _NotBuilt:
+            return
+        except Exception as e:  # noqa: BLE001 - the Python pool still works
+            _log.debug("parallel runtime unavailable: %s", e)
+            _runtime = None
+        _tried = True
 
 
 def _load(build: bool = True) -> Runtime | None:

@@ -128,10 +128,11 @@ def test_fresh_memory_starts_on_a_huge_page():
 
 @pytest.mark.skipif(not buffer_pool._HUGE_PAGES, reason="no MADV_HUGEPAGE here")
 def test_rounding_to_huge_pages_is_bounded():
-    # Rounded up when that adds at most half: 1.75 and 1.5 MiB to one huge page (a seventh,
-    # a third more), 4.25 MiB to three (41% more); not 1.25 MiB (60%) nor 2.25 MiB (78%).
-    for nbytes, rounded in ((7 << 18, True), (6 << 18, True), (17 << 18, True),
-                            (5 << 18, False), (9 << 18, False)):
+    # A tail past the last whole huge page is rounded up when it is at least 512 KiB: 1,
+    # 1.25 and 1.75 MiB to one huge page, 2.5 MiB to two; not 2.25 nor 4.25 MiB (their
+    # 256 KiB tails take 4 KiB pages).
+    for nbytes, rounded in ((4 << 18, True), (5 << 18, True), (7 << 18, True),
+                            (10 << 18, True), (9 << 18, False), (17 << 18, False)):
         a = buffer_pool.empty(nbytes, np.uint8)
         region = a.base
         while not isinstance(region, buffer_pool.mmap.mmap):  # (array, lease, memoryview)

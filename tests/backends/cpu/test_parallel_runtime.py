@@ -171,11 +171,12 @@ def test_switched_off_the_python_pool_is_used():
 def test_a_missing_runtime_is_built_in_the_background(tmp_path):
     """With an empty disk cache the first compile does not wait for the runtime's build:
     its first run uses the Python pool (same results), the build lands in the cache, and
-    the next process loads the runtime during its compile."""
+    the next process loads the runtime (and starts its workers) at import."""
     program = """
 import numpy as np, ember, ember.numpy as jnp
 from ember.backends import get_backend
 from ember.backends.cpu import parallel_runtime
+print("at_import", parallel_runtime._runtime is not None)
 x = np.linspace(-3, 3, 1 << 20, dtype=np.float32)
 expected = np.tanh(x) * 2 + 1
 f = ember.jit(lambda a: jnp.tanh(a) * 2 + 1)
@@ -191,5 +192,7 @@ np.testing.assert_allclose(np.asarray(compiled(x)), expected, rtol=2e-6, atol=2e
                            timeout=300, env=env) for _ in range(2)]
     for out in runs:
         assert out.returncode == 0, out.stderr
-    assert runs[0].stdout.split() == ["during_compile", "False", "after_wait", "True"]
-    assert runs[1].stdout.split() == ["during_compile", "True", "after_wait", "True"]
+    assert runs[0].stdout.split() == ["at_import", "False", "during_compile", "False",
+                                      "after_wait", "True"]
+    assert runs[1].stdout.split() == ["at_import", "True", "during_compile", "True",
+                                      "after_wait", "True"]
