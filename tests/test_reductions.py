@@ -137,6 +137,40 @@ def test_max_min_order_negative_zero_below_zero(mode, dt):
     assert np.isnan(got[2])
 
 
+@pytest.mark.parametrize("mode", ["eager", "interpreter", "cpu"])
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16", "float64"])
+def test_scatter_max_min_order_negative_zero_below_zero(mode, dt):
+    # Scatter-max/min too (NumPy's ufunc.at keeps either zero of a tie); JAX agrees.
+    def run(f, *args):
+        g = f if mode == "eager" else ember.jit(f, backend=mode)
+        return np.asarray(g(*args)).astype(np.float64)
+    base = np.array([0.0, -0.0, 0.0, -0.0, -0.0, 1.0, 0.0], dt)
+    idx = np.array([0, 1, 2, 3, 4, 4, 6, 6], np.int32)
+    upd = np.array([-0.0, 0.0, 0.0, -0.0, -0.0, -0.0, -0.0, 0.0], dt)
+    mx = run(lambda b, u: jnp.asarray(b).at[idx].max(u), base, upd)
+    mn = run(lambda b, u: jnp.asarray(b).at[idx].min(u), base, upd)
+    # max: +0 when any +0 meets the position; min: -0 when any -0 does.
+    np.testing.assert_array_equal(np.signbit(mx), [0, 0, 0, 1, 1, 0, 0])
+    np.testing.assert_array_equal(np.signbit(mn), [1, 1, 0, 1, 1, 0, 1])
+    np.testing.assert_array_equal(mx, [0, 0, 0, 0, 0, 1, 0])
+
+
+@pytest.mark.parametrize("mode", ["eager", "interpreter", "cpu"])
+def test_windowed_scatter_max_min_order_negative_zero_below_zero(mode):
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,))
+    base = np.array([[0.0, -0.0, 5.0], [-0.0, -0.0, 5.0], [1.0, -0.0, 0.0]], np.float32)
+    idx = np.array([[0], [0], [1]], np.int32)
+    upd = np.array([[-0.0, -0.0], [-0.0, 0.0], [-0.0, 0.0]], np.float32)
+    def run(f):
+        g = f if mode == "eager" else ember.jit(f, backend=mode)
+        return np.asarray(g(jnp.asarray(base), jnp.asarray(upd)))
+    mx = run(lambda b, u: lax.scatter_max(b, idx, u, dn))
+    mn = run(lambda b, u: lax.scatter_min(b, idx, u, dn))
+    np.testing.assert_array_equal(np.signbit(mx), [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(np.signbit(mn), [[1, 1, 0], [1, 1, 0], [0, 1, 0]])
+
+
 # ---------------------------------------------------------------- empty reductions
 
 

@@ -618,11 +618,15 @@ def order_zeros(out, x: np.ndarray, is_max: bool, seen_along: Callable) -> np.nd
     NumPy's ufuncs (which keep either zero of a tie), with -0 below +0 as XLA orders them: a
     zero result is +0 (a minimum's -0) where ``seen_along(mask)`` finds such a zero in the
     mask of them over the elements that result covers, else the other zero."""
-    zero = out == 0
-    if not np.any(zero):
+    if not np.any(out == 0):
         return out
-    seen = seen_along((x == 0) & (np.signbit(x) != is_max))
-    return np.where(zero, np.where(seen == is_max, 0.0, -0.0).astype(out.dtype), out)
+    return order_zeros_seen(out, seen_along((x == 0) & (np.signbit(x) != is_max)), is_max)
+
+
+def order_zeros_seen(out, seen, is_max: bool) -> np.ndarray:
+    """``out`` with each zero made +0 for a maximum (``is_max``) where ``seen`` (a +0 met
+    that result), else -0; for a minimum -0 where ``seen`` (a -0 met it), else +0."""
+    return np.where(out == 0, np.where(seen == is_max, 0.0, -0.0).astype(out.dtype), out)
 
 
 def simple_reduce(ufunc: np.ufunc, x: np.ndarray, axis, dtype=None,

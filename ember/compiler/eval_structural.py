@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ember import dtypes
+from ember.compiler.eval_elementwise import order_zeros_seen
 from ember.compiler.evaluator import eval_rule, evaluate_computation
 from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Shape
 from ember.compiler.sort_order import lexicographic_keys, stable_order
@@ -273,7 +275,7 @@ def scatter_windows(operand: np.ndarray, indices: Any, updates: np.ndarray, *,
     if combine is None:
         out[coords] = vals
     elif isinstance(combine, np.ufunc):
-        combine.at(out, coords, vals)
+        _combine_at(combine, out, coords, vals)
     else:
         for j in range(vals.shape[0]):
             pos = tuple(c[j] for c in coords)
@@ -310,8 +312,23 @@ def _point_scatter(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray
     if combine is None:
         target[pos] = u  # (in order: the last of duplicate positions wins)
     else:
-        combine.at(target, pos, u)  # (unbuffered, in order)
+        _combine_at(combine, target, pos, u)
     return out
+
+
+def _combine_at(combine: np.ufunc, target: np.ndarray, index: Any, values: np.ndarray) -> None:
+    """``combine.at(target, index, values)`` (unbuffered, in order). A float maximum or
+    minimum then orders -0 below +0 as XLA does: ``ufunc.at`` keeps either zero of a tie by
+    position, so a zero result becomes +0 (a minimum's -0) where such a zero was among the
+    target's value and the updates of its position."""
+    is_max = combine is np.maximum
+    if not (is_max or combine is np.minimum) or not dtypes.is_float(target.dtype):
+        combine.at(target, index, values)
+        return
+    seen = (target == 0) & (np.signbit(target) != is_max)
+    np.logical_or.at(seen, index, (values == 0) & (np.signbit(values) != is_max))
+    combine.at(target, index, values)
+    target[...] = order_zeros_seen(target, seen, is_max)
 
 
 # --------------------------------------------------------------------------- shape ops
