@@ -4,6 +4,7 @@ import sys as _sys
 
 from ember.numpy import _fastpath
 from ember.numpy import array_methods as _array_methods
+from ember.numpy.counting import *
 from ember.numpy.creation import *
 from ember.numpy.index_functions import *
 from ember.numpy.indexing import *
@@ -14,6 +15,7 @@ from ember.numpy.reductions import *
 from ember.numpy.scalar_types import *
 from ember.numpy.shape import *
 from ember.numpy.sorting import *
+from ember.numpy.statistics import *
 from ember.numpy.ufuncs import *
 
 _fastpath.install(_sys.modules[__name__])  # reductions, shapes, products: the eager fast path

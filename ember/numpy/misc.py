@@ -17,6 +17,7 @@ from ember.numpy._util import (
 )
 from ember.numpy.creation import asarray
 from ember.numpy.shape import concatenate
+from ember.numpy.ufuncs import imag
 
 # ---------------------------------------------------------------- helpers
 
@@ -55,6 +56,33 @@ def _diff1(x: Any, axis: int) -> Any:
     n = _aval(x).shape[axis]
     hi, lo = lax.slice_in_dim(x, 1, n, axis=axis), lax.slice_in_dim(x, 0, n - 1, axis=axis)
     return lax.ne(hi, lo) if _aval(x).dtype == dtypes.bool_ else lax.sub(hi, lo)
+
+
+# ---------------------------------------------------------------- iscomplex / isreal
+
+
+def iscomplex(x: Any) -> Any:
+    """Elementwise: True where the imaginary part is nonzero (always False for real dtypes).
+
+    Example:
+        >>> jnp.iscomplex(jnp.array([1 + 1j, 2 + 0j]))
+        Array([ True, False], dtype=bool)
+    """
+    check_arraylike("iscomplex", x)
+    i = imag(x)
+    return lax.ne(i, lax.full_like(i, 0))
+
+
+def isreal(x: Any) -> Any:
+    """Elementwise: True where the imaginary part is zero (always True for real dtypes).
+
+    Example:
+        >>> jnp.isreal(jnp.array([1 + 1j, 2 + 0j]))
+        Array([False,  True], dtype=bool)
+    """
+    check_arraylike("isreal", x)
+    i = imag(x)
+    return lax.eq(i, lax.full_like(i, 0))
 
 
 # ---------------------------------------------------------------- astype
@@ -286,4 +314,4 @@ def append(arr: Any, values: Any, axis: int | None = None) -> Any:
 
 
 __all__ = ["astype", "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num", "diff",
-           "ediff1d", "append"]
+           "ediff1d", "append", "iscomplex", "isreal"]

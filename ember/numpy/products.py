@@ -194,6 +194,102 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
     return lax.dot_general(a, b, (((len(sa) - 1,), (len(sb) - 1,)), ((), ())), **kw)
 
 
+# ---------------------------------------------------------------- vecdot / matvec / vecmat
+# All three are batched matmuls: the vector operands gain a size-1 matrix axis, matmul
+# broadcasts the batch dimensions (without a broadcast copy) and the size-1 axes are dropped.
+
+
+def _check_ndim(fn: str, name: str, x: Any, core_dims: str, nd: int) -> None:
+    if len(_shape(x)) < nd:
+        raise ValueError(f"{fn}: {name} must have at least {nd} dimension(s) for its core "
+                         f"dimensions {core_dims}, got shape {_shape(x)}")
+
+
+def _check_batch(fn: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(sa, sb))
+    except ValueError:
+        raise ValueError(f"{fn}: batch dimensions {sa} and {sb} cannot be broadcast "
+                         "together") from None
+
+
+def _conj(x: Any) -> Any:
+    return lax.conj(x) if dtypes.is_complex(core.get_aval(x).dtype) else x
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
+    """Vector dot product of ``conj(x1)`` and ``x2`` along ``axis``; other dims broadcast.
+
+    ``axis`` indexes each operand separately (as in NumPy's gufunc and JAX); the contracted
+    dimensions must have the same size. ``precision`` and ``preferred_element_type`` are
+    passed to ``lax.dot_general``.
+
+    Example:
+        >>> jnp.vecdot(jnp.ones((5, 3)), jnp.arange(3.0))
+        Array([3., 3., 3., 3., 3.], dtype=float32)
+    """
+    check_arraylike("vecdot", x1, x2)
+    a, b = ensure_array(x1), ensure_array(x2)
+    sa, sb = _shape(a), _shape(b)
+    ia = canonicalize_axis("vecdot", axis, len(sa))
+    ib = canonicalize_axis("vecdot", axis, len(sb))
+    if sa[ia] != sb[ib]:
+        raise ValueError(f"vecdot: the sizes of axis {axis} must match, got shapes {sa} and "
+                         f"{sb} ({sa[ia]} != {sb[ib]})")
+    a, b = _promote("vecdot", _conj(a), b)
+    a, b = moveaxis(a, ia, -1), moveaxis(b, ib, -1)
+    batch = _check_batch("vecdot", _shape(a)[:-1], _shape(b)[:-1])
+    a = lax.expand_dims(a, (len(sa) - 1,))  # (..., 1, n)
+    b = lax.expand_dims(b, (len(sb),))      # (..., n, 1)
+    out = matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
+    return lax.reshape(out, batch)
+
+
+def matvec(x1: Any, x2: Any, /) -> Any:
+    """Matrix-vector product: ``x1`` has shape (..., n, m), ``x2`` (..., m); gives (..., n).
+
+    The batch dimensions ``...`` broadcast against each other.
+
+    Example:
+        >>> jnp.matvec(jnp.ones((4, 2, 3)), jnp.arange(3.0)).shape
+        (4, 2)
+    """
+    check_arraylike("matvec", x1, x2)
+    a, b = ensure_array(x1), ensure_array(x2)
+    _check_ndim("matvec", "x1", a, "(n, m)", 2)
+    _check_ndim("matvec", "x2", b, "(m,)", 1)
+    sa, sb = _shape(a), _shape(b)
+    if sa[-1] != sb[-1]:
+        raise ValueError(f"matvec: size of core dimension m differs: x1 has shape {sa} "
+                         f"(m={sa[-1]}) but x2 has shape {sb} (m={sb[-1]})")
+    batch = _check_batch("matvec", sa[:-2], sb[:-1])
+    out = matmul(a, lax.expand_dims(b, (len(sb),)))  # (..., n, 1)
+    return lax.reshape(out, batch + (sa[-2],))
+
+
+def vecmat(x1: Any, x2: Any, /) -> Any:
+    """Vector-matrix product of ``conj(x1)`` (..., n) and ``x2`` (..., n, m); gives (..., m).
+
+    The batch dimensions ``...`` broadcast against each other.
+
+    Example:
+        >>> jnp.vecmat(jnp.arange(2.0), jnp.ones((4, 2, 3))).shape
+        (4, 3)
+    """
+    check_arraylike("vecmat", x1, x2)
+    a, b = ensure_array(x1), ensure_array(x2)
+    _check_ndim("vecmat", "x1", a, "(n,)", 1)
+    _check_ndim("vecmat", "x2", b, "(n, m)", 2)
+    sa, sb = _shape(a), _shape(b)
+    if sa[-1] != sb[-2]:
+        raise ValueError(f"vecmat: size of core dimension n differs: x1 has shape {sa} "
+                         f"(n={sa[-1]}) but x2 has shape {sb} (n={sb[-2]})")
+    batch = _check_batch("vecmat", sa[:-1], sb[:-2])
+    out = matmul(lax.expand_dims(_conj(a), (len(sa) - 1,)), b)  # (..., 1, m)
+    return lax.reshape(out, batch + (sb[-1],))
+
+
 def outer(a: Any, b: Any, out: None = None) -> Any:
     """Outer product of the flattened arrays.
 
@@ -543,4 +639,4 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "kron", "trace", "einsum",
-           "einsum_path", "cross"]
+           "einsum_path", "cross", "vecdot", "matvec", "vecmat"]

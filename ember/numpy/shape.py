@@ -242,6 +242,29 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
     return lax.transpose(a, tuple(perm))
 
 
+def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+    """Moves ``axis`` so that it lies before the axis now at position ``start``.
+
+    ``start`` may be any position in ``[-ndim, ndim]`` (``ndim`` means the end); prefer
+    ``moveaxis``, whose meaning of the destination does not depend on ``axis``.
+
+    Example:
+        >>> jnp.rollaxis(jnp.ones((2, 3, 4)), 2).shape
+        (4, 2, 3)
+    """
+    a = _arr("rollaxis", a)
+    nd = core.get_aval(a).ndim
+    start = static_int("rollaxis", "start", start)
+    ax = canonicalize_axis("rollaxis", axis, nd)
+    if not -nd <= start <= nd:
+        raise ValueError(f"rollaxis: start={start} must satisfy {-nd} <= start <= {nd}")
+    if start < 0:
+        start += nd
+    if start > ax:
+        start -= 1
+    return moveaxis(a, ax, start)
+
+
 def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
     """Inserts size-1 axes at the positions ``axis`` of the result.
 
@@ -340,6 +363,20 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
 def _unstack0(x: Any) -> list[Any]:
     n = core.get_aval(x).shape[0]
     return [lax.squeeze(_slice(x, 0, i, i + 1), (0,)) for i in range(n)]
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
+    """Splits ``x`` along ``axis`` into a tuple of arrays with that axis removed.
+
+    Example:
+        >>> [t.shape for t in jnp.unstack(jnp.ones((2, 3)), axis=1)]
+        [(2,), (2,), (2,)]
+    """
+    x = _arr("unstack", x)
+    aval = core.get_aval(x)
+    ax = canonicalize_axis("unstack", axis, aval.ndim)
+    return tuple(lax.index_in_dim(x, i, axis=ax, keepdims=False)
+                 for i in range(aval.shape[ax]))
 
 
 def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
@@ -956,5 +993,5 @@ __all__ = [
     "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
     "array_split", "hsplit", "vsplit", "dsplit", "tile", "repeat", "resize", "flip", "fliplr",
     "flipud", "roll", "rot90", "pad", "broadcast_shapes", "broadcast_to", "broadcast_arrays",
-    "atleast_1d", "atleast_2d", "atleast_3d",
+    "atleast_1d", "atleast_2d", "atleast_3d", "rollaxis", "unstack",
 ]
