@@ -118,22 +118,13 @@ def prepare(start_background: Callable[[Callable[[], object]], None]) -> None:
     """Makes the runtime available to the kernels about to run: loads it now from the
     disk cache, or, when it must be built, hands ``get`` to ``start_background`` (which
     runs it on another thread) so that the build is off the caller's path."""
-    global _runtime, _tried, _building
-    if _tried or _building:
+    global _building
+    if _tried or _building:  # (every large eager op calls this: no lock once settled)
         return
     with _lock:
-        if _tried or _building:
+        if _load_cached() is not False:
             return
-        try:
-            _runtime = _load(build=False)
-        except _NotBuilt:
-            _building = True
-        except Exception as e:  # noqa: BLE001 - the Python pool still works
-            _log.debug("parallel runtime unavailable: %s", e)
-            _runtime = None
-        if not _building:
-            _tried = True
-            return
+        _building = True
     start_background(get)
 
 
@@ -142,20 +133,25 @@ def load_if_cached() -> None:
     compile's ``prepare``. ``import ember`` calls this (``backends.cpu.preload``): started
     then, the workers are up and their stacks touched before a program's first parallel
     kernel, which otherwise waited ~0.5 ms for a thread started just before it."""
+    with _lock:
+        _load_cached()
+
+
+def _load_cached() -> bool | None:
+    """(Under ``_lock``.) None when the runtime was tried before or is being built; else
+    loads it from the disk cache and returns True, or False when it is not built yet."""
     global _runtime, _tried
     if _tried or _building:
-        return
-    with _lock:
-        if _tried or _building:
-            return
-        try:
-            _runtime = _load(build=False)
-        except _NotBuilt:
-            return
-        except Exception as e:  # noqa: BLE001 - the Python pool still works
-            _log.debug("parallel runtime unavailable: %s", e)
-            _runtime = None
-        _tried = True
+        return None
+    try:
+        _runtime = _load(build=False)
+    except _NotBuilt:
+        return False
+    except Exception as e:  # noqa: BLE001 - the Python pool still works
+        _log.debug("parallel runtime unavailable: %s", e)
+        _runtime = None
+    _tried = True
+    return True
 
 
 def _load(build: bool = True) -> Runtime | None:
