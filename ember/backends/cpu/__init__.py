@@ -215,12 +215,14 @@ class _DeferredStart:
             self._started = True
             if backend._deferred.get(self._nkey) is self:
                 del backend._deferred[self._nkey]
-            works = list(self._works)
+            # (Listed as background threads in the same critical section that removes them
+            # from the deferred ones: ``wait_for_background`` sees the work in one or the
+            # other, never in neither.)
+            for work, nkey in self._works:
+                backend._start_background_locked(work, nkey)
             timer = self._timer
         if timer is not None:  # (started early: the process need not wait for the timer)
             timer.cancel()
-        for work, nkey in works:
-            backend._start_background(work, nkey)
 
     def soon(self) -> None:
         # Not a daemon (said explicitly: a thread inherits its creator's flag, and runs end
@@ -365,18 +367,22 @@ class CpuBackend:
             return [t for t in self._background if getattr(t, "native_key", None) == nkey]
 
     def _start_background(self, work, nkey: str | None = None) -> None:
+        with self._lock:
+            self._start_background_locked(work, nkey)
+
+    def _start_background_locked(self, work, nkey: str | None = None) -> None:
+        """Starts ``work`` on a listed background thread (the caller holds ``_lock``)."""
         def run():
             _lower_thread_priority()
             work()
         # Not a daemon: the process waits for it at exit, so the entry gets written.
         thread = threading.Thread(target=run, name="ember-cpu-cache", daemon=False)
         thread.native_key = nkey
-        with self._lock:
-            self._background = [t for t in self._background if t.is_alive()]
-            self._background.append(thread)
-            # (Started under the lock: a listed thread that is not alive yet would be
-            # dropped by another thread's filter above, or skipped by ``wait_for_background``.)
-            thread.start()
+        self._background = [t for t in self._background if t.is_alive()]
+        self._background.append(thread)
+        # (Started under the lock: a listed thread that is not alive yet would be dropped by
+        # another thread's filter above, or skipped by ``wait_for_background``.)
+        thread.start()
 
     def cache_key(self, module_text: str) -> str:
         """The key of a module's object code: its optimized HLO text, the versions of ember,

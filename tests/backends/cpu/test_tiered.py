@@ -130,6 +130,32 @@ def test_waiting_for_the_background_starts_compiles_of_programs_never_run(cache_
     assert backend.stats["quick_compiled"] == before["quick_compiled"] + 1
 
 
+def test_waiting_for_the_background_sees_work_a_timer_is_starting(monkeypatch):
+    """A deferred start fired by its timer while another thread waits for the background:
+    the work is listed as deferred or as a background thread at every moment, so the wait
+    does not return before it ran (it could, between the two lists: a flaky cache test)."""
+    backend = get_backend("cpu")
+    done = []
+    start = cpu._DeferredStart(backend, "test-deferred", [lambda: done.append(1)])
+    with backend._lock:
+        backend._deferred["test-deferred"] = start
+    plain_thread = threading.Thread
+
+    class SlowThread(plain_thread):  # widens the window between the two lists
+        def __init__(self, *args, **kwargs):
+            if kwargs.get("name") == "ember-cpu-cache":
+                time.sleep(0.2)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(cpu.threading, "Thread", SlowThread)
+    timer = plain_thread(target=start)
+    timer.start()
+    time.sleep(0.05)  # (the timer's thread is making the background thread now)
+    backend.wait_for_background()
+    assert done == [1]
+    timer.join()
+
+
 def test_same_module_while_optimizing_compiles_once(cache_dir):
     backend = get_backend("cpu")
     before = dict(backend.stats)
