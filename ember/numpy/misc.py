@@ -68,9 +68,7 @@ def iscomplex(x: Any) -> Any:
         >>> jnp.iscomplex(jnp.array([1 + 1j, 2 + 0j]))
         Array([ True, False], dtype=bool)
     """
-    check_arraylike("iscomplex", x)
-    i = imag(x)
-    return lax.ne(i, lax.full_like(i, 0))
+    return _compare_imag_to_zero("iscomplex", lax.ne, x)
 
 
 def isreal(x: Any) -> Any:
@@ -80,9 +78,13 @@ def isreal(x: Any) -> Any:
         >>> jnp.isreal(jnp.array([1 + 1j, 2 + 0j]))
         Array([False,  True], dtype=bool)
     """
-    check_arraylike("isreal", x)
+    return _compare_imag_to_zero("isreal", lax.eq, x)
+
+
+def _compare_imag_to_zero(fn: str, compare: Any, x: Any) -> Any:
+    check_arraylike(fn, x)
     i = imag(x)
-    return lax.eq(i, lax.full_like(i, 0))
+    return compare(i, lax.full_like(i, 0))
 
 
 # ---------------------------------------------------------------- astype

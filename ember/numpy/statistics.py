@@ -20,6 +20,7 @@ from ember.numpy._util import (
     ensure_array,
     promote_dtypes_inexact,
 )
+from ember.numpy.counting import bincount
 from ember.numpy.creation import diagonal, full, linspace, ones_like, zeros
 from ember.numpy.index_functions import take
 from ember.numpy.misc import astype, diff
@@ -444,8 +445,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None,  # noqa: A002
     idx = searchsorted(edges, flat_a, side="right")
     last = lax.index_in_dim(edges, nedges - 1, keepdims=False)
     idx = where(lax.eq(flat_a, lax.convert_element_type(last, flat_a.dtype)), nedges - 1, idx)
-    counts = zeros(nedges, flat_w.dtype).at[idx].add(flat_w)
-    counts = lax.slice_in_dim(counts, 1, nedges)
+    # (Index 0 is below the first edge; index nedges, past the last, is dropped.)
+    counts = lax.slice_in_dim(bincount(idx, flat_w, length=nedges), 1, nedges)
     density = core.concrete_or_error(density, "histogram: 'density' must be concrete")
     if density:
         counts = true_divide(true_divide(counts, diff(edges)), _sum(counts))
