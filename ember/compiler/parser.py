@@ -10,6 +10,7 @@ raises ``ValueError`` naming the line and column.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -309,7 +310,9 @@ class _ModuleParser:
         text = m.group()
         tokens = _CONSTANT_TOKEN.findall(text)
         elems: list[str] = []
-        if _nested_elements(tokens, 0, shape.dims, 0, elems) != len(tokens):
+        if tokens == ["{", "}"] and shape.dims and not math.prod(shape.dims):
+            pass  # (an array of no elements, whatever its shape)
+        elif _nested_elements(tokens, 0, shape.dims, 0, elems) != len(tokens):
             raise line.error(f"constant value does not have the shape {shape}")
         try:
             value = _elements_to_array(elems, shape.dtype).reshape(shape.dims)

@@ -21,11 +21,11 @@ the entry last and marked ``ENTRY``), separated by blank lines::
 An instruction is ``[ROOT ]%name = <shape> <opcode>(<operands>)`` followed by its attributes
 sorted by name (``, name=value``) and ``, calls={%a, %b}`` last. A parameter prints its index
 as ``parameter(0)``; a constant prints its whole value as nested braces in its element type
-(``constant({{1,2},{3,4}})``), floats in the shortest form that reads back bit-exactly, pred
-as ``true``/``false``, complex numbers as ``(re,im)``. Attribute values: ints, floats
-(Python's ``repr``: ``1.0``, ``1e-05``, ``nan``, ``-inf``), ``true``/``false``, ``none``,
-strings bare when identifier-like (else JSON-quoted), tuples as ``{1,2}`` nested
-``{{0,1},{2,3}}``. Names are printed bare when they match ``[A-Za-z0-9_.-]+``, else
+(``constant({{1,2},{3,4}})``; an array of no elements as ``{}``), floats in the shortest
+form that reads back bit-exactly, pred as ``true``/``false``, complex numbers as ``(re,im)``.
+Attribute values: ints, floats (Python's ``repr``: ``1.0``, ``1e-05``, ``nan``, ``-inf``),
+``true``/``false``, ``none``, strings bare when identifier-like (else JSON-quoted), tuples as
+``{1,2}`` nested ``{{0,1},{2,3}}``. Names are printed bare when they match ``[A-Za-z0-9_.-]+``, else
 JSON-quoted (``%"odd name"``).
 """
 
@@ -155,6 +155,8 @@ def _float_attr(value: float) -> str:
 def constant_to_text(value: np.ndarray) -> str:
     """A constant's value as nested braces (a scalar bare): ``{{1,2},{3,4}}``, ``2.5``."""
     value = np.asarray(value)
+    if value.size == 0 and value.ndim:
+        return "{}"  # (whatever the shape: f32[256,256,0] would be 65536 pairs of braces)
     flat = value.reshape(-1)
     if value.dtype == np.bool_:
         elems = ["true" if v else "false" for v in flat.tolist()]

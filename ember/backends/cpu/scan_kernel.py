@@ -51,6 +51,8 @@ class ScanKernel:
     def build(self, lo, hi) -> KernelInfo:
         b, kb = self.b, self.kb
         dims = self.inst.dims
+        if not math.prod(dims):  # (no lines, or lines of no elements: nothing to scan)
+            return KernelInfo(kb.name, 0, 0, ())
         n = dims[self.axis]
         outer, inner = math.prod(dims[:self.axis]), math.prod(dims[self.axis + 1:])
         if inner > 1:  # a block of contiguous lines of one outer index
@@ -64,8 +66,6 @@ class ScanKernel:
         operand = kb.param_ptrs[id(kb.fused.parameters[0])]
         out = kb.out_ptrs[0]
         acc = kb.loops.alloca(ir.ArrayType(self.acc_type, block), name="acc")
-        if not n:
-            return KernelInfo(kb.name, 0, 0, ())
 
         def item(t):
             if inner > 1:

@@ -104,6 +104,19 @@ def test_large_scans_split_across_threads_match_a_float64_reference(shape, axis,
         np.testing.assert_array_equal(single, ref.astype(np.float32))
 
 
+@pytest.mark.parametrize("shape, axis", [((256, 256, 0), 0), ((4, 0, 3), 2), ((0, 5), 1),
+                                         ((7, 0), 0)])
+def test_scans_of_no_elements_touch_no_memory(shape, axis):
+    # (256, 256, 0) along axis 0 once scanned 256 "rows" of 256 elements each: reads and
+    # writes through the pointers of empty buffers, which corrupted the heap.
+    for reverse in (False, True):
+        m = scan_module(shape, np.dtype(np.float32), "add", axis, reverse)
+        got, _ = run_native(m, [np.zeros(shape, np.float32)])
+        assert got.shape == shape
+        f = ember.jit(lambda x, r=reverse: lax.cumsum(x, axis=axis, reverse=r))
+        assert f(jnp.zeros(shape, np.float32)).shape == shape
+
+
 def test_a_scan_from_a_non_identity_init_runs_as_a_library_step():
     x = np.arange(6, dtype=np.float32)
     m = scan_module((6,), np.dtype(np.float32), "add", 0, False, init=10.0)
