@@ -24,20 +24,23 @@ from ember.backends.cpu.kernel_gen import (
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.compiler.hlo import ELEMENTWISE, EXPENSIVE_ELEMENTWISE, Computation, Instruction
-from ember.compiler.passes.fusion import RowSpace, row_space
+from ember.compiler.passes.fusion import RowSpace, row_space, same_iteration_space
 
 
 def row_kernel_space(fused: Computation) -> RowSpace | None:
-    """The row space of a fused computation in which a reduce result is consumed (a "row"
-    fusion); None for other fusions. Raises ``UnsupportedOp`` for a computation that
-    consumes a reduce result without being a valid row fusion (the evaluator runs it)."""
+    """The row space of a row fusion: a fused computation in which a reduce result is
+    consumed, or whose outputs are not one iteration space (next to a reduce, an output with
+    one element per row that does not depend on it: row fusion merges such groups). None for
+    other fusions. Raises ``UnsupportedOp`` for a computation that needs a row space and is
+    not a valid row fusion (the evaluator runs it)."""
     users = fused.users()
     consumed = any(u.opcode != "tuple" for inst in fused.instructions if inst.opcode == "reduce"
                    for u in users.get(inst, ()))
-    if not consumed:
+    outputs = [inst for inst, _ in _outputs(fused)]
+    if not consumed and same_iteration_space(outputs):
         return None
     insts = [i for i in fused.instructions if i.opcode != "tuple"]
-    space = row_space(insts, [inst for inst, _ in _outputs(fused)])
+    space = row_space(insts, outputs)
     if space is None:
         raise UnsupportedOp("reduce result consumed outside a row space")
     return space

@@ -141,6 +141,24 @@ def test_row_values_mixed_with_row_and_column_parameters():
     assert len(entry_fusions(module)) == 1
 
 
+def test_row_value_outputs_that_do_not_depend_on_the_reduce():
+    # Row fusion merged a scalar (one row: a row value) into the group of a full sum that
+    # reads it. No reduce result is consumed inside, and the kernel was built as a plain
+    # reduction, which stored the scalar at every element index of the summed array: writes
+    # past a 4-byte buffer, and a wrong scalar.
+    def f(x, s):
+        t = jnp.reshape(jnp.cos(s) * 2.0, ())
+        return t + 1.0, jnp.sum((x - 1.0) * t)
+
+    x = rng.standard_normal((256, 17)).astype(np.float32)
+    s = np.array([[1.3]], np.float32)
+    (t1, total), module = run_native(f, x, s)
+    assert len(entry_fusions(module)) == 1
+    t = np.cos(np.float32(1.3)) * np.float32(2)
+    assert t1 == t + 1
+    close(total, ((x.astype(np.float64) - 1) * t).sum(), 1e-6, 1e-3)
+
+
 def test_nan_and_inf_rows():
     x = rng.standard_normal((6, 9)).astype(np.float32)
     x[1, 3] = np.nan
