@@ -45,6 +45,18 @@ def test_float_classification_with_specials():
     np.testing.assert_array_equal(npa(lax.is_finite(x)), np.isfinite(v))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, jnp.bfloat16])
+@pytest.mark.parametrize("backend", [None, "cpu", "interpreter"])
+def test_sign_keeps_the_sign_of_zero(dtype, backend):
+    # XLA (and so JAX, eager or jitted): sign(-0.0) is -0.0; NumPy's sign gives +0.0.
+    v = np.array([-0.0, 0.0, -3.5, 2.0, np.inf, -np.inf], dtype)
+    fn = jnp.sign if backend is None else ember.jit(jnp.sign, backend=backend)
+    got = npa(fn(A(v))).astype(np.float64)
+    np.testing.assert_array_equal(got, [0, 0, -1, 1, 1, -1])
+    np.testing.assert_array_equal(np.signbit(got), [True, False, True, False, False, True])
+    assert np.isnan(npa(fn(A(np.array([np.nan], dtype)))).astype(np.float64)).all()
+
+
 def test_special_values_of_math_functions():
     v = np.array([np.inf, -np.inf, np.nan, 0.0, -1.0], f32)
     with np.errstate(all="ignore"):

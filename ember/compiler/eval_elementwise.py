@@ -149,7 +149,8 @@ def remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 @quiet
 def sign(x: np.ndarray) -> np.ndarray:
-    """-1, 0 or 1 (NaN stays NaN); complex ``x / |x|``; unsigned 0 or 1."""
+    """-1, 0 or 1 (a float zero or NaN is returned as it is: ``sign(-0.0)`` is -0.0, as in
+    XLA); complex ``x / |x|``; unsigned 0 or 1."""
     if dtypes.is_unsigned(x.dtype):
         return (x != 0).astype(x.dtype)
     if dtypes.is_complex(x.dtype):
@@ -161,6 +162,8 @@ def sign(x: np.ndarray) -> np.ndarray:
         safe = np.where(a == 0, 1, a)
         y.real, y.imag = y.real / safe, y.imag / safe  # (inf + 0j: nan + 0j, as XLA)
         return np.where(a == 0, 0, y).astype(x.dtype)
+    if dtypes.is_float(x.dtype):
+        return np.where((x == 0) | np.isnan(x), x, np.sign(x))
     return np.sign(x)
 
 
