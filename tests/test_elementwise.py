@@ -45,6 +45,20 @@ def test_float_classification_with_specials():
     np.testing.assert_array_equal(npa(lax.is_finite(x)), np.isfinite(v))
 
 
+@pytest.mark.parametrize("backend", [None, "cpu", "interpreter"])
+def test_complex_from_infinite_and_signed_zero_parts(backend):
+    # x + 1j * y would turn complex(1, inf) into nan + inf j (1j * inf is nan + inf j).
+    x = np.array([1, np.inf, -np.inf, np.nan, -0.0, 0.0], np.float32)
+    y = np.array([np.inf, 2, -np.inf, 1, -0.0, -np.inf], np.float32)
+    fn = lax.complex if backend is None else ember.jit(lax.complex, backend=backend)
+    z = npa(fn(A(x), A(y)))
+    assert z.dtype == np.complex64
+    np.testing.assert_array_equal(z.real, x)
+    np.testing.assert_array_equal(z.imag, y)
+    np.testing.assert_array_equal(np.signbit(z.real), np.signbit(x))
+    np.testing.assert_array_equal(np.signbit(z.imag), np.signbit(y))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, jnp.bfloat16])
 @pytest.mark.parametrize("backend", [None, "cpu", "interpreter"])
 def test_sign_keeps_the_sign_of_zero(dtype, backend):

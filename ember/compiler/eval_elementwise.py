@@ -148,6 +148,16 @@ def remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 @quiet
+def make_complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x + i*y`` from its parts (``x + 1j * y`` would give NaN real parts for infinite
+    ``y``: 1j * inf is (nan + inf j))."""
+    x, y = np.asarray(x), np.asarray(y)
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape),
+                   np.complex128 if np.result_type(x, y) == np.float64 else np.complex64)
+    out.real, out.imag = x, y
+    return out
+
+
 def sign(x: np.ndarray) -> np.ndarray:
     """-1, 0 or 1 (a float zero or NaN is returned as it is: ``sign(-0.0)`` is -0.0, as in
     XLA); complex ``x / |x|``; unsigned 0 or 1."""
@@ -507,7 +517,7 @@ _BINARY: dict[str, Callable] = {
     "or": np.bitwise_or, "xor": np.bitwise_xor, "shift_left": shift_left,
     "shift_right_arithmetic": shift_right_arithmetic,
     "shift_right_logical": shift_right_logical, "atan2": float_math(np.arctan2),
-    "next_after": np.nextafter, "complex": lambda x, y: x + 1j * y,
+    "next_after": np.nextafter, "complex": make_complex,
 }
 
 _COMPARE: dict[str, Callable] = {

@@ -500,7 +500,7 @@ def _complex_dtype(x, y, **_):
 
 
 complex_p = standard_primitive(
-    "complex", lambda x, y: (x + 1j * y).astype(_to_complex(x.dtype)),
+    "complex", lambda x, y: K.make_complex(x, y).astype(_to_complex(x.dtype), copy=False),
     lambda x, y, **_: broadcasting_shape("complex", x, y), _complex_dtype)
 real, imag = _unary(real_p), _unary(imag_p)
 complex = _binary(complex_p)  # noqa: A001
