@@ -31,11 +31,14 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
+from tests.backends.cpu.helpers import x64
 
 F32, I32, BOOL = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.bool_)
 F16, BF16 = np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+F64, I64, U64 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint64)
 FLOATS = (F32, F32, F32, F16, BF16)  # (what ``cast`` picks from: mostly float32)
 INTS = (I32, I32, np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.uint32))
+WIDE = (F64, I64, U64)  # (``cast`` picks these too with jax_enable_x64 on)
 FLOAT = "float"  # ``_pick``'s dtype for any float type
 INT = "int"  # ... and for any integer type
 
@@ -68,9 +71,9 @@ def _is(dtype: np.dtype, kind) -> bool:
     if kind is None:
         return True
     if kind == FLOAT:
-        return dtype in FLOATS
+        return dtype in FLOATS or dtype == F64
     if kind == INT:
-        return dtype in INTS
+        return dtype in INTS or dtype in (I64, U64)
     return dtype == kind
 
 
@@ -108,7 +111,7 @@ _SMOOTH_UNARY = [
 _PERIODIC_UNARY = [jnp.sin, jnp.cos, lambda x: jnp.expm1(jnp.sin(x)), jnp.tan]
 _EXACT_UNARY = [
     jnp.abs, jnp.negative, lambda x: jnp.clip(x, -0.5, 0.75), lambda x: jnp.where(x > 0, x, 0.0),
-    jnp.floor, jnp.ceil, jnp.round, jnp.sign, lambda x: jnp.nan_to_num(x, posinf=9.0),
+    jnp.floor, jnp.ceil, jnp.round, jnp.trunc, jnp.sign, lambda x: jnp.nan_to_num(x, posinf=9.0),
     lambda x: jnp.where(jnp.isnan(x) | jnp.isinf(x), -1.0, x * 0.0),
 ]
 
@@ -290,7 +293,7 @@ def cumulative(rng, pool):
     if rng.random() < 0.5 and x.exact:
         fn = lax.cummax if rng.random() < 0.5 else lax.cummin
         return Value(fn(x.v, axis=axis, reverse=reverse), True)
-    exact = x.dtype in INTS and x.exact
+    exact = _is(x.dtype, INT) and x.exact
     return Value(lax.cumsum(x.v, axis=axis, reverse=reverse), exact)
 
 
@@ -303,6 +306,61 @@ def matmul(rng, pool):
     if partners and rng.random() < 0.7:
         return Value(jnp.matmul(x.v, rng.choice(partners).v), False)
     return Value(jnp.matmul(x.v, jnp.swapaxes(x.v, -1, -2)), False)
+
+
+def dot_general(rng, pool):
+    """A contraction of ``x`` with a permutation of itself (or of a value of its shape): one
+    contracting dim, a batch dim or none, in any positions."""
+    x = _pick(rng, pool, FLOAT, ndim_min=2)
+    if x is None:
+        return None
+    nd = len(x.shape)
+    perm = list(range(nd))
+    rng.shuffle(perm)
+    same = [p for p in pool if p.dtype == x.dtype and p.shape == x.shape]
+    y = jnp.transpose(rng.choice(same).v, perm)  # (y's dim i is x's dim perm[i])
+    where_in_y = {d: i for i, d in enumerate(perm)}
+    dims = rng.sample(range(nd), 2)
+    contract, batch = dims[0], dims[1] if rng.random() < 0.5 else None
+    free = _size(x.shape) // x.shape[contract] // (x.shape[batch] if batch is not None else 1)
+    if free * free * (x.shape[batch] if batch is not None else 1) > 400_000:
+        return None
+    numbers = (((contract,), (where_in_y[contract],)),
+               ((batch,), (where_in_y[batch],)) if batch is not None else ((), ()))
+    return Value(lax.dot_general(x.v, y, numbers), False)
+
+
+def remainder(rng, pool):
+    """fmod is exact in IEEE arithmetic; Python's ``%`` adds the divisor to a remainder of
+    the other sign (one rounding, the same in both)."""
+    x = _pick(rng, pool, FLOAT, exact=True)
+    if x is None:
+        return None
+    y = _partner(rng, pool, x, exact=True)
+    divisor = jnp.abs(y.v) + 0.5 if rng.random() < 0.5 else rng.choice([0.75, -1.5, 3.0])
+    fn = jnp.fmod if rng.random() < 0.5 else jnp.remainder
+    return Value(fn(x.v, divisor), True)
+
+
+def complex_math(rng, pool):
+    """Complex numbers inside one step: made from two float32 values, a little complex
+    arithmetic, a real result."""
+    x = _pick(rng, pool, F32)
+    if x is None:
+        return None
+    y = _partner(rng, pool, x)
+    z = lax.complex(x.v, jnp.broadcast_to(y.v, x.shape))
+    k = rng.randrange(4)
+    if k == 0:
+        w = z * z + jnp.conj(z)
+    elif k == 1:
+        w = jnp.exp(z * 0.25)
+    elif k == 2:
+        w = z / (jnp.abs(z) + 1.0)
+    else:
+        w = jnp.sum(z, axis=-1 if x.shape else None) * (0.5 - 0.25j)
+    part = rng.choice([jnp.real, jnp.imag, jnp.abs])
+    return Value(part(w), False)
 
 
 def gather(rng, pool):
@@ -361,8 +419,9 @@ def sort(rng, pool):
 def cast(rng, pool):
     """To another dtype: float to integer saturates (NaN to 0), narrow floats round."""
     x = _pick(rng, pool)
-    to = rng.choice(FLOATS + INTS + (BOOL,))
-    if x.dtype in FLOATS and to in INTS:
+    x64 = ember.config.read("jax_enable_x64")
+    to = rng.choice(FLOATS + INTS + (BOOL,) + (WIDE if x64 else ()))
+    if _is(x.dtype, FLOAT) and _is(to, INT):
         return Value(jnp.floor(x.v * 4.0).astype(to), x.exact)
     return Value(x.v.astype(to), x.exact)
 
@@ -409,12 +468,12 @@ def booleans(rng, pool):
         if k == 2:
             return Value(jnp.logical_xor(b.v, jnp.logical_not(b.v[..., ::-1])), True)
         return Value(jnp.where(b.v, 1.5, -0.5), True)
-    return Value(x.v > x.v.dtype.type(0.25 if x.dtype in FLOATS else 0), True)
+    return Value(x.v > x.v.dtype.type(0.25 if _is(x.dtype, FLOAT) else 0), True)
 
 
 STEPS = [unary, unary, binary, binary, binary, reduction, row_pattern, transpose, reshape,
-         slice_, flip_or_roll, pad, concatenate, cumulative, matmul, gather, scatter, sort,
-         cast, int_math, booleans]
+         slice_, flip_or_roll, pad, concatenate, cumulative, matmul, dot_general, gather,
+         scatter, sort, cast, int_math, booleans, remainder, complex_math]
 
 # Input shapes: tiny, odd, vector-width edges, and large enough for the threaded paths.
 _DIMS = [1, 2, 3, 5, 8, 17, 31, 64, 100, 129, 256, 333, 1000]
@@ -438,13 +497,15 @@ def input_shapes(seed: int, max_size: int) -> list[tuple]:
 
 
 def input_arrays(seed: int, shapes, specials: bool = True) -> list[np.ndarray]:
+    """Uniform in [-2, 2]; float64 for some seeds when jax_enable_x64 is on."""
     gen = np.random.default_rng(seed)
+    wide = ember.config.read("jax_enable_x64") and seed % 2
     arrays = []
     for shape in shapes:
-        a = gen.uniform(-2, 2, shape).astype(np.float32)
+        a = gen.uniform(-2, 2, shape).astype(np.float64 if wide else np.float32)
         if specials and gen.random() < 0.3:  # some NaNs, infinities, zeros of either sign
             hit = gen.random(shape) < 0.05
-            a[hit] = gen.choice(_SPECIALS, size=int(hit.sum()))
+            a[hit] = gen.choice(_SPECIALS, size=int(hit.sum())).astype(a.dtype)
         arrays.append(a)
     return arrays
 
@@ -471,27 +532,27 @@ def make_program(seed: int):
 
 # Tolerances of inexact outputs, by dtype (relative; absolute: this times the largest finite
 # magnitude of the expected output).
-_RTOL = {F32: 2e-4, F16: 2e-2, BF16: 6e-2}
+_RTOL = {F64: 1e-9, F32: 2e-4, F16: 2e-2, BF16: 6e-2}
 
 
 def assert_agree(got, want, exact: bool, where: str) -> None:
     """``got`` equals ``want`` bit for bit when exact or not float, else within tolerance."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.dtype == want.dtype and got.shape == want.shape, where
-    if want.dtype not in FLOATS:
+    if not _is(want.dtype, FLOAT):
         np.testing.assert_array_equal(got, want, err_msg=where)
         return
-    g32, w32 = got.astype(np.float32), want.astype(np.float32)  # (NumPy: no bf16 NaNs)
+    g64, w64 = got.astype(np.float64), want.astype(np.float64)  # (NumPy: no bf16 NaNs)
     if exact:  # bit for bit, zeros' signs included
-        np.testing.assert_array_equal(g32, w32, err_msg=where)
-        numbers = ~np.isnan(w32)
-        np.testing.assert_array_equal(np.signbit(g32[numbers]), np.signbit(w32[numbers]),
+        np.testing.assert_array_equal(g64, w64, err_msg=where)
+        numbers = ~np.isnan(w64)
+        np.testing.assert_array_equal(np.signbit(g64[numbers]), np.signbit(w64[numbers]),
                                       err_msg=where)
         return
-    finite = np.abs(w32[np.isfinite(w32)])
+    finite = np.abs(w64[np.isfinite(w64)])
     scale = max(1.0, float(finite.max())) if finite.size else 1.0
     rtol = _RTOL[want.dtype]
-    np.testing.assert_allclose(g32, w32, rtol=rtol, atol=rtol * 0.1 * scale, err_msg=where)
+    np.testing.assert_allclose(g64, w64, rtol=rtol, atol=rtol * 0.1 * scale, err_msg=where)
 
 
 def check_program(seed: int, max_size: int) -> None:
@@ -519,7 +580,7 @@ def check_gradient(seed: int, max_size: int) -> None:
     def loss(*xs):
         total = jnp.float32(0)
         for out in program(*xs)[0]:
-            if np.dtype(out.dtype) in FLOATS:  # (a different weight for each element)
+            if _is(np.dtype(out.dtype), FLOAT):  # (a different weight for each element)
                 total = total + jnp.sum(jnp.tanh(out.astype(np.float32)))
         return total
 
@@ -531,6 +592,22 @@ def check_gradient(seed: int, max_size: int) -> None:
         assert_agree(g, w, False, f"seed {seed}, gradient {i} {w.dtype}{list(w.shape)}")
 
 
+def check_vmapped(seed: int, max_size: int) -> None:
+    """``jit(vmap(program))`` over a batch of inputs against eager calls one by one."""
+    shapes = input_shapes(seed, max_size)
+    batch = 1 + seed % 3
+    raw = input_arrays(seed, [(batch, *s) for s in shapes])
+    program = make_program(seed)
+    with np.errstate(all="ignore"):
+        singles = [program(*[jnp.asarray(a[i]) for a in raw]) for i in range(batch)]
+    exact = singles[0][1]
+    want = [np.stack([np.asarray(s[0][k]) for s in singles]) for k in range(len(exact))]
+    got = ember.jit(ember.vmap(lambda *xs: program(*xs)[0]), backend="cpu")(
+        *[jnp.asarray(a) for a in raw])
+    for i, (g, w, e) in enumerate(zip(got, want, exact, strict=True)):
+        assert_agree(g, w, e, f"seed {seed}, vmapped over {batch}, output {i} {w.dtype}")
+
+
 @pytest.mark.parametrize("seed", range(80))
 def test_random_program_matches_eager(seed):
     check_program(seed, max_size=40_000)
@@ -539,6 +616,17 @@ def test_random_program_matches_eager(seed):
 @pytest.mark.parametrize("seed", range(40))
 def test_random_program_gradient_matches_eager(seed):
     check_gradient(seed, max_size=40_000)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_program_with_x64_matches_eager(seed):
+    with x64():
+        check_program(seed, max_size=40_000)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_vmapped_random_program_matches_eager(seed):
+    check_vmapped(seed, max_size=10_000)
 
 
 @pytest.mark.slow
@@ -552,3 +640,16 @@ def test_random_program_fuzz(seed):
 @pytest.mark.parametrize("seed", range(40, 1500))
 def test_random_program_gradient_fuzz(seed):
     check_gradient(seed, max_size=300_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(30, 1500))
+def test_random_program_with_x64_fuzz(seed):
+    with x64():
+        check_program(seed, max_size=300_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(30, 1500))
+def test_vmapped_random_program_fuzz(seed):
+    check_vmapped(seed, max_size=100_000)
