@@ -1,0 +1,71 @@
+"""Random programs (``tests/backends/cpu/random_programs.py``) run by ember and by JAX.
+
+The generator writes its programs against the module names ``jnp`` and ``lax``; here they
+are pointed at ``jax.numpy`` and ``jax.lax`` for a second run of the same program on the
+same inputs. Exact steps (moves, selections, max/min, sorts, casts, integer math, fmod,
+signed zeros and NaN placement included) must agree with JAX bit for bit, the rest within
+the float type's tolerance. ember runs eagerly here and under ``jit``; the CPU backend's own
+fuzzer checks ``jit`` against eager more widely. Skipped where JAX is absent (it is a
+test-only oracle; ember never imports it).
+"""
+
+import contextlib
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+jax = pytest.importorskip("jax")
+jax.config.update("jax_platforms", "cpu")
+
+import ember  # noqa: E402
+import ember.numpy as ejnp  # noqa: E402
+from tests.backends.cpu import random_programs as rp  # noqa: E402
+
+
+@contextlib.contextmanager
+def jax_namespace():
+    """The generator's ``jnp`` and ``lax`` are JAX's inside the block."""
+    saved = rp.jnp, rp.lax
+    rp.jnp, rp.lax = jax.numpy, jax.lax
+    try:
+        yield
+    finally:
+        rp.jnp, rp.lax = saved
+
+
+def check_against_jax(seed: int, max_size: int, under_jit: bool) -> None:
+    if jax.config.read("jax_enable_x64"):
+        pytest.skip("JAX runs with x64 on")
+    shapes = rp.input_shapes(seed, max_size)
+    raw = rp.input_arrays(seed, shapes)
+    program = rp.make_program(seed)
+    with np.errstate(all="ignore"), jax_namespace():
+        want, exact = program(*[jax.numpy.asarray(a) for a in raw])
+        want = [np.asarray(w) for w in want]
+    args = [ejnp.asarray(a) for a in raw]
+    outputs = lambda *xs: program(*xs)[0]  # noqa: E731
+    with np.errstate(all="ignore"):
+        got = ember.jit(outputs)(*args) if under_jit else outputs(*args)
+    rtol = rp.program_rtol(outputs, *args)
+    for i, (g, w, e) in enumerate(zip(got, want, exact, strict=True)):
+        mode = "jit" if under_jit else "eager"
+        rp.assert_agree(g, w, e, f"seed {seed} ({mode}), output {i} {w.dtype}{list(w.shape)}",
+                        rtol)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_program_matches_jax_eagerly(seed):
+    check_against_jax(seed, max_size=20_000, under_jit=False)
+
+
+@pytest.mark.parametrize("seed", range(24, 36))
+def test_random_program_matches_jax_under_jit(seed):
+    check_against_jax(seed, max_size=20_000, under_jit=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(36, 1500))
+def test_random_program_matches_jax_fuzz(seed):
+    check_against_jax(seed, max_size=100_000, under_jit=bool(seed % 2))
