@@ -7,9 +7,11 @@ from ember.numpy import array_methods as _array_methods
 from ember.numpy.counting import *
 from ember.numpy.creation import *
 from ember.numpy.index_functions import *
+from ember.numpy.index_tricks import *
 from ember.numpy.indexing import *
 from ember.numpy.indexing import _getitem, _IndexUpdateHelper  # used by array_methods
 from ember.numpy.misc import *
+from ember.numpy.polynomials import *
 from ember.numpy.products import *
 from ember.numpy.reductions import *
 from ember.numpy.scalar_types import *
@@ -17,6 +19,7 @@ from ember.numpy.shape import *
 from ember.numpy.sorting import *
 from ember.numpy.statistics import *
 from ember.numpy.ufuncs import *
+from ember.numpy.windows import *
 
 _fastpath.install(_sys.modules[__name__])  # reductions, shapes, products: the eager fast path
 _array_methods.install(_sys.modules[__name__])
