@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ember.backends.cpu import complex_ops as C
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
     SHORT_SUM_MAX,
@@ -62,7 +63,7 @@ class RowEmitter(ElementEmitter):
         ptr = self.cache_ptrs.get(id(inst))
         if ptr is not None:
             p = self.b.gep(ptr, [index.get_linear(self.b)], inbounds=True)
-            return S.load(self.b, p, inst.dtype)
+            return C.load(self.b, p, inst.dtype)
         return super().emit(inst, index)
 
 
@@ -235,7 +236,7 @@ class RowKernel:
             results += [(em.emit(kb.outputs[k][0], index), kb.out_ptrs[k],
                          kb.outputs[k][0].dtype) for k in outs]
             for value, ptr, dt in results:  # every load of this element came first
-                S.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
+                C.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
 
         if float_sums:
             lanes.clear()

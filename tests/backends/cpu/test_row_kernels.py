@@ -159,6 +159,24 @@ def test_row_value_outputs_that_do_not_depend_on_the_reduce():
     close(total, ((x.astype(np.float64) - 1) * t).sum(), 1e-6, 1e-3)
 
 
+def test_complex_values_computed_in_a_row_pass():
+    # A complex output of a row fusion (from the row max) was stored with the real-only
+    # store: the compile crashed (AttributeError on the complex pair).
+    def f(x, y):
+        m = jnp.max(x, axis=-1, keepdims=True)
+        z = ember.lax.complex(x - m, y)
+        return z * z, jnp.sum(jnp.abs(z), axis=-1)
+
+    x = rng.standard_normal((8, 33)).astype(np.float32)
+    y = rng.standard_normal((8, 33)).astype(np.float32)
+    (sq, total), module = run_native(f, x, y)
+    assert len(entry_fusions(module)) == 1
+    z = (x - x.max(-1, keepdims=True)).astype(np.complex128) + 1j * y
+    close(sq.real, (z * z).real, 1e-5, 1e-5)
+    close(sq.imag, (z * z).imag, 1e-5, 1e-5)
+    close(total, np.abs(z).sum(-1), 1e-5, 1e-5)
+
+
 def test_nan_and_inf_rows():
     x = rng.standard_normal((6, 9)).astype(np.float32)
     x[1, 3] = np.nan
