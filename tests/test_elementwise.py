@@ -46,6 +46,28 @@ def test_float_classification_with_specials():
 
 
 @pytest.mark.parametrize("backend", [None, "cpu", "interpreter"])
+def test_float_to_64_bit_integers_saturates(backend):
+    # float(2**63 - 1) is 2**63: clipping to it in floats and casting gave INT64_MIN for inf.
+    v = np.array([np.nan, np.inf, -np.inf, 1e19, -1e19, 9.2e18, -3.7, 2.0**64], np.float64)
+    i64, u64 = np.iinfo(np.int64), np.iinfo(np.uint64)
+    want = {np.int64: [0, i64.max, i64.min, i64.max, i64.min, 9_200_000_000_000_000_000, -3,
+                       i64.max],
+            np.uint64: [0, u64.max, 0, 10**19, 0, 9_200_000_000_000_000_000, 0, u64.max]}
+    previous = ember.config.read("jax_enable_x64")
+    ember.config.update("jax_enable_x64", True)
+    try:
+        for dt, expected in want.items():
+            fn = lambda x, dt=dt: x.astype(dt)  # noqa: E731
+            if backend is not None:
+                fn = ember.jit(fn, backend=backend)
+            got = npa(fn(A(v)))
+            assert got.dtype == dt
+            np.testing.assert_array_equal(got, np.array(expected, dt))
+    finally:
+        ember.config.update("jax_enable_x64", previous)
+
+
+@pytest.mark.parametrize("backend", [None, "cpu", "interpreter"])
 def test_complex_from_infinite_and_signed_zero_parts(backend):
     # x + 1j * y would turn complex(1, inf) into nan + inf j (1j * inf is nan + inf j).
     x = np.array([1, np.inf, -np.inf, np.nan, -0.0, 0.0], np.float32)

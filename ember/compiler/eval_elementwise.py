@@ -395,9 +395,14 @@ def convert(x: np.ndarray, new_dtype: Any) -> np.ndarray:
         x = np.real(x)
     if dtypes.is_integer(new_dtype) and dtypes.is_inexact(x.dtype):
         info = np.iinfo(new_dtype)
-        with np.errstate(invalid="ignore"):
-            x = np.where(np.isnan(x), 0, x)
-            x = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = np.trunc(np.where(np.isnan(x), 0, x).astype(np.float64))
+            # (The 64-bit maxima round up to 2**63 and 2**64 as floats, out of range: those
+            # elements get the maximum itself.)
+            top = x >= float(info.max)
+            x = np.clip(x, info.min, info.max).astype(new_dtype)
+            return np.asarray(np.where(top, new_dtype.type(info.max), x))
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.asarray(x).astype(new_dtype)
