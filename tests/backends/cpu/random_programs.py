@@ -325,7 +325,7 @@ def dot_general(rng, pool):
     where_in_y = {d: i for i, d in enumerate(perm)}
     dims = rng.sample(range(nd), 2)
     contract, batch = dims[0], dims[1] if rng.random() < 0.5 else None
-    free = _size(x.shape) // x.shape[contract] // (x.shape[batch] if batch is not None else 1)
+    free = _size([n for d, n in enumerate(x.shape) if d not in (contract, batch)])
     if free * free * (x.shape[batch] if batch is not None else 1) > 400_000:
         return None
     numbers = (((contract,), (where_in_y[contract],)),
@@ -547,9 +547,12 @@ def program_rtol(fn, *args) -> float:
     return max([_RTOL[d] for d in seen if d in _RTOL], default=_RTOL[F32])
 
 
-def assert_agree(got, want, exact: bool, where: str, rtol: float = 0.0) -> None:
+def assert_agree(got, want, exact: bool, where: str, rtol: float = 0.0,
+                 specials: bool = False) -> None:
     """``got`` equals ``want`` bit for bit when exact or not float, else within tolerance
-    (that of ``want``'s type, or ``rtol`` if looser)."""
+    (that of ``want``'s type, or ``rtol`` if looser). ``specials``: the inputs held NaNs or
+    infinities; then inexact outputs are compared where both are finite (inf times a value
+    that should be 0 but rounds to +-1e-7 is +-inf, and the sign decides inf - inf = NaN)."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.dtype == want.dtype and got.shape == want.shape, where
     if not _is(want.dtype, FLOAT):
@@ -565,12 +568,17 @@ def assert_agree(got, want, exact: bool, where: str, rtol: float = 0.0) -> None:
     finite = np.abs(w64[np.isfinite(w64)])
     scale = max(1.0, float(finite.max())) if finite.size else 1.0
     rtol = max(rtol, _RTOL[want.dtype])
+    if specials:
+        both = np.isfinite(g64) & np.isfinite(w64)
+        g64, w64 = g64[both], w64[both]
     np.testing.assert_allclose(g64, w64, rtol=rtol, atol=rtol * scale, err_msg=where)
 
 
 def check_program(seed: int, max_size: int) -> None:
     shapes = input_shapes(seed, max_size)
-    args = [jnp.asarray(a) for a in input_arrays(seed, shapes)]
+    raw = input_arrays(seed, shapes)
+    specials = not all(np.isfinite(a).all() for a in raw)
+    args = [jnp.asarray(a) for a in raw]
     program = make_program(seed)
     with np.errstate(all="ignore"):
         want, exact = program(*args)
@@ -581,7 +589,7 @@ def check_program(seed: int, max_size: int) -> None:
         got = jitted(*args)
         for i, (g, w, e) in enumerate(zip(got, want, exact, strict=True)):
             where = f"seed {seed}, {call} call, output {i} {w.dtype}{list(w.shape)}"
-            assert_agree(g, w, e, where, rtol)
+            assert_agree(g, w, e, where, rtol, specials)
 
 
 def check_gradient(seed: int, max_size: int) -> None:
@@ -603,7 +611,9 @@ def check_gradient(seed: int, max_size: int) -> None:
     with np.errstate(all="ignore"):
         want = grad(*args)
     got = ember.jit(grad, backend="cpu")(*args)
-    rtol = program_rtol(grad, *args)
+    # (Ten times the forward tolerance: a backward pass divides by norms and variances of a
+    # few elements, and |z| of a complex z near 0 has a gradient direction set by rounding.)
+    rtol = 10 * program_rtol(grad, *args)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert_agree(g, w, False, f"seed {seed}, gradient {i} {w.dtype}{list(w.shape)}", rtol)
 
@@ -613,6 +623,7 @@ def check_vmapped(seed: int, max_size: int) -> None:
     shapes = input_shapes(seed, max_size)
     batch = 1 + seed % 3
     raw = input_arrays(seed, [(batch, *s) for s in shapes])
+    specials = not all(np.isfinite(a).all() for a in raw)
     program = make_program(seed)
     with np.errstate(all="ignore"):
         singles = [program(*[jnp.asarray(a[i]) for a in raw]) for i in range(batch)]
@@ -623,6 +634,7 @@ def check_vmapped(seed: int, max_size: int) -> None:
     got = ember.jit(batched, backend="cpu")(*args)
     rtol = program_rtol(batched, *args)
     for i, (g, w, e) in enumerate(zip(got, want, exact, strict=True)):
-        assert_agree(g, w, e, f"seed {seed}, vmapped over {batch}, output {i} {w.dtype}", rtol)
+        assert_agree(g, w, e, f"seed {seed}, vmapped over {batch}, output {i} {w.dtype}", rtol,
+                     specials)
 
 
