@@ -499,8 +499,10 @@ def input_shapes(seed: int, max_size: int) -> list[tuple]:
     return shapes
 
 
-def input_arrays(seed: int, shapes, specials: bool = True) -> list[np.ndarray]:
-    """Uniform in [-2, 2]; float64 for some seeds when jax_enable_x64 is on."""
+def input_arrays(seed: int, shapes, specials: bool = True,
+                 nans: bool = True) -> list[np.ndarray]:
+    """Uniform in [-2, 2], with some specials (``specials``; NaN among them if ``nans``);
+    float64 for some seeds when jax_enable_x64 is on."""
     gen = np.random.default_rng(seed)
     wide = ember.config.read("jax_enable_x64") and seed % 2
     arrays = []
@@ -508,7 +510,8 @@ def input_arrays(seed: int, shapes, specials: bool = True) -> list[np.ndarray]:
         a = gen.uniform(-2, 2, shape).astype(np.float64 if wide else np.float32)
         if specials and gen.random() < 0.3:  # some NaNs, infinities, zeros of either sign
             hit = gen.random(shape) < 0.05
-            a[hit] = gen.choice(_SPECIALS, size=int(hit.sum())).astype(a.dtype)
+            pool = _SPECIALS if nans else _SPECIALS[1:]
+            a[hit] = gen.choice(pool, size=int(hit.sum())).astype(a.dtype)
         arrays.append(a)
     return arrays
 
