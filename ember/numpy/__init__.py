@@ -15,6 +15,7 @@ from ember.numpy.polynomials import *
 from ember.numpy.products import *
 from ember.numpy.reductions import *
 from ember.numpy.scalar_types import *
+from ember.numpy.setops import *
 from ember.numpy.shape import *
 from ember.numpy.sorting import *
 from ember.numpy.statistics import *
