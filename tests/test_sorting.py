@@ -110,6 +110,31 @@ def test_unique_under_tracing_raises():
         ember.make_jaxpr(jnp.unique)(A([1, 2], "int32"))
 
 
+def test_unique_with_size_traces_and_pads_as_jax():
+    x = np.array([[3, 1, np.nan], [3, np.nan, 2]], np.float32)
+    nan = np.nan
+    # (Expected values from JAX 0.10: padding with the smallest value, index of its first
+    # occurrence, count 0; equal_nan merges the NaNs.)
+    vals, idx, inv, cnt = jnp.unique(A(x), return_index=True, return_inverse=True,
+                                     return_counts=True, size=6)
+    np.testing.assert_array_equal(np.asarray(vals), [1, 2, 3, nan, 1, 1])
+    np.testing.assert_array_equal(np.asarray(idx), [1, 5, 0, 2, 1, 1])
+    np.testing.assert_array_equal(np.asarray(inv), [[2, 0, 3], [2, 3, 1]])
+    np.testing.assert_array_equal(np.asarray(cnt), [1, 1, 2, 2, 0, 0])
+    np.testing.assert_array_equal(
+        np.asarray(jnp.unique(A(x), size=6, fill_value=-1, equal_nan=False)),
+        [1, 2, 3, nan, nan, -1])
+    got = ember.jit(lambda v: jnp.unique(v, size=2, return_counts=True, equal_nan=False))(x)
+    np.testing.assert_array_equal(np.asarray(got[0]), [1, 2])
+    np.testing.assert_array_equal(np.asarray(got[1]), [1, 1])
+    rows = ember.vmap(lambda v: jnp.unique(v, size=3))(A(x))
+    np.testing.assert_array_equal(np.asarray(rows), [[1, 3, nan], [2, 3, nan]])
+    with pytest.raises(ValueError, match="unique: size= is supported with axis=None"):
+        jnp.unique(A(x), size=2, axis=0)
+    with pytest.raises(ValueError, match="unique: size must be non-negative"):
+        jnp.unique(A(x), size=-1)
+
+
 def test_lexsort_and_multi_key_sort():
     k1 = np.array([1, 0, 1, 0, 1], np.int32)
     k2 = np.array([3.0, 3.0, 1.0, 2.0, 1.0], np.float32)

@@ -240,11 +240,13 @@ class _UniqueInverseResult(NamedTuple):
     inverse_indices: Any
 
 
-def _unique_sized(fn: str, x: Any, size: int, fill_value: Any) -> tuple[Any, Any, Any, Any]:
+def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
+                  equal_nan: bool = False) -> tuple[Any, Any, Any, Any]:
     """values, indices, inverse_indices, counts with a static number ``size`` of entries.
 
     Traceable: sort, mark the first element of each run of equal values (NaNs are all
-    distinct), number the runs and scatter. Missing entries are padded: values with
+    distinct unless ``equal_nan``: sorted last, they then make one run), number the runs and
+    scatter. Missing entries are padded: values with
     ``fill_value`` (default: the smallest value), indices with the smallest value's index,
     counts with 0; extra unique values are dropped.
     """
@@ -269,8 +271,11 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any) -> tuple[Any, Any
                 _full((size,), 0, dtypes.int32))
     perm = argsort(flat)
     xs = flat[perm]
-    is_first = lax.concatenate(
-        [_full((1,), True, dtypes.bool_), lax.ne(xs[1:], xs[:-1])], 0)
+    differs = lax.ne(xs[1:], xs[:-1])
+    if equal_nan and dtypes.is_inexact(x.dtype):
+        differs = lax.bitwise_and(differs, lax.bitwise_not(
+            lax.bitwise_and(lax.ne(xs[1:], xs[1:]), lax.ne(xs[:-1], xs[:-1]))))
+    is_first = lax.concatenate([_full((1,), True, dtypes.bool_), differs], 0)
     group = lax.sub(lax.cumsum(lax.convert_element_type(is_first, dtypes.int32), axis=0),
                     _full((n,), 1, dtypes.int32))
     dest = lax.select(is_first, group, _full((n,), size, dtypes.int32))

@@ -214,15 +214,23 @@ def _concrete_value(fn: str, a: Any) -> np.ndarray:
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: int | None = None, *,
-           equal_nan: bool = True) -> Any:
-    """Sorted unique elements (concrete arrays only: the output shape depends on the data).
+           equal_nan: bool = True, size: int | None = None, fill_value: Any = None) -> Any:
+    """Sorted unique elements. Without ``size`` the output length depends on the data, so
+    ``ar`` must be concrete; ``size`` fixes it (as in JAX: missing entries are padded with
+    ``fill_value``, by default the smallest value, and their counts are 0; extra unique
+    values are dropped), which makes ``unique`` traceable (flattened input, ``axis=None``).
 
     Example:
         >>> jnp.unique(jnp.array([3, 1, 3]))
         Array([1, 3], dtype=int32)
+        >>> jnp.unique(jnp.array([3, 1, 3]), size=3)
+        Array([1, 3, 1], dtype=int32)
     """
     check_arraylike("unique", ar)
     arr = ensure_array(ar)
+    if size is not None:
+        return _unique_of_size(arr, return_index, return_inverse, return_counts, axis,
+                               equal_nan, size, fill_value)
     value = _concrete_value("unique", arr)
     if axis is not None:
         (axis,) = canonicalize_axes("unique", axis, value.ndim)
@@ -232,6 +240,23 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         res = (res,)
     out = [_wrap(res[0], arr.dtype)]
     out += [_wrap(r, dtypes.int32) for r in res[1:]]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_of_size(arr, return_index, return_inverse, return_counts, axis, equal_nan, size,
+                    fill_value) -> Any:
+    from ember.numpy.counting import _concrete_index, _unique_sized  # (counting imports us)
+
+    if axis is not None:
+        raise ValueError("unique: size= is supported with axis=None only, got axis="
+                         f"{axis!r}")
+    size = _concrete_index("unique", "size", size)
+    if size < 0:
+        raise ValueError(f"unique: size must be non-negative, got {size}")
+    values, indices, inverse, counts = _unique_sized("unique", arr, size, fill_value,
+                                                     bool(equal_nan))
+    out = [values] + [r for r, want in ((indices, return_index), (inverse, return_inverse),
+                                        (counts, return_counts)) if want]
     return out[0] if len(out) == 1 else tuple(out)
 
 
