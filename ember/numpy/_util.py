@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -154,3 +155,20 @@ def canonicalize_axes(fn: str, axis: Any, ndim: int) -> tuple[int, ...]:
 
 def aval_of(x: Any) -> core.ShapedArray:
     return core.get_aval(x)
+
+
+def concrete_index(fn: str, name: str, value: Any) -> int:
+    """``value`` as a concrete Python integer (``operator.index`` semantics: floats are
+    refused); a traced value raises JAX's ConcretizationTypeError naming the argument."""
+    value = core.concrete_or_error(
+        value, f"The error occurred because of argument '{name}' of jnp.{fn}.")
+    if isinstance(value, np.ndarray) or hasattr(value, "aval"):
+        value = np.asarray(value)
+        if value.ndim != 0:
+            raise TypeError(f"{fn}: {name} must be an integer, got an array of shape "
+                            f"{value.shape}")
+        value = value.item()
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{fn}: {name} must be an integer, got {value!r}") from None

@@ -7,13 +7,18 @@ the values; under ``jit``/``vmap`` pass ``length=`` (bincount) or ``size=`` (uni
 
 from __future__ import annotations
 
-import operator
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ember import core, dtypes, lax
-from ember.numpy._util import broadcast_shapes, check_arraylike, ensure_array, promote_dtypes
+from ember.numpy._util import (
+    broadcast_shapes,
+    check_arraylike,
+    concrete_index,
+    ensure_array,
+    promote_dtypes,
+)
 from ember.numpy.sorting import argsort, searchsorted, unique
 
 # ---------------------------------------------------------------- helpers
@@ -41,21 +46,6 @@ def _concrete_bool(fn: str, name: str, value: Any) -> bool:
         value, f"The error occurred because of argument '{name}' of jnp.{fn}.")
     return bool(value)
 
-
-def _concrete_index(fn: str, name: str, value: Any) -> int:
-    """A concrete non-negative integer (``operator.index`` semantics: floats are refused)."""
-    value = core.concrete_or_error(
-        value, f"The error occurred because of argument '{name}' of jnp.{fn}.")
-    if isinstance(value, np.ndarray) or hasattr(value, "aval"):
-        value = np.asarray(value)
-        if value.ndim != 0:
-            raise TypeError(f"{fn}: {name} must be an integer, got an array of shape "
-                            f"{value.shape}")
-        value = value.item()
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fn}: {name} must be an integer, got {value!r}") from None
 
 
 def _as_weak(x: Any, weak: bool) -> Any:
@@ -189,7 +179,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
     if x.ndim != 1:
         raise ValueError(f"bincount: only 1-dimensional input supported, got x of shape "
                          f"{x.shape}")
-    minlength = _concrete_index("bincount", "minlength", minlength)
+    minlength = concrete_index("bincount", "minlength", minlength)
     if length is None:
         if isinstance(x, core.Tracer) and x.to_concrete_value() is None:
             raise core.ConcretizationTypeError(
@@ -198,7 +188,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
         value = np.asarray(core.concrete_or_error(x))
         length = max(minlength, int(max(0, value.max())) + 1 if value.size else 0)
     else:
-        length = _concrete_index("bincount", "length", length)
+        length = concrete_index("bincount", "length", length)
         if length < 0:
             raise TypeError(f"bincount: length must be non-negative, got {length}")
     if weights is None:
@@ -300,7 +290,7 @@ def _unique_parts(fn: str, x: Any, size: Any, fill_value: Any) -> tuple[Any, Any
             x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False)
         inverse = lax.reshape(inverse, x.shape)
     else:
-        size = _concrete_index(fn, "size", size)
+        size = concrete_index(fn, "size", size)
         if size < 0:
             raise TypeError(f"{fn}: size must be non-negative, got {size}")
         values, indices, inverse, counts = _unique_sized(fn, x, size, fill_value)

@@ -11,7 +11,6 @@ eigenvalues and least squares, which ember does not have yet.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from ember.numpy._util import (
     broadcast_shapes,
     canonicalize_axes,
     check_arraylike,
+    concrete_index,
     ensure_array,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -43,21 +43,6 @@ def _arg(fn: str, x: Any) -> Any:
     check_arraylike(fn, x)
     return ensure_array(x)
 
-
-def _static_index(fn: str, name: str, value: Any) -> int:
-    """A concrete Python integer (``operator.index`` semantics: floats are refused)."""
-    value = core.concrete_or_error(
-        value, f"The error occurred because of argument '{name}' of jnp.{fn}.")
-    if hasattr(value, "aval") or isinstance(value, np.ndarray):
-        value = np.asarray(value)
-        if value.ndim != 0:
-            raise TypeError(f"{fn}: {name} must be an integer, got an array of shape "
-                            f"{value.shape}")
-        value = value.item()
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fn}: {name} must be an integer, got {value!r}") from None
 
 
 def _length(fn: str, name: str, x: Any) -> int:
@@ -397,7 +382,7 @@ def polyder(p: Any, m: int = 1) -> Any:
         Array([3., 4., 3.], dtype=float32)
     """
     p = _arg("polyder", p)
-    m = _static_index("polyder", "m", m)
+    m = concrete_index("polyder", "m", m)
     if m < 0:
         raise ValueError(f"polyder: order of derivative m must be non-negative, got {m}")
     (p,) = promote_dtypes_inexact(p)
@@ -426,7 +411,7 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
         >>> jnp.polyint(jnp.array([3., 2., 1.]), k=5.)
         Array([1., 1., 1., 5.], dtype=float32)
     """
-    m = _static_index("polyint", "m", m)
+    m = concrete_index("polyint", "m", m)
     k = 0 if k is None else k
     check_arraylike("polyint", p, k)
     p, k = ensure_array(p), ensure_array(k)
@@ -514,7 +499,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     x = _arg("vander", x)
     if x.ndim != 1:
         raise ValueError(f"vander: x must be a one-dimensional array, got shape {x.shape}")
-    N = x.shape[0] if N is None else _static_index("vander", "N", N)
+    N = x.shape[0] if N is None else concrete_index("vander", "N", N)
     if N < 0:
         raise ValueError(f"vander: N must be nonnegative, got {N}")
     if x.dtype == dtypes.bool_:

@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax
-from ember.numpy._util import canonicalize_axes, check_arraylike, ensure_array, promote_dtypes
+from ember.numpy._util import (
+    canonicalize_axes,
+    check_arraylike,
+    concrete_index,
+    ensure_array,
+    promote_dtypes,
+)
 from ember.numpy.index_functions import take
 
 
@@ -245,12 +251,12 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 
 def _unique_of_size(arr, return_index, return_inverse, return_counts, axis, equal_nan, size,
                     fill_value) -> Any:
-    from ember.numpy.counting import _concrete_index, _unique_sized  # (counting imports us)
+    from ember.numpy.counting import _unique_sized  # (counting imports this module)
 
     if axis is not None:
         raise ValueError("unique: size= is supported with axis=None only, got axis="
                          f"{axis!r}")
-    size = _concrete_index("unique", "size", size)
+    size = concrete_index("unique", "size", size)
     if size < 0:
         raise ValueError(f"unique: size must be non-negative, got {size}")
     values, indices, inverse, counts = _unique_sized("unique", arr, size, fill_value,

@@ -25,7 +25,6 @@ inputs above ~11.09, float32 above ~88.72) and ``i0(inf)`` is NaN. The derivativ
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +36,7 @@ from ember.numpy._util import (
     broadcast_shapes,
     canonicalize_axis,
     check_arraylike,
+    concrete_index,
     ensure_array,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -57,21 +57,6 @@ def _as_weak(x: Any, weak: bool) -> Any:
 def _weak(x: Any) -> bool:
     return bool(x.aval.weak_type)
 
-
-def _concrete_int(fn: str, name: str, value: Any) -> int:
-    """A concrete integer (``operator.index`` semantics: floats are refused)."""
-    value = core.concrete_or_error(
-        value, f"The error occurred because of argument '{name}' of jnp.{fn}.")
-    if hasattr(value, "aval") or isinstance(value, np.ndarray):
-        value = np.asarray(value)
-        if value.ndim != 0:
-            raise TypeError(f"{fn}: {name} must be an integer, got an array of shape "
-                            f"{value.shape}")
-        value = value.item()
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fn}: {name} must be an integer, got {value!r}") from None
 
 
 def _bitorder(fn: str, bitorder: Any) -> str:
@@ -508,7 +493,7 @@ def unpackbits(a: Any, axis: int | None = None, count: int | None = None,
         raise TypeError(f"unpackbits: a must have dtype uint8, got {a.dtype}")
     bitorder = _bitorder("unpackbits", bitorder)
     if count is not None:
-        count = _concrete_int("unpackbits", "count", count)
+        count = concrete_index("unpackbits", "count", count)
     a, axis = _pack_axis("unpackbits", a, axis)
     a = lax.convert_element_type(a, np.uint8, False)
     n = a.shape[axis]
