@@ -887,19 +887,24 @@ class KernelBuilder:
             lo, hi = self._clamp_range(lo, hi, 1)
             with self.b.if_then(self.b.icmp_signed("<", lo, hi)):
                 for dims, ks in by_dims.items():
-                    self._output_loop(dims, ks, _c(0), _c(dims[0] if dims else 1))
+                    self._output_loop(dims, ks, _c(0), _c(self._loop_extent(dims)))
             total = sum(math.prod(d) for d in by_dims)
             return KernelInfo(self.name, 1, total, ())
         dims = next(iter(by_dims))
-        size = math.prod(dims)
-        flat = not dims or _is_flat(self.fused, size)
-        extent = size if flat else dims[0]
+        extent = self._loop_extent(dims)
         lo, hi = self._clamp_range(lo, hi, extent)
         self._output_loop(dims, list(range(len(self.outputs))), lo, hi)
-        return KernelInfo(self.name, extent, size // max(extent, 1), ())
+        return KernelInfo(self.name, extent, math.prod(dims) // max(extent, 1), ())
+
+    def _loop_extent(self, dims) -> int:
+        """The parallel dim's extent of ``_output_loop`` over ``dims``: every element when
+        the loop is flat (one linear index), else the leading dim."""
+        size = math.prod(dims)
+        return size if not dims or _is_flat(self.fused, size) else dims[0]
 
     def _output_loop(self, dims, ks, lo, hi) -> None:
-        """Computes outputs ``ks`` (all of ``dims``) over ``[lo, hi)`` of the parallel dim."""
+        """Computes outputs ``ks`` (all of ``dims``) over ``[lo, hi)`` of the parallel dim
+        (``_loop_extent``)."""
         size = math.prod(dims)
         if not dims or _is_flat(self.fused, size):
             def body(i):

@@ -25,26 +25,36 @@ from ember.backends.cpu.kernel_gen import (
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.compiler.hlo import ELEMENTWISE, EXPENSIVE_ELEMENTWISE, Computation, Instruction
-from ember.compiler.passes.fusion import RowSpace, row_space, same_iteration_space
+from ember.compiler.passes.fusion import RowSpace, row_space
 
 
 def row_kernel_space(fused: Computation) -> RowSpace | None:
     """The row space of a row fusion: a fused computation in which a reduce result is
-    consumed, or whose outputs are not one iteration space (next to a reduce, an output with
-    one element per row that does not depend on it: row fusion merges such groups). None for
-    other fusions. Raises ``UnsupportedOp`` for a computation that needs a row space and is
+    consumed, or with an output the reduction loop cannot store (next to a reduce, an output
+    with one element per row that does not depend on it: row fusion merges such groups).
+    None for other fusions. Raises ``UnsupportedOp`` for a computation that needs a row space and is
     not a valid row fusion (the evaluator runs it)."""
     users = fused.users()
     consumed = any(u.opcode != "tuple" for inst in fused.instructions if inst.opcode == "reduce"
                    for u in users.get(inst, ()))
     outputs = [inst for inst, _ in _outputs(fused)]
-    if not consumed and same_iteration_space(outputs):
+    if not consumed and _reduce_loop_fits(fused, outputs):
         return None
     insts = [i for i in fused.instructions if i.opcode != "tuple"]
     space = row_space(insts, outputs)
     if space is None:
         raise UnsupportedOp("reduce result consumed outside a row space")
     return space
+
+
+def _reduce_loop_fits(fused: Computation, outputs: list[Instruction]) -> bool:
+    """Whether a reduction kernel's loop can produce every output: no reduce, or every
+    output not a reduce has the reduced array's dims (it is stored at each of its indices)."""
+    reduces = [i for i in fused.instructions if i.opcode == "reduce"]
+    if not reduces:
+        return True
+    dims = reduces[0].operands[0].dims
+    return all(o.opcode == "reduce" or o.dims == dims for o in outputs)
 
 
 class RowEmitter(ElementEmitter):

@@ -375,7 +375,7 @@ class _ComputationFuser:
             return False
         if self.graph.would_cycle(a, b) or self._reduce_feeds_inside(both):
             return False
-        return same_iteration_space(self._outputs(both)) and not self._duplicates_too_much(
+        return _same_iteration_space(self._outputs(both)) and not self._duplicates_too_much(
             both, merging=True)
 
     def _reduce_feeds_inside(self, groups: list[_Group]) -> bool:
@@ -668,7 +668,7 @@ def _over_limit(inst: Instruction, count: int) -> bool:
     return count > limit
 
 
-def same_iteration_space(outputs: list[Instruction]) -> bool:
+def _same_iteration_space(outputs: list[Instruction]) -> bool:
     """Whether the outputs of one fusion can be produced by one loop nest."""
     if len(outputs) <= 1:
         return True
