@@ -60,17 +60,17 @@ def check_against_jax(seed: int, max_size: int, under_jit: bool) -> None:
                         rtol, specials)
 
 
-@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("seed", range(16))
 def test_random_program_matches_jax_eagerly(seed):
     check_against_jax(seed, max_size=20_000, under_jit=False)
 
 
-@pytest.mark.parametrize("seed", range(24, 36))
+@pytest.mark.parametrize("seed", range(16, 24))
 def test_random_program_matches_jax_under_jit(seed):
     check_against_jax(seed, max_size=20_000, under_jit=True)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(36, 1500))
+@pytest.mark.parametrize("seed", range(24, 1500))
 def test_random_program_matches_jax_fuzz(seed):
     check_against_jax(seed, max_size=100_000, under_jit=bool(seed % 2))
