@@ -11,13 +11,12 @@ do (the smallest value, and 0), and ``intersect1d``/``setxor1d`` with the smalle
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
 from ember import core, dtypes, lax
-from ember.numpy._util import check_arraylike, ensure_array, promote_dtypes
+from ember.numpy._util import check_arraylike, concrete_index, ensure_array, promote_dtypes
 from ember.numpy.counting import isin
 from ember.numpy.creation import full_like
 from ember.numpy.index_functions import nonzero, take
@@ -46,15 +45,9 @@ def _flat_args(fn: str, ar1: Any, ar2: Any, promote: bool) -> tuple[Any, Any]:
 def _size_arg(fn: str, size: Any) -> int | None:
     if size is None:
         return None
-    size = core.concrete_or_error(
-        size, f"The error occurred because of argument 'size' of jnp.{fn}(); size must be a "
-              "static integer.")
     if isinstance(size, (bool, np.bool_)):
         raise TypeError(f"{fn}: size must be an integer, got {size!r}")
-    try:
-        size = operator.index(size)
-    except TypeError:
-        raise TypeError(f"{fn}: size must be an integer, got {size!r}") from None
+    size = concrete_index(fn, "size", size)
     if size < 0:
         raise TypeError(f"{fn}: size must be non-negative, got {size}")
     return size

@@ -89,6 +89,14 @@ def _iota(M: int) -> Any:
     return lax.iota(dtypes.default_float_dtype(), M)
 
 
+def _window(fn: str, M: Any, formula) -> Any:
+    """``formula(n, M)`` over the points ``n = 0 .. M-1`` (``[]`` or ``[1.]`` for M <= 1)."""
+    M = _window_size(fn, M)
+    if M <= 1:
+        return _ones(M)
+    return formula(_iota(M), M)
+
+
 def bartlett(M: int) -> Any:
     """The Bartlett (triangular) window of ``M`` points, in the default float dtype.
 
@@ -98,11 +106,7 @@ def bartlett(M: int) -> Any:
         >>> jnp.bartlett(5)
         Array([0. , 0.5, 1. , 0.5, 0. ], dtype=float32)
     """
-    M = _window_size("bartlett", M)
-    if M <= 1:
-        return _ones(M)
-    n = _iota(M)
-    return 1 - absolute(2 * n + 1 - M) / (M - 1)
+    return _window("bartlett", M, lambda n, M: 1 - absolute(2 * n + 1 - M) / (M - 1))
 
 
 def blackman(M: int) -> Any:
@@ -114,11 +118,8 @@ def blackman(M: int) -> Any:
         >>> jnp.blackman(3)
         Array([-1.4901161e-08,  9.9999994e-01, -1.4901161e-08], dtype=float32)
     """
-    M = _window_size("blackman", M)
-    if M <= 1:
-        return _ones(M)
-    n = _iota(M)
-    return 0.42 - 0.5 * cos(2 * np.pi * n / (M - 1)) + 0.08 * cos(4 * np.pi * n / (M - 1))
+    return _window("blackman", M, lambda n, M: (0.42 - 0.5 * cos(2 * np.pi * n / (M - 1))
+                                                + 0.08 * cos(4 * np.pi * n / (M - 1))))
 
 
 def hamming(M: int) -> Any:
@@ -130,11 +131,7 @@ def hamming(M: int) -> Any:
         >>> jnp.hamming(3)
         Array([0.08000001, 1.        , 0.08000001], dtype=float32)
     """
-    M = _window_size("hamming", M)
-    if M <= 1:
-        return _ones(M)
-    n = _iota(M)
-    return 0.54 - 0.46 * cos(2 * np.pi * n / (M - 1))
+    return _window("hamming", M, lambda n, M: 0.54 - 0.46 * cos(2 * np.pi * n / (M - 1)))
 
 
 def hanning(M: int) -> Any:
@@ -146,11 +143,7 @@ def hanning(M: int) -> Any:
         >>> jnp.hanning(5)
         Array([0. , 0.5, 1. , 0.5, 0. ], dtype=float32)
     """
-    M = _window_size("hanning", M)
-    if M <= 1:
-        return _ones(M)
-    n = _iota(M)
-    return 0.5 * (1 - cos(2 * np.pi * n / (M - 1)))
+    return _window("hanning", M, lambda n, M: 0.5 * (1 - cos(2 * np.pi * n / (M - 1))))
 
 
 def kaiser(M: int, beta: Any) -> Any:
