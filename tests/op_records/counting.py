@@ -87,6 +87,9 @@ RECORDS = [
              rng="small"),
     OpRecord("unique_all_size", lambda x: jnp.unique_all(x, size=6),
              lambda x: _unique_ref(x, 6), ALL, UNIQUE_SHAPES, rng="small"),
+    OpRecord("unique_size", lambda x: jnp.unique(x, size=5, return_index=True,
+                                                 return_inverse=True, return_counts=True),
+             lambda x: _unique_ref(x, 5), ALL, UNIQUE_SHAPES, rng="small"),
     OpRecord("unique_all_size_fill", lambda x: jnp.unique_all(x, size=8, fill_value=-1),
              lambda x: (lambda r: (np.where(np.arange(8) < len(np.unique(x)), r[0],
                                             np.asarray(-1).astype(r[0].dtype)),) + r[1:])(
