@@ -379,10 +379,11 @@ def test_frexp_ldexp_modf():
     np.testing.assert_array_equal(npa(m), rm)
     np.testing.assert_array_equal(npa(e), re)
     np.testing.assert_array_equal(npa(jnp.ldexp(m, e)), np.ldexp(rm, re))
-    frac, ip = jnp.modf(A([-1.5, 2.25, np.inf], f32))
-    rf, ri = np.modf(np.array([-1.5, 2.25, np.inf], f32))
-    np.testing.assert_array_equal(npa(frac), rf)
-    np.testing.assert_array_equal(npa(ip), ri)
+    frac, ip = jnp.modf(A([-1.5, 2.25, np.inf, -2.0], f32))
+    # (As JAX: x - trunc(x), so NaN for an infinity where NumPy gives 0, +0 for -2.0.)
+    np.testing.assert_array_equal(npa(frac), np.array([-0.5, 0.25, np.nan, 0.0], f32))
+    assert not np.signbit(npa(frac)[3])
+    np.testing.assert_array_equal(npa(ip), np.array([-1.0, 2.0, np.inf, -2.0], f32))
 
 
 def test_complex_ops():

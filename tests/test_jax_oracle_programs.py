@@ -1,6 +1,6 @@
 """Random programs (``tests/backends/cpu/random_programs.py``) run by ember and by JAX.
 
-The generator writes its programs against the module names ``jnp`` and ``lax``; here they
+The steps write their programs against the module names ``jnp`` and ``lax``; here they
 are pointed at ``jax.numpy`` and ``jax.lax`` for a second run of the same program on the
 same inputs (which hold infinities and signed zeros, but no NaN: see ``check_against_jax``).
 Exact steps (moves, selections, max/min, sorts, casts, integer math, fmod, signed zeros
@@ -23,17 +23,22 @@ jax.config.update("jax_platforms", "cpu")
 import ember  # noqa: E402
 import ember.numpy as ejnp  # noqa: E402
 from tests.backends.cpu import random_programs as rp  # noqa: E402
+from tests.backends.cpu import random_steps, random_steps_more  # noqa: E402
+
+STEP_MODULES = (random_steps, random_steps_more)
 
 
 @contextlib.contextmanager
 def jax_namespace():
-    """The generator's ``jnp`` and ``lax`` are JAX's inside the block."""
-    saved = rp.jnp, rp.lax
-    rp.jnp, rp.lax = jax.numpy, jax.lax
+    """The steps' ``jnp`` and ``lax`` are JAX's inside the block."""
+    saved = [(m.jnp, m.lax) for m in STEP_MODULES]
+    for m in STEP_MODULES:
+        m.jnp, m.lax = jax.numpy, jax.lax
     try:
         yield
     finally:
-        rp.jnp, rp.lax = saved
+        for m, (np_, lax_) in zip(STEP_MODULES, saved):
+            m.jnp, m.lax = np_, lax_
 
 
 def check_against_jax(seed: int, max_size: int, under_jit: bool) -> None:

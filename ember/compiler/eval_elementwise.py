@@ -206,8 +206,9 @@ def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``min(max(x, lo), hi)`` (NaN propagates)."""
-    return np.minimum(np.maximum(x, lo), hi)
+    """``min(max(x, lo), hi)`` (NaN propagates; -0 below +0, as XLA orders zeros:
+    ``clamp(-1, -0.0, 0.0)`` is -0.0)."""
+    return signed_zero_minimum(signed_zero_maximum(x, lo), hi)
 
 
 # --------------------------------------------------------------------------- special functions
@@ -361,23 +362,37 @@ def count_leading_zeros(x: np.ndarray) -> np.ndarray:
 
 
 def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
-    """Rounds to nearest even at ``mantissa_bits``, then clamps to the exponent range."""
-    with np.errstate(all="ignore"):
-        v = x.astype(np.float64)
-        m, e = np.frexp(v)
-        scale = 2.0 ** (mantissa_bits + 1)
-        out = np.ldexp(np.rint(m * scale) / scale, e)
-        emax = 2 ** (exponent_bits - 1) - 1
-        emin = 1 - emax
-        # ldexp, not 2.0 ** k: the bounds of float64-sized formats (emax + 1 = 1024)
-        # overflow to inf instead of raising OverflowError.
-        big = np.abs(out) >= np.ldexp(1.0, emax + 1)
-        out = np.where(big, np.copysign(np.inf, v), out)
-        if emin - mantissa_bits >= -1074:  # else every float64 is already a multiple of q
-            q = np.ldexp(1.0, emin - mantissa_bits)  # subnormals: multiples of the smallest
-            out = np.where(np.abs(v) < np.ldexp(1.0, emin), np.rint(v / q) * q, out)
-        out = np.where(np.isfinite(v), out, v)
-        return out.astype(x.dtype)
+    """XLA's reduce_precision, on ``x``'s own bits: the mantissa rounds to nearest even at
+    ``mantissa_bits`` (an integer add on the bit pattern, so a subnormal rounds as the fixed
+    point number it is, and with no mantissa bits a tie goes to the even exponent); then, if
+    ``exponent_bits`` is narrower than ``x``'s exponent, a value above the narrower range
+    becomes infinity and one below its smallest normal number zero (no subnormals), signs
+    kept. NaN stays NaN."""
+    x = np.asarray(x)
+    finfo = dtypes.finfo(x.dtype)
+    src_mantissa, nbits = finfo.nmant, 8 * x.dtype.itemsize
+    src_exponent = nbits - 1 - src_mantissa
+    ut = np.dtype(f"u{x.dtype.itemsize}").type
+    bits = np.array(x, copy=True).view(ut)  # (contiguous, 0-d arrays kept 0-d)
+    if mantissa_bits < src_mantissa:
+        shift = src_mantissa - mantissa_bits
+        last_kept = ut(1 << shift)
+        bias = ((bits & last_kept) >> ut(shift)) + ut((1 << (shift - 1)) - 1)
+        bits = (bits + bias) & ~ut((1 << shift) - 1)
+    if exponent_bits < src_exponent:
+        exponent_mask = ut(((1 << src_exponent) - 1) << src_mantissa)
+        src_bias = (1 << (src_exponent - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        exponent = bits & exponent_mask
+        sign = bits & ut(1 << (nbits - 1))
+        bits = np.where(exponent > ut((src_bias + reduced_bias) << src_mantissa),
+                        sign | exponent_mask,
+                        np.where(exponent <= ut((src_bias - reduced_bias) << src_mantissa),
+                                 sign, bits))
+    out = bits.astype(ut, copy=False).view(x.dtype)
+    with np.errstate(invalid="ignore"):
+        nan = np.isnan(x.astype(np.float32) if x.dtype in LOW_FLOATS else x)
+    return np.where(nan, x, out).astype(x.dtype, copy=False)
 
 
 def convert(x: np.ndarray, new_dtype: Any) -> np.ndarray:

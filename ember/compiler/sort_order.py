@@ -168,21 +168,25 @@ def stable_order(keys: Sequence[np.ndarray], axis: int, descending: bool = False
     return np.lexsort(keys[::-1], axis=axis)  # (lexsort's primary key is its last)
 
 
-def _ascending_key32(x: np.ndarray) -> np.ndarray | None:
-    """A uint32 whose order is the sort order of ``x`` (NaNs last and equal, -0.0 == 0.0),
-    for values of 32 bits or fewer; None for wider ones."""
+def _descending_key(x: np.ndarray) -> np.ndarray | None:
+    """An unsigned integer whose order is ``top_k``'s: for floats, the total order of their
+    bits (+NaN > +inf > ... > +0 > -0 > ... > -inf > -NaN, as XLA's TopK orders them);
+    uint32 for values of 32 bits or fewer, uint64 for wider ones; None for other dtypes."""
     dt = x.dtype
-    if dt.name in _LOW_PRECISION or (dt.kind == "f" and dt.itemsize <= 4):
-        f = np.ascontiguousarray(x, np.float32)
-        u = f.view(np.uint32)
+    if dt.name in _LOW_PRECISION or dt.kind == "f":
+        # (float16 and bfloat16 widen exactly, signs and NaN payload order kept)
+        f = np.ascontiguousarray(x, np.float64 if dt.itemsize == 8 else np.float32)
+        ut, it = (np.uint64, np.int64) if dt.itemsize == 8 else (np.uint32, np.int32)
+        u = f.view(ut)
+        sign = ut(1 << (8 * u.itemsize - 1))
         # (negative: all bits flipped; positive: the sign bit set)
-        key = u ^ ((u.view(np.int32) >> 31).view(np.uint32) | np.uint32(0x80000000))
-        key[np.isnan(f)] = 0xFFFFFFFF  # (NaNs last, equal among themselves)
-        key[key == 0x7FFFFFFF] = 0x80000000  # (-0.0 == 0.0)
-        return key
-    if dt.kind in "biu" and dt.itemsize <= 4:
-        v = x.astype(np.int64)
-        return (v - np.iinfo(np.int32).min if dt.kind == "i" else v).astype(np.uint32)
+        return u ^ ((u.view(it) >> (8 * u.itemsize - 1)).view(ut) | sign)
+    if dt.kind == "i":  # (the signed order as unsigned)
+        if dt.itemsize == 8:
+            return x.view(np.uint64) ^ np.uint64(1 << 63)
+        return (x.astype(np.int64) - np.iinfo(np.int32).min).astype(np.uint32)
+    if dt.kind in "bu":
+        return x.astype(np.uint64 if dt.itemsize == 8 else np.uint32)
     return None
 
 
@@ -199,7 +203,8 @@ def _pack(high: np.ndarray, low: np.ndarray) -> np.ndarray:
 
 def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` largest values of each row (last axis) of ``x`` and their positions (int32):
-    the first ``k`` of the stable descending order, NaN counting as the largest.
+    the first ``k`` of the stable descending order of ``_descending_key`` (+0 before -0; a
+    NaN with its sign bit clear first, one with it set last).
 
     Example:
         >>> top_k(np.array([1.0, 3.0, 3.0, np.nan]), 3)
@@ -207,9 +212,11 @@ def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     x = np.asarray(x)
     n = x.shape[-1]
-    key = _ascending_key32(x) if 0 < k < n < 2**32 else None
+    key = _descending_key(x)
     if key is None:
         order = stable_order([x], x.ndim - 1, descending=True)[..., :k]
+    elif key.dtype != np.uint32 or not 0 < k < n < 2**32:
+        order = np.argsort(np.invert(key), axis=-1, kind="stable")[..., :k]
     else:
         # Unique keys (the position breaks ties), so any sort of them is stable.
         packed = _pack(np.invert(key, out=key), np.arange(n, dtype=np.uint32))

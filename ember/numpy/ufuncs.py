@@ -576,7 +576,8 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
 
 
 def modf(x: Any, /) -> tuple[Any, Any]:
-    """Fractional and integral parts of x, both with x's sign.
+    """Fractional and integral parts of x: ``x - trunc(x)`` and ``trunc(x)``, as in JAX (so
+    the fractional part of an infinity is NaN, where NumPy gives 0, and that of -2.0 is +0.0).
 
     Example:
         >>> jnp.modf(jnp.array([-1.5]))
@@ -584,8 +585,7 @@ def modf(x: Any, /) -> tuple[Any, Any]:
     """
     (x,) = promote_args_inexact("modf", x)
     ip = _select(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
-    frac = _select(_isinf(x), _full(x, 0), lax.sub(x, ip))
-    return frac, ip
+    return lax.sub(x, ip), ip
 
 
 def _heaviside(x1, x2):

@@ -2,7 +2,8 @@
 first ``k`` positions of the stable descending order and the values there.
 
 Each element gets an unsigned key whose order is the descending order's (``order_key``:
-NaN the largest, every NaN equal, -0.0 == 0.0; ``sort_order._ascending_key32``'s rule),
+for floats the total order of their bits, +NaN > +inf > ... > +0 > -0 > ... > -inf > -NaN,
+as XLA's TopK; ``sort_order._descending_key``'s rule),
 32 bits wide for values of 32 bits or fewer, else 64. A row keeps its best ``k`` (key,
 index) pairs sorted, best first, in two vectors (registers): the first ``k`` elements are
 inserted in turn, then a later element enters only when its key is strictly greater than
@@ -94,22 +95,15 @@ def order_key(b: ir.IRBuilder, raw: ir.Value, dt: np.dtype) -> ir.Value:
         return key
     if not S.is_float(dt):
         raise UnsupportedOp(f"top_k of {dt}")
-    fty = _like(raw, S.F64 if wide else S.F32)
-    if dt == np.float16:
-        value = b.fpext(raw, fty)
-        word = b.bitcast(value, kty)
+    if dt == np.float16:  # (widened exactly: signs and the order of NaN payloads kept)
+        word = b.bitcast(b.fpext(raw, _like(raw, S.F32)), kty)
     elif dt == _BF16:
         word = b.shl(b.zext(raw, kty), _constant(kty, 16))
-        value = b.bitcast(word, fty)
     else:
-        value, word = raw, b.bitcast(raw, kty)
+        word = b.bitcast(raw, kty)
     # Negative: every bit flipped; positive: the sign bit set.
     sign = _constant(kty, 1 << (bits - 1))
-    key = b.xor(word, b.or_(b.ashr(word, _constant(kty, bits - 1)), sign))
-    minus_zero = b.icmp_unsigned("==", key, _constant(kty, (1 << (bits - 1)) - 1))
-    key = b.select(minus_zero, sign, key)
-    nan = b.fcmp_unordered("uno", value, value)
-    return b.select(nan, _constant(kty, (1 << bits) - 1), key)
+    return b.xor(word, b.or_(b.ashr(word, _constant(kty, bits - 1)), sign))
 
 
 class TopKKernel:
