@@ -1,8 +1,11 @@
 """ember.lax: primitives with JAX's names and semantics (no implicit promotion)."""
 
 from ember.lax.ad_util import *
+from ember.lax.barrier import *
+from ember.lax.bits import *
 from ember.lax.dot import *
 from ember.lax.elementwise import *
+from ember.lax.prefix_scan import *
 from ember.lax.reduction import *
 from ember.lax.shape import *
 from ember.lax.slicing import *

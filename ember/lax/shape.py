@@ -632,6 +632,233 @@ def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     return concatenate_p.bind(*operands, dimension=int(dimension))
 
 
+# ---------------------------------------------------------------- split
+
+
+def _split_abstract_eval(x, *, sizes, axis):
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"split: axis {axis} is out of bounds for an operand of rank "
+                         f"{x.ndim}")
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"split: sizes must be non-negative, got {list(sizes)}")
+    if sum(sizes) != x.shape[axis]:
+        raise ValueError(f"split: the sizes {list(sizes)} sum to {sum(sizes)}, but dimension "
+                         f"{axis} of the operand (shape {x.shape}) has size {x.shape[axis]}")
+    return [core.ShapedArray(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype, x.weak_type)
+            for s in sizes]
+
+
+def _split_impl(x, *, sizes, axis):
+    offsets = np.cumsum(sizes[:-1], dtype=np.int64) if sizes else []
+    return [np.array(p, copy=True) for p in np.split(x, offsets, axis=axis)][:len(sizes)]
+
+
+split_p = core.MultipleResultsPrimitive("split")
+split_p.def_impl(_split_impl)
+split_p.def_abstract_eval(_split_abstract_eval)
+
+
+@split_p.def_lowering
+def _split_lowering(ctx, x, *, sizes, axis):
+    outs, start = [], 0
+    for size in sizes:
+        starts, limits = [0] * x.shape.rank, list(x.dims)
+        starts[axis], limits[axis] = start, start + size
+        outs.append(ctx.b.op("slice", x, start_indices=tuple(starts),
+                             limit_indices=tuple(limits), strides=(1,) * x.shape.rank))
+        start += size
+    return outs
+
+
+def _split_jvp(primals, tangents, *, sizes, axis):
+    (x,), (t,) = primals, tangents
+    out = split_p.bind(x, sizes=sizes, axis=axis)
+    if type(t) is ad.Zero:
+        return out, [ad.Zero.from_primal_value(o) for o in out]
+    return out, split_p.bind(t, sizes=sizes, axis=axis)
+
+
+def _split_transpose(cts, x, *, sizes, axis):
+    if all(type(c) is ad.Zero for c in cts):
+        return [ad.Zero(x.aval)]
+    parts = [elementwise.instantiate(c) for c in cts]
+    return [concatenate_p.bind(*parts, dimension=axis) if parts else None]
+
+
+split_p.def_jvp(_split_jvp)
+split_p.def_transpose(_split_transpose)
+
+
+@split_p.def_batching
+def _split_batch(vals, dims, *, sizes, axis):
+    (x,), (d,) = vals, dims
+    out = split_p.bind(x, sizes=sizes, axis=batch_util.batched_axis(axis, d))
+    return out, [d] * len(out)
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
+    """Splits ``operand`` along ``axis`` into pieces of the given ``sizes`` (summing to the
+    axis' size).
+
+    Example:
+        >>> lax.split(jnp.arange(5), (2, 3))
+        [Array([0, 1], dtype=int32), Array([2, 3, 4], dtype=int32)]
+    """
+    operand = base.as_operand(operand, "split")
+    sizes = int_tuple("split", "sizes", sizes)
+    ndim = core.get_aval(operand).ndim
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"split: axis must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"split: axis {axis} is out of bounds for an operand of rank {ndim}")
+    return list(split_p.bind(operand, sizes=sizes, axis=int(axis) % ndim))
+
+
+# ---------------------------------------------------------------- composites: tile, stack...
+
+
+def tile(operand: Any, reps: Sequence[int]) -> Any:
+    """``operand`` repeated ``reps[i]`` times along each axis ``i`` (one rep per axis).
+
+    Example:
+        >>> lax.tile(jnp.array([1, 2]), (3,))
+        Array([1, 2, 1, 2, 1, 2], dtype=int32)
+    """
+    operand = base.as_operand(operand, "tile")
+    reps = int_tuple("tile", "reps", reps)
+    shape = core.get_aval(operand).shape
+    if len(reps) != len(shape):
+        raise TypeError(f"tile: reps must have one entry per dimension of the operand, got "
+                        f"reps={reps} for an operand of shape {shape}")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative, got {reps}")
+    # Each axis i becomes (reps[i], shape[i]), then the pairs are merged.
+    wide = tuple(n for pair in zip(reps, shape) for n in pair)
+    tiled = broadcast_in_dim(operand, wide, tuple(range(1, 2 * len(shape), 2)))
+    return reshape(tiled, tuple(r * n for r, n in zip(reps, shape)))
+
+
+def stack(operands: Sequence[Any], axis: int = 0) -> Any:
+    """Stacks same-shape, same-dtype arrays along a new axis ``axis``.
+
+    Example:
+        >>> lax.stack([jnp.zeros(2), jnp.ones(2)], axis=1)
+        Array([[0., 1.],
+               [0., 1.]], dtype=float32)
+    """
+    if isinstance(operands, core.Tracer) or _is_array(operands) or \
+            isinstance(operands, np.ndarray):
+        operands = list(unstack(operands, 0))  # an array stacks its rows (as in JAX)
+    operands = [base.as_operand(x, "stack", f"operands[{i}]") for i, x in
+                enumerate(operands)]
+    if not operands:
+        raise ValueError("stack: needs at least one operand")
+    avals = [core.get_aval(x) for x in operands]
+    base.check_same_dtypes("stack", *avals)
+    if any(a.shape != avals[0].shape for a in avals):
+        raise ValueError(f"stack: all operands must have the same shape, got shapes "
+                         f"{', '.join(str(a.shape) for a in avals)}")
+    axis = base.check_axis("stack", "axis", axis, avals[0].ndim + 1)
+    return concatenate([expand_dims(x, (axis,)) for x in operands], axis)
+
+
+def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
+    """The slices of ``x`` along ``axis``, as a tuple of arrays of one rank less.
+
+    Example:
+        >>> lax.unstack(jnp.array([[1, 2], [3, 4]]), axis=1)
+        (Array([1, 3], dtype=int32), Array([2, 4], dtype=int32))
+    """
+    x = base.as_operand(x, "unstack", "x")
+    aval = core.get_aval(x)
+    if aval.ndim == 0:
+        raise ValueError("unstack: axis 0 is out of bounds for an operand of rank 0")
+    axis = base.check_axis("unstack", "axis", axis, aval.ndim)
+    if aval.shape[axis] == 0:
+        return ()
+    pieces = split(x, (1,) * aval.shape[axis], axis)
+    return tuple(squeeze(p, (axis,)) for p in pieces)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The NumPy broadcast of ``shapes`` (tuples of integers).
+
+    Example:
+        >>> lax.broadcast_shapes((3, 1), (1, 4), (5, 1, 1))
+        (5, 3, 4)
+    """
+    if not shapes:
+        raise ValueError("broadcast_shapes: needs at least one shape")
+    shapes = [check_shape("broadcast_shapes", "shapes", s) for s in shapes]
+    rank = max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + s for s in shapes]
+    out = []
+    for sizes in zip(*padded):
+        big = {n for n in sizes if n != 1}
+        if len(big) > 1:
+            raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
+                             f"{[tuple(s) for s in shapes]}")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def broadcast_like(arr: Any, like_arr: Any) -> Any:
+    """``arr`` broadcast (NumPy's rules) to the shape of ``like_arr``.
+
+    Example:
+        >>> lax.broadcast_like(jnp.array([1, 2]), jnp.zeros((2, 2)))
+        Array([[1, 2],
+               [1, 2]], dtype=int32)
+    """
+    arr = base.as_operand(arr, "broadcast_like", "arr")
+    target = core.get_aval(base.as_operand(like_arr, "broadcast_like", "like_arr")).shape
+    aval = core.get_aval(arr)
+    lead = len(target) - aval.ndim
+    if lead < 0 or any(n not in (1, t) for n, t in zip(aval.shape, target[lead:])):
+        raise ValueError(f"broadcast_like: cannot broadcast an array of shape {aval.shape} "
+                         f"to shape {target}")
+    if aval.shape == target:
+        return arr
+    kept = tuple(i for i, (n, t) in enumerate(zip(aval.shape, target[lead:])) if n == t)
+    if len(kept) != aval.ndim:  # size-1 axes that stretch are dropped first
+        arr = reshape(arr, tuple(aval.shape[i] for i in kept))
+    return broadcast_in_dim(arr, target, tuple(lead + i for i in kept))
+
+
+def empty(shape: Any, dtype: Any, *, out_sharding: Any = None) -> Any:
+    """An array of ``shape`` and ``dtype`` whose values are unspecified (ember: zeros).
+
+    Example:
+        >>> lax.empty((2,), jnp.float32).shape
+        (2,)
+    """
+    if out_sharding is not None:
+        raise NotImplementedError("empty: out_sharding is not supported (one device)")
+    shape = check_shape("empty", "shape", (shape,) if isinstance(shape, (int, np.integer))
+                        else shape)
+    try:
+        dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    except Exception:
+        raise TypeError(f"empty: dtype must be a dtype, got {dtype!r}") from None
+    return broadcast(elementwise.convert_element_type(0, dt), shape)
+
+
+def dtype(x: Any) -> np.dtype:
+    """The dtype of a value or dtype-like, canonicalized as JAX's ``lax.dtype`` does: Python
+    scalars and types, NumPy values, types and dtypes are canonicalized; ember arrays keep
+    theirs.
+
+    Example:
+        >>> lax.dtype(1.0), lax.dtype(np.arange(3, dtype=np.int64))
+        (dtype('float32'), dtype('int32'))
+    """
+    if x is None:
+        raise ValueError("dtype: invalid argument None")
+    if _is_array(x) or isinstance(x, core.Tracer):
+        return core.get_aval(x).dtype
+    return dtypes.dtype(x, canonicalize=True)
+
+
 # ---------------------------------------------------------------- iota
 
 
@@ -745,7 +972,8 @@ def zeros_like_array(x: Any) -> Any:
 __all__ = [
     "broadcast_in_dim", "broadcast", "broadcast_to_shape", "broadcast_to_rank", "reshape",
     "squeeze", "expand_dims", "collapse", "transpose", "rev", "pad", "concatenate", "iota",
-    "broadcasted_iota", "full", "full_like", "zeros_like_array",
+    "broadcasted_iota", "full", "full_like", "zeros_like_array", "split", "tile", "stack",
+    "unstack", "broadcast_shapes", "broadcast_like", "empty", "dtype",
     "broadcast_in_dim_p", "reshape_p", "squeeze_p", "transpose_p", "rev_p", "pad_p",
-    "concatenate_p", "iota_p",
+    "concatenate_p", "iota_p", "split_p",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import enum
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,6 +23,8 @@ from ember.compiler.hlo import Shape
 from ember.core import Tracer
 from ember.interpreters import ad
 from ember.interpreters.batching import axis_size_of
+from ember.interpreters.partial_eval import trace_to_jaxpr
+from ember.jaxpr import Literal
 from ember.lax import base, batch_util
 from ember.lax import elementwise as E
 from ember.lax.base import all_dtypes, check_dtype, int_dtypes, standard_primitive
@@ -695,6 +697,51 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
                          unique_indices=bool(unique_indices), mode=mode, fill_value=fill)
 
 
+def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
+    """``src`` indexed along ``axes`` by the 1-D index arrays ``idxs`` (one per axis, of
+    one length ``n``); indices wrap around (Python's modulo), as in JAX.
+
+    The result has shape ``(n,) + `` the sizes of the other axes of ``src``.
+
+    Example:
+        >>> lax.index_take(jnp.arange(6).reshape(2, 3), (jnp.array([2, -1]),), (1,))
+        Array([[2, 5],
+               [2, 5]], dtype=int32)
+    """
+    src = base.as_operand(src, "index_take", "src")
+    shape = core.get_aval(src).shape
+    if isinstance(idxs, (str, bytes)) or not isinstance(idxs, (tuple, list)):
+        raise TypeError(f"index_take: idxs must be a sequence of index arrays (one per axis), "
+                        f"got {type(idxs).__name__}")
+    axes = tuple(base.check_axis("index_take", "axes", a, len(shape)) for a in axes)
+    if len(axes) != len(idxs) or not axes or len(set(axes)) != len(axes):
+        raise ValueError(f"index_take: axes must be distinct and give one axis per index "
+                         f"array, got {len(idxs)} index arrays and axes {axes}")
+    cols = []
+    for k, (i, ax) in enumerate(zip(idxs, axes)):
+        i = _check_index_operand("index_take", i, f"idxs[{k}]")
+        iv = core.get_aval(i)
+        if iv.dtype not in int_dtypes or iv.ndim != 1:
+            raise TypeError(f"index_take: idxs[{k}] must be a 1-D integer array, got "
+                            f"{iv.str_short()}")
+        # The floor modulo, in a signed type that holds the axis size: a negative remainder
+        # moves up by n.
+        work = np.dtype(np.int64) if iv.dtype.itemsize == 8 else np.dtype(np.int32)
+        i = E.convert_element_type(i, work)
+        n = E.convert_element_type(builtins.max(shape[ax], 1), work)
+        r = E.rem(i, n)
+        r = E.select(lt(r, E.convert_element_type(0, work)), add(r, n), r)
+        cols.append(expand_dims(r, (1,)))
+    if len({core.get_aval(c).shape[0] for c in cols}) != 1:
+        raise ValueError("index_take: the index arrays must have one length")
+    indices = cols[0] if len(cols) == 1 else concatenate(cols, 1)
+    sizes = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, len(shape) - len(axes) + 1)),
+                                collapsed_slice_dims=tuple(sorted(axes)),
+                                start_index_map=axes)
+    return gather(src, indices, dn, sizes)
+
+
 # ---------------------------------------------------------------- scatter
 
 
@@ -768,13 +815,20 @@ def _scatter_dtype(operand, indices, updates, *, _name="scatter", **_):
 
 # The update computation's op per combine function; pred uses the logical ops.
 _COMBINE_OPCODES = {np.add: ("add", "or"), np.multiply: ("multiply", "and"),
-                    np.minimum: ("minimum", "and"), np.maximum: ("maximum", "or")}
+                    np.minimum: ("minimum", "and"), np.maximum: ("maximum", "or"),
+                    np.subtract: ("subtract", None)}
 
 
-def _update_computation(ctx, dtype, combine):
+def _update_computation(ctx, dtype, combine, update_jaxpr=None, update_consts=()):
     ub = ctx.new_builder("scatter_update")
     scalar = Shape(dtype, ())
     current, update = ub.parameter(0, scalar), ub.parameter(1, scalar)
+    if update_jaxpr is not None:  # scatter_apply: the jaxpr (current, update) -> new
+        consts = [ub.constant(np.asarray(c, dtype=v.aval.dtype))
+                  for v, c in zip(update_jaxpr.constvars, update_consts)]
+        sub = type(ctx)(ub, [], [], ctx.primitive)  # lowers into the update computation
+        out, = sub.lower_jaxpr(update_jaxpr, consts, [current, update])
+        return ub.build(out)
     if combine is None:
         return ub.build(update)
     opcode, pred_opcode = _COMBINE_OPCODES[combine]
@@ -796,7 +850,7 @@ def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, indi
     if mode != GatherScatterMode.FILL_OR_DROP and dn.scatter_dims_to_operand_dims:
         indices = _clamp_window_starts(b, operand, indices, updates, dn)
     # HLO scatter drops out-of-bounds windows, which is FILL_OR_DROP.
-    fn = _update_computation(ctx, operand.dtype, combine)
+    fn = _update_computation(ctx, operand.dtype, combine, update_jaxpr, update_consts)
     return b.op("scatter", operand, indices, updates, calls=[fn],
                 update_window_dims=dn.update_window_dims,
                 inserted_window_dims=dn.inserted_window_dims,
@@ -811,8 +865,9 @@ def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, indi
 def _make_scatter(name: str, combine):
     def impl(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
              unique_indices, mode, update_jaxpr, update_consts):
+        fn = combine if update_jaxpr is None else _jaxpr_combiner(update_jaxpr, update_consts)
         return scatter_windows(operand, indices, updates, **dimension_numbers._asdict(),
-                               clip=mode != GatherScatterMode.FILL_OR_DROP, combine=combine)
+                               clip=mode != GatherScatterMode.FILL_OR_DROP, combine=fn)
 
     def shape_rule(*avals, **params):
         return _scatter_shape(*avals, _name=name, **params)
@@ -820,6 +875,7 @@ def _make_scatter(name: str, combine):
     def dtype_rule(*avals, **params):
         dt = _scatter_dtype(*avals, _name=name)
         allowed = all_dtypes if combine in (None, np.minimum, np.maximum) else \
+            base.numeric_dtypes if combine is np.subtract else \
             base.numeric_dtypes + base.bool_dtypes
         check_dtype(name, "operand", dt, allowed)
         return dt
@@ -835,6 +891,27 @@ scatter_add_p = _make_scatter("scatter-add", np.add)
 scatter_mul_p = _make_scatter("scatter-mul", np.multiply)
 scatter_min_p = _make_scatter("scatter-min", np.minimum)
 scatter_max_p = _make_scatter("scatter-max", np.maximum)
+scatter_sub_p = _make_scatter("scatter-sub", np.subtract)
+
+
+def _jaxpr_combiner(jaxpr, consts):
+    """``(current, update) -> new`` on 0-d arrays from a scatter's update jaxpr, run with
+    the primitives' impls (the eager path of ``scatter_apply``)."""
+    def combine(current, update):
+        env = {}
+
+        def read(a):
+            return np.asarray(a.val, a.aval.dtype) if isinstance(a, Literal) else env[a.id]
+        for v, x in zip(jaxpr.constvars, consts):
+            env[v.id] = np.asarray(x)
+        env[jaxpr.invars[0].id], env[jaxpr.invars[1].id] = current, update
+        for eqn in jaxpr.eqns:
+            outs = eqn.primitive.impl(*[read(a) for a in eqn.invars], **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for v, x in zip(eqn.outvars, outs):
+                env[v.id] = np.asarray(x, v.aval.dtype)
+        return read(jaxpr.outvars[0])
+    return combine
 
 
 def _scatter_fn(prim, name: str):
@@ -854,7 +931,8 @@ def _scatter_fn(prim, name: str):
                          update_consts=())
     fn.__name__ = name
     verb = {"scatter": "replaced by", "scatter_add": "plus", "scatter_mul": "times",
-            "scatter_min": "min with", "scatter_max": "max with"}[name]
+            "scatter_min": "min with", "scatter_max": "max with",
+            "scatter_sub": "minus"}[name]
     fn.__doc__ = f"""XLA's scatter: ``operand`` windows {verb} ``updates`` at ``scatter_indices``.
 
     Out-of-bounds windows are dropped (mode None or 'drop') or clamped ('clip').
@@ -872,6 +950,58 @@ scatter_add = _scatter_fn(scatter_add_p, "scatter_add")
 scatter_mul = _scatter_fn(scatter_mul_p, "scatter_mul")
 scatter_min = _scatter_fn(scatter_min_p, "scatter_min")
 scatter_max = _scatter_fn(scatter_max_p, "scatter_max")
+scatter_sub = _scatter_fn(scatter_sub_p, "scatter_sub")
+
+
+def scatter_apply(operand: Any, scatter_indices: Any, func: Callable[[Any], Any],
+                  dimension_numbers: ScatterDimensionNumbers, *,
+                  update_shape: Sequence[int] = (), indices_are_sorted: bool = False,
+                  unique_indices: bool = False, mode: Any = None) -> Any:
+    """XLA's scatter with ``func`` as the update: ``operand`` elements at the scattered
+    positions become ``func(element)``; a position hit ``n`` times gets ``func`` ``n`` times.
+
+    ``func`` maps a scalar of the operand's dtype to one of the same dtype; it may not close
+    over traced values. ``update_shape`` is the shape the updates of ``dimension_numbers``
+    would have (the scatter batch dims of ``scatter_indices`` plus the window dims). Like
+    JAX's, scatter_apply has no derivative.
+
+    Args:
+        operand: the array to update.
+        scatter_indices: the index vectors (last dimension), as for ``lax.scatter``.
+        func: the unary function applied at each scattered position.
+        dimension_numbers: a ``ScatterDimensionNumbers``.
+        update_shape: the shape of the (implicit) updates.
+        indices_are_sorted, unique_indices: hints, as for ``lax.scatter``.
+        mode: out-of-bounds handling: None/'drop'/'fill' drop, 'clip' clamps.
+
+    Example:
+        >>> dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+        >>> lax.scatter_apply(jnp.arange(3.0), jnp.array([[1], [1]]), lambda v: v * 10, dn,
+        ...                   update_shape=(2,))
+        Array([  0., 100.,   2.], dtype=float32)
+    """
+    if not callable(func):
+        raise TypeError(f"scatter_apply: func must be callable, got {func!r}")
+    operand = base.as_operand(operand, "scatter_apply")
+    scatter_indices = _check_index_operand("scatter_apply", scatter_indices, "scatter_indices")
+    aval = core.get_aval(operand)
+    shape = int_tuple("scatter_apply", "update_shape", update_shape)
+    scalar = core.ShapedArray((), aval.dtype)
+    closed, _ = trace_to_jaxpr(lambda x, _: [func(x)], [scalar, scalar])
+    out, = closed.jaxpr.outvars
+    if (out.aval.shape, out.aval.dtype) != ((), aval.dtype):
+        raise TypeError(f"scatter_apply: func must map a scalar of dtype {aval.dtype} to one "
+                        f"of the same dtype, got {out.aval.str_short()}")
+    if any(isinstance(c, Tracer) for c in closed.consts):
+        raise NotImplementedError("scatter_apply: func cannot close over traced values (pass "
+                                  "them through a jnp.where or an elementwise op instead)")
+    unused = broadcast_in_dim(E.convert_element_type(0, aval.dtype), shape, ())
+    dn = _canon_dnums("scatter_apply", ScatterDimensionNumbers, dimension_numbers)
+    return scatter_p.bind(operand, scatter_indices, unused, dimension_numbers=dn,
+                          indices_are_sorted=bool(indices_are_sorted),
+                          unique_indices=bool(unique_indices),
+                          mode=GatherScatterMode.from_any(mode), update_jaxpr=closed.jaxpr,
+                          update_consts=tuple(closed.consts))
 
 
 # ---------------------------------------------------------------- gather / scatter autodiff
@@ -955,7 +1085,25 @@ scatter_add_p.def_jvp(_scatter_linear_jvp(scatter_add_p))
 E.def_transpose(scatter_add_p, _scatter_add_transpose)
 
 
+def _scatter_sub_transpose(ct, x, indices, updates, *, dimension_numbers, mode, **params):
+    _check_indices_defined("scatter_sub", indices)
+    ct_u = None
+    if ad.is_undefined_primal(updates):
+        ct_u = E.neg(_gather_scattered(ct, indices, dimension_numbers, updates.aval.shape,
+                                       mode))
+    return [ct if ad.is_undefined_primal(x) else None, None, ct_u]
+
+
+scatter_sub_p.def_jvp(_scatter_linear_jvp(scatter_sub_p))
+E.def_transpose(scatter_sub_p, _scatter_sub_transpose)
+
+
 def _scatter_jvp(primals, tangents, **params):
+    if params["update_jaxpr"] is not None:
+        if all(type(t) is ad.Zero for t in tangents):
+            out = scatter_p.bind(*primals, **params)
+            return out, ad.Zero.from_primal_value(out)
+        raise NotImplementedError("scatter_apply has no derivative (as in JAX)")
     if params["unique_indices"]:
         return _scatter_linear_jvp(scatter_p)(primals, tangents, **params)
     x, indices, updates = primals
@@ -1229,7 +1377,8 @@ def _scatter_batcher(prim):
     return rule
 
 
-for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p,
+           scatter_sub_p):
     _p.batch = _scatter_batcher(_p)
 
 
@@ -1237,7 +1386,9 @@ __all__ = [
     "slice", "slice_in_dim", "index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
     "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
     "dynamic_update_index_in_dim", "gather", "scatter", "scatter_add", "scatter_mul",
-    "scatter_min", "scatter_max", "GatherDimensionNumbers", "ScatterDimensionNumbers",
+    "scatter_min", "scatter_max", "scatter_sub", "scatter_apply", "index_take",
+    "GatherDimensionNumbers", "ScatterDimensionNumbers",
     "GatherScatterMode", "slice_p", "dynamic_slice_p", "dynamic_update_slice_p", "gather_p",
     "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p",
+    "scatter_sub_p",
 ]

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -261,4 +263,140 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> list[Any]:
     return [transpose(o, inv) for o in outs]
 
 
-__all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]
+# ---------------------------------------------------------------- approx_max_k / approx_min_k
+# Exact answers (as JAX's CPU backend gives): top_k along the reduction dimension. With
+# aggregate_to_topk=False the result keeps as many candidates as XLA's approximate algorithm
+# would return (``_approx_output_size``), sorted, the first k being the exact top k.
+
+
+def _log2_floor(n: int) -> int:
+    return n.bit_length() - 1 if n > 0 else 0
+
+
+def _log2_ceil(n: int) -> int:
+    return (n - 1).bit_length() if n > 0 else 0
+
+
+def _approx_output_size(name: str, n: int, rank: int, k: int, recall_target: float,
+                        input_size_override: int) -> int:
+    """How many candidates XLA's approximate top-k keeps along a dimension of ``n``: the
+    input is cut into 2**r windows (one candidate each, 128 lanes, 1024 for rank 1) with r
+    the largest reduction whose expected recall still meets ``recall_target``."""
+    tiling = 1024 if rank == 1 else 128
+    if n <= tiling:
+        return n
+    if input_size_override >= 0 and n > input_size_override:
+        raise ValueError(f"{name}: reduction_input_size_override ({input_size_override}) must "
+                         f"be at least the size of the reduction dimension ({n})")
+    logical = input_size_override if input_size_override >= 0 else n
+    if k == 1:
+        log2_reduction = _log2_ceil(-(-logical // tiling))
+    else:
+        if recall_target == 1.0:
+            return n
+        # The expected recall with m windows is about exp((1 - k) / m).
+        windows = builtins.max(int((1.0 - k) / math.log(recall_target)), tiling)
+        log2_reduction = _log2_floor(logical // windows)
+        if log2_reduction == 0:
+            return n
+        log2_reduction = builtins.min(log2_reduction, _log2_ceil(n // tiling))
+    lanes = -(-n // tiling)  # ceil(n / tiling)
+    return -(-lanes // (1 << log2_reduction)) * tiling
+
+
+def _approx_top_k(name: str, operand: Any, k: int, reduction_dimension: int,
+                  recall_target: float, reduction_input_size_override: int,
+                  aggregate_to_topk: bool, is_max_k: bool) -> list[Any]:
+    operand = base.as_operand(operand, name)
+    aval = core.get_aval(operand)
+    if aval.ndim == 0:
+        raise TypeError(f"{name}: operand must have >= 1 dimension, got shape ()")
+    k = core.concrete_or_error(k, f"{name}: k must be a concrete integer")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"{name}: k must be an integer, got {k!r}")
+    k = int(k)
+    if k <= 0:
+        raise ValueError(f"{name}: k must be positive, got {k}")
+    if isinstance(reduction_dimension, bool) or not isinstance(reduction_dimension,
+                                                               (int, np.integer)):
+        raise TypeError(f"{name}: reduction_dimension must be an integer, got "
+                        f"{reduction_dimension!r}")
+    if not -aval.ndim <= reduction_dimension < aval.ndim:
+        raise ValueError(f"{name}: reduction_dimension {reduction_dimension} is out of bounds "
+                         f"for an operand of rank {aval.ndim}")
+    dim = int(reduction_dimension) % aval.ndim
+    n = aval.shape[dim]
+    if n < k:
+        raise ValueError(f"{name}: k ({k}) must not exceed the size of the reduction dimension "
+                         f"({n})")
+    if aval.dtype not in base.float_dtypes:
+        raise ValueError(f"{name}: operand must have a floating dtype, got {aval.dtype}")
+    try:
+        recall = float(recall_target)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: recall_target must be a float, got {recall_target!r}") \
+            from None
+    if not 0.0 < recall <= 1.0:
+        raise ValueError(f"{name}: recall_target must be in (0, 1], got {recall_target!r}")
+    if isinstance(reduction_input_size_override, bool) or not isinstance(
+            reduction_input_size_override, (int, np.integer)):
+        raise TypeError(f"{name}: reduction_input_size_override must be an integer, got "
+                        f"{reduction_input_size_override!r}")
+    size = k if aggregate_to_topk else _approx_output_size(
+        name, n, aval.ndim, k, recall, int(reduction_input_size_override))
+    if is_max_k:
+        return top_k(operand, size, axis=dim)  # a list, as JAX's
+    # The smallest first: top_k of the negation, with NaNs (greatest, as in sort) last.
+    nan = E.ne(operand, operand)
+    key = E.select(nan, E.full_of(aval.shape, -np.inf, aval.dtype), E.neg(operand))
+    _, idx = top_k(key, size, axis=dim)
+    return [_take_along(operand, idx, dim), idx]
+
+
+def approx_max_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> list[Any]:
+    """The ``k`` largest values along ``reduction_dimension`` and their int32 indices.
+
+    JAX's approximate top-k for TPUs; ember (like JAX's CPU backend) returns the exact
+    answer. ``aggregate_to_topk=False`` returns the candidates the approximate algorithm
+    would keep (at least ``k``, sorted, the first ``k`` exact); ``recall_target`` (in
+    (0, 1]) and ``reduction_input_size_override`` only affect that count.
+
+    Args:
+        operand: a floating array of rank >= 1.
+        k: how many values to return.
+        reduction_dimension: the axis to search.
+        recall_target: the recall the approximation targets.
+        reduction_input_size_override: the logical size of the reduction dimension, when
+            ``operand`` is a shard of a larger input (-1: its own size).
+        aggregate_to_topk: whether to return exactly ``k`` values.
+
+    Returns:
+        ``[values, indices]``, each of ``operand``'s shape with ``k`` (or the candidate
+        count) along ``reduction_dimension``; values in descending order.
+
+    Example:
+        >>> lax.approx_max_k(jnp.array([1., 5., 3.]), 2)
+        [Array([5., 3.], dtype=float32), Array([1, 2], dtype=int32)]
+    """
+    return _approx_top_k("approx_max_k", operand, k, reduction_dimension, recall_target,
+                         reduction_input_size_override, aggregate_to_topk, True)
+
+
+def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> list[Any]:
+    """The ``k`` smallest values along ``reduction_dimension`` and their int32 indices
+    (ascending; NaNs count as the greatest values). Exact, like ``approx_max_k``.
+
+    Example:
+        >>> lax.approx_min_k(jnp.array([1., 5., 3.]), 2)
+        [Array([1., 3.], dtype=float32), Array([0, 2], dtype=int32)]
+    """
+    return _approx_top_k("approx_min_k", operand, k, reduction_dimension, recall_target,
+                         reduction_input_size_override, aggregate_to_topk, False)
+
+
+__all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p", "approx_max_k",
+           "approx_min_k"]

@@ -117,6 +117,30 @@ def _scatter_ref(op):
     return ref
 
 
+def _scatter_apply(x):
+    return lax.scatter_apply(x, _SIDX, lambda v: v * 2 + 1, SDN((1,), (0,), (0,)),
+                             update_shape=(_SIDX.shape[0], x.shape[1]))
+
+
+def _scatter_apply_ref(x):
+    out = x.copy()
+    for (r,) in _SIDX:
+        if 0 <= r < x.shape[0]:  # applied once per hit; out-of-bounds rows are dropped
+            out[r] = out[r] * 2 + 1
+    return out
+
+
+def _index_take(x):
+    return lax.index_take(x, (np.array([1, -1, 4], np.int32), np.array([0, 2, -4], np.int32)),
+                          (0, 1))
+
+
+def _index_take_ref(x):
+    rows = np.array([1, -1, 4]) % x.shape[0]
+    cols = np.array([0, 2, -4]) % x.shape[1]
+    return x[rows, cols]
+
+
 _UIDX = np.array([[2], [0], [5]], np.int32)  # unique (for scatter, whose order is unspecified)
 
 
@@ -218,6 +242,13 @@ RECORDS = [
     # Repeated indices: JAX differentiates scatter_mul only with unique_indices=True.
     OpRecord("lax_scatter_mul", _scatter(lax.scatter_mul), _scatter_ref(np.multiply),
              NUMERIC, (((4, 3), (6, 3)),), kind="lax"),
+    OpRecord("lax_scatter_sub", _scatter(lax.scatter_sub), _scatter_ref(np.subtract),
+             NUMERIC, (((4, 3), (6, 3)), ((5, 1), (6, 1))), kind="lax", differentiable=True),
+    # scatter_apply has no derivative (as in JAX).
+    OpRecord("lax_scatter_apply", _scatter_apply, _scatter_apply_ref,
+             FLOATS + (I32,), (((4, 3),), ((2, 2),)), kind="lax"),
+    OpRecord("lax_index_take", _index_take, _index_take_ref, ALL, (((3, 4),), ((2, 3, 2),)),
+             kind="lax", differentiable=True),
     OpRecord("lax_scatter_min", _scatter(lax.scatter_min), _scatter_ref(np.minimum), ALL,
              (((4, 3), (6, 3)),), kind="lax", differentiable=True),
     OpRecord("lax_scatter_max", _scatter(lax.scatter_max), _scatter_ref(np.maximum), ALL,

@@ -75,6 +75,23 @@ def _clz_ref(x):
     return f(x).astype(x.dtype)
 
 
+def _bitcast_ref(dt):
+    def ref(x):
+        dt_ = np.dtype(dt)
+        flat = np.ascontiguousarray(x).reshape(-1).view(dt_)
+        if dt_.itemsize < x.dtype.itemsize:
+            return flat.reshape(x.shape + (x.dtype.itemsize // dt_.itemsize,))
+        return flat.reshape(x.shape[:-1] if dt_.itemsize > x.dtype.itemsize else x.shape)
+    return ref
+
+
+def _mulhi_ref(x, y):
+    x, y = np.broadcast_arrays(x, y)
+    n = _bits(x)
+    hi = [(int(a) * int(b)) >> n for a, b in zip(x.ravel(), y.ravel())]
+    return np.array([h % (1 << n) for h in hi], np.uint64).astype(x.dtype).reshape(x.shape)
+
+
 def _shift_ref(kind):
     def ref(x, y):
         n = _bits(x)
@@ -211,4 +228,15 @@ RECORDS = [
     _b("add_any", lax.add_any, lambda x, y: x + y, FLOATS,
        shapes=(((), ()), ((4,), (4,)), ((2, 3), (2, 3)), ((0,), (0,)))),
     _u("stop_gradient", lax.stop_gradient, lambda x: x, ALL, diff=False),
+    # Bit-level primitives (lax/bits.py): same width, narrowing (a trailing dim), widening.
+    _u("bitcast_convert_type", lambda x: lax.bitcast_convert_type(x, np.int32),
+       lambda x: x.view(np.int32), (np.dtype("float32"), np.dtype("uint32")), diff=False),
+    _u("bitcast_convert_type_narrow", lambda x: lax.bitcast_convert_type(x, np.uint8),
+       _bitcast_ref(np.uint8), (np.dtype("float32"), np.dtype("int32")), diff=False),
+    _u("bitcast_convert_type_widen", lambda x: lax.bitcast_convert_type(x, np.int32),
+       _bitcast_ref(np.int32), (np.dtype("uint8"), np.dtype("int8")), diff=False,
+       shapes=(((4,),), ((2, 4),), ((0, 4),))),
+    _b("mulhi", lax.mulhi, _mulhi_ref, INTS, diff=False),
+    _u("optimization_barrier", lambda x: lax.optimization_barrier((x, x))[1], lambda x: x,
+       ALL),
 ]

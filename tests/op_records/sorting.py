@@ -16,6 +16,10 @@ def _desc_argsort(x, axis):
     return np.argsort(-x.astype(np.float64), axis=axis, kind="stable")
 
 
+def _asc_argsort(x, axis):
+    return np.argsort(x.astype(np.float64), axis=axis, kind="stable")
+
+
 RECORDS = [
     OpRecord("sort", jnp.sort, np.sort, ALL, LAST_SHAPES, differentiable=True),
     OpRecord("sort_axis0", lambda x: jnp.sort(x, axis=0), lambda x: np.sort(x, axis=0), ALL,
@@ -71,4 +75,13 @@ RECORDS = [
                         _desc_argsort(x, -1)[..., :2]),
              SIGNED_AND_FLOATS, (((5,),), ((3, 4),), ((2, 1, 2),)), kind="lax",
              differentiable=True),
+    # Exact answers, as JAX's CPU backend gives (floating operands only).
+    OpRecord("lax.approx_max_k", lambda x: lax.approx_max_k(x, 2),
+             lambda x: (np.take_along_axis(x, _desc_argsort(x, -1)[..., :2], -1),
+                        _desc_argsort(x, -1)[..., :2]),
+             FLOATS, (((5,),), ((3, 4),)), kind="lax", differentiable=True),
+    OpRecord("lax.approx_min_k_dim0", lambda x: lax.approx_min_k(x, 2, reduction_dimension=0),
+             lambda x: (np.take_along_axis(x, _asc_argsort(x, 0)[:2], 0),
+                        _asc_argsort(x, 0)[:2]),
+             FLOATS, (((5,),), ((3, 4),)), kind="lax", differentiable=True),
 ]
