@@ -193,6 +193,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         (Array(1., dtype=float32, weak_type=True),)
     """
     p_flat, p_tree = tree_util.tree_flatten(primals)
+    p_flat = [_typed_primal(p) for p in p_flat]
     flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
     outs, lin = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store["out_tree"]
@@ -219,6 +220,17 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     vjp_fun.__name__ = f"vjp({getattr(fun, '__name__', 'fun')})"
     out = tree_util.tree_unflatten(out_tree, outs)
     return (out, vjp_fun, _aux_primal(store["aux"])) if has_aux else (out, vjp_fun)
+
+
+def _typed_primal(x: Any) -> Any:
+    """A Python scalar or NumPy primal as an array of its canonical dtype (weak for Python
+    scalars). JAX's vjp canonicalizes its primals the same way (to its TypedFloat and
+    TypedNdArray), so ``custom_jvp``/``custom_vjp`` rules see values with a ``.dtype``."""
+    if isinstance(x, (int, float, complex, np.ndarray, np.generic)) and \
+            not isinstance(x, (bool, np.bool_)):
+        aval = core.get_aval(x)
+        return core.concrete_array(np.asarray(x, aval.dtype), aval)
+    return x
 
 
 def _jax_type(aval: core.ShapedArray) -> str:

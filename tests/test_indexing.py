@@ -139,8 +139,10 @@ def test_at_set_casts_and_broadcasts():
     out = x.at[:, 1].set(2.7)  # cast to x's dtype
     assert out.dtype == np.int32
     np.testing.assert_array_equal(np.asarray(out), [[0, 2, 0], [0, 2, 0]])
-    out = x.at[0].set(np.array([[1, 2, 3]], np.int32))  # leading 1 stripped
+    out = x.at[0].set(np.array([1, 2, 3], np.int32))
     np.testing.assert_array_equal(np.asarray(out), [[1, 2, 3], [0, 0, 0]])
+    with pytest.raises(ValueError, match="at"):  # as in JAX: no extra leading dims, even 1s
+        x.at[0].set(np.array([[1, 2, 3]], np.int32))
 
 
 def test_static_index_lowers_to_slices():

@@ -11,6 +11,7 @@ evaluated vectorized over all output positions at once (see ``_reduce``).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -33,12 +34,31 @@ def accumulation_dtype(dt: Any) -> np.dtype:
 
 # --------------------------------------------------------------------------- kernel wrappers
 
+# NumPy keeps its floating-point error state in a context variable. Setting it directly costs
+# about a fifth of ``np.errstate`` (0.2 against 0.9 µs), which counts in per-op eager code:
+# ``token = ignore_fp_errors()`` ... ``restore_fp_errors(token)`` (in a ``finally``).
+try:
+    from numpy._core.umath import _extobj_contextvar as _errvar
+
+    with np.errstate(all="ignore"):
+        _IGNORE_ALL = _errvar.get()
+    ignore_fp_errors: Callable[[], Any] = functools.partial(_errvar.set, _IGNORE_ALL)
+    restore_fp_errors: Callable[[Any], Any] = _errvar.reset
+except (ImportError, AttributeError):  # pragma: no cover - other NumPy versions
+    ignore_fp_errors = functools.partial(np.seterr, all="ignore")
+
+    def restore_fp_errors(token: Any) -> None:
+        np.seterr(**token)
+
 
 def quiet(fn: Callable) -> Callable:
     """``fn`` with NumPy's floating-point warnings silenced."""
     def wrapped(*args, **kw):
-        with np.errstate(all="ignore"):
+        token = ignore_fp_errors()
+        try:
             return fn(*args, **kw)
+        finally:
+            restore_fp_errors(token)
     wrapped.__name__ = getattr(fn, "__name__", "kernel")
     return wrapped
 
@@ -51,11 +71,14 @@ def float_math(fn: Callable) -> Callable:
         dtype('float16')
     """
     def wrapped(x, *rest, **kw):
-        with np.errstate(all="ignore"):
+        token = ignore_fp_errors()
+        try:
             if x.dtype in LOW_FLOATS:
                 rest = [r.astype(np.float32) if r.dtype == x.dtype else r for r in rest]
                 return np.asarray(fn(x.astype(np.float32), *rest, **kw)).astype(x.dtype)
             return np.asarray(fn(x, *rest, **kw)).astype(x.dtype, copy=False)
+        finally:
+            restore_fp_errors(token)
     wrapped.__name__ = getattr(fn, "__name__", "kernel")
     return wrapped
 

@@ -27,18 +27,9 @@ from ember.jaxpr import Literal
 from ember.lax import elementwise as ew
 from ember.lax.shape import broadcast_in_dim_p
 from ember.runtime.array import Array
+from ember.runtime.eager import ignore_fp_errors, restore_fp_errors
 
 LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
-
-# NumPy's floating-point error state lives in a context variable; setting it directly costs a
-# tenth of ``np.errstate``.
-try:
-    from numpy._core.umath import _extobj_contextvar as _errvar
-
-    with np.errstate(all="ignore"):
-        _IGNORE = _errvar.get()
-except (ImportError, AttributeError):  # pragma: no cover - other NumPy versions
-    _errvar = _IGNORE = None
 
 
 class Fallback(Exception):
@@ -170,8 +161,7 @@ class _Source:
         self.env: dict[str, Any] = {
             "_Array": Array, "_new": object.__new__, "_sf": np.ndarray.setflags,
             "_asarray": np.asarray, "_conv": _convert_scalar, "_Fallback": Fallback,
-            "_IGNORE": _IGNORE, "_errset": _errvar and _errvar.set,
-            "_errreset": _errvar and _errvar.reset, "_errstate": np.errstate,
+            "_errset": ignore_fp_errors, "_errreset": restore_fp_errors,
             "_ndarray": np.ndarray, "_fix": _fix,
         }
         self.kinds = kinds
@@ -291,11 +281,9 @@ def compile_jaxpr(closed, kinds: tuple, scalar_avals: dict,
     if not body or not any(dtypes.is_inexact(v.aval.dtype) for eqn in jaxpr.eqns
                            for v in (*eqn.invars, *eqn.outvars)):
         lines += _indent(body, 1)
-    elif _errvar is not None:
-        lines += ["    tok = _errset(_IGNORE)", "    try:", *_indent(body, 2),
+    else:
+        lines += ["    tok = _errset()", "    try:", *_indent(body, 2),
                   "    finally:", "        _errreset(tok)"]
-    else:  # pragma: no cover - other NumPy versions
-        lines += ["    with _errstate(all='ignore'):", *_indent(body, 2)]
     lines += [*_indent(tail, 1), f"    return {result}"]
     source = "\n".join(lines)
     exec(compile(source, "<ember fastpath>", "exec"), src.env)  # noqa: S102

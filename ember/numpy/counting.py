@@ -238,7 +238,9 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
     distinct unless ``equal_nan``: sorted last, they then make one run), number the runs and
     scatter. Missing entries are padded: values with
     ``fill_value`` (default: the smallest value), indices with the smallest value's index,
-    counts with 0; extra unique values are dropped.
+    counts with 0; extra unique values are dropped. The values keep ``x``'s weak type unless
+    a ``fill_value`` is merged into them (as in JAX, where ``where`` with the strong fill
+    makes them strong; JAX's zero-length cases build them with ``full_like``: weak).
     """
     flat = _flat(x)
     n = flat.shape[0]
@@ -256,7 +258,7 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
         if size and fill is None:
             raise ValueError(f"{fn}: for zero-sized input with nonzero size argument, "
                              "fill_value must be specified")
-        values = fill if size else _full((0,), 0, x.dtype)
+        values = _as_weak(fill if size else _full((0,), 0, x.dtype), x.aval.weak_type)
         return (values, _full((size,), 0, dtypes.int32), _full(x.shape, 0, dtypes.int32),
                 _full((size,), 0, dtypes.int32))
     perm = argsort(flat)
@@ -275,6 +277,8 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
     if fill is None:
         fill = lax.broadcast_in_dim(xs[0], (size,), ())
     values = lax.select(valid, values, fill)
+    if fill_value is None or size == 0:
+        values = _as_weak(values, x.aval.weak_type)
     indices = lax.select(valid, indices, lax.broadcast_in_dim(perm[0], (size,), ()))
     counts = _full((size,), 0, dtypes.int32).at[group].add(1, mode="drop")
     inverse = _full((n,), 0, dtypes.int32).at[perm].set(group, unique_indices=True)
@@ -284,7 +288,6 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
 def _unique_parts(fn: str, x: Any, size: Any, fill_value: Any) -> tuple[Any, Any, Any, Any]:
     """values, indices, inverse_indices (shape of ``x``), counts; NaNs are all distinct."""
     x = _arg(fn, x)
-    weak = x.aval.weak_type
     if size is None:  # fill_value pads to size: without size there is nothing to pad
         values, indices, inverse, counts = unique(
             x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False)
@@ -294,7 +297,7 @@ def _unique_parts(fn: str, x: Any, size: Any, fill_value: Any) -> tuple[Any, Any
         if size < 0:
             raise TypeError(f"{fn}: size must be non-negative, got {size}")
         values, indices, inverse, counts = _unique_sized(fn, x, size, fill_value)
-    return _as_weak(values, weak), indices, inverse, counts
+    return values, indices, inverse, counts
 
 
 def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:

@@ -304,8 +304,9 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     if not core.is_eval_context() and dtypes.is_integer(dt) and start == 0 and step == 1 \
             and float(stop).is_integer():
         return lax.iota(dt, builtins.max(int(stop), 0))
-    value = np.arange(start, stop, step, dtype=dt if dt != dtypes.bfloat16 else np.float32)
-    return _concrete(value.astype(dt))
+    with np.errstate(all="ignore"):  # rounding into float16 may overflow: JAX does not warn
+        value = np.arange(start, stop, step, dtype=dt if dt != dtypes.bfloat16 else np.float32)
+        return _concrete(value.astype(dt))
 
 
 def _linspace_dtype(fn: str, dtype: Any, *args: Any) -> tuple[np.dtype, np.dtype]:
@@ -349,8 +350,11 @@ def _finish(fn: str, out: Any, dt: np.dtype) -> Any:
 
 
 def _concrete_samples(value: np.ndarray, dt: np.dtype) -> Any:
-    # Concrete counterpart of _finish: integer results round down.
-    return _concrete(np.asarray(np.floor(value) if dtypes.is_integer(dt) else value).astype(dt))
+    # Concrete counterpart of _finish: integer results round down. Rounding into float16 may
+    # overflow: no warning, as in JAX.
+    with np.errstate(all="ignore"):
+        value = np.asarray(np.floor(value) if dtypes.is_integer(dt) else value).astype(dt)
+    return _concrete(value)
 
 
 def _num_arg(fn: str, num: Any) -> int:

@@ -508,7 +508,10 @@ def _shape_tuple(fn: str, shape: Any) -> tuple[int, ...]:
 def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     """Converts flat indices into coordinate arrays for ``shape``.
 
-    Negative indices count from the end; out-of-bounds indices are clamped (JAX).
+    Negative indices count from the end; out-of-bounds indices are clamped (JAX). Boolean
+    indices count as 0 and 1. As in JAX, the coordinates have the dtype of ``indices``
+    promoted with the (weakly typed) Python-int dimensions: int32 (weak) for Python ints and
+    booleans, the dtype of integer arrays.
 
     Example:
         >>> jnp.unravel_index(jnp.array([5, 1]), (2, 3))
@@ -517,24 +520,26 @@ def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     _util.check_arraylike("unravel_index", indices)
     shape = _shape_tuple("unravel_index", shape)
     dt = core.get_aval(indices).dtype
-    if not dtypes.is_integer(dt):
-        raise TypeError(f"unravel_index: indices must have an integer dtype, got {dt}")
+    if not (dtypes.is_integer(dt) or dtypes.is_bool(dt)):
+        raise TypeError(f"unravel_index: indices must have an integer or boolean dtype, "
+                        f"got {dt}")
+    out_dtype, weak = dtypes.result_type(indices, 1, return_weak_type_flag=True)
     total = int(np.prod(shape, dtype=np.int64))
     idx = _util.ensure_array(indices)
     if not isinstance(idx, Tracer):
         v = np.asarray(idx).astype(np.int64)
         v = np.clip(np.where(v < 0, v + total, v), 0, max(total - 1, 0))
-        return _arrays(*np.unravel_index(v, shape)) if total else _arrays(
-            *[np.zeros_like(v)] * len(shape))
-    idx = lax.convert_element_type(idx, _int_dtype())
-    idx = normalize_index(idx, total)
-    idx = lax.max(lax.min(idx, max(total - 1, 0)), 0)
-    out, stride = [], total
-    for d in shape:
-        stride = stride // d if d else 0
-        q = lax.div(idx, max(stride, 1))
-        out.append(lax.rem(q, max(d, 1)))
-    return tuple(out)
+        out = np.unravel_index(v, shape) if shape and total else [np.zeros_like(v)] * len(shape)
+    else:
+        idx = lax.convert_element_type(idx, _int_dtype())
+        idx = normalize_index(idx, total)
+        idx = lax.max(lax.min(idx, max(total - 1, 0)), 0)
+        out, stride = [], total
+        for d in shape:
+            stride = stride // d if d else 0
+            q = lax.div(idx, max(stride, 1))
+            out.append(lax.rem(q, max(d, 1)))
+    return tuple(lax.convert_element_type(c, out_dtype, weak) for c in out)
 
 
 def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",

@@ -396,21 +396,16 @@ def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> An
     if isinstance(values, (list, tuple)):
         values = array(values)
     _util.check_arraylike(fn, values)
-    xaval = core.get_aval(x)
-    vaval = core.get_aval(values)
-    vshape = tuple(vaval.shape)
-    while len(vshape) > len(shape) and vshape[0] == 1:
-        vshape = vshape[1:]
+    vshape = tuple(core.get_aval(values).shape)
+    # NumPy's broadcast_to rule, as in JAX: no extra leading dims, not even size-1 ones.
     try:
-        np.broadcast_shapes(vshape, shape)
-        if len(vshape) > len(shape) or np.broadcast_shapes(vshape, shape) != shape:
-            raise ValueError
+        ok = len(vshape) <= len(shape) and np.broadcast_shapes(vshape, shape) == shape
     except ValueError:
-        raise ValueError(f"{fn}: cannot broadcast update values of shape {vaval.shape} to the "
-                         f"indexed shape {shape}") from None
-    values = lax.convert_element_type(values, xaval.dtype, False)
-    if vshape != vaval.shape:
-        values = lax.reshape(values, vshape)
+        ok = False
+    if not ok:
+        raise ValueError(f"{fn}: cannot broadcast update values of shape {vshape} to the "
+                         f"indexed shape {shape}")
+    values = lax.convert_element_type(values, core.get_aval(x).dtype, False)
     return lax.broadcast_to_shape(values, shape)
 
 
@@ -453,6 +448,8 @@ def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: An
         dn = lax.ScatterDimensionNumbers(update_window_dims=(),
                                          inserted_window_dims=tuple(range(ndim)),
                                          scatter_dims_to_operand_dims=tuple(range(ndim)))
+    if 0 in out_shape:  # nothing to update: JAX returns x without checking the values' shape
+        return x
     updates = _prepare_updates(fn, x, values, out_shape)
     return scatter_fn(x, indices, updates, dn, indices_are_sorted=indices_are_sorted,
                       unique_indices=unique_indices, mode=smode)

@@ -73,14 +73,6 @@ def _strong(x: Any) -> Any:
     return lax.convert_element_type(x, x.dtype, False)
 
 
-def _eager_unique(x: Any, return_index: bool = False) -> Any:
-    """``unique`` (NaNs merged) keeping ``x``'s weak type."""
-    if return_index:
-        values, index = unique(x, return_index=True)
-        return _weak_as(values, x), index
-    return _weak_as(unique(x), x)
-
-
 def _unique_padded(x: Any) -> tuple[Any, Any, Any]:
     """Sorted unique values of the 1-D ``x`` (NaNs merged) in an array of ``len(x)`` entries,
     padded with the smallest value; the index of each value's first occurrence (padded with
@@ -177,7 +169,7 @@ def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = No
         _concrete("union1d", ar2)
     x = concatenate([ravel(ensure_array(ar1)), ravel(ensure_array(ar2))])
     if size is None:
-        return _eager_unique(x)
+        return unique(x)
     n = x.shape[0]
     if n == 0:
         if size and fill_value is None:
@@ -227,7 +219,7 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
     if n == 0 or size == 0:
         return full_like(a1, fill, shape=(size or 0,))
     if size is None:
-        u = a1 if assume_unique else _eager_unique(a1)
+        u = a1 if assume_unique else unique(a1)
         return u[isin(u, a2, invert=True)]
     if assume_unique:
         u = a1
@@ -265,7 +257,7 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
         if not assume_unique:
             _concrete("setxor1d", a1)
             _concrete("setxor1d", a2)
-            a1, a2 = _eager_unique(a1), _eager_unique(a2)
+            a1, a2 = unique(a1), unique(a2)
         aux = concatenate([a1, a2])
         n = aux.shape[0]
         if n == 0:
@@ -356,9 +348,9 @@ def _intersect1d_eager(a1: Any, a2: Any, assume_unique: bool, return_indices: bo
         _concrete("intersect1d", a1)
         _concrete("intersect1d", a2)
         if return_indices:
-            (a1, first1), (a2, first2) = _eager_unique(a1, True), _eager_unique(a2, True)
+            (a1, first1), (a2, first2) = unique(a1, True), unique(a2, True)
         else:
-            a1, a2 = _eager_unique(a1), _eager_unique(a2)
+            a1, a2 = unique(a1), unique(a2)
     arr = concatenate([a1, a2])
     perm = argsort(arr)
     aux = take(arr, perm, mode="clip")

@@ -244,7 +244,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
                     return_counts=return_counts, axis=axis, equal_nan=equal_nan)
     if not isinstance(res, tuple):
         res = (res,)
-    out = [_wrap(res[0], arr.dtype)]
+    out = [_wrap(res[0], arr.dtype, arr.aval.weak_type)]
     out += [_wrap(r, dtypes.int32) for r in res[1:]]
     return out[0] if len(out) == 1 else tuple(out)
 
@@ -266,9 +266,9 @@ def _unique_of_size(arr, return_index, return_inverse, return_counts, axis, equa
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _wrap(value: np.ndarray, dt: np.dtype) -> Any:
+def _wrap(value: np.ndarray, dt: np.dtype, weak_type: bool = False) -> Any:
     value = np.asarray(value).astype(dt)
-    return core.concrete_array(value, core.ShapedArray(value.shape, dt))
+    return core.concrete_array(value, core.ShapedArray(value.shape, dt, weak_type))
 
 
 __all__ = [

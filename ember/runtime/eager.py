@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import core
+from ember.compiler.eval_elementwise import ignore_fp_errors, restore_fp_errors
 from ember.config import config
 from ember.errors import UnexpectedTracerError
 from ember.runtime.array import Array
@@ -77,10 +78,15 @@ def apply_primitive(primitive: core.Primitive, args, params):
             values.append(v)
             avals.append(av)
     out_aval = _abstract_eval(primitive, avals, params)
-    out = primitive.impl(*values, **params)
-    if primitive.multiple_results:
-        return [_wrap(o, a) for o, a in zip(out, out_aval)]
-    return _wrap(out, out_aval)
+    # No NumPy floating-point warnings (overflow, invalid, divide by zero): XLA never warns.
+    token = ignore_fp_errors()
+    try:
+        out = primitive.impl(*values, **params)
+        if primitive.multiple_results:
+            return [_wrap(o, a) for o, a in zip(out, out_aval)]
+        return _wrap(out, out_aval)
+    finally:
+        restore_fp_errors(token)
 
 
 core.set_eager_handler(apply_primitive, Array._wrap)
