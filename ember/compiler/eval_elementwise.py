@@ -608,6 +608,12 @@ def _convert(inst, x):
     return convert(np.asarray(x), inst.dtype)
 
 
+@eval_rule("bitcast_convert")
+def _bitcast_convert(inst, x):
+    """The same bits as ``inst.dtype`` (of the same width)."""
+    return np.array(x, copy=True).view(inst.dtype)  # (contiguous, 0-d arrays kept 0-d)
+
+
 @eval_rule("reduce_precision")
 def _reduce_precision(inst, x):
     return reduce_precision(np.asarray(x), inst.attrs["exponent_bits"],

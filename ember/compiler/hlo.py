@@ -146,7 +146,7 @@ UNARY_ELEMENTWISE = frozenset({
     "logistic", "tanh", "sine", "cosine", "tan", "not", "popcnt", "count_leading_zeros",
     "is_finite", "real", "imag", "conj", "asin", "acos", "atan", "sinh", "cosh", "asinh",
     "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "convert",
-    "reduce_precision", "copy",
+    "bitcast_convert", "reduce_precision", "copy",
 })
 BINARY_ELEMENTWISE = frozenset({
     "add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum",

@@ -273,6 +273,20 @@ def _convert(operands, attrs, calls, given):
     return given
 
 
+@rule("bitcast_convert")
+def _bitcast_convert(operands, attrs, calls, given):
+    """Same-width bitcasts only (the lowering sends others to a custom call)."""
+    _count("bitcast_convert", operands, 1)
+    _require_arrays("bitcast_convert", operands)
+    x = operands[0]
+    if given is None:
+        raise ValueError("bitcast_convert: the result shape (its element type) must be given")
+    if given.is_tuple or given.dims != x.dims or given.dtype.itemsize != x.dtype.itemsize:
+        raise ValueError(f"bitcast_convert: result {given} must have the operand's dimensions "
+                         f"{list(x.dims)} and element width ({x.dtype.itemsize} bytes)")
+    return given
+
+
 @rule("reduce_precision")
 def _reduce_precision(operands, attrs, calls, given):
     _count("reduce_precision", operands, 1)

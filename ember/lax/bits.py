@@ -4,9 +4,9 @@
 widths differ, a wider source gains a trailing dimension of ``old_bits // new_bits``
 elements (little-endian order: element 0 holds the lowest-addressed bytes, as NumPy's
 ``view``), and a narrower source loses its last dimension, which must hold exactly one wide
-element. HLO has no bitcast op in ember's IR: the lowering is a ``convert`` between integers
-of one width (a no-op on the bits) and otherwise the ``ember.bitcast_convert`` custom call,
-which both backends run with the NumPy evaluator.
+element. Equal widths lower to HLO's elementwise ``bitcast_convert`` (fused, native for
+32- and 64-bit types); others to the ``ember.bitcast_convert`` custom call, which both
+backends run with the NumPy evaluator.
 
 ``mulhi`` is the high half of the double-width integer product (signed or unsigned).
 
@@ -103,9 +103,8 @@ def _bitcast_lowering(ctx, x, *, new_dtype):
     if x.dtype == new_dtype:
         return x
     shape = Shape(new_dtype, tuple(ctx.aval_out.shape))
-    if x.dtype.kind in "iu" and new_dtype.kind in "iu" and x.dtype.itemsize == \
-            new_dtype.itemsize:
-        return ctx.b.op("convert", x, shape=shape)  # same-width integers: the same bits
+    if x.dtype.itemsize == new_dtype.itemsize:
+        return ctx.b.op("bitcast_convert", x, shape=shape)
     return ctx.b.op("custom_call", x, shape=shape, call_target_name=_BITCAST_TARGET,
                     new_dtype=new_dtype.name)
 

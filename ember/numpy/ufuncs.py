@@ -483,9 +483,12 @@ isneginf = _float_pred("isneginf", lambda x: lax.eq(x, -np.inf), False,
 
 
 def _signbit_float(x):
-    # Negative numbers and -0.0 (1 / -0.0 is -inf). The sign of a NaN is not observable here.
-    neg_zero = lax.bitwise_and(lax.eq(x, 0), lax.lt(lax.div(_full(x, 1), x), 0))
-    return lax.bitwise_or(lax.lt(x, 0), neg_zero)
+    """The sign bit itself: negative numbers, -0.0 and NaNs with the bit set, as in JAX
+    (float16 and bfloat16 widen to float32 first, exactly, signs of NaNs included)."""
+    if _dt(x).itemsize < 4:
+        x = lax.convert_element_type(x, np.float32)
+    bits = lax.bitcast_convert_type(x, np.int64 if _dt(x).itemsize == 8 else np.int32)
+    return lax.lt(bits, _full(bits, 0))
 
 
 def signbit(x: Any, /) -> Any:

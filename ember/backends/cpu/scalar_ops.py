@@ -230,6 +230,8 @@ def unary(b: ir.IRBuilder, opcode: str, x: ir.Value, dt: np.dtype, out_dt: np.dt
     dt = np.dtype(dt)
     if opcode == "convert":
         return convert(b, x, dt, out_dt)
+    if opcode == "bitcast_convert":
+        return bitcast(b, x, dt, out_dt)
     if opcode == "copy":
         return x
     if opcode == "is_finite":
@@ -240,6 +242,17 @@ def unary(b: ir.IRBuilder, opcode: str, x: ir.Value, dt: np.dtype, out_dt: np.dt
         out = _float_unary(b, opcode, x)
         return round_low_float(b, out, out_dt)
     return _int_unary(b, opcode, x, dt)
+
+
+def bitcast(b: ir.IRBuilder, x: ir.Value, dt: np.dtype, out_dt: np.dtype) -> ir.Value:
+    """The same bits as ``out_dt``, for types of 32 or 64 bits (their registers hold the
+    bits themselves; float16/bfloat16 registers are widened floats: the evaluator does
+    those)."""
+    out_dt = np.dtype(out_dt)
+    if np.dtype(dt).itemsize not in (4, 8) or np.dtype(dt).kind not in "iuf" \
+            or out_dt.kind not in "iuf":
+        raise UnsupportedOp(f"bitcast_convert from {np.dtype(dt)} to {out_dt}")
+    return b.bitcast(x, value_type(out_dt))
 
 
 _FLOAT_INTRINSICS = {"floor": "floor", "ceil": "ceil", "round_nearest_even": "roundeven",

@@ -62,8 +62,8 @@ def binary_math(rng, pool):
         return Value(lax.pow(jnp.abs(a.v) + 0.5, jnp.tanh(b.v) * 2), False)
     if k == 3:  # (the sign of a NaN made by arithmetic is not specified: none here)
         return Value(jnp.copysign(a.v, jnp.where(jnp.isnan(b.v), 1.0, b.v)), both)
-    if k == 4:
-        return Value(lax.nextafter(a.v, b.v), both)
+    if k == 4:  # (nextafter has no derivative, in JAX neither)
+        return Value(lax.nextafter(lax.stop_gradient(a.v), lax.stop_gradient(b.v)), both)
     if k == 5:
         return Value(jnp.heaviside(a.v, b.v), both)
     if k == 6:
