@@ -431,3 +431,18 @@ def test_row_updates_scatter_whole_rows():
     np.testing.assert_allclose(np.asarray(g_x), 2 * ref, rtol=1e-5, atol=1e-5)
     want_u = np.where(keep[:, None, None], 2 * ref[np.clip(idx, -6, 5)], 0.0)
     np.testing.assert_allclose(np.asarray(g_u), want_u, rtol=1e-5, atol=1e-5)
+
+
+def test_at_apply_applies_the_function_once_per_index():
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    want = x.copy()
+    for i in (1, 1, 2):  # a repeated index gets the function twice
+        want[i] = want[i] * 10
+    f = lambda v: v.at[np.array([1, 1, 2])].apply(lambda t: t * 10)  # noqa: E731
+    for got in (f(jnp.asarray(x)), ember.jit(f)(jnp.asarray(x))):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    window = np.asarray(jnp.asarray(x).at[:, 1:3].apply(jnp.sin))
+    want = x.copy()
+    want[:, 1:3] = np.sin(x[:, 1:3])
+    np.testing.assert_allclose(window, want, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x).at[2:2].apply(jnp.sin)), x)

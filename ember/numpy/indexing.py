@@ -434,25 +434,30 @@ def _leading_index_scatter(x: Any, entries: list[tuple]) -> tuple | None:
     return indices, s_shape + tuple(shape[p:]), dn
 
 
-def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: Any,
-                    indices_are_sorted: bool, unique_indices: bool) -> Any:
-    x = _util.ensure_array(x)
-    smode = GatherScatterMode.from_any(mode)
+def _scatter_plan(x: Any, idx: Any) -> tuple:
+    """The scatter indices, the indexed shape (the updates' shape) and the dimension numbers
+    that update ``x[idx]``."""
     entries = _parse(core.get_aval(x).shape, idx)
     leading = _leading_index_scatter(x, entries)
     if leading is not None:
-        indices, out_shape, dn = leading
-    else:
-        indices, out_shape = _scatter_indices(x, entries)
-        ndim = core.get_aval(x).ndim
-        dn = lax.ScatterDimensionNumbers(update_window_dims=(),
-                                         inserted_window_dims=tuple(range(ndim)),
-                                         scatter_dims_to_operand_dims=tuple(range(ndim)))
+        return leading
+    indices, out_shape = _scatter_indices(x, entries)
+    ndim = core.get_aval(x).ndim
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(),
+                                     inserted_window_dims=tuple(range(ndim)),
+                                     scatter_dims_to_operand_dims=tuple(range(ndim)))
+    return indices, out_shape, dn
+
+
+def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: Any,
+                    indices_are_sorted: bool, unique_indices: bool) -> Any:
+    x = _util.ensure_array(x)
+    indices, out_shape, dn = _scatter_plan(x, idx)
     if 0 in out_shape:  # nothing to update: JAX returns x without checking the values' shape
         return x
     updates = _prepare_updates(fn, x, values, out_shape)
     return scatter_fn(x, indices, updates, dn, indices_are_sorted=indices_are_sorted,
-                      unique_indices=unique_indices, mode=smode)
+                      unique_indices=unique_indices, mode=GatherScatterMode.from_any(mode))
 
 
 class _IndexUpdateRef:
@@ -572,6 +577,25 @@ class _IndexUpdateRef:
         """
         return self._update(values, lax.scatter_max, "max", indices_are_sorted,
                             unique_indices, mode)
+
+    def apply(self, func: Any, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: Any = None) -> Any:
+        """``x[idx] = func(x[idx])`` for a unary elementwise ``func``; an index that appears
+        ``n`` times gets ``func`` ``n`` times (``lax.scatter_apply``; no derivative, as in
+        JAX).
+
+        Example:
+            >>> jnp.arange(3.0).at[jnp.array([1, 1, 2])].apply(lambda v: v * 10)
+            Array([  0., 100.,  20.], dtype=float32)
+        """
+        x = _util.ensure_array(self.array)
+        indices, out_shape, dn = _scatter_plan(x, self.index)
+        if 0 in out_shape:
+            return x
+        return lax.scatter_apply(x, indices, func, dn, update_shape=out_shape,
+                                 indices_are_sorted=indices_are_sorted,
+                                 unique_indices=unique_indices,
+                                 mode=GatherScatterMode.from_any(mode))
 
     def subtract(self, values: Any, *, indices_are_sorted: bool = False,
                  unique_indices: bool = False, mode: Any = None) -> Any:
