@@ -388,13 +388,15 @@ def _vmap_rows(fun: Callable, basis: list[np.ndarray], n: int) -> list | None:
 
 
 def _block(rows: Any, offset: int, size: int, out_shape: tuple, in_shape: tuple,
-           rows_first: bool, zero_dtype: Any) -> Any:
+           rows_first: bool, zero_dtype: Any, weak_type: bool = False) -> Any:
     """The block ``out_shape + in_shape`` of rows ``offset:offset+size`` of ``rows``.
 
     ``rows`` has the basis rows first; for jacfwd (``rows_first=False``) they index the input
     and the rest of the shape is the output's, for jacrev the other way round. ``rows`` is
     None when there are no rows at all, and float0 for integer values (no derivative): the
-    block is then zeros of ``zero_dtype``, as in JAX."""
+    block is then zeros of ``zero_dtype``, as in JAX. ``weak_type``: the block is weakly
+    typed (as JAX's blocks take the weak type of the value whose shape leads the block: the
+    output leaf for jacfwd, the input leaf for jacrev)."""
     import ember.numpy as jnp
     if rows is None or core.get_aval(rows).dtype == dtypes.float0:
         return jnp.zeros(out_shape + in_shape, zero_dtype)
@@ -402,7 +404,11 @@ def _block(rows: Any, offset: int, size: int, out_shape: tuple, in_shape: tuple,
         rows = rows[offset:offset + size]
     if not rows_first:
         rows = jnp.moveaxis(rows, 0, -1)
-    return jnp.reshape(rows, out_shape + in_shape)
+    block = jnp.reshape(rows, out_shape + in_shape)
+    if weak_type:
+        from ember import lax
+        block = lax.convert_element_type(block, core.get_aval(block).dtype, True)
+    return block
 
 
 def _jac_result(out_tree: Any, in_tree: Any, blocks: list, argnums: Any, dyn_args: tuple):
@@ -441,8 +447,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
         n = sum(a.size for a in in_avals)
         cols = _vmap_rows(pushforward, basis, n)
+        out_weak = [core.get_aval(o).weak_type for o in out_flat]
         blocks = [[_block(None if cols is None else cols[k], off, ia.size, oa.shape,
-                          ia.shape, rows_first=False, zero_dtype=oa.dtype)
+                          ia.shape, rows_first=False, zero_dtype=oa.dtype,
+                          weak_type=out_weak[k])
                    for ia, off in zip(in_avals, offsets)]
                   for k, oa in enumerate(out_avals)]
         jac = _jac_result(out_tree, in_tree, blocks, argnums, dyn_args)
@@ -482,8 +490,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
         m = sum(a.size for a in out_avals)
         rows = _vmap_rows(pullback, basis, m)
+        in_weak = [core.get_aval(x).weak_type for x in in_flat]
         blocks = [[_block(None if rows is None else rows[i], off, oa.size, oa.shape,
-                          ia.shape, rows_first=True, zero_dtype=ia.dtype)
+                          ia.shape, rows_first=True, zero_dtype=ia.dtype, weak_type=in_weak[i])
                    for i, ia in enumerate(in_avals)]
                   for oa, off in zip(out_avals, offsets)]
         jac = _jac_result(out_tree, in_tree, blocks, argnums, dyn_args)

@@ -536,3 +536,14 @@ def test_mlp_train_step_matches_jax():
         for (w, b), (jw, jb) in zip(new, want):
             np.testing.assert_allclose(w, jw, rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(b, jb, rtol=1e-5, atol=1e-6)
+
+
+def test_jacobian_blocks_take_the_weak_type_of_their_leading_value():
+    # As JAX: jacfwd's blocks follow the output leaf's weak type, jacrev's the input leaf's.
+    assert ember.jacfwd(jnp.sin)(1.0).weak_type
+    assert ember.jacrev(jnp.sin)(1.0).weak_type
+    assert ember.hessian(jnp.sin)(1.0).weak_type
+    assert not ember.jacfwd(jnp.sin)(np.float32(1.0)).weak_type
+    assert not ember.jacfwd(lambda x: jnp.ones(3) * x)(1.0).weak_type  # a strong output
+    assert ember.jacrev(lambda x: jnp.ones(3) * x)(1.0).weak_type  # ... from a weak input
+    np.testing.assert_allclose(ember.jacrev(lambda x: jnp.ones(3) * x)(1.0), np.ones(3))
