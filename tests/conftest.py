@@ -8,6 +8,8 @@ the cache itself use their own directories).
 import os
 import tempfile
 
+import pytest
+
 _CACHE = tempfile.TemporaryDirectory(prefix="ember-test-cache-")
 os.environ["EMBER_CACHE_DIR"] = _CACHE.name
 
@@ -15,3 +17,24 @@ os.environ["EMBER_CACHE_DIR"] = _CACHE.name
 # compile and a ``cc`` run per program; only the tests of that mechanism turn it back on
 # (``tests/backends/cpu/test_native_cache.py`` and the others that need it).
 os.environ["EMBER_CPU_SHARED_LIBRARIES"] = "0"
+
+
+@pytest.fixture(scope="module")
+def jax():
+    """JAX as a test-only oracle on the CPU with x64 off (the test is skipped without it)."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_enable_x64", False)
+    return jax
+
+
+@pytest.fixture
+def x64():
+    """ember with ``jax_enable_x64`` on for the test (some files define their own)."""
+    import ember
+
+    previous = ember.config.jax_enable_x64
+    ember.config.update("jax_enable_x64", True)
+    yield
+    ember.config.update("jax_enable_x64", previous)

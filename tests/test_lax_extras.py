@@ -10,8 +10,6 @@ tests/op_records/.
 
 from __future__ import annotations
 
-import os
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -23,25 +21,6 @@ from ember import lax
 BACKENDS = ("cpu", "interpreter")
 SDN = lax.ScatterDimensionNumbers
 BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-@pytest.fixture(scope="module")
-def jax():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_platforms", "cpu")
-    jax.config.update("jax_enable_x64", False)
-    return jax
-
-
-@pytest.fixture
-def x64():
-    previous = ember.config.jax_enable_x64
-    ember.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        ember.config.update("jax_enable_x64", previous)
 
 
 def _bits_equal(a, b):

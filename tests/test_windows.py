@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import decimal
 import math
-import os
 import warnings
 
 import ml_dtypes
@@ -21,21 +20,6 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 WINDOWS = ("bartlett", "blackman", "hamming", "hanning")
 
 
-@pytest.fixture
-def x64():
-    previous = ember.config.jax_enable_x64
-    ember.config.update("jax_enable_x64", True)
-    yield
-    ember.config.update("jax_enable_x64", previous)
-
-
-@pytest.fixture(scope="module")
-def jax():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_platforms", "cpu")
-    jax.config.update("jax_enable_x64", False)
-    return jax
 
 
 def _quiet(f, *args, **kw):
