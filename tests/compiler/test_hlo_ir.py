@@ -96,7 +96,7 @@ def test_add_computation_keeps_entry_last():
 
 
 @pytest.mark.parametrize("opcode", sorted(UNARY_ELEMENTWISE - {
-    "convert", "reduce_precision", "is_finite", "real", "imag", "popcnt",
+    "convert", "bitcast_convert", "reduce_precision", "is_finite", "real", "imag", "popcnt",
     "count_leading_zeros", "not"}))
 def test_unary_keeps_shape(opcode):
     assert infer(opcode, S(F32, 2, 3)) == S(F32, 2, 3)
@@ -129,6 +129,11 @@ def test_unary_errors():
         infer("negate", Shape.tuple([S(F32)]))
     with pytest.raises(ValueError, match="convert: the result shape .* must be given"):
         infer("convert", S(F32, 2))
+    assert infer("bitcast_convert", S(F32, 2), given=S(S32, 2)) == S(S32, 2)
+    with pytest.raises(ValueError, match="bitcast_convert: the result shape .* must be given"):
+        infer("bitcast_convert", S(F32, 2))
+    with pytest.raises(ValueError, match="element width"):  # (same width only)
+        infer("bitcast_convert", S(F32, 2), given=S(np.int16, 2))
     with pytest.raises(ValueError, match="convert: result s32\\[3\\] must have the operand's "
                                          "dimensions"):
         infer("convert", S(F32, 2), given=S(S32, 3))

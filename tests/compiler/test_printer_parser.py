@@ -167,6 +167,8 @@ def build_every_op_module() -> Module:
         arg = v if dtype == F32 else b.op("convert", v, shape=S(dtype, 4))
         if opcode == "convert":
             outs.append(b.op("convert", v, shape=S(BF16, 4)))
+        elif opcode == "bitcast_convert":
+            outs.append(b.op("bitcast_convert", v, shape=S(np.int32, 4)))
         else:
             outs.append(b.op(opcode, arg, **_UNARY_ATTRS.get(opcode, {})))
     for opcode in sorted(BINARY_ELEMENTWISE):
