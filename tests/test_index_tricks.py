@@ -9,15 +9,13 @@ checked against NumPy or against hand-computed results.
 
 from __future__ import annotations
 
-import os
-import warnings
-
 import numpy as np
 import pytest
 
 import ember
 import ember.numpy as jnp
 from ember import errors
+from tests.probes import run_probe
 
 
 def A(x, dtype=None):
@@ -1189,30 +1187,10 @@ def _probes(n, top):
 PROBE_NAMES = list(_probes(jnp, ember))
 
 
-@pytest.fixture(scope="module")
-def jax_modules():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", False)
-    import jax.numpy as jjnp
-
-    return jjnp, jax
-
-
-def _run(fn):
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            out = fn()
-        except Exception as ex:  # noqa: BLE001
-            return None, ex
-    return (list(out) if isinstance(out, (tuple, list)) else [out]), None
-
-
 @pytest.mark.parametrize("name", PROBE_NAMES)
-def test_matches_jax(name, jax_modules):
-    ours, our_exc = _run(_probes(jnp, ember)[name])
-    theirs, their_exc = _run(_probes(*jax_modules)[name])
+def test_matches_jax(name, jax):
+    ours, our_exc = run_probe(_probes(jnp, ember)[name])
+    theirs, their_exc = run_probe(_probes(jax.numpy, jax)[name])
     if their_exc is not None:
         assert our_exc is not None, f"JAX raises {their_exc!r}, ember returns"
         # Same class name somewhere in our error's classes (the libraries' own error

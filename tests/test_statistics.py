@@ -6,7 +6,6 @@ are checked against NumPy, dtypes / weak types / error classes against JAX where
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import ml_dtypes
@@ -16,6 +15,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import errors
+from tests.probes import run_probe
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(0)
@@ -593,30 +593,10 @@ def _probes(n):
 PROBE_NAMES = list(_probes(jnp))
 
 
-@pytest.fixture(scope="module")
-def jax_numpy():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", False)
-    import jax.numpy as jjnp
-
-    return jjnp
-
-
-def _run(fn):
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            out = fn()
-        except Exception as ex:  # noqa: BLE001
-            return None, ex
-    return (out if isinstance(out, tuple) else (out,)), None
-
-
 @pytest.mark.parametrize("name", PROBE_NAMES)
-def test_matches_jax(name, jax_numpy):
-    ours, our_exc = _run(_probes(jnp)[name])
-    theirs, their_exc = _run(_probes(jax_numpy)[name])
+def test_matches_jax(name, jax):
+    ours, our_exc = run_probe(_probes(jnp)[name])
+    theirs, their_exc = run_probe(_probes(jax.numpy)[name])
     if their_exc is not None:
         assert our_exc is not None, f"JAX raises {their_exc!r}, ember returns"
         assert isinstance(our_exc, type(their_exc)), (our_exc, their_exc)

@@ -31,6 +31,12 @@ def ensure_array(x: Any) -> Any:
     return core.concrete_array(np.asarray(x, dtype=aval.dtype), aval)
 
 
+def array_arg(fn: str, x: Any) -> Any:
+    """``x`` checked to be array-like (``check_arraylike``) and made an ember array."""
+    check_arraylike(fn, x)
+    return ensure_array(x)
+
+
 def _common_aval_dtype(args: tuple) -> np.dtype | None:
     """The dtype all arguments already share (same weak type too), or None (fast path)."""
     first = getattr(args[0], "aval", None)

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ember import core, dtypes, lax
+from ember.numpy._util import array_arg as _arg
 from ember.numpy._util import (
     broadcast_shapes,
     check_arraylike,
@@ -23,10 +24,6 @@ from ember.numpy.sorting import argsort, searchsorted, unique
 
 # ---------------------------------------------------------------- helpers
 
-
-def _arg(fn: str, x: Any) -> Any:
-    check_arraylike(fn, x)
-    return ensure_array(x)
 
 
 def _flat(x: Any) -> Any:

@@ -24,6 +24,7 @@ import numpy as np
 from ember import core, dtypes, lax, tree_util
 from ember._vmap_api import vmap
 from ember.config import config
+from ember.numpy._util import array_arg as _arg
 from ember.numpy._util import broadcast_shapes, canonicalize_axis, check_arraylike, ensure_array
 from ember.numpy._util import promote_dtypes as _promote_dtypes
 from ember.numpy.creation import arange, array, asarray, linspace, meshgrid, ones
@@ -45,10 +46,6 @@ from ember.numpy.ufuncs import clip, remainder, where
 
 # ---------------------------------------------------------------- helpers
 
-
-def _arg(fn: str, x: Any) -> Any:
-    check_arraylike(fn, x)
-    return ensure_array(x)
 
 
 def _int32(x: Any) -> Any:

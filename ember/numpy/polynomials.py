@@ -17,6 +17,7 @@ import numpy as np
 
 from ember import core, dtypes, lax
 from ember.lax.dot import canonicalize_precision
+from ember.numpy._util import array_arg as _arg
 from ember.numpy._util import (
     broadcast_shapes,
     canonicalize_axes,
@@ -38,10 +39,6 @@ class _MissingAxisError(ValueError, IndexError):
 _MODES = ("full", "same", "valid")
 _LOW_FLOATS = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
 
-
-def _arg(fn: str, x: Any) -> Any:
-    check_arraylike(fn, x)
-    return ensure_array(x)
 
 
 

@@ -11,14 +11,11 @@ import numpy as np
 
 from ember import core, dtypes, lax
 from ember.lax.reduction import accumulation_dtype, max_identity, min_identity
+from ember.numpy._util import array_arg as _arg
 from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike, ensure_array
 
 # ---------------------------------------------------------------- helpers
 
-
-def _arg(fn: str, a: Any) -> Any:
-    check_arraylike(fn, a)
-    return ensure_array(a)
 
 
 def _full(shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Any:

@@ -17,6 +17,7 @@ import numpy as np
 from ember import core, dtypes, lax
 from ember.core import Tracer
 from ember.numpy import _util
+from ember.numpy._util import array_arg as _arr
 from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike
 from ember.numpy.ufuncs import remainder
 
@@ -26,10 +27,6 @@ _max = builtins.max
 def _is_array(x: Any) -> bool:
     return isinstance(x, (Tracer, np.ndarray)) or hasattr(x, "aval")
 
-
-def _arr(fn: str, x: Any) -> Any:
-    check_arraylike(fn, x)
-    return _util.ensure_array(x)
 
 
 def static_int(fn: str, arg: str, x: Any) -> int:

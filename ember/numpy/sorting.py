@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax
+from ember.numpy._util import array_arg as _arg
 from ember.numpy._util import (
     canonicalize_axes,
     check_arraylike,
@@ -19,11 +20,6 @@ from ember.numpy._util import (
     promote_dtypes,
 )
 from ember.numpy.index_functions import take
-
-
-def _arg(fn: str, a: Any) -> Any:
-    check_arraylike(fn, a)
-    return ensure_array(a)
 
 
 def _sort_arg(fn: str, a: Any, axis: Any, order: Any) -> tuple[Any, int]:

@@ -24,6 +24,15 @@ BINARY_SHAPES: tuple = (
 )
 
 
+def on_floats(ref: Callable) -> Callable:
+    """A NumPy reference with its integer and boolean arguments converted to float64 first,
+    as JAX promotes them to floats before computing (NumPy would wrap uint8 arithmetic and
+    add booleans with logical or)."""
+    def wrapped(*args):
+        return ref(*[a if a.dtype.kind == "f" else a.astype(np.float64) for a in args])
+    return wrapped
+
+
 @dataclass(frozen=True)
 class OpRecord:
     """One row of the op-record table.

@@ -8,7 +8,7 @@ output shapes and are not traceable, as in JAX: tests/test_polynomials.py covers
 import numpy as np
 
 import ember.numpy as jnp
-from tests.op_records.base import OpRecord, bfloat16
+from tests.op_records.base import OpRecord, bfloat16, on_floats
 
 F32, F16 = np.dtype("float32"), np.dtype("float16")
 I32, I8, U8, B = (np.dtype(t) for t in ("int32", "int8", "uint8", "bool"))
@@ -19,17 +19,10 @@ INTS = (I32, I8, U8)
 F32_TOL = 2e-5
 
 
-def _floats(ref):
-    """The NumPy reference on integers and booleans converted to float64 first, as JAX
-    promotes them to floats (NumPy would wrap uint8 products and or booleans)."""
-    def wrapped(*args):
-        return ref(*[a if a.dtype.kind == "f" else a.astype(np.float64) for a in args])
-    return wrapped
-
 
 def _records(name, fn, ref, shapes, *, lowp_tol=None, ints=INTS + (B,), **kw):
     """float32 with the integer/bool dtypes (float results), and the 16-bit floats."""
-    ref = _floats(ref)
+    ref = on_floats(ref)
     out = [OpRecord(name, fn, ref, (F32,) + tuple(ints), shapes, tol=F32_TOL, **kw)]
     kw.pop("differentiable", None)
     out.append(OpRecord(f"{name}[lowp]", fn, ref, LOWP, shapes, tol=lowp_tol, **kw))
@@ -78,10 +71,10 @@ def _np_polymul(a, b):
     return np.convolve(a, b)
 
 
-def _np_polydiv(u, v):
+def long_division(u, v):
     """Long division in float64, keeping the remainder's length (JAX does not trim it)."""
-    u = u.astype(np.float64).copy()
-    v = v.astype(np.float64)
+    u = np.asarray(u, np.float64).copy()
+    v = np.asarray(v, np.float64)
     m, n = len(u) - 1, len(v) - 1
     q = np.zeros(max(m - n + 1, 1))
     for k in range(m - n + 1):
@@ -113,7 +106,7 @@ RECORDS = [
              differentiable=True, out_dtype=lambda d: d),
     *_records("polymul", jnp.polymul, _np_polymul, MUL_SHAPES, lowp_tol=5e-2,
               differentiable=True),
-    *_records("polydiv", jnp.polydiv, _np_polydiv, DIV_SHAPES, ints=(I32, I8),
+    *_records("polydiv", jnp.polydiv, long_division, DIV_SHAPES, ints=(I32, I8),
               lowp_tol=1e-1, arg_rngs={1: "nonzero"}, differentiable=True),
     *_records("polyder", jnp.polyder, np.polyder, DER_SHAPES, lowp_tol=2e-2,
               differentiable=True),

@@ -3,7 +3,7 @@
 import numpy as np
 
 import ember.numpy as jnp
-from tests.op_records.base import OpRecord, bfloat16
+from tests.op_records.base import OpRecord, bfloat16, on_floats
 
 F32, F16 = np.dtype("float32"), np.dtype("float16")
 I32, I8, U8, B = (np.dtype(t) for t in ("int32", "int8", "uint8", "bool"))
@@ -15,19 +15,11 @@ INTS = (I32, I8, U8)
 F32_TOL = 2e-5
 
 
-def _floats(ref):
-    """The NumPy reference on integers and booleans converted to float64: JAX promotes them
-    to floats first, while NumPy would subtract uint8 values modulo 256 and add booleans
-    with logical or."""
-    def wrapped(*args):
-        return ref(*[a if a.dtype.kind == "f" else a.astype(np.float64) for a in args])
-    return wrapped
-
 
 def _records(name, fn, ref, shapes, *, lowp_tol=None, ints=INTS + (B,), lowp=LOWP, **kw):
     """Two records: float32 and the integer/bool dtypes (float results, float32 tolerance),
     and the 16-bit floats (their own tolerance)."""
-    ref = _floats(ref)
+    ref = on_floats(ref)
     out = [OpRecord(name, fn, ref, (F32,) + tuple(ints), shapes, tol=F32_TOL, **kw)]
     if lowp:
         kw.pop("differentiable", None)
@@ -128,11 +120,11 @@ RECORDS = [
     # histogram (float32 and integer data: 16-bit edges round differently from NumPy's
     # float64 ones; tests/test_statistics.py compares those with JAX)
     OpRecord("histogram_bin_edges", lambda a: jnp.histogram_bin_edges(a, 6),
-             _floats(lambda a: np.histogram_bin_edges(a, 6)), (F32,) + INTS + (B,),
+             on_floats(lambda a: np.histogram_bin_edges(a, 6)), (F32,) + INTS + (B,),
              HIST_SHAPES, tol=F32_TOL, differentiable=True),
     OpRecord("histogram_bin_edges[lowp]", lambda a: jnp.histogram_bin_edges(a, 6),
              lambda a: np.histogram_bin_edges(a, 6), LOWP, HIST_SHAPES),
-    OpRecord("histogram", lambda a: jnp.histogram(a, 4), _floats(_np_histogram(4)),
+    OpRecord("histogram", lambda a: jnp.histogram(a, 4), on_floats(_np_histogram(4)),
              (F32,) + INTS + (B,),
              HIST_SHAPES, tol=F32_TOL),
     OpRecord("histogram_range", lambda a: jnp.histogram(a, 8, range=(-4.0, 4.0)),

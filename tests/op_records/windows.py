@@ -10,7 +10,7 @@ i0's accuracy and the 16-bit spacing rules are in tests/test_windows.py.
 import numpy as np
 
 import ember.numpy as jnp
-from tests.op_records.base import OpRecord, bfloat16
+from tests.op_records.base import OpRecord, bfloat16, on_floats
 
 F32, F16 = np.dtype("float32"), np.dtype("float16")
 I32, I8, U8, U32, B = (np.dtype(t) for t in ("int32", "int8", "uint8", "uint32", "bool"))
@@ -20,13 +20,6 @@ SCALAR = (((),),)
 F32_TOL = 2e-5  # float results of integer inputs (the by-dtype tolerance of ints is exact)
 SIZES = (0, 1, 2, 3, 8)
 
-
-def _floats(ref):
-    """The NumPy reference on integers and booleans converted to float64 (JAX promotes them
-    to floats before computing; NumPy would wrap uint8 differences)."""
-    def wrapped(*args):
-        return ref(*[a if a.dtype.kind == "f" else a.astype(np.float64) for a in args])
-    return wrapped
 
 
 def _np_windows(name):
@@ -112,7 +105,7 @@ RECORDS = [
              _np_windows("hamming"), (F32,), SCALAR),
     OpRecord("hanning", lambda x: tuple(jnp.hanning(m) for m in SIZES),
              _np_windows("hanning"), (F32,), SCALAR),
-    OpRecord("kaiser", lambda beta: jnp.kaiser(7, beta), _floats(_np_kaiser),
+    OpRecord("kaiser", lambda beta: jnp.kaiser(7, beta), on_floats(_np_kaiser),
              (F32, I32, B), (((),), ((7,),), ((1,),)), tol=F32_TOL,
              out_dtype=lambda d: F32, differentiable=True),
     OpRecord("kaiser[lowp]", lambda beta: jnp.kaiser(7, beta), _np_kaiser, LOWP,
@@ -133,31 +126,31 @@ RECORDS = [
     OpRecord("spacing[bf16]", jnp.spacing, _np_spacing_bf16, (bfloat16,),
              (((5,),), ((2, 3),)), tol=0.0, out_dtype=lambda d: bfloat16),
     # unwrap
-    OpRecord("unwrap", jnp.unwrap, _floats(np.unwrap), (F32,) + INTS + (B,),
+    OpRecord("unwrap", jnp.unwrap, on_floats(np.unwrap), (F32,) + INTS + (B,),
              (((8,),), ((2, 6),), ((3, 4, 2),), ((0,),), ((1,),), ((3, 0),)), tol=F32_TOL,
              differentiable=True),
     OpRecord("unwrap[lowp]", jnp.unwrap, np.unwrap, LOWP, (((8,),), ((2, 6),)), tol=5e-2),
     OpRecord("unwrap_axis0_period", lambda p: jnp.unwrap(p, axis=0, period=4.0),
-             _floats(lambda p: np.unwrap(p, axis=0, period=4.0)), (F32, I32),
+             on_floats(lambda p: np.unwrap(p, axis=0, period=4.0)), (F32, I32),
              (((6, 3),), ((5,),), ((4, 2, 2),)), tol=F32_TOL, differentiable=True),
     OpRecord("unwrap_discont", lambda p: jnp.unwrap(p, discont=4.0, axis=1),
-             _floats(lambda p: np.unwrap(p, discont=4.0, axis=1)), (F32, I8),
+             on_floats(lambda p: np.unwrap(p, discont=4.0, axis=1)), (F32, I8),
              (((3, 7),), ((2, 5, 2),)), tol=F32_TOL, differentiable=True),
     OpRecord("unwrap_int_period", lambda p: jnp.unwrap(p, period=8),
              lambda p: np.unwrap(p.astype(np.int64), period=8).astype(p.dtype), (I32, I8),
              (((9,),), ((3, 6),)), out_dtype=lambda d: d),
     # gradient
-    OpRecord("gradient", jnp.gradient, _floats(np.gradient), (F32,) + INTS + (B,),
+    OpRecord("gradient", jnp.gradient, on_floats(np.gradient), (F32,) + INTS + (B,),
              GRAD_SHAPES, tol=F32_TOL, differentiable=True),
     OpRecord("gradient[lowp]", jnp.gradient, np.gradient, LOWP, GRAD_SHAPES[:2]),
     OpRecord("gradient_spacing_axis", lambda f: jnp.gradient(f, 0.5, axis=1),
-             _floats(lambda f: np.gradient(f, 0.5, axis=1)), (F32, I32),
+             on_floats(lambda f: np.gradient(f, 0.5, axis=1)), (F32, I32),
              (((3, 4),), ((2, 5, 2),)), tol=F32_TOL, differentiable=True),
     OpRecord("gradient_per_axis", lambda f: jnp.gradient(f, 2.0, COORDS5[:4], axis=(1, 0)),
-             _floats(lambda f: np.gradient(f, 2.0, COORDS5[:4], axis=(1, 0))), (F32, F16),
+             on_floats(lambda f: np.gradient(f, 2.0, COORDS5[:4], axis=(1, 0))), (F32, F16),
              (((4, 3),), ((4, 6),)), tol=5e-3, differentiable=True),
     OpRecord("gradient_coords", lambda f: jnp.gradient(f, COORDS5),
-             _floats(lambda f: np.gradient(f, COORDS5)), (F32, I32, F16), (((5,),),),
+             on_floats(lambda f: np.gradient(f, COORDS5)), (F32, I32, F16), (((5,),),),
              tol=5e-3, differentiable=True),
     OpRecord("gradient_traced_coords", lambda f, d: jnp.gradient(f, jnp.cumsum(d)),
              _np_gradient_coords, (F32,), (((6,), (6,)), ((2,), (2,))),
