@@ -1773,12 +1773,31 @@ class LaneSums:
         vectorized tree store and reload overlapping vectors, stalling on every level (a sum
         over rows of 64 elements spent most of its time there)."""
         b, wide = self.b, self.wide[id(r)]
+        n = self.lanes
+        if n > 1 and n & (n - 1) == 0:
+            # The same tree on one vector: each level adds its upper half to its lower half
+            # (written on scalars, LLVM widened each lane on its own and added them one by
+            # one: most of a row kernel's time on rows of 32).
+            vec = ir.VectorType(S.F64, n)
+            v = b.load(b.bitcast(wide, vec.as_pointer()), align=64)
+            while n > 1:
+                n //= 2
+                lo = b.shuffle_vector(v, v, _lane_mask(range(n)))
+                hi = b.shuffle_vector(v, v, _lane_mask(range(n, 2 * n)))
+                v = b.fadd(lo, hi)
+            return b.extract_element(v, ir.Constant(S.I32, 0))
         values = [b.load(self._slot(wide, _c(ln))) for ln in range(self.lanes)]
         while len(values) > 1:
             half = (len(values) + 1) // 2
             values = [b.fadd(values[i], values[i + half]) if i + half < len(values)
                       else values[i] for i in range(half)]
         return values[0]
+
+
+def _lane_mask(lanes) -> ir.Constant:
+    """A shufflevector mask picking ``lanes`` of its first operand."""
+    lanes = list(lanes)
+    return ir.Constant(ir.VectorType(S.I32, len(lanes)), [ir.Constant(S.I32, i) for i in lanes])
 
 
 def lane_count(length: int) -> int:

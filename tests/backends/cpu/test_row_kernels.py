@@ -318,6 +318,43 @@ def test_float_sum_lanes_cover_short_and_long_rows(n):
     assert np.all(np.abs(out.astype(np.float64) - want) <= bound), (out, want)
 
 
+def _lane_sum(row: np.ndarray) -> np.float32:
+    """``LaneSums``' order for one float32 row of at most a block: element ``j`` of the
+    whole chunks adds into lane ``j % lanes``, the rest into tail lanes; the lanes widen to
+    float64 and combine pairwise (lane ``i`` adds lane ``i + half``)."""
+    n = len(row)
+    lanes = kernel_gen.lane_count(n)
+    full = n // lanes * lanes
+    main = np.zeros(lanes, np.float32)
+    for j in range(full):
+        main[j % lanes] += row[j]
+    tail = np.zeros(lanes, np.float32)
+    tail[:n - full] = row[full:]
+    wide = list(main.astype(np.float64) + tail.astype(np.float64))
+    while len(wide) > 1:
+        half = (len(wide) + 1) // 2
+        wide = [wide[i] + wide[i + half] if i + half < len(wide) else wide[i]
+                for i in range(half)]
+    return np.float32(0.0 + wide[0])
+
+
+@pytest.mark.parametrize("n", [5, 12, 32, 100, 128, 1000])
+def test_float_sum_lanes_combine_in_a_fixed_order(n, one_tier):
+    # The lanes' pairwise tree runs on vectors where the lane count is a power of two (and
+    # on scalars otherwise); either way the additions are the ones written in LaneSums.
+    # Each row: small values and a cancelling pair of huge ones at random places. The
+    # small ones survive only where the pair meets before either meets a small lane, so
+    # another order of combining the lanes gives other bits.
+    x = rng.standard_normal((60, n))
+    for row in x:
+        i, j = rng.choice(n, 2, replace=False)
+        row[i], row[j] = 2.0 ** 60, -(2.0 ** 60)
+    x = x.astype(np.float32)
+    (out,), _ = run_native(lambda a: jnp.sum(a, axis=1), x)
+    want = np.array([_lane_sum(row) for row in x])
+    np.testing.assert_array_equal(out.view(np.int32), want.view(np.int32))
+
+
 # --------------------------------------------------------------------------- column reductions
 
 
