@@ -274,7 +274,8 @@ def test_cross_products():
                                             (np.uint8, 0, 255), (np.int32, -2**31, 2**31 - 1),
                                             (np.int8, -128, 127), (np.uint32, 0, 2**32 - 1)])
 def test_integer_matmul_is_exact_and_wraps_like_integers(dtype, low, high):
-    # Small products go through float64 BLAS (exact below 2**53); big ones through NumPy's
+    # Small products go through float32 or float64 BLAS (exact below 2**24, 2**53); big ones
+    # through NumPy's
     # integer matmul. Either way: the integer result, wrapped to the dtype.
     rng = np.random.default_rng(int(high) % 1000)
     a = rng.integers(low, high, (3, 17, 9), endpoint=True).astype(dtype)
@@ -287,3 +288,17 @@ def test_integer_matmul_is_exact_and_wraps_like_integers(dtype, low, high):
         got = ember.jit(lambda x, y: jnp.matmul(x, y), backend=backend)(a, b)
         assert got.dtype == dtype
         np.testing.assert_array_equal(np.asarray(got).astype(object), wrapped)
+
+
+@pytest.mark.parametrize("value", [1365, 1367])
+def test_integer_matmul_near_float32s_exact_range(value):
+    # Products whose partial sums stay below 2**24 go through float32 BLAS; 9 * 1367**2 =
+    # 16818201 is odd and above 2**24, where float32 holds only even integers.
+    a = np.full((4, 9), value, np.int32)
+    a[1] *= -1
+    b = np.full((9, 3), value, np.int32)
+    b[:, 2] = np.arange(9) - 4
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    for backend in ("cpu", "interpreter"):
+        got = ember.jit(jnp.matmul, backend=backend)(a, b)
+        np.testing.assert_array_equal(np.asarray(got), want.astype(np.int32))
