@@ -275,8 +275,7 @@ def test_cross_products():
                                             (np.int8, -128, 127), (np.uint32, 0, 2**32 - 1)])
 def test_integer_matmul_is_exact_and_wraps_like_integers(dtype, low, high):
     # Small products go through float32 or float64 BLAS (exact below 2**24, 2**53); big ones
-    # through NumPy's
-    # integer matmul. Either way: the integer result, wrapped to the dtype.
+    # through NumPy's integer matmul. Either way: the integer result, wrapped to the dtype.
     rng = np.random.default_rng(int(high) % 1000)
     a = rng.integers(low, high, (3, 17, 9), endpoint=True).astype(dtype)
     b = rng.integers(low, high, (3, 9, 5), endpoint=True).astype(dtype)
