@@ -338,10 +338,11 @@ def _lane_sum(row: np.ndarray) -> np.float32:
     return np.float32(0.0 + wide[0])
 
 
-@pytest.mark.parametrize("n", [5, 12, 32, 100, 128, 1000])
+@pytest.mark.parametrize("n", [3, 5, 10, 12, 32, 100, 128, 1000])
 def test_float_sum_lanes_combine_in_a_fixed_order(n, one_tier):
     # The lanes' pairwise tree runs on vectors where the lane count is a power of two (and
-    # on scalars otherwise); either way the additions are the ones written in LaneSums.
+    # on scalars otherwise: for 5 or 10 lanes, vector code was slower); either way the
+    # additions are the ones LaneSums documents.
     # Each row: small values and a cancelling pair of huge ones at random places. The
     # small ones survive only where the pair meets before either meets a small lane, so
     # another order of combining the lanes gives other bits.
@@ -465,7 +466,10 @@ def test_short_runs_vectorize_without_gathers(tmp_path, monkeypatch, shape, axis
     f = {"sum": jnp.sum, "max": jnp.max}[reducer]
     out = np.asarray(ember.jit(lambda a: f(a, axis=axis))(x))
     want = {"sum": np.sum, "max": np.max}[reducer](x.astype(np.float64), axis=axis)
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    # (A float32 sum's error scales with its terms' magnitudes, not with the result: sums of
+    # 32768 terms cancel to values near 0.)
+    bound = 2.0 ** -20 * np.abs(x.astype(np.float64)).sum(axis=axis)
+    assert np.all(np.abs(out - want) <= bound), np.abs(out - want).max()
     opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
     # (A float max accumulates integer order keys: kernel_gen.KernelBuilder._accumulator.)
     vector = {"sum": "x float>", "max": "x i32>"}[reducer]
