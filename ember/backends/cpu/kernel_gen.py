@@ -1777,7 +1777,9 @@ class LaneSums:
         if n > 1 and n & (n - 1) == 0:
             # The same tree on one vector: each level adds its upper half to its lower half
             # (written on scalars, LLVM widened each lane on its own and added them one by
-            # one: most of a row kernel's time on rows of 32).
+            # one: most of a row kernel's time on rows of 32). Other lane counts keep the
+            # scalar tree: as vectors with odd levels padded, sums over rows of 5 ran 3x
+            # slower.
             vec = ir.VectorType(S.F64, n)
             v = b.load(b.bitcast(wide, vec.as_pointer()), align=64)
             while n > 1:
