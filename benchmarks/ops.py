@@ -171,6 +171,20 @@ def row100_sum(m, lax):
     return (lambda x: m.sum(x, axis=1)), (x,), lambda x: x.astype(np.float64).sum(1)
 
 
+def row10_logsumexp(m, lax):
+    x = _rng().standard_normal((200000, 10)).astype(np.float32)
+
+    def logsumexp(x):
+        top = m.max(x, axis=-1, keepdims=True)
+        return m.log(m.sum(m.exp(x - top), axis=-1)) + top[:, 0]
+
+    def reference(x):
+        x = x.astype(np.float64)
+        top = x.max(-1, keepdims=True)
+        return np.log(np.exp(x - top).sum(-1)) + top[:, 0]
+    return logsumexp, (x,), reference
+
+
 def row32_layernorm(m, lax):
     x = _rng().standard_normal((31250, 32)).astype(np.float32)
 
@@ -286,6 +300,7 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "complex_cumsum": ("complex64 cumsum along rows (1000, 1000)", complex_cumsum),
     "row100_sum": ("sum over rows of 100 (10000, 100)", row100_sum),
     "row32_layernorm": ("layernorm over rows of 32 (31250, 32)", row32_layernorm),
+    "row10_logsumexp": ("logsumexp over rows of 10 (200000, 10)", row10_logsumexp),
     "row_max": ("max over rows (4096, 1024)", row_max),
     "total_min": ("min of all (4096, 1024)", total_min),
 }
