@@ -538,8 +538,7 @@ def _signed_zero_extreme(ufunc: np.ufunc) -> Callable:
     is_max = ufunc is np.maximum
 
     def extreme(x, y):
-        with np.errstate(all="ignore"):  # (XLA never warns)
-            out = ufunc(x, y)
+        out = ufunc(x, y)
         dt = out.dtype
         if dt.kind != "f" and dt != dtypes.bfloat16:
             return out
@@ -549,11 +548,10 @@ def _signed_zero_extreme(ufunc: np.ufunc) -> Callable:
             # A tie of zeros: x + y is +0 unless both are -0 (a maximum); a minimum's
             # mirror image is -0 unless both are +0.
             tie = (np.asarray(x) == 0) & (np.asarray(y) == 0)
-            with np.errstate(all="ignore"):
-                out = np.where(tie, np.add(x, y) if is_max
-                               else np.negative(np.negative(x) - y), out)
+            out = np.where(tie, np.add(x, y) if is_max else np.negative(np.negative(x) - y),
+                           out)
         return out
-    return extreme
+    return quiet(extreme)  # (XLA never warns)
 
 
 signed_zero_maximum = _signed_zero_extreme(np.maximum)

@@ -25,7 +25,6 @@ from ember.numpy.sorting import argsort, searchsorted, unique
 # ---------------------------------------------------------------- helpers
 
 
-
 def _flat(x: Any) -> Any:
     return lax.reshape(x, (x.size,))
 
@@ -42,7 +41,6 @@ def _concrete_bool(fn: str, name: str, value: Any) -> bool:
     value = core.concrete_or_error(
         value, f"The error occurred because of argument '{name}' of jnp.{fn}.")
     return bool(value)
-
 
 
 def _as_weak(x: Any, weak: bool) -> Any:

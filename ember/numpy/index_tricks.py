@@ -47,7 +47,6 @@ from ember.numpy.ufuncs import clip, remainder, where
 # ---------------------------------------------------------------- helpers
 
 
-
 def _int32(x: Any) -> Any:
     return lax.convert_element_type(x, dtypes.int32, False)
 

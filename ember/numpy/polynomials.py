@@ -40,8 +40,6 @@ _MODES = ("full", "same", "valid")
 _LOW_FLOATS = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
 
 
-
-
 def _length(fn: str, name: str, x: Any) -> int:
     """len(x) for polynomial coefficients (a 0-d argument is a TypeError, as in JAX)."""
     if x.ndim == 0:

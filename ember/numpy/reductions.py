@@ -17,7 +17,6 @@ from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arrayl
 # ---------------------------------------------------------------- helpers
 
 
-
 def _full(shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Any:
     return lax.full(shape, value, dtype)
 

@@ -28,7 +28,6 @@ def _is_array(x: Any) -> bool:
     return isinstance(x, (Tracer, np.ndarray)) or hasattr(x, "aval")
 
 
-
 def static_int(fn: str, arg: str, x: Any) -> int:
     """A concrete integer argument (Python/NumPy int or 0-d integer array)."""
     x = core.concrete_or_error(x, f"{fn}: {arg} must be a concrete integer")

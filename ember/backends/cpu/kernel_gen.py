@@ -1314,11 +1314,6 @@ class KernelBuilder:
         for j in range(lanes):
             vec = b.insert_element(vec, xs[j] if j < n else xs[0], ir.Constant(S.I32, j))
 
-        def lanes_of(v, start, count):
-            mask = ir.Constant(ir.VectorType(S.I32, count),
-                               [ir.Constant(S.I32, start + k) for k in range(count)])
-            return b.shuffle_vector(v, v, mask)
-
         op = ">" if kind == "max" else "<"
         if S.is_float(vdt):
             def better(x, y):
@@ -1331,7 +1326,7 @@ class KernelBuilder:
         tree, width = vec, lanes
         while width > 1:  # (NaNs are ignored here and found by the mask below)
             width //= 2
-            low, high = lanes_of(tree, 0, width), lanes_of(tree, width, width)
+            low, high = _lanes_of(b, tree, 0, width), _lanes_of(b, tree, width, width)
             tree = b.select(better(high, low), high, low)
         m = b.extract_element(tree, ir.Constant(S.I32, 0))
         splat = b.shuffle_vector(
@@ -1784,9 +1779,7 @@ class LaneSums:
             v = b.load(b.bitcast(wide, vec.as_pointer()), align=64)
             while n > 1:
                 n //= 2
-                lo = b.shuffle_vector(v, v, _lane_mask(range(n)))
-                hi = b.shuffle_vector(v, v, _lane_mask(range(n, 2 * n)))
-                v = b.fadd(lo, hi)
+                v = b.fadd(_lanes_of(b, v, 0, n), _lanes_of(b, v, n, n))
             return b.extract_element(v, ir.Constant(S.I32, 0))
         values = [b.load(self._slot(wide, _c(ln))) for ln in range(self.lanes)]
         while len(values) > 1:
@@ -1796,10 +1789,11 @@ class LaneSums:
         return values[0]
 
 
-def _lane_mask(lanes) -> ir.Constant:
-    """A shufflevector mask picking ``lanes`` of its first operand."""
-    lanes = list(lanes)
-    return ir.Constant(ir.VectorType(S.I32, len(lanes)), [ir.Constant(S.I32, i) for i in lanes])
+def _lanes_of(b: ir.IRBuilder, v: ir.Value, start: int, count: int) -> ir.Value:
+    """Lanes ``start .. start + count - 1`` of the vector ``v``, as a vector of ``count``."""
+    mask = ir.Constant(ir.VectorType(S.I32, count),
+                       [ir.Constant(S.I32, start + k) for k in range(count)])
+    return b.shuffle_vector(v, v, mask)
 
 
 def lane_count(length: int) -> int:
