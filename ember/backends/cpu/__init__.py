@@ -427,7 +427,7 @@ class CpuBackend:
         # (The native key names the symbols, so it is part of the object code's key too.)
         okey = object_cache.cache_key(self.cache_key(text), f"O{opt_level}", nkey)
         if opt_level > 0 and dump is None and TIERED_COMPILATION:
-            started = self._start_tier(okey, nkey, plan, program.ir_text, opt_level)
+            started = self._start_tier(okey, nkey, plan, program, module, opt_level)
             if started is not None:
                 quick, work = started
                 later.append(work)
@@ -448,8 +448,11 @@ class CpuBackend:
 
     # ------------------------------------------------------------------ tiered compilation
 
-    def _start_tier(self, okey: str, nkey: str, plan: RunPlan, ir_text: str, opt_level: int):
-        """Compiles ``ir_text`` quickly (symbols renamed, so both versions can be loaded);
+    def _start_tier(self, okey: str, nkey: str, plan: RunPlan, program, module: Module,
+                    opt_level: int):
+        """Compiles ``program``'s IR quickly (symbols renamed, so both versions can be
+        loaded; rebuilt without short-row kernels, whose shuffles are slow to compile even
+        unoptimized, where it has some: the looped row kernels give the same bits);
         returns ``(quick plan, quick code, future of the optimized (plan, code))`` and the
         optimizing compile's work (for a background thread), or None when the optimized
         object code is at hand (memory or disk)."""
@@ -457,6 +460,8 @@ class CpuBackend:
 
         from ember.backends.cpu import llvm_support
         from ember.backends.cpu.executable import renamed_plan
+        from ember.backends.cpu.program import ProgramBuilder
+        ir_text = program.ir_text
         cache = object_cache.get_object_cache()
         with self._lock:
             if okey in self._objects:
@@ -465,10 +470,14 @@ class CpuBackend:
             return None
         prefix = plan.entry_name[:-len("_entry")]
         quick_prefix = "q" + prefix[1:]
-        # (Symbols are printed bare or quoted: ``@m..._kernel_0`` or ``@"m..._kernel_0"``.)
-        quick_ir = ir_text.replace(f'@"{prefix}_', f'@"{quick_prefix}_').replace(
-            f"@{prefix}_", f"@{quick_prefix}_")
-        quick_plan = renamed_plan(plan, prefix, quick_prefix)
+        if program.short_row_kernels:
+            quick = ProgramBuilder(module, prefix=quick_prefix, short_rows=False).build()
+            quick_ir, quick_plan = quick.ir_text, RunPlan.of(quick)
+        else:
+            # (Symbols are printed bare or quoted: ``@m..._kernel_0`` or ``@"m..._kernel_0"``.)
+            quick_ir = ir_text.replace(f'@"{prefix}_', f'@"{quick_prefix}_').replace(
+                f"@{prefix}_", f"@{quick_prefix}_")
+            quick_plan = renamed_plan(plan, prefix, quick_prefix)
         code = llvm_support.compile_ir(quick_ir, opt_level=0).object_code
         quick_lib = llvm_support.LoadedObject(code)
         self.stats["quick_compiled"] += 1

@@ -404,6 +404,7 @@ class ElementEmitter:
             shared += 1
         if index.multi is None or shared == 0:
             return Index(src, linear=index.get_linear(self.b))
+        # (A reshape keeps linear positions: a known linear index carries over.)
         s_lead, d_lead = s_pos[:len(s_pos) - shared], d_pos[:len(d_pos) - shared]
         multi = [_c(0)] * len(src)
         for s, d in zip(s_pos[len(s_lead):], d_pos[len(d_lead):]):
@@ -413,7 +414,7 @@ class ElementEmitter:
             moved = Index([src[s] for s in s_lead], linear=lead.get_linear(self.b))
             for s, v in zip(s_lead, moved.get_multi(self.b)):
                 multi[s] = v
-        return Index(src, multi=tuple(multi))
+        return Index(src, multi=tuple(multi), linear=index.linear)
 
     def _affine(self, i, scale, offset):
         b = self.b
@@ -508,16 +509,20 @@ def _assume(b: ir.IRBuilder, condition: ir.Value) -> None:
     b.call(fn, [condition])
 
 
-def _loop_id(module: ir.Module, unroll: bool, vectorize: bool):
+def _loop_id(module: ir.Module, unroll: bool, vectorize: bool, width: int | None = None):
     """A new loop ID (``!N = !{!N, !{"llvm.loop.unroll.disable"}, ...}``: a loop ID's first
-    operand is the node itself, which llvmlite cannot build, so it is patched in)."""
+    operand is the node itself, which llvmlite cannot build, so it is patched in). ``width``
+    asks the vectorizer for that many lanes."""
     hints = []
     if not unroll:
         hints.append(module.add_metadata([ir.MetaDataString(module,
                                                             "llvm.loop.unroll.disable")]))
-    if not vectorize:
+    if not vectorize or width is not None:
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                          ir.Constant(ir.IntType(1), 0)]))
+                                          ir.Constant(ir.IntType(1), int(vectorize))]))
+    if vectorize and width is not None:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.width"),
+                                          ir.Constant(S.I32, width)]))
     loop_id = module.add_metadata([ir.MetaDataString(module, f"ember.loop.{len(module.metadata)}"),
                                    *hints])
     loop_id.operands = (loop_id, *hints)
@@ -539,11 +544,12 @@ class Loops:
             slot.align = align
             return slot
 
-    def loop(self, lo, hi, body, name="i", unroll=True, vectorize=True):
+    def loop(self, lo, hi, body, name="i", unroll=True, vectorize=True, width=None):
         """Emits ``for i in [lo, hi): body(i)``; ``unroll=False`` tells LLVM not to unroll
         it (a loop of constant trip count around a vectorizable loop: unrolled first, the
         copies of the inner loop no longer vectorize as one); ``vectorize=False`` not to
-        vectorize it (a loop whose body, once unrolled, vectorizes across its elements)."""
+        vectorize it (a loop whose body, once unrolled, vectorizes across its elements);
+        ``width`` to vectorize it with that many lanes."""
         b = self.b
         pre = b.block
         head = b.append_basic_block(f"{name}.head")
@@ -558,8 +564,8 @@ class Loops:
         body(i)
         i.add_incoming(b.add(i, _c(1), flags=("nsw", "nuw")), b.block)
         latch = b.branch(head)
-        if not unroll or not vectorize:
-            latch.set_metadata("llvm.loop", _loop_id(b.module, unroll, vectorize))
+        if not unroll or not vectorize or width is not None:
+            latch.set_metadata("llvm.loop", _loop_id(b.module, unroll, vectorize, width))
         b.position_at_end(done)
 
     def nest(self, ranges, body, prefix="d", splits=(), vectorize=True):
@@ -766,8 +772,11 @@ def _buffer_base(ptr: ir.Value, bases: set[int]) -> ir.Value:
 class KernelBuilder:
     """Builds the kernel of one fused computation into an LLVM module."""
 
-    def __init__(self, module: ir.Module, name: str, fused: Computation, module_consts):
+    def __init__(self, module: ir.Module, name: str, fused: Computation, module_consts,
+                 short_rows: bool = True):
         self.module = module
+        self.short_rows = short_rows  # (may take ``short_rows.ShortRowKernel``)
+        self.short_row_kernel = False  # (whether it did)
         self.name = name
         self.fused = fused
         self.module_consts = module_consts
@@ -802,9 +811,21 @@ class KernelBuilder:
         reduces = list({id(inst): inst for inst, _ in self.outputs
                         if inst.opcode == "reduce"}.values())
         from ember.backends.cpu.row_kernel import RowKernel, row_kernel_space
+        from ember.backends.cpu.short_rows import (
+            ShortRowKernel,
+            short_reduction_space,
+            short_row_lanes,
+        )
 
         space = row_kernel_space(self.fused)
-        if space is not None:
+        lanes = None
+        if self.short_rows:
+            short = space or (short_reduction_space(self.fused) if reduces else None)
+            lanes = short_row_lanes(self.fused, short) if short is not None else None
+        if lanes is not None:
+            self.short_row_kernel = True
+            info = ShortRowKernel(self, short, lanes).build(lo, hi)
+        elif space is not None:
             info = RowKernel(self, space).build(lo, hi)
         elif self.fused.root.opcode == "scatter":
             info = self._build_scatter(self.fused.root, lo, hi)

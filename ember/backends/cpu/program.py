@@ -154,6 +154,9 @@ class Program:
     has_entry: bool
     n_values: int
     entry_name: str
+    # Kernels vectorized across short rows (``short_rows``): their code compiles slowly,
+    # so a quick first tier rebuilds the program without them (``ProgramBuilder``).
+    short_row_kernels: int = 0
 
     @property
     def max_work(self) -> int:
@@ -164,9 +167,13 @@ class Program:
 class ProgramBuilder:
     """Turns the entry computation into a ``Program``."""
 
-    def __init__(self, module: Module, prefix: str = "m"):
+    def __init__(self, module: Module, prefix: str = "m", short_rows: bool = True):
         self.module = module
         self.prefix = prefix  # makes every symbol unique in the process's shared engine
+        # Whether row fusions over short rows may take ``short_rows.ShortRowKernel`` (same
+        # results as the looped row kernel, bit for bit: faster code, slower to compile).
+        self.short_rows = short_rows
+        self.short_row_kernels = 0
         self.entry = module.entry
         self.ir_module = ir.Module(name="ember")
         self.consts = ConstantPool(self.ir_module, prefix)
@@ -218,7 +225,7 @@ class ProgramBuilder:
         arena = max(offsets.values(), default=0)
         return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
                        len(comp.parameters), outputs, output_shapes, arena, has_entry,
-                       self.n_values, self.entry_name)
+                       self.n_values, self.entry_name, self.short_row_kernels)
 
     # ------------------------------------------------------------------ buffers
 
@@ -298,7 +305,11 @@ class ProgramBuilder:
         name = f"{self.prefix}_kernel_{self.kernel_count}"
         self.kernel_count += 1
         try:
-            return KernelBuilder(self.ir_module, name, fused, self.consts.typed_pointer).build()
+            kb = KernelBuilder(self.ir_module, name, fused, self.consts.typed_pointer,
+                               short_rows=self.short_rows)
+            info = kb.build()
+            self.short_row_kernels += kb.short_row_kernel
+            return info
         except UnsupportedOp:
             self.ir_module.globals.pop(name, None)
             return None
