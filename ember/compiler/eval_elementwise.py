@@ -136,6 +136,34 @@ def native_first(opcode: str, impl: Callable) -> Callable:
     return wrapped
 
 
+def native_binary_first(opcode: str, impl: Callable) -> Callable:
+    """The binary ``impl`` of HLO ``opcode``, running the registered native kernel instead
+    where there is one for the operands' dtype and layout (the kernel returns None for a
+    layout it has no loop for). ``.native_kernel(dtype)`` gives that combination as one
+    function of (x, y), or None (the eager fast path calls it directly)."""
+    kernels: dict[np.dtype, Callable | None] = {}
+
+    def native_kernel(dt: np.dtype) -> Callable | None:
+        combined = kernels.get(dt, _UNKNOWN)
+        if combined is _UNKNOWN:
+            run = _native_math(opcode, dt) if _native_math is not None else None
+            combined = None if run is None else (
+                lambda x, y: r if (r := run(x, y)) is not None else impl(x, y))
+            if _native_math is not None:  # (decided once the backend has registered)
+                kernels[dt] = combined
+        return combined
+
+    def wrapped(x, y, **params):
+        run = kernels.get(x.dtype, _UNKNOWN)
+        if run is _UNKNOWN:
+            run = native_kernel(x.dtype)
+        return impl(x, y, **params) if run is None else run(x, y)
+
+    wrapped.__name__ = getattr(impl, "__name__", "kernel")
+    wrapped.native_kernel = native_kernel
+    return wrapped
+
+
 # --------------------------------------------------------------------------- arithmetic
 
 

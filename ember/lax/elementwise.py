@@ -1061,6 +1061,8 @@ for _prim in (exp_p, expm1_p, log_p, log1p_p, rsqrt_p, cbrt_p, logistic_p, sin_p
               asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p, erf_p,
               erfc_p):
     _prim.def_impl(K.native_first(_OPCODES[_prim], _prim.impl))
+for _prim in (max_p, min_p):  # (XLA's order of zeros in one pass: see K.native_binary_first)
+    _prim.def_impl(K.native_binary_first(_OPCODES[_prim], _prim.impl))
 for _prim, _direction in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
                           (ge_p, "GE")):
     _prim.def_lowering(_lower_nary("compare", comparison_direction=_direction))

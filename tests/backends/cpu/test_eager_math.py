@@ -31,7 +31,9 @@ FUNCTIONS = {
     "rsqrt": (lax.rsqrt, lambda x: 1 / np.sqrt(x.astype(np.longdouble))),
     "erf": (lax.erf, np.vectorize(math.erf, otypes=[np.float64])),
     "erfc": (lax.erfc, np.vectorize(math.erfc, otypes=[np.float64])),
+    "log_plus_one": (lax.log1p, lambda x: np.log1p(x.astype(np.longdouble))),
 }
+BINARY = {"maximum": (lax.max, np.maximum), "minimum": (lax.min, np.minimum)}
 DTYPES = [np.float32, np.float64]
 
 
@@ -51,6 +53,7 @@ def _bits(a) -> np.ndarray:
 
 def test_the_tested_functions_are_the_native_ones():
     assert set(FUNCTIONS) == eager_math.OPCODES
+    assert set(BINARY) == eager_math.BINARY_OPCODES
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -165,3 +168,96 @@ def test_second_process_loads_the_kernel_from_the_disk_cache(tmp_path, shared):
     assert int(first_compiles) >= 1 and int(second_compiles) == 0
     assert first_bits == second_bits
     assert any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+def _pairs(dtype, n=4099, seed=3):
+    """Operands covering NaN, infinities, ties, and ties of zeros of either sign."""
+    rng = np.random.default_rng(seed)
+    x, y = _values(dtype, n, seed), _values(dtype, n, seed + 1)
+    zeros = np.array([0.0, -0.0], dtype)
+    k = min(400, x.size // 4)
+    for v in (x, y):
+        v[rng.choice(v.size, k, replace=False)] = rng.choice(zeros, k)
+    tie = rng.choice(x.size, k, replace=False)
+    y[tie] = x[tie]
+    return x, y
+
+
+def _extreme_reference(opcode, x, y):
+    """XLA's maximum/minimum from NumPy's: NaN where either is NaN, and a tie of zeros
+    ordered -0 below +0 (NumPy returns either zero)."""
+    ufunc = BINARY[opcode][1]
+    x, y = np.broadcast_arrays(x, y)
+    out = ufunc(x, y)
+    both_zero = (x == 0) & (y == 0)
+    signs = np.signbit(x) & np.signbit(y) if opcode == "maximum" else np.signbit(x) | np.signbit(y)
+    out[both_zero] = np.where(signs[both_zero], -0.0, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("opcode", sorted(BINARY))
+def test_binary_kernels_order_zeros_and_propagate_nan(opcode, dtype):
+    run = eager_math.kernel(opcode, np.dtype(dtype))
+    x, y = _pairs(dtype)
+    one = np.asarray(x[5])
+    cases = [(x, y), (x, one), (one, y), (x.reshape(1, -1), np.asarray([[y[9]]])),
+             (np.broadcast_to(one, y.shape), y), (x, np.array(-0.0, dtype)),
+             (np.array(0.0, dtype), y)]
+    for a, b in cases:
+        got = run(a, b)
+        want = _extreme_reference(opcode, a, b)
+        assert got is not None and got.shape == want.shape and got.dtype == dtype
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        keep = ~np.isnan(want)
+        np.testing.assert_array_equal(_bits(got[keep]), _bits(want[keep]))
+
+
+@pytest.mark.parametrize("opcode", sorted(BINARY))
+def test_binary_kernels_leave_other_layouts_to_numpy(opcode):
+    run = eager_math.kernel(opcode, np.dtype(np.float32))
+    x, y = _pairs(np.float32, n=60)
+    m = x[:64].reshape(8, 8)
+    assert run(m, m.T) is None  # (a transposed view)
+    assert run(m, y[:8]) is None  # (a broadcast row)
+    assert run(x[::2], y[::2]) is None
+    assert run(x.astype(np.float64), y.astype(np.float64)) is None  # (another dtype's kernel)
+    fn = jnp.maximum if opcode == "maximum" else jnp.minimum  # (broadcasts, as NumPy)
+    for a, b in ((m, m.T), (m, y[:8]), (x[::2], y[::2]), (m, y[:8, None])):
+        got = np.asarray(fn(jnp.asarray(a), jnp.asarray(b)))
+        want = _extreme_reference(opcode, a, b)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("opcode", sorted(BINARY))
+def test_binary_eager_equals_jit_bit_for_bit(opcode, dtype):
+    fn, _ = BINARY[opcode]
+    x, y = (jnp.asarray(v) for v in _pairs(dtype))
+    scalar = jnp.asarray(np.asarray(-0.0, dtype))
+    for a, b in ((x, y), (x, scalar), (scalar, y)):
+        eager = np.asarray(fn(a, b))
+        jitted = np.asarray(ember.jit(fn)(a, b))
+        np.testing.assert_array_equal(np.isnan(eager), np.isnan(jitted))
+        keep = ~np.isnan(eager)
+        np.testing.assert_array_equal(_bits(eager[keep]), _bits(jitted[keep]))
+    # Through the ember.numpy fast path (a Python scalar operand), called repeatedly.
+    for _ in range(3):
+        got = np.asarray(jnp.maximum(x, 0.0) if opcode == "maximum" else jnp.minimum(x, 0.0))
+        np.testing.assert_array_equal(_bits(got[~np.isnan(got)]), _bits(
+            _extreme_reference(opcode, np.asarray(x), np.zeros((), x.dtype))[~np.isnan(got)]))
+
+
+@pytest.mark.parametrize("opcode", sorted(BINARY))
+def test_binary_threaded_calls_match_pieces(opcode):
+    run = eager_math.kernel(opcode, np.dtype(np.float32))
+    n = eager_math.PARALLEL_MIN_ELEMENTS * 3 + 5
+    x, y = _pairs(np.float32, n=n, seed=5)
+    for b in (y, np.asarray(y[3])):
+        whole = run(x, b)  # split across threads
+        pieces = np.concatenate([run(x[i:i + 1000], b if b.ndim == 0 else b[i:i + 1000])
+                                 for i in range(0, n, 1000)])
+        np.testing.assert_array_equal(_bits(whole), _bits(pieces))
+    assert run(x[:0], y[:0]).shape == (0,)
+    assert run(x[:0], np.asarray(y[0])).shape == (0,)
