@@ -185,6 +185,42 @@ def row10_logsumexp(m, lax):
     return logsumexp, (x,), reference
 
 
+def row10_softmax(m, lax):
+    x = _rng().standard_normal((200000, 10)).astype(np.float32)
+
+    def softmax(x):
+        e = m.exp(x - m.max(x, axis=-1, keepdims=True))
+        return e / m.sum(e, axis=-1, keepdims=True)
+
+    def reference(x):
+        e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    return softmax, (x,), reference
+
+
+def row10_cross_entropy(m, lax):
+    rng = _rng()
+    x = rng.standard_normal((200000, 10)).astype(np.float32)
+    y = rng.integers(0, 10, 200000).astype(np.int32)
+
+    def loss(x, y):
+        top = m.max(x, axis=-1, keepdims=True)
+        lse = m.log(m.sum(m.exp(x - top), axis=-1)) + top[:, 0]
+        return m.mean(lse - m.take_along_axis(x, y[:, None], axis=-1)[:, 0])
+
+    def reference(x, y):
+        x = x.astype(np.float64)
+        top = x.max(-1, keepdims=True)
+        lse = np.log(np.exp(x - top).sum(-1)) + top[:, 0]
+        return np.mean(lse - x[np.arange(x.shape[0]), y])
+    return loss, (x, y), reference
+
+
+def row12_sum(m, lax):
+    x = _rng().standard_normal((200000, 12)).astype(np.float32)
+    return (lambda x: m.sum(x, axis=1)), (x,), lambda x: x.astype(np.float64).sum(1)
+
+
 def row32_layernorm(m, lax):
     x = _rng().standard_normal((31250, 32)).astype(np.float32)
 
@@ -301,6 +337,9 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "row100_sum": ("sum over rows of 100 (10000, 100)", row100_sum),
     "row32_layernorm": ("layernorm over rows of 32 (31250, 32)", row32_layernorm),
     "row10_logsumexp": ("logsumexp over rows of 10 (200000, 10)", row10_logsumexp),
+    "row10_softmax": ("softmax over rows of 10 (200000, 10)", row10_softmax),
+    "row10_xent": ("cross-entropy over 10 classes (200000, 10)", row10_cross_entropy),
+    "row12_sum": ("sum over rows of 12 (200000, 12)", row12_sum),
     "row_max": ("max over rows (4096, 1024)", row_max),
     "total_min": ("min of all (4096, 1024)", total_min),
 }
