@@ -222,13 +222,30 @@ def _start_thread(work: Callable[[], object]) -> None:
     threading.Thread(target=work, name="ember-parallel-runtime", daemon=True).start()
 
 
-def _make_runner(lib, name: str, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+def _run_split(ranged, pointers: list, n: int) -> None:
+    """``ranged(buffers, lo, hi)`` over ``[0, n)`` split across the cores: on the native
+    runtime, loaded from the disk cache, or built in the background while the Python pool
+    runs the ranges (the same results either way)."""
     from ember.backends.cpu import parallel_runtime, threads
+    from ember.backends.cpu.executable import _ffi
+
+    parallel_runtime.prepare(_start_thread)
+    runtime = parallel_runtime.ready()
+    bufs = _ffi.new("char*[]", pointers)
+    if runtime is not None:
+        runtime.run(ranged, _ffi.new("char**[]", [bufs]), 0, n,
+                    min(n, runtime.size * TASKS_PER_THREAD))
+    else:
+        pool = threads.pool()
+        pool.run(lambda lo, hi: ranged(bufs, lo, hi), threads.split(n, pool.size))
+
+
+def _make_runner(lib, name: str, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
     from ember.backends.cpu.executable import _ffi
 
     direct = _ffi.cast("void(*)(char*, char*, long)", lib.address(name))
     ranged = _ffi.cast("void(*)(char**, long, long)", lib.address(name + "_range"))
-    fb, new, empty, asarray = _ffi.from_buffer, _ffi.new, np.empty, np.asarray
+    fb, empty, asarray = _ffi.from_buffer, np.empty, np.asarray
 
     def run(x: np.ndarray) -> np.ndarray:
         x = asarray(x, dtype, order="C")
@@ -238,17 +255,7 @@ def _make_runner(lib, name: str, dtype: np.dtype) -> Callable[[np.ndarray], np.n
             if n:
                 direct(fb(x), fb(y), n)
             return y
-        # The native runtime: loaded from the disk cache, or built in the background while
-        # the Python pool runs the ranges (the same results either way).
-        parallel_runtime.prepare(_start_thread)
-        runtime = parallel_runtime.ready()
-        bufs = new("char*[]", [fb(x), fb(y)])
-        if runtime is not None:
-            runtime.run(ranged, new("char**[]", [bufs]), 0, n,
-                        min(n, runtime.size * TASKS_PER_THREAD))
-        else:
-            pool = threads.pool()
-            pool.run(lambda lo, hi: ranged(bufs, lo, hi), threads.split(n, pool.size))
+        _run_split(ranged, [fb(x), fb(y)], n)
         return y
 
     run._library = lib  # keeps the code loaded while the runner lives
@@ -262,12 +269,11 @@ def _broadcasts_into(small: tuple, big: tuple) -> bool:
 
 
 def _make_binary_runner(lib, name: str, dtype: np.dtype) -> Callable:
-    from ember.backends.cpu import parallel_runtime, threads
     from ember.backends.cpu.executable import _ffi
 
     direct = _ffi.cast("void(*)(char*, char*, char*, long, long)", lib.address(name))
     ranged = _ffi.cast("void(*)(char**, long, long)", lib.address(name + "_range"))
-    fb, new, empty, ndarray = _ffi.from_buffer, _ffi.new, np.empty, np.ndarray
+    fb, empty, ndarray = _ffi.from_buffer, np.empty, np.ndarray
 
     def single(v) -> np.ndarray | None:
         """``v`` as one contiguous value when all its elements are one (a size-1 array or
@@ -298,16 +304,8 @@ def _make_binary_runner(lib, name: str, dtype: np.dtype) -> Callable:
             if n:
                 direct(fb(x), fb(y), fb(out), n, layout)
             return out
-        parallel_runtime.prepare(_start_thread)
-        runtime = parallel_runtime.ready()
         code = np.array(layout, np.int64)
-        bufs = new("char*[]", [fb(x), fb(y), fb(out), fb(code)])
-        if runtime is not None:
-            runtime.run(ranged, new("char**[]", [bufs]), 0, n,
-                        min(n, runtime.size * TASKS_PER_THREAD))
-        else:
-            pool = threads.pool()
-            pool.run(lambda lo, hi: ranged(bufs, lo, hi), threads.split(n, pool.size))
+        _run_split(ranged, [fb(x), fb(y), fb(out), fb(code)], n)
         return out
 
     run._library = lib  # keeps the code loaded while the runner lives
