@@ -32,8 +32,12 @@ from ember.backends.cpu.row_kernel import RowEmitter, RowKernel
 from ember.compiler.passes.fusion import RowSpace
 
 # Rows of at most this many elements are vectorized across rows (logsumexp over (200000, 10)
-# float32: 4.4 -> 0.9 ms; rows of 16 fill a 16-lane vector along the row already).
+# float32: 4.4 -> 0.9 ms; rows of 16 fill a 16-lane vector along the row already); up to
+# ``SHORT_ROW_MAX_REDUCED`` when every output has one value per row (nothing to rearrange
+# back: logsumexp over rows of 24, ~180 instructions a row on a chain of dependent steps,
+# 1.4 -> 0.9 ms).
 SHORT_ROW_MAX = 15
+SHORT_ROW_MAX_REDUCED = 32
 SHORT_ROW_MIN = 2
 # Fusions of fewer elements keep the looped kernel: the shuffles that rearrange a block cost
 # LLVM 10-20 ms to compile, more than small arrays can win back.
@@ -48,7 +52,12 @@ def _vector_bytes() -> int:
 def short_row_lanes(fused, space: RowSpace) -> int | None:
     """The rows per vector for a short-row kernel of ``fused``, or None where the looped row
     kernel runs it (long rows, fewer rows than lanes, complex values)."""
-    if not SHORT_ROW_MIN <= space.row_size <= SHORT_ROW_MAX:
+    from ember.backends.cpu.kernel_gen import _outputs
+
+    full = any(inst.opcode != "reduce" and inst.shape.size != space.rows
+               for inst, _ in _outputs(fused))
+    longest = SHORT_ROW_MAX if full else SHORT_ROW_MAX_REDUCED
+    if not SHORT_ROW_MIN <= space.row_size <= longest:
         return None
     if space.rows * space.row_size < SHORT_ROW_MIN_WORK:
         return None
@@ -138,11 +147,12 @@ class _Stage:
     the output after the loop.
 
     The block's ``lanes * n`` elements (``n`` a row) are rearranged in registers: rows of
-    more than half a vector are loaded one vector per row (the last row from the block's
-    last vector, so nothing past the block is read) and transposed as a square
-    (``_square_transpose``: 64 shuffles for 16 lanes); shorter rows are loaded as ``n``
-    consecutive vectors and each column gathered from the vectors holding its elements
-    (``_gather_lanes``: ``n - 1`` shuffles at most)."""
+    at least half a vector are loaded one vector per row (per ``lanes`` columns of longer
+    rows; the last rows from the block's last vector, so nothing past the block is read)
+    and transposed as squares (``_square_transpose``: 64 shuffles for 16 lanes); shorter
+    rows are loaded as ``n`` consecutive vectors and each column gathered from the vectors
+    holding its elements (``_gather_lanes``: ``n - 1`` shuffles at most). Outputs (rows of
+    at most ``SHORT_ROW_MAX``) are stored by the same two methods in reverse."""
 
     def __init__(self, kernel: ShortRowKernel, row0):
         self.kernel = kernel
@@ -150,7 +160,7 @@ class _Stage:
         self.inputs: dict[int, tuple] = {}  # id(ptr) -> (ptr, buffer, dtype)
         self.outputs: dict[int, ir.Value] = {}
         n, lanes = kernel.row_size, kernel.lanes
-        self.square = lanes // 2 <= n <= lanes
+        self.square = lanes // 2 <= n <= lanes  # (outputs: by squares, else by chains)
 
     def _buffer(self, dt) -> ir.Value:
         k = self.kernel
@@ -169,22 +179,30 @@ class _Stage:
         """The ``n`` column vectors of the block of rows at ``start``."""
         n, lanes = self.kernel.row_size, self.kernel.lanes
         align = np.dtype(dt).itemsize
-        if not self.square:
+        if n < lanes // 2:
             vectors = [b.load(self._vector_at(b, start, dt, k * lanes), align=align)
                        for k in range(n)]
             return [_gather_lanes(b, vectors, [divmod(lane * n + j, lanes)
                                                for lane in range(lanes)]) for j in range(n)]
+        # Rows of more than half a vector: a vector per row (two for rows longer than a
+        # vector, each holding ``lanes`` columns), transposed as squares.
         last = lanes * n - lanes  # (the block's last whole vector)
-        rows = []
-        for row in range(lanes):
-            if row * n <= last:
-                rows.append(b.load(self._vector_at(b, start, dt, row * n), align=align))
-                continue
-            tail = b.load(self._vector_at(b, start, dt, last), align=align)
-            shift = row * n - last
-            rows.append(_gather_lanes(b, [tail], [(0, min(shift + k, lanes - 1))
-                                                  for k in range(lanes)]))
-        return _square_transpose(b, rows)[:n]
+        tail = None
+        columns = []
+        for first in range(0, n, lanes):
+            rows = []
+            for row in range(lanes):
+                offset = row * n + first
+                if offset <= last:
+                    rows.append(b.load(self._vector_at(b, start, dt, offset), align=align))
+                    continue
+                if tail is None:
+                    tail = b.load(self._vector_at(b, start, dt, last), align=align)
+                shift = offset - last  # (the row's elements from lane ``shift`` of ``tail``)
+                rows.append(_gather_lanes(b, [tail], [(0, min(shift + k, lanes - 1))
+                                                      for k in range(lanes)]))
+            columns += _square_transpose(b, rows)[:n - first]
+        return columns
 
     def _store_columns(self, b, start, dt, columns) -> None:
         """Stores the ``n`` column vectors ``columns`` as the block of rows at ``start``."""
@@ -345,11 +363,7 @@ class ShortRowKernel(RowKernel):
         init = em.emit(r.operands[1], _scalar_index())
         elements = [em.emit(r.operands[0], ix) for ix in columns]
         if simple_reducer(r.calls[0]) == "add" and S.is_float(r.dtype):
-            # LaneSums over a row of at most 16: element j alone in lane j (added to a zero
-            # lane), the lanes widened and combined by the pairwise tree of ``total``.
-            zero = ir.Constant(S.value_type(r.dtype), 0.0)
-            lanes = [kb._widen(S.round_low_float(b, b.fadd(zero, v), r.dtype))
-                     for v in elements]
+            lanes = self._lane_sums(elements, r.dtype)
             while len(lanes) > 1:
                 half = (len(lanes) + 1) // 2
                 lanes = [b.fadd(lanes[i], lanes[i + half]) if i + half < len(lanes)
@@ -359,3 +373,27 @@ class ShortRowKernel(RowKernel):
         for v in elements:
             kb._combine(r, [acc], [v])
         return kb._from_accumulator(r, b.load(acc))
+
+    def _lane_sums(self, elements, dt) -> list:
+        """The float64 lanes of ``kernel_gen.LaneSums`` over one row (one block, exact):
+        element ``j`` of the whole chunks adds into narrow lane ``j % lanes`` in order, the
+        rest into tail lanes, and each lane widens to float64 (plus its tail lane)."""
+        from ember.backends.cpu.kernel_gen import lane_count
+
+        b, kb = self.b, self.kb
+        n = len(elements)
+        count = lane_count(n)
+        full = n // count * count
+        zero = ir.Constant(S.value_type(dt), 0.0)
+
+        def add(acc, v):
+            return S.round_low_float(b, b.fadd(acc, v), dt)
+        narrow = [zero] * count
+        for j in range(full):
+            narrow[j % count] = add(narrow[j % count], elements[j])
+        lanes = [kb._widen(v) for v in narrow]
+        if n % count:
+            tail = [add(zero, v) for v in elements[full:]]
+            tail += [zero] * (count - len(tail))
+            lanes = [b.fadd(w, kb._widen(t)) for w, t in zip(lanes, tail)]
+        return lanes

@@ -108,6 +108,18 @@ def test_short_rows_match_the_looped_kernel_bitwise_and_float64_numpy(name, n):
     np.testing.assert_allclose(short.astype(np.float64), ref(x), rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("n", [16, 17, 24, 31, 32])
+def test_rows_up_to_32_when_every_output_has_one_value_per_row(n):
+    # Longer rows take short-row kernels only when nothing of the full shape is stored:
+    # each row is then loaded as two vectors and transposed as two squares.
+    x = (rng.standard_normal((83, n)) * 3).astype(np.float32)
+    (short,), (looped,), program = both(logsumexp, x)
+    same_bits(short, looped)
+    np.testing.assert_allclose(short.astype(np.float64), logsumexp64(x), rtol=2e-5, atol=2e-6)
+    if n <= 32:
+        assert ProgramBuilder(optimized(softmax, x)).build().short_row_kernels == 0
+
+
 @pytest.mark.parametrize("n", [8, 10, 15])
 def test_reductions_alone_over_short_rows(n):
     # No reduce result consumed: a reduction fusion that the short-row kernel takes from 8
@@ -131,13 +143,19 @@ def test_float_sums_add_in_lane_sums_order():
     # Cancelling pairs of huge values at random places: another order of additions gives
     # other bits. The looped kernel's order is checked against NumPy in test_row_kernels;
     # here the short-row kernel must match it on rows of every short length.
-    for n in range(2, 16):
+    # (Rows of more than 16 share lanes: float32 additions inside a lane, a tail of lanes.)
+    for n in range(2, 33):
         x = rng.standard_normal((40, n))
         for row in x:
             i, j = rng.choice(n, 2, replace=False)
             row[i], row[j] = 2.0 ** 60, -(2.0 ** 60)
         x = x.astype(np.float32)
-        (short,), (looped,), _ = both(lambda a: a - jnp.sum(a, axis=1, keepdims=True), x)
+        if n <= short_rows.SHORT_ROW_MAX:
+            (short,), (looped,), _ = both(lambda a: a - jnp.sum(a, axis=1, keepdims=True), x)
+            same_bits(short, looped)
+        # (A row kernel storing the sum itself: the maximum is read but changes nothing.)
+        (short,), (looped,), _ = both(
+            lambda a: jnp.sum(a, axis=1) * (1.0 + 0.0 * jnp.max(a, axis=1)), x)
         same_bits(short, looped)
 
 
@@ -300,21 +318,24 @@ def _guarded(values: np.ndarray, at_end: bool):
     return arr, buf
 
 
-@pytest.mark.parametrize("n", [2, 7, 8, 13, 15])
+@pytest.mark.parametrize("n", [2, 7, 8, 13, 15, 24, 32])
 @pytest.mark.parametrize("rows", [16, 33])
 def test_kernels_touch_nothing_outside_their_buffers(n, rows):
     # Inputs and outputs placed against inaccessible pages (a fault ends the test run):
     # the blocks' vector loads and stores, the last row's included, stay inside.
     x = (rng.standard_normal((rows, n))).astype(np.float32)
-    module = optimized(softmax, x)
+    f, ref = (softmax, softmax64) if n <= short_rows.SHORT_ROW_MAX else (logsumexp,
+                                                                         logsumexp64)
+    module = optimized(f, x)
     exe, program = build(module, True)
     (step,) = program.steps
     run = _kernel_runner(program, exe, step.info.name)
+    want = ref(x)
     for at_end in (True, False):
         src, keep_src = _guarded(x, at_end)
-        dst, keep_dst = _guarded(np.zeros_like(x), at_end)
+        dst, keep_dst = _guarded(np.zeros(want.shape, np.float32), at_end)
         run([src, dst], 0, rows)
-        np.testing.assert_allclose(dst, softmax64(x), rtol=2e-5, atol=2e-6)
+        np.testing.assert_allclose(dst, want, rtol=2e-5, atol=2e-6)
         del src, dst
 
 
