@@ -446,3 +446,25 @@ def test_at_apply_applies_the_function_once_per_index():
     want[:, 1:3] = np.sin(x[:, 1:3])
     np.testing.assert_allclose(window, want, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(jnp.asarray(x).at[2:2].apply(jnp.sin)), x)
+
+
+@pytest.mark.parametrize("method", ["set", "add", "multiply", "min", "max"])
+def test_updates_of_a_transposed_array(method):
+    # The evaluator copied the operand in its own (transposed) layout, and flattening that
+    # copy made a second one that took the updates: eager x.T.at[i, j].add(v) returned x.T.
+    x = np.arange(20.0, dtype=np.float32).reshape(4, 5)
+    i, j = np.array([0, 1, 4, 1]), np.array([1, 2, 3, 2])
+    v = np.array([100.0, -3.0, 7.0, 2.0], np.float32)
+    want = x.T.copy()
+    ufunc = {"set": None, "add": np.add, "multiply": np.multiply, "min": np.minimum,
+             "max": np.maximum}[method]
+    if ufunc is None:
+        want[i, j] = v
+    else:
+        ufunc.at(want, (i, j), v)
+
+    def f(a):
+        return getattr(a.T.at[i, j], method)(v)
+    np.testing.assert_array_equal(np.asarray(f(jnp.asarray(x))), want)
+    np.testing.assert_array_equal(np.asarray(ember.jit(f)(x)), want)
+    np.testing.assert_array_equal(np.asarray(ember.jit(f, backend="interpreter")(x)), want)

@@ -306,7 +306,9 @@ def _point_scatter(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray
         if not valid.all():
             idx, u = idx[valid], u[valid]
     pos, lead = _flat_positions(idx, shape, index_map, "clip" if clip else "wrap")
-    out = np.array(operand, copy=True)
+    # (C order: ``target`` must be a view of ``out``, and reshaping a copy that kept a
+    # transposed operand's layout made a second copy that took the updates instead.)
+    out = np.array(operand, copy=True, order="C")
     target = np.moveaxis(out, index_map[0], 0) if k == 1 else \
         out.reshape((-1,) + shape[len(lead):])
     if combine is None:
