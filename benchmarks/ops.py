@@ -279,6 +279,12 @@ def tiny_matmuls(m, lax):
     return (lambda a, b: a @ b), (a, b), np.matmul
 
 
+def tiny_matmuls_4x4(m, lax):
+    rng = _rng()
+    a, b = (rng.standard_normal((100_000, 4, 4)).astype(np.float32) for _ in range(2))
+    return (lambda a, b: a @ b), (a, b), np.matmul
+
+
 def _complex_pair():
     rng = _rng()
     return tuple((rng.standard_normal(1_000_000) + 1j * rng.standard_normal(1_000_000))
@@ -329,6 +335,7 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "int_matmul": ("int32 matmul (256, 256)", int_matmul),
     "repeat_tile": ("repeat + tile (1000, 1000)", repeat_tile),
     "tiny_matmuls": ("1e5 matmuls of 3x3", tiny_matmuls),
+    "tiny_matmuls_4x4": ("1e5 matmuls of 4x4", tiny_matmuls_4x4),
     "complex_mul": ("complex64 a * b + a, 1e6", complex_multiply_add),
     "complex_exp": ("complex64 exp, 1e6", complex_exp),
     "row16_argmax": ("argmax over rows of 16 (1e6, 16)", row16_argmax),

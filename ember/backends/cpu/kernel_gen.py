@@ -811,6 +811,7 @@ class KernelBuilder:
         reduces = list({id(inst): inst for inst, _ in self.outputs
                         if inst.opcode == "reduce"}.values())
         from ember.backends.cpu.row_kernel import RowKernel, row_kernel_space
+        from ember.backends.cpu.short_dots import ShortDotKernel, short_dot_lanes
         from ember.backends.cpu.short_rows import (
             ShortRowKernel,
             short_reduction_space,
@@ -818,13 +819,17 @@ class KernelBuilder:
         )
 
         space = row_kernel_space(self.fused)
-        lanes = None
+        lanes = dot_lanes = None
         if self.short_rows:
             short = space or (short_reduction_space(self.fused) if reduces else None)
             lanes = short_row_lanes(self.fused, short) if short is not None else None
+            dot_lanes = short_dot_lanes(self.fused)
         if lanes is not None:
             self.short_row_kernel = True
             info = ShortRowKernel(self, short, lanes).build(lo, hi)
+        elif dot_lanes is not None:
+            self.short_row_kernel = True
+            info = ShortDotKernel(self, dot_lanes).build(lo, hi)
         elif space is not None:
             info = RowKernel(self, space).build(lo, hi)
         elif self.fused.root.opcode == "scatter":

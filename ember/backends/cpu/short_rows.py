@@ -140,6 +140,66 @@ def _square_transpose(b: ir.IRBuilder, rows: list) -> list:
     return rows
 
 
+def _vector_at(b: ir.IRBuilder, ptr, dt, lanes: int, offset: int) -> ir.Value:
+    """A pointer to the ``lanes``-element vector at element ``offset`` of ``ptr``."""
+    vec = ir.VectorType(S.memory_type(dt), lanes)
+    return b.bitcast(b.gep(ptr, [_c(offset)], inbounds=True), vec.as_pointer())
+
+
+def load_columns(b: ir.IRBuilder, start, dt, n: int, lanes: int) -> list:
+    """The ``n`` column vectors of the ``lanes`` rows of ``n`` elements at ``start`` (lane
+    ``t`` of column ``j``: element ``j`` of row ``t``), reading nothing past those rows."""
+    align = np.dtype(dt).itemsize
+    if n < lanes // 2:
+        vectors = [b.load(_vector_at(b, start, dt, lanes, k * lanes), align=align)
+                   for k in range(n)]
+        return [_gather_lanes(b, vectors, [divmod(lane * n + j, lanes)
+                                           for lane in range(lanes)]) for j in range(n)]
+    # Rows of more than half a vector: a vector per row (two for rows longer than a
+    # vector, each holding ``lanes`` columns), transposed as squares.
+    last = lanes * n - lanes  # (the block's last whole vector)
+    tail = None
+    columns = []
+    for first in range(0, n, lanes):
+        rows = []
+        for row in range(lanes):
+            offset = row * n + first
+            if offset <= last:
+                rows.append(b.load(_vector_at(b, start, dt, lanes, offset), align=align))
+                continue
+            if tail is None:
+                tail = b.load(_vector_at(b, start, dt, lanes, last), align=align)
+            shift = offset - last  # (the row's elements from lane ``shift`` of ``tail``)
+            rows.append(_gather_lanes(b, [tail], [(0, min(shift + k, lanes - 1))
+                                                  for k in range(lanes)]))
+        columns += _square_transpose(b, rows)[:n - first]
+    return columns
+
+
+def store_columns(b: ir.IRBuilder, start, dt, n: int, lanes: int, columns: list) -> None:
+    """Stores the ``n`` column vectors ``columns`` as the ``lanes`` rows of ``n`` elements
+    at ``start``, writing nothing past those rows: transposed as one square for rows of half
+    a vector to a vector, else by chains of shuffles."""
+    align = np.dtype(dt).itemsize
+    if not lanes // 2 <= n <= lanes:
+        for v in range(n):  # lane t of vector v: element v * lanes + t = row l, column j
+            picks = [divmod(v * lanes + t, n)[::-1] for t in range(lanes)]
+            b.store(_gather_lanes(b, columns, picks),
+                    _vector_at(b, start, dt, lanes, v * lanes), align=align)
+        return
+    filler = ir.Constant(columns[0].type, None)
+    rows = _square_transpose(b, columns + [filler] * (lanes - n))
+    last = lanes * n - lanes
+    # Row vectors stored in order, each one's lanes past the row overwritten by the
+    # next; the rows that would reach past the block go into its last vector instead.
+    for row in range(lanes):
+        if row * n <= last:
+            b.store(rows[row], _vector_at(b, start, dt, lanes, row * n), align=align)
+    picks = [divmod(last + t, n) for t in range(lanes)]
+    b.store(_gather_lanes(b, rows, picks), _vector_at(b, start, dt, lanes, last),
+            align=align)
+
+
 class _Stage:
     """The stack buffers of one block of ``lanes`` rows: a column-major copy (column ``j`` at
     ``j * lanes``) of each parameter read at the row space's positions, made on first use
@@ -159,8 +219,6 @@ class _Stage:
         self.row0 = row0
         self.inputs: dict[int, tuple] = {}  # id(ptr) -> (ptr, buffer, dtype)
         self.outputs: dict[int, ir.Value] = {}
-        n, lanes = kernel.row_size, kernel.lanes
-        self.square = lanes // 2 <= n <= lanes  # (outputs: by squares, else by chains)
 
     def _buffer(self, dt) -> ir.Value:
         k = self.kernel
@@ -172,59 +230,7 @@ class _Stage:
                      inbounds=True)
 
     def _vector_at(self, b, ptr, dt, offset):
-        vec = ir.VectorType(S.memory_type(dt), self.kernel.lanes)
-        return b.bitcast(b.gep(ptr, [_c(offset)], inbounds=True), vec.as_pointer())
-
-    def _columns(self, b, start, dt) -> list:
-        """The ``n`` column vectors of the block of rows at ``start``."""
-        n, lanes = self.kernel.row_size, self.kernel.lanes
-        align = np.dtype(dt).itemsize
-        if n < lanes // 2:
-            vectors = [b.load(self._vector_at(b, start, dt, k * lanes), align=align)
-                       for k in range(n)]
-            return [_gather_lanes(b, vectors, [divmod(lane * n + j, lanes)
-                                               for lane in range(lanes)]) for j in range(n)]
-        # Rows of more than half a vector: a vector per row (two for rows longer than a
-        # vector, each holding ``lanes`` columns), transposed as squares.
-        last = lanes * n - lanes  # (the block's last whole vector)
-        tail = None
-        columns = []
-        for first in range(0, n, lanes):
-            rows = []
-            for row in range(lanes):
-                offset = row * n + first
-                if offset <= last:
-                    rows.append(b.load(self._vector_at(b, start, dt, offset), align=align))
-                    continue
-                if tail is None:
-                    tail = b.load(self._vector_at(b, start, dt, last), align=align)
-                shift = offset - last  # (the row's elements from lane ``shift`` of ``tail``)
-                rows.append(_gather_lanes(b, [tail], [(0, min(shift + k, lanes - 1))
-                                                      for k in range(lanes)]))
-            columns += _square_transpose(b, rows)[:n - first]
-        return columns
-
-    def _store_columns(self, b, start, dt, columns) -> None:
-        """Stores the ``n`` column vectors ``columns`` as the block of rows at ``start``."""
-        n, lanes = self.kernel.row_size, self.kernel.lanes
-        align = np.dtype(dt).itemsize
-        if not self.square:
-            for v in range(n):  # lane t of vector v: element v * lanes + t = row l, column j
-                picks = [divmod(v * lanes + t, n)[::-1] for t in range(lanes)]
-                b.store(_gather_lanes(b, columns, picks),
-                        self._vector_at(b, start, dt, v * lanes), align=align)
-            return
-        filler = ir.Constant(columns[0].type, None)
-        rows = _square_transpose(b, columns + [filler] * (lanes - n))
-        last = lanes * n - lanes
-        # Row vectors stored in order, each one's lanes past the row overwritten by the
-        # next; the rows that would reach past the block go into its last vector instead.
-        for row in range(lanes):
-            if row * n <= last:
-                b.store(rows[row], self._vector_at(b, start, dt, row * n), align=align)
-        picks = [divmod(last + t, n) for t in range(lanes)]
-        b.store(_gather_lanes(b, rows, picks), self._vector_at(b, start, dt, last),
-                align=align)
+        return _vector_at(b, ptr, dt, self.kernel.lanes, offset)
 
     def input(self, ptr, dt) -> ir.Value:
         """The column-major copy of the block of the parameter at ``ptr`` (filled by
@@ -239,7 +245,8 @@ class _Stage:
         lanes = self.kernel.lanes
         for ptr, buf, dt in self.inputs.values():
             align = np.dtype(dt).itemsize
-            for j, column in enumerate(self._columns(b, self._block_start(b, ptr), dt)):
+            for j, column in enumerate(load_columns(
+                    b, self._block_start(b, ptr), dt, self.kernel.row_size, lanes)):
                 b.store(column, self._vector_at(b, self._slot(b, buf), dt, j * lanes),
                         align=align)
 
@@ -261,7 +268,7 @@ class _Stage:
             align = np.dtype(dt).itemsize
             columns = [b.load(self._vector_at(b, self._slot(b, buf), dt, j * lanes),
                               align=align) for j in range(n)]
-            self._store_columns(b, self._block_start(b, kb.out_ptrs[k_out]), dt, columns)
+            store_columns(b, self._block_start(b, kb.out_ptrs[k_out]), dt, n, lanes, columns)
 
 
 class _ShortRowEmitter(RowEmitter):
