@@ -54,7 +54,10 @@ PRODUCTS = [
     ((20, 8, 2), (20, 2, 2), "bik,bkj->bij"),
     ((50, 1, 4), (50, 4, 8), "bik,bkj->bij"),
     ((21, 3, 8), (21, 8, 3), "bik,bkj->bij"),
-    ((21, 4, 8), (21, 8, 3), "bik,bkj->bij"),
+    ((40, 2, 2), (40, 2, 2), "bik,bkj->bij"),
+    ((40, 1, 4), (40, 4, 4), "bik,bkj->bij"),
+    ((40, 3, 3), (40, 3), "bik,bk->bi"),
+    ((17, 4, 4), (17, 4), "bik,bk->bi"),
     ((5, 7, 3, 3), (5, 7, 3, 3), "abik,abkj->abij"),
     ((30, 3, 4), (30, 3, 4), "bik,bjk->bij"),
     ((30, 4, 3), (30, 4, 3), "bki,bkj->bij"),
@@ -101,9 +104,9 @@ def test_nan_inf_and_signed_zeros_follow_the_looped_kernel():
 
 
 @pytest.mark.parametrize("lhs_shape, rhs_shape, reason", [
-    ((40, 2, 2), (40, 2, 2), "4 results, under half a vector"),
     ((40, 5, 5), (40, 5, 5), "25 results, over a vector"),
     ((40, 8, 8), (40, 8, 2), "64-element operand"),
+    ((40, 4, 8), (40, 8, 3), "56 operand elements together"),
     ((10, 3, 3), (10, 3, 3), "fewer batch elements than lanes"),
     ((40, 2, 12), (40, 12, 4), "12 contracted: not a small dot"),
 ])
@@ -159,8 +162,8 @@ def test_any_split_of_the_batch_gives_the_same_bits():
 
 
 @pytest.mark.parametrize("lhs_shape, rhs_shape", [((4, 4), (4, 4)), ((2, 4), (4, 4)),
-                                                  ((3, 8), (8, 3)), ((4, 8), (8, 3)),
-                                                  ((1, 4), (4, 8))])
+                                                  ((3, 8), (8, 3)), ((1, 4), (4, 8)),
+                                                  ((4, 4), (4, 1)), ((2, 2), (2, 2))])
 @pytest.mark.parametrize("batch", [16, 33])
 def test_kernels_touch_nothing_outside_their_buffers(lhs_shape, rhs_shape, batch):
     a = _values((batch, *lhs_shape), np.float32)
