@@ -404,12 +404,18 @@ def sort(rng, pool):
 
 
 def cast(rng, pool):
-    """To another dtype: float to integer saturates (NaN to 0), narrow floats round."""
+    """To another dtype: float to integer saturates (NaN to 0), narrow floats round. Float to
+    integer (through ``floor``) and to bool jump with a one-ulp change of their input, so
+    they take exact operands only (4 * (b @ b.T) one ulp below an integer in one
+    implementation of the matmul and on it in another gave integers one apart: the JAX
+    oracle, seed 802)."""
     x = _pick(rng, pool)
     x64 = ember.config.read("jax_enable_x64")
     to = rng.choice(FLOATS + INTS + (BOOL,) + (WIDE if x64 else ()))
+    if _is(x.dtype, FLOAT) and (_is(to, INT) or to == BOOL) and not x.exact:
+        return None
     if _is(x.dtype, FLOAT) and _is(to, INT):
-        return Value(jnp.floor(x.v * 4.0).astype(to), x.exact)
+        return Value(jnp.floor(x.v * 4.0).astype(to), True)
     return Value(x.v.astype(to), x.exact)
 
 
