@@ -316,19 +316,21 @@ def _digamma64(x):
     return np.where(x == np.inf, np.inf, out)
 
 
+# Giles' single-precision approximation of erf_inv ("Approximating the erfinv function",
+# 2010): erf_inv(a) ~ a * P(w) with w = -log((1 - a)(1 + a)), one polynomial in w - 2.5 below
+# w = 5 and one in sqrt(w) - 3 beyond; coefficients in ascending order.
+ERF_INV_GUESS_CENTRAL = (1.50140941, 0.246640727, -0.00417768164, -0.00125372503,
+                         0.00021858087, -4.39150654e-06, -3.5233877e-06, 3.43273939e-07,
+                         2.81022636e-08)
+ERF_INV_GUESS_TAIL = (2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
+                      -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257)
+
+
 def _erf_inv_guess(a):
-    # Giles' single-precision approximation, refined by Newton below.
+    # refined by Newton below
     w = -np.log((1 - a) * (1 + a))
-    lo = w - 2.5
-    p1 = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-              -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
-        p1 = c + p1 * lo
-    hi = np.sqrt(w) - 3
-    p2 = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        p2 = c + p2 * hi
+    p1 = np.polynomial.polynomial.polyval(w - 2.5, ERF_INV_GUESS_CENTRAL)
+    p2 = np.polynomial.polynomial.polyval(np.sqrt(w) - 3, ERF_INV_GUESS_TAIL)
     return np.where(w < 5, p1, p2) * a
 
 
@@ -342,7 +344,7 @@ def _erf_inv64(y):
         f = np.where(a_in < 0.5, _erf64(x) - a_in, (1 - a_in) - _erfc64(x))
         x = x - f / (2 / np.sqrt(np.pi) * np.exp(-x * x))
     out = np.where(inside, x, np.where(a == 1, np.inf, np.nan))
-    return np.sign(y) * out
+    return np.copysign(out, y)  # (erf_inv(-0) is -0)
 
 
 erf = special(_erf64)

@@ -1059,7 +1059,7 @@ for _prim, _opcode in _OPCODES.items():
 # (the CPU backend's vector math, the same code as jitted programs: see ``K.native_first``).
 for _prim in (exp_p, expm1_p, log_p, log1p_p, rsqrt_p, cbrt_p, logistic_p, sin_p, cos_p, tan_p,
               asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p, erf_p,
-              erfc_p):
+              erfc_p, lgamma_p, digamma_p, erf_inv_p):
     _prim.def_impl(K.native_first(_OPCODES[_prim], _prim.impl))
 for _prim in (max_p, min_p):  # (XLA's order of zeros in one pass: see K.native_binary_first)
     _prim.def_impl(K.native_binary_first(_OPCODES[_prim], _prim.impl))

@@ -214,7 +214,7 @@ _TWO_OVER_PI_HEX = (
 SUPPORTED_UNARY = frozenset({
     "exponential", "exponential_minus_one", "log", "log_plus_one", "tanh", "logistic", "sine",
     "cosine", "tan", "erf", "erfc", "cbrt", "rsqrt", "atan", "asin", "acos", "sinh", "cosh",
-    "asinh", "acosh", "atanh",
+    "asinh", "acosh", "atanh", "lgamma", "digamma", "erf_inv",
 })
 SUPPORTED_BINARY = frozenset({"power", "atan2"})
 
@@ -1212,11 +1212,24 @@ _UNARY = {
     "acos": _acos, "sinh": _sinh, "cosh": _cosh, "asinh": _asinh, "acosh": _acosh,
     "atanh": _atanh,
 }
+
+
+def _special(name: str):
+    """lgamma, digamma and erf_inv live in ``vecmath_special``, which builds on this module
+    (imported at first use, so either module can be imported first)."""
+    def impl(e: _Em, x):
+        from ember.backends.cpu import vecmath_special
+        return getattr(vecmath_special, name)(e, x)
+    return impl
+
+
+_UNARY.update({opcode: _special(opcode) for opcode in ("lgamma", "digamma", "erf_inv")})
 _BINARY = {"power": _pow, "atan2": _atan2}
-# float32 opcodes with native float32 code; the others run the float64 code and round
+# float32 opcodes with native float32 code (erf_inv: its own float64 steps, fewer than for
+# float64); the others run the float64 code and round
 _NATIVE_F32 = frozenset({"exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
                          "logistic", "sine", "cosine", "tan", "rsqrt", "exp2", "sinh",
-                         "cosh", "asinh", "acosh", "atanh", "erf", "erfc"})
+                         "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv"})
 
 
 def _float_type(fn: str, arg: str, v) -> ir.Type:
