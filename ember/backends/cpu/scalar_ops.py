@@ -414,10 +414,31 @@ def binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, dt: np.dtype,
         return compare(b, attrs["comparison_direction"], x, y, dt)
     if opcode in ("maximum", "minimum"):
         return max_min(b, x, y, dt, opcode == "maximum")
+    if opcode == "next_after":
+        if dt in LOW_FLOATS or not is_float(dt):  # (steps of float16/bfloat16's own bits)
+            raise UnsupportedOp(f"next_after on {dt}")
+        return _nextafter(b, x, y)
     if is_float(dt):
         out = _float_binary(b, opcode, x, y, y_dt)
         return round_low_float(b, out, out_dt)
     return _int_binary(b, opcode, x, y, dt)
+
+
+def _nextafter(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """numpy.nextafter: the float after x towards y (y itself when equal, NaN when either
+    is NaN, the smallest denormal with y's sign from a zero): one step of x's bits, up when
+    moving away from zero."""
+    ity = I64 if x.type == F64 else I32
+    xb = b.bitcast(x, ity)
+    away = b.icmp_unsigned("==", b.fcmp_ordered("<", x, y),
+                           b.fcmp_ordered(">", x, ir.Constant(x.type, 0.0)))
+    stepped = b.add(xb, b.select(away, ir.Constant(ity, 1), ir.Constant(ity, -1)))
+    sign = ir.Constant(ity, 1 << (ity.width - 1))
+    from_zero = b.or_(b.and_(b.bitcast(y, ity), sign), ir.Constant(ity, 1))
+    zero = b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0))
+    out = b.bitcast(b.select(zero, from_zero, stepped), x.type)
+    out = b.select(b.fcmp_ordered("==", x, y), y, out)
+    return b.select(b.fcmp_unordered("uno", x, y), ir.Constant(x.type, float("nan")), out)
 
 
 _FLOAT_BINARY = {

@@ -19,6 +19,7 @@ from ember import lax
 from ember.backends import get_backend
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import parallel_runtime, threads
+from tests.backends.cpu.helpers import optimized, x64
 
 rng = np.random.default_rng(0)
 
@@ -300,6 +301,28 @@ def test_complex_fusions_without_native_code_fall_back_to_the_evaluator():
     x = (rng.standard_normal(8) + 1j * rng.standard_normal(8)).astype(np.complex64)
     cpu, ref = both(lambda a: jnp.arcsinh(a * a + 1.0) + a ** a, x)  # (no complex asinh, pow)
     assert_close(cpu, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, jnp.bfloat16, np.float16])
+def test_nextafter_kernel_matches_numpy_bit_for_bit(dtype):
+    """A native kernel for float32/float64 (fused with its neighbours), the evaluator for
+    float16/bfloat16 (steps of their own bits)."""
+    info = jnp.finfo(dtype)
+    v = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, info.max, -info.max,
+                  info.tiny, info.smallest_subnormal, -info.smallest_subnormal, 2.5, -3.0], dtype)
+    x, y = (a.ravel() for a in np.meshgrid(v, v))
+    wide = dtype == np.float64
+    with x64(wide):
+        got = np.asarray(ember.jit(lambda a, b: lax.nextafter(a * 1, b))(x, y))
+        steps = [type(s).__name__ for s in get_backend("cpu").compile(
+            optimized(lax.nextafter, x, y)).program.steps]
+    with np.errstate(all="ignore"):
+        want = np.nextafter(x, y)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    same = (got.view(bits) == want.view(bits)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same], y[~same], got[~same], want[~same])
+    native = np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64))
+    assert ("LibraryPlan" in steps) != native, steps
 
 
 @pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
