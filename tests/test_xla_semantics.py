@@ -14,6 +14,7 @@ from ember.backends import get_backend
 from ember.backends.cpu.executable import KernelPlan
 from ember.compiler.parser import parse_module
 from ember.compiler.pipeline import optimize
+from tests.backends.cpu.helpers import x64
 from tests.bits import assert_same_bits
 
 F32 = np.float32
@@ -73,6 +74,20 @@ def test_modf_of_infinities_and_negative_integers():
         assert np.isnan(frac[:2]).all()  # inf - trunc(inf), as in JAX
         assert_same_bits(frac[2:], np.array([0.0, 0.5], F32))  # (+0 for -2.0)
         np.testing.assert_array_equal(np.asarray(whole), [np.inf, -np.inf, -2.0, 2.0])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+def test_power_of_one_half_has_c_special_values(dt):
+    # NumPy's power takes sqrt for an exponent of 1/2 (-0 and NaN below); C's pow and XLA
+    # give +0 and +inf, eagerly and under jit alike.
+    x = np.array([-0.0, 0.0, -np.inf, np.inf, 4.0], F32).astype(dt)
+    want = np.array([0.0, 0.0, np.inf, np.inf, 2.0], F32).astype(dt)
+    with x64(dt == np.float64):
+        for got in (*both(lambda v: jnp.asarray(v) ** 0.5, x),
+                    *both(lambda v: jnp.power(v, jnp.full_like(v, 0.5)), x)):
+            assert_same_bits(np.asarray(got), want)
+        assert all(np.isnan(np.asarray(g, F32)).all()
+                   for g in both(lambda v: jnp.asarray(v) ** 0.5, -np.ones(3, dt)))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16, ml_dtypes.bfloat16])

@@ -252,8 +252,15 @@ def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x ** y`` for float/complex ``x``; ``y`` of x's dtype or an integer dtype."""
     if x.dtype in LOW_FLOATS:
         yy = y.astype(np.float32) if y.dtype == x.dtype else y
-        return np.power(x.astype(np.float32), yy).astype(x.dtype)
-    return np.asarray(np.power(x, y)).astype(x.dtype, copy=False)
+        return power(x.astype(np.float32), yy).astype(x.dtype)
+    out = np.asarray(np.power(x, y)).astype(x.dtype, copy=False)
+    if x.dtype.kind == "f" and y.dtype.kind == "f":
+        # NumPy takes sqrt for an exponent of 1/2, whose -0 and -inf differ from C's pow
+        # (and XLA's): pow(-0, 0.5) is +0 and pow(-inf, 0.5) is +inf.
+        fix = (y == 0.5) & ((x == 0) | (x == -np.inf))
+        if fix.any():
+            out = np.where(fix, np.abs(x), out)
+    return out
 
 
 def clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
