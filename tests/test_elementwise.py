@@ -10,6 +10,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
+from tests.backends.cpu.helpers import x64
 
 f32 = np.float32
 
@@ -384,6 +385,34 @@ def test_frexp_ldexp_modf():
     np.testing.assert_array_equal(npa(frac), np.array([-0.5, 0.25, np.nan, 0.0], f32))
     assert not np.signbit(npa(frac)[3])
     np.testing.assert_array_equal(npa(ip), np.array([-1.0, 2.0, np.inf, -2.0], f32))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "bfloat16"])
+def test_frexp_from_the_bits_matches_numpy_on_every_kind_of_float(dt):
+    dt = np.dtype(jnp.bfloat16) if dt == "bfloat16" else np.dtype(dt)
+    info = jnp.finfo(dt)
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(500) * 2.0 ** rng.integers(-30, 30, 500),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 0.5, -2.0, float(info.max),
+                         float(info.tiny), float(info.smallest_subnormal),
+                         -3 * float(info.smallest_subnormal)]]).astype(dt)
+    wide = x.astype(np.float64)
+    want_m, want_e = np.frexp(wide)  # (exact in float64 for every narrower float)
+    with x64(dt == np.float64):
+        for m, e in (jnp.frexp(x), ember.jit(jnp.frexp)(x)):
+            m, e = npa(m), npa(e)
+            assert m.dtype == dt and e.dtype == np.int32
+            got = m.astype(np.float64)
+            np.testing.assert_array_equal(got, want_m.astype(dt).astype(np.float64))
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want_m))
+            np.testing.assert_array_equal(e, want_e)
+
+
+def test_frexp_mantissa_derivative_is_two_to_the_minus_exponent():
+    x = np.array([3.0, -0.3, 8.0, 1e-3, 1e30], f32)
+    _, e = np.frexp(x)
+    grads = ember.vmap(ember.grad(lambda v: jnp.frexp(v)[0]))(x)
+    np.testing.assert_array_equal(npa(grads), np.ldexp(np.ones_like(x), -e))
 
 
 def test_complex_ops():

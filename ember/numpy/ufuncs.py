@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax
+from ember.custom_derivatives import custom_jvp
 from ember.lax import base
 from ember.numpy._fastpath import fastpath
 from ember.numpy._util import (
@@ -556,26 +557,47 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
         (Array([0.5], dtype=float32), Array([4], dtype=int32))
     """
     (x,) = promote_args_inexact("frexp", x)
-    dt = _dt(x)
-    if dtypes.is_complex(dt):
+    if dtypes.is_complex(_dt(x)):
         raise TypeError("frexp: complex inputs are not supported")
-    w = x if dt not in (dtypes.float16, dtypes.bfloat16) else \
-        lax.convert_element_type(x, dtypes.float32)
-    special = lax.bitwise_or(lax.eq(w, 0), lax.bitwise_not(lax.is_finite(w)))
-    a = _select(special, _full(w, 1), lax.abs(w))
-    e = lax.add(lax.convert_element_type(lax.floor(lax.div(lax.log(a), _full(a, math.log(2)))),
-                                         dtypes.int32), 1)
-    m = _exp2_split(w, lax.neg(e))
-    # log2 may be off by one near powers of two: renormalize |m| into [0.5, 1).
-    big = lax.ge(lax.abs(m), 1)
-    m = _select(big, lax.mul(m, 0.5), m)
-    e = _select(big, lax.add(e, 1), e)
-    small = lax.lt(lax.abs(m), 0.5)
-    m = _select(small, lax.mul(m, 2), m)
-    e = _select(small, lax.sub(e, 1), e)
-    m = _select(special, w, m)
+    return _frexp(x)
+
+
+@custom_jvp
+def _frexp(x: Any) -> tuple[Any, Any]:
+    dt = _dt(x)
+    # From the bits: the exponent field less the bias, and the mantissa with the exponent
+    # field of [0.5, 1). Subnormals are scaled into the normal range first.
+    info = dtypes.finfo(dt)
+    width = 8 * dt.itemsize
+    int_dt = np.dtype(f"i{dt.itemsize}")
+    field_mask = (1 << info.nexp) - 1
+    half_exponent = -info.minexp  # the biased exponent field of [0.5, 1)
+    subnormal = lax.lt(lax.abs(x), _full(x, float(info.tiny)))
+    scaled = _select(subnormal, lax.mul(x, _full(x, 2.0 ** (info.nmant + 1))), x)
+    bits = lax.bitcast_convert_type(scaled, int_dt)
+    field = lax.bitwise_and(lax.shift_right_logical(bits, _full(bits, info.nmant)),
+                            _full(bits, field_mask))
+    e = lax.sub(field, _select(subnormal, _full(field, half_exponent + info.nmant + 1),
+                               _full(field, half_exponent)))
+    clear = np.array((~(field_mask << info.nmant)) & ((1 << width) - 1),
+                     f"u{dt.itemsize}").view(int_dt)
+    m_bits = lax.bitwise_or(lax.bitwise_and(bits, _full(bits, clear)),
+                            _full(bits, half_exponent << info.nmant))
+    m = lax.bitcast_convert_type(m_bits, dt)
+    special = lax.bitwise_or(lax.eq(x, _full(x, 0)), lax.bitwise_not(lax.is_finite(x)))
+    m = _select(special, x, m)
     e = _select(special, _full(e, 0), e)
-    return lax.convert_element_type(m, dt, False), e
+    return m, lax.convert_element_type(e, dtypes.int32)
+
+
+@_frexp.defjvp
+def _frexp_jvp(primals: Any, tangents: Any) -> tuple[Any, Any]:
+    # The mantissa is x * 2**-e with e piecewise constant (as in JAX); the exponent is an
+    # integer (a float0 tangent).
+    (x,), (t,) = primals, tangents
+    m, e = _frexp(x)
+    scale = lax.exp2(lax.convert_element_type(lax.neg(e), _dt(x)))
+    return (m, e), (lax.mul(t, scale), np.zeros(np.shape(e), dtypes.float0))
 
 
 def modf(x: Any, /) -> tuple[Any, Any]:
