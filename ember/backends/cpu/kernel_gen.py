@@ -913,20 +913,36 @@ class KernelBuilder:
             lo, hi = self._clamp_range(lo, hi, 1)
             with self.b.if_then(self.b.icmp_signed("<", lo, hi)):
                 for dims, ks in by_dims.items():
-                    self._output_loop(dims, ks, _c(0), _c(self._loop_extent(dims)))
+                    self._output_loop(dims, ks, _c(0), _c(self._loop_extent(dims, ks)))
             total = sum(math.prod(d) for d in by_dims)
             return KernelInfo(self.name, 1, total, ())
         dims = next(iter(by_dims))
-        extent = self._loop_extent(dims)
+        ks = list(range(len(self.outputs)))
+        extent = self._loop_extent(dims, ks)
         lo, hi = self._clamp_range(lo, hi, extent)
-        self._output_loop(dims, list(range(len(self.outputs))), lo, hi)
+        self._output_loop(dims, ks, lo, hi)
         return KernelInfo(self.name, extent, math.prod(dims) // max(extent, 1), ())
 
-    def _loop_extent(self, dims) -> int:
+    def _loop_extent(self, dims, ks) -> int:
         """The parallel dim's extent of ``_output_loop`` over ``dims``: every element when
-        the loop is flat (one linear index), else the leading dim."""
+        the loop is flat (one linear index), else the leading dim of the walk."""
         size = math.prod(dims)
-        return size if not dims or _is_flat(self.fused, size) else dims[0]
+        return size if not dims or _is_flat(self.fused, size) else \
+            self._walk(dims, ks)[0][0]
+
+    def _walk(self, dims, ks) -> tuple[tuple, list[Instruction]]:
+        """The dims the loop nest walks for outputs ``ks`` (of ``dims``) and the instruction
+        computed at each position: the outputs themselves, or, when every output is a reshape
+        merging dims of operands of one shape, those operands over their own dims (a reshape
+        keeps linear positions, so the stores land in the same places, and the operand's
+        indexing needs no division: ``jnp.repeat(x, 3)`` read ``x[i // 3]`` with vector
+        gathers, 1.6 ns an element)."""
+        roots = [self.outputs[k] for k in ks]
+        if all(leaf == 0 and inst.opcode == "reshape" for inst, leaf in roots):
+            sources = {tuple(inst.operands[0].dims) for inst, _ in roots}
+            if len(sources) == 1 and len(next(iter(sources))) > len(dims) >= 1:
+                return next(iter(sources)), [inst.operands[0] for inst, _ in roots]
+        return tuple(dims), [inst for inst, _ in roots]
 
     def _output_loop(self, dims, ks, lo, hi) -> None:
         """Computes outputs ``ks`` (all of ``dims``) over ``[lo, hi)`` of the parallel dim
@@ -940,14 +956,14 @@ class KernelBuilder:
                     self._store(k, em.emit(self.outputs[k][0], index), index)
             self.loops.loop(lo, hi, body)
             return
+        dims, roots = self._walk(dims, ks)
         ranges = [(lo, hi)] + [(_c(0), _c(d)) for d in dims[1:]]
 
         def nest_body(multi):
             em = self._emitter()
             index = Index(dims, multi=multi)
-            for k in ks:
-                self._store(k, em.emit(self.outputs[k][0], index), index)
-        roots = [self.outputs[k][0] for k in ks]
+            for k, root in zip(ks, roots):
+                self._store(k, em.emit(root, index), index)
         tiled = _transposed_dim(self.fused, dims, roots)
         if tiled is None:
             self.loops.nest(ranges, nest_body, splits=_minor_splits(roots, dims[-1]))
