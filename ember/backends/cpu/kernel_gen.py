@@ -69,6 +69,9 @@ I8P = S.I8.as_pointer()
 I8PP = I8P.as_pointer()
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I8PP, I64, I64])
 BLOCK = 1024
+# A loop fusion walks a root reshape's operand (``KernelBuilder._walk``) when that keeps at
+# least this many items (or all of them) in its parallel dim.
+WALK_MIN_EXTENT = 64
 # Lanes of a float sum (``LaneSums``): independent accumulators that the loop vectorizer maps
 # to vector registers' elements (64: four AVX-512 or eight AVX2 vectors of float32).
 LANES = 64
@@ -940,8 +943,11 @@ class KernelBuilder:
         roots = [self.outputs[k] for k in ks]
         if all(leaf == 0 and inst.opcode == "reshape" for inst, leaf in roots):
             sources = {tuple(inst.operands[0].dims) for inst, _ in roots}
-            if len(sources) == 1 and len(next(iter(sources))) > len(dims) >= 1:
-                return next(iter(sources)), [inst.operands[0] for inst, _ in roots]
+            src = next(iter(sources))
+            # (and the walk's leading dim still splits across the threads)
+            if len(sources) == 1 and len(src) > len(dims) >= 1 and \
+                    src[0] >= min(dims[0], WALK_MIN_EXTENT):
+                return src, [inst.operands[0] for inst, _ in roots]
         return tuple(dims), [inst for inst, _ in roots]
 
     def _output_loop(self, dims, ks, lo, hi) -> None:

@@ -69,3 +69,14 @@ def test_repeat_reads_without_gathers(tmp_path, monkeypatch):
     optimized = [open(p).read() for p in glob.glob(os.path.join(tmp_path, "*.llvm.opt.ll"))]
     assert optimized and all("masked.gather" not in text for text in optimized)
     assert all(" udiv " not in text and " urem " not in text for text in optimized)
+
+
+def test_a_walk_keeps_a_parallel_dim():
+    """Merging a leading unit dim away would leave one item to split: the loop walks the
+    output's own dims instead (and stays correct either way)."""
+    from ember.backends.cpu.kernel_gen import WALK_MIN_EXTENT
+    x = rng.standard_normal((1, 40_000, 3)).astype(np.float32)
+    f = ember.jit(lambda a: (a * 2.0 + 1.0).transpose(0, 2, 1).reshape(-1))
+    np.testing.assert_array_equal(np.asarray(f(x)), (x * 2.0 + 1.0).transpose(0, 2, 1)
+                                  .reshape(-1))
+    assert WALK_MIN_EXTENT > 1
