@@ -70,8 +70,8 @@ I8PP = I8P.as_pointer()
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I8PP, I64, I64])
 BLOCK = 1024
 # A loop fusion walks a root reshape's operand (``KernelBuilder._walk``) when that keeps at
-# least this many items (or all of them) in its parallel dim.
-WALK_MIN_EXTENT = 64
+# least this many items (or all of them) in its parallel dim: not a leading unit dim.
+WALK_MIN_EXTENT = 2
 # Lanes of a float sum (``LaneSums``): independent accumulators that the loop vectorizer maps
 # to vector registers' elements (64: four AVX-512 or eight AVX2 vectors of float32).
 LANES = 64
