@@ -257,9 +257,9 @@ def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f" and y.dtype.kind == "f":
         # NumPy takes sqrt for an exponent of 1/2, whose -0 and -inf differ from C's pow
         # (and XLA's): pow(-0, 0.5) is +0 and pow(-inf, 0.5) is +inf.
-        fix = (y == 0.5) & ((x == 0) | (x == -np.inf))
-        if fix.any():
-            out = np.where(fix, np.abs(x), out)
+        half = y == 0.5
+        if half.any():
+            out = np.where(half & ((x == 0) | (x == -np.inf)), np.abs(x), out)
     return out
 
 

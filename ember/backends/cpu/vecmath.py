@@ -1225,8 +1225,7 @@ def _special(name: str):
 
 _UNARY.update({opcode: _special(opcode) for opcode in ("lgamma", "digamma", "erf_inv")})
 _BINARY = {"power": _pow, "atan2": _atan2}
-# float32 opcodes with native float32 code (erf_inv: its own float64 steps, fewer than for
-# float64); the others run the float64 code and round
+# float32 opcodes with native float32 code; the others run the float64 code and round
 _NATIVE_F32 = frozenset({"exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
                          "logistic", "sine", "cosine", "tan", "rsqrt", "exp2", "sinh",
                          "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv"})

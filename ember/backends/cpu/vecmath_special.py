@@ -1,12 +1,12 @@
 """Vector math for the special functions ``lgamma``, ``digamma`` and ``erf_inv``.
 
-The same straight-line style as ``vecmath`` (whose helpers this module uses), in float64;
-float32 runs the float64 code and rounds once. Measured against mpmath (``tests/backends/
-cpu/test_vecmath_special.py``): within 4 ulp for positive arguments of ``lgamma`` and
-``digamma`` and for ``erf_inv`` (float64 up to 6 ulp where erf_inv is near 1, a ~ 0.84); for
-negative arguments the reflection formulas are accurate to a few ulp of their larger term
-(near the zeros of lgamma and digamma on the negative axis the result itself is a
-cancellation, as in every library that reflects).
+The same straight-line style as ``vecmath`` (whose helpers this module uses). lgamma and
+digamma are float64 code, which float32 runs (``vecmath._run`` converts) and rounds once;
+erf_inv has float32 code of its own. Measured against mpmath (``tests/backends/cpu/
+test_vecmath_special.py``): within 4 ulp for positive arguments of ``lgamma`` and
+``digamma`` and for ``erf_inv``; for negative arguments the reflection formulas are
+accurate to a few ulp of their larger term (near the zeros of lgamma and digamma on the
+negative axis the result itself is a cancellation, as in every library that reflects).
 
 - ``lgamma``: on [1, 2], ``(x - 1)(x - 2) R(x - 1.5)`` with ``R`` a Taylor polynomial, so the
   zeros at 1 and 2 keep their relative accuracy; below 1 one step of the recurrence
@@ -21,9 +21,9 @@ cancellation, as in every library that reflects).
   cancellation), beyond 10 the asymptotic series. Negative x: ``digamma(1 - x) - pi cot(pi
   x)`` with ``digamma(1 - x) = digamma(|x|) + 1/|x|``.
 - ``erf_inv``: Giles' single-precision approximation (a polynomial fitted here beyond it,
-  where 1 - a is under 6e-8), evaluated in float64: that is float32's result (within 2
-  ulp); float64 takes one Halley step on ``erf(x) - a`` from it (``(1 - a) - erfc(x)`` from
-  x = 1, where 1 - a is exact), which triples the guess's ~24 correct bits.
+  where 1 - a is under 6e-8): in float32 that is the result (within 4 ulp, as XLA's);
+  float64 takes one Halley step on ``erf(x) - a`` from it (``(1 - a) - erfc(x)`` from x = 1,
+  where 1 - a is exact), which triples the guess's ~24 correct bits.
 
 The Taylor coefficients were computed with mpmath at 60 digits (``_LGAMMA_R``:
 ``mpmath.taylor(lambda d: loggamma(1.5 + d) / ((d + 0.5) * (d - 0.5)), 0, 34)``;
@@ -33,8 +33,6 @@ The Taylor coefficients were computed with mpmath at 60 digits (``_LGAMMA_R``:
 from __future__ import annotations
 
 import math
-
-from llvmlite import ir
 
 from ember.backends.cpu.vecmath import (
     _PI_HI,
@@ -100,14 +98,6 @@ _ERF_INV_FAR_W = 16.0
 _ERF_INV_FAR_TAIL = (4.849906406208918, 1.010300325717611, -0.00013881020541110732,
                      -0.00021400121969289383, 7.615605270781078e-05, -2.1540958815915557e-05,
                      4.588949811708908e-06)
-
-
-def _f64(e: _Em, impl, x, *args):
-    """Runs a float64 ``impl`` for float32 ``x`` (converted up, the result rounded once)."""
-    if e.d:
-        return impl(e, x, *args)
-    d = e.other(ir.DoubleType())
-    return e.b.fptrunc(impl(d, e.b.fpext(x, d.ty), *args), e.ty)
 
 
 def _sin_cos_pi(e: _Em, f):
@@ -221,16 +211,17 @@ def _erf_inv(e: _Em, x, steps: int):
 
 
 def lgamma(e: _Em, x):
-    """log|Gamma(x)|: +inf at the poles (0 and the negative integers) and at +-inf."""
-    return _f64(e, _lgamma, x)
+    """log|Gamma(x)| of float64 ``x``: +inf at the poles (0 and the negative integers) and at
+    +-inf."""
+    return _lgamma(e, x)
 
 
 def digamma(e: _Em, x):
-    """The logarithmic derivative of Gamma: NaN at the poles (0 and the negative integers) and
-    at -inf, +inf at +inf."""
-    return _f64(e, _digamma, x)
+    """The logarithmic derivative of Gamma of float64 ``x``: NaN at the poles (0 and the
+    negative integers) and at -inf, +inf at +inf."""
+    return _digamma(e, x)
 
 
 def erf_inv(e: _Em, x):
-    """The inverse of erf: +-inf at +-1, NaN beyond."""
-    return _erf_inv(e, x, 1) if e.d else _erf_inv(e, x, 0)
+    """The inverse of erf (float32 or float64): +-inf at +-1, NaN beyond."""
+    return _erf_inv(e, x, steps=1 if e.d else 0)
