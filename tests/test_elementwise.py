@@ -212,13 +212,33 @@ def test_population_count_and_clz():
                                   [32 - (int(v) % 2 ** 32).bit_length() for v in x])
 
 
-def test_gcd_lcm_worst_case():
-    # Consecutive Fibonacci numbers are Euclid's worst case.
-    a, b = np.array([1836311903, 0, 0, -12], np.int32), np.array([1134903170, 5, 0, 18],
-                                                                    np.int32)
-    np.testing.assert_array_equal(npa(jnp.gcd(A(a), A(b))), np.gcd(a, b))
-    np.testing.assert_array_equal(npa(jnp.lcm(A([4, 0, -6], np.int32), A([6, 3, 4], np.int32))),
-                                  [12, 0, 12])
+def _pell_pairs(bits: int) -> list[tuple[int, int]]:
+    """Consecutive Pell numbers below 2**bits: the worst case of Euclid's algorithm with the
+    nearest remainder (each step divides by about 1 + sqrt(2))."""
+    p = [0, 1]
+    while 2 * p[-1] + p[-2] < 2 ** bits:
+        p.append(2 * p[-1] + p[-2])
+    return [(p[i], p[i - 1]) for i in range(len(p) - 8, len(p))]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64])
+def test_gcd_lcm_worst_cases_and_edges_match_numpy(dtype):
+    info = np.iinfo(dtype)
+    pairs = _pell_pairs(info.bits - (info.min < 0))
+    a = [p for p, _ in pairs] + [q for _, q in pairs] + [0, 0, 12, info.max, info.min]
+    b = [q for _, q in pairs] + [p for p, _ in pairs] + [5, 0, 18, info.max - 1, 6]
+    if info.min < 0:  # negative values and |INT_MIN|, which only fits as unsigned
+        a += [-12, info.min, info.min, info.min, -(2 ** (info.bits - 3)) * 3]
+        b += [18, info.min, 0, 2 ** (info.bits - 2) + 2, info.min]
+    rand = np.random.default_rng(7).integers(info.min, info.max, 300, dtype=dtype,
+                                             endpoint=True)
+    a, b = np.array(a, dtype), np.array(b, dtype)
+    a, b = np.concatenate([a, rand]), np.concatenate([b, rand[::-1] // 3])
+    with x64(info.bits == 64), np.errstate(over="ignore"):
+        for fn, ref in ((jnp.gcd, np.gcd), (jnp.lcm, np.lcm)):
+            np.testing.assert_array_equal(npa(fn(A(a), A(b))), ref(a, b))
+            np.testing.assert_array_equal(npa(ember.jit(fn)(a, b)), ref(a, b))
 
 
 # ---------------------------------------------------------------- promotion

@@ -710,16 +710,21 @@ bitwise_right_shift = _bitwise(_right_shift, "bitwise_right_shift", promote_args
 
 
 def _gcd(x1: Any, x2: Any) -> Any:
+    dt = _dt(x1)
     a, b = x1, x2
-    if not dtypes.is_unsigned(_dt(a)):
-        a, b = lax.abs(a), lax.abs(b)
-    # Euclid's algorithm unrolled for the worst case of this bit width (Fibonacci inputs).
-    steps = int(math.ceil(_dt(a).itemsize * 8 * 1.45)) + 2
+    if not dtypes.is_unsigned(dt):
+        # Magnitudes as unsigned integers, so |INT_MIN| = 2**(w-1) divides like NumPy's.
+        udt = np.dtype(f"uint{dt.itemsize * 8}")
+        a, b = (lax.bitcast_convert_type(lax.abs(v), udt) for v in (a, b))
+    # Euclid's algorithm with the nearest remainder (gcd(b, r) = gcd(b, b - r)), unrolled for
+    # its worst case: the remainders shrink by 1 + sqrt(2) per step (Pell-number inputs).
+    steps = math.ceil(dt.itemsize * 8 / math.log2(1 + math.sqrt(2))) + 2
     for _ in range(steps):
         nz = lax.ne(b, 0)
         r = lax.rem(a, _select(nz, b, _full(b, 1)))
+        r = lax.min(r, lax.sub(b, r))
         a, b = _select(nz, b, a), _select(nz, r, b)
-    return a
+    return a if a is x1 or _dt(a) == dt else lax.bitcast_convert_type(a, dt)
 
 
 def _int_args(fn: str, x1: Any, x2: Any) -> tuple[Any, Any]:

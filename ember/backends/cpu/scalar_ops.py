@@ -383,14 +383,40 @@ def _int_divide(b, x, y, dt, remainder):
         overflow = b.and_(b.icmp_signed("==", x, int_min), b.icmp_signed("==", y, minus1))
         safe_y = b.select(b.or_(y_zero, overflow), one, y)
         if remainder:
-            r = b.srem(x, safe_y)
+            r = _remainder(b, x, safe_y, signed=True)
             return b.select(y_zero, x, b.select(overflow, zero, r))
-        q = b.sdiv(x, safe_y)  # INT_MIN / -1: x / 1 = INT_MIN, the wrapped result
+        q = _quotient(b, x, safe_y, signed=True)  # INT_MIN / -1: x / 1 = INT_MIN, wrapped
         return b.select(y_zero, minus1, q)
     safe_y = b.select(y_zero, one, y)
     if remainder:
-        return b.select(y_zero, x, b.urem(x, safe_y))
-    return b.select(y_zero, minus1, b.udiv(x, safe_y))
+        return b.select(y_zero, x, _remainder(b, x, safe_y, signed=False))
+    return b.select(y_zero, minus1, _quotient(b, x, safe_y, signed=False))
+
+
+def _quotient(b, x, y, signed):
+    """``x / y`` rounded toward zero, for a nonzero ``y`` (and not ``INT_MIN / -1``).
+
+    Integers of up to 32 bits divide in floating point (float32 up to 16 bits, float64 for
+    32): vector units have no integer division, so LLVM would divide lane by lane. The float
+    quotient truncates to the exact one: the operands are exact, and the correctly rounded
+    quotient of ``|x| < 2**w`` by ``y`` is within ``2**(w - p) / |y|`` (p: the float's
+    precision, ``w - p`` at most -8) of the true one, closer than any quotient of
+    non-multiple ``x`` gets to the next integer (``1 / |y|``), so truncation cannot cross it.
+    """
+    width = x.type.width
+    if width > 32:
+        return b.sdiv(x, y) if signed else b.udiv(x, y)
+    fty = F32 if width <= 16 else F64
+    to_float = b.sitofp if signed else b.uitofp
+    q = b.fdiv(to_float(x, fty), to_float(y, fty))
+    return b.fptosi(q, x.type) if signed else b.fptoui(q, x.type)
+
+
+def _remainder(b, x, y, signed):
+    """``x - y * (x / y)`` (C's ``%``) for a nonzero ``y`` (and not ``INT_MIN % -1``)."""
+    if x.type.width > 32:
+        return b.srem(x, y) if signed else b.urem(x, y)
+    return b.sub(x, b.mul(_quotient(b, x, y, signed), y))
 
 
 def _shift(b, opcode, x, y):

@@ -108,6 +108,56 @@ def test_integer_edge_semantics(dtype, op):
     assert_close(cpu, ref)
 
 
+def _truncated_division(x, y):
+    """C's quotient and remainder with the evaluator's guards, in Python integers."""
+    q, r = [], []
+    for a, b in zip(x.tolist(), y.tolist()):
+        if b == 0:
+            q.append(-1)
+            r.append(a)
+            continue
+        t = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+        q.append(t)
+        r.append(a - t * b)
+    return q, r
+
+
+def _near_multiples(dtype, n):
+    """Large dividends just below and above multiples of the divisor: where a rounded float
+    quotient would cross an integer first."""
+    info = np.iinfo(dtype)
+    y = rng.integers(1, min(info.max, 2**20), n).astype(np.int64)
+    y[: n // 4] = rng.integers(1, 8, n // 4)
+    k = info.max // y
+    x = np.concatenate([k * y - 1, k * y, (k - 1) * y + 1, k * y + (info.max - k * y)])
+    y = np.concatenate([y] * 4)
+    if info.min < 0:
+        x, y = np.concatenate([x, -x, x, -x - 1]), np.concatenate([y, y, -y, -y])
+    return x.astype(dtype), y.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32])
+def test_integer_division_in_floating_point_is_exact(dtype):
+    # Up to 32 bits, div and rem divide in float32/float64: every quotient must truncate
+    # to the exact one. All pairs of 8-bit values; near-multiples and random pairs beyond.
+    info = np.iinfo(dtype)
+    if info.bits == 8:
+        v = np.arange(info.min, info.max + 1).astype(dtype)
+        x, y = np.repeat(v, len(v)), np.tile(v, len(v))
+    else:
+        nx, ny = _near_multiples(dtype, 4000)
+        rx = rng.integers(info.min, info.max, 20000, dtype=dtype, endpoint=True)
+        ry = rng.integers(info.min, info.max, 20000, dtype=dtype, endpoint=True)
+        ry[::50] >>= info.bits // 2  # small divisors too
+        x, y = np.concatenate([nx, rx]), np.concatenate([ny, ry])
+        x[:3], y[:3] = info.min, [-1 if info.min else 0, 0, 1]
+    q, r = ember.jit(lambda a, b: (lax.div(a, b), lax.rem(a, b)), backend="cpu")(x, y)
+    want_q, want_r = _truncated_division(x, y)
+    np.testing.assert_array_equal(np.asarray(q), np.array(want_q).astype(dtype))
+    np.testing.assert_array_equal(np.asarray(r), np.array(want_r).astype(dtype))
+
+
 def test_float_to_int_conversion_saturates():
     x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 0.5], np.float32)
     for dt in (np.int32, np.uint8, np.int8, np.uint32, np.bool_):
