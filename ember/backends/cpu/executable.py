@@ -278,6 +278,8 @@ class CpuExecutable:
             else:
                 self._steps.append((step, None))
         self._out_shapes = program.output_shapes
+        self._allocate_outputs = [buffer_pool.allocator(d, t) for d, t in self._out_shapes]
+        self._allocate_arena = buffer_pool.allocator(program.arena_bytes, np.uint8)
         self._entry = None
         self._runner = None  # the generated single-call runner (made by the second run)
         self._runner_listeners = []
@@ -383,6 +385,8 @@ class CpuExecutable:
         self._const_ptrs = other._const_ptrs
         self._steps = other._steps
         self._out_shapes = other._out_shapes
+        self._allocate_outputs = other._allocate_outputs
+        self._allocate_arena = other._allocate_arena
         self._entry = other._entry
         self.program = other.program
         self.execute_exact = (self._execute_read_only if other._entry is None
@@ -430,14 +434,15 @@ class CpuExecutable:
             lines.append(f"    {', '.join(params)}, = values")
         for a in params:
             lines.append(f"    if not {a}.flags.c_contiguous: {a} = {a}.copy(order='C')")
-        def alloc(nbytes):  # (the size check once, here, not on every call)
-            return "pooled" if buffer_pool.pooled(nbytes) else "empty"
         for i, (o, (dims, dt)) in enumerate(zip(outs, prog.output_shapes)):
-            lines.append(f"    {o} = {alloc(buffer_pool.nbytes_of(dims, dt))}(shape{i}, "
-                         f"dtype{i})")
+            # (the size check once, here, not on every call)
+            if buffer_pool.pooled(buffer_pool.nbytes_of(dims, dt)):
+                lines.append(f"    {o} = alloc{i}()")
+            else:
+                lines.append(f"    {o} = empty(shape{i}, dtype{i})")
         arena = "NULL"
         if prog.arena_bytes:
-            arena = f"fb(CHAR, {alloc(prog.arena_bytes)}(ARENA, uint8))"
+            arena = "fb(CHAR, alloc_arena())"
         call_args = [f"fb(CHAR, {v})" for v in params + outs] + [arena]
         lines.append(f"    entry({', '.join(call_args)})")
         for o in outs:
@@ -451,13 +456,13 @@ class CpuExecutable:
             else:
                 results.append(f"consts[{ref.index}]")
         lines.append(f"    return [{', '.join(results)}]")
-        env = {"empty": np.empty, "pooled": buffer_pool.empty, "uint8": np.uint8,
-               "fb": _from_buffer, "CHAR": _CHAR_ARRAY, "NULL": _ffi.NULL,
-               "entry": self._entry, "ARENA": prog.arena_bytes,
-               "consts": self._read_only_consts()}
+        env = {"empty": np.empty, "fb": _from_buffer, "CHAR": _CHAR_ARRAY, "NULL": _ffi.NULL,
+               "entry": self._entry, "consts": self._read_only_consts(),
+               "alloc_arena": buffer_pool.allocator(prog.arena_bytes, np.uint8)}
         for i, (dims, dt) in enumerate(prog.output_shapes):
             env[f"shape{i}"] = dims
             env[f"dtype{i}"] = dt
+            env[f"alloc{i}"] = buffer_pool.allocator(dims, dt)
         exec("\n".join(lines), env)  # noqa: S102 - generated from the program's own layout
         return env["run"]
 
@@ -493,8 +498,8 @@ class CpuExecutable:
         if len(args) != prog.n_params:
             raise ValueError(f"expected {prog.n_params} arguments, got {len(args)}")
         args = [_contiguous(np.asarray(a)) for a in args]
-        outs = [buffer_pool.empty(dims, dt) for dims, dt in self._out_shapes]
-        arena = buffer_pool.empty(prog.arena_bytes, np.uint8) if prog.arena_bytes else None
+        outs = [allocate() for allocate in self._allocate_outputs]
+        arena = self._allocate_arena() if prog.arena_bytes else None
         if self._entry is not None:
             self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
                         _fb(arena) if arena is not None else _ffi.NULL)
