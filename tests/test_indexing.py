@@ -433,6 +433,42 @@ def test_row_updates_scatter_whole_rows():
     np.testing.assert_allclose(np.asarray(g_u), want_u, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("idx", [np.s_[1:3], np.s_[4, 1:3], np.s_[:, 2], np.s_[-2:, 1, 0:2],
+                                 np.s_[..., 1:2], np.s_[5:1], np.s_[1, 2, 0]])
+def test_block_updates_scatter_one_window(idx):
+    # Integers and slices of step 1 update a block: one corner index, the block a window
+    # (as JAX), not one coordinate per element.
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(6, 4, 3)).astype(np.float32)
+    block = x[idx].shape
+    if 0 in block:
+        return
+    v = rng.normal(size=block).astype(np.float32)
+    closed = ember.make_jaxpr(lambda a, u: a.at[idx].add(u))(x, v)
+    scatter = closed.jaxpr.eqns[-1]
+    assert scatter.invars[1].aval.shape == (3,)  # the block's corner
+    for method, ufunc in (("set", None), ("add", np.add), ("max", np.maximum)):
+        ref = x.copy()
+        ref[idx] = v if ufunc is None else ufunc(ref[idx], v)
+        fn = lambda a, u, m=method: getattr(a.at[idx], m)(u)  # noqa: E731
+        for f in (fn, ember.jit(fn)):
+            np.testing.assert_array_equal(np.asarray(f(jnp.asarray(x), v)), ref)
+
+
+def test_block_update_at_a_traced_integer_drops_out_of_bounds():
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    f = ember.jit(lambda a, i: a.at[i, 1:3].set(-1.0))
+    for i in (0, 5, -1, -6, 6, -7, 100):
+        ref = x.copy()
+        if -6 <= i < 6:
+            ref[i, 1:3] = -1.0
+        np.testing.assert_array_equal(np.asarray(f(x, i)), ref)
+    clipped = ember.jit(lambda a, i: a.at[i, 1:3].set(-1.0, mode="clip"))(x, 9)
+    ref = x.copy()
+    ref[5, 1:3] = -1.0
+    np.testing.assert_array_equal(np.asarray(clipped), ref)
+
+
 def test_at_apply_applies_the_function_once_per_index():
     x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     want = x.copy()

@@ -434,13 +434,40 @@ def _leading_index_scatter(x: Any, entries: list[tuple]) -> tuple | None:
     return indices, s_shape + tuple(shape[p:]), dn
 
 
+def _block_scatter(x: Any, entries: list[tuple]) -> tuple | None:
+    """For ``x[idx]`` made of integers and slices of step 1 only (a block of ``x``): the
+    block's corner as the one scatter index (shape ``(ndim,)``), the block's shape without
+    the integer-indexed dims, and dimension numbers updating the block as one window; else
+    None. (``x.at[a:b].set(v)``: one coordinate, not one per element; as JAX.)"""
+    shape = core.get_aval(x).shape
+    if len(entries) != len(shape) or any(e[0] not in ("int", "dyn", "slice") for e in entries):
+        return None
+    corner, windows, inserted, block = [], [], [], []
+    for d, (e, n) in enumerate(zip(entries, shape)):
+        if e[0] == "slice":
+            start, stop, step = e[1].indices(n)
+            if step != 1:
+                return None
+            corner.append(np.asarray(start, _int_dtype()))
+            windows.append(len(block))
+            block.append(max(stop - start, 0))
+        else:
+            corner.append(_prep_index(e[1] if e[0] != "int" else np.asarray(e[1]), n, ()))
+            inserted.append(d)
+    dn = lax.ScatterDimensionNumbers(update_window_dims=tuple(windows),
+                                     inserted_window_dims=tuple(inserted),
+                                     scatter_dims_to_operand_dims=tuple(range(len(shape))))
+    return _stack_last(corner, ()), tuple(block), dn
+
+
 def _scatter_plan(x: Any, idx: Any) -> tuple:
     """The scatter indices, the indexed shape (the updates' shape) and the dimension numbers
     that update ``x[idx]``."""
     entries = _parse(core.get_aval(x).shape, idx)
-    leading = _leading_index_scatter(x, entries)
-    if leading is not None:
-        return leading
+    for plan in (_leading_index_scatter, _block_scatter):
+        found = plan(x, entries)
+        if found is not None:
+            return found
     indices, out_shape = _scatter_indices(x, entries)
     ndim = core.get_aval(x).ndim
     dn = lax.ScatterDimensionNumbers(update_window_dims=(),

@@ -776,8 +776,11 @@ class KernelBuilder:
     """Builds the kernel of one fused computation into an LLVM module."""
 
     def __init__(self, module: ir.Module, name: str, fused: Computation, module_consts,
-                 short_rows: bool = True):
+                 short_rows: bool = True, scatter_phase: str | None = None):
         self.module = module
+        # A scatter's kernel copies the operand, then applies the updates; "copy" or
+        # "update" builds one of the two (``_build_scatter``).
+        self.scatter_phase = scatter_phase
         self.short_rows = short_rows  # (may take ``short_rows.ShortRowKernel``)
         self.short_row_kernel = False  # (whether it did)
         self.name = name
@@ -1016,15 +1019,26 @@ class KernelBuilder:
     # ------------------------------------------------------------------ scatter
 
     def _build_scatter(self, inst, lo, hi) -> KernelInfo:
-        """StableHLO scatter of one operand, in one call (work item 0): the operand copied to
-        the output, then every update element in row-major order of (scatter dims, window
-        dims) combined into its position by the update computation, skipping windows not
-        wholly in bounds (no operand batching dims)."""
+        """StableHLO scatter of one operand: the operand copied to the output, then every
+        update element in row-major order of (scatter dims, window dims) combined into its
+        position by the update computation, skipping windows not wholly in bounds (no operand
+        batching dims). By default one kernel does both in one call (work item 0);
+        ``scatter_phase`` "copy" builds the copy alone, split across calls by elements, and
+        "update" the updates alone (one call, on an output already holding the operand): two
+        kernels run one after the other, so a large operand is copied by every thread."""
         b, loops, a = self.b, self.loops, inst.attrs
         if len(inst.operands) != 3 or a["input_batching_dims"]:
             raise UnsupportedOp("scatter of several operands or with batching dims")
         operand, indices, updates = inst.operands
         dims = operand.dims
+
+        def copy(i):
+            at = Index(dims, linear=i)
+            self._store(0, self._emitter().emit(operand, at), at)
+        if self.scatter_phase == "copy":
+            lo, hi = self._clamp_range(lo, hi, operand.shape.size)
+            loops.loop(lo, hi, copy, name="copy")
+            return KernelInfo(self.name, operand.shape.size, 1, ())
         window_dims = list(a["update_window_dims"])
         scatter_dims = [d for d in range(updates.shape.rank) if d not in window_dims]
         inserted = set(a["inserted_window_dims"])
@@ -1034,10 +1048,8 @@ class KernelBuilder:
         sizes = {d: updates.dims[w] for d, w in zip(kept, window_dims)}
         lo, hi = self._clamp_range(lo, hi, 1)
         with b.if_then(b.icmp_signed("<", lo, hi)):
-            def copy(i):
-                at = Index(dims, linear=i)
-                self._store(0, self._emitter().emit(operand, at), at)
-            loops.loop(_c(0), _c(operand.shape.size), copy, name="copy")
+            if self.scatter_phase != "update":
+                loops.loop(_c(0), _c(operand.shape.size), copy, name="copy")
 
             def update(position):
                 multi = [None] * updates.shape.rank
@@ -1068,7 +1080,8 @@ class KernelBuilder:
                     S.store(b, new, ptr, inst.dtype)
             order = scatter_dims + window_dims
             loops.nest([(_c(0), _c(updates.dims[d])) for d in order], update, prefix="u")
-        return KernelInfo(self.name, 1, operand.shape.size + updates.shape.size, ())
+        copied = operand.shape.size if self.scatter_phase != "update" else 0
+        return KernelInfo(self.name, 1, copied + updates.shape.size, ())
 
     # ------------------------------------------------------------------ concatenates
 
