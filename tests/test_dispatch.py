@@ -51,7 +51,7 @@ def _custom_call_primitive(target):
 hold_p = _custom_call_primitive("test_hold")
 fail_p = _custom_call_primitive("test_fail")
 
-BIG = 1 << 20  # 4 MiB of float32: far above the inline limit
+BIG = 1 << 22  # 16 MiB of float32: above the inline limit (INLINE_BYTES_LIMIT)
 
 
 @pytest.fixture(autouse=True)
@@ -118,6 +118,20 @@ def test_inline_limit_is_read_at_compile_time(monkeypatch):
     assert not y.is_ready()
     _GATE.set()
     np.testing.assert_array_equal(y, [0.0, 0.0, 0.0, 0.0])
+
+
+def test_inline_runs_are_the_short_ones():
+    # Estimated from the cost analysis: a 1e6-element sum (4 MB read, ~120 µs) runs inline;
+    # a tanh of as many elements (transcendental) or a 24 MB add is dispatched.
+    def inline(f, n):
+        closed = ember.make_jaxpr(f)(jnp.zeros(n))
+        return dispatch.compile_closed_jaxpr(closed, "f").inline
+    assert inline(jnp.sum, 10**6)
+    assert not inline(lambda v: jnp.tanh(v).sum(), 10**6)
+    assert not inline(lambda v: v + 1.0, 3 * 10**6)
+    assert inline(lambda v: v + 1.0, 10**4)
+    cost = {"bytes accessed": 4e6, "flops": 1e6, "transcendentals": 0.0}
+    assert 100 < dispatch.estimated_microseconds(cost) < dispatch.INLINE_MAX_MICROSECONDS
 
 
 def test_pending_arrays_work_everywhere():

@@ -5,8 +5,8 @@
 that takes and returns ``ember.Array``s. Dispatch is asynchronous: a call queues the work on
 the device's worker thread and returns pending arrays at once; using their value waits (see
 ``Array._resolve``), and an error raised by the executable surfaces there. Executables whose
-estimated memory traffic is tiny run inline on the calling thread instead, where a thread
-hand-off would cost more than the work.
+estimated run time is short (``INLINE_MAX_MICROSECONDS``) run inline on the calling thread
+instead, where the thread hand-offs would cost a large part of the work.
 
 ``EMBER_DUMP_TO=dir`` (read at each compile) writes ``<name>.<n>.jaxpr.txt`` and the HLO
 before and after every pass (``<name>.<n>.<stage>.hlo.txt``).
@@ -39,8 +39,24 @@ from ember.config import config
 from ember.interpreters.pjit import pjit_p
 from ember.runtime.array import Array
 
-# Executables that read and write less than this many bytes run on the calling thread.
-INLINE_BYTES_LIMIT = 1 << 20
+# Executables estimated to run for less than this many microseconds run on the calling
+# thread: a call that is then waited for pays ~30 µs for the two thread hand-offs of
+# asynchronous dispatch (jnp.sum of 1e6 float32, called and waited for: 82 µs async, 52
+# inline), and a shorter run leaves the caller little to overlap with it.
+INLINE_MAX_MICROSECONDS = 200.0
+# The estimate (``estimated_microseconds``): memory traffic, arithmetic and transcendental
+# functions at rates measured on a 2-core machine (per microsecond), and a cap on the bytes.
+_BYTES_PER_US = 40e3
+_FLOPS_PER_US = 50e3
+_TRANSCENDENTALS_PER_US = 4e3
+INLINE_BYTES_LIMIT = 16 << 20
+
+
+def estimated_microseconds(cost: dict) -> float:
+    """A rough run time of a program with this cost analysis."""
+    return (cost.get("bytes accessed", 0.0) / _BYTES_PER_US
+            + cost.get("flops", 0.0) / _FLOPS_PER_US
+            + cost.get("transcendentals", 0.0) / _TRANSCENDENTALS_PER_US)
 
 _ndarray = np.ndarray
 _new_array = object.__new__
@@ -191,7 +207,8 @@ class LoadedExecutable:
         self.out_avals = out_avals
         self.consts = consts
         self.cost = cost
-        self.inline = cost.get("bytes accessed", 0.0) < INLINE_BYTES_LIMIT
+        self.inline = (cost.get("bytes accessed", 0.0) < INLINE_BYTES_LIMIT
+                       and estimated_microseconds(cost) < INLINE_MAX_MICROSECONDS)
         # Backends may offer ``execute_exact``: outputs already of the exact dtypes and shapes,
         # read-only (the CPU backend's generated single-call runner).
         self._exact_run = getattr(executable, "execute_exact", None)
