@@ -8,6 +8,7 @@ there the bound is 4 ulp of the larger term (what any reflecting implementation 
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -55,7 +56,8 @@ def _log_uniform(rng, lo, hi, n):
 
 
 def _points(opcode: str, dtype, region: str) -> np.ndarray:
-    rng = np.random.default_rng(hash((opcode, region)) % 2**32)
+    # (a fixed seed per case: str hashes change from process to process)
+    rng = np.random.default_rng(zlib.crc32(f"{opcode} {region}".encode()))
     n = 1500
     if opcode == "erf_inv":
         x = {"central": rng.uniform(-1, 1, n),
@@ -65,7 +67,8 @@ def _points(opcode: str, dtype, region: str) -> np.ndarray:
     else:
         x = {"tiny": _log_uniform(rng, 1e-300 if dtype == np.float64 else 1e-40, 1e-3, n // 4),
              "(0, 3)": np.concatenate([rng.uniform(0, 3, n), 1 + rng.uniform(-1e-6, 1e-6, 100),
-                                       2 + rng.uniform(-1e-6, 1e-6, 100)]),
+                                       2 + rng.uniform(-1e-6, 1e-6, 100),
+                                       2 + rng.uniform(0, 1e-3, 1500)]),
              "(3, 12)": rng.uniform(3, 12, n // 2),
              "large": _log_uniform(rng, 12, 1e300 if dtype == np.float64 else 1e36, n // 2),
              "root": 1.4616321449683622 + rng.uniform(-1e-3, 1e-3, n // 4),
@@ -85,7 +88,8 @@ def test_positive_arguments(opcode, region, dtype):
     got = kernel(opcode, dtype)(x)
     d = ulp_dist(got, reference(opcode, x))
     j = int(np.argmax(d))
-    assert d[j] <= 4, f"{opcode} {dtype.__name__} {region}: {d[j]} ulp at {x[j]!r}"
+    bound = 3 if dtype == np.float64 else 4
+    assert d[j] <= bound, f"{opcode} {dtype.__name__} {region}: {d[j]} ulp at {x[j]!r}"
 
 
 def _reflection_terms(opcode: str, x: np.ndarray) -> np.ndarray:
@@ -184,6 +188,10 @@ def test_taylor_coefficients_are_mpmaths():
         x0_hi = float(x0)
         x0_lo = float(x0 - x0_hi)
     np.testing.assert_allclose(vs._LGAMMA_R, r, rtol=1e-15, atol=0)
+    with mp.workdps(40):  # lgamma(2 + t) / t: the derivatives of log Gamma at 2
+        near_two = [float(mp.polygamma(k, 2) / mp.factorial(k + 1))
+                    for k in range(len(vs._LGAMMA_NEAR_TWO))]
+    np.testing.assert_allclose(vs._LGAMMA_NEAR_TWO, near_two, rtol=1e-15, atol=0)
     np.testing.assert_allclose(vs._DIGAMMA_ROOT, root, rtol=1e-15, atol=0)
     assert (vs._DIGAMMA_X0_HI, vs._DIGAMMA_X0_LO) == (x0_hi, x0_lo)
 
