@@ -163,9 +163,10 @@ def allocator(shape, dtype) -> Callable[[], np.ndarray]:
     size = _size_class(nbytes) + ALIGN
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if dtype.isbuiltin == 1:  # (the array interface names NumPy's own dtypes exactly)
+        typestr = dtype.str
+
         def allocate():
             return np.asarray(_Lease(_acquire(size), shape, typestr))
-        typestr = dtype.str
     else:
         def allocate():
             data = np.asarray(_Lease(_acquire(size), (nbytes,), "|u1"))

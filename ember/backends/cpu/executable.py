@@ -458,11 +458,11 @@ class CpuExecutable:
         lines.append(f"    return [{', '.join(results)}]")
         env = {"empty": np.empty, "fb": _from_buffer, "CHAR": _CHAR_ARRAY, "NULL": _ffi.NULL,
                "entry": self._entry, "consts": self._read_only_consts(),
-               "alloc_arena": buffer_pool.allocator(prog.arena_bytes, np.uint8)}
+               "alloc_arena": self._allocate_arena}
         for i, (dims, dt) in enumerate(prog.output_shapes):
             env[f"shape{i}"] = dims
             env[f"dtype{i}"] = dt
-            env[f"alloc{i}"] = buffer_pool.allocator(dims, dt)
+            env[f"alloc{i}"] = self._allocate_outputs[i]
         exec("\n".join(lines), env)  # noqa: S102 - generated from the program's own layout
         return env["run"]
 

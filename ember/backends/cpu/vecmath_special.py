@@ -162,8 +162,8 @@ def _lgamma(e: _Em, x):
     w = e.sel(neg, w_neg, e.sel(small, a, prod))
     log_w = _log(e, w)
     pos = e.sel(big, stirling, e.sel(small, e.sub(core, log_w), e.add(core, log_w)))
-    # Just above the zero at 2 the step down (lgamma(a - 1) + log(a - 1), ~0.58 t + 1.0 t
-    # for a = 2 + t) cancels to 0.42 t: 5 ulp. The series about 2 keeps t as a factor.
+    # Just above the zero at 2 the step down (lgamma(a - 1) + log(a - 1): about -0.58 t + t
+    # for a = 2 + t) cancels to 0.42 t, 5 ulp. The series about 2 keeps t as a factor.
     t2 = e.sub(a, 2.0)
     near_two = b.and_(e.cmp(">=", a, 2.0), e.cmp("<", a, 2.5))
     pos = e.sel(near_two, e.mul(t2, e.poly(t2, _LGAMMA_NEAR_TWO)), pos)
