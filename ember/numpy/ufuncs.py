@@ -724,7 +724,7 @@ def _gcd(x1: Any, x2: Any) -> Any:
         r = lax.rem(a, _select(nz, b, _full(b, 1)))
         r = lax.min(r, lax.sub(b, r))
         a, b = _select(nz, b, a), _select(nz, r, b)
-    return a if a is x1 or _dt(a) == dt else lax.bitcast_convert_type(a, dt)
+    return a if _dt(a) == dt else lax.bitcast_convert_type(a, dt)
 
 
 def _int_args(fn: str, x1: Any, x2: Any) -> tuple[Any, Any]:

@@ -292,8 +292,7 @@ class ProgramBuilder:
             if None not in infos and all(len(r) == 1 for r in inputs):
                 outs = self._result_refs(inst, assignment, offsets, output_of)
                 self.refs[id(inst)] = outs
-                steps = [KernelStep(info, [r[0] for r in inputs], outs) for info in infos]
-                return steps if len(steps) > 1 else steps[0]
+                return [KernelStep(info, [r[0] for r in inputs], outs) for info in infos]
         if inst.opcode == "dot_general" and all(len(r) == 1 for r in inputs):
             out = self._result_refs(inst, assignment, offsets, output_of)
             self.refs[id(inst)] = out
