@@ -195,14 +195,32 @@ def convert(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Va
     if is_float(dst):  # int -> float
         out = b.sitofp(x, dty) if is_signed(src) else b.uitofp(x, dty)
         return round_low_float(b, out, dst)
-    if is_float(src):  # float -> int: saturating, NaN -> 0
-        name = "fptosi.sat" if is_signed(dst) else "fptoui.sat"
-        return intrinsic(b, f"llvm.{name}.i{dty.width}.{_suffix(sty)}", dty, [x])
+    if is_float(src):
+        return _float_to_int_saturating(b, x, dst)
     if sty.width == dty.width:
         return x
     if sty.width > dty.width:
         return b.trunc(x, dty)
     return b.sext(x, dty) if is_signed(src) else b.zext(x, dty)
+
+
+def _float_to_int_saturating(b: ir.IRBuilder, x: ir.Value, dst: np.dtype) -> ir.Value:
+    """Float to integer as XLA converts: truncated, saturating out of range, NaN -> 0.
+
+    Written as compares and selects around a plain ``fptosi``/``fptoui`` of an in-range value
+    rather than LLVM's ``fptosi.sat``, which the x86 backend turns into one scalar conversion
+    per lane (float32 -> int32 on 1e6 elements: 0.94 ms against 0.17). The bounds are powers
+    of two, exact in every float type."""
+    ity, fty = value_type(dst), x.type
+    info = np.iinfo(dst)
+    lo, hi = ir.Constant(fty, float(info.min)), ir.Constant(fty, float(info.max) + 1.0)
+    below = b.fcmp_ordered("<", x, lo)
+    above = b.fcmp_ordered(">=", x, hi)
+    inside = b.and_(b.fcmp_ordered(">=", x, lo), b.fcmp_ordered("<", x, hi))  # NaN: outside
+    safe = b.select(inside, x, ir.Constant(fty, 0.0))
+    out = b.fptosi(safe, ity) if is_signed(dst) else b.fptoui(safe, ity)
+    out = b.select(above, ir.Constant(ity, int(info.max) & ((1 << ity.width) - 1)), out)
+    return b.select(below, ir.Constant(ity, int(info.min) & ((1 << ity.width) - 1)), out)
 
 
 # --------------------------------------------------------------------------- unary ops
