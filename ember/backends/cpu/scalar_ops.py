@@ -487,7 +487,7 @@ def _nextafter(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 _FLOAT_BINARY = {
     "add": ir.IRBuilder.fadd, "subtract": ir.IRBuilder.fsub, "multiply": ir.IRBuilder.fmul,
-    "divide": ir.IRBuilder.fdiv, "remainder": ir.IRBuilder.frem,
+    "divide": ir.IRBuilder.fdiv,
 }
 
 

@@ -216,7 +216,7 @@ SUPPORTED_UNARY = frozenset({
     "cosine", "tan", "erf", "erfc", "cbrt", "rsqrt", "atan", "asin", "acos", "sinh", "cosh",
     "asinh", "acosh", "atanh", "lgamma", "digamma", "erf_inv",
 })
-SUPPORTED_BINARY = frozenset({"power", "atan2"})
+SUPPORTED_BINARY = frozenset({"power", "atan2", "remainder"})
 
 _PI_HEX = "3243f6a8885a308d313198a2e03707344a4093822299f31d0082efa98ec4e6c89452821e638d0137"
 # pi to 316 bits: enough to split pi/2 and pi into double-double constants
@@ -977,6 +977,39 @@ def _atan(e: _Em, x):
     return e.sel(e.isnan(x), x, e.copysign(_atan_abs(e, e.fabs(x)), x))
 
 
+# Steps of ``_fmod_f32``: divisors |y| * 2**k, largest first. 48 bits apart, so each step's
+# quotient is below 2**48 (the first one's below 2**37: |x| < 2**128, |y| * 2**240 >= 2**91).
+_FMOD_F32_STEPS = (240, 192, 144, 96, 48, 0)
+
+
+def _fmod_f32(e: _Em, x, y):
+    """C's fmod of two float32 values, given as float64 (``e`` is float64), exactly.
+
+    ``r = |x|`` is reduced by ``s = |y| * 2**k`` for each k of ``_FMOD_F32_STEPS``; since
+    ``|y| * 2**k`` is a multiple of ``|y|``, the last step's remainder is fmod's. In a step
+    the quotient ``r / s`` is below 2**48, so ``q = trunc(r * (1/|y|) * 2**-k)`` (relative
+    error ~2**-52) is the true one or one off either way, and one correction puts
+    ``r - q*s`` into [0, s). That difference is exact (``fma``): it is a multiple of
+    ``2**min(lsb(x), lsb(s))`` below ``2*s``, and when a step changes r at all, |x| is at least
+    about s/2, so lsb(x) >= lsb(s) - 1 and the difference has at most 26 bits. The result,
+    below |y| and a multiple of float32 units of x or y, is a float32 value. The frem it
+    replaces is a libm call per element; this vectorizes."""
+    ax, ay = e.fabs(x), e.fabs(y)
+    inv = e.div(1.0, ay)
+    r = ax
+    for k in _FMOD_F32_STEPS:
+        s = e.mul(ay, 2.0 ** k)
+        q = e.call("trunc", e.mul(r, e.mul(inv, 2.0 ** -k)))
+        t = e.fma(e.neg(q), s, r)
+        fix = e.sel(e.cmp("<", t, 0.0), s, e.sel(e.cmp(">=", t, s), e.neg(s), 0.0))
+        r = e.add(t, fix)
+    out = e.copysign(r, x)
+    # y = inf: x (the loop made NaN of 0 * inf); y = 0, x = inf or NaN: NaN (from the loop)
+    y_inf = e.cmp("==", ay, math.inf)
+    x_finite = e.cmp("<", e.fabs(x), math.inf)
+    return e.sel(e.b.and_(y_inf, x_finite), x, out)
+
+
 def _atan2(e: _Em, y, x):
     """numpy.arctan2(y, x) with the C99 special cases."""
     b = e.b
@@ -1224,7 +1257,7 @@ def _special(name: str):
 
 
 _UNARY.update({opcode: _special(opcode) for opcode in ("lgamma", "digamma", "erf_inv")})
-_BINARY = {"power": _pow, "atan2": _atan2}
+_BINARY = {"power": _pow, "atan2": _atan2, "remainder": _fmod_f32}
 # float32 opcodes with native float32 code; the others run the float64 code and round
 _NATIVE_F32 = frozenset({"exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
                          "logistic", "sine", "cosine", "tan", "rsqrt", "exp2", "sinh",
@@ -1275,8 +1308,10 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
     """Emits branch-free IR computing the HLO binary ``opcode`` of scalar floats ``x``, ``y``.
 
     ``"power"`` is ``x ** y`` and ``"atan2"`` is ``numpy.arctan2(x, y)`` (HLO operand order),
-    both with NumPy's special cases. A power of the constant 2 is computed as ``exp2(y)``, a
-    constant exponent of 0, 1, 2, -1 or 1/2 without pow (``_power_of_constant``).
+    both with NumPy's special cases; ``"remainder"`` is C's ``fmod`` (float32 exact and
+    vectorizable, ``_fmod_f32``; float64 LLVM's ``frem``). A power of the constant 2 is
+    computed as ``exp2(y)``, a constant exponent of 0, 1, 2, -1 or 1/2 without pow
+    (``_power_of_constant``).
 
     Example:
         >>> z = emit_binary(builder, "atan2", lhs, rhs)  # doctest: +SKIP
@@ -1287,6 +1322,8 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
     if opcode not in SUPPORTED_BINARY:
         raise ValueError(f"emit_binary: unsupported opcode {opcode!r}; supported: "
                          f"{sorted(SUPPORTED_BINARY)}")
+    if opcode == "remainder" and not isinstance(ty, ir.FloatType):
+        return builder.frem(x, y)  # (float64: libm's fmod; _fmod_f32 needs a wider type)
     if opcode == "power" and isinstance(x, ir.Constant) and x.constant == 2.0:
         return _run(builder, ty, "exp2", _exp2, (y,))
     if opcode == "power" and isinstance(y, ir.Constant):

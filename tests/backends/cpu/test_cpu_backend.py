@@ -207,6 +207,54 @@ def test_float_to_int_saturates_in_vectorized_loops(src, tmp_path, monkeypatch):
         assert "cvttps2dq" in asm or "cvttps2udq" in asm
 
 
+def _fmod_cases(dtype, n=20000):
+    """(x, y) pairs for fmod: random bit patterns (every exponent difference), products
+    near multiples, and every pair of special values."""
+    bits = {np.float32: np.uint32, np.float16: np.uint16}[dtype]
+    info = np.iinfo(bits)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.1, 2.5, 3.0, -7.0,
+                         float(np.finfo(dtype).max), float(np.finfo(dtype).smallest_subnormal),
+                         float(np.finfo(dtype).smallest_normal)], dtype)
+
+    def random_bits():
+        return rng.integers(0, int(info.max) + 1, n, dtype=np.uint64).astype(bits).view(dtype)
+    def exponent_field(lo, hi):  # random bits with the biased exponent in [lo, hi)
+        width = np.finfo(dtype).nmant
+        mant = rng.integers(0, 1 << width, n, dtype=np.uint64)
+        exp = rng.integers(lo, hi, n, dtype=np.uint64) << np.uint64(width)
+        return (mant | exp).astype(bits).view(dtype)
+    top = 2 * np.finfo(dtype).maxexp - 2  # the largest finite biased exponent
+    y = rng.standard_normal(n).astype(dtype)
+    with np.errstate(all="ignore"):
+        multiple = (y.astype(np.float64) * rng.integers(1, 2 ** 20, n)).astype(dtype)
+    xs = [random_bits(), multiple, np.nextafter(multiple, dtype(np.inf)),
+          np.nextafter(multiple, dtype(-np.inf)), np.repeat(specials, len(specials)),
+          (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype),
+          exponent_field(top - 8, top + 1)]
+    ys = [random_bits(), y, y, y, np.tile(specials, len(specials)),
+          (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 1, n)).astype(dtype),
+          exponent_field(0, 8)]  # huge over tiny: the widest exponent differences
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_float_remainder_is_exact(dtype):
+    # Float32 fmod (and float16's, computed in float32) is exact division steps in float64
+    # (vecmath._fmod_f32), not a libm call per element: bit-for-bit NumPy's fmod, for jit
+    # and eager, and so is mod, built on it (JAX's mod: the remainder moved to the divisor's
+    # sign when nonzero; NumPy's differs on the sign of zeros).
+    x, y = _fmod_cases(dtype)
+    with np.errstate(all="ignore"):
+        rem = np.fmod(x, y)
+        mod = np.where((rem != 0) & ((rem < 0) != (y < 0)), rem + y, rem)
+    for fn, want in ((lambda a, b: lax.rem(a, b), rem), (jnp.mod, mod)):
+        for got in (ember.jit(fn, backend="cpu")(x, y), fn(jnp.asarray(x), jnp.asarray(y))):
+            got = np.asarray(got)
+            same = (got == want) & (np.signbit(got) == np.signbit(want))
+            same |= np.isnan(got) & np.isnan(want)
+            assert same.all(), (x[~same][:4], y[~same][:4], got[~same][:4], want[~same][:4])
+
+
 def test_nan_propagates_through_max_min_and_clamp():
     x = np.array([np.nan, 1.0, -0.0, np.inf], np.float32)
     y = np.array([0.0, np.nan, 0.0, -np.inf], np.float32)
