@@ -184,6 +184,33 @@ def test_negative_shape():
         jnp.ones((2.5,))
 
 
+@pytest.mark.parametrize("args,dtype", [
+    ((0, 1, 0.1), None), ((-1.5, 2.5, 0.3), np.float32), ((0, 1, 0.1), np.float16),
+    ((0, 1, 0.1), jnp.bfloat16), ((1, 7.5), None), ((2.5,), np.float16),
+    ((10, 0, -3), np.uint8), ((0, 10, 1.5), np.int32), ((3, 100, 7), np.int8),
+])
+def test_arange_is_start_plus_step_times_iota(args, dtype):
+    # JAX's values: start + step * i in the dtype (float32 for narrower floats, then
+    # rounded), one rounding per operation; e.g. arange(0, 1, 0.1)[9] is 0.90000004 where
+    # NumPy has 0.9. Integer steps wrap as the dtype does (uint8: 10 + 253 * i).
+    start, stop, step = {1: (0, *args, None), 2: (*args, None), 3: args}[len(args)]
+    out = jnp.arange(*args, dtype=dtype)
+    dt = out.dtype
+    narrow_float = dt in (np.float16, jnp.bfloat16)
+    work = np.dtype(np.float32) if narrow_float else dt
+    size = max(0, int(np.ceil((stop - start) / (1 if step is None else step))))
+    i = np.arange(size).astype(work)
+    with np.errstate(over="ignore"):
+        want = i if step is None else np.asarray(step).astype(work) * i
+        want = (np.asarray(start).astype(work) + want).astype(dt)
+    np.testing.assert_array_equal(np.asarray(out), want)
+    jaxpr = ember.make_jaxpr(lambda: jnp.arange(*args, dtype=dtype))()
+    assert "iota" in str(jaxpr) and not jaxpr.consts  # index arithmetic, not a constant
+    for backend in ("cpu", "interpreter"):  # (eager arange computes the same in NumPy)
+        jitted = ember.jit(lambda: jnp.arange(*args, dtype=dtype), backend=backend)()
+        np.testing.assert_array_equal(np.asarray(jitted), want)
+
+
 def test_arange_traced_bound():
     with pytest.raises(ConcretizationTypeError, match="arange: start must be concrete"):
         ember.make_jaxpr(lambda n: jnp.arange(n))(3)

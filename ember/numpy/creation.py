@@ -280,6 +280,12 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     """Evenly spaced values in ``[start, stop)``; integer arguments give int32, any float
     float32 (with 64-bit off). Arguments must be concrete.
 
+    As JAX computes it, from ``iota`` (so under ``jit`` the values are index arithmetic
+    inside a kernel, not a constant): ``start + step * iota`` in the result dtype (in
+    float32 for narrower floats, then rounded), ``start + iota`` without a step. Float
+    values can differ from NumPy's in the last place (``arange(0, 1, 0.1)[9]`` is
+    ``0.90000004``, as in JAX).
+
     Example:
         >>> jnp.arange(3)
         Array([0, 1, 2], dtype=int32)
@@ -288,7 +294,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     stop = None if stop is None else _static_scalar("arange", "stop", stop)
     step = None if step is None else _static_scalar("arange", "step", step)
     if any(np.iscomplexobj(v) for v in (start, stop, step) if v is not None):
-        raise TypeError("arange: complex arguments are not supported")
+        raise ValueError("arange: complex start, stop or step is not supported")
     if step is not None and step == 0:
         raise ZeroDivisionError("arange: step must not be zero (division by zero)")
     dt = _dtype_arg(dtype)
@@ -298,15 +304,25 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     if dt == dtypes.bool_:  # as JAX's iota
         raise TypeError("arange: does not accept dtype bool. Accepted dtypes are subtypes of "
                         "integer, floating, complexfloating.")
-    if stop is None and step is None:
+    if stop is None:
         start, stop = 0, start
-    step = 1 if step is None else step
-    if not core.is_eval_context() and dtypes.is_integer(dt) and start == 0 and step == 1 \
-            and float(stop).is_integer():
-        return lax.iota(dt, builtins.max(int(stop), 0))
-    with np.errstate(all="ignore"):  # rounding into float16 may overflow: JAX does not warn
-        value = np.arange(start, stop, step, dtype=dt if dt != dtypes.bfloat16 else np.float32)
-        return _concrete(value.astype(dt))
+    size = builtins.max(0, int(np.ceil((stop - start) / (1 if step is None else step))))
+    # (float16 and bfloat16 steps are taken in float32)
+    work = dt if step is None or not (dtypes.is_float(dt) and dt.itemsize < 4) else np.float32
+    if core.is_eval_context():  # the same operations in NumPy, each rounded to ``work``
+        with np.errstate(all="ignore"):
+            values = np.arange(size).astype(work)
+            if step is not None:
+                values = np.asarray(step).astype(work) * values
+            if start != 0:
+                values = np.asarray(start).astype(work) + values
+            return _concrete(values.astype(dt))
+    values = lax.iota(work, size)
+    if step is not None:
+        values = lax.mul(lax.convert_element_type(step, work), values)
+    if start != 0:
+        values = lax.add(lax.convert_element_type(start, work), values)
+    return lax.convert_element_type(values, dt)
 
 
 def _linspace_dtype(fn: str, dtype: Any, *args: Any) -> tuple[np.dtype, np.dtype]:
