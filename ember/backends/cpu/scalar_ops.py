@@ -184,7 +184,7 @@ def convert(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Va
         return b.uitofp(x, dty) if is_float(dst) else b.zext(x, dty)
     if is_float(src) and is_float(dst):
         if dst == _F16 and sty == F64:  # one rounding, straight to half
-            return b.fpext(b.fptrunc(x, HALF), F32)
+            return b.fpext(b.fptrunc(_round_to_odd_f32(b, x), HALF), F32)
         if sty == dty:
             out = x
         elif sty == F32 and dty == F64:
@@ -202,6 +202,21 @@ def convert(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Va
     if sty.width > dty.width:
         return b.trunc(x, dty)
     return b.sext(x, dty) if is_signed(src) else b.zext(x, dty)
+
+
+def _round_to_odd_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Float64 ``x`` rounded to float32 by round-to-odd: truncated, and the last bit set when
+    anything was cut off. Rounding that to half then rounds ``x`` once (float32 keeps more
+    than half's 11 bits + 2), and both steps vectorize, where LLVM's double -> half is a
+    libm call per element."""
+    t = b.fptrunc(x, F32)
+    inexact = b.fcmp_ordered("!=", b.fpext(t, F64), x)  # (NaN: false, kept as is)
+    bits = b.bitcast(t, I32)
+    # rounded away from zero (an overflow to inf too): one step back towards it
+    away = b.fcmp_ordered(">", b.fpext(fintr(b, "fabs", t), F64), fintr(b, "fabs", x))
+    bits = b.select(away, b.sub(bits, ir.Constant(I32, 1)), bits)
+    bits = b.select(inexact, b.or_(bits, ir.Constant(I32, 1)), bits)
+    return b.bitcast(bits, F32)
 
 
 def _float_to_int_saturating(b: ir.IRBuilder, x: ir.Value, dst: np.dtype) -> ir.Value:
