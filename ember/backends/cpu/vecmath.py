@@ -1004,10 +1004,16 @@ def _fmod_f32(e: _Em, x, y):
         fix = e.sel(e.cmp("<", t, 0.0), s, e.sel(e.cmp(">=", t, s), e.neg(s), 0.0))
         r = e.add(t, fix)
     out = e.copysign(r, x)
-    # y = inf: x (the loop made NaN of 0 * inf); y = 0, x = inf or NaN: NaN (from the loop)
-    y_inf = e.cmp("==", ay, math.inf)
+    # The special cases with libm's NaNs (sort and top_k order NaNs by their sign bit):
+    # y = inf gives x (the loop made NaN of 0 * inf); y = 0 or x = inf the processor's
+    # default NaN of an invalid operation, made as libm makes it, (x*y) / (x*y) (the loop's
+    # NaN has another sign); a NaN operand comes back quieted (x + x), x's first.
     x_finite = e.cmp("<", e.fabs(x), math.inf)
-    return e.sel(e.b.and_(y_inf, x_finite), x, out)
+    out = e.sel(e.b.and_(e.cmp("==", ay, math.inf), x_finite), x, out)
+    xy = e.mul(x, y)
+    invalid = e.b.or_(e.cmp("==", ay, 0.0), e.cmp("==", e.fabs(x), math.inf))
+    out = e.sel(invalid, e.div(xy, xy), out)
+    return e.sel(e.isnan(x), e.add(x, x), e.sel(e.isnan(y), e.add(y, y), out))
 
 
 def _atan2(e: _Em, y, x):
