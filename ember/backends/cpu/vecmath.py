@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 from llvmlite import ir
@@ -982,7 +982,17 @@ def _atan(e: _Em, x):
 _FMOD_F32_STEPS = (240, 192, 144, 96, 48, 0)
 
 
-def _fmod_f32(e: _Em, x, y):
+def _fmod_f32_steps(divisor: float | None) -> tuple[int, ...]:
+    """The steps needed for a constant |y| (all of them for a variable one): the first
+    quotient, below 2**128 / (|y| * 2**k), must stay under 2**48."""
+    if divisor is None:
+        return _FMOD_F32_STEPS
+    need = 128 - 48 - math.log2(divisor)  # the first step's k must be at least this
+    top = min([k for k in _FMOD_F32_STEPS if k >= need], default=_FMOD_F32_STEPS[0])
+    return tuple(k for k in _FMOD_F32_STEPS if k <= top)
+
+
+def _fmod_f32(e: _Em, x, y, divisor: float | None = None):
     """C's fmod of two float32 values, given as float64 (``e`` is float64), exactly.
 
     ``r = |x|`` is reduced by ``s = |y| * 2**k`` for each k of ``_FMOD_F32_STEPS``; since
@@ -993,22 +1003,41 @@ def _fmod_f32(e: _Em, x, y):
     ``2**min(lsb(x), lsb(s))`` below ``2*s``, and when a step changes r at all, |x| is at least
     about s/2, so lsb(x) >= lsb(s) - 1 and the difference has at most 26 bits. The result,
     below |y| and a multiple of float32 units of x or y, is a float32 value. The frem it
-    replaces is a libm call per element; this vectorizes."""
+    replaces is a libm call per element; this vectorizes.
+
+    ``divisor``: |y| when y is a constant (finite, nonzero): only the steps its quotients
+    need (3 for 2**-16 <= c < 2**32, fewer above)."""
     ax, ay = e.fabs(x), e.fabs(y)
     inv = e.div(1.0, ay)
     r = ax
-    for k in _FMOD_F32_STEPS:
+    for k in _fmod_f32_steps(divisor):
         s = e.mul(ay, 2.0 ** k)
         q = e.call("trunc", e.mul(r, e.mul(inv, 2.0 ** -k)))
         t = e.fma(e.neg(q), s, r)
         fix = e.sel(e.cmp("<", t, 0.0), s, e.sel(e.cmp(">=", t, s), e.neg(s), 0.0))
         r = e.add(t, fix)
+    return _fmod_specials(e, x, y, r)
+
+
+def _fmod_power_of_two(e: _Em, x, y, c: float):
+    """fmod by the constant ``|y| = c``, a power of two, in x's own type: one exact step,
+    ``|x| - trunc(|x| / c) * c`` (the quotient is exact; from ``|x| >= 2**24 * c``, where the
+    float32 quotient could overflow, x is a multiple of c and the remainder 0)."""
+    ax = e.fabs(x)
+    q = e.call("trunc", e.mul(ax, 1.0 / c))
+    big = e.b.and_(e.cmp(">=", ax, c * 2.0 ** 24), e.cmp("<", ax, math.inf))
+    return _fmod_specials(e, x, y, e.sel(big, 0.0, e.sub(ax, e.mul(q, c))))
+
+
+def _fmod_specials(e: _Em, x, y, r):
+    """fmod's result from ``r = fmod(|x|, |y|)`` for finite x and nonzero y, with its
+    special cases and libm's NaNs (sort and top_k order NaNs by their sign bit): y = inf
+    gives x (r is NaN there, of 0 * inf); y = 0 or x = inf the processor's default NaN of
+    an invalid operation, made as libm makes it, (x*y) / (x*y) (r's NaN may have another
+    sign); a NaN operand comes back quieted (x + x), x's first."""
     out = e.copysign(r, x)
-    # The special cases with libm's NaNs (sort and top_k order NaNs by their sign bit):
-    # y = inf gives x (the loop made NaN of 0 * inf); y = 0 or x = inf the processor's
-    # default NaN of an invalid operation, made as libm makes it, (x*y) / (x*y) (the loop's
-    # NaN has another sign); a NaN operand comes back quieted (x + x), x's first.
     x_finite = e.cmp("<", e.fabs(x), math.inf)
+    ay = e.fabs(y)
     out = e.sel(e.b.and_(e.cmp("==", ay, math.inf), x_finite), x, out)
     xy = e.mul(x, y)
     invalid = e.b.or_(e.cmp("==", ay, 0.0), e.cmp("==", e.fabs(x), math.inf))
@@ -1328,8 +1357,14 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
     if opcode not in SUPPORTED_BINARY:
         raise ValueError(f"emit_binary: unsupported opcode {opcode!r}; supported: "
                          f"{sorted(SUPPORTED_BINARY)}")
-    if opcode == "remainder" and not isinstance(ty, ir.FloatType):
-        return builder.frem(x, y)  # (float64: libm's fmod; _fmod_f32 needs a wider type)
+    if opcode == "remainder":
+        if not isinstance(ty, ir.FloatType):
+            return builder.frem(x, y)  # (float64: libm's fmod; _fmod_f32 needs a wider type)
+        c = abs(float(y.constant)) if isinstance(y, ir.Constant) else math.nan
+        divisor = c if 0.0 < c < math.inf else None
+        if divisor is not None and math.frexp(divisor)[0] == 0.5:  # a power of two
+            return _fmod_power_of_two(_Em(builder, ty), x, y, divisor)
+        return _run(builder, ty, opcode, partial(_fmod_f32, divisor=divisor), (x, y))
     if opcode == "power" and isinstance(x, ir.Constant) and x.constant == 2.0:
         return _run(builder, ty, "exp2", _exp2, (y,))
     if opcode == "power" and isinstance(y, ir.Constant):

@@ -280,6 +280,19 @@ def test_float_remainder_is_exact(dtype):
     np.testing.assert_array_equal(got.view(bits), rem.view(bits))
 
 
+@pytest.mark.parametrize("c", [1.0, 0.5, 2.0, 2.0 ** -20, 2.0 ** 40, 2 * np.pi, 360.0, 1e-9,
+                               1e-40, 3e38, 1e30, -3.0])
+def test_float32_remainder_by_a_constant_is_exact(c):
+    # A constant divisor takes fewer steps (one for a power of two): x % 1.0 must not pay
+    # for divisors 2**276 times smaller than x.
+    x, _ = _fmod_cases(np.float32)
+    c = np.float32(c)
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, c)
+    got = np.asarray(ember.jit(lambda a: lax.rem(a, c), backend="cpu")(x))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
 def test_nan_propagates_through_max_min_and_clamp():
     x = np.array([np.nan, 1.0, -0.0, np.inf], np.float32)
     y = np.array([0.0, np.nan, 0.0, -np.inf], np.float32)
