@@ -275,3 +275,5 @@ def test_arange_rejects_bool_and_zero_step():
         jnp.arange(3, dtype=bool)
     with pytest.raises(ZeroDivisionError):
         jnp.arange(0.0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="arange: complex"):  # (JAX's class since 0.10)
+        jnp.arange(0, 3 + 1j)

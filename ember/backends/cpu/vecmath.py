@@ -1292,7 +1292,7 @@ def _special(name: str):
 
 
 _UNARY.update({opcode: _special(opcode) for opcode in ("lgamma", "digamma", "erf_inv")})
-_BINARY = {"power": _pow, "atan2": _atan2, "remainder": _fmod_f32}
+_BINARY = {"power": _pow, "atan2": _atan2}  # ("remainder": emit_binary picks its form)
 # float32 opcodes with native float32 code; the others run the float64 code and round
 _NATIVE_F32 = frozenset({"exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
                          "logistic", "sine", "cosine", "tan", "rsqrt", "exp2", "sinh",
