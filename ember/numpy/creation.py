@@ -290,11 +290,11 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
         >>> jnp.arange(3)
         Array([0, 1, 2], dtype=int32)
     """
+    if any(np.iscomplexobj(v) for v in (start, stop, step) if v is not None):
+        raise ValueError("arange: complex start, stop or step is not supported")
     start = _static_scalar("arange", "start", start)
     stop = None if stop is None else _static_scalar("arange", "stop", stop)
     step = None if step is None else _static_scalar("arange", "step", step)
-    if any(np.iscomplexobj(v) for v in (start, stop, step) if v is not None):
-        raise ValueError("arange: complex start, stop or step is not supported")
     if step is not None and step == 0:
         raise ZeroDivisionError("arange: step must not be zero (division by zero)")
     dt = _dtype_arg(dtype)
