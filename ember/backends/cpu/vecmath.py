@@ -851,12 +851,18 @@ def _trig_f32_function(module: ir.Module, which: str) -> ir.Function:
 
 
 def _trig_f32_call(e: _Em, x, which: str):
-    """A call of the scalar function that names its vector variants. The attribute sits on
-    this call only: on the function itself, the vectorizers would also turn the variants'
-    own lane-by-lane calls of it into a call of a variant (recursing forever)."""
-    fn = _trig_f32_function(e.b.module, which)
-    call = e.b.call(fn, [x])
-    mangled = ",".join(f"_ZGV_LLVM_N{n}v_{fn.name}({fn.name}_v{n})" for n in _trig_f32_lanes())
+    return _call_naming_variants(e.b, _trig_f32_function(e.b.module, which), [x])
+
+
+def _call_naming_variants(b: ir.IRBuilder, fn: ir.Function, args: list) -> ir.Value:
+    """A call of the scalar function ``fn`` that names its vector variants ``<fn>_v<N>``
+    (N in ``_trig_f32_lanes()``, arguments all vectors). The attribute sits on this call
+    only: on the function itself, the vectorizers would also turn the variants' own
+    lane-by-lane calls of it into a call of a variant (recursing forever)."""
+    call = b.call(fn, args)
+    params = "v" * len(args)
+    mangled = ",".join(f"_ZGV_LLVM_N{n}{params}_{fn.name}({fn.name}_v{n})"
+                       for n in _trig_f32_lanes())
     # llvmlite knows no string attributes: this one is written out as given.
     set.add(call.attributes, f'"vector-function-abi-variant"="{mangled}"')
     return call
@@ -992,7 +998,8 @@ def _fmod_f32_steps(divisor: float | None) -> tuple[int, ...]:
     return tuple(k for k in _FMOD_F32_STEPS if k <= top)
 
 
-def _fmod_f32(e: _Em, x, y, divisor: float | None = None):
+def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
+              steps: tuple[int, ...] | None = None):
     """C's fmod of two float32 values, given as float64 (``e`` is float64), exactly.
 
     ``r = |x|`` is reduced by ``s = |y| * 2**k`` for each k of ``_FMOD_F32_STEPS``; since
@@ -1006,17 +1013,60 @@ def _fmod_f32(e: _Em, x, y, divisor: float | None = None):
     replaces is a libm call per element; this vectorizes.
 
     ``divisor``: |y| when y is a constant (finite, nonzero): only the steps its quotients
-    need (3 for 2**-16 <= c < 2**32, fewer above)."""
+    need (3 for 2**-16 <= c < 2**32, fewer above). ``steps``: the steps to take instead
+    (``(0,)`` is exact while |x| < |y| * 2**48: ``_fmod_f32_function``)."""
     ax, ay = e.fabs(x), e.fabs(y)
     inv = e.div(1.0, ay)
     r = ax
-    for k in _fmod_f32_steps(divisor):
+    for k in _fmod_f32_steps(divisor) if steps is None else steps:
         s = e.mul(ay, 2.0 ** k)
         q = e.call("trunc", e.mul(r, e.mul(inv, 2.0 ** -k)))
         t = e.fma(e.neg(q), s, r)
         fix = e.sel(e.cmp("<", t, 0.0), s, e.sel(e.cmp(">=", t, s), e.neg(s), 0.0))
         r = e.add(t, fix)
     return _fmod_specials(e, x, y, r)
+
+
+def _fmod_f32_function(module: ir.Module) -> ir.Function:
+    """The module's float32 fmod of two variables (``__ember_vecmath_fmod_f32``, made on
+    first use) with vector variants, as float32 sine: one step is exact while
+    |x| < |y| * 2**48 (every pair with quotients up to 2**48), so each lane takes that one,
+    and only a vector (a scalar) with some lane beyond it, or y = 0 or x = inf, takes all
+    six steps of ``_fmod_f32`` on a branch. The six cost 4x one."""
+    name = "__ember_vecmath_fmod_f32"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    f32 = ir.FloatType()
+    variants = []
+    for lanes in (None, *_trig_f32_lanes()):
+        ty = f32 if lanes is None else ir.VectorType(f32, lanes)
+        vfn = ir.Function(module, ir.FunctionType(ty, [ty, ty]),
+                          name if lanes is None else f"{name}_v{lanes}")
+        vfn.linkage = "internal"
+        if lanes is None:
+            vfn.attributes.add("noinline")  # inlined before vectorization, no variant is used
+            vfn.attributes.add("nounwind")
+        else:
+            variants.append(vfn)
+        b = ir.IRBuilder(vfn.append_basic_block("entry"))
+        d = _Em(b, ty).other(ir.DoubleType())
+        x, y = (b.fpext(a, d.ty) for a in vfn.args)
+        one_step = _fmod_f32(d, x, y, steps=(0,))
+        rare = d.cmp(">=", d.fabs(x), d.mul(d.fabs(y), 2.0 ** 48))  # (NaN: False)
+        if lanes is not None:
+            rare = b.icmp_unsigned("!=", b.bitcast(rare, ir.IntType(lanes)),
+                                   ir.Constant(ir.IntType(lanes), 0))
+        fast_block = b.block
+        with b.if_then(rare, likely=False):
+            all_steps = _fmod_f32(d, x, y)
+            slow_block = b.block
+        out = b.phi(d.ty)
+        out.add_incoming(one_step, fast_block)
+        out.add_incoming(all_steps, slow_block)
+        b.ret(b.fptrunc(out, ty))
+    _keep_until_codegen(module, variants)
+    return module.globals[name]
 
 
 def _fmod_power_of_two(e: _Em, x, y, c: float):
@@ -1033,15 +1083,14 @@ def _fmod_specials(e: _Em, x, y, r):
     """fmod's result from ``r = fmod(|x|, |y|)`` for finite x and nonzero y, with its
     special cases and libm's NaNs (sort and top_k order NaNs by their sign bit): y = inf
     gives x (r is NaN there, of 0 * inf); y = 0 or x = inf the processor's default NaN of
-    an invalid operation, made as libm makes it, (x*y) / (x*y) (r's NaN may have another
-    sign); a NaN operand comes back quieted (x + x), x's first."""
+    an invalid operation, as libm gives (r's NaN may have another sign), made by
+    ``(1/|y| + |x|) * 0``, inf * 0 in both cases (``1/|y|`` is the steps' own); a NaN
+    operand comes back quieted (x + x), x's first."""
+    ax, ay = e.fabs(x), e.fabs(y)
     out = e.copysign(r, x)
-    x_finite = e.cmp("<", e.fabs(x), math.inf)
-    ay = e.fabs(y)
-    out = e.sel(e.b.and_(e.cmp("==", ay, math.inf), x_finite), x, out)
-    xy = e.mul(x, y)
-    invalid = e.b.or_(e.cmp("==", ay, 0.0), e.cmp("==", e.fabs(x), math.inf))
-    out = e.sel(invalid, e.div(xy, xy), out)
+    out = e.sel(e.b.and_(e.cmp("==", ay, math.inf), e.cmp("<", ax, math.inf)), x, out)
+    invalid = e.b.or_(e.cmp("==", ay, 0.0), e.cmp("==", ax, math.inf))
+    out = e.sel(invalid, e.mul(e.add(e.div(1.0, ay), ax), 0.0), out)
     return e.sel(e.isnan(x), e.add(x, x), e.sel(e.isnan(y), e.add(y, y), out))
 
 
@@ -1362,7 +1411,9 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
             return builder.frem(x, y)  # (float64: libm's fmod; _fmod_f32 needs a wider type)
         c = abs(float(y.constant)) if isinstance(y, ir.Constant) else math.nan
         divisor = c if 0.0 < c < math.inf else None
-        if divisor is not None and math.frexp(divisor)[0] == 0.5:  # a power of two
+        if divisor is None:
+            return _call_naming_variants(builder, _fmod_f32_function(builder.module), [x, y])
+        if math.frexp(divisor)[0] == 0.5:  # a power of two
             return _fmod_power_of_two(_Em(builder, ty), x, y, divisor)
         return _run(builder, ty, opcode, partial(_fmod_f32, divisor=divisor), (x, y))
     if opcode == "power" and isinstance(x, ir.Constant) and x.constant == 2.0:

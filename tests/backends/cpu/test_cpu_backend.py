@@ -280,6 +280,19 @@ def test_float_remainder_is_exact(dtype):
     np.testing.assert_array_equal(got.view(bits), rem.view(bits))
 
 
+def test_float32_remainder_loops_call_the_vector_variant(tmp_path, monkeypatch):
+    # One step per lane, all six only for vectors with a lane beyond |y| * 2**48.
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
+    x = rng.standard_normal(4096).astype(np.float32)
+    np.testing.assert_array_equal(
+        np.asarray(ember.jit(lambda a, b: lax.rem(a, b), backend="cpu")(x, x[::-1] + 0.5)),
+        np.fmod(x, x[::-1] + 0.5))
+    opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+    calls = [ln for ln in opt.splitlines() if "@__ember_vecmath_fmod_f32_v" in ln and "call" in ln]
+    assert calls
+
+
 @pytest.mark.parametrize("c", [1.0, 0.5, 2.0, 2.0 ** -20, 2.0 ** 40, 2 * np.pi, 360.0, 1e-9,
                                1e-40, 3e38, 1e30, -3.0])
 def test_float32_remainder_by_a_constant_is_exact(c):
