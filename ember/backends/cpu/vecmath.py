@@ -999,7 +999,7 @@ def _fmod_f32_steps(divisor: float | None) -> tuple[int, ...]:
 
 
 def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
-              steps: tuple[int, ...] | None = None):
+              steps: tuple[int, ...] | None = None, invalid: bool = True):
     """C's fmod of two float32 values, given as float64 (``e`` is float64), exactly.
 
     ``r = |x|`` is reduced by ``s = |y| * 2**k`` for each k of ``_FMOD_F32_STEPS``; since
@@ -1014,7 +1014,8 @@ def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
 
     ``divisor``: |y| when y is a constant (finite, nonzero): only the steps its quotients
     need (3 for 2**-16 <= c < 2**32, fewer above). ``steps``: the steps to take instead
-    (``(0,)`` is exact while |x| < |y| * 2**48: ``_fmod_f32_function``)."""
+    (``(0,)`` is exact while |x| < |y| * 2**48: ``_fmod_function``). ``invalid``: whether
+    y = 0 or x = inf can reach this code."""
     ax, ay = e.fabs(x), e.fabs(y)
     inv = e.div(1.0, ay)
     r = ax
@@ -1024,23 +1025,26 @@ def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
         t = e.fma(e.neg(q), s, r)
         fix = e.sel(e.cmp("<", t, 0.0), s, e.sel(e.cmp(">=", t, s), e.neg(s), 0.0))
         r = e.add(t, fix)
-    return _fmod_specials(e, x, y, r)
+    return _fmod_specials(e, x, y, r, invalid)
 
 
-def _fmod_f32_function(module: ir.Module) -> ir.Function:
-    """The module's float32 fmod of two variables (``__ember_vecmath_fmod_f32``, made on
-    first use) with vector variants, as float32 sine: one step is exact while
-    |x| < |y| * 2**48 (every pair with quotients up to 2**48), so each lane takes that one,
-    and only a vector (a scalar) with some lane beyond it, or y = 0 or x = inf, takes all
-    six steps of ``_fmod_f32`` on a branch. The six cost 4x one."""
-    name = "__ember_vecmath_fmod_f32"
+def _fmod_function(module: ir.Module, scalar: ir.Type) -> ir.Function:
+    """The module's fmod of two float32 or float64 variables (``__ember_vecmath_fmod_f32``,
+    ``..._f64``; made on first use) with vector variants, as float32 sine: each lane takes one
+    exact step, and only a vector (a scalar) with some lane beyond it, or with y = 0 or
+    x = inf, takes the general code on a branch.
+
+    float32, in float64: one step of ``_fmod_f32`` is exact while |x| < |y| * 2**48; the
+    general code is its six steps (4x the cost). float64: ``_fmod_one_division`` is exact
+    while |x| < |y| * 2**52; the general code is ``frem`` (libm's fmod, lane by lane)."""
+    double = isinstance(scalar, ir.DoubleType)
+    name = "__ember_vecmath_fmod_" + ("f64" if double else "f32")
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    f32 = ir.FloatType()
     variants = []
     for lanes in (None, *_trig_f32_lanes()):
-        ty = f32 if lanes is None else ir.VectorType(f32, lanes)
+        ty = scalar if lanes is None else ir.VectorType(scalar, lanes)
         vfn = ir.Function(module, ir.FunctionType(ty, [ty, ty]),
                           name if lanes is None else f"{name}_v{lanes}")
         vfn.linkage = "internal"
@@ -1051,22 +1055,35 @@ def _fmod_f32_function(module: ir.Module) -> ir.Function:
             variants.append(vfn)
         b = ir.IRBuilder(vfn.append_basic_block("entry"))
         d = _Em(b, ty).other(ir.DoubleType())
-        x, y = (b.fpext(a, d.ty) for a in vfn.args)
-        one_step = _fmod_f32(d, x, y, steps=(0,))
-        rare = d.cmp(">=", d.fabs(x), d.mul(d.fabs(y), 2.0 ** 48))  # (NaN: False)
+        x, y = vfn.args if double else (b.fpext(a, d.ty) for a in vfn.args)
+        if double:
+            fast, bound = _fmod_one_division(d, x, y), 2.0 ** 52
+        else:
+            fast, bound = _fmod_f32(d, x, y, steps=(0,), invalid=False), 2.0 ** 48
+        rare = d.cmp(">=", d.fabs(x), d.mul(d.fabs(y), bound))  # (NaN: False)
         if lanes is not None:
             rare = b.icmp_unsigned("!=", b.bitcast(rare, ir.IntType(lanes)),
                                    ir.Constant(ir.IntType(lanes), 0))
         fast_block = b.block
         with b.if_then(rare, likely=False):
-            all_steps = _fmod_f32(d, x, y)
+            general = b.frem(x, y) if double else _fmod_f32(d, x, y)
             slow_block = b.block
         out = b.phi(d.ty)
-        out.add_incoming(one_step, fast_block)
-        out.add_incoming(all_steps, slow_block)
-        b.ret(b.fptrunc(out, ty))
+        out.add_incoming(fast, fast_block)
+        out.add_incoming(general, slow_block)
+        b.ret(out if double else b.fptrunc(out, ty))
     _keep_until_codegen(module, variants)
     return module.globals[name]
+
+
+def _fmod_one_division(e: _Em, x, y):
+    """fmod of float64 values while |x| < |y| * 2**52 (and y != 0, x finite): the correctly
+    rounded quotient truncates to the true one or one more (never less: an integer below
+    2**52 is a float), so ``fma(-q, |y|, |x|)``, exact (a multiple of lsb(y) below |y| in
+    magnitude, since |x| >= |y| whenever q > 0), needs one correction up."""
+    ax, ay = e.fabs(x), e.fabs(y)
+    t = e.fma(e.neg(e.call("trunc", e.div(ax, ay))), ay, ax)
+    return _fmod_specials(e, x, y, e.add(t, e.sel(e.cmp("<", t, 0.0), ay, 0.0)), invalid=False)
 
 
 def _fmod_power_of_two(e: _Em, x, y, c: float):
@@ -1079,18 +1096,20 @@ def _fmod_power_of_two(e: _Em, x, y, c: float):
     return _fmod_specials(e, x, y, e.sel(big, 0.0, e.sub(ax, e.mul(q, c))))
 
 
-def _fmod_specials(e: _Em, x, y, r):
+def _fmod_specials(e: _Em, x, y, r, invalid: bool = True):
     """fmod's result from ``r = fmod(|x|, |y|)`` for finite x and nonzero y, with its
     special cases and libm's NaNs (sort and top_k order NaNs by their sign bit): y = inf
     gives x (r is NaN there, of 0 * inf); y = 0 or x = inf the processor's default NaN of
     an invalid operation, as libm gives (r's NaN may have another sign), made by
     ``(1/|y| + |x|) * 0``, inf * 0 in both cases (``1/|y|`` is the steps' own); a NaN
-    operand comes back quieted (x + x), x's first."""
+    operand comes back quieted (x + x), x's first. ``invalid``: False when the caller
+    sends y = 0 and x = inf elsewhere."""
     ax, ay = e.fabs(x), e.fabs(y)
     out = e.copysign(r, x)
     out = e.sel(e.b.and_(e.cmp("==", ay, math.inf), e.cmp("<", ax, math.inf)), x, out)
-    invalid = e.b.or_(e.cmp("==", ay, 0.0), e.cmp("==", ax, math.inf))
-    out = e.sel(invalid, e.mul(e.add(e.div(1.0, ay), ax), 0.0), out)
+    if invalid:
+        bad = e.b.or_(e.cmp("==", ay, 0.0), e.cmp("==", ax, math.inf))
+        out = e.sel(bad, e.mul(e.add(e.div(1.0, ay), ax), 0.0), out)
     return e.sel(e.isnan(x), e.add(x, x), e.sel(e.isnan(y), e.add(y, y), out))
 
 
@@ -1392,8 +1411,8 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
     """Emits branch-free IR computing the HLO binary ``opcode`` of scalar floats ``x``, ``y``.
 
     ``"power"`` is ``x ** y`` and ``"atan2"`` is ``numpy.arctan2(x, y)`` (HLO operand order),
-    both with NumPy's special cases; ``"remainder"`` is C's ``fmod`` (float32 exact and
-    vectorizable, ``_fmod_f32``; float64 LLVM's ``frem``). A power of the constant 2 is
+    both with NumPy's special cases; ``"remainder"`` is C's ``fmod`` (exact and vectorized,
+    ``_fmod_function``; float64 quotients beyond 2**52 through libm). A power of the constant 2 is
     computed as ``exp2(y)``, a constant exponent of 0, 1, 2, -1 or 1/2 without pow
     (``_power_of_constant``).
 
@@ -1407,12 +1426,10 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
         raise ValueError(f"emit_binary: unsupported opcode {opcode!r}; supported: "
                          f"{sorted(SUPPORTED_BINARY)}")
     if opcode == "remainder":
-        if not isinstance(ty, ir.FloatType):
-            return builder.frem(x, y)  # (float64: libm's fmod; _fmod_f32 needs a wider type)
         c = abs(float(y.constant)) if isinstance(y, ir.Constant) else math.nan
         divisor = c if 0.0 < c < math.inf else None
-        if divisor is None:
-            return _call_naming_variants(builder, _fmod_f32_function(builder.module), [x, y])
+        if divisor is None or not isinstance(ty, ir.FloatType):
+            return _call_naming_variants(builder, _fmod_function(builder.module, ty), [x, y])
         if math.frexp(divisor)[0] == 0.5:  # a power of two
             return _fmod_power_of_two(_Em(builder, ty), x, y, divisor)
         return _run(builder, ty, opcode, partial(_fmod_f32, divisor=divisor), (x, y))

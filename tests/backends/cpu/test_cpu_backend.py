@@ -227,10 +227,13 @@ def test_float64_to_float16_rounds_once():
     assert same.all(), (x[~same][:4], got[~same][:4], want[~same][:4])
 
 
+_BITS = {np.float64: np.uint64, np.float32: np.uint32, np.float16: np.uint16}
+
+
 def _fmod_cases(dtype, n=20000):
     """(x, y) pairs for fmod: random bit patterns (every exponent difference), products
     near multiples, and every pair of special values."""
-    bits = {np.float32: np.uint32, np.float16: np.uint16}[dtype]
+    bits = _BITS[dtype]
     info = np.iinfo(bits)
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.1, 2.5, 3.0, -7.0,
                          float(np.finfo(dtype).max), float(np.finfo(dtype).smallest_subnormal),
@@ -257,40 +260,42 @@ def _fmod_cases(dtype, n=20000):
     return np.concatenate(xs), np.concatenate(ys)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
 def test_float_remainder_is_exact(dtype):
-    # Float32 fmod (and float16's, computed in float32) is exact division steps in float64
-    # (vecmath._fmod_f32), not a libm call per element: bit-for-bit NumPy's fmod, for jit
-    # and eager, and so is mod, built on it (JAX's mod: the remainder moved to the divisor's
-    # sign when nonzero; NumPy's differs on the sign of zeros).
+    # fmod is one exact division step per lane (float32 in float64, float16 in float32
+    # and then float64) unless a quotient exceeds 2**48 (float64: 2**52), then float32's
+    # six steps or float64's libm (vecmath._fmod_function): bit-for-bit NumPy's fmod, for
+    # jit and eager, and so is mod, built on it (JAX's mod: the remainder moved to the
+    # divisor's sign when nonzero; NumPy's differs on the sign of zeros).
     x, y = _fmod_cases(dtype)
     with np.errstate(all="ignore"):
         rem = np.fmod(x, y)
         mod = np.where((rem != 0) & ((rem < 0) != (y < 0)), rem + y, rem)
-    for fn, want in ((lambda a, b: lax.rem(a, b), rem), (jnp.mod, mod)):
-        for got in (ember.jit(fn, backend="cpu")(x, y), fn(jnp.asarray(x), jnp.asarray(y))):
-            got = np.asarray(got)
-            same = (got == want) & (np.signbit(got) == np.signbit(want))
-            same |= np.isnan(got) & np.isnan(want)
-            assert same.all(), (x[~same][:4], y[~same][:4], got[~same][:4], want[~same][:4])
-    # fmod's NaNs have libm's bits (sort and top_k order NaNs by sign): the processor's
-    # default NaN for fmod(x, 0) and fmod(inf, y), a NaN operand itself otherwise.
-    got = np.asarray(ember.jit(lambda a, b: lax.rem(a, b), backend="cpu")(x, y))
-    bits = {np.float32: np.uint32, np.float16: np.uint16}[dtype]
-    np.testing.assert_array_equal(got.view(bits), rem.view(bits))
+    with x64():
+        for fn, want in ((lambda a, b: lax.rem(a, b), rem), (jnp.mod, mod)):
+            for got in (ember.jit(fn, backend="cpu")(x, y), fn(jnp.asarray(x), jnp.asarray(y))):
+                got = np.asarray(got)
+                same = (got == want) & (np.signbit(got) == np.signbit(want))
+                same |= np.isnan(got) & np.isnan(want)
+                assert same.all(), (x[~same][:4], y[~same][:4], got[~same][:4], want[~same][:4])
+        # fmod's NaNs have libm's bits (sort and top_k order NaNs by sign): the processor's
+        # default NaN for fmod(x, 0) and fmod(inf, y), a NaN operand itself otherwise.
+        got = np.asarray(ember.jit(lambda a, b: lax.rem(a, b), backend="cpu")(x, y))
+    np.testing.assert_array_equal(got.view(_BITS[dtype]), rem.view(_BITS[dtype]))
 
 
-def test_float32_remainder_loops_call_the_vector_variant(tmp_path, monkeypatch):
-    # One step per lane, all six only for vectors with a lane beyond |y| * 2**48.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_remainder_loops_call_the_vector_variant(dtype, tmp_path, monkeypatch):
+    # One step per lane, the general code only for vectors with a lane beyond it.
     monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
     monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
-    x = rng.standard_normal(4096).astype(np.float32)
-    np.testing.assert_array_equal(
-        np.asarray(ember.jit(lambda a, b: lax.rem(a, b), backend="cpu")(x, x[::-1] + 0.5)),
-        np.fmod(x, x[::-1] + 0.5))
+    x = rng.standard_normal(4096).astype(dtype)
+    with x64():
+        got = ember.jit(lambda a, b: lax.rem(a, b), backend="cpu")(x, x[::-1] + 0.5)
+    np.testing.assert_array_equal(np.asarray(got), np.fmod(x, x[::-1] + 0.5))
     opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
-    calls = [ln for ln in opt.splitlines() if "@__ember_vecmath_fmod_f32_v" in ln and "call" in ln]
-    assert calls
+    name = "@__ember_vecmath_fmod_" + ("f64" if dtype == np.float64 else "f32") + "_v"
+    assert [ln for ln in opt.splitlines() if name in ln and "call" in ln]
 
 
 @pytest.mark.parametrize("c", [1.0, 0.5, 2.0, 2.0 ** -20, 2.0 ** 40, 2 * np.pi, 360.0, 1e-9,
@@ -341,8 +346,10 @@ def test_threaded_full_reduction_matches_single_thread(reducer, monkeypatch, one
     threaded = np.asarray(ember.jit(lambda a: fn(a * 1.0))(x))
     monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
     single = np.asarray(ember.jit(lambda a: fn(a * 1.0 + 0.0))(x))
-    if reducer == "sum":
-        np.testing.assert_allclose(threaded, single, rtol=1e-6)
+    if reducer == "sum":  # (a float32 sum's error scales with its terms, not its value)
+        bound = 2.0 ** -24 * np.abs(x.astype(np.float64)).sum()
+        assert abs(float(threaded) - float(single)) <= bound
+        assert abs(float(threaded) - x.astype(np.float64).sum()) <= bound
     else:
         np.testing.assert_array_equal(threaded, single)
 
