@@ -846,7 +846,7 @@ def _trig_f32_function(module: ir.Module, which: str) -> ir.Function:
         vfn.linkage = "internal"
         _trig_f32_vector_body(vfn, fn, which, variants.get(lanes // 2))
         variants[lanes] = vfn
-    _keep_until_codegen(module, list(variants.values()))
+    _keep_until_codegen(module, [fn, *variants.values()])  # (fn: as _fmod_function's)
     return fn
 
 
@@ -999,7 +999,7 @@ def _fmod_f32_steps(divisor: float | None) -> tuple[int, ...]:
 
 
 def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
-              steps: tuple[int, ...] | None = None, invalid: bool = True):
+              steps: tuple[int, ...] | None = None):
     """C's fmod of two float32 values, given as float64 (``e`` is float64), exactly.
 
     ``r = |x|`` is reduced by ``s = |y| * 2**k`` for each k of ``_FMOD_F32_STEPS``; since
@@ -1014,8 +1014,8 @@ def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
 
     ``divisor``: |y| when y is a constant (finite, nonzero): only the steps its quotients
     need (3 for 2**-16 <= c < 2**32, fewer above). ``steps``: the steps to take instead
-    (``(0,)`` is exact while |x| < |y| * 2**48: ``_fmod_function``). ``invalid``: whether
-    y = 0 or x = inf can reach this code."""
+    (``(0,)`` is exact while |x| < |y| * 2**48: ``_fmod_function``). NaN results are
+    left to ``_fmod_nans``."""
     ax, ay = e.fabs(x), e.fabs(y)
     inv = e.div(1.0, ay)
     r = ax
@@ -1025,7 +1025,7 @@ def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
         t = e.fma(e.neg(q), s, r)
         fix = e.sel(e.cmp("<", t, 0.0), s, e.sel(e.cmp(">=", t, s), e.neg(s), 0.0))
         r = e.add(t, fix)
-    return _fmod_specials(e, x, y, r, invalid)
+    return _fmod_specials(e, x, y, r)
 
 
 def _fmod_function(module: ir.Module, scalar: ir.Type) -> ir.Function:
@@ -1059,7 +1059,7 @@ def _fmod_function(module: ir.Module, scalar: ir.Type) -> ir.Function:
         if double:
             fast, bound = _fmod_one_division(d, x, y), 2.0 ** 52
         else:
-            fast, bound = _fmod_f32(d, x, y, steps=(0,), invalid=False), 2.0 ** 48
+            fast, bound = _fmod_f32(d, x, y, steps=(0,)), 2.0 ** 48
         rare = d.cmp(">=", d.fabs(x), d.mul(d.fabs(y), bound))  # (NaN: False)
         if lanes is not None:
             rare = b.icmp_unsigned("!=", b.bitcast(rare, ir.IntType(lanes)),
@@ -1071,8 +1071,10 @@ def _fmod_function(module: ir.Module, scalar: ir.Type) -> ir.Function:
         out = b.phi(d.ty)
         out.add_incoming(fast, fast_block)
         out.add_incoming(general, slow_block)
-        b.ret(out if double else b.fptrunc(out, ty))
-    _keep_until_codegen(module, variants)
+        b.ret(_fmod_nans(_Em(b, ty), *vfn.args, out if double else b.fptrunc(out, ty)))
+    # (the scalar one too: a use besides calls keeps its signature, which the variant names
+    # describe, from losing an argument that every call passes the same constant)
+    _keep_until_codegen(module, [module.globals[name], *variants])
     return module.globals[name]
 
 
@@ -1083,7 +1085,7 @@ def _fmod_one_division(e: _Em, x, y):
     magnitude, since |x| >= |y| whenever q > 0), needs one correction up."""
     ax, ay = e.fabs(x), e.fabs(y)
     t = e.fma(e.neg(e.call("trunc", e.div(ax, ay))), ay, ax)
-    return _fmod_specials(e, x, y, e.add(t, e.sel(e.cmp("<", t, 0.0), ay, 0.0)), invalid=False)
+    return _fmod_specials(e, x, y, e.add(t, e.sel(e.cmp("<", t, 0.0), ay, 0.0)))
 
 
 def _fmod_power_of_two(e: _Em, x, y, c: float):
@@ -1096,21 +1098,36 @@ def _fmod_power_of_two(e: _Em, x, y, c: float):
     return _fmod_specials(e, x, y, e.sel(big, 0.0, e.sub(ax, e.mul(q, c))))
 
 
-def _fmod_specials(e: _Em, x, y, r, invalid: bool = True):
-    """fmod's result from ``r = fmod(|x|, |y|)`` for finite x and nonzero y, with its
-    special cases and libm's NaNs (sort and top_k order NaNs by their sign bit): y = inf
-    gives x (r is NaN there, of 0 * inf); y = 0 or x = inf the processor's default NaN of
-    an invalid operation, as libm gives (r's NaN may have another sign), made by
-    ``(1/|y| + |x|) * 0``, inf * 0 in both cases (``1/|y|`` is the steps' own); a NaN
-    operand comes back quieted (x + x), x's first. ``invalid``: False when the caller
-    sends y = 0 and x = inf elsewhere."""
-    ax, ay = e.fabs(x), e.fabs(y)
+def _fmod_specials(e: _Em, x, y, r):
+    """fmod's result from ``r = fmod(|x|, |y|)``: x's sign, and x itself for y = inf (r is
+    NaN there, of 0 * inf). NaN results are ``_fmod_nans``'s."""
     out = e.copysign(r, x)
-    out = e.sel(e.b.and_(e.cmp("==", ay, math.inf), e.cmp("<", ax, math.inf)), x, out)
-    if invalid:
-        bad = e.b.or_(e.cmp("==", ay, 0.0), e.cmp("==", ax, math.inf))
-        out = e.sel(bad, e.mul(e.add(e.div(1.0, ay), ax), 0.0), out)
-    return e.sel(e.isnan(x), e.add(x, x), e.sel(e.isnan(y), e.add(y, y), out))
+    ax, ay = e.fabs(x), e.fabs(y)
+    return e.sel(e.b.and_(e.cmp("==", ay, math.inf), e.cmp("<", ax, math.inf)), x, out)
+
+
+@cache
+def _default_nan_bits(dtype: str) -> int:
+    """The bits of the NaN this processor makes of an invalid operation (inf * 0), which
+    libm's fmod returns for y = 0 or x = inf (x86: the sign bit set)."""
+    with np.errstate(invalid="ignore"):
+        nan = np.array([np.inf], dtype) * np.zeros(1, dtype)
+    return int(nan.view(f"u{nan.itemsize}")[0])
+
+
+def _fmod_nans(e: _Em, x, y, out):
+    """fmod's NaNs with libm's bits, in the result type, where LLVM keeps bits (select,
+    integer or): sort and top_k order NaNs by their sign bit, and eager code's fmod is
+    libm's. y = 0 or x = inf: the processor's default NaN; a NaN operand: itself,
+    quieted, x's first. (Which NaN arithmetic makes is the optimizer's choice.)"""
+    b = e.b
+    quiet = e.ci(1 << (e.mant - 1))
+    nan_bits = _default_nan_bits("float64" if e.d else "float32")
+    ax, ay = e.fabs(x), e.fabs(y)
+    invalid = b.or_(e.cmp("==", ay, 0.0), e.cmp("==", ax, math.inf))
+    out = e.sel(invalid, e.flt(e.ci(nan_bits)), out)
+    out = e.sel(e.isnan(y), e.flt(b.or_(e.bits(y), quiet)), out)
+    return e.sel(e.isnan(x), e.flt(b.or_(e.bits(x), quiet)), out)
 
 
 def _atan2(e: _Em, y, x):
@@ -1431,8 +1448,10 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
         if divisor is None or not isinstance(ty, ir.FloatType):
             return _call_naming_variants(builder, _fmod_function(builder.module, ty), [x, y])
         if math.frexp(divisor)[0] == 0.5:  # a power of two
-            return _fmod_power_of_two(_Em(builder, ty), x, y, divisor)
-        return _run(builder, ty, opcode, partial(_fmod_f32, divisor=divisor), (x, y))
+            out = _fmod_power_of_two(_Em(builder, ty), x, y, divisor)
+        else:
+            out = _run(builder, ty, opcode, partial(_fmod_f32, divisor=divisor), (x, y))
+        return _fmod_nans(_Em(builder, ty), x, y, out)
     if opcode == "power" and isinstance(x, ir.Constant) and x.constant == 2.0:
         return _run(builder, ty, "exp2", _exp2, (y,))
     if opcode == "power" and isinstance(y, ir.Constant):

@@ -311,6 +311,24 @@ def test_float32_remainder_by_a_constant_is_exact(c):
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("c", [0.25, 0.75, 1e300])
+def test_float64_remainder_by_a_constant(c, one_tier):
+    # Float64 always calls the function with vector variants. A column broadcast along rows
+    # by a constant divisor: LLVM used to drop the constant argument from the internal
+    # function, whose variants' names then described the wrong signature (an LLVM
+    # assertion: a crash). Also every kind of value against NumPy.
+    x, _ = _fmod_cases(np.float64, n=4000)
+    column = x[:333, None]
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, c), np.fmod(np.broadcast_to(column, (333, 333)), c)
+    with x64():
+        got = (ember.jit(lambda a: lax.rem(a, c), backend="cpu")(x),
+               ember.jit(lambda a: lax.rem(jnp.broadcast_to(a, (333, 333)), c),
+                         backend="cpu")(column))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).view(np.uint64), w.view(np.uint64))
+
+
 def test_nan_propagates_through_max_min_and_clamp():
     x = np.array([np.nan, 1.0, -0.0, np.inf], np.float32)
     y = np.array([0.0, np.nan, 0.0, -np.inf], np.float32)
