@@ -234,8 +234,7 @@ def _float_to_int_saturating(b: ir.IRBuilder, x: ir.Value, dst: np.dtype) -> ir.
     inside = b.and_(b.fcmp_ordered(">=", x, lo), b.fcmp_ordered("<", x, hi))  # NaN: outside
     safe = b.select(inside, x, ir.Constant(fty, 0.0))
     out = b.fptosi(safe, ity) if is_signed(dst) else b.fptoui(safe, ity)
-    out = b.select(above, ir.Constant(ity, int(info.max) & ((1 << ity.width) - 1)), out)
-    return b.select(below, ir.Constant(ity, int(info.min) & ((1 << ity.width) - 1)), out)
+    return b.select(below, const(dst, info.min), b.select(above, const(dst, info.max), out))
 
 
 # --------------------------------------------------------------------------- unary ops

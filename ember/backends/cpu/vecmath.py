@@ -988,18 +988,15 @@ def _atan(e: _Em, x):
 _FMOD_F32_STEPS = (240, 192, 144, 96, 48, 0)
 
 
-def _fmod_f32_steps(divisor: float | None) -> tuple[int, ...]:
-    """The steps needed for a constant |y| (all of them for a variable one): the first
-    quotient, below 2**128 / (|y| * 2**k), must stay under 2**48."""
-    if divisor is None:
-        return _FMOD_F32_STEPS
+def _fmod_f32_steps(divisor: float) -> tuple[int, ...]:
+    """The steps needed for a constant |y| (finite, nonzero): the first quotient, below
+    2**128 / (|y| * 2**k), must stay under 2**48 (3 steps for 2**-16 <= |y| < 2**32)."""
     need = 128 - 48 - math.log2(divisor)  # the first step's k must be at least this
     top = min([k for k in _FMOD_F32_STEPS if k >= need], default=_FMOD_F32_STEPS[0])
     return tuple(k for k in _FMOD_F32_STEPS if k <= top)
 
 
-def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
-              steps: tuple[int, ...] | None = None):
+def _fmod_f32(e: _Em, x, y, steps: tuple[int, ...] = _FMOD_F32_STEPS):
     """C's fmod of two float32 values, given as float64 (``e`` is float64), exactly.
 
     ``r = |x|`` is reduced by ``s = |y| * 2**k`` for each k of ``_FMOD_F32_STEPS``; since
@@ -1012,20 +1009,18 @@ def _fmod_f32(e: _Em, x, y, divisor: float | None = None,
     below |y| and a multiple of float32 units of x or y, is a float32 value. The frem it
     replaces is a libm call per element; this vectorizes.
 
-    ``divisor``: |y| when y is a constant (finite, nonzero): only the steps its quotients
-    need (3 for 2**-16 <= c < 2**32, fewer above). ``steps``: the steps to take instead
-    (``(0,)`` is exact while |x| < |y| * 2**48: ``_fmod_function``). NaN results are
-    left to ``_fmod_nans``."""
+    ``steps``: fewer suffice for a constant divisor (``_fmod_f32_steps``), and ``(0,)`` while
+    |x| < |y| * 2**48 (``_fmod_function``). NaNs and y = inf are ``_fmod_special_cases``'s."""
     ax, ay = e.fabs(x), e.fabs(y)
     inv = e.div(1.0, ay)
     r = ax
-    for k in _fmod_f32_steps(divisor) if steps is None else steps:
+    for k in steps:
         s = e.mul(ay, 2.0 ** k)
         q = e.call("trunc", e.mul(r, e.mul(inv, 2.0 ** -k)))
         t = e.fma(e.neg(q), s, r)
         fix = e.sel(e.cmp("<", t, 0.0), s, e.sel(e.cmp(">=", t, s), e.neg(s), 0.0))
         r = e.add(t, fix)
-    return _fmod_specials(e, x, y, r)
+    return e.copysign(r, x)
 
 
 def _fmod_function(module: ir.Module, scalar: ir.Type) -> ir.Function:
@@ -1059,7 +1054,7 @@ def _fmod_function(module: ir.Module, scalar: ir.Type) -> ir.Function:
         if double:
             fast, bound = _fmod_one_division(d, x, y), 2.0 ** 52
         else:
-            fast, bound = _fmod_f32(d, x, y, steps=(0,)), 2.0 ** 48
+            fast, bound = _fmod_f32(d, x, y, (0,)), 2.0 ** 48
         rare = d.cmp(">=", d.fabs(x), d.mul(d.fabs(y), bound))  # (NaN: False)
         if lanes is not None:
             rare = b.icmp_unsigned("!=", b.bitcast(rare, ir.IntType(lanes)),
@@ -1071,7 +1066,8 @@ def _fmod_function(module: ir.Module, scalar: ir.Type) -> ir.Function:
         out = b.phi(d.ty)
         out.add_incoming(fast, fast_block)
         out.add_incoming(general, slow_block)
-        b.ret(_fmod_nans(_Em(b, ty), *vfn.args, out if double else b.fptrunc(out, ty)))
+        b.ret(_fmod_special_cases(_Em(b, ty), *vfn.args,
+                                  out if double else b.fptrunc(out, ty)))
     # (the scalar one too: a use besides calls keeps its signature, which the variant names
     # describe, from losing an argument that every call passes the same constant)
     _keep_until_codegen(module, [module.globals[name], *variants])
@@ -1085,7 +1081,7 @@ def _fmod_one_division(e: _Em, x, y):
     magnitude, since |x| >= |y| whenever q > 0), needs one correction up."""
     ax, ay = e.fabs(x), e.fabs(y)
     t = e.fma(e.neg(e.call("trunc", e.div(ax, ay))), ay, ax)
-    return _fmod_specials(e, x, y, e.add(t, e.sel(e.cmp("<", t, 0.0), ay, 0.0)))
+    return e.copysign(e.add(t, e.sel(e.cmp("<", t, 0.0), ay, 0.0)), x)
 
 
 def _fmod_power_of_two(e: _Em, x, y, c: float):
@@ -1095,15 +1091,7 @@ def _fmod_power_of_two(e: _Em, x, y, c: float):
     ax = e.fabs(x)
     q = e.call("trunc", e.mul(ax, 1.0 / c))
     big = e.b.and_(e.cmp(">=", ax, c * 2.0 ** 24), e.cmp("<", ax, math.inf))
-    return _fmod_specials(e, x, y, e.sel(big, 0.0, e.sub(ax, e.mul(q, c))))
-
-
-def _fmod_specials(e: _Em, x, y, r):
-    """fmod's result from ``r = fmod(|x|, |y|)``: x's sign, and x itself for y = inf (r is
-    NaN there, of 0 * inf). NaN results are ``_fmod_nans``'s."""
-    out = e.copysign(r, x)
-    ax, ay = e.fabs(x), e.fabs(y)
-    return e.sel(e.b.and_(e.cmp("==", ay, math.inf), e.cmp("<", ax, math.inf)), x, out)
+    return e.copysign(e.sel(big, 0.0, e.sub(ax, e.mul(q, c))), x)
 
 
 @cache
@@ -1115,15 +1103,18 @@ def _default_nan_bits(dtype: str) -> int:
     return int(nan.view(f"u{nan.itemsize}")[0])
 
 
-def _fmod_nans(e: _Em, x, y, out):
-    """fmod's NaNs with libm's bits, in the result type, where LLVM keeps bits (select,
-    integer or): sort and top_k order NaNs by their sign bit, and eager code's fmod is
-    libm's. y = 0 or x = inf: the processor's default NaN; a NaN operand: itself,
-    quieted, x's first. (Which NaN arithmetic makes is the optimizer's choice.)"""
+def _fmod_special_cases(e: _Em, x, y, out):
+    """fmod's special cases over ``out = copysign(fmod(|x|, |y|), x)``, in the result type:
+    y = inf gives x (the steps made NaN of 0 * inf); NaNs with libm's bits, chosen where
+    LLVM keeps bits (select, integer or; which NaN arithmetic makes is the optimizer's
+    choice): sort and top_k order NaNs by their sign bit, and eager code's fmod is libm's.
+    y = 0 or x = inf: the processor's default NaN; a NaN operand: itself, quieted, x's
+    first."""
     b = e.b
     quiet = e.ci(1 << (e.mant - 1))
     nan_bits = _default_nan_bits("float64" if e.d else "float32")
     ax, ay = e.fabs(x), e.fabs(y)
+    out = e.sel(b.and_(e.cmp("==", ay, math.inf), e.cmp("<", ax, math.inf)), x, out)
     invalid = b.or_(e.cmp("==", ay, 0.0), e.cmp("==", ax, math.inf))
     out = e.sel(invalid, e.flt(e.ci(nan_bits)), out)
     out = e.sel(e.isnan(y), e.flt(b.or_(e.bits(y), quiet)), out)
@@ -1443,15 +1434,7 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
         raise ValueError(f"emit_binary: unsupported opcode {opcode!r}; supported: "
                          f"{sorted(SUPPORTED_BINARY)}")
     if opcode == "remainder":
-        c = abs(float(y.constant)) if isinstance(y, ir.Constant) else math.nan
-        divisor = c if 0.0 < c < math.inf else None
-        if divisor is None or not isinstance(ty, ir.FloatType):
-            return _call_naming_variants(builder, _fmod_function(builder.module, ty), [x, y])
-        if math.frexp(divisor)[0] == 0.5:  # a power of two
-            out = _fmod_power_of_two(_Em(builder, ty), x, y, divisor)
-        else:
-            out = _run(builder, ty, opcode, partial(_fmod_f32, divisor=divisor), (x, y))
-        return _fmod_nans(_Em(builder, ty), x, y, out)
+        return _remainder(builder, ty, x, y)
     if opcode == "power" and isinstance(x, ir.Constant) and x.constant == 2.0:
         return _run(builder, ty, "exp2", _exp2, (y,))
     if opcode == "power" and isinstance(y, ir.Constant):
@@ -1459,6 +1442,20 @@ def emit_binary(builder: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value) ->
         if direct is not None:
             return direct
     return _run(builder, ty, opcode, _BINARY[opcode], (x, y))
+
+
+def _remainder(builder: ir.IRBuilder, ty: ir.Type, x, y):
+    """fmod: a call of ``_fmod_function`` (float64, or a variable divisor); a float32
+    constant divisor inline, one step for a power of two, else the steps it needs."""
+    c = abs(float(y.constant)) if isinstance(y, ir.Constant) else math.nan
+    if not (isinstance(ty, ir.FloatType) and 0.0 < c < math.inf):
+        return _call_naming_variants(builder, _fmod_function(builder.module, ty), [x, y])
+    if math.frexp(c)[0] == 0.5:  # a power of two
+        out = _fmod_power_of_two(_Em(builder, ty), x, y, c)
+    else:
+        out = _run(builder, ty, "remainder", partial(_fmod_f32, steps=_fmod_f32_steps(c)),
+                   (x, y))
+    return _fmod_special_cases(_Em(builder, ty), x, y, out)
 
 
 def _power_of_constant(e: _Em, x, c: float):
