@@ -62,7 +62,8 @@ def _open_gate():
     _GATE.set()
 
 
-def test_big_work_returns_before_it_is_done():
+def test_big_work_returns_before_it_is_done(monkeypatch):
+    monkeypatch.setattr(dispatch, "WAKE_MIN_MICROSECONDS", 0.0)  # (work this long wakes it)
     f = ember.jit(lambda x: hold_p.bind(x) * 2.0)
     x = jnp.ones(BIG)
     _GATE.clear()
@@ -82,6 +83,49 @@ def test_big_work_returns_before_it_is_done():
     assert y.is_ready()
     assert float(y[0]) == 2.0 and float(y[-1]) == 2.0
     assert _THREADS == ["ember-cpu-0"]
+
+
+def _wait_until(predicate) -> bool:
+    for _ in range(3000):
+        if predicate():
+            return True
+        threading.Event().wait(0.01)
+    return False
+
+
+def test_short_queued_work_leaves_the_worker_asleep():
+    """Work below WAKE_MIN_MICROSECONDS is queued without a wake-up: the thread that waits
+    for it runs it; queuing more work wakes the worker, which then runs both in order."""
+    f = ember.jit(lambda x: hold_p.bind(x) * 2.0)
+    g = ember.jit(lambda x: hold_p.bind(x) + 1.0)
+    x = jnp.ones(BIG)
+    first = f(x)
+    executable = next(iter(f._cache.fast.values())).executable
+    assert not executable.inline and not executable.wake
+    job = first._pending[0]
+    threading.Event().wait(0.2)
+    assert not job.running() and not job.done()  # nobody woke the worker
+    assert float(first.block_until_ready()[1]) == 2.0
+    assert _THREADS == [threading.current_thread().name]  # the waiting thread ran it
+
+    _THREADS.clear()
+    a, b = f(x), g(x)  # the second wakes the worker
+    jobs = [a._pending[0], b._pending[0]]
+    assert _wait_until(lambda: all(j.done() for j in jobs))
+    assert _THREADS == ["ember-cpu-0", "ember-cpu-0"]
+    np.testing.assert_array_equal(np.asarray(a)[:2], [2.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(b)[:2], [2.0, 2.0])
+
+
+def test_long_work_wakes_the_worker(monkeypatch):
+    monkeypatch.setattr(dispatch, "WAKE_MIN_MICROSECONDS", 0.0)
+    f = ember.jit(lambda x: hold_p.bind(x) - 1.0)
+    y = f(jnp.ones(BIG))
+    assert next(iter(f._cache.fast.values())).executable.wake
+    job = y._pending[0]
+    assert _wait_until(job.done)
+    assert _THREADS == ["ember-cpu-0"]
+    assert float(y[0]) == 0.0
 
 
 def test_error_surfaces_at_the_wait():
@@ -210,6 +254,7 @@ import os, sys, threading, time
 import ember, ember.numpy as jnp
 from ember.runtime import dispatch
 
+dispatch.WAKE_MIN_MICROSECONDS = 0.0  # (queued work wakes the worker: nobody waits below)
 # Started by the import, ahead of any work (see dispatch.start_worker).
 worker = dispatch._WORKER._thread
 assert worker is not None and worker.is_alive() and worker.name == "ember-cpu-0"

@@ -6,7 +6,9 @@ that takes and returns ``ember.Array``s. Dispatch is asynchronous: a call queues
 the device's worker thread and returns pending arrays at once; using their value waits (see
 ``Array._resolve``), and an error raised by the executable surfaces there. Executables whose
 estimated run time is short (``INLINE_MAX_MICROSECONDS``) run inline on the calling thread
-instead, where the thread hand-offs would cost a large part of the work.
+instead, where the thread hand-offs would cost a large part of the work. Work estimated to
+run for less than ``WAKE_MIN_MICROSECONDS`` is queued without waking an idle worker: the
+thread that waits for it runs it, or the next queued work wakes the worker for both.
 
 ``EMBER_DUMP_TO=dir`` (read at each compile) writes ``<name>.<n>.jaxpr.txt`` and the HLO
 before and after every pass (``<name>.<n>.<stage>.hlo.txt``).
@@ -50,6 +52,12 @@ _BYTES_PER_US = 40e3
 _FLOPS_PER_US = 50e3
 _TRANSCENDENTALS_PER_US = 4e3
 INLINE_BYTES_LIMIT = 16 << 20
+# Work estimated to run for less than this many microseconds does not wake an idle worker
+# (``_DeviceWorker.submit``): the wake-up cost the caller 40-60 µs here (the futex wake, then
+# the woken thread's turn at the GIL while the caller runs the work itself), 5-9% of a
+# softmax over (4096, 1024) called and waited for (1.35 -> 1.28 ms without it). A caller that
+# does not wait soon loses at most this much overlap, and only until it queues more work.
+WAKE_MIN_MICROSECONDS = 5000.0
 
 
 def estimated_microseconds(cost: dict) -> float:
@@ -71,7 +79,8 @@ class _DeviceWorker:
     FIFO order matters: work reading a pending array always runs after the work producing it.
     A thread that waits for a result the worker has not started yet runs the queue's work
     itself, in order, up to that result (``_Job.result``): waking a sleeping thread costs
-    tens of microseconds here, so "call, then block" should not pay a thread handoff.
+    tens of microseconds here, so "call, then block" should not pay a thread handoff. For
+    the same reason short work may be queued without a wake-up (``submit(wake=False)``).
     """
 
     def __init__(self, name: str):
@@ -100,12 +109,17 @@ class _DeviceWorker:
         self._ready = threading.Condition(threading.Lock())
         self._thread = None
 
-    def submit(self, fn: Any, *args: Any) -> Future:
+    def submit(self, fn: Any, *args: Any, wake: bool = True) -> Future:
+        """Queues ``fn(*args)``. ``wake=False``: an idle worker is left asleep while this is
+        the only queued work; it runs when a thread waits for it, when the worker finishes
+        what it is running, or when later work is queued (which wakes the worker)."""
         job = _Job(self, fn, args)
         with self._ready:
-            self._jobs.append(job)
+            jobs = self._jobs
+            jobs.append(job)
             self._start_locked()
-            self._ready.notify()
+            if wake or len(jobs) > 1:
+                self._ready.notify()
         return job
 
     def _next(self, block: bool) -> _Job | None:
@@ -191,11 +205,11 @@ class LoadedExecutable:
 
     ``in_avals``/``out_avals`` are the jaxpr's; ``consts`` are the hoisted constants appended
     to the arguments; ``cost`` is the optimized module's cost analysis; ``inline`` says whether
-    calls run on the calling thread.
+    calls run on the calling thread, ``wake`` whether queued calls wake an idle worker.
     """
 
     __slots__ = ("name", "backend", "_module", "executable", "in_avals", "out_avals", "consts",
-                 "cost", "inline", "_exact_run")
+                 "cost", "inline", "wake", "_exact_run")
 
     def __init__(self, name: str, backend: str, module: Any, executable: Any,
                  in_avals: list, out_avals: list, consts: list, cost: dict):
@@ -207,8 +221,10 @@ class LoadedExecutable:
         self.out_avals = out_avals
         self.consts = consts
         self.cost = cost
+        estimate = estimated_microseconds(cost)
         self.inline = (cost.get("bytes accessed", 0.0) < INLINE_BYTES_LIMIT
-                       and estimated_microseconds(cost) < INLINE_MAX_MICROSECONDS)
+                       and estimate < INLINE_MAX_MICROSECONDS)
+        self.wake = estimate >= WAKE_MIN_MICROSECONDS  # (see ``_DeviceWorker.submit``)
         # Backends may offer ``execute_exact``: outputs already of the exact dtypes and shapes,
         # read-only (the CPU backend's generated single-call runner).
         self._exact_run = getattr(executable, "execute_exact", None)
@@ -233,7 +249,7 @@ class LoadedExecutable:
         """Runs on ``args`` (Arrays, or values already converted to the input dtypes)."""
         if self.inline or on_worker_thread():
             return self._wrap_outputs(self._run(args))
-        future = _WORKER.submit(self._run, args)
+        future = _WORKER.submit(self._run, args, wake=self.wake)
         return [Array._make_pending(aval, future, i) for i, aval in enumerate(self.out_avals)]
 
     def execute_values(self, values: list) -> list[np.ndarray]:
