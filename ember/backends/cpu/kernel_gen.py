@@ -48,6 +48,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import complex_ops as C
+from ember.backends.cpu import llvm_support
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
 from ember.compiler.arg_reducer import arg_reducer_kind
@@ -793,7 +794,7 @@ class KernelBuilder:
             C.check_instruction(inst)
 
     def build(self) -> KernelInfo:
-        fn = ir.Function(self.module, KERNEL_TYPE, self.name)
+        fn = self.fn = ir.Function(self.module, KERNEL_TYPE, self.name)
         fn.args[0].add_attribute("noalias")
         # Kept out of line: the entry function calls it, threads call it on ranges; one copy
         # of the (vectorized) loop code is enough and compiles faster.
@@ -988,6 +989,7 @@ class KernelBuilder:
         outside the tile loops."""
         b, loops, t = self.b, self.loops, TRANSPOSE_TILE
         last = len(ranges) - 1
+        llvm_support.keep_vector_width(self.fn)
 
         def tile_of(lo, hi, k):
             start = b.add(lo, b.mul(k, _c(t)))

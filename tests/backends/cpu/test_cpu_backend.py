@@ -18,7 +18,7 @@ import ember.numpy as jnp
 from ember import lax
 from ember.backends import get_backend
 from ember.backends.cpu import executable as cpu_exe
-from ember.backends.cpu import parallel_runtime, threads
+from ember.backends.cpu import llvm_support, parallel_runtime, threads
 from tests.backends.cpu.helpers import optimized, x64
 
 rng = np.random.default_rng(0)
@@ -646,3 +646,47 @@ ENTRY %main (x: f32[{dims}]) -> (f32[{dims}], f32[{n}]) {{
         np.testing.assert_array_equal(got[0], 2 * x)
         np.testing.assert_array_equal(got[1], (2 * x).reshape(-1))
         np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("cpu, features, bits", [
+    ("sapphirerapids", "+avx2,+avx512f,+fma", 512), ("rocketlake", "+avx512f", 512),
+    ("znver4", "+avx512f,+avx512bw", 512), ("cascadelake", "+avx512f", None),
+    ("skylake-avx512", "+avx2,+avx512f", None), ("znver3", "+avx2,+fma", None),
+    ("haswell", "+avx2,-avx512f", None)])
+def test_preferred_vector_bits(cpu, features, bits, monkeypatch):
+    monkeypatch.setattr(llvm_support, "host_cpu", lambda: (cpu, features))
+    assert llvm_support.preferred_vector_bits() == bits
+    assert llvm_support.backend_fingerprint().endswith(f";vector_bits={bits}")  # (cache key)
+    text = ('define void @"k"(i8* %".1") noinline\n{\n  ret void\n}\ndeclare void @"g"()\n'
+            'define void @"t"() "ember-keep-vector-width" noinline\n{\n  ret void\n}\n')
+    marked = llvm_support._with_vector_width(text)
+    if bits is None:
+        assert marked == text
+    else:
+        assert marked.splitlines()[0].endswith('noinline "prefer-vector-width"="512" ')
+        # (declarations and functions marked by keep_vector_width are untouched)
+        assert marked.splitlines()[1:] == text.splitlines()[1:]
+        llvm_support.compile_ir(text)  # LLVM reads the attribute
+
+
+def test_tiled_transpose_kernels_keep_the_cpus_vector_width(tmp_path, monkeypatch):
+    # (512-bit vectors turned their 8 x 8 tiles into scatters on an Intel host)
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    t = rng.standard_normal((16, 64, 64)).astype(np.float32)
+    got = ember.jit(lambda a: jnp.transpose(a, (2, 0, 1)) + 1.0, backend="cpu")(t)
+    np.testing.assert_array_equal(np.asarray(got), np.transpose(t, (2, 0, 1)) + 1)
+    ir_text = "".join(open(p).read() for p in glob.glob(str(tmp_path / "*.llvm.ll")))
+    kernels = [line for line in ir_text.splitlines() if line.startswith("define")
+               and "_kernel_" in line]
+    assert kernels and all("ember-keep-vector-width" in line for line in kernels)
+
+
+@pytest.mark.skipif(llvm_support.preferred_vector_bits() != 512,
+                    reason="the host does not prefer 512-bit vectors")
+def test_kernels_use_512_bit_vectors(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    x = rng.standard_normal(10**5).astype(np.float32)
+    got = ember.jit(lambda a: jnp.exp(a) * 2.0 + 1.0, backend="cpu")(x)
+    np.testing.assert_allclose(np.asarray(got), np.exp(x) * 2 + 1, rtol=2e-6)
+    asm = "".join(open(p).read() for p in glob.glob(str(tmp_path / "*.s")))
+    assert "zmm" in asm
