@@ -117,6 +117,15 @@ def test_short_queued_work_leaves_the_worker_asleep():
     np.testing.assert_array_equal(np.asarray(b)[:2], [2.0, 2.0])
 
 
+def test_polling_is_ready_gets_short_queued_work_done():
+    f = ember.jit(lambda x: hold_p.bind(x) * 3.0)
+    y = f(jnp.ones(BIG))
+    assert not next(iter(f._cache.fast.values())).executable.wake
+    assert _wait_until(y.is_ready)  # (without the nudge this polls forever)
+    assert _THREADS == ["ember-cpu-0"]
+    assert float(y[0]) == 3.0
+
+
 def test_long_work_wakes_the_worker(monkeypatch):
     monkeypatch.setattr(dispatch, "WAKE_MIN_MICROSECONDS", 0.0)
     f = ember.jit(lambda x: hold_p.bind(x) - 1.0)

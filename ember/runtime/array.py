@@ -165,7 +165,12 @@ class Array:
     def is_ready(self) -> bool:
         """Whether the value is computed (a failed computation counts as ready)."""
         pending = self._pending
-        return pending is None or pending[0].done()
+        if pending is None or pending[0].done():
+            return True
+        nudge = getattr(pending[0], "nudge", None)
+        if nudge is not None:  # (queued work may wait for a waiter: a poller counts as one)
+            nudge()
+        return False
 
     def __array__(self, dtype=None, copy=None):
         # Without a copy NumPy gets a read-only view of the buffer (no data is copied).

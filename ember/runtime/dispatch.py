@@ -122,6 +122,13 @@ class _DeviceWorker:
                 self._ready.notify()
         return job
 
+    def wake(self) -> None:
+        """Wakes an idle worker to run what is queued (``submit(wake=False)`` left it
+        asleep)."""
+        with self._ready:
+            if self._jobs:
+                self._ready.notify()
+
     def _next(self, block: bool) -> _Job | None:
         with self._ready:
             while not self._jobs:
@@ -171,6 +178,12 @@ class _Job(Future):
         if not self.done() and threading.get_ident() != self._worker.ident:
             self._worker.help_until_started(self)
         return super().result(timeout)
+
+    def nudge(self) -> None:
+        """Makes sure the worker will run this job even if nobody waits for it (someone
+        polls ``Array.is_ready`` instead)."""
+        if not (self.running() or self.done()):
+            self._worker.wake()
 
 
 _WORKER = _DeviceWorker("ember-cpu-0")
