@@ -99,7 +99,7 @@ def host_has_feature(name: str) -> bool:
 
 # AVX-512 CPUs whose 512-bit instructions lower the clock enough to lose to 256-bit code.
 _THROTTLING_AVX512 = frozenset({"skylake-avx512", "cascadelake", "cooperlake", "knl", "knm"})
-_DEFINE_LINE = re.compile(r"^(define [^\n{]*)", re.M)
+_DEFINE_LINE = re.compile(r"^(define .*?)(\s*\{)?$", re.M)  # (a brace ends a line only)
 # Functions carrying this attribute keep LLVM's width for the CPU (``keep_vector_width``).
 _KEEP_WIDTH = '"ember-keep-vector-width"'
 
@@ -134,9 +134,9 @@ def _with_vector_width(ir_text: str) -> str:
     bits = preferred_vector_bits()
     if bits is None:
         return ir_text
-    width = f' "prefer-vector-width"="{bits}" '
-    return _DEFINE_LINE.sub(
-        lambda m: m.group(1) if _KEEP_WIDTH in m.group(1) else m.group(1) + width, ir_text)
+    width = f' "prefer-vector-width"="{bits}"'
+    return _DEFINE_LINE.sub(lambda m: m.group(0) if _KEEP_WIDTH in m.group(1)
+                            else m.group(1) + width + (m.group(2) or ""), ir_text)
 
 
 def target_triple() -> str:

@@ -658,14 +658,17 @@ def test_preferred_vector_bits(cpu, features, bits, monkeypatch):
     assert llvm_support.preferred_vector_bits() == bits
     assert llvm_support.backend_fingerprint().endswith(f";vector_bits={bits}")  # (cache key)
     text = ('define void @"k"(i8* %".1") noinline\n{\n  ret void\n}\ndeclare void @"g"()\n'
-            'define void @"t"() "ember-keep-vector-width" noinline\n{\n  ret void\n}\n')
+            'define void @"t"() "ember-keep-vector-width" noinline\n{\n  ret void\n}\n'
+            'define {float, float} @"s"({float, float} %".1") {\n  ret {float, float} %".1"\n}\n')
     marked = llvm_support._with_vector_width(text)
     if bits is None:
         assert marked == text
     else:
-        assert marked.splitlines()[0].endswith('noinline "prefer-vector-width"="512" ')
+        lines, original = marked.splitlines(), text.splitlines()
+        assert lines[0] == original[0] + ' "prefer-vector-width"="512"'
+        assert lines[9] == original[9][:-2] + ' "prefer-vector-width"="512" {'
         # (declarations and functions marked by keep_vector_width are untouched)
-        assert marked.splitlines()[1:] == text.splitlines()[1:]
+        assert lines[1:9] + lines[10:] == original[1:9] + original[10:]
         llvm_support.compile_ir(text)  # LLVM reads the attribute
 
 
