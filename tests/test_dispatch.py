@@ -62,6 +62,15 @@ def _open_gate():
     _GATE.set()
 
 
+def _wait_until(predicate) -> bool:
+    """Polls ``predicate`` for up to 30 s."""
+    for _ in range(3000):
+        if predicate():
+            return True
+        threading.Event().wait(0.01)
+    return False
+
+
 def test_big_work_returns_before_it_is_done(monkeypatch):
     monkeypatch.setattr(dispatch, "WAKE_MIN_MICROSECONDS", 0.0)  # (work this long wakes it)
     f = ember.jit(lambda x: hold_p.bind(x) * 2.0)
@@ -73,24 +82,13 @@ def test_big_work_returns_before_it_is_done(monkeypatch):
     assert y.size == BIG and y.nbytes == 4 * BIG
     assert not y.is_ready()
     job = y._pending[0]
-    for _ in range(3000):  # nobody waits for it: the worker takes it up
-        if job.running():
-            break
-        threading.Event().wait(0.01)
+    _wait_until(job.running)  # nobody waits for it: the worker takes it up
     assert job.running() and not y.is_ready()
     _GATE.set()
     assert y.block_until_ready() is y
     assert y.is_ready()
     assert float(y[0]) == 2.0 and float(y[-1]) == 2.0
     assert _THREADS == ["ember-cpu-0"]
-
-
-def _wait_until(predicate) -> bool:
-    for _ in range(3000):
-        if predicate():
-            return True
-        threading.Event().wait(0.01)
-    return False
 
 
 def test_short_queued_work_leaves_the_worker_asleep():
@@ -253,10 +251,8 @@ def test_eager_path_arrays_have_no_pending_state():
 def _occupy_the_worker(release: threading.Event):
     """Work that keeps the worker busy until ``release`` is set, once the worker runs it."""
     busy = dispatch._WORKER.submit(lambda: release.wait(timeout=30))
-    for _ in range(3000):
-        if busy.running():
-            return busy
-        threading.Event().wait(0.01)
+    if _wait_until(busy.running):
+        return busy
     raise AssertionError("the worker never started")
 
 
