@@ -510,15 +510,18 @@ class CpuExecutable:
     def _run_steps(self, args, outs, arena) -> None:
         values = [None] * self.program.n_values
         arena_ptr = _fb(arena) if arena is not None else None
-        for step in self._steps:
-            if type(step) is _Kernel:
-                self._run_kernel(step, args, outs, arena, arena_ptr, values)
-            else:
-                step, plan = step
-                if type(step) is DotPlan:
-                    self._run_dot(step, plan, args, outs, arena, values)
+        # (One floating-point warning context for all the BLAS calls: entering one costs
+        # ~3 µs, per dot that was ~1% of an MLP train step.)
+        with np.errstate(all="ignore"):
+            for step in self._steps:
+                if type(step) is _Kernel:
+                    self._run_kernel(step, args, outs, arena, arena_ptr, values)
                 else:
-                    self._run_library(step, plan, args, outs, arena, values)
+                    step, plan = step
+                    if type(step) is DotPlan:
+                        self._run_dot(step, plan, args, outs, arena, values)
+                    else:
+                        self._run_library(step, plan, args, outs, arena, values)
 
     def _array(self, ref, args, outs, arena, values) -> np.ndarray:
         kind = ref.kind
@@ -530,7 +533,7 @@ class CpuExecutable:
             return self._consts[ref.index]
         if kind == "value":
             return values[ref.index]
-        nbytes = int(np.prod(ref.dims, dtype=np.int64)) * ref.dtype.itemsize
+        nbytes = math.prod(ref.dims) * ref.dtype.itemsize  # (np.prod: ~4 µs a call)
         return arena[ref.index:ref.index + nbytes].view(ref.dtype).reshape(ref.dims)
 
     def _pointer(self, ref, args, outs, arena_ptr, values):
@@ -604,13 +607,13 @@ class CpuExecutable:
         lperm, rperm, (b, m, k, n) = plan
         # (batch, m, k) @ (batch, k, n) straight into the output buffer; transposed operands
         # stay views, which BLAS reads with its transpose flags.
+        # (``_run_steps`` ignores floating-point warnings around this.)
         lt = lhs.transpose(lperm).reshape(b, m, k)
         rt = rhs.transpose(rperm).reshape(b, k, n)
-        with np.errstate(all="ignore"):
-            if b == 1:
-                np.matmul(lt[0], rt[0], out=dest.reshape(m, n))
-            else:
-                np.matmul(lt, rt, out=dest.reshape(b, m, n))
+        if b == 1:
+            np.matmul(lt[0], rt[0], out=dest.reshape(m, n))
+        else:
+            np.matmul(lt, rt, out=dest.reshape(b, m, n))
 
     def _run_library(self, step: LibraryPlan, plan, args, outs, arena, values) -> None:
         operands = []
