@@ -259,6 +259,36 @@ def test_devices_and_device_put_get():
         ember.devices("tpu")
 
 
+@pytest.mark.parametrize("make", [ember.device_put, jnp.array, jnp.asarray],
+                         ids=["device_put", "array", "asarray"])
+@pytest.mark.parametrize("dtype, want", [(np.float64, np.float32), (np.float32, np.float32),
+                                         (np.int64, np.int32), (np.uint8, np.uint8),
+                                         (ember.dtypes.bfloat16, ember.dtypes.bfloat16),
+                                         (np.complex128, np.complex64), (np.bool_, np.bool_)])
+def test_large_host_arrays_are_copied_into_aligned_device_memory(make, dtype, want):
+    rng = np.random.default_rng(0)
+    src = (rng.standard_normal((1 << 18) + 3) * 100).astype(dtype)  # >= 1 MiB in NumPy
+    host = np.empty(src.nbytes + 16, np.uint8)[16:].view(src.dtype)  # 16 bytes off 64
+    host[...] = src
+    x = make(host)
+    value = np.asarray(x)
+    assert x.dtype == want and value.ctypes.data % 64 == 0
+    np.testing.assert_array_equal(value, src.astype(want))
+    assert not np.shares_memory(value, host) and not value.flags.writeable
+    host[0] = 1  # the device copy is independent of the host array
+    assert value[0] == src.astype(want)[0]
+
+
+def test_small_and_unconvertible_host_arrays_keep_their_behaviour():
+    x = ember.device_put(np.arange(5, dtype=np.int16))
+    assert x.dtype == np.int16 and list(np.asarray(x)) == [0, 1, 2, 3, 4]
+    assert jnp.array(np.ones((3, 2))).dtype == np.float32
+    with pytest.raises(TypeError, match="array: cannot convert"):
+        jnp.array(np.array([object()] * (1 << 16)))
+    with pytest.raises(TypeError, match="not a valid ember array type"):
+        jnp.array(np.array(["a"] * (1 << 16)))
+
+
 def test_array_constructor_validates():
     a = ember.Array(np.arange(3, dtype=np.int64))
     assert a.dtype == np.int32

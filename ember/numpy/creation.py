@@ -11,6 +11,7 @@ from ember import core, dtypes, lax, tree_util
 from ember.core import ShapedArray, Tracer
 from ember.numpy import _util, ufuncs
 from ember.numpy.shape import broadcast_arrays, broadcast_to, moveaxis, ravel, stack, static_int
+from ember.runtime.array import device_buffer
 
 
 def _concrete(value: np.ndarray, weak_type: bool = False) -> Any:
@@ -62,8 +63,11 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
         if dtypes.is_python_scalar(object):
             np_value = np.asarray(object, dtype=dtype or dtypes.dtype(object, canonicalize=True))
         else:
+            if dtype is None and isinstance(object, np.ndarray) \
+                    and object.dtype in dtypes.supported_dtypes:
+                dtype = dtypes.canonicalize_dtype(object.dtype)  # (one copy, not two)
             try:
-                np_value = np.array(object, dtype=dtype)
+                np_value = device_buffer(object, dtype)
             except (TypeError, ValueError) as e:  # same class as NumPy/JAX (ragged: ValueError)
                 raise type(e)(f"array: cannot convert {type(object).__name__} to an array: "
                               f"{e}") from None

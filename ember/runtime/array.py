@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, tree_util
+from ember.backends.cpu import buffer_pool
 from ember.core import ShapedArray
 
 _IMMUTABLE_MESSAGE = (
@@ -279,6 +280,24 @@ def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
 core.pytype_aval_mappings[Array] = lambda x: x.aval
 
 
+def device_buffer(value: Any, dtype: Any = None) -> np.ndarray:
+    """A new C-contiguous copy of host data for a device array: ``np.array(value, dtype)``,
+    except that a NumPy array of the buffer pool's sizes (``buffer_pool.pooled``) is copied
+    into pooled memory. That memory is 64-byte aligned where NumPy's is 16-byte aligned, so
+    each 512-bit load and store of a kernel touches one cache line instead of two: the
+    layernorm kernel over (4096, 1024) float32 ran in 1.22 ms from an aligned input, 1.48 ms
+    with input and output 16 bytes off, and 2.0 ms from an input 16 bytes off into an aligned
+    output (one thread), which is what the kernels saw for every ``device_put`` array."""
+    if isinstance(value, np.ndarray):
+        dt = np.dtype(dtype) if dtype is not None else value.dtype
+        if not dt.hasobject and dt.kind in "biufcV" and buffer_pool.pooled(value.size
+                                                                            * dt.itemsize):
+            out = buffer_pool.empty(value.shape, dt)
+            np.copyto(out, value, casting="unsafe")  # (np.array's casting)
+            return out
+    return np.array(value, dtype=dtype)
+
+
 def device_put(x: Any, device: Any = None) -> Any:
     """Copies a pytree of arrays/scalars onto the device as ``ember.Array``s.
 
@@ -295,7 +314,7 @@ def device_put(x: Any, device: Any = None) -> Any:
         if isinstance(leaf, core.Tracer):
             return leaf
         aval = core.get_aval(leaf)
-        return Array._wrap(np.array(leaf, dtype=aval.dtype), aval)
+        return Array._wrap(device_buffer(leaf, aval.dtype), aval)
 
     return tree_util.tree_map(put, x)
 
