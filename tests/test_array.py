@@ -383,3 +383,47 @@ def test_statistics_methods_under_transformations(transform):
     else:
         g = np.asarray(ember.grad(lambda a: a.var())(jnp.asarray(x)))
         np.testing.assert_allclose(g, 2 * (x - x.mean()) / x.size, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn", [jnp.sort, jnp.sum, jnp.cumsum, jnp.mean, jnp.ravel,
+                                lambda a: jnp.reshape(a, (2, 2)), lambda a: jnp.clip(a, 0, 1),
+                                lambda a: jnp.take(a, jnp.array([0])), ember.Array,
+                                jnp.asarray, ember.device_put],
+                         ids=["sort", "sum", "cumsum", "mean", "ravel", "reshape", "clip",
+                              "take", "Array", "asarray", "device_put"])
+def test_host_arrays_passed_in_stay_writable_and_unshared(fn):
+    host = np.arange(4, dtype=np.float32)
+    out = fn(host)
+    before = np.asarray(out).copy()
+    assert host.flags.writeable
+    host[...] = -7  # (raised "assignment destination is read-only" before)
+    np.testing.assert_array_equal(np.asarray(out), before)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: jnp.ones((512, 1024)), lambda: jnp.full((512, 1024), 3, jnp.int32),
+    lambda: jnp.zeros((512, 1024)).astype(jnp.int16) + jnp.int16(1),
+    lambda: jnp.arange(1 << 19, dtype=jnp.float32),
+    lambda: jnp.concatenate([jnp.ones((256, 1024)), jnp.zeros((256, 1024))]),
+    lambda: jnp.sort(jnp.ones((512, 1024)), axis=0),
+    lambda: jnp.where(jnp.ones((512, 1024)) > 0, 1.0, 2.0),
+    lambda: jnp.ones((512, 1024)).astype(jnp.int32)],
+    ids=["ones", "full", "add", "arange", "concatenate", "sort", "where", "astype"])
+def test_large_eager_results_are_64_byte_aligned(make):
+    value = np.asarray(make())
+    assert value.nbytes >= 1 << 19 and value.ctypes.data % 64 == 0
+    assert not value.flags.writeable
+
+
+def test_aligned_result_copies_only_large_contiguous_misaligned_values():
+    from ember.runtime.array import aligned_result
+    raw = np.arange((1 << 18) + 16, dtype=np.float32)
+    off = raw[(-raw.ctypes.data % 64) // 4 + 4:][:1 << 18]  # 16 bytes past a 64-byte line
+    assert off.ctypes.data % 64 == 16
+    moved = aligned_result(off)
+    assert moved.ctypes.data % 64 == 0 and not np.shares_memory(moved, raw)
+    np.testing.assert_array_equal(moved, off)
+    small = off[:100]
+    assert aligned_result(small) is small
+    strided = off[::2]
+    assert aligned_result(strided) is strided

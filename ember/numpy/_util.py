@@ -9,6 +9,7 @@ import numpy as np
 
 from ember import core, dtypes, lax
 from ember.core import Tracer
+from ember.runtime.array import device_buffer
 
 
 def is_arraylike(x: Any) -> bool:
@@ -28,7 +29,8 @@ def ensure_array(x: Any) -> Any:
     if isinstance(x, Tracer) or hasattr(x, "aval"):
         return x
     aval = core.get_aval(x)
-    return core.concrete_array(np.asarray(x, dtype=aval.dtype), aval)
+    # (A copy, as a transfer to a device is: the caller's array stays writable and unshared.)
+    return core.concrete_array(device_buffer(x, aval.dtype), aval)
 
 
 def array_arg(fn: str, x: Any) -> Any:

@@ -11,7 +11,7 @@ from ember import core, dtypes, lax, tree_util
 from ember.core import ShapedArray, Tracer
 from ember.numpy import _util, ufuncs
 from ember.numpy.shape import broadcast_arrays, broadcast_to, moveaxis, ravel, stack, static_int
-from ember.runtime.array import device_buffer
+from ember.runtime.array import device_buffer, device_empty
 
 
 def _concrete(value: np.ndarray, weak_type: bool = False) -> Any:
@@ -152,7 +152,9 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
         weak = dt is None and dtypes.is_weakly_typed(fill_value)
         # Converted like lax.convert_element_type (JAX): ints wrap, floats saturate.
         value = np.asarray(lax.convert_element_type(_concrete_value(fill_value), out_dt, weak))
-        return _concrete(np.full(shape, value, dtype=out_dt), weak)
+        out = device_empty(shape, out_dt)
+        np.copyto(out, value)
+        return _concrete(out, weak)
     return lax.full(shape, fill_value, dt)
 
 

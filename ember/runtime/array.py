@@ -74,9 +74,9 @@ class Array:
 
     def __init__(self, value: Any, weak_type: bool = False):
         arr = np.asarray(value)
-        dt = dtypes.canonicalize_dtype(arr.dtype)
-        if arr.dtype != dt:
-            arr = arr.astype(dt)
+        # (A copy: the caller's array is neither shared nor frozen.)
+        arr = device_buffer(arr, dtypes.canonicalize_dtype(arr.dtype))
+        dt = arr.dtype
         arr.flags.writeable = False
         self._value = arr
         self.aval = ShapedArray(arr.shape, dt, weak_type)
@@ -84,6 +84,8 @@ class Array:
     @classmethod
     def _wrap(cls, value: np.ndarray, aval: ShapedArray) -> Array:
         """Fast constructor for a fresh buffer whose aval is already known."""
+        if value.nbytes >= buffer_pool.MIN_BYTES:
+            value = aligned_result(value)
         self = object.__new__(cls)
         _setflags(value, False)
         self._value = value
@@ -296,6 +298,23 @@ def device_buffer(value: Any, dtype: Any = None) -> np.ndarray:
             np.copyto(out, value, casting="unsafe")  # (np.array's casting)
             return out
     return np.array(value, dtype=dtype)
+
+
+def device_empty(shape: tuple, dtype: Any) -> np.ndarray:
+    """A new uninitialized C-contiguous array for a device array's value: pooled memory
+    (64-byte aligned, see ``device_buffer``) when large."""
+    return buffer_pool.empty(shape, dtype)
+
+
+def aligned_result(value: np.ndarray) -> np.ndarray:
+    """``value``, a NumPy result about to become a device array, copied into pooled memory if
+    it is large, C-contiguous and not 64-byte aligned (see ``device_buffer``); strided views
+    are left as they are (a kernel gets a contiguous copy of them anyway)."""
+    if buffer_pool.pooled(value.nbytes) and value.flags.c_contiguous \
+            and value.__array_interface__["data"][0] % buffer_pool.ALIGN \
+            and not value.dtype.hasobject:
+        return device_buffer(value)
+    return value
 
 
 def device_put(x: Any, device: Any = None) -> Any:
