@@ -238,7 +238,13 @@ def _detached(inst: Instruction) -> Instruction:
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:
-    return a if a.flags.c_contiguous else a.copy(order="C")
+    """``a``, or a C-contiguous copy of it: in pooled (64-byte aligned) memory when large, so
+    the kernels' vector loads from it do not straddle cache lines."""
+    if a.flags.c_contiguous:
+        return a
+    out = buffer_pool.empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
 
 
 class _Kernel:

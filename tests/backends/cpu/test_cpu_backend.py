@@ -693,3 +693,16 @@ def test_kernels_use_512_bit_vectors(tmp_path, monkeypatch):
     np.testing.assert_allclose(np.asarray(got), np.exp(x) * 2 + 1, rtol=2e-6)
     asm = "".join(open(p).read() for p in glob.glob(str(tmp_path / "*.s")))
     assert "zmm" in asm
+
+
+def test_strided_arguments_are_copied_into_aligned_memory():
+    from ember.backends.cpu.executable import _contiguous
+    base = np.arange(512 * 1024, dtype=np.float32).reshape(512, 1024)
+    for strided in (base.T, base[:, ::2], base[::-1]):
+        got = _contiguous(strided)
+        assert got.flags.c_contiguous and not np.shares_memory(got, base)
+        np.testing.assert_array_equal(got, strided)
+        assert got.ctypes.data % 64 == 0
+    assert _contiguous(base) is base
+    f = ember.jit(lambda x: x * 2.0 + 1.0)
+    np.testing.assert_array_equal(np.asarray(f(ember.device_put(base).T)), base.T * 2 + 1)
