@@ -427,3 +427,9 @@ def test_aligned_result_copies_only_large_contiguous_misaligned_values():
     assert aligned_result(small) is small
     strided = off[::2]
     assert aligned_result(strided) is strided
+
+
+def test_pooled_min_bytes_is_the_buffer_pools():
+    from ember.backends.cpu import buffer_pool
+    from ember.runtime.array import POOLED_MIN_BYTES
+    assert POOLED_MIN_BYTES == buffer_pool.MIN_BYTES

@@ -6,13 +6,23 @@ Operators and the NumPy-style methods (``sum``, ``reshape``, ``x.at[...]``) are 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ember import core, dtypes, tree_util
-from ember.backends.cpu import buffer_pool
 from ember.core import ShapedArray
+
+# ``buffer_pool.MIN_BYTES``: the smallest arrays worth pooled (aligned) memory. The pool is
+# imported at first use: importing it loads the CPU backend, which ``EMBER_PRELOAD=0`` and
+# other backends leave unloaded at ``import ember`` (tests/backends/test_preload.py).
+POOLED_MIN_BYTES = 1 << 18
+
+
+def _buffer_pool():
+    from ember.backends.cpu import buffer_pool
+    return buffer_pool
 
 _IMMUTABLE_MESSAGE = (
     "'{}' object does not support item assignment. JAX arrays are immutable. Instead of "
@@ -84,7 +94,7 @@ class Array:
     @classmethod
     def _wrap(cls, value: np.ndarray, aval: ShapedArray) -> Array:
         """Fast constructor for a fresh buffer whose aval is already known."""
-        if value.nbytes >= buffer_pool.MIN_BYTES:
+        if value.nbytes >= POOLED_MIN_BYTES:
             value = aligned_result(value)
         self = object.__new__(cls)
         _setflags(value, False)
@@ -292,9 +302,9 @@ def device_buffer(value: Any, dtype: Any = None) -> np.ndarray:
     output (one thread), which is what the kernels saw for every ``device_put`` array."""
     if isinstance(value, np.ndarray):
         dt = np.dtype(dtype) if dtype is not None else value.dtype
-        if not dt.hasobject and dt.kind in "biufcV" and buffer_pool.pooled(value.size
-                                                                            * dt.itemsize):
-            out = buffer_pool.empty(value.shape, dt)
+        if not dt.hasobject and dt.kind in "biufcV" and value.size * dt.itemsize \
+                >= POOLED_MIN_BYTES and _buffer_pool().pooled(value.size * dt.itemsize):
+            out = _buffer_pool().empty(value.shape, dt)
             np.copyto(out, value, casting="unsafe")  # (np.array's casting)
             return out
     return np.array(value, dtype=dtype)
@@ -303,15 +313,19 @@ def device_buffer(value: Any, dtype: Any = None) -> np.ndarray:
 def device_empty(shape: tuple, dtype: Any) -> np.ndarray:
     """A new uninitialized C-contiguous array for a device array's value: pooled memory
     (64-byte aligned, see ``device_buffer``) when large."""
-    return buffer_pool.empty(shape, dtype)
+    dtype = np.dtype(dtype)
+    if math.prod(shape) * dtype.itemsize < POOLED_MIN_BYTES:
+        return np.empty(shape, dtype)
+    return _buffer_pool().empty(shape, dtype)
 
 
 def aligned_result(value: np.ndarray) -> np.ndarray:
     """``value``, a NumPy result about to become a device array, copied into pooled memory if
     it is large, C-contiguous and not 64-byte aligned (see ``device_buffer``); strided views
     are left as they are (a kernel gets a contiguous copy of them anyway)."""
-    if buffer_pool.pooled(value.nbytes) and value.flags.c_contiguous \
-            and value.__array_interface__["data"][0] % buffer_pool.ALIGN \
+    if value.nbytes >= POOLED_MIN_BYTES and value.flags.c_contiguous \
+            and value.__array_interface__["data"][0] % 64 \
+            and _buffer_pool().pooled(value.nbytes) \
             and not value.dtype.hasobject:
         return device_buffer(value)
     return value

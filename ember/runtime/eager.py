@@ -10,15 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ember import core
-from ember.backends.cpu import buffer_pool
 from ember.compiler.eval_elementwise import ignore_fp_errors, restore_fp_errors
 from ember.config import config
 from ember.errors import UnexpectedTracerError
-from ember.runtime.array import Array, aligned_result
+from ember.runtime.array import POOLED_MIN_BYTES, Array, aligned_result
 
 _ndarray = np.ndarray
 _new_array = object.__new__
-_ALIGNED_MIN_BYTES = buffer_pool.MIN_BYTES
 _setflags = np.ndarray.setflags  # setflags(a, False) is several times cheaper than flags.writeable
 
 # (primitive, avals, params items, x64) -> output aval(s). Only successful evaluations are
@@ -45,7 +43,7 @@ def _wrap(value, aval: core.ShapedArray) -> Array:
         value = value.astype(aval.dtype)
     if value.shape != aval.shape:
         raise AssertionError(f"impl produced shape {value.shape}, abstract eval {aval.shape}")
-    if value.nbytes >= _ALIGNED_MIN_BYTES:  # (a large NumPy result: aligned for the kernels)
+    if value.nbytes >= POOLED_MIN_BYTES:  # (a large NumPy result: aligned for the kernels)
         value = aligned_result(value)
     # Views of inputs are fine: every buffer is read-only, so sharing is safe.
     _setflags(value, False)
