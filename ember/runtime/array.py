@@ -302,9 +302,9 @@ def device_buffer(value: Any, dtype: Any = None) -> np.ndarray:
     output (one thread), which is what the kernels saw for every ``device_put`` array."""
     if isinstance(value, np.ndarray):
         dt = np.dtype(dtype) if dtype is not None else value.dtype
-        if not dt.hasobject and dt.kind in "biufcV" and value.size * dt.itemsize \
-                >= POOLED_MIN_BYTES and _buffer_pool().pooled(value.size * dt.itemsize):
-            out = _buffer_pool().empty(value.shape, dt)
+        if not dt.hasobject and dt.kind in "biufcV" \
+                and value.size * dt.itemsize >= POOLED_MIN_BYTES:
+            out = device_empty(value.shape, dt)
             np.copyto(out, value, casting="unsafe")  # (np.array's casting)
             return out
     return np.array(value, dtype=dtype)
