@@ -34,6 +34,7 @@ from ember import core
 from ember.config import config
 from ember.core import EvalTrace, ShapedArray
 from ember.interpreters.partial_eval import trace_to_jaxpr
+from ember.numpy._compiled import compile_program
 from ember.numpy._replay import Fallback, compile_jaxpr
 from ember.runtime.array import Array
 
@@ -80,8 +81,8 @@ def _static_key(v: Any) -> Any:
         items = (v.start, v.stop, v.step) if t is slice else v
         parts = tuple(_static_key(e) for e in items)
         return None if None in parts else (t, parts)
-    if t is np.dtype or isinstance(v, type):  # dtypes and scalar types (jnp.float32)
-        return (t, v)
+    if isinstance(v, (np.dtype, type)):  # dtypes (``x.dtype``), scalar types (jnp.float32)
+        return (np.dtype if isinstance(v, np.dtype) else t, v)
     if isinstance(v, (np.integer, np.bool_)):
         return (t, v.item())
     return None
@@ -174,24 +175,30 @@ class FastFunction:
 
     def _compile_call(self, keys: tuple, args: tuple, kwargs: dict) -> Any:
         """Compiles the signature, checking the program's result against the ordinary path."""
-        prog = self._build(keys, args, kwargs)
+        candidates = self._build(keys, args, kwargs)
         result = self.fn(*args, **kwargs)  # the ordinary path decides (and raises)
-        if prog is not None:
+        prog = None
+        for candidate in candidates:  # (the first whose result has the ordinary path's bits)
+            serves = getattr(candidate, "serves", None)
+            if serves is not None and not serves(args):
+                continue  # (it would not compute this call itself: it cannot be checked)
             try:
-                fast = prog(*args)
+                fast = candidate(*args)
             except Fallback:
                 return result  # a value-dependent fallback: decide again next time
-            except Exception:  # noqa: BLE001 - any failure keeps the ordinary path
-                prog = None
-            else:
-                if not _same(fast, result):
-                    prog = None
+            except Exception:  # noqa: BLE001 - any failure: try the next, or stay ordinary
+                continue
+            if _same(fast, result):
+                prog = candidate
+                break
         self.by_value[keys] = _SLOW if prog is None else prog
         if prog is not None:
             self._remember(keys, prog)
         return result
 
-    def _build(self, keys: tuple, args: tuple, kwargs: dict) -> Callable | None:
+    def _build(self, keys: tuple, args: tuple, kwargs: dict) -> list[Callable]:
+        """The programs that may serve the signature, best first: a compiled one for large
+        arrays (``_compiled``), then the NumPy replay; none if the call cannot be replayed."""
         kinds, in_avals, scalar_avals = [], [], {}
         for i, (k, a) in enumerate(zip(keys, args)):
             if type(k) is tuple:
@@ -218,9 +225,17 @@ class FastFunction:
 
         try:
             closed, _ = trace_to_jaxpr(flat, in_avals)
-            return compile_jaxpr(closed, kinds, scalar_avals, out_tree[0])
+            replay = compile_jaxpr(closed, kinds, scalar_avals, out_tree[0])
         except Exception:  # noqa: BLE001 - errors, value-dependent code: ordinary path
-            return None
+            return []
+        if replay is None:
+            return []
+        try:
+            compiled = compile_program(closed, kinds, scalar_avals, out_tree[0],
+                                       getattr(self.fn, "__name__", "fn"), replay)
+        except Exception:  # noqa: BLE001 - a backend that cannot compile it: replay
+            compiled = None
+        return [replay] if compiled is None else [compiled, replay]
 
 
 def _positional_only(fn: Callable, nargs: int) -> bool:

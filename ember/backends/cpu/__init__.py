@@ -243,6 +243,9 @@ class CpuBackend:
 
     name = "cpu"
     platform = "cpu"
+    # Compiles fused native kernels: eager code hands it multi-pass programs on large arrays
+    # (``ember.numpy._compiled``).
+    fuses_kernels = True
 
     def __init__(self):
         # native key -> (RunPlan, loaded code). Never evicted: code is never unloaded.
