@@ -243,8 +243,35 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
     if a.flags.c_contiguous:
         return a
     out = buffer_pool.empty(a.shape, a.dtype)
-    np.copyto(out, a)
+    copy_tiled(out, a)
     return out
+
+
+# The side, in elements, of the tiles ``copy_tiled`` copies a transposed view in.
+COPY_TILE = 256
+
+
+def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
+    """``np.copyto(out, a)`` for a C-contiguous ``out``, in square tiles where ``a``'s
+    fastest-varying axis is not its last. NumPy's copy walks ``a`` in ``out``'s order, so a
+    transposed view is read one element per cache line: (4096, 1024) float32 from a
+    transpose took ~30 ms, in tiles of 256 x 256 (whose lines stay in cache while a tile is
+    copied) ~5.6 ms, a plain copy ~1.2 ms."""
+    last = a.ndim - 1
+    if last < 1:
+        np.copyto(out, a)
+        return
+    fastest = min(range(a.ndim), key=lambda d: abs(a.strides[d]) if a.shape[d] > 1
+                  else math.inf)
+    if fastest == last or a.shape[fastest] <= COPY_TILE and a.shape[last] <= COPY_TILE:
+        np.copyto(out, a)
+        return
+    index = [slice(None)] * a.ndim
+    for i in range(0, a.shape[fastest], COPY_TILE):
+        index[fastest] = slice(i, i + COPY_TILE)
+        for j in range(0, a.shape[last], COPY_TILE):
+            index[last] = slice(j, j + COPY_TILE)
+            out[tuple(index)] = a[tuple(index)]
 
 
 class _Kernel:

@@ -7,6 +7,7 @@ are written.
 """
 
 import glob
+import itertools
 import os
 
 import numpy as np
@@ -706,3 +707,26 @@ def test_strided_arguments_are_copied_into_aligned_memory():
     assert _contiguous(base) is base
     f = ember.jit(lambda x: x * 2.0 + 1.0)
     np.testing.assert_array_equal(np.asarray(f(ember.device_put(base).T)), base.T * 2 + 1)
+
+
+def _views():
+    """Strided views of every kind: transposes (2-D and 3-D, each axis order), reversed and
+    stepped axes, sizes that are not multiples of the tile, and single-element axes."""
+    rng = np.random.default_rng(7)
+    for shape in ((600, 300), (257, 1), (1, 700), (3, 300, 520), (2, 1, 600, 5)):
+        base = rng.integers(-1000, 1000, shape).astype(np.int32)
+        for perm in itertools.permutations(range(len(shape))):
+            yield base.transpose(perm)
+            yield base.transpose(perm)[..., ::-1]
+            yield base.transpose(perm)[::2]
+    yield np.arange(1000.0).reshape(10, 100)[:, ::3].T  # (float64)
+    yield np.arange(1000, dtype=np.int8).reshape(500, 2).T[::-1]
+
+
+@pytest.mark.parametrize("k", range(len(list(_views()))))
+def test_tiled_copies_equal_numpys(k):
+    view = list(_views())[k]
+    out = np.full(view.shape, -1, view.dtype)
+    cpu_exe.copy_tiled(out, view)
+    np.testing.assert_array_equal(out, view)
+    assert out.tobytes() == np.ascontiguousarray(view).tobytes()
