@@ -157,6 +157,14 @@ def test_small_arrays_and_single_fast_kernels_stay_replayed():
     assert _replayed(jnp.add, big)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "uint8"])
+@pytest.mark.parametrize("y", [2, 3, 7])
+def test_integer_powers_are_compiled_and_exact(dtype, y):
+    # (eager integer_pow multiplies in the lowering's order, so floats compile exactly too)
+    _check_compiled_and_exact(jnp.power, lambda seed: (jnp.asarray(_values(_dt(dtype), seed)),
+                                                       y))
+
+
 def test_where_clip_and_cumsum_are_compiled_and_exact():
     f32 = "float32"
     _check_compiled_and_exact(jnp.where, lambda seed: (

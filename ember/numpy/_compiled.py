@@ -69,8 +69,9 @@ _EXACT_ANY = frozenset({
     shape.rev_p, shape.concatenate_p, shape.pad_p, shape.iota_p, slicing.slice_p,
     red.reduce_max_p, red.reduce_min_p, red.reduce_and_p, red.reduce_or_p,
     red.reduce_xor_p, red.argmax_p, red.argmin_p, red.cummax_p, red.cummin_p, red.cumsum_p})
-_EXACT_INTEGER = frozenset({ew.div_p, ew.integer_pow_p, red.reduce_sum_p, red.reduce_prod_p,
-                            red.cumprod_p})
+# (integer_pow: both multiply in the same order; NumPy's complex products round otherwise)
+_EXACT_REAL = frozenset({ew.integer_pow_p})
+_EXACT_INTEGER = frozenset({ew.div_p, red.reduce_sum_p, red.reduce_prod_p, red.cumprod_p})
 
 
 def _exact(eqn) -> bool:
@@ -78,8 +79,10 @@ def _exact(eqn) -> bool:
     if eqn.primitive in _EXACT_ANY:
         # (float cumsums: both accumulate float32 in float64, in order)
         return True
-    return eqn.primitive in _EXACT_INTEGER and all(
-        not dtypes.is_inexact(v.aval.dtype) for v in (*eqn.invars, *eqn.outvars))
+    kinds = {np.dtype(v.aval.dtype).kind for v in (*eqn.invars, *eqn.outvars)}
+    if eqn.primitive in _EXACT_REAL:
+        return "c" not in kinds
+    return eqn.primitive in _EXACT_INTEGER and not kinds & {"f", "c", "V"}
 
 
 def _worth_compiling(closed) -> bool:
