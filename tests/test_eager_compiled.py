@@ -180,6 +180,22 @@ def test_where_clip_and_cumsum_are_compiled_and_exact():
                 jnp.asarray(_values(dtype, seed)), axis))
 
 
+def test_very_large_single_kernels_are_compiled_and_exact():
+    # From SINGLE_KERNEL_MIN_BYTES, one exact NumPy pass is compiled too (two threads);
+    # a float division only by an argument of the result's shape.
+    shape = (_compiled.SINGLE_KERNEL_MIN_BYTES // 4 // 1024, 1024)
+
+    def big(seed):
+        return jnp.asarray(np.resize(_values("float32", seed), shape))
+
+    _check_compiled_and_exact(jnp.add, lambda seed: (big(seed), big(seed + 1)))
+    _check_compiled_and_exact(jnp.true_divide, lambda seed: (big(seed), big(seed + 1)))
+    _check_compiled_and_exact(jnp.multiply, lambda seed: (big(seed), 3.0))
+    zeros = jnp.zeros(shape, jnp.float32)  # (where the reciprocal's product is exact too)
+    _check_replayed_and_exact(jnp.true_divide, lambda seed: (zeros if seed == 0 else big(seed),
+                                                             3.0))
+
+
 def test_strided_arguments_are_served_by_the_replay():
     # Compiled programs read dense buffers: a transposed view goes to the NumPy replay (which
     # reads it in place) instead of being copied, with the same bits.

@@ -15,8 +15,9 @@ later ones, so only jaxprs that compile to NumPy's bits on every input are compi
 division and sums; not float division, powers, math functions or float sums), and a compiled
 program is used only where its first result has the ordinary path's bits (``_fastpath``
 checks, as it checks replayed programs); otherwise the NumPy replay serves the signature.
-Programs whose single NumPy pass is already one fast kernel (``x + y``) or whose primitives
-only make views (reshapes, transposes) stay replayed.
+Programs whose primitives only make views (reshapes, transposes) stay replayed, and so do
+programs whose work is one fast NumPy kernel (``x + y``) unless their arrays are very large
+(``SINGLE_KERNEL_MIN_BYTES``), where two threads beat NumPy's one.
 
 Example:
     >>> prog = compile_program(closed, ("array", "scalar"), {1: aval}, None, "floor_divide")
@@ -43,6 +44,11 @@ from ember.numpy._replay import Fallback, _convert_scalar, _plan
 # (measured on 2^14 int32: ``i // 7`` 307 us replayed against 15 us compiled, but a compile
 # costs ~5 ms, so small one-off signatures are better replayed).
 MIN_BYTES = 1 << 16
+# The least size for a program whose work is one fast NumPy kernel (``x + y``): from there
+# the compiled kernel's two threads and reused output memory save more per call than a
+# compile costs over a few calls (4M float32 ``x + y``: ~2.0 ms in NumPy, ~1.1 compiled;
+# 1M: 0.53 against 0.42).
+SINGLE_KERNEL_MIN_BYTES = 8 << 20
 
 # Primitives that make a pass over their operands, besides the elementwise ones: the
 # cumulative reductions (float32 sums accumulate in float64, NumPy's cumsum cannot).
@@ -53,8 +59,9 @@ _PASSES = frozenset(v for v in vars(ew).values() if isinstance(v, core.Primitive
 _SLOW_SINGLE_KERNELS = frozenset({ew.select_n_p})
 
 # What compiles to the bits of the NumPy replay on every input: IEEE-exact arithmetic,
-# comparisons, selections, casts and data movement. Not: float division (the compiler
-# multiplies by a constant divisor's reciprocal, as XLA does), float powers and the math
+# comparisons, selections, casts and data movement. Not: float division by a constant or a
+# broadcast value (the compiler multiplies by its reciprocal, as XLA does; a division by an
+# argument of the result's shape stays one), float powers and the math
 # functions (``vecmath``'s approximations are not NumPy's), float sums and products (another
 # order of additions). ``_fastpath`` checks a compiled program's first result anyway; this
 # list keeps programs whose later results could differ from ever being chosen.
@@ -74,33 +81,44 @@ _EXACT_REAL = frozenset({ew.integer_pow_p})
 _EXACT_INTEGER = frozenset({ew.div_p, red.reduce_sum_p, red.reduce_prod_p, red.cumprod_p})
 
 
-def _exact(eqn) -> bool:
-    """Whether ``eqn`` compiles to the NumPy replay's bits on every input."""
+def _exact(eqn, arguments: set) -> bool:
+    """Whether ``eqn`` compiles to the NumPy replay's bits on every input (``arguments``:
+    the ids of the jaxpr's input variables)."""
     if eqn.primitive in _EXACT_ANY:
         # (float cumsums: both accumulate float32 in float64, in order)
         return True
     kinds = {np.dtype(v.aval.dtype).kind for v in (*eqn.invars, *eqn.outvars)}
     if eqn.primitive in _EXACT_REAL:
         return "c" not in kinds
-    return eqn.primitive in _EXACT_INTEGER and not kinds & {"f", "c", "V"}
+    if eqn.primitive in _EXACT_INTEGER and not kinds & {"f", "c", "V"}:
+        return True
+    if eqn.primitive is ew.div_p and "c" not in kinds:  # (a float division)
+        divisor = eqn.invars[1]
+        return (id(divisor) in arguments
+                and divisor.aval.shape == eqn.outvars[0].aval.shape)
+    return False
 
 
 def _worth_compiling(closed) -> bool:
-    """Whether every equation of ``closed`` compiles exactly (``_exact``), its arrays are
-    large enough (``MIN_BYTES``), and NumPy makes more than one pass over memory for its
-    elementwise and cumulative work: two or more such equations on arrays (scalars'
-    conversions are no passes), or one whose replay is not a single fast NumPy kernel."""
+    """Whether every equation of ``closed`` compiles exactly (``_exact``) and its arrays are
+    large enough: ``MIN_BYTES`` where NumPy makes more than one pass over memory for its
+    elementwise and cumulative work (two or more such equations on arrays, scalars'
+    conversions being no passes, or one whose replay is not a single fast NumPy kernel),
+    ``SINGLE_KERNEL_MIN_BYTES`` where it makes one."""
     avals = [v.aval for v in (*closed.jaxpr.invars, *closed.jaxpr.outvars)]
-    if max((a.size * a.dtype.itemsize for a in avals if hasattr(a, "dtype")),
-           default=0) < MIN_BYTES:
+    size = max((a.size * a.dtype.itemsize for a in avals if hasattr(a, "dtype")), default=0)
+    if size < MIN_BYTES:
         return False
     plan = _plan(closed.jaxpr)
-    if not all(_exact(eqn) for eqn, _, _ in plan):
+    arguments = {id(v) for v in closed.jaxpr.invars}
+    if not all(_exact(eqn, arguments) for eqn, _, _ in plan):
         return False
     steps = [(eqn, raw) for eqn, _, raw in plan
              if eqn.primitive in _PASSES and eqn.outvars[0].aval.shape != ()]
-    return len(steps) >= 2 or (len(steps) == 1 and (
-        steps[0][1] is None or steps[0][0].primitive in _SLOW_SINGLE_KERNELS))
+    if len(steps) >= 2 or (len(steps) == 1 and (
+            steps[0][1] is None or steps[0][0].primitive in _SLOW_SINGLE_KERNELS)):
+        return True
+    return len(steps) == 1 and size >= SINGLE_KERNEL_MIN_BYTES
 
 
 def _default_backend_compiles_kernels() -> bool:
