@@ -8,6 +8,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+from ember import lax
 
 
 def _a(value, dtype=None):
@@ -409,10 +410,44 @@ def test_host_arrays_passed_in_stay_writable_and_unshared(fn):
     lambda: jnp.where(jnp.ones((512, 1024)) > 0, 1.0, 2.0),
     lambda: jnp.ones((512, 1024)).astype(jnp.int32)],
     ids=["ones", "full", "add", "arange", "concatenate", "sort", "where", "astype"])
-def test_large_eager_results_are_64_byte_aligned(make):
-    value = np.asarray(make())
-    assert value.nbytes >= 1 << 19 and value.ctypes.data % 64 == 0
-    assert not value.flags.writeable
+def test_large_eager_results_are_64_byte_aligned_once_a_program_reads_them(make):
+    out = make()
+    before = np.array(out)
+    assert before.nbytes >= 1 << 19
+    ember.jit(lambda v: v[:1] + v[-1:])(out).block_until_ready()
+    value = np.asarray(out)
+    assert value.ctypes.data % 64 == 0 and not value.flags.writeable
+    np.testing.assert_array_equal(value, before)
+    assert value.dtype == before.dtype and out.shape == before.shape
+
+
+def test_a_misaligned_value_moves_once_to_aligned_memory_when_a_program_reads_it():
+    from ember.runtime.array import Array
+    raw = np.arange((1 << 18) + 16, dtype=np.float32)
+    off = raw[(-raw.ctypes.data % 64) // 4 + 4:][:1 << 18]  # 16 bytes past a 64-byte line
+    off.flags.writeable = False
+    a = Array._wrap(off, ember.core.ShapedArray(off.shape, off.dtype))
+    assert np.asarray(a) is off  # (eager wrapping copies nothing)
+    f = ember.jit(lambda v: v * 2.0)
+    np.testing.assert_array_equal(np.asarray(f(a)), off * 2)
+    moved = np.asarray(a)
+    assert moved is not off and moved.ctypes.data % 64 == 0 and not moved.flags.writeable
+    np.testing.assert_array_equal(moved, off)
+    f(a).block_until_ready()
+    assert np.asarray(a) is moved  # once
+
+
+def test_eager_results_are_not_copied_to_be_aligned(monkeypatch):
+    from ember.runtime import array as array_module
+
+    def copied(value):
+        raise AssertionError("an eager result was copied")
+
+    monkeypatch.setattr(array_module, "aligned_result", copied)
+    x = jnp.ones((512, 1024))
+    for out in (lax.add(x, x), lax.exp(x), jnp.sort(x, axis=0), x.astype(jnp.int32),
+                jnp.concatenate([x, x])):
+        assert np.asarray(out).nbytes >= 1 << 19
 
 
 def test_aligned_result_copies_only_large_contiguous_misaligned_values():

@@ -39,7 +39,7 @@ from ember.compiler.lowering_fingerprint import lowering_fingerprint
 from ember.compiler.pipeline import optimize
 from ember.config import config
 from ember.interpreters.pjit import pjit_p
-from ember.runtime.array import Array
+from ember.runtime.array import Array, kernel_value
 
 # Executables estimated to run for less than this many microseconds run on the calling
 # thread: a call that is then waited for pays ~30 µs for the two thread hand-offs of
@@ -270,7 +270,7 @@ class LoadedExecutable:
         return self._run(values)
 
     def _run(self, args: list) -> list[np.ndarray]:
-        values = [a._value if isinstance(a, Array) else a for a in args]
+        values = [kernel_value(a) if isinstance(a, Array) else a for a in args]
         if self.consts:
             values.extend(self.consts)
         if self._exact_run is not None and all(type(v) is _ndarray for v in values):

@@ -13,7 +13,7 @@ from ember import core
 from ember.compiler.eval_elementwise import ignore_fp_errors, restore_fp_errors
 from ember.config import config
 from ember.errors import UnexpectedTracerError
-from ember.runtime.array import POOLED_MIN_BYTES, Array, aligned_result
+from ember.runtime.array import Array
 
 _ndarray = np.ndarray
 _new_array = object.__new__
@@ -43,8 +43,6 @@ def _wrap(value, aval: core.ShapedArray) -> Array:
         value = value.astype(aval.dtype)
     if value.shape != aval.shape:
         raise AssertionError(f"impl produced shape {value.shape}, abstract eval {aval.shape}")
-    if value.nbytes >= POOLED_MIN_BYTES:  # (a large NumPy result: aligned for the kernels)
-        value = aligned_result(value)
     # Views of inputs are fine: every buffer is read-only, so sharing is safe.
     _setflags(value, False)
     out = _new_array(Array)
