@@ -270,7 +270,9 @@ def _integer_pow_impl(x, *, y):
             acc = np.ones_like(work)
         if y < 0:
             acc = np.divide(np.ones((), dt), acc, dtype=dt)
-        return np.array(acc, dtype=x.dtype, copy=True) if acc is x else acc.astype(x.dtype)
+        if acc is x:  # (x ** 1: a new array all the same)
+            return np.array(x, copy=True)
+        return acc.astype(x.dtype, copy=False)
 
 
 integer_pow_p = unop("integer_pow", _integer_pow_impl, numeric_dtypes)
