@@ -8,6 +8,7 @@ places.
 
 The op records use small arrays, which the cpu backend compiles without IR optimization
 (``FAST_COMPILE_MAX_WORK``); every 25th case also runs with the full O3 pipeline forced.
+The interpreter runs a third of the cases by default, all of them with ``-m slow``.
 """
 
 import warnings
@@ -76,8 +77,22 @@ def check_jit_matches_eager(rec, dtype, shapes, backend):
         assert_same(j, e)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("rec,dtype,shapes", list(_cases()))
+# The interpreter (the NumPy reference backend) runs every INTERPRETER_EVERY-th case in the
+# default run and the others under ``-m slow`` (the default run must stay under 15 minutes
+# on two cores); the cpu backend, the default one, runs every case.
+INTERPRETER_EVERY = 3
+
+
+def _backend_cases():
+    for k, case in enumerate(_cases()):
+        rec, dtype, shapes = case.values
+        for backend in BACKENDS:
+            slow = backend == "interpreter" and k % INTERPRETER_EVERY
+            yield pytest.param(rec, dtype, shapes, backend, id=f"{case.id}-{backend}",
+                               marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("rec,dtype,shapes,backend", list(_backend_cases()))
 def test_jit_matches_eager(rec, dtype, shapes, backend):
     check_jit_matches_eager(rec, dtype, shapes, backend)
 

@@ -168,17 +168,21 @@ def native_binary_first(opcode: str, impl: Callable) -> Callable:
 
 
 def _int_divide(x, y):
-    # Rounds toward zero (C semantics); x / 0 gives -1 like XLA's CPU backend. Floor division
-    # corrected by one where the remainder is non-zero and the signs differ (no abs(), which
-    # overflows for INT_MIN).
+    # Rounds toward zero (C semantics); x / 0 gives -1 like XLA's CPU backend. ``x - fmod(x,
+    # d)`` is a multiple of ``d`` between 0 and ``x`` (no overflow), whose floor division is
+    # exact: two passes, in place (4M int32 by a scalar: ~10 ms, against ~70 for a floor
+    # division corrected where the remainder was non-zero and the signs differed).
     zero = y == 0
-    d = np.where(zero, 1, y).astype(x.dtype)
+    any_zero = bool(np.any(zero))
+    d = np.where(zero, 1, y).astype(x.dtype) if any_zero else \
+        np.asarray(y).astype(x.dtype, copy=False)
     with np.errstate(all="ignore"):
-        q = np.floor_divide(x, d)
-        inexact = np.remainder(x, d) != 0
-        if dtypes.is_integer(x.dtype) and not dtypes.is_unsigned(x.dtype):
-            q = np.where(inexact & ((x < 0) != (d < 0)), q + 1, q)
-    return np.where(zero, np.array(-1).astype(x.dtype), q).astype(x.dtype)
+        q = np.asarray(np.fmod(x, d))  # (of the broadcast shape: the outputs below fit it)
+        np.subtract(x, q, out=q)
+        np.floor_divide(q, d, out=q)
+    if any_zero:
+        q = np.where(zero, np.array(-1).astype(x.dtype), q)
+    return np.asarray(q).astype(x.dtype, copy=False)
 
 
 @quiet
@@ -193,8 +197,11 @@ def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Remainder with the sign of the dividend (C's fmod); integer ``x % 0`` gives ``x``."""
     if dtypes.is_integer(x.dtype):
-        r = np.fmod(x, np.where(y == 0, 1, y))
-        return np.where(y == 0, x, r).astype(x.dtype)
+        zero = y == 0
+        if not np.any(zero):
+            return np.asarray(np.fmod(x, y)).astype(x.dtype, copy=False)
+        r = np.fmod(x, np.where(zero, 1, y))
+        return np.where(zero, x, r).astype(x.dtype)
     return np.asarray(np.fmod(x, y)).astype(x.dtype, copy=False)
 
 
@@ -455,6 +462,24 @@ def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> n
     return np.where(nan, x, out).astype(x.dtype, copy=False)
 
 
+def _float_to_int(x: np.ndarray, new_dtype: np.dtype) -> np.ndarray:
+    """The saturating cast: a plain (truncating) cast, then the maximum where ``x >= 2**k``
+    (one past the maximum: a power of two, exact in every float type that reaches it), the
+    minimum below the minimum, 0 for NaN. Four passes over ``x`` in its own precision (4M
+    float32: ~10 ms, against ~45 through clipped float64 copies)."""
+    info = np.iinfo(new_dtype)
+    if x.dtype in LOW_FLOATS:  # (exact in float32, which holds every bound)
+        x = x.astype(np.float32)
+    out = np.empty(x.shape, new_dtype)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.copyto(out, x, casting="unsafe")  # (what it gives out of range is replaced below)
+        np.copyto(out, info.max, where=x >= float(info.max) + 1)
+        np.copyto(out, info.min, where=x < float(info.min))
+        np.copyto(out, 0, where=np.isnan(x))
+    return out
+
+
 def convert(x: np.ndarray, new_dtype: Any) -> np.ndarray:
     """Casts ``x``: float to int truncates, saturates and maps NaN to 0; to bool is ``x != 0``;
     complex to real keeps the real part.
@@ -469,15 +494,7 @@ def convert(x: np.ndarray, new_dtype: Any) -> np.ndarray:
     if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
         x = np.real(x)
     if dtypes.is_integer(new_dtype) and dtypes.is_inexact(x.dtype):
-        info = np.iinfo(new_dtype)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            x = np.trunc(np.where(np.isnan(x), 0, x).astype(np.float64))
-            # (The 64-bit maxima round up to 2**63 and 2**64 as floats, out of range: those
-            # elements get the maximum itself.)
-            top = x >= float(info.max)
-            x = np.clip(x, info.min, info.max).astype(new_dtype)
-            return np.asarray(np.where(top, new_dtype.type(info.max), x))
+        return _float_to_int(np.asarray(x), new_dtype)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.asarray(x).astype(new_dtype)
