@@ -150,6 +150,66 @@ def test_float_floor_divide_remainder_negative_operands():
     np.testing.assert_array_equal(npa(jnp.remainder(A(x), A(y))), np.remainder(x, y))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                   np.uint32, np.uint64])
+def test_eager_integer_div_rem_match_a_python_loop(dtype, x64):
+    # C semantics, as XLA: truncation toward zero, x / 0 == -1, x % 0 == x, and
+    # INT_MIN / -1 wraps to INT_MIN; against Python integers, element by element, with
+    # array and scalar divisors.
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(3)
+    x = rng.integers(info.min, info.max, 300, dtype=dtype)
+    x[:6] = [info.min, info.max, 0, 1, info.min + 1, 5]
+    divisors = [rng.integers(info.min, info.max, 300, dtype=dtype), np.asarray(7, dtype),
+                np.asarray(0, dtype), np.asarray(info.max, dtype)]
+    divisors[0][:8] = [0, 1, 2, info.max, info.min, 3, 0, 7]
+    if info.min:
+        divisors[0][8] = -1
+        divisors.append(np.asarray(-1, dtype))
+
+    def wrap(v):
+        return (v - info.min) % (1 << 8 * np.dtype(dtype).itemsize) + info.min
+
+    for y in divisors:
+        ys = np.broadcast_to(y, x.shape)
+        want_q = [wrap(-1) if int(b) == 0 else wrap(int(a) // int(b) if (int(a) < 0) == (int(b) < 0)
+                                              else -(abs(int(a)) // abs(int(b))))
+                  for a, b in zip(x, ys)]
+        want_r = [int(a) if int(b) == 0 else int(a) - int(b) * wrap(
+                  int(a) // int(b) if (int(a) < 0) == (int(b) < 0)
+                  else -(abs(int(a)) // abs(int(b)))) for a, b in zip(x, ys)]
+        q, r = lax.div(A(x), A(y)), lax.rem(A(x), A(y))
+        assert q.dtype == dtype and r.dtype == dtype
+        np.testing.assert_array_equal(npa(q).astype(object), np.array(want_q, object))
+        np.testing.assert_array_equal(npa(r).astype(object),
+                                      np.array([wrap(v) for v in want_r], object))
+
+
+@pytest.mark.parametrize("src", [np.float16, "bfloat16", np.float32, np.float64])
+def test_eager_float_to_integer_casts_saturate_like_a_python_loop(src, x64):
+    # NaN -> 0, truncation toward zero, values past either end -> that end.
+    import math
+
+    from ember import dtypes
+    src = dtypes.bfloat16 if src == "bfloat16" else src
+    specials = [0.0, -0.0, np.nan, np.inf, -np.inf, 0.5, -0.5, -0.99, -1.0, 127.9, 128.0,
+                -128.5, -129.0, 255.5, 256.0, 32767.5, 32768.0, 65504.0, 65536.0,
+                2147483520.0, 2147483648.0, -2147483904.0, 4294967296.0, 9.3e18, -9.3e18,
+                1.9e19, 1e30]
+    rng = np.random.default_rng(4)
+    with np.errstate(over="ignore"):
+        v = np.concatenate([specials, rng.standard_normal(300) * 10.0 ** rng.integers(
+            -2, 20, 300)]).astype(src)
+    for dst in (np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64):
+        info = np.iinfo(dst)
+        want = [0 if math.isnan(f) else info.max if f >= info.max + 1 else
+                info.min if f < info.min else math.trunc(f)
+                for f in v.astype(np.float64).tolist()]
+        got = lax.convert_element_type(A(v), dst)
+        assert got.dtype == dst
+        np.testing.assert_array_equal(npa(got).astype(object), np.array(want, object))
+
+
 def test_lax_div_rem_truncate():
     x, y = A([-7, 7, -7, 7], np.int32), A([2, 2, -2, -2], np.int32)
     np.testing.assert_array_equal(npa(lax.div(x, y)), [-3, 3, 3, -3])
