@@ -38,3 +38,12 @@ def x64():
     ember.config.update("jax_enable_x64", True)
     yield
     ember.config.update("jax_enable_x64", previous)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Freezes every object before the interpreter exits: the whole run leaves gigabytes of
+    compiled programs and caches, and the collection Python runs at exit walked them for
+    minutes after the summary was printed (frozen objects are not collected again)."""
+    import gc
+
+    gc.freeze()
