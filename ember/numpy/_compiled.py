@@ -20,8 +20,9 @@ programs whose work is one fast NumPy kernel (``x + y``) unless their arrays are
 (``SINGLE_KERNEL_MIN_BYTES``), where two threads beat NumPy's one.
 
 Example:
-    >>> prog = compile_program(closed, ("array", "scalar"), {1: aval}, None, "floor_divide")
-    >>> prog(x, 7)          # one compiled kernel; None above when not worth compiling
+    >>> prog = compile_program(closed, ("array", "scalar"), {1: aval}, None, "floor_divide",
+    ...                        replay)   # None when not worth compiling
+    >>> prog(x, 7)                       # one compiled kernel (``replay`` for a strided x)
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ MIN_BYTES = 1 << 16
 # 1M: 0.53 against 0.42).
 SINGLE_KERNEL_MIN_BYTES = 8 << 20
 
-# Primitives that make a pass over their operands, besides the elementwise ones: the
-# cumulative reductions (float32 sums accumulate in float64, NumPy's cumsum cannot).
+# Primitives that make a pass over their operands: the elementwise ones and the cumulative
+# reductions (whose eager impl accumulates float32 in float64: several NumPy passes).
 _PASSES = frozenset(v for v in vars(ew).values() if isinstance(v, core.Primitive)) | {
     red.cumsum_p, red.cumprod_p, red.cummax_p, red.cummin_p}
 # Elementwise primitives whose replay is one NumPy kernel that is nevertheless slow: NumPy's
