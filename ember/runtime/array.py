@@ -318,9 +318,9 @@ def device_empty(shape: tuple, dtype: Any) -> np.ndarray:
 
 
 def aligned_result(value: np.ndarray) -> np.ndarray:
-    """``value``, a NumPy result about to become a device array, copied into pooled memory if
-    it is large, C-contiguous and not 64-byte aligned (see ``device_buffer``); strided views
-    are left as they are (a kernel gets a contiguous copy of them anyway)."""
+    """``value`` (a NumPy result of eager code), copied into pooled memory if it is large,
+    C-contiguous and not 64-byte aligned (see ``device_buffer``); strided views are left as
+    they are (a kernel gets a contiguous copy of them anyway). ``kernel_value`` uses it."""
     if value.nbytes >= POOLED_MIN_BYTES and value.flags.c_contiguous \
             and value.__array_interface__["data"][0] % 64 \
             and _buffer_pool().pooled(value.nbytes) \
@@ -338,7 +338,7 @@ def kernel_value(a: Array) -> np.ndarray:
     operands on every call (layernorm's kernel reads a misaligned input at ~60% of the
     speed)."""
     value = a._value
-    if value.nbytes >= POOLED_MIN_BYTES:
+    if value.nbytes >= POOLED_MIN_BYTES:  # (the one check small arrays pay, per call)
         moved = aligned_result(value)
         if moved is not value:
             _setflags(moved, False)
