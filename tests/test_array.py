@@ -200,6 +200,20 @@ def test_len_and_iter():
     assert list(jnp.zeros((0, 2))) == []
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.bool_, np.complex64])
+def test_iterating_a_vector_gives_0d_arrays(dtype):
+    values = np.array([1, 0, 3], dtype)
+    x = _a(values, dtype)
+    items = list(x)
+    assert all(isinstance(v, ember.Array) and v.shape == () and v.dtype == dtype
+               for v in items)
+    assert [v.item() for v in items] == values.tolist()
+    first, _, last = x
+    assert first.item() == values[0] and last.item() == values[2]
+    assert (values[2] in x) and not (np.array(7, dtype) in x if dtype != np.bool_ else False)
+    assert [bool(v == w) for v, w in zip(x, values)] == [True] * 3
+
+
 def test_item_and_tolist():
     assert jnp.array(3.5).item() == 3.5 and type(jnp.array(3.5).item()) is float
     assert jnp.array(3).item() == 3 and type(jnp.array(3).item()) is int

@@ -242,7 +242,9 @@ class Array:
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
         aval = ShapedArray(self.shape[1:], self.dtype, self.weak_type)
-        return (Array._wrap(row, aval) for row in self._value)
+        value = self._value
+        # (``value[i, ...]`` is an array even where ``value[i]`` would be a NumPy scalar.)
+        return (Array._wrap(value[i, ...], aval) for i in range(len(value)))
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'")
