@@ -9,9 +9,12 @@ import pytest
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.passes.fusion import (
+    EXPENSIVE_CODE_COST,
     MAX_EVALUATIONS,
     MAX_EXPENSIVE_EVALUATIONS,
     MAX_FUSED_CONCAT_OPERANDS,
+    MAX_FUSION_COST,
+    _code_cost,
     evaluation_counts,
     fuse_module,
 )
@@ -742,3 +745,41 @@ def test_a_binary_search_is_one_fusion():
     assert opcodes(m.entry).count("fusion") == 1
     (got,) = flat(evaluate_computation(m.entry, [a, v]))
     np.testing.assert_array_equal(got, np.searchsorted(a, v))
+
+
+def _chain_module(n, opcode):
+    """``x = opcode(x * 0.5 + 1)`` ``n`` times on a (4, 8) parameter."""
+    m = Module("long_chain")
+    b = Builder(m, "main")
+    x = b.parameter(0, X)
+    for _ in range(n):
+        x = b.op("add", b.op("multiply", x, splat(b, 0.5)), splat(b, 1.0))
+        if opcode is not None:
+            x = b.op(opcode, x)
+    b.build(x, entry=True)
+    return m
+
+
+def _fusion_costs(m):
+    costs = []
+    for inst in m.entry.instructions:
+        if inst.opcode == "fusion":
+            body = inst.calls[0].instructions
+            costs.append(sum(_code_cost(i) for i in body if i.opcode != "parameter"))
+    return costs
+
+
+@pytest.mark.parametrize("opcode, n", [(None, 1500), ("tanh", 300)])
+def test_long_chains_are_cut_into_fusions_of_bounded_cost(opcode, n):
+    m = _chain_module(n, opcode)
+    check_fusion(m, [np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)])
+    costs = _fusion_costs(m)
+    assert len(costs) >= 2 and max(costs) <= MAX_FUSION_COST
+    assert sum(costs) >= n * (2 if opcode is None else 2 + EXPENSIVE_CODE_COST)
+
+
+def test_a_chain_under_the_cost_stays_one_fusion():
+    m = _chain_module(40, "tanh")
+    check_fusion(m, [np.ones((4, 8), np.float32)])
+    assert len(_fusion_costs(m)) == 1
+

@@ -85,6 +85,9 @@ SHORT_SUM_LANES = 16
 # index, so nested ones multiply the code; past this budget the fusion runs as a library
 # thunk instead of compiling (for minutes) into a huge function.
 MAX_EMISSIONS = 20_000
+# ``ElementEmitter.emit`` nesting past which elementwise operands are emitted by a loop.
+_DEEP_EMIT = 64
+_SAME_INDEX_OPS = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | TERNARY_ELEMENTWISE
 # Column reductions (the minor dim kept): the most bytes of accumulators (on the stack, in the
 # L1 cache) per work item, whose contiguous outputs they are; the fewest contiguous kept
 # elements that take that path.
@@ -227,17 +230,45 @@ class ElementEmitter:
         self.module_consts = module_consts  # fn(builder, ndarray) -> typed global pointer
         self.memo: dict = {}
         self.budget = budget if budget is not None else [MAX_EMISSIONS]
+        self._depth = 0  # nested ``emit`` calls
 
     def emit(self, inst: Instruction, index: Index) -> ir.Value:
         key = (id(inst),) + index.key()
         v = self.memo.get(key)
         if v is None:
+            if self._depth >= _DEEP_EMIT and inst.opcode in _SAME_INDEX_OPS:
+                self._emit_operands_first(inst, index)
             self.budget[0] -= 1
             if self.budget[0] < 0:
                 raise UnsupportedOp("kernel too large")
-            v = self._emit(inst, index)
+            self._depth += 1
+            try:
+                v = self._emit(inst, index)
+            finally:
+                self._depth -= 1
             self.memo[key] = v
         return v
+
+    def _emit_operands_first(self, inst: Instruction, index: Index) -> None:
+        """Emits the elementwise operands below ``inst`` (read at ``index`` too) without
+        recursion, producers first, in the order recursion would take: a fusion of a chain
+        of thousands of elementwise ops (an unrolled loop) would otherwise nest ``emit`` past
+        Python's recursion limit."""
+        index_key = index.key()
+        order, seen, stack = [], {id(inst)}, [(inst, 0)]
+        while stack:
+            node, k = stack.pop()
+            if k == len(node.operands):
+                order.append(node)
+                continue
+            stack.append((node, k + 1))
+            operand = node.operands[k]
+            if (operand.opcode in _SAME_INDEX_OPS and id(operand) not in seen
+                    and (id(operand),) + index_key not in self.memo):
+                seen.add(id(operand))
+                stack.append((operand, 0))
+        for node in order[:-1]:  # (the last is ``inst``)
+            self.emit(node, index)
 
     def _load(self, ptr, inst, index):
         if inst.shape.rank == 0:
@@ -710,47 +741,47 @@ def _minor_splits(roots, n: int) -> list[int]:
     points: set[int] = set()
     seen: set[tuple] = set()
 
-    def visit(inst: Instruction, dim: int, offset: int) -> None:
+    # (A stack, not recursion: a fusion may chain thousands of ops. Children are pushed in
+    # reverse, so nodes are visited in the order recursion would take.)
+    pending = [(root, root.shape.rank - 1, 0) for root in reversed(roots) if root.shape.rank]
+    while pending:
         # ``inst``'s index along ``dim`` is the output's minor index plus ``offset``.
+        inst, dim, offset = pending.pop()
         key = (id(inst), dim, offset)
         if key in seen or len(seen) >= MAX_SPLIT_STEPS:  # (fewer points: still correct)
-            return
+            continue
         seen.add(key)
         op, a = inst.opcode, inst.attrs
+        visits = []
         if op in UNARY_ELEMENTWISE or op in BINARY_ELEMENTWISE or op in TERNARY_ELEMENTWISE:
-            for o in inst.operands:
-                if o.shape.rank:
-                    visit(o, dim, offset)
+            visits = [(o, dim, offset) for o in inst.operands if o.shape.rank]
         elif op == "broadcast_in_dim":
             o = inst.operands[0]
             bdims = list(a["broadcast_dimensions"])
             if dim in bdims and o.dims[bdims.index(dim)] == inst.dims[dim]:
-                visit(o, bdims.index(dim), offset)
+                visits = [(o, bdims.index(dim), offset)]
         elif op == "transpose":
-            visit(inst.operands[0], a["permutation"][dim], offset)
+            visits = [(inst.operands[0], a["permutation"][dim], offset)]
         elif op == "slice" and a["strides"][dim] == 1:
-            visit(inst.operands[0], dim, offset + a["start_indices"][dim])
+            visits = [(inst.operands[0], dim, offset + a["start_indices"][dim])]
         elif op == "reshape":
             o = inst.operands[0]
             if dim == inst.shape.rank - 1 and o.shape.rank and o.dims[-1] == inst.dims[-1]:
-                visit(o, o.shape.rank - 1, offset)
+                visits = [(o, o.shape.rank - 1, offset)]
         elif op == "pad" and a["interior_padding"][dim] == 0:
             low, size = a["edge_padding_low"][dim], inst.operands[0].dims[dim]
             points.update((low - offset, low + size - offset))
-            visit(inst.operands[0], dim, offset - low)
+            visits = [(inst.operands[0], dim, offset - low)]
         elif op == "concatenate":
             start = 0
             for o in inst.operands:
                 if a["dimension"] == dim:
                     points.add(start - offset)
-                    visit(o, dim, offset - start)
+                    visits.append((o, dim, offset - start))
                     start += o.dims[dim]
                 else:
-                    visit(o, dim, offset)
-
-    for root in roots:
-        if root.shape.rank:
-            visit(root, root.shape.rank - 1, 0)
+                    visits.append((o, dim, offset))
+        pending += reversed(visits)
     inner = sorted(p for p in points if 0 < p < n)
     return inner if len(inner) < MAX_MINOR_PIECES else []
 

@@ -44,6 +44,10 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    ``tuple`` root and its users read ``get_tuple_element``\\s of the fusion. Groups holding a
    single op that is neither elementwise nor a reduce are not worth a kernel and stay unfused.
 
+No group grows (by pulling in or merging) past ``MAX_FUSION_COST``, a measure of its
+kernel's code: an unrolled loop of thousands of ops becomes several kernels, each compiled
+in reasonable time.
+
 A ``concatenate`` of more than ``MAX_FUSED_CONCAT_OPERANDS`` operands is only ever the sole
 root of its fusion (never pulled into a consumer, never merged): inside a loop kernel, a
 concatenate computes every operand's element at each index and picks one.
@@ -90,6 +94,12 @@ MAX_EXPENSIVE_EVALUATIONS = 2
 MAX_FUSED_CONCAT_OPERANDS = 8
 # Readers of one value considered for sibling fusion (bounds the pairs tried).
 _MAX_SIBLINGS = 16
+# The largest fusion, in ``_code_cost`` units (about instructions of straight-line code per
+# element): a longer chain (an unrolled loop) is cut into several kernels. LLVM's time grows
+# faster than the function: 600 ``tanh`` in one kernel took 3.7 s to compile, 3,000 took
+# 100 s; a cut costs one store and one load per element.
+MAX_FUSION_COST = 2048
+EXPENSIVE_CODE_COST = 16
 # Longest row (elements) a row fusion makes several passes over: a few rows of every input
 # must stay in the L1/L2 cache between passes.
 ROW_FUSION_MAX_ROW = 1 << 14
@@ -126,7 +136,7 @@ class _Group:
     """Instructions fused together: ``home`` members (whose value this group provides to the
     rest of the computation) and ``private`` copies of cheap producers (used only inside)."""
 
-    __slots__ = ("home", "private", "serial", "reused", "sources")
+    __slots__ = ("home", "private", "serial", "reused", "sources", "cost")
     _serials = itertools.count()
 
     def __init__(self) -> None:
@@ -138,6 +148,7 @@ class _Group:
         self.reused: set[int] = set()
         # Where the kernel reads each member (``evaluation_sources``), once computed.
         self.sources: dict[int, dict] | None = None
+        self.cost = 0  # the members' ``_code_cost``: the size of the kernel's code
 
     def contains(self, inst: Instruction) -> bool:
         return id(inst) in self.home or id(inst) in self.private
@@ -170,12 +181,16 @@ class _ComputationFuser:
         return g
 
     def _add_home(self, inst: Instruction, g: _Group) -> None:
+        if not g.contains(inst):
+            g.cost += _code_cost(inst)
         g.home[id(inst)] = inst
         self.home[id(inst)] = g
         if g.private.pop(id(inst), None) is not None:
             self.private_in[id(inst)].pop(g.serial, None)
 
     def _add_private(self, inst: Instruction, g: _Group) -> None:
+        if not g.contains(inst):
+            g.cost += _code_cost(inst)
         g.private[id(inst)] = inst
         self.private_in.setdefault(id(inst), {})[g.serial] = g
 
@@ -260,6 +275,8 @@ class _ComputationFuser:
             return
         if producer.opcode not in LOOP_FUSIBLE or producer.shape.is_tuple:
             return
+        if g.cost + _code_cost(producer) > MAX_FUSION_COST:
+            return
         if _wide_concatenate(producer):
             self.kept_apart.add(id(producer))
             return
@@ -285,10 +302,14 @@ class _ComputationFuser:
         """Whether pulling ``producer`` into ``g`` would make a kernel compute some member too
         often per element (``evaluation_counts``). A producer none of whose operands is in
         the group changes no other member's count, so only its own is computed (from the
-        group's kept index sources); otherwise the group's are recomputed."""
+        group's kept index sources); otherwise the group's are recomputed. (An operand whose
+        count never matters, a constant or a broadcast constant, is no reason to recompute:
+        a long chain of ``x * 2.0 + 1.0`` shares those, and recomputing at every step made
+        fusing it quadratic.)"""
         if producer.opcode == "constant":
             return False
-        if g.sources is None or any(g.contains(op) for op in producer.operands):
+        if g.sources is None or any(g.contains(op) and not _constant_valued(op)
+                                    for op in producer.operands):
             g.sources = None
             return self._duplicates_too_much([g], producer)
         inside = [u for u in self.users[id(producer)] if g.contains(u)]
@@ -371,6 +392,8 @@ class _ComputationFuser:
 
     def _can_merge(self, a: _Group, b: _Group) -> bool:
         both = [a, b]
+        if a.cost + b.cost > MAX_FUSION_COST:
+            return False
         if any(_wide_concatenate(m) for g in both for m in g.home.values()):
             return False
         if self.graph.would_cycle(a, b) or self._reduce_feeds_inside(both):
@@ -419,7 +442,7 @@ class _ComputationFuser:
         both = [a, b]
         if not (self._has_reduce(a) or self._has_reduce(b)):
             return False
-        if self.graph.would_cycle(a, b):
+        if a.cost + b.cost > MAX_FUSION_COST or self.graph.would_cycle(a, b):
             return False
         members = sorted((m for g in both for m in g.members()), key=lambda m: self.pos[id(m)])
         space = row_space(members, self._outputs(both))
@@ -658,6 +681,22 @@ def _read_at_own_index(reader: Instruction, inst: Instruction) -> bool:
         return reader.shape.size == inst.shape.size and list(dims) == sorted(dims)
     return (reader.opcode == "gather" and reader.operands[1] is inst
             and inst.shape.size == reader.shape.size)
+
+
+def _code_cost(inst: Instruction) -> int:
+    """The weight of ``inst`` in ``MAX_FUSION_COST``: a math function's polynomial counts as
+    ``EXPENSIVE_CODE_COST`` simple ops; constants are free."""
+    if inst.opcode == "constant":
+        return 0
+    return EXPENSIVE_CODE_COST if inst.opcode in EXPENSIVE_ELEMENTWISE else 1
+
+
+def _constant_valued(inst: Instruction) -> bool:
+    """Whether ``inst`` is a constant or a broadcast of one: its evaluation count, and its
+    readers', never decide anything (``_over_limit`` ignores it; constants have no count)."""
+    return inst.opcode == "constant" or (inst.opcode == "broadcast_in_dim"
+                                         and inst.operands[0].opcode == "constant"
+                                         and inst.operands[0].shape.size <= 1)
 
 
 def _over_limit(inst: Instruction, count: int) -> bool:

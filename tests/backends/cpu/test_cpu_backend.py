@@ -730,3 +730,25 @@ def test_tiled_copies_equal_numpys(k):
     cpu_exe.copy_tiled(out, view)
     np.testing.assert_array_equal(out, view)
     assert out.tobytes() == np.ascontiguousarray(view).tobytes()
+
+
+@pytest.mark.parametrize("start", ["plain", "pad", "transpose"])
+def test_thousands_of_chained_elementwise_ops_compile(start):
+    # (An unrolled loop: kernel generation used to recurse once per fused op and hit
+    # Python's recursion limit at about 800.)
+    x = np.linspace(-1, 1, 60, dtype=np.float32).reshape(6, 10)
+
+    def f(x):
+        if start == "pad":
+            x = jnp.pad(x, 1)
+        elif start == "transpose":
+            x = x.T
+        for i in range(1500):
+            x = jnp.abs(x) - 1.0 if i % 2 else x * 0.999 + 0.5
+        return x
+
+    cpu, ref = both(f, x)
+    with ember.disable_jit():
+        eager = np.asarray(f(x))
+    np.testing.assert_array_equal(np.asarray(cpu), np.asarray(ref))
+    np.testing.assert_allclose(np.asarray(cpu), eager, rtol=1e-5)
