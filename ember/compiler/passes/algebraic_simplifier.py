@@ -657,29 +657,52 @@ def _times_unary(opcode: str) -> Callable[[Match], Instruction]:
     return lambda m: _times(m, m.emit(opcode, [m["b"]], m.inst.shape))
 
 
+def _reciprocal_dtype(dtype: np.dtype) -> np.dtype:
+    """The type ``a * (1 / b)`` is computed in for a division of ``dtype``: float32 for
+    bfloat16, as XLA does on the CPU (a reciprocal rounded to bfloat16's 8 bits would move a
+    third of the quotients by a step), the division's own type otherwise (float16 included,
+    as in XLA)."""
+    return np.dtype(np.float32) if dtype == ml_dtypes.bfloat16 else dtype
+
+
+def _times_in(m: Match, factor: Instruction) -> Instruction:
+    """``a * factor`` where ``factor`` has the ``_reciprocal_dtype``: converted around the
+    product when that is wider than the result."""
+    if factor.dtype == m.inst.dtype:
+        return _times(m, factor)
+    wide = Shape(factor.dtype, m.inst.dims)
+    product = m.emit("multiply", [m.emit("convert", [m["a"]], wide), factor], wide)
+    return m.emit("convert", [product], m.inst.shape)
+
+
 def _times_inverted_constant(m: Match) -> Instruction:
     """``a / c`` (``c`` a constant, or a broadcast of one) as ``a * (1 / c)``, the
-    reciprocal computed now in the constant's own type."""
+    reciprocal computed now (in the ``_reciprocal_dtype``)."""
     const = m["c"]
-    value = const.attrs["value"]
+    dtype = _reciprocal_dtype(m.inst.dtype)
     with np.errstate(all="ignore"):
-        inverted = np.asarray(np.ones((), value.dtype) / value, value.dtype)
+        inverted = np.asarray(np.ones((), dtype) / const.attrs["value"].astype(dtype), dtype)
     inverted.flags.writeable = False
-    recip = m.emit("constant", [], const.shape, value=inverted)
+    recip = m.emit("constant", [], Shape(dtype, const.dims), value=inverted)
     bcast = m.bindings.get("b")
     if bcast is not None:
-        recip = m.emit("broadcast_in_dim", [recip], m.inst.shape, **bcast.attrs)
-    return _times(m, recip)
+        recip = m.emit("broadcast_in_dim", [recip], Shape(dtype, m.inst.dims), **bcast.attrs)
+    return _times_in(m, recip)
 
 
 def _times_broadcast_reciprocal(m: Match) -> Instruction:
     """``a / broadcast(b)`` as ``a * broadcast(1 / b)``: one division per element of the
-    smaller ``b`` (itself simplified, so ``1 / sqrt(v)`` becomes ``rsqrt(v)``)."""
+    smaller ``b`` (itself simplified, so ``1 / sqrt(v)`` becomes ``rsqrt(v)``), in the
+    ``_reciprocal_dtype``."""
     b = m["b"]
+    dtype = _reciprocal_dtype(m.inst.dtype)
+    if dtype != b.dtype:
+        b = m.emit("convert", [b], Shape(dtype, b.dims))
     one = m.splat(1, b.shape)
     recip = m.simplified(m.emit("divide", [one, b], b.shape))
     bcast = m["bc"]
-    return _times(m, m.emit("broadcast_in_dim", [recip], m.inst.shape, **bcast.attrs))
+    return _times_in(m, m.emit("broadcast_in_dim", [recip], Shape(dtype, m.inst.dims),
+                               **bcast.attrs))
 
 
 def _compare_self(m: Match) -> Instruction:

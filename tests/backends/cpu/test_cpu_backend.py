@@ -752,3 +752,23 @@ def test_thousands_of_chained_elementwise_ops_compile(start):
         eager = np.asarray(f(x))
     np.testing.assert_array_equal(np.asarray(cpu), np.asarray(ref))
     np.testing.assert_allclose(np.asarray(cpu), eager, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_division_by_a_constant_or_broadcast_rounds_like_xla(dtype):
+    # XLA divides bfloat16 by multiplying with a float32 reciprocal (rounding the
+    # reciprocal to bfloat16 first moved a third of the quotients by a step) and float16
+    # with a float16 one.
+    dt = np.dtype(dtype)
+    r = np.random.default_rng(1)
+    a = r.uniform(-100, 100, 3000).astype(dt)
+    s = r.uniform(0.5, 9, 30).astype(dt)
+    m = r.uniform(-10, 10, (30, 50)).astype(dt)
+    wide = np.float32 if dtype == "bfloat16" else dt
+    for c in (3.0, 0.3):
+        want = (a.astype(wide) * (np.ones((), wide) / np.asarray(c, dt).astype(wide))).astype(dt)
+        for got in both(lambda x, c=c: x / c, a):
+            np.testing.assert_array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16))
+    want = (m.astype(wide) * (np.ones((), wide) / s.astype(wide))[:, None]).astype(dt)
+    for got in both(lambda x, s: x / s[:, None], m, s):
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16))
