@@ -522,3 +522,28 @@ def test_jit_divides_by_a_broadcast_as_a_reciprocal_multiplication(backend):
     np.testing.assert_array_equal(by_rows, x * (np.float32(1) / v))
     same_shape = np.asarray(ember.jit(lambda x, w: x / w, backend=backend)(x, w))
     np.testing.assert_array_equal(same_shape, x / w)
+
+
+def test_float0_values_cross_the_jit_boundary():
+    # Integer primals' tangents and cotangents are float0 (no data): jit returns them as
+    # NumPy float0 zeros and takes them as arguments, compiling only the rest.
+    from ember import dtypes
+    grad_x, grad_i = ember.jit(ember.grad(lambda x, i: x * i, argnums=(0, 1),
+                                          allow_int=True))(1.5, 2)
+    assert float(grad_x) == 2.0
+    assert isinstance(grad_i, np.ndarray) and grad_i.dtype == dtypes.float0
+    assert grad_i.shape == ()
+    ct_x, ct_i = ember.jit(lambda x, i: ember.vjp(lambda x, i: x * i, x, i)[1](x))(
+        jnp.ones(3), jnp.arange(3))
+    np.testing.assert_array_equal(np.asarray(ct_x), [0.0, 1.0, 2.0])
+    assert ct_i.dtype == dtypes.float0 and ct_i.shape == (3,)
+    (_, flags), (_, flag_tangents) = ember.jit(
+        lambda x: ember.jvp(lambda x: (x * 2, x > 1), (x,), (x,)))(jnp.arange(3.0))
+    np.testing.assert_array_equal(np.asarray(flags), [False, False, True])
+    assert flag_tangents.dtype == dtypes.float0 and flag_tangents.shape == (3,)
+    x, z = ember.jit(lambda x, z: (x * 2, z))(3.0, np.zeros(4, dtypes.float0))
+    assert float(x) == 6.0 and z.dtype == dtypes.float0 and z.shape == (4,)
+    per_example = ember.jit(ember.vmap(ember.grad(lambda x, i: x * i, argnums=(0, 1),
+                                                  allow_int=True)))(jnp.ones(2), jnp.arange(2))
+    np.testing.assert_array_equal(np.asarray(per_example[0]), [0.0, 1.0])
+    assert per_example[1].dtype == dtypes.float0 and per_example[1].shape == (2,)

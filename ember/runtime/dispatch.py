@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core
+from ember import core, dtypes
 from ember.backends import canonical_name, get_backend
 from ember.compiler.cost_analysis import cost_analysis
 from ember.compiler.lower import hoisted_constants, lower_closed_jaxpr
@@ -39,6 +39,7 @@ from ember.compiler.lowering_fingerprint import lowering_fingerprint
 from ember.compiler.pipeline import optimize
 from ember.config import config
 from ember.interpreters.pjit import pjit_p
+from ember.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ember.runtime.array import Array, kernel_value
 
 # Executables estimated to run for less than this many microseconds run on the calling
@@ -335,6 +336,10 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
         >>> exe = compile_closed_jaxpr(ember.make_jaxpr(jnp.cos)(0.0), "cos")
     """
     backend_name = canonical_name(backend or config.read("jax_default_backend"))
+    stripped = _without_float0(closed)
+    if stripped is not None:
+        return _Float0Boundary(compile_closed_jaxpr(stripped, name, backend_name),
+                               list(closed.in_avals), list(closed.out_avals))
     module_name = f"jit_{_sanitize(name)}"
     directory = os.environ.get("EMBER_DUMP_TO")
     dumper = _Dumper(directory, module_name) if directory else None
@@ -373,6 +378,56 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
                                      cost)
     return LoadedExecutable(module_name, backend_name, module, executable,
                             list(closed.in_avals), list(closed.out_avals), consts, cost)
+
+
+# --------------------------------------------------------------------------- float0 values
+
+def _is_float0(atom: Any) -> bool:
+    return atom.aval.dtype == dtypes.float0
+
+
+def _without_float0(closed: Any) -> Any:
+    """``closed`` without its ``float0`` inputs, outputs and constants (the tangent type of
+    integers: no data, so nothing to compute or lower), or None when it has none, or when an
+    equation reads one (lowering then reports the type)."""
+    jaxpr = closed.jaxpr
+    if not any(_is_float0(v) for v in (*jaxpr.invars, *jaxpr.outvars, *jaxpr.constvars)):
+        return None
+    if any(isinstance(v, Var) and _is_float0(v) for e in jaxpr.eqns for v in e.invars):
+        return None
+    constvars, consts = [], []
+    for var, const in zip(jaxpr.constvars, closed.consts):
+        if not _is_float0(var):
+            constvars.append(var)
+            consts.append(const)
+    return ClosedJaxpr(Jaxpr(constvars, [v for v in jaxpr.invars if not _is_float0(v)],
+                             [v for v in jaxpr.outvars if not _is_float0(v)], jaxpr.eqns),
+                       consts)
+
+
+class _Float0Boundary:
+    """An executable of a jaxpr with ``float0`` inputs or outputs: runs the one compiled
+    without them (``_without_float0``), dropping those arguments and returning NumPy
+    ``float0`` zeros for those outputs, as JAX does."""
+
+    def __init__(self, inner: LoadedExecutable, in_avals: list, out_avals: list):
+        self.inner = inner
+        self.in_avals, self.out_avals = in_avals, out_avals
+        self._keep = [i for i, a in enumerate(in_avals) if a.dtype != dtypes.float0]
+
+    def __getattr__(self, name: str) -> Any:  # (module, cost, backend, name...)
+        return getattr(self.inner, name)
+
+    def _merge(self, outs: list) -> list:
+        it = iter(outs)
+        return [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else next(it)
+                for a in self.out_avals]
+
+    def execute(self, args: list) -> list:
+        return self._merge(self.inner.execute([args[i] for i in self._keep]))
+
+    def execute_values(self, values: list) -> list:
+        return self._merge(self.inner.execute_values([values[i] for i in self._keep]))
 
 
 def _loaded_hit(hit: tuple, module_name: str, backend_name: str, in_avals: list,
