@@ -317,7 +317,22 @@ class Compiled:
         return _shape_structs(self._entry.out_tree, self._entry.closed.out_avals)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        sig = self._jitted._signature(args, kwargs)
+        # Called with the dynamic arguments only, as in JAX: the static ones are compiled in.
+        statics = self._sig.statics
+        positional = {w: v for w, v in statics if not isinstance(w, str)}
+        full, given = [], list(args)
+        for i in range(len(args) + len(positional)):
+            if i in positional:
+                full.append(positional[i])
+            elif given:
+                full.append(given.pop(0))
+        static_kw = {w: v for w, v in statics if isinstance(w, str)}
+        if static_kw.keys() & kwargs.keys():
+            raise TypeError(f"Compiled {self._jitted.__name__}: the arguments do not match "
+                            f"the signature it was compiled for: static arguments "
+                            f"{sorted(static_kw.keys() & kwargs.keys())} are compiled in")
+        full_kwargs = {**kwargs, **static_kw}
+        sig = self._jitted._signature(tuple(full), full_kwargs)
         if sig.key != self._sig.key:
             raise TypeError(f"Compiled {self._jitted.__name__}: the arguments do not match "
                             f"the signature it was compiled for: "

@@ -393,9 +393,7 @@ def test_compiled_cost_and_memory_analysis():
 def test_lower_with_static_arguments():
     lowered = ember.jit(lambda x, n: x * n, static_argnums=1).lower(jnp.ones(2), 3)
     compiled = lowered.compile()
-    np.testing.assert_array_equal(compiled(jnp.ones(2), 3), [3.0, 3.0])
-    with pytest.raises(TypeError, match="argument 'n' changed from 3 to 4"):
-        compiled(jnp.ones(2), 4)
+    np.testing.assert_array_equal(compiled(jnp.ones(2)), [3.0, 3.0])
 
 
 # --------------------------------------------------------------------------- debugging
@@ -547,3 +545,16 @@ def test_float0_values_cross_the_jit_boundary():
                                                   allow_int=True)))(jnp.ones(2), jnp.arange(2))
     np.testing.assert_array_equal(np.asarray(per_example[0]), [0.0, 1.0])
     assert per_example[1].dtype == dtypes.float0 and per_example[1].shape == (2,)
+
+
+def test_a_compiled_function_takes_only_its_dynamic_arguments():
+    # As in JAX: the static arguments given to ``lower`` are compiled in.
+    scale = ember.jit(lambda x, n: x * n, static_argnums=1).lower(jnp.ones(3), 2).compile()
+    np.testing.assert_array_equal(np.asarray(scale(jnp.arange(3.0))), [0.0, 2.0, 4.0])
+    with pytest.raises(TypeError, match="do not match"):
+        scale(jnp.ones(3), 2)
+    middle = ember.jit(lambda a, n, b, k=1: (a * n + b) * k, static_argnums=1,
+                       static_argnames="k").lower(1.0, 5, 2.0, k=3).compile()
+    assert float(middle(2.0, 1.0)) == 33.0
+    with pytest.raises(TypeError, match="do not match"):
+        middle(2.0, 1.0, k=3)
