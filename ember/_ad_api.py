@@ -122,7 +122,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
                         f"structure; primals have tree structure {p_tree} whereas tangents "
                         f"have tree structure {t_tree}.")
     for p, t in zip(p_flat, t_flat):
-        _check_tangent(p, t)
+        _check_tangent(core.get_aval(p), t)
     flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
     outs, touts = ad.jvp_flat(flat_fun, p_flat, t_flat)
     touts = [ad.instantiate_zeros(t) for t in touts]
@@ -133,8 +133,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     return result
 
 
-def _check_tangent(p: Any, t: Any) -> None:
-    p_aval, t_aval = core.get_aval(p), core.get_aval(t)
+def _check_tangent(p_aval: core.ShapedArray, t: Any) -> None:
+    t_aval = core.get_aval(t)
     if p_aval.shape != t_aval.shape:
         raise ValueError("jvp called with different primal and tangent shapes;Got primal "
                          f"shape {p_aval.shape} and tangent shape as {t_aval.shape}")
@@ -163,19 +163,36 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
     outs, lin = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store["out_tree"]
-
-    def f_jvp(*tangents: Any) -> Any:
-        t_flat, t_tree = tree_util.tree_flatten(tangents)
-        if t_tree != p_tree:
-            raise TypeError(f"linearized function: expected tangents of structure {p_tree}, "
-                            f"got {t_tree}")
-        for p, t in zip(p_flat, t_flat):
-            _check_tangent(p, t)
-        return tree_util.tree_unflatten(out_tree, lin.jvp(t_flat))
-
-    f_jvp.__name__ = f"jvp({getattr(fun, '__name__', 'fun')})"
+    p_avals = [core.get_aval(p) for p in p_flat]
+    f_jvp = _residual_partial(_linearized_jvp, lin, p_avals, p_tree, out_tree)
     out = tree_util.tree_unflatten(out_tree, outs)
     return (out, f_jvp, _aux_primal(store["aux"])) if has_aux else (out, f_jvp)
+
+
+def _residual_partial(fn: Callable, lin: ad.Linearized, *static: Any) -> tree_util.Partial:
+    """``fn(lin, *static, *args)`` as a ``tree_util.Partial`` whose leaves are ``lin``'s
+    residuals, like the functions JAX's vjp and linearize return: being pytrees, they can
+    be returned from ``jit`` or kept as a custom_vjp residual (the residuals then come back
+    as that transformation's values; ``lin`` is rebuilt around them)."""
+    residuals = list(lin.jaxpr.consts)
+    bare = lin.with_residuals([None] * len(residuals))  # static: keeps no values alive
+    return tree_util.Partial(functools.partial(_with_residuals, fn, bare, static), residuals)
+
+
+def _with_residuals(fn: Callable, bare: ad.Linearized, static: tuple, residuals: list,
+                    *args: Any) -> Any:
+    return fn(bare.with_residuals(residuals), *static, *args)
+
+
+def _linearized_jvp(lin: ad.Linearized, p_avals: list, p_tree: Any, out_tree: Any,
+                    *tangents: Any) -> Any:
+    t_flat, t_tree = tree_util.tree_flatten(tangents)
+    if t_tree != p_tree:
+        raise TypeError(f"linearized function: expected tangents of structure {p_tree}, "
+                        f"got {t_tree}")
+    for p, t in zip(p_avals, t_flat):
+        _check_tangent(p, t)
+    return tree_util.tree_unflatten(out_tree, lin.jvp(t_flat))
 
 
 # --------------------------------------------------------------------------- vjp
@@ -198,28 +215,28 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     outs, lin = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store["out_tree"]
     out_avals = [core.get_aval(o) for o in outs]
-
-    def vjp_fun(ct: Any) -> tuple:
-        ct_flat, ct_tree = tree_util.tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {out_tree}.")
-        for c, a in zip(ct_flat, out_avals):
-            c_aval = core.get_aval(c)
-            expected = ad.tangent_aval(a)
-            if c_aval.shape != a.shape or (c_aval.dtype != expected.dtype
-                                           and expected.dtype != dtypes.float0):
-                raise ValueError(
-                    "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
-                    f"{_jax_type(c_aval)}, but expected {_jax_type(expected)} because the "
-                    "corresponding output of the differentiated function had JAX type "
-                    f"{_jax_type(a)}")
-        cts_in = lin.transpose(ct_flat)
-        return tree_util.tree_unflatten(p_tree, cts_in)
-
-    vjp_fun.__name__ = f"vjp({getattr(fun, '__name__', 'fun')})"
+    vjp_fun = _residual_partial(_vjp_pullback, lin, p_tree, out_tree, out_avals)
     out = tree_util.tree_unflatten(out_tree, outs)
     return (out, vjp_fun, _aux_primal(store["aux"])) if has_aux else (out, vjp_fun)
+
+
+def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: list,
+                  ct: Any) -> tuple:
+    ct_flat, ct_tree = tree_util.tree_flatten(ct)
+    if ct_tree != out_tree:
+        raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                        f"structure of primal output {out_tree}.")
+    for c, a in zip(ct_flat, out_avals):
+        c_aval = core.get_aval(c)
+        expected = ad.tangent_aval(a)
+        if c_aval.shape != a.shape or (c_aval.dtype != expected.dtype
+                                       and expected.dtype != dtypes.float0):
+            raise ValueError(
+                "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                f"{_jax_type(c_aval)}, but expected {_jax_type(expected)} because the "
+                "corresponding output of the differentiated function had JAX type "
+                f"{_jax_type(a)}")
+    return tree_util.tree_unflatten(p_tree, lin.transpose(ct_flat))
 
 
 def _typed_primal(x: Any) -> Any:
@@ -263,18 +280,24 @@ def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
         raise TypeError(msg.format(f"was {ans}")) from None
     if aval.shape != ():
         raise TypeError(msg.format(f"had shape: {aval.shape}"))
-    dt = aval.dtype
+    _check_rev_output("grad", ans, holomorphic)
+
+
+def _check_rev_output(fn: str, x: Any, holomorphic: bool) -> None:
+    """Reverse mode (grad, jacrev) needs real outputs, or complex ones when holomorphic: a
+    cotangent basis of a complex or integer output would not give the Jacobian."""
+    dt = _dtype_of(x)
     if holomorphic:
         if not dtypes.is_complex(dt):
-            raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
+            raise TypeError(f"{fn} with holomorphic=True requires outputs with complex dtype, "
                             f"but got {dt.name}.")
     elif dtypes.is_complex(dt):
-        raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype "
+        raise TypeError(f"{fn} requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {dt.name}. For holomorphic differentiation,"
                         " pass holomorphic=True. For differentiation of non-holomorphic "
                         "functions involving complex outputs, use jax.vjp directly.")
     elif not dtypes.is_float(dt):
-        raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype "
+        raise TypeError(f"{fn} requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {dt.name}. For differentiation of "
                         "functions with integer outputs, use jax.vjp directly.")
 
@@ -362,19 +385,29 @@ def _std_basis(avals: list, dts: list) -> tuple[list[np.ndarray], list[int]]:
     return basis, [int(o) for o in offsets]
 
 
-def _check_jac_inputs(fn: str, dyn_args: tuple, holomorphic: bool) -> None:
+def _check_jacfwd_inputs(dyn_args: tuple, holomorphic: bool) -> None:
+    # Forward mode pushes a real basis through: complex inputs only when holomorphic.
+    # (jacrev checks its inputs as grad does: any inexact input, integers with allow_int.)
     for x in tree_util.tree_leaves(dyn_args):
         dt = _dtype_of(x)
         if holomorphic:
             if not dtypes.is_complex(dt):
-                raise TypeError(f"{fn} with holomorphic=True requires inputs with complex "
+                raise TypeError("jacfwd with holomorphic=True requires inputs with complex "
                                 f"dtype, but got {dt.name}.")
         elif not dtypes.is_float(dt):
-            raise TypeError(f"{fn} requires real-valued inputs (input dtype that is a "
+            raise TypeError("jacfwd requires real-valued inputs (input dtype that is a "
                             f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
                             "differentiation, pass holomorphic=True. For differentiation of "
                             "non-holomorphic functions involving complex inputs or integer "
-                            f"inputs, use jax.{'jvp' if fn == 'jacfwd' else 'vjp'} directly.")
+                            "inputs, use jax.jvp directly.")
+
+
+def _check_jacfwd_outputs(y: Any, holomorphic: bool) -> None:
+    if holomorphic:
+        for o in tree_util.tree_leaves(y):
+            if not dtypes.is_complex(_dtype_of(o)):
+                raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
+                                f"dtype, but got {_dtype_of(o).name}.")
 
 
 def _vmap_rows(fun: Callable, basis: list[np.ndarray], n: int) -> list | None:
@@ -433,9 +466,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(fun, updated=())
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f_partial, dyn_args = _split_args(fun, args, kwargs, argnums, "jacfwd")
-        _check_jac_inputs("jacfwd", dyn_args, holomorphic)
+        _check_jacfwd_inputs(dyn_args, holomorphic)
         res = linearize(f_partial, *dyn_args, has_aux=has_aux)
         y, f_jvp = res[0], res[1]
+        _check_jacfwd_outputs(y, holomorphic)
         in_flat, in_tree = tree_util.tree_flatten(dyn_args)
         out_flat, out_tree = tree_util.tree_flatten(y)
         in_avals = [core.get_aval(x).strip_weak_type() for x in in_flat]
@@ -473,10 +507,11 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(fun, updated=())
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f_partial, dyn_args = _split_args(fun, args, kwargs, argnums, "jacrev")
-        if not allow_int:
-            _check_jac_inputs("jacrev", dyn_args, holomorphic)
+        _check_grad_inputs("jacrev", dyn_args, holomorphic, allow_int)
         res = vjp(f_partial, *dyn_args, has_aux=has_aux)
         y, f_vjp = res[0], res[1]
+        for o in tree_util.tree_leaves(y):
+            _check_rev_output("jacrev", o, holomorphic)
         in_flat, in_tree = tree_util.tree_flatten(dyn_args)
         out_flat, out_tree = tree_util.tree_flatten(y)
         in_avals = [core.get_aval(x).strip_weak_type() for x in in_flat]

@@ -64,17 +64,26 @@ def _check_const_tangents(tangents: Sequence[Any], kind: str) -> None:
                         "pass that value as an explicit argument instead.")
 
 
-def _resolve_args(fun: Callable, args: tuple, kwargs: dict, name: str) -> tuple:
-    if not kwargs:
-        return args
+def _resolve_args(fun: Callable, args: tuple, kwargs: dict, name: str, kind: str) -> tuple:
+    """The arguments as positional ones, defaults filled in, as JAX binds them: the rules
+    (jvp, fwd, bwd) get every argument of ``fun``, the defaulted ones included."""
+    if isinstance(fun, functools.partial):
+        fun = lambda *a, **k: None  # noqa: E731 - a partial's signature is opaque, as in JAX
     try:
-        bound = inspect.signature(fun).bind(*args, **kwargs)
+        sig = inspect.signature(fun)
+    except ValueError:  # no signature (some builtins): take the arguments as given
+        sig = inspect.signature(lambda *a, **k: None)
+    try:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        passed = [k for k in bound.kwargs if k in kwargs]
+        if passed:
+            raise TypeError("The following keyword arguments could not be resolved to "
+                            f"positions: {', '.join(passed)}")
     except TypeError as e:
-        raise TypeError(f"{name}: {e}") from None
-    bound.apply_defaults()
-    if bound.kwargs:
-        raise TypeError(f"{name}: keyword-only arguments are not supported by custom "
-                        "derivative functions; pass them positionally")
+        raise TypeError(f"The input arguments to the {kind}-decorated function {name} could "
+                        "not be resolved to positional-only arguments. Binding failed with "
+                        f"the error:\n{e}") from None
     return bound.args
 
 
@@ -153,7 +162,7 @@ class _CustomDerivative:
     def _split_args(self, args: tuple, kwargs: dict, name: str):
         """``(nondiff, diff_args, full)``: the non-differentiable arguments by position, the
         others in order, and ``full(dyn)`` putting differentiable values back among them."""
-        args = _resolve_args(self.fun, args, kwargs, name)
+        args = _resolve_args(self.fun, args, kwargs, name, self._kind)
         nondiff = {i % len(args): args[i] for i in self.nondiff_argnums} if args else {}
         diff_args = [a for i, a in enumerate(args) if i not in nondiff]
 
@@ -364,7 +373,9 @@ class custom_vjp(_CustomDerivative):  # noqa: N801 - JAX's name
 
     ``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> tuple`` with one
     cotangent per argument (``None`` for an argument with no derivative). Arguments at
-    ``nondiff_argnums`` are passed first to ``bwd``. Forward mode (jvp) is not available.
+    ``nondiff_argnums`` are passed first to ``bwd``. Residuals that are Python scalars
+    (``x.shape``, a flag) reach ``bwd`` unchanged, as in JAX; arrays reach it as arrays (or
+    tracers). Forward mode (jvp) is not available.
 
     Example:
         >>> @ember.custom_vjp
@@ -410,9 +421,15 @@ class custom_vjp(_CustomDerivative):  # noqa: N801 - JAX's name
             out, residuals = res
             out_flat, store["out_tree"] = tree_util.tree_flatten(out)
             res_flat, store["res_tree"] = tree_util.tree_flatten(residuals)
-            return out_flat, res_flat
+            # Python scalars among the residuals (a shape, a flag) reach bwd unchanged, as
+            # in JAX; only the other leaves are values of the computation.
+            store["static_res"] = {i: r for i, r in enumerate(res_flat) if _is_static_res(r)}
+            return out_flat, [r for r in res_flat if not _is_static_res(r)]
 
         def flat_bwd(res_flat, cts_flat):
+            static, it = store["static_res"], iter(res_flat)
+            res_flat = [static[i] if i in static else next(it)
+                        for i in range(store["res_tree"].num_leaves)]
             residuals = tree_util.tree_unflatten(store["res_tree"], res_flat)
             ct = tree_util.tree_unflatten(store["out_tree"], cts_flat)
             cts_in = self.bwd(*nondiff_vals, residuals, ct)
@@ -559,6 +576,11 @@ def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, name, sym
 
 
 batching.batch_rules_with_trace[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+def _is_static_res(x: Any) -> bool:
+    # Python's own scalars only: NumPy scalars (np.float64 subclasses float) are values.
+    return type(x) in (bool, int, float, complex)
 
 
 def _flatten_bwd_output(cts_in: Any, diff_args: list, flat_args: list) -> list:

@@ -262,6 +262,13 @@ class Linearized:
         self.out_avals = out_avals
         self.out_zero = out_zero
 
+    def with_residuals(self, residuals: Sequence[Any]) -> Linearized:
+        """This linear map with other values for its residuals (``jaxpr.consts``): those
+        values, traced or batched by a transformation, come back as leaves of a pytree."""
+        from ember.jaxpr import ClosedJaxpr
+        return Linearized(ClosedJaxpr(self.jaxpr.jaxpr, residuals), self.in_avals,
+                          self.in_mask, self.out_avals, self.out_zero)
+
     def jvp(self, tangents: Sequence[Any]) -> list:
         """The output tangents (zeros instantiated) for the input tangents."""
         j = self.jaxpr

@@ -823,7 +823,8 @@ ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 ad.defjvp2(tanh_p, lambda g, ans, x: mul(g, sub(1.0, square(ans))))
 ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1.0))))
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, 1.0), add(x, 1.0)))))
+# x*x - 1 as JAX (not (x-1)*(x+1), which is -0 at x = -1: rsqrt(-0) = -inf where JAX has +inf).
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), 1.0))))
 ad.defjvp(atanh_p, lambda g, x: div(g, mul(add(x, 1.0), sub(1.0, x))))
 ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
           lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))

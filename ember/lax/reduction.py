@@ -354,8 +354,11 @@ def _reduce_chooser_jvp(g, ans, x, *, axes):
     shape = core.get_aval(x).shape
     at = E.convert_element_type(E.eq(x, _expand_reduced(ans, shape, axes)),
                                 core.get_aval(g).dtype)
-    # An empty reduction (constant -inf/inf) gets tangent 0 rather than JAX's 0/0.
-    return E.div(reduce_sum(E.mul(g, at), axes), E.max(reduce_sum(at, axes), 1.0))
+    total = reduce_sum(E.mul(g, at), axes)
+    if any(shape[a] == 0 for a in axes):
+        return total  # an empty reduction (constant -inf/inf) gets 0 rather than JAX's 0/0
+    # A NaN extremum equals no element: 0/0 makes its tangent NaN, as in JAX.
+    return E.div(total, reduce_sum(at, axes))
 
 
 ad.defjvp2(reduce_prod_p, _reduce_prod_jvp)

@@ -3,8 +3,9 @@
 Semantics follow XLA/JAX: dynamic start indices are clamped so the slice stays in bounds;
 gather and scatter take a ``GatherScatterMode``: CLIP clamps the start of every window,
 FILL_OR_DROP fills out-of-bounds gather windows with ``fill_value`` and drops out-of-bounds
-scatter windows, PROMISE_IN_BOUNDS is implemented like CLIP (never reads or writes out of
-bounds). The NumPy impls build explicit coordinate grids, so no kernel can index out of range.
+scatter windows, PROMISE_IN_BOUNDS does what XLA's native ops do: gather clamps, scatter
+drops (so the transpose of an out-of-bounds gather adds nothing, as in JAX). The NumPy impls
+build explicit coordinate grids, so no kernel can index out of range.
 """
 
 from __future__ import annotations
@@ -431,7 +432,8 @@ class GatherScatterMode(enum.Enum):
 
     CLIP clamps indices into range; FILL_OR_DROP fills out-of-bounds gathers with
     ``fill_value`` and drops out-of-bounds scatter updates; PROMISE_IN_BOUNDS lets the
-    implementation assume indices are in bounds (ember clamps, like XLA).
+    implementation assume indices are in bounds (ember does what XLA does then: gather
+    clamps, scatter drops).
 
     Example:
         >>> GatherScatterMode.from_any("clip")
@@ -847,9 +849,9 @@ def _clamp_window_starts(b, operand, indices, updates, dn):
 def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
                       unique_indices, mode, update_jaxpr, update_consts, combine):
     dn, b = dimension_numbers, ctx.b
-    if mode != GatherScatterMode.FILL_OR_DROP and dn.scatter_dims_to_operand_dims:
+    if mode == GatherScatterMode.CLIP and dn.scatter_dims_to_operand_dims:
         indices = _clamp_window_starts(b, operand, indices, updates, dn)
-    # HLO scatter drops out-of-bounds windows, which is FILL_OR_DROP.
+    # HLO scatter drops out-of-bounds windows: FILL_OR_DROP, and PROMISE_IN_BOUNDS as in XLA.
     fn = _update_computation(ctx, operand.dtype, combine, update_jaxpr, update_consts)
     return b.op("scatter", operand, indices, updates, calls=[fn],
                 update_window_dims=dn.update_window_dims,
@@ -867,7 +869,7 @@ def _make_scatter(name: str, combine):
              unique_indices, mode, update_jaxpr, update_consts):
         fn = combine if update_jaxpr is None else _jaxpr_combiner(update_jaxpr, update_consts)
         return scatter_windows(operand, indices, updates, **dimension_numbers._asdict(),
-                               clip=mode != GatherScatterMode.FILL_OR_DROP, combine=fn)
+                               clip=mode == GatherScatterMode.CLIP, combine=fn)
 
     def shape_rule(*avals, **params):
         return _scatter_shape(*avals, _name=name, **params)
@@ -1148,6 +1150,7 @@ E.def_transpose(scatter_p, _scatter_transpose)
 
 
 def _scatter_mul_jvp_updates(g, x, indices, updates, **params):
+    # (``x.at[i].multiply(u)`` with no array in ``i`` is marked unique, as in JAX.)
     if not params["unique_indices"]:
         raise NotImplementedError("scatter_mul gradients are only implemented if "
                                   "`unique_indices=True`")

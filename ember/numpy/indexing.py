@@ -476,9 +476,17 @@ def _scatter_plan(x: Any, idx: Any) -> tuple:
     return indices, out_shape, dn
 
 
+def _without_advanced_entries(shape: tuple[int, ...], idx: Any) -> bool:
+    """Whether ``idx`` has no advanced (array or mask) entries: every element it names is
+    named once, in order, so JAX marks such a scatter's indices unique and sorted."""
+    return not any(e[0] in ("adv", "newadv") for e in _parse(shape, idx))
+
+
 def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: Any,
                     indices_are_sorted: bool, unique_indices: bool) -> Any:
     x = _util.ensure_array(x)
+    if _without_advanced_entries(core.get_aval(x).shape, idx):
+        unique_indices = indices_are_sorted = True
     indices, out_shape, dn = _scatter_plan(x, idx)
     if 0 in out_shape:  # nothing to update: JAX returns x without checking the values' shape
         return x

@@ -228,9 +228,10 @@ RECORDS = [
              lambda x: _rows_ref(x, 0), ALL, _SH2, kind="lax", differentiable=True),
     OpRecord("lax_gather_rows_fill_default", lambda x: _rows_gather(x, "fill"),
              lambda x: _rows_ref(x, np.nan), FLOATS[:2], _SH2, kind="lax"),
-    # JAX: mode=None means promise_in_bounds (clamped on CPU), not fill
+    # JAX: mode=None means promise_in_bounds (clamped on CPU), not fill. Not differentiable
+    # here: the gradient of an out-of-bounds row is dropped (XLA's scatter), not clamped.
     OpRecord("lax_gather_rows_mode_none", lambda x: _rows_gather(x, None), _rows_ref, ALL,
-             _SH2, kind="lax", differentiable=True),
+             _SH2, kind="lax"),
     OpRecord("lax_gather_windows", _window_gather, _window_ref, ALL,
              (((4, 4),), ((5, 3),)), kind="lax", differentiable=True),
     OpRecord("lax_gather_batched", _batched_gather, _batched_ref, NUMERIC,
