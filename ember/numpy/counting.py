@@ -155,7 +155,7 @@ def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = Non
 
 def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
              length: int | None = None) -> Any:
-    """Number of occurrences of each non-negative integer in the 1-D ``x`` (int32).
+    """Number of occurrences of each non-negative integer in the 1-D ``x`` (default int).
 
     With ``weights`` (same shape as ``x``) the bins sum the weights instead, in the weights'
     dtype. Eagerly the result has ``max(minlength, x.max() + 1)`` bins; under tracing pass a
@@ -187,7 +187,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
         if length < 0:
             raise TypeError(f"bincount: length must be non-negative, got {length}")
     if weights is None:
-        weights = _full(x.shape, 1, dtypes.int32)
+        weights = _full(x.shape, 1, dtypes.default_int_dtype())
     else:
         weights = _arg("bincount", weights)
         if weights.shape != x.shape:
@@ -237,6 +237,7 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
     a ``fill_value`` is merged into them (as in JAX, where ``where`` with the strong fill
     makes them strong; JAX's zero-length cases build them with ``full_like``: weak).
     """
+    idt = dtypes.default_int_dtype()  # index dtype (int64 under x64, as in JAX)
     flat = _flat(x)
     n = flat.shape[0]
     fill = None
@@ -254,8 +255,8 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
             raise ValueError(f"{fn}: for zero-sized input with nonzero size argument, "
                              "fill_value must be specified")
         values = _as_weak(fill if size else _full((0,), 0, x.dtype), x.aval.weak_type)
-        return (values, _full((size,), 0, dtypes.int32), _full(x.shape, 0, dtypes.int32),
-                _full((size,), 0, dtypes.int32))
+        return (values, _full((size,), 0, idt), _full(x.shape, 0, idt),
+                _full((size,), 0, idt))
     perm = argsort(flat)
     xs = flat[perm]
     differs = lax.ne(xs[1:], xs[:-1])
@@ -263,20 +264,20 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
         differs = lax.bitwise_and(differs, lax.bitwise_not(
             lax.bitwise_and(lax.ne(xs[1:], xs[1:]), lax.ne(xs[:-1], xs[:-1]))))
     is_first = lax.concatenate([_full((1,), True, dtypes.bool_), differs], 0)
-    group = lax.sub(lax.cumsum(lax.convert_element_type(is_first, dtypes.int32), axis=0),
-                    _full((n,), 1, dtypes.int32))
-    dest = lax.select(is_first, group, _full((n,), size, dtypes.int32))
+    group = lax.sub(lax.cumsum(lax.convert_element_type(is_first, idt), axis=0),
+                    _full((n,), 1, idt))
+    dest = lax.select(is_first, group, _full((n,), size, idt))
     values = _full((size,), 0, x.dtype).at[dest].set(xs, mode="drop")
-    indices = _full((size,), 0, dtypes.int32).at[dest].set(perm, mode="drop")
-    valid = lax.le(_iota(size), _full((size,), group[n - 1], dtypes.int32))
+    indices = _full((size,), 0, idt).at[dest].set(perm, mode="drop")
+    valid = lax.le(lax.iota(idt, size), _full((size,), group[n - 1], idt))
     if fill is None:
         fill = lax.broadcast_in_dim(xs[0], (size,), ())
     values = lax.select(valid, values, fill)
     if fill_value is None or size == 0:
         values = _as_weak(values, x.aval.weak_type)
     indices = lax.select(valid, indices, lax.broadcast_in_dim(perm[0], (size,), ()))
-    counts = _full((size,), 0, dtypes.int32).at[group].add(1, mode="drop")
-    inverse = _full((n,), 0, dtypes.int32).at[perm].set(group, unique_indices=True)
+    counts = _full((size,), 0, idt).at[group].add(1, mode="drop")
+    inverse = _full((n,), 0, idt).at[perm].set(group, unique_indices=True)
     return values, indices, lax.reshape(inverse, x.shape), counts
 
 

@@ -404,7 +404,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = _num_arg("linspace", num)
     dt, cdt = _linspace_dtype("linspace", dtype, start, stop)
     if _all_concrete(start, stop):
-        s, e = np.asarray(start, np.float64), np.asarray(stop, np.float64)
+        wide = np.complex128 if dtypes.is_complex(cdt) else np.float64
+        s, e = np.asarray(start, wide), np.asarray(stop, wide)
         _util.canonicalize_axis("linspace", axis, np.broadcast(s, e).ndim + 1)
         with np.errstate(all="ignore"):
             value, step = np.linspace(s, e, num, endpoint=endpoint, retstep=True, axis=axis)

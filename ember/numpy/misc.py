@@ -13,6 +13,7 @@ from ember.numpy._util import (
     check_arraylike,
     ensure_array,
     promote_args,
+    promote_args_inexact,
     promote_dtypes,
 )
 from ember.numpy.creation import asarray
@@ -112,30 +113,28 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> 
 
 def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
             equal_nan: bool = False) -> Any:
-    """Elementwise ``|a - b| <= atol + rtol * |b|``; infinities must match exactly.
+    """Elementwise ``a == b or |a - b| <= atol + rtol * |b|`` (the latter for finite b).
 
-    Integer and boolean inputs are compared for equality.
+    As in JAX, integer and boolean inputs are compared as floats (so the tolerances apply),
+    and complex inputs by the modulus of the difference.
 
     Example:
         >>> jnp.isclose(jnp.array([1.0, jnp.nan]), jnp.array([1.0 + 1e-7, jnp.nan]))
         Array([ True, False], dtype=bool)
     """
     a, b = promote_args("isclose", a, b)
+    a, b = promote_args_inexact("isclose", a, b)
     dt = _aval(a).dtype
-    if not dtypes.is_inexact(dt):
-        return lax.convert_element_type(lax.eq(a, b), dtypes.bool_, False)  # JAX: not weak
     rdt = np.dtype(np.float32) if dt == dtypes.complex64 else \
         np.dtype(np.float64) if dt == dtypes.complex128 else dt
-    rtol = lax.convert_element_type(core.concrete_or_error(rtol, "isclose: rtol"), rdt)
-    atol = lax.convert_element_type(core.concrete_or_error(atol, "isclose: atol"), rdt)
-    out = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
-    a_inf, b_inf = _isinf(a), _isinf(b)
-    out = _and(out, _not(_or(a_inf, b_inf)))
-    out = _or(out, _and(_and(a_inf, b_inf), lax.eq(a, b)))
-    a_nan, b_nan = _isnan(a), _isnan(b)
-    out = _and(out, _not(_or(a_nan, b_nan)))
+    rtol = lax.convert_element_type(rtol, rdt)
+    atol = lax.convert_element_type(atol, rdt)
+    b_finite = lax.is_finite(b) if rdt == dt else _and(lax.is_finite(lax.real(b)),
+                                                          lax.is_finite(lax.imag(b)))
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = _or(lax.eq(a, b), _and(b_finite, in_range))
     if equal_nan:
-        out = _or(out, _and(a_nan, b_nan))
+        out = _or(out, _and(_isnan(a), _isnan(b)))
     return out
 
 

@@ -1,6 +1,6 @@
 """Reductions (sum, mean, var, max, argmax, quantile, the nan-variants, ...) and cumulative
 functions with JAX's dtype rules: sums of bools/small ints give the default int, means of ints
-give the default float, argmax gives int32.
+give the default float, argmax gives the default int.
 """
 
 from __future__ import annotations
@@ -101,6 +101,9 @@ def _sum_like(fn: str, lax_reduce, identity, a, axis, dtype, out, keepdims, init
         dt = _upcast_integers(a.dtype) if promote_integers else (
             dtypes.default_int_dtype() if a.dtype == dtypes.bool_ else a.dtype)
     a = _convert(a, dt)
+    if dt == dtypes.bool_:  # a sum of bools is an any, a product an all (as in JAX)
+        lax_reduce, combine = ((lax.reduce_or, lax.bitwise_or) if identity == 0
+                               else (lax.reduce_and, lax.bitwise_and))
     if where is not None:
         a = _select(_where_mask(fn, where, a.shape), a, identity)
     result = lax_reduce(a, axes)
@@ -263,7 +266,7 @@ def _argminmax(fn: str, lax_fn, a, axis, out, keepdims):
         if a.size == 0:
             raise ValueError(f"attempt to get {fn} of an empty sequence")
         a = lax.reshape(a, (a.size,))
-        result = lax_fn(a, 0, dtypes.int32)
+        result = lax_fn(a, 0, dtypes.default_int_dtype())
         return lax.reshape(result, (1,) * len(shape)) if keepdims else result
     if isinstance(axis, (tuple, list)):
         raise TypeError(f"{fn}: axis must be an integer or None, got {axis!r}")
@@ -271,12 +274,13 @@ def _argminmax(fn: str, lax_fn, a, axis, out, keepdims):
     if shape[ax] == 0:
         raise ValueError(f"attempt to get {fn} of an empty sequence (axis {ax} of shape "
                          f"{shape} has size 0)")
-    result = lax_fn(a, ax, dtypes.int32)
+    result = lax_fn(a, ax, dtypes.default_int_dtype())
     return _keepdims(result, shape, (ax,)) if keepdims else result
 
 
 def argmax(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = False) -> Any:
-    """Index of the maximum (first occurrence; NaN counts as the maximum), as int32.
+    """Index of the maximum (first occurrence; NaN counts as the maximum), in the default
+    integer dtype.
 
     Example:
         >>> jnp.argmax(jnp.array([1., 3., 2.]))
@@ -286,7 +290,8 @@ def argmax(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = Fa
 
 
 def argmin(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = False) -> Any:
-    """Index of the minimum (first occurrence; NaN counts as the minimum), as int32.
+    """Index of the minimum (first occurrence; NaN counts as the minimum), in the default
+    integer dtype.
 
     Example:
         >>> jnp.argmin(jnp.array([1., 3., 0.]))
@@ -369,9 +374,15 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
         ddof = correction
     a = _arg(fn, a)
     axes = canonicalize_axes(fn, axis, a.ndim)
+    out_dt = _dtype_arg(dtype)
+    if (out_dt is not None and dtypes.is_complex(a.dtype)
+            and not dtypes.is_complex(out_dt)):
+        raise ValueError(f"{fn}: a real dtype ({out_dt}) for the variance of complex values "
+                         "is not supported (as in JAX)")
     res_dt = _inexact_result_dtype(a, dtype)
-    if dtypes.is_complex(res_dt):
+    if dtypes.is_complex(res_dt):  # computed as a real variance (complex dtype: converted)
         res_dt = np.dtype(np.float32) if res_dt == dtypes.complex64 else np.dtype(np.float64)
+    out_dt = res_dt if out_dt is None else out_dt
     comp = accumulation_dtype(res_dt) if not dtypes.is_complex(a.dtype) else a.dtype
     x = _convert(a, comp)
     mask = None if where is None else _where_mask(fn, where, a.shape)
@@ -399,8 +410,21 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
         sq = lax.mul(centered, centered)
     ss = lax.reduce_sum(sq, axes)
     denom = lax.sub(count_b, _full(count_b.shape, ddof, count_b.dtype))
+    # As in JAX, NaN where the count less ddof is not positive (here by dividing by NaN, so
+    # the tangent is NaN too); for var, an integer dtype's result is then promoted to a
+    # (weakly typed) float by that NaN.
+    positive = lax.gt(denom, _full(denom.shape, 0, denom.dtype))
+    if dtypes.is_inexact(denom.dtype):
+        denom = lax.select(positive, denom, _full(denom.shape, np.nan, denom.dtype))
     result = lax.div(ss, denom)
-    result = _convert(result, res_dt)
+    if dtypes.is_inexact(result.dtype):
+        result = _convert(result, out_dt)
+    elif not nan:
+        result = _convert(_convert(result, res_dt), dtypes.default_float_dtype())
+        result = lax.select(positive, result, _full(result.shape, np.nan, result.dtype))
+        result = lax.convert_element_type(result, result.dtype, True)
+    else:
+        result = _convert(result, res_dt)
     return _keepdims(result, a.shape, axes) if keepdims else result
 
 

@@ -80,7 +80,7 @@ def _unique_padded(x: Any) -> tuple[Any, Any, Any]:
     n = x.shape[0]
     if n == 0:
         return x, lax.full((0,), 0, dtypes.int32), lax.full((), 0, dtypes.int32)
-    perm = argsort(x)
+    perm = lax.convert_element_type(argsort(x), dtypes.int32)
     xs = take(x, perm, mode="clip")
     new = lax.ne(xs[1:], xs[:-1])
     if dtypes.is_inexact(x.dtype):
@@ -352,7 +352,7 @@ def _intersect1d_eager(a1: Any, a2: Any, assume_unique: bool, return_indices: bo
         else:
             a1, a2 = unique(a1), unique(a2)
     arr = concatenate([a1, a2])
-    perm = argsort(arr)
+    perm = lax.convert_element_type(argsort(arr), dtypes.int32)
     aux = take(arr, perm, mode="clip")
     pair = lax.eq(aux[1:], aux[:-1])
     vals = aux[:-1][pair]

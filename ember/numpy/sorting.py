@@ -44,28 +44,40 @@ def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
         Array([1, 2, 3], dtype=int32)
     """
     a, ax = _sort_arg("sort", a, axis, order)
-    out = lax.sort(a, dimension=ax, is_stable=stable)
+    if dtypes.is_complex(a.dtype):
+        out = _sort_keyed(a, (a,), ax, stable)[0]
+    else:
+        out = lax.sort(a, dimension=ax, is_stable=stable)
     return lax.rev(out, (ax,)) if descending else out
+
+
+def _sort_keyed(a: Any, operands: tuple, ax: int, stable: bool) -> list:
+    """``operands`` sorted along ``ax`` by the keys of ``a``: itself, or its real then its
+    imaginary part when complex (lexicographic, as in NumPy and JAX)."""
+    keys = (lax.real(a), lax.imag(a)) if dtypes.is_complex(a.dtype) else (a,)
+    out = lax.sort(keys + tuple(operands), dimension=ax, is_stable=stable,
+                   num_keys=len(keys))
+    return list(out[len(keys):])
 
 
 def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
             stable: bool = True, descending: bool = False) -> Any:
-    """Indices (int32) that sort ``a`` along ``axis``; ties keep their order.
+    """Indices (default int dtype) that sort ``a`` along ``axis``; ties keep their order.
 
     Example:
         >>> jnp.argsort(jnp.array([3, 1, 2]))
         Array([1, 2, 0], dtype=int32)
     """
     a, ax = _sort_arg("argsort", a, axis, order)
-    iota = lax.broadcasted_iota(dtypes.int32, a.shape, ax)
+    int_dt = dtypes.default_int_dtype()
+    iota = lax.broadcasted_iota(int_dt, a.shape, ax)
     if descending:
         # Stable descending: sort the reversed array with reversed indices, reverse back.
         n = a.shape[ax]
-        rev_iota = lax.sub(lax.full(a.shape, n - 1, dtypes.int32), iota)
-        _, idx = lax.sort((lax.rev(a, (ax,)), rev_iota), dimension=ax, is_stable=True,
-                          num_keys=1)
+        rev_iota = lax.sub(lax.full(a.shape, n - 1, int_dt), iota)
+        (idx,) = _sort_keyed(lax.rev(a, (ax,)), (rev_iota,), ax, True)
         return lax.rev(idx, (ax,))
-    _, idx = lax.sort((a, iota), dimension=ax, is_stable=True, num_keys=1)
+    (idx,) = _sort_keyed(a, (iota,), ax, True)
     return idx
 
 
@@ -102,7 +114,7 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
     if not shape:
         raise ValueError("lexsort: keys must have rank >= 1")
     (ax,) = canonicalize_axes("lexsort", axis, len(shape))
-    iota = lax.broadcasted_iota(dtypes.int32, shape, ax)
+    iota = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, ax)
     out = lax.sort(tuple(reversed(keys)) + (iota,), dimension=ax, is_stable=True,
                    num_keys=len(keys))
     return out[-1]
@@ -200,7 +212,7 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
         Array(2, dtype=int32)
     """
     a, ax = _partition_arg("argpartition", a, kth, axis)
-    return argsort(a, axis=ax)
+    return lax.convert_element_type(argsort(a, axis=ax), dtypes.int32)  # int32 in JAX
 
 
 def _concrete_value(fn: str, a: Any) -> np.ndarray:
@@ -241,7 +253,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     if not isinstance(res, tuple):
         res = (res,)
     out = [_wrap(res[0], arr.dtype, arr.aval.weak_type)]
-    out += [_wrap(r, dtypes.int32) for r in res[1:]]
+    out += [_wrap(r, dtypes.default_int_dtype()) for r in res[1:]]
     return out[0] if len(out) == 1 else tuple(out)
 
 

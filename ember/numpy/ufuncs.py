@@ -6,6 +6,7 @@ type lattice, broadcasts, and is written on lax primitives only, so it traces as
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -347,12 +348,37 @@ def _logaddexp(x1: Any, x2: Any, log1p_exp: Callable) -> Any:
     return _select(lax.ne(delta, delta), lax.add(x1, x2), out)
 
 
-logaddexp = _binary(lambda a, b: _logaddexp(a, b, lambda d: lax.log1p(lax.exp(d))),
-                    "logaddexp", promote_args_inexact, "``log(exp(x1) + exp(x2))``, stably.")
-logaddexp2 = _binary(
-    lambda a, b: _logaddexp(a, b, lambda d: lax.div(lax.log1p(lax.exp2(d)),
-                                                    _full(d, math.log(2)))),
-    "logaddexp2", promote_args_inexact, "``log2(2**x1 + 2**x2)``, stably.")
+def _replace_posinf(x: Any) -> Any:
+    return _select(lax.eq(x, _full(x, np.inf)), _full(x, 0), x)
+
+
+def _logaddexp_ufunc(log1p_exp: Callable, exp_fn: Callable, name: str, text: str) -> Callable:
+    # A custom JVP as in JAX: the tangent of x_i is weighted by exp(x_i - out) (2**... for
+    # base 2), which is 1/2 for equal arguments and stays finite for equal infinities.
+    @custom_jvp
+    def fun(x1, x2):
+        return _logaddexp(x1, x2, log1p_exp)
+
+    @fun.defjvp
+    def fun_jvp(primals, tangents):
+        (x1, x2), (t1, t2) = primals, tangents
+        out = fun(x1, x2)
+        big = _replace_posinf(out)
+        w1 = exp_fn(lax.sub(_replace_posinf(x1), big))
+        w2 = exp_fn(lax.sub(_replace_posinf(x2), big))
+        return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+
+    def lax_fn(x1, x2):
+        shape = broadcast_shapes(aval_of(x1).shape, aval_of(x2).shape)
+        return fun(lax.broadcast_to_shape(x1, shape), lax.broadcast_to_shape(x2, shape))
+    return _binary(lax_fn, name, promote_args_inexact, text)
+
+
+logaddexp = _logaddexp_ufunc(lambda d: lax.log1p(lax.exp(d)), lax.exp, "logaddexp",
+                             "``log(exp(x1) + exp(x2))``, stably.")
+logaddexp2 = _logaddexp_ufunc(
+    lambda d: lax.div(lax.log1p(lax.exp2(d)), _full(d, math.log(2))), lax.exp2, "logaddexp2",
+    "``log2(2**x1 + 2**x2)``, stably.")
 
 
 def _hypot(x1: Any, x2: Any) -> Any:
@@ -429,11 +455,19 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
     even = lax.RoundingMethod.TO_NEAREST_EVEN
     if decimals == 0:
         return lax.round(x, even)
+    if decimals > math.log10(float(dtypes.finfo(dt).max)):
+        return x  # beyond the dtype's precision (as in JAX)
     work = x
-    if dt in (dtypes.float16, dtypes.bfloat16):  # avoid overflow of x * 10**decimals
+    if dt == dtypes.float16:  # avoid overflow of x * 10**decimals (JAX's choice)
         work = lax.convert_element_type(x, dtypes.float32, x.weak_type)
-    factor = _full(work, 10.0 ** decimals)
-    res = lax.div(lax.round(lax.mul(work, factor), even), factor)
+    factor = np.asarray(10 ** decimals, _dt(work))
+    rounded = lax.round(lax.mul(work, _full(work, factor)), even)
+    if _dt(work) == dtypes.bfloat16:
+        res = lax.div(rounded, _full(work, factor))
+    else:
+        # XLA (so JAX, and ember's jit) divides by a constant as a multiplication by its
+        # reciprocal, rounded in the constant's dtype; bfloat16 constants are not inverted.
+        res = lax.mul(rounded, _full(work, np.asarray(np.ones((), factor.dtype) / factor)))
     return lax.convert_element_type(res, dt, x.weak_type)
 
 
@@ -623,11 +657,27 @@ heaviside = _binary(_heaviside, "heaviside", promote_args_inexact,
                     "Step function: 0 for x1 < 0, x2 for x1 == 0, 1 for x1 > 0.")
 
 
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _sinc_derivative_at_zero(k: int, x: Any) -> Any:
+    """The k-th derivative of ``sin(y) / y`` at y = 0, shaped like ``x``: the Taylor series
+    ``sum((-1)**n y**(2n) / (2n + 1)!)`` gives ``(-1)**(k/2) / (k + 1)`` for even k, else 0.
+    Its JVP is the next derivative, so derivatives of every order of sinc at 0 are right."""
+    value = 0.0 if k % 2 else (-1) ** (k // 2) / (k + 1)
+    return lax.add(lax.mul(x, _full(x, 0)), _full(x, value))
+
+
+@_sinc_derivative_at_zero.defjvp
+def _sinc_derivative_at_zero_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return (_sinc_derivative_at_zero(k, x),
+            lax.mul(_sinc_derivative_at_zero(k + 1, x), t))
+
+
 def _sinc(x):
     pix = lax.mul(x, _full(x, math.pi))
     zero = lax.eq(x, 0)
     safe = _select(zero, _full(x, 1), pix)
-    return _select(zero, _full(x, 1), lax.div(lax.sin(safe), safe))
+    return _select(zero, _sinc_derivative_at_zero(0, pix), lax.div(lax.sin(safe), safe))
 
 
 sinc = _unary(_sinc, "sinc", text="Normalized sinc: ``sin(pi x) / (pi x)``, 1 at 0.")
@@ -768,20 +818,21 @@ maximum = _binary(lax.max, "maximum", text="Elementwise maximum; NaNs propagate.
 minimum = _binary(lax.min, "minimum", text="Elementwise minimum; NaNs propagate.")
 
 
-def _fminmax(lax_fn: Callable, name: str) -> Callable:
+def _fminmax(compare: Callable, name: str) -> Callable:
+    # JAX's definition, ``where((x1 > x2) | isnan(x2), x1, x2)`` (``<`` for fmin): so
+    # fmax(0., -0.) is -0. and the gradient of equal arguments goes to x2.
     def fn(x1: Any, x2: Any, /) -> Any:
         x1, x2 = promote_args(name, x1, x2)
-        if not dtypes.is_inexact(_dt(x1)):
-            return lax_fn(x1, x2)
-        out = lax_fn(x1, x2)
-        out = _select(lax.ne(x2, x2), x1, out)
-        return _select(lax.ne(x1, x1), x2, out)
+        pick_x1 = compare(x1, x2)
+        if dtypes.is_inexact(_dt(x2)):
+            pick_x1 = lax.bitwise_or(pick_x1, lax.ne(x2, x2))
+        return _select(pick_x1, x1, x2)
     return _doc(fn, name, f"Elementwise {name[1:]}imum ignoring NaNs (NaN only if both are).",
                 "jnp.array([1.0, jnp.nan]), 0.0")
 
 
-fmax = _fminmax(lax.max, "fmax")
-fmin = _fminmax(lax.min, "fmin")
+fmax = _fminmax(lax.gt, "fmax")
+fmin = _fminmax(lax.lt, "fmin")
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
 less = _binary(lax.lt, "less")
