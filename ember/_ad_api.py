@@ -223,8 +223,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
 def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: list,
                   ct: Any) -> tuple:
     ct_flat, ct_tree = tree_util.tree_flatten(ct)
-    if ct_tree != out_tree:
-        raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+    if ct_tree != out_tree:  # (a ValueError, as in JAX)
+        raise ValueError(f"Tree structure of cotangent input {ct_tree}, does not match "
                         f"structure of primal output {out_tree}.")
     for c, a in zip(ct_flat, out_avals):
         c_aval = core.get_aval(c)

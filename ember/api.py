@@ -200,6 +200,14 @@ def _infer_static(fun: Callable, nums: tuple[int, ...] | None,
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not any(p.kind == p.VAR_POSITIONAL for p in params) and nums:
         nums = tuple(i + len(positional) if i < 0 else i for i in nums)
+        if any(not 0 <= i < len(positional) for i in nums):
+            raise ValueError(f"jit: static_argnums={nums} names a position the function does "
+                             f"not have (it takes {len(positional)} positional arguments)")
+    if names and not any(p.kind == p.VAR_KEYWORD for p in params):
+        unknown = sorted(set(names) - {p.name for p in params})
+        if unknown:
+            raise ValueError(f"jit: static_argnames names {unknown}, which the function does "
+                             "not take")
     if nums is not None and names is None:
         names = tuple(p.name for i, p in enumerate(positional)
                       if i in nums and p.kind == p.POSITIONAL_OR_KEYWORD)
@@ -230,7 +238,7 @@ def _check_hashable(fun: Callable, statics: list[tuple[Any, Any]]) -> None:
             hash(value)
         except TypeError as e:
             name = where if isinstance(where, str) else _positional_name(fun, where)
-            raise TypeError(
+            raise ValueError(  # (JAX's class for it)
                 f"jit: the static argument {name!r} of type {type(value).__name__} is not "
                 f"hashable ({e}). Static arguments (static_argnums/static_argnames) are part "
                 "of the compile cache key and must be hashable: pass a tuple instead of a "

@@ -343,8 +343,8 @@ class Tracer:
         value = self._concrete_or(TracerBoolConversionError)
         return bool(value)
 
-    def __int__(self):
-        return int(self._concrete_or(TracerIntegerConversionError))
+    def __int__(self):  # (JAX: a concretization error; ``__index__`` is the integer one)
+        return int(self._concrete_or(ConcretizationTypeError))
 
     def __index__(self):
         return np.asarray(self._concrete_or(TracerIntegerConversionError)).__index__()

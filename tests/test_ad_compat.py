@@ -294,3 +294,9 @@ def test_arccosh_derivative_at_minus_one_is_plus_inf():
     assert float(ember.grad(jnp.arccosh)(1.0)) == np.inf
     np.testing.assert_allclose(float(ember.grad(jnp.arccosh)(2.0)), 1 / np.sqrt(3.0),
                                rtol=1e-6)
+
+
+def test_a_cotangent_of_another_structure_is_a_value_error():
+    _, pullback = ember.vjp(lambda x: (x, 2 * x), 1.0)
+    with pytest.raises(ValueError, match="Tree structure of cotangent"):
+        pullback([1.0, 1.0])

@@ -482,3 +482,14 @@ def test_pooled_min_bytes_is_the_buffer_pools():
     from ember.backends.cpu import buffer_pool
     from ember.runtime.array import POOLED_MIN_BYTES
     assert POOLED_MIN_BYTES == buffer_pool.MIN_BYTES
+
+
+def test_builtin_round_rounds_half_to_even_into_integers():
+    x = jnp.array([0.5, 1.5, 2.6, -2.5])
+    out = round(x)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(out), [0, 2, 3, -2])
+    two = round(jnp.array([2.567, -1.005]), 2)
+    assert two.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(two), [2.57, -1.0], rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(ember.jit(lambda v: round(v))(x)), [0, 2, 3, -2])

@@ -134,10 +134,10 @@ def test_negative_static_argnums():
 
 def test_unhashable_static_argument_names_it():
     jf = ember.jit(lambda x, shape: jnp.reshape(x, shape), static_argnums=1)
-    with pytest.raises(TypeError, match="static argument 'shape'.*not hashable"):
+    with pytest.raises(ValueError, match="static argument 'shape'.*not hashable"):
         jf(jnp.arange(6.0), [2, 3])
     jg = ember.jit(lambda x, axes=None: x.sum(axes), static_argnames="axes")
-    with pytest.raises(TypeError, match="'axes' of type list"):
+    with pytest.raises(ValueError, match="'axes' of type list"):
         jg(jnp.ones((2, 2)), axes=[0])
 
 
@@ -459,7 +459,7 @@ def test_python_if_on_traced_value_names_the_argument():
 
 def test_concretization_error_inside_jit():
     f = ember.jit(lambda x, n: jnp.zeros(int(n)) + x)
-    with pytest.raises(errors.TracerIntegerConversionError, match="'n'"):
+    with pytest.raises(errors.ConcretizationTypeError, match="'n'"):
         f(1.0, 3)
     # Marking it static is the fix.
     g = ember.jit(lambda x, n: jnp.zeros(int(n)) + x, static_argnums=1)
@@ -558,3 +558,15 @@ def test_a_compiled_function_takes_only_its_dynamic_arguments():
     assert float(middle(2.0, 1.0)) == 33.0
     with pytest.raises(TypeError, match="do not match"):
         middle(2.0, 1.0, k=3)
+
+
+def test_static_arguments_the_function_does_not_have_are_value_errors():
+    with pytest.raises(ValueError, match="static_argnums"):
+        ember.jit(lambda x: x, static_argnums=3)
+    with pytest.raises(ValueError, match="static_argnums"):
+        ember.jit(lambda x, y: x, static_argnums=-3)
+    with pytest.raises(ValueError, match=r"static_argnames names \['foo'\]"):
+        ember.jit(lambda x: x, static_argnames=("foo",))
+    # Variadic functions take any position or name.
+    assert float(ember.jit(lambda *a: a[0] * a[2], static_argnums=2)(3.0, 1.0, 2)) == 6.0
+    assert float(ember.jit(lambda x, **k: x * k["n"], static_argnames="n")(3.0, n=2)) == 6.0

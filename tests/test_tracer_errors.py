@@ -66,7 +66,7 @@ def test_argument_names_in_messages():
     def g(alpha, beta):
         return int(beta)
 
-    with pytest.raises(TracerIntegerConversionError, match="argument 'beta'"):
+    with pytest.raises(ConcretizationTypeError, match="argument 'beta'"):  # (as JAX)
         trace(g, 1.0, 2)
 
     def h(*xs):
@@ -83,7 +83,7 @@ def test_argument_names_in_messages():
 
 
 def test_int_range_and_list_index():
-    with pytest.raises(TracerIntegerConversionError) as info:
+    with pytest.raises(ConcretizationTypeError) as info:  # (int(); an index is below)
         trace(lambda x: int(x), 3)
     assert "i32[]" in str(info.value)
     assert "argument 'x'" in str(info.value)
@@ -182,7 +182,7 @@ def test_concrete_or_error():
 def test_error_attributes_hold_the_tracer():
     try:
         trace(lambda x: int(x), 1)
-    except errors.TracerIntegerConversionError as e:
+    except errors.ConcretizationTypeError as e:
         assert isinstance(e.tracer, ember.core.Tracer)
         assert e.tracer.aval.str_short() == "i32[]"
     else:  # pragma: no cover

@@ -86,6 +86,13 @@ def _astype(self, dtype, copy=False):
     return _jnp.astype(self, dtype)
 
 
+def _builtin_round(self, ndigits=None):
+    # As JAX: ``round(x)`` rounds half to even into the default integer type (as a float's
+    # ``round`` returns an int); ``round(x, n)`` keeps the dtype.
+    out = _jnp.round(self, decimals=ndigits or 0)
+    return out.astype(int) if ndigits is None else out
+
+
 _jnp: Any = None
 
 
@@ -107,6 +114,7 @@ def install(jnp_module: Any) -> None:
         cls.reshape = _reshape
         cls.transpose = _transpose
         cls.astype = _astype
+        cls.__round__ = _builtin_round
         cls.T = property(lambda self: _jnp.transpose(self))
         cls.mT = property(lambda self: _jnp.swapaxes(self, -1, -2))
         cls.real = property(lambda self: _jnp.real(self))
