@@ -589,15 +589,19 @@ class JitFunction:
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None,
+        keep_unused: bool = False, inline: bool = False,
         backend: str | None = None) -> Any:
     """Compiles ``fun``: traced once per argument signature, then run as an executable.
 
     Arguments are pytrees of arrays and scalars; the compiled code is reused while every
     leaf's shape, dtype and weak type, the pytree structure and the static arguments stay
     the same. Static arguments (``static_argnums``/``static_argnames``) are Python values
-    the function may branch on; they must be hashable. ``donate_argnums`` is accepted and
-    has no effect yet. ``backend``: ``"interpreter"`` (the NumPy reference backend) or
-    ``"cpu"`` (native code compiled by LLVM; the default). Used as
+    the function may branch on; they must be hashable. ``donate_argnums`` and
+    ``donate_argnames`` are accepted and have no effect yet; so are JAX's ``keep_unused``
+    (ember's executables always take every argument) and ``inline`` (a jit called inside
+    another is compiled as part of it either way). ``backend``: ``"interpreter"`` (the NumPy
+    reference backend) or ``"cpu"`` (native code compiled by LLVM; the default). Used as
     ``@jit``, ``jit(f)`` or ``functools.partial(jit, static_argnames=...)``.
 
     Example:
@@ -610,9 +614,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 keep_unused=keep_unused, inline=inline, backend=backend)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}: {fun!r}")
+    _name_tuple(donate_argnames)  # (validated like static_argnames; no effect yet)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
 
 

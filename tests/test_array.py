@@ -493,3 +493,33 @@ def test_builtin_round_rounds_half_to_even_into_integers():
     assert two.dtype == np.float32
     np.testing.assert_allclose(np.asarray(two), [2.57, -1.0], rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(ember.jit(lambda v: round(v))(x)), [0, 2, 3, -2])
+
+
+@pytest.mark.parametrize("src, dst", [(np.int16, np.int8), (np.int8, np.int16),
+                                      (np.float32, np.int32), (np.float32, np.uint8),
+                                      (np.uint8, np.float32), (np.bool_, np.int8),
+                                      (np.int8, np.bool_), (np.complex64, np.float32),
+                                      (np.float32, np.complex64), (np.complex64, np.int16)])
+def test_view_reads_the_bits_as_numpy_does(src, dst):
+    r = np.random.default_rng(0)
+    if np.dtype(src).kind == "c":
+        x = (r.normal(size=(3, 8)) + 1j * r.normal(size=(3, 8))).astype(src)
+    elif np.dtype(src).kind in "biu" and (src == np.bool_ or dst == np.bool_):
+        x = r.integers(0, 2, (3, 8)).astype(src)
+    else:
+        x = (r.normal(size=(3, 8)) * 100).astype(src)
+    want = x.view(dst)
+    for got in (jnp.asarray(x).view(dst), ember.jit(lambda a: a.view(dst))(x)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint8), want.view(np.uint8))
+
+
+def test_view_errors_tobytes_and_compress():
+    with pytest.raises(ValueError, match="multiple"):
+        jnp.zeros(3, jnp.int8).view(jnp.int16)
+    with pytest.raises(ValueError, match="0-d"):
+        jnp.zeros((), jnp.int8).view(jnp.int16)
+    assert int(jnp.asarray(np.float32(1.5)).view(jnp.int32)) == 0x3FC00000
+    assert jnp.arange(3).tobytes() == np.arange(3, dtype=np.int32).tobytes()
+    mask = jnp.array([True, False, True, False, True])
+    np.testing.assert_array_equal(np.asarray(jnp.arange(5).compress(mask)), [0, 2, 4])

@@ -570,3 +570,10 @@ def test_static_arguments_the_function_does_not_have_are_value_errors():
     # Variadic functions take any position or name.
     assert float(ember.jit(lambda *a: a[0] * a[2], static_argnums=2)(3.0, 1.0, 2)) == 6.0
     assert float(ember.jit(lambda x, **k: x * k["n"], static_argnames="n")(3.0, n=2)) == 6.0
+
+
+def test_jax_keywords_without_effect_are_accepted():
+    f = ember.jit(lambda x, y: x + y, donate_argnames="x", keep_unused=True, inline=True)
+    assert float(f(1.0, 2.0)) == 3.0
+    g = functools.partial(ember.jit, donate_argnames=("y",), inline=True)(lambda x, y: x * y)
+    assert float(g(2.0, 3.0)) == 6.0

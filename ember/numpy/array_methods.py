@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember import core
 from ember.core import Tracer
 from ember.runtime.array import Array
@@ -86,6 +88,51 @@ def _astype(self, dtype, copy=False):
     return _jnp.astype(self, dtype)
 
 
+def _view(self, dtype=None, type=None):  # noqa: A002 - NumPy's name
+    """The array's bits read as ``dtype`` (a bitcast; NumPy's ``ndarray.view``): the last
+    axis shrinks or grows when the item size changes; bool counts as one byte, a complex
+    number as its real and imaginary parts."""
+    if type is not None:
+        raise NotImplementedError("view: the type argument is not supported")
+    if dtype is None:
+        return self
+    target = np.dtype(dtype)
+    source = np.dtype(self.dtype)
+    if self.ndim == 0:
+        if target.itemsize != source.itemsize:
+            raise ValueError("view: a 0-d array can only be viewed as a dtype of its item size")
+        return _view(self.reshape(1), target).reshape(())
+    if self.shape[-1] * source.itemsize % target.itemsize:
+        raise ValueError(f"view: the last axis ({self.shape[-1]} x {source.itemsize} bytes) is "
+                         f"not a multiple of {target} ({target.itemsize} bytes)")
+    if source == target:
+        return self
+    if source == np.bool_:
+        return _view(self.astype(np.uint8), target)
+    if source.kind == "c":  # (interleaved real and imaginary parts, as in memory)
+        parts = _jnp.stack([_jnp.real(self), _jnp.imag(self)], axis=-1)
+        return _view(parts.reshape(*self.shape[:-1], 2 * self.shape[-1]), target)
+    if target == np.bool_:
+        return _view(self, np.uint8) != 0
+    if target.kind == "c":
+        parts = _view(self, np.dtype(f"f{target.itemsize // 2}"))
+        pairs = parts.reshape(*parts.shape[:-1], parts.shape[-1] // 2, 2)
+        return _jnp.asarray(pairs[..., 0] + 1j * pairs[..., 1], target)
+    from ember import lax
+    if target.itemsize == source.itemsize:
+        return lax.bitcast_convert_type(self, target)
+    if target.itemsize < source.itemsize:
+        out = lax.bitcast_convert_type(self, target)
+        return out.reshape(*self.shape[:-1], self.shape[-1] * out.shape[-1])
+    ratio = target.itemsize // source.itemsize
+    grouped = self.reshape(*self.shape[:-1], self.shape[-1] // ratio, ratio)
+    return lax.bitcast_convert_type(grouped, target)
+
+
+def _compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+    return _jnp.compress(condition, self, axis, out=out, size=size, fill_value=fill_value)
+
+
 def _builtin_round(self, ndigits=None):
     # As JAX: ``round(x)`` rounds half to even into the default integer type (as a float's
     # ``round`` returns an int); ``round(x, n)`` keeps the dtype.
@@ -115,6 +162,8 @@ def install(jnp_module: Any) -> None:
         cls.transpose = _transpose
         cls.astype = _astype
         cls.__round__ = _builtin_round
+        cls.view = _view
+        cls.compress = _compress
         cls.T = property(lambda self: _jnp.transpose(self))
         cls.mT = property(lambda self: _jnp.swapaxes(self, -1, -2))
         cls.real = property(lambda self: _jnp.real(self))

@@ -216,6 +216,9 @@ class Array:
     def tolist(self):
         return self._value.tolist()
 
+    def tobytes(self, order: str = "C") -> bytes:
+        return self._value.tobytes(order)
+
     def __bool__(self) -> bool:
         return bool(self._value)
 
