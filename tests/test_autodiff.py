@@ -66,7 +66,7 @@ def test_jit_of_grad_and_grad_of_jit():
                                rtol=1e-6)
     jaxpr = ember.make_jaxpr(ember.grad(ember.jit(f_classic)))(3.0)
     names = [e.primitive.name for e in jaxpr.eqns]
-    assert names == ["pjit", "pjit"]  # known (forward) part, then the transposed part
+    assert names == ["jit", "jit"]  # known (forward) part, then the transposed part
     assert jaxpr.eqns[1].params["name"].startswith("transpose(jvp(")
 
 

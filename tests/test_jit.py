@@ -273,7 +273,7 @@ def test_nested_jit_is_a_pjit_equation():
     jaxpr = ember.make_jaxpr(lambda x: ember.jit(f)(x) + 1.0)(jnp.ones(3))
     assert str(jaxpr) == (
         "{ lambda ; a:f32[3]. let\n"
-        "    b:f32[3] = pjit[\n"
+        "    b:f32[3] = jit[\n"
         "      name=f\n"
         "      jaxpr={ lambda ; c:f32[3]. let\n"
         "          d:f32[3] = sin c\n"
@@ -304,7 +304,7 @@ def test_nested_jit_closing_over_an_outer_tracer():
         return ember.jit(lambda z: z * y)(x)  # y is a tracer of the outer trace
     jaxpr = ember.make_jaxpr(outer)(jnp.ones(2), 3.0)
     eqn = jaxpr.eqns[0]
-    assert eqn.primitive.name == "pjit" and len(eqn.invars) == 2
+    assert eqn.primitive.name == "jit" and len(eqn.invars) == 2
     np.testing.assert_array_equal(ember.jit(outer)(jnp.ones(2), 3.0), [3.0, 3.0])
     np.testing.assert_array_equal(ember.jit(outer)(jnp.ones(2), 4.0), [4.0, 4.0])
 

@@ -27,7 +27,7 @@ from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.jaxpr import ClosedJaxpr, Jaxpr
 
-pjit_p = core.MultipleResultsPrimitive("pjit")
+pjit_p = core.MultipleResultsPrimitive("jit")  # (JAX prints nested jits as ``jit[...]``)
 pjit_p.pp_param_order = ("name", "jaxpr")
 
 
