@@ -277,3 +277,13 @@ def test_arange_rejects_bool_and_zero_step():
         jnp.arange(0.0, 1.0, 0.0)
     with pytest.raises(ValueError, match="arange: complex"):  # (JAX's class since 0.10)
         jnp.arange(0, 3 + 1j)
+
+
+def test_shapes_may_hold_concrete_integer_arrays():
+    # (A custom_vjp residual or a computed size: JAX accepts 0-d integer arrays in shapes.)
+    assert jnp.zeros((jnp.array(3),)).shape == (3,)
+    assert jnp.ones(jnp.array(2)).shape == (2,)
+    assert jnp.full((jnp.array(2), 4), 1.0).shape == (2, 4)
+    for bad in [(jnp.array(2.0),), (jnp.array([2]),), (jnp.array(True),)]:
+        with pytest.raises(TypeError, match="shape"):
+            jnp.zeros(bad)

@@ -11,7 +11,7 @@ from ember import core, dtypes, lax, tree_util
 from ember.core import ShapedArray, Tracer
 from ember.numpy import _util, ufuncs
 from ember.numpy.shape import broadcast_arrays, broadcast_to, moveaxis, ravel, stack, static_int
-from ember.runtime.array import device_buffer, device_empty
+from ember.runtime.array import Array, device_buffer, device_empty
 
 
 def _concrete(value: np.ndarray, weak_type: bool = False) -> Any:
@@ -103,7 +103,8 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, copy: bool | None = No
 
 
 def _shape_arg(fn: str, shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool) or (
+            isinstance(shape, Array) and shape.shape == ()):
         shape = (shape,)
     try:
         shape = tuple(core.concrete_or_error(d, f"{fn}: shape must be concrete") for d in shape)
@@ -113,8 +114,9 @@ def _shape_arg(fn: str, shape: Any) -> tuple[int, ...]:
         raise TypeError(f"{fn}: shape must be an int or a sequence of ints, got {shape!r}") \
             from None
     for d in shape:
+        # (Python and NumPy integers, and 0-d integer arrays: concrete ember Arrays too.)
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) and not (
-                isinstance(d, np.ndarray) and d.ndim == 0 and d.dtype.kind in "iu"):
+                isinstance(d, (np.ndarray, Array)) and d.ndim == 0 and d.dtype.kind in "iu"):
             raise TypeError(f"{fn}: shape must contain integers, got {shape!r}")
         if int(d) < 0:  # a TypeError in JAX
             raise TypeError(f"{fn}: negative dimensions are not allowed, got shape {shape}")
