@@ -300,3 +300,18 @@ def test_a_cotangent_of_another_structure_is_a_value_error():
     _, pullback = ember.vjp(lambda x: (x, 2 * x), 1.0)
     with pytest.raises(ValueError, match="Tree structure of cotangent"):
         pullback([1.0, 1.0])
+
+
+@pytest.mark.parametrize("name", ["where", "maximum", "abs", "clip", "hypot", "mod", "pow"])
+def test_a_gradient_has_its_primals_weak_type(name):
+    # As in JAX: the gradient of a weak 1.3 is weak, whichever ops it passed through; that of
+    # a strong float32 value is strong.
+    f = {"where": lambda x: jnp.where(x > 0, x, 0.0), "maximum": lambda x: jnp.maximum(x, 0.0),
+         "abs": jnp.abs, "clip": lambda x: jnp.clip(x, 0.0, 2.0),
+         "hypot": lambda x: jnp.hypot(x, 1.0), "mod": lambda x: jnp.mod(x, 0.7),
+         "pow": lambda y: 2.0 ** y}[name]
+    weak = ember.grad(f)(1.3)
+    strong = ember.grad(f)(jnp.float32(1.3))
+    assert weak.weak_type and not strong.weak_type
+    assert float(weak) == float(strong)
+    assert ember.jit(ember.grad(f))(1.3).weak_type
