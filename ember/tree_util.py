@@ -25,22 +25,39 @@ of ``PyTreeDef`` are therefore plain tuple equality and hashing.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = [
+    "DictKey",
+    "FlattenedIndexKey",
+    "GetAttrKey",
+    "KeyEntry",
+    "KeyPath",
     "Partial",
     "PyTreeDef",
+    "SequenceKey",
     "all_leaves",
+    "keystr",
+    "register_dataclass",
     "register_pytree_node",
     "register_pytree_node_class",
+    "register_pytree_with_keys",
+    "register_pytree_with_keys_class",
+    "register_static",
     "tree_all",
+    "tree_broadcast",
     "tree_flatten",
+    "tree_flatten_with_path",
     "tree_leaves",
+    "tree_leaves_with_path",
     "tree_map",
+    "tree_map_with_path",
     "tree_reduce",
+    "tree_reduce_associative",
     "tree_structure",
     "tree_transpose",
     "tree_unflatten",
@@ -64,16 +81,173 @@ _LEAF = _Leaf()
 _MISSING = object()
 
 
+# --------------------------------------------------------------------------------------------
+# Key paths: a leaf's path is the tuple of the keys that lead to it from the root.
+
+
+class _KeyEntry:
+    """Base of the key classes: immutable, hashable, equal only to a key of the same class
+    holding an equal value (``SequenceKey(0) != FlattenedIndexKey(0)``), as in JAX, so paths
+    can be dictionary keys and compared across trees."""
+
+    __slots__ = ("_value",)
+    __match_args__: tuple[str, ...] = ()
+
+    def __init__(self, value: Any):
+        object.__setattr__(self, "_value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._value))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__match_args__[0]}={self._value!r})"
+
+    def __reduce__(self):
+        return type(self), (self._value,)
+
+
+class SequenceKey(_KeyEntry):
+    """The key of a ``tuple``/``list`` element: ``str()`` is ``[idx]``.
+
+    Example:
+        >>> SequenceKey(0), str(SequenceKey(0))
+        (SequenceKey(idx=0), '[0]')
+    """
+
+    __slots__ = ()
+    __match_args__ = ("idx",)
+
+    def __init__(self, idx: int):
+        super().__init__(operator.index(idx))  # (a TypeError for non-integers, as in JAX)
+
+    @property
+    def idx(self) -> int:
+        return self._value
+
+    def __str__(self) -> str:
+        return f"[{self._value!r}]"
+
+
+class DictKey(_KeyEntry):
+    """The key of a dict entry: ``str()`` is ``[key!r]``, e.g. ``['a']``.
+
+    Example:
+        >>> str(DictKey('a')), str(DictKey(1))
+        ("['a']", '[1]')
+    """
+
+    __slots__ = ()
+    __match_args__ = ("key",)
+
+    def __init__(self, key: Any):
+        super().__init__(key)
+
+    @property
+    def key(self) -> Any:
+        return self._value
+
+    def __str__(self) -> str:
+        return f"[{self._value!r}]"
+
+
+class GetAttrKey(_KeyEntry):
+    """The key of an attribute (namedtuple fields, dataclass fields): ``str()`` is ``.name``.
+
+    Example:
+        >>> str(GetAttrKey('x'))
+        '.x'
+    """
+
+    __slots__ = ()
+    __match_args__ = ("name",)
+
+    def __init__(self, name: str):
+        if not isinstance(name, str):
+            raise TypeError(f"GetAttrKey: name must be a str, got {type(name).__name__}")
+        super().__init__(name)
+
+    @property
+    def name(self) -> str:
+        return self._value
+
+    def __str__(self) -> str:
+        return f".{self._value}"
+
+
+class FlattenedIndexKey(_KeyEntry):
+    """The key of the i-th child of a custom node registered without keys.
+
+    Example:
+        >>> str(FlattenedIndexKey(1))
+        '[<flat index 1>]'
+    """
+
+    __slots__ = ()
+    __match_args__ = ("key",)
+
+    def __init__(self, key: int):
+        super().__init__(operator.index(key))
+
+    @property
+    def key(self) -> int:
+        return self._value
+
+    def __str__(self) -> str:
+        return f"[<flat index {self._value}>]"
+
+
+KeyEntry = Any  # (JAX's alias: any hashable object may be a key of a custom node)
+KeyPath = tuple[Any, ...]
+
+
+def _index_keys(flatten: Callable) -> Callable:
+    """A ``flatten_with_keys`` for a node type registered without one: the children's keys
+    are their positions (``FlattenedIndexKey``), as JAX does."""
+
+    def flatten_with_keys(x):
+        children, aux = flatten(x)
+        return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
+
+    return flatten_with_keys
+
+
+def _sequence_with_keys(x):
+    return [(SequenceKey(i), c) for i, c in enumerate(x)], None
+
+
+def _dict_with_keys(d):
+    keys = _sorted_keys(d)
+    return [(DictKey(k), d[k]) for k in keys], keys
+
+
+def _ordered_dict_with_keys(d):
+    return [(DictKey(k), v) for k, v in d.items()], tuple(d)
+
+
+def _defaultdict_with_keys(d):
+    keys = _sorted_keys(d)
+    return [(DictKey(k), d[k]) for k in keys], (d.default_factory, keys)
+
+
 class _NodeKind:
     """How to flatten, rebuild and print one node type. One instance per type."""
 
-    __slots__ = ("type", "flatten", "unflatten", "fmt")
+    __slots__ = ("type", "flatten", "unflatten", "fmt", "flatten_with_keys")
 
-    def __init__(self, type_, flatten, unflatten, fmt):
+    def __init__(self, type_, flatten, unflatten, fmt, flatten_with_keys=None):
         self.type = type_
         self.flatten = flatten  # node -> (iterable of children, aux)
         self.unflatten = unflatten  # (aux, list of children) -> node
         self.fmt = fmt  # (aux, list of child strings) -> str
+        # node -> (iterable of (key, child) pairs, aux), used only by the *_with_path
+        # functions; by default each child's key is its FlattenedIndexKey.
+        self.flatten_with_keys = flatten_with_keys or _index_keys(flatten)
 
     def __repr__(self) -> str:
         return f"_NodeKind({self.type.__qualname__})"
@@ -114,6 +288,7 @@ def _namedtuple_kind(t: type) -> _NodeKind | None:
         _flatten_tuple,
         lambda aux, children: t(*children),
         lambda aux, strs: f"CustomNode(namedtuple[{name}], [{', '.join(strs)}])",
+        lambda x: ([(GetAttrKey(f), c) for f, c in zip(t._fields, x)], None),
     )
     _kinds[t] = kind
     return kind
@@ -152,31 +327,46 @@ def _unflatten_defaultdict(aux, children):
     return collections.defaultdict(aux[0], zip(aux[1], children))
 
 
-def _add_builtin(t, flatten, unflatten, fmt) -> None:
-    _kinds[t] = _NodeKind(t, flatten, unflatten, fmt)
+def _add_builtin(t, flatten, unflatten, fmt, flatten_with_keys) -> None:
+    _kinds[t] = _NodeKind(t, flatten, unflatten, fmt, flatten_with_keys)
     _registered.add(t)
 
 
-_add_builtin(tuple, _flatten_tuple, lambda aux, ch: tuple(ch), _fmt_tuple)
-_add_builtin(list, lambda x: (x, None), lambda aux, ch: ch, lambda aux, s: f"[{', '.join(s)}]")
+_add_builtin(tuple, _flatten_tuple, lambda aux, ch: tuple(ch), _fmt_tuple, _sequence_with_keys)
+_add_builtin(
+    list,
+    lambda x: (x, None),
+    lambda aux, ch: ch,
+    lambda aux, s: f"[{', '.join(s)}]",
+    _sequence_with_keys,
+)
 _add_builtin(
     dict,
     _flatten_dict,
     lambda aux, ch: dict(zip(aux, ch)),
     lambda aux, s: f"{{{_fmt_items(aux, s)}}}",
+    _dict_with_keys,
 )
-_add_builtin(type(None), lambda x: ((), None), lambda aux, ch: None, lambda aux, s: "None")
+_add_builtin(
+    type(None),
+    lambda x: ((), None),
+    lambda aux, ch: None,
+    lambda aux, s: "None",
+    lambda x: ((), None),
+)
 _add_builtin(
     collections.OrderedDict,
     lambda d: (list(d.values()), tuple(d)),
     lambda aux, ch: collections.OrderedDict(zip(aux, ch)),
     lambda aux, s: f"OrderedDict({{{_fmt_items(aux, s)}}})",
+    _ordered_dict_with_keys,
 )
 _add_builtin(
     collections.defaultdict,
     _flatten_defaultdict,
     _unflatten_defaultdict,
     lambda aux, s: f"defaultdict({aux[0]!r}, {{{_fmt_items(aux[1], s)}}})",
+    _defaultdict_with_keys,
 )
 
 _TUPLE_KIND = _kinds[tuple]
@@ -214,6 +404,21 @@ def _collect_leaves(x, leaves: list) -> None:
         return
     for c in kind.flatten(x)[0]:
         _collect_leaves(c, leaves)
+
+
+def _flatten_with_path(x, path: tuple, out: list, is_leaf):
+    """Like ``_flatten``, collecting ``(path, leaf)`` pairs. Kept apart from ``_flatten``
+    so that the jit dispatch path never builds keys; the structure it returns is the same
+    as ``_flatten``'s (a node type registered with keys flattens to the same aux data)."""
+    if is_leaf is not None and is_leaf(path, x):
+        out.append((path, x))
+        return _LEAF
+    kind = _kinds.get(type(x))
+    if kind is None and (kind := _namedtuple_kind(type(x))) is None:
+        out.append((path, x))
+        return _LEAF
+    pairs, aux = kind.flatten_with_keys(x)
+    return (kind, aux, tuple([_flatten_with_path(c, (*path, k), out, is_leaf) for k, c in pairs]))
 
 
 def _unflatten(node, it):
@@ -484,6 +689,98 @@ def tree_map(
     return treedef.unflatten([f(*xs) for xs in zip(leaves, *others)])
 
 
+def tree_flatten_with_path(
+    tree: Any,
+    is_leaf: Callable[..., bool] | None = None,
+    is_leaf_takes_path: bool = False,
+) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """Flattens a pytree like :func:`tree_flatten`, pairing each leaf with its key path.
+
+    A path is a tuple of keys, one per node on the way from the root: ``SequenceKey`` for
+    tuple and list elements, ``DictKey`` for dict entries, ``GetAttrKey`` for namedtuple
+    and dataclass fields, ``FlattenedIndexKey`` for the children of custom nodes registered
+    without keys (see :func:`register_pytree_with_keys`).
+
+    Args:
+        tree: the pytree.
+        is_leaf: optional predicate; a subtree for which it returns True is a leaf. It is
+            called as ``is_leaf(x)``, or as ``is_leaf(path, x)`` if ``is_leaf_takes_path``.
+        is_leaf_takes_path: whether ``is_leaf`` takes the subtree's path first.
+
+    Returns:
+        ``([(path, leaf), ...], treedef)``, in the order of :func:`tree_flatten`.
+
+    Example:
+        >>> pairs, treedef = tree_flatten_with_path({'a': [1, 2], 'b': 3})
+        >>> [(keystr(path), leaf) for path, leaf in pairs]
+        [("['a'][0]", 1), ("['a'][1]", 2), ("['b']", 3)]
+    """
+    if is_leaf is not None and not is_leaf_takes_path:
+        leaf_pred = is_leaf
+        is_leaf = lambda path, x: leaf_pred(x)
+    pairs: list = []
+    node = _flatten_with_path(tree, (), pairs, is_leaf)
+    return pairs, PyTreeDef(node, len(pairs))
+
+
+def tree_leaves_with_path(
+    tree: Any,
+    is_leaf: Callable[..., bool] | None = None,
+    is_leaf_takes_path: bool = False,
+) -> list[tuple[KeyPath, Any]]:
+    """The ``(path, leaf)`` pairs of a pytree (see :func:`tree_flatten_with_path`).
+
+    Example:
+        >>> tree_leaves_with_path((1, {'k': 2}))
+        [((SequenceKey(idx=0),), 1), ((SequenceKey(idx=1), DictKey(key='k')), 2)]
+    """
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(
+    f: Callable[..., Any],
+    tree: Any,
+    *rest: Any,
+    is_leaf: Callable[..., bool] | None = None,
+    is_leaf_takes_path: bool = False,
+) -> Any:
+    """Like :func:`tree_map`, but ``f`` receives each leaf's key path first.
+
+    Args:
+        f: function of ``2 + len(rest)`` arguments: ``f(path, x, *xs)``.
+        tree: the pytree whose structure (and paths) the result has.
+        *rest: pytrees having ``tree``'s structure as a prefix.
+        is_leaf: optional predicate marking extra leaves of ``tree`` (see
+            :func:`tree_flatten_with_path`).
+        is_leaf_takes_path: whether ``is_leaf`` takes the subtree's path first.
+
+    Raises:
+        ValueError: if a tree in ``rest`` does not match ``tree``'s structure.
+
+    Example:
+        >>> tree_map_with_path(lambda p, x: f"{keystr(p)}={x}", {'a': 1, 'b': (2,)})
+        {'a': "['a']=1", 'b': ("['b'][0]=2",)}
+    """
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [treedef._flatten_up_to(r, "tree_map_with_path") for r in rest]
+    return treedef.unflatten([f(path, x, *xs) for (path, x), *xs in zip(pairs, *others)])
+
+
+def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as a string: ``"['a'][0].x"``, or ``"a/0/x"`` with ``simple=True`` and
+    ``separator='/'`` (simple strings drop the brackets, quotes and dots, so they are
+    shorter but ambiguous: ``0`` may be a list index or a dict key).
+
+    Example:
+        >>> path = (DictKey('a'), SequenceKey(0), GetAttrKey('x'))
+        >>> keystr(path), keystr(path, simple=True, separator='/')
+        ("['a'][0].x", 'a/0/x')
+    """
+    if simple:
+        return separator.join(str(k._value) if isinstance(k, _KeyEntry) else str(k) for k in keys)
+    return separator.join(str(k) for k in keys)
+
+
 def tree_reduce(
     function: Callable[[Any, Any], Any],
     tree: Any,
@@ -512,6 +809,69 @@ def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
         (True, False)
     """
     return all(tree_leaves(tree, is_leaf))
+
+
+def tree_reduce_associative(
+    operation: Callable[[Any, Any], Any],
+    tree: Any,
+    *,
+    identity: Any = _MISSING,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> Any:
+    """Reduces the leaves with an associative ``operation`` as a balanced binary tree
+    (depth log2 of the number of leaves), as JAX does: for floating-point sums the
+    rounding differs from :func:`tree_reduce`'s left-to-right order.
+
+    Raises:
+        TypeError: if the tree has no leaves and no ``identity`` is given.
+
+    Example:
+        >>> tree_reduce_associative(lambda a, b: a + b, [1, 2, (3, 4)])
+        10
+        >>> tree_reduce_associative(max, [], identity=0)
+        0
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _MISSING:
+            raise TypeError(
+                "tree_reduce_associative: the tree has no leaves; pass identity= to reduce it"
+            )
+        return identity
+
+    def reduce(lo: int, hi: int):
+        if hi - lo == 1:
+            return leaves[lo]
+        mid = (lo + hi) // 2  # (the left half is the smaller one, as in JAX)
+        return operation(reduce(lo, mid), reduce(mid, hi))
+
+    return reduce(0, len(leaves))
+
+
+def tree_broadcast(
+    prefix_tree: Any, full_tree: Any, is_leaf: Callable[[Any], bool] | None = None
+) -> Any:
+    """Broadcasts each leaf of ``prefix_tree`` to every leaf of the matching subtree of
+    ``full_tree`` (whose structure the result has).
+
+    Args:
+        prefix_tree: a pytree whose structure is a prefix of ``full_tree``'s.
+        full_tree: the pytree whose structure the result has.
+        is_leaf: optional predicate marking extra leaves of ``prefix_tree``.
+
+    Raises:
+        ValueError: if ``prefix_tree`` is not a prefix of ``full_tree``.
+
+    Example:
+        >>> tree_broadcast((1, 2), (0, {'a': 0, 'b': [0, 0]}))
+        (1, {'a': 2, 'b': [2, 2]})
+    """
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def._flatten_up_to(full_tree, "tree_broadcast")
+    leaves: list = []
+    for x, sub in zip(prefix_leaves, subtrees):
+        leaves.extend([x] * tree_structure(sub).num_leaves)
+    return tree_structure(full_tree).unflatten(leaves)
 
 
 def tree_transpose(
@@ -594,6 +954,7 @@ def register_pytree_node(
     nodetype: type,
     flatten_func: Callable[[Any], tuple[Iterable[Any], Any]],
     unflatten_func: Callable[[Any, Iterable[Any]], Any],
+    flatten_with_keys_func: Callable[[Any], tuple[Iterable[tuple[Any, Any]], Any]] | None = None,
 ) -> None:
     """Registers a type as a pytree node.
 
@@ -602,6 +963,10 @@ def register_pytree_node(
         flatten_func: ``node -> (children, aux_data)``; ``aux_data`` must be hashable and
             comparable with ``==`` (it is part of the treedef).
         unflatten_func: ``(aux_data, children) -> node``; ``children`` is a tuple.
+        flatten_with_keys_func: optional ``node -> ((key, child) pairs, aux_data)``, with
+            the children and aux data of ``flatten_func``: the keys of the children in key
+            paths (:func:`tree_flatten_with_path`). Without it the keys are
+            ``FlattenedIndexKey(i)``.
 
     Raises:
         ValueError: if ``nodetype`` is already registered (built-in node types included).
@@ -619,6 +984,8 @@ def register_pytree_node(
         raise TypeError(f"register_pytree_node: nodetype must be a type, got {nodetype!r}")
     if not callable(flatten_func) or not callable(unflatten_func):
         raise TypeError("register_pytree_node: flatten_func and unflatten_func must be callable")
+    if flatten_with_keys_func is not None and not callable(flatten_with_keys_func):
+        raise TypeError("register_pytree_node: flatten_with_keys_func must be callable")
     if nodetype in _registered:
         raise ValueError(f"register_pytree_node: duplicate registration of {nodetype!r}")
     name = nodetype.__name__
@@ -627,6 +994,7 @@ def register_pytree_node(
         flatten_func,
         lambda aux, children: unflatten_func(aux, tuple(children)),
         lambda aux, strs: f"CustomNode({name}[{aux!r}], [{', '.join(strs)}])",
+        flatten_with_keys_func,
     )
     _registered.add(nodetype)
 
@@ -651,6 +1019,171 @@ def register_pytree_node_class(cls: type) -> type:
         2
     """
     register_pytree_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys(
+    nodetype: type,
+    flatten_with_keys: Callable[[Any], tuple[Iterable[tuple[Any, Any]], Any]],
+    unflatten_func: Callable[[Any, Iterable[Any]], Any],
+    flatten_func: Callable[[Any], tuple[Iterable[Any], Any]] | None = None,
+) -> None:
+    """Registers a type as a pytree node whose children have keys in key paths.
+
+    Args:
+        nodetype: the class.
+        flatten_with_keys: ``node -> ((key, child) pairs, aux_data)``.
+        unflatten_func: ``(aux_data, children) -> node``.
+        flatten_func: optional ``node -> (children, aux_data)`` giving the same children
+            and aux data; it spares the functions without paths (and jit's dispatch)
+            building keys. Derived from ``flatten_with_keys`` when omitted.
+
+    Example:
+        >>> class Pt:
+        ...     def __init__(self, x, y):
+        ...         self.x, self.y = x, y
+        >>> register_pytree_with_keys(
+        ...     Pt, lambda p: (((GetAttrKey('x'), p.x), (GetAttrKey('y'), p.y)), None),
+        ...     lambda aux, ch: Pt(*ch))
+        >>> [keystr(path) for path, _ in tree_leaves_with_path([Pt(1, 2)])]
+        ['[0].x', '[0].y']
+    """
+    if flatten_func is None:
+
+        def flatten_func(x):
+            pairs, aux = flatten_with_keys(x)
+            return [c for _, c in pairs], aux
+
+    register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator registering ``cls`` via its ``tree_flatten_with_keys`` method and
+    ``tree_unflatten`` classmethod (and its ``tree_flatten`` method, if it has one).
+
+    Example:
+        >>> @register_pytree_with_keys_class
+        ... class Named:
+        ...     def __init__(self, v):
+        ...         self.v = v
+        ...     def tree_flatten_with_keys(self):
+        ...         return ((GetAttrKey('v'), self.v),), None
+        ...     @classmethod
+        ...     def tree_unflatten(cls, aux, children):
+        ...         return cls(*children)
+        >>> tree_leaves_with_path(Named(1))
+        [((GetAttrKey(name='v'),), 1)]
+    """
+    flatten_func = operator.methodcaller("tree_flatten") if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(
+        cls, operator.methodcaller("tree_flatten_with_keys"), cls.tree_unflatten, flatten_func
+    )
+    return cls
+
+
+def register_dataclass(
+    nodetype: type,
+    data_fields: Iterable[str] | None = None,
+    meta_fields: Iterable[str] | None = None,
+    drop_fields: Iterable[str] = (),
+) -> type:
+    """Registers a dataclass-like type as a pytree node; usable as a class decorator.
+
+    Data fields are the children (keyed ``GetAttrKey(name)``); meta fields are static: the
+    tuple of their values is the node's aux data, part of the treedef (so jit recompiles
+    when they change: they must be hashable). Nodes are rebuilt with
+    ``nodetype(**fields)``. For a dataclass both lists may be omitted: fields are data
+    unless marked ``field(metadata={'static': True})`` (see ``ember.tree.static``).
+
+    Args:
+        nodetype: the class.
+        data_fields: names of the data fields.
+        meta_fields: names of the meta fields.
+        drop_fields: dataclass fields (``init=True``) left out of the node.
+
+    Raises:
+        TypeError: if only one of ``data_fields``/``meta_fields`` is given, or neither is
+            for a class that is not a dataclass.
+        ValueError: if the fields of a dataclass are not exactly its ``init`` fields
+            (less ``drop_fields``), or if data and meta fields overlap.
+
+    Example:
+        >>> import dataclasses
+        >>> @register_dataclass
+        ... @dataclasses.dataclass
+        ... class Params:
+        ...     w: Any
+        ...     name: str = dataclasses.field(default='p', metadata={'static': True})
+        >>> tree_flatten(Params(1))
+        ([1], PyTreeDef(CustomNode(Params[('p',)], [*])))
+    """
+    if data_fields is None or meta_fields is None:
+        if (data_fields is None) != (meta_fields is None):
+            raise TypeError(
+                "register_dataclass: data_fields and meta_fields must both be specified when "
+                f"either is specified. Got data_fields={data_fields!r} "
+                f"meta_fields={meta_fields!r}."
+            )
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(
+                "register_dataclass: data_fields and meta_fields are required when nodetype "
+                f"is not a dataclass. Got nodetype={nodetype!r}."
+            )
+        fields = dataclasses.fields(nodetype)
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+    # Tuples: the closures below must not see later changes to the caller's lists.
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init}
+        init_fields.difference_update(drop_fields)
+        given = {*data_fields, *meta_fields}
+        if given != init_fields:
+            msg = (
+                "register_dataclass: data_fields and meta_fields must include all dataclass "
+                "fields with ``init=True`` and only them."
+            )
+            if missing := init_fields - given:
+                msg += (
+                    f" Missing fields: {missing}. Add them to drop_fields to suppress this error."
+                )
+            if unexpected := given - init_fields:
+                msg += f" Unexpected fields: {unexpected}."
+            raise ValueError(msg)
+    if overlap := set(data_fields) & set(meta_fields):
+        raise ValueError(
+            "register_dataclass: data_fields and meta_fields must not overlap. Overlapping "
+            f"fields: {overlap}."
+        )
+    keys = tuple(GetAttrKey(name) for name in data_fields)
+
+    def flatten(x):
+        return [getattr(x, n) for n in data_fields], tuple(getattr(x, n) for n in meta_fields)
+
+    def flatten_with_keys(x):
+        children, aux = flatten(x)
+        return list(zip(keys, children)), aux
+
+    def unflatten(meta, data):
+        return nodetype(**dict(zip(meta_fields, meta)), **dict(zip(data_fields, data)))
+
+    register_pytree_node(nodetype, flatten, unflatten, flatten_with_keys)
+    return nodetype
+
+
+def register_static(cls: type) -> type:
+    """Class decorator registering ``cls`` as a pytree node with no children: an instance
+    is its own aux data, so it passes through ``jit`` as a static value (it must be
+    hashable).
+
+    Example:
+        >>> @register_static
+        ... class Mode(str):
+        ...     pass
+        >>> tree_leaves([Mode('train'), 1])
+        [1]
+    """
+    register_pytree_node(cls, lambda x: ((), x), lambda x, children: x)
     return cls
 
 
