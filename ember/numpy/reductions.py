@@ -774,8 +774,8 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
         res = take(lo)
     elif method == "higher":
         res = take(hi)
-    elif method == "nearest":
-        res = take(lax.round(pos, lax.RoundingMethod.TO_NEAREST_EVEN))
+    elif method == "nearest":  # (a tie takes the lower neighbour, as in JAX; NumPy's even)
+        res = take(lax.select(lax.le(lax.sub(pos, lo), _full(pos.shape, 0.5, dt)), lo, hi))
     else:
         vlo, vhi = take(lo), take(hi)
         if method == "midpoint":
