@@ -257,7 +257,8 @@ def _typed_primal(x: Any) -> Any:
     if isinstance(x, (int, float, complex, np.ndarray, np.generic)) and \
             not isinstance(x, (bool, np.bool_)):
         aval = core.get_aval(x)
-        return core.concrete_array(np.asarray(x, aval.dtype), aval)
+        # (A copy: the array made here is frozen, and must not be the caller's.)
+        return core.concrete_array(np.array(x, aval.dtype), aval)
     return x
 
 

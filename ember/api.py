@@ -345,7 +345,7 @@ class Compiled:
             raise TypeError(f"Compiled {self._jitted.__name__}: the arguments do not match "
                             f"the signature it was compiled for: "
                             f"{_describe_change(self._jitted, self._sig, sig)}")
-        return self._entry.unflatten(self._executable.execute(_flat_values(sig)))
+        return self._entry.unflatten(_execute(self._executable, sig))
 
     def as_text(self) -> str:
         """The optimized HLO module's text (fusions visible)."""
@@ -395,6 +395,30 @@ def _flat_values(sig: _Signature) -> list:
     # of its canonical dtype.
     return [x if type(x) is Array else np.asarray(x, dtype=a.dtype)
             for x, a in zip(sig.flat, sig.avals)]
+
+
+def _execute(executable: Any, sig: _Signature) -> list:
+    """Runs ``executable`` on the call's values. A caller's writeable NumPy array is read
+    where it is, through a read-only view, but the run happens now rather than queued (the
+    caller may change the array as soon as the call returns: JAX's result holds the values
+    of the call), and an output sharing its memory (a function returning its argument, or a
+    view of it) is copied (outputs are frozen and must not be the caller's)."""
+    values = _flat_values(sig)
+    callers = []
+    for i, (v, x) in enumerate(zip(values, sig.flat)):
+        if v is x and type(v) is np.ndarray and v.flags.writeable:
+            callers.append(v)
+            values[i] = view = v.view()
+            view.flags.writeable = False
+    if not callers:
+        return executable.execute(values)
+    outs = executable.execute_now(values)
+    for out in outs:
+        if isinstance(out, Array) and any(np.may_share_memory(out._value, c) for c in callers):
+            value = out._value.copy()
+            value.flags.writeable = False
+            out._value = value
+    return outs
 
 
 def _arg_desc(jitted: JitFunction, sig: _Signature) -> list[tuple[str, str]]:
@@ -472,7 +496,7 @@ class JitFunction:
             self._compile(sig, entry)
         if self._plain and not kwargs and all(type(a) is Array for a in args):
             self._cache.fast[(sig.key[0], *sig.avals)] = entry
-        return entry.unflatten(entry.executable.execute(_flat_values(sig)))
+        return entry.unflatten(_execute(entry.executable, sig))
 
     def _signature(self, args: tuple, kwargs: dict, abstract: bool = False) -> _Signature:
         statics: list[tuple[Any, Any]] = []

@@ -315,3 +315,19 @@ def test_a_gradient_has_its_primals_weak_type(name):
     assert weak.weak_type and not strong.weak_type
     assert float(weak) == float(strong)
     assert ember.jit(ember.grad(f))(1.3).weak_type
+
+
+def test_numpy_primals_stay_the_callers():
+    # A NumPy-parameter SGD loop updates its array in place between gradient calls.
+    w = np.zeros(3, np.float32)
+    x, y = np.ones((4, 3), np.float32), np.ones(4, np.float32)
+    g = ember.grad(lambda w: jnp.mean((x @ w - y) ** 2))
+    for _ in range(3):
+        w -= 0.1 * np.asarray(g(w))
+    np.testing.assert_allclose(w, [0.312, 0.312, 0.312], rtol=1e-5)
+    for f in (lambda a: lax.stop_gradient(a), lambda a: ember.vjp(jnp.sin, a)[0],
+              lambda a: ember.value_and_grad(lambda v: v.sum())(a)[0]):
+        buf = np.zeros(3, np.float32)
+        out = f(buf)
+        buf[0] = 7.0
+        assert float(np.asarray(out).ravel()[0]) == 0.0

@@ -577,3 +577,32 @@ def test_jax_keywords_without_effect_are_accepted():
     assert float(f(1.0, 2.0)) == 3.0
     g = functools.partial(ember.jit, donate_argnames=("y",), inline=True)(lambda x, y: x * y)
     assert float(g(2.0, 3.0)) == 6.0
+
+
+@pytest.mark.parametrize("name", ["identity", "plus_zero", "pair", "reshape", "astype"])
+def test_a_callers_numpy_argument_stays_writeable_and_unshared(name):
+    # JAX copies NumPy arguments: ember reads them in place, but must neither freeze the
+    # caller's array nor return it (or a view) as an output.
+    f = {"identity": lambda x: x, "plus_zero": lambda x: x + 0,
+         "pair": lambda x: (x, 2 * x), "reshape": lambda x: x.reshape(1, 3),
+         "astype": lambda x: x.astype(jnp.float32)}[name]
+    buf = np.zeros(3, np.float32)
+    out = ember.jit(f)(buf)
+    first = out[0] if isinstance(out, tuple) else out
+    assert buf.flags.writeable
+    buf[0] = 7.0
+    assert float(np.asarray(first).ravel()[0]) == 0.0
+
+
+def test_jit_reads_a_numpy_argument_when_called():
+    # A large call would be queued; the caller may overwrite its array right after it.
+    f = ember.jit(lambda x: x * 2)
+    a = np.ones(4_000_000, np.float32)
+    f(a).block_until_ready()
+    out = f(a)
+    a[:] = 5.0
+    np.testing.assert_array_equal(np.asarray(out)[:3], [2.0, 2.0, 2.0])
+    compiled = ember.jit(lambda x: x * 2).lower(a).compile()
+    out = compiled(a)
+    a[:] = 7.0
+    np.testing.assert_array_equal(np.asarray(out)[:3], [10.0, 10.0, 10.0])

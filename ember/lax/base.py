@@ -126,7 +126,7 @@ def as_operand(x: Any, fn: str = "lax", arg: str = "operand") -> Any:
 
 def concrete_dtype_like(x: Any, dtype: np.dtype, weak_type: bool) -> Any:
     """A Python scalar or NumPy value converted (concretely, no primitive) to ``dtype``."""
-    value = np.asarray(x, dtype=dtype)
+    value = np.array(x, dtype=dtype)  # (a copy: it is frozen, and must not be the caller's)
     return core.concrete_array(value, ShapedArray(value.shape, dtype, weak_type))
 
 

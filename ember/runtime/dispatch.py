@@ -266,6 +266,10 @@ class LoadedExecutable:
         future = _WORKER.submit(self._run, args, wake=self.wake)
         return [Array._make_pending(aval, future, i) for i, aval in enumerate(self.out_avals)]
 
+    def execute_now(self, args: list) -> list[Array]:
+        """``execute``, run before it returns (never queued)."""
+        return self._wrap_outputs(self._run(args))
+
     def execute_values(self, values: list) -> list[np.ndarray]:
         """Runs synchronously on NumPy values; returns NumPy outputs of the exact out types."""
         return self._run(values)
@@ -425,6 +429,9 @@ class _Float0Boundary:
 
     def execute(self, args: list) -> list:
         return self._merge(self.inner.execute([args[i] for i in self._keep]))
+
+    def execute_now(self, args: list) -> list:
+        return self._merge(self.inner.execute_now([args[i] for i in self._keep]))
 
     def execute_values(self, values: list) -> list:
         return self._merge(self.inner.execute_values([values[i] for i in self._keep]))

@@ -33,7 +33,10 @@ def _slow_input(x, primitive):
     aval = core.get_aval(x)
     if isinstance(x, Array):
         return x._value, aval
-    return np.asarray(x, dtype=aval.dtype), aval
+    # (A copy of a caller's writeable NumPy array, as JAX takes one: an impl may return its
+    # input or a view of it, which the result would share and freeze.)
+    copy = isinstance(x, np.ndarray) and x.flags.writeable
+    return np.array(x, dtype=aval.dtype) if copy else np.asarray(x, dtype=aval.dtype), aval
 
 
 def _wrap(value, aval: core.ShapedArray) -> Array:
