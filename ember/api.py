@@ -414,7 +414,7 @@ def _execute(executable: Any, sig: _Signature) -> list:
         return executable.execute(values)
     outs = executable.execute_now(values)
     for out in outs:
-        if isinstance(out, Array) and any(np.may_share_memory(out._value, c) for c in callers):
+        if type(out) is Array and any(np.may_share_memory(out._value, c) for c in callers):
             value = out._value.copy()
             value.flags.writeable = False
             out._value = value

@@ -441,14 +441,14 @@ def test_a_misaligned_value_moves_once_to_aligned_memory_when_a_program_reads_it
     off = raw[(-raw.ctypes.data % 64) // 4 + 4:][:1 << 18]  # 16 bytes past a 64-byte line
     off.flags.writeable = False
     a = Array._wrap(off, ember.core.ShapedArray(off.shape, off.dtype))
-    assert np.asarray(a) is off  # (eager wrapping copies nothing)
+    assert a._value is off  # (eager wrapping copies nothing)
     f = ember.jit(lambda v: v * 2.0)
     np.testing.assert_array_equal(np.asarray(f(a)), off * 2)
-    moved = np.asarray(a)
+    moved = a._value
     assert moved is not off and moved.ctypes.data % 64 == 0 and not moved.flags.writeable
     np.testing.assert_array_equal(moved, off)
     f(a).block_until_ready()
-    assert np.asarray(a) is moved  # once
+    assert a._value is moved  # once
 
 
 def test_eager_results_are_not_copied_to_be_aligned(monkeypatch):
@@ -523,3 +523,26 @@ def test_view_errors_tobytes_and_compress():
     assert jnp.arange(3).tobytes() == np.arange(3, dtype=np.int32).tobytes()
     mask = jnp.array([True, False, True, False, True])
     np.testing.assert_array_equal(np.asarray(jnp.arange(5).compress(mask)), [0, 2, 4])
+
+
+def test_numpy_views_of_an_array_cannot_be_made_writeable():
+    x = jnp.arange(4.0)
+    view = np.asarray(x)
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        view.flags.writeable = True
+    np.testing.assert_array_equal(np.asarray(x), [0.0, 1.0, 2.0, 3.0])
+
+
+def test_traced_values_are_instances_of_array():
+    # As ``isinstance(x, jax.Array)`` in JAX: filters over pytrees behave the same in jit.
+    def halve_arrays(tree):
+        return ember.tree_util.tree_map(
+            lambda v: v * 0.5 if isinstance(v, ember.Array) else v, tree)
+
+    eager = halve_arrays({"w": jnp.ones(2), "n": 3})
+    jitted = ember.jit(halve_arrays)({"w": jnp.ones(2), "n": 3})
+    np.testing.assert_array_equal(np.asarray(eager["w"]), [0.5, 0.5])
+    np.testing.assert_array_equal(np.asarray(jitted["w"]), [0.5, 0.5])
+    assert ember.grad(lambda x: x.sum() if isinstance(x, jnp.ndarray) else 0.0)(
+        jnp.ones(2)).tolist() == [1.0, 1.0]
+    assert not isinstance(np.ones(2), ember.Array) and not isinstance(1.0, ember.Array)

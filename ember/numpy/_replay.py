@@ -175,7 +175,7 @@ class _Source:
                 self.names[id(var)] = f"v{i}"
                 self.arg_of[id(var)] = i
         for j, (var, value) in enumerate(zip(closed.jaxpr.constvars, closed.consts)):
-            self.env[f"_c{j}"] = value._value if isinstance(value, Array) else np.asarray(value)
+            self.env[f"_c{j}"] = value._value if type(value) is Array else np.asarray(value)
             self.names[id(var)] = f"_c{j}"
 
     def atom(self, a) -> str:

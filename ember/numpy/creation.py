@@ -104,7 +104,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, copy: bool | None = No
 
 def _shape_arg(fn: str, shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool) or (
-            isinstance(shape, Array) and shape.shape == ()):
+            type(shape) is Array and shape.shape == ()):
         shape = (shape,)
     try:
         shape = tuple(core.concrete_or_error(d, f"{fn}: shape must be concrete") for d in shape)

@@ -66,7 +66,17 @@ def devices(backend: str | None = None) -> list[CpuDevice]:
     return [_CPU]
 
 
-class Array:
+class _ArrayType(type):
+    """``isinstance(x, Array)`` holds for traced values too (a ``core.Tracer`` stands for an
+    array inside ``jit``, ``grad``, ``vmap``...), as ``isinstance(x, jax.Array)`` does in JAX,
+    so code that filters a pytree's arrays with it works the same under transformations.
+    ember's own code asks ``type(x) is Array`` for a concrete array."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return type(obj) is cls or isinstance(obj, core.Tracer)
+
+
+class Array(metaclass=_ArrayType):
     """An immutable n-dimensional array on a device.
 
     Example:
@@ -193,7 +203,9 @@ class Array:
             return value.astype(dtype)
         if copy:
             return value.copy()
-        return value
+        # (A view, not the buffer: NumPy lets the owner of memory make itself writeable
+        # again, never a view of a read-only array.)
+        return value.view()
 
     def __setitem__(self, idx, value):
         raise TypeError(_IMMUTABLE_MESSAGE.format(type(self).__name__))
@@ -362,7 +374,7 @@ def device_put(x: Any, device: Any = None) -> Any:
         raise ValueError(f"device_put: unsupported device {device!r}; use ember.devices()[0]")
 
     def put(leaf):
-        if isinstance(leaf, Array):
+        if type(leaf) is Array:
             return leaf
         if isinstance(leaf, core.Tracer):
             return leaf
@@ -376,7 +388,7 @@ def device_get(x: Any) -> Any:
     """Fetches a pytree of arrays to the host as NumPy arrays (other leaves pass through)."""
 
     def get(leaf):
-        if isinstance(leaf, Array):
+        if type(leaf) is Array:
             return np.asarray(leaf.block_until_ready())
         return leaf
 
@@ -388,6 +400,6 @@ def block_until_ready(x: Any) -> Any:
     if type(x) is Array:  # (a lone array: no pytree walk)
         return x.block_until_ready()
     for leaf in tree_util.tree_leaves(x):
-        if isinstance(leaf, Array):
+        if type(leaf) is Array:
             leaf.block_until_ready()
     return x

@@ -275,7 +275,7 @@ class LoadedExecutable:
         return self._run(values)
 
     def _run(self, args: list) -> list[np.ndarray]:
-        values = [kernel_value(a) if isinstance(a, Array) else a for a in args]
+        values = [kernel_value(a) if type(a) is Array else a for a in args]
         if self.consts:
             values.extend(self.consts)
         if self._exact_run is not None and all(type(v) is _ndarray for v in values):

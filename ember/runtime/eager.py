@@ -31,7 +31,7 @@ def _slow_input(x, primitive):
             x, f"It was passed to the primitive {primitive.name!r} outside of the "
                "transformation that created it.")
     aval = core.get_aval(x)
-    if isinstance(x, Array):
+    if type(x) is Array:
         return x._value, aval
     # (A copy of a caller's writeable NumPy array, as JAX takes one: an impl may return its
     # input or a view of it, which the result would share and freeze.)
