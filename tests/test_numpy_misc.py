@@ -113,6 +113,14 @@ def test_issubdtype_table(name):
             assert type(got) is bool and got == bool(want), (name, kind)
 
 
+def test_issubdtype_of_abstract_kinds():
+    # The abstract classes are kinds of dtypes, not dtypes: NumPy's class hierarchy answers.
+    assert jnp.issubdtype(jnp.floating, jnp.inexact) and jnp.issubdtype(np.integer, np.integer)
+    assert jnp.issubdtype(np.number, np.generic) and jnp.issubdtype(np.signedinteger, np.integer)
+    assert not jnp.issubdtype(np.floating, np.integer)
+    assert not jnp.issubdtype(jnp.floating, jnp.float32)
+
+
 def test_issubdtype_specific_types():
     assert jnp.issubdtype(jnp.bfloat16, jnp.bfloat16)
     assert not jnp.issubdtype(jnp.float32, jnp.bfloat16)
