@@ -93,6 +93,15 @@ for _t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
     pytype_aval_mappings[_t] = _numpy_aval
 
 
+def _masked_aval(x) -> ShapedArray:
+    # (Its mask would be dropped without a word: JAX refuses it too.)
+    raise ValueError("numpy masked arrays are not supported as ember values; use "
+                     "x.filled(value) or np.asarray(x) to choose what the masked elements are")
+
+
+pytype_aval_mappings[np.ma.MaskedArray] = _masked_aval
+
+
 def get_aval(x: Any) -> ShapedArray:
     """The abstract value of a tracer, array or scalar; TypeError for anything else."""
     if isinstance(x, Tracer):

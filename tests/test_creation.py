@@ -287,3 +287,11 @@ def test_shapes_may_hold_concrete_integer_arrays():
     for bad in [(jnp.array(2.0),), (jnp.array([2]),), (jnp.array(True),)]:
         with pytest.raises(TypeError, match="shape"):
             jnp.zeros(bad)
+
+
+def test_masked_arrays_are_refused():
+    # (Their masks would be dropped without a word; JAX refuses them too.)
+    m = np.ma.masked_array([1.0, 2.0], mask=[0, 1])
+    for f in (jnp.asarray, jnp.sum, ember.jit(lambda x: x), lambda x: jnp.add(x, 1)):
+        with pytest.raises(ValueError, match="masked"):
+            f(m)

@@ -32,6 +32,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
     """
     if dtype is not None:
         dtype = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    if isinstance(object, np.ma.MaskedArray):
+        core.get_aval(object)  # (a ValueError: the mask would be dropped)
     if object is None or isinstance(object, (list, tuple)) and any(
             leaf is None for leaf in tree_util.tree_leaves(object, is_leaf=lambda x: x is None)):
         raise ValueError("None is not a valid value for jnp.array")
