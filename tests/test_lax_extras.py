@@ -699,3 +699,12 @@ def test_shape_helpers_match_jax(jax):
     g_ours = ember.grad(lambda a: (lax.split(a, (1, 3), axis=1)[1] ** 2).sum())(x)
     g_theirs = jax.grad(lambda a: (jax.lax.split(a, (1, 3), axis=1)[1] ** 2).sum())(x)
     np.testing.assert_array_equal(g_ours, g_theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint32])
+def test_select_n_takes_any_integer_which(dtype):
+    # (JAX accepts them; ember converts them to int32.)
+    which = np.array([0, 2, 1, 2], dtype)
+    cases = [np.full(4, float(k), np.float32) for k in range(3)]
+    for f in (lax.select_n, ember.jit(lax.select_n)):
+        np.testing.assert_array_equal(np.asarray(f(which, *cases)), [0.0, 2.0, 1.0, 2.0])

@@ -416,13 +416,17 @@ select_n_p = standard_primitive(
 
 
 def select_n(which: Any, *cases: Any) -> Any:
-    """Picks ``cases[which]`` elementwise (``which`` is bool for 2 cases, or int32).
+    """Picks ``cases[which]`` elementwise (``which`` is bool for 2 cases, or an integer:
+    other integer types than int32 are converted to it, as JAX accepts them).
 
     Example:
         >>> lax.select_n(jnp.array([True, False]), jnp.zeros(2), jnp.ones(2))
         Array([1., 0.], dtype=float32)
     """
     which = base.as_operand(which, "select_n", "which")
+    which_dtype = core.get_aval(which).dtype
+    if dtypes.is_integer(which_dtype) and which_dtype != dtypes.int32:
+        which = convert_element_type(which, dtypes.int32)
     cases = base.scalars_like("select_n", *cases) if cases else ()
     return select_n_p.bind(which, *cases)
 
