@@ -236,18 +236,7 @@ def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: lis
                 f"{_jax_type(c_aval)}, but expected {_jax_type(expected)} because the "
                 "corresponding output of the differentiated function had JAX type "
                 f"{_jax_type(a)}")
-    cts = [_weak_like(c, a) for c, a in zip(lin.transpose(ct_flat), lin.in_avals)]
-    return tree_util.tree_unflatten(p_tree, cts)
-
-
-def _weak_like(ct: Any, primal: core.ShapedArray) -> Any:
-    """``ct`` with the weak type of its primal, as in JAX (a weak ``1.0``'s gradient is weak
-    whatever ops it went through: ``where``, ``maximum``... give strong cotangents)."""
-    aval = core.get_aval(ct)
-    if aval.weak_type == primal.weak_type or aval.dtype != primal.dtype:
-        return ct
-    from ember import lax
-    return lax.convert_element_type(ct, aval.dtype, primal.weak_type)
+    return tree_util.tree_unflatten(p_tree, lin.transpose(ct_flat))
 
 
 def _typed_primal(x: Any) -> Any:

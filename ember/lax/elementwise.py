@@ -695,10 +695,12 @@ def full_of(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
 
 
 def zeros_of(x: Any) -> Any:
-    """Zeros like ``x``: a value, a ``Zero``, an ``UndefinedPrimal`` or an abstract value."""
+    """Zeros like ``x``: a value, a ``Zero``, an ``UndefinedPrimal`` or an abstract value
+    (its weak type too, as JAX's ``full_like``: a rule mixing them into a cotangent keeps
+    the cotangent's weak type, so the gradient of a weak value through ``where`` is weak)."""
     aval = x if isinstance(x, ShapedArray) else x.aval if isinstance(
         x, (ad.Zero, ad.UndefinedPrimal)) else core.get_aval(x)
-    return full_of(aval.shape, 0, aval.dtype)
+    return _bcast(convert_element_type(0, aval.dtype, aval.weak_type), aval.shape)
 
 
 def instantiate(t: Any) -> Any:
@@ -772,8 +774,9 @@ ad.defjvp(rem_p, lambda g, x, y: _bcast(g, _out_shape(x, y)),
 def _balanced_eq(x, z, y):
     """1 where ``x`` alone attains ``z``, 0.5 where ``x`` and ``y`` both do, else 0 (JAX's
     split of a max/min gradient at ties)."""
-    shape, dt = core.get_aval(z).shape, core.get_aval(z).dtype
-    one, half, zero = (full_of(shape, v, dt) for v in (1, 0.5, 0))
+    aval = core.get_aval(z)  # (the constants take its weak type, as JAX's full_like does)
+    one, half, zero = (_bcast(convert_element_type(v, aval.dtype, aval.weak_type), aval.shape)
+                       for v in (1, 0.5, 0))
     return select(eq(x, z), select(eq(y, z), half, one), zero)
 
 
@@ -857,7 +860,9 @@ def _pow_jvp_x(g, x, y):
 
 
 def _pow_jvp_y(g, ans, x, y):
-    safe_x = select(eq(x, 0), full_of(core.get_aval(x).shape, 1, core.get_aval(x).dtype), x)
+    aval = core.get_aval(x)  # (the ones take its weak type, as JAX's full_like does)
+    safe_x = select(eq(x, 0), _bcast(convert_element_type(1, aval.dtype, aval.weak_type),
+                                     aval.shape), x)
     return mul(g, mul(log(safe_x), ans))
 
 
