@@ -615,3 +615,21 @@ class _x64:
 
     def __exit__(self, *exc):
         ember.config.update("jax_enable_x64", self.previous)
+
+
+def test_complex_log1p_is_accurate_near_zero():
+    # log1p(z) = log|1 + z| + i arg(1 + z); NumPy's complex log1p loses the real part's
+    # digits for small |z| (log1p(1e-4 + 0j) ~ 1.000116e-4 in complex64).
+    mpmath = pytest.importorskip("mpmath")
+    r = np.random.default_rng(0)
+    z = (r.normal(size=300) * 10.0 ** r.integers(-9, 3, 300)
+         + 1j * r.normal(size=300) * 10.0 ** r.integers(-9, 3, 300)).astype(np.complex64)
+    z[:3] = [1e-4, 1e-8 + 1e-8j, 1e-6 - 2e-6j]
+    want = np.array([complex(mpmath.log(1 + mpmath.mpc(complex(v)))) for v in z])
+    eps = np.finfo(np.float32).eps
+    for got in (np.asarray(jnp.log1p(z)), np.asarray(ember.jit(jnp.log1p)(z))):
+        for part in (np.real, np.imag):
+            np.testing.assert_allclose(part(got), part(want), rtol=4 * eps, atol=0)
+    special = np.array([-1, np.inf, complex(np.nan, 1)], np.complex64)
+    out = np.asarray(jnp.log1p(special))
+    assert out[0].real == -np.inf and out[1].real == np.inf and np.isnan(out[2].real)
