@@ -270,3 +270,12 @@ BAD_CALLS = [
 def test_bad_calls(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_python_types_mean_numpys_64_bit_types_in_finfo_iinfo_can_cast():
+    # As in JAX (whatever jax_enable_x64 says): float is float64 here, int is int64.
+    assert jnp.finfo(float).dtype == np.float64 and jnp.finfo(float).eps == np.finfo(float).eps
+    assert jnp.iinfo(int).max == 2**63 - 1
+    assert jnp.can_cast(int, float) and jnp.can_cast("int32", float)
+    assert not jnp.can_cast(float, "float32") and not jnp.can_cast(int, "int32")
+    assert jnp.finfo(jnp.float32).dtype == np.float32

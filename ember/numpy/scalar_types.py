@@ -104,6 +104,8 @@ def _to_dtype_like(x: Any) -> Any:
 
 
 def _np_dtype(x: Any) -> np.dtype:
+    if x in (bool, int, float, complex):  # (NumPy's types for them, as JAX's finfo/can_cast)
+        return np.dtype(x)
     return np.dtype(dtypes.dtype(_to_dtype_like(x)))
 
 
