@@ -642,7 +642,6 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                                  keep_unused=keep_unused, inline=inline, backend=backend)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}: {fun!r}")
-    _name_tuple(donate_argnames)  # (validated like static_argnames; no effect yet)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
 
 

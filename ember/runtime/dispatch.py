@@ -420,6 +420,8 @@ class _Float0Boundary:
         self._keep = [i for i, a in enumerate(in_avals) if a.dtype != dtypes.float0]
 
     def __getattr__(self, name: str) -> Any:  # (module, cost, backend, name...)
+        if name == "inner":  # (not set yet: a copy being made)
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def _merge(self, outs: list) -> list:
