@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, lax
+from ember.compiler import eval_elementwise
 from ember.jaxpr import Literal
 from ember.lax import elementwise as ew
 from ember.lax.shape import broadcast_in_dim_p
@@ -57,7 +58,7 @@ ANY_DTYPE = {
 # Float math: the impl computes float16/bfloat16 in float32; other dtypes are direct.
 NOT_LOW_FLOAT = {
     ew.exp_p: np.exp, ew.exp2_p: np.exp2, ew.expm1_p: np.expm1, ew.log_p: np.log,
-    ew.log1p_p: np.log1p, ew.sqrt_p: np.sqrt, ew.cbrt_p: np.cbrt, ew.sin_p: np.sin,
+    ew.log1p_p: eval_elementwise.log1p, ew.sqrt_p: np.sqrt, ew.cbrt_p: np.cbrt, ew.sin_p: np.sin,
     ew.cos_p: np.cos, ew.tan_p: np.tan, ew.asin_p: np.arcsin, ew.acos_p: np.arccos,
     ew.atan_p: np.arctan, ew.sinh_p: np.sinh, ew.cosh_p: np.cosh, ew.tanh_p: np.tanh,
     ew.asinh_p: np.arcsinh, ew.acosh_p: np.arccosh, ew.atanh_p: np.arctanh,
