@@ -44,6 +44,10 @@ class _KeyEntry:
         return type(self), (self._value,)
 
 
+# Each key class names its value as JAX does (``SequenceKey(0).idx``, ``DictKey('a').key``).
+_value = property(operator.attrgetter("_value"))
+
+
 class SequenceKey(_KeyEntry):
     """The key of a ``tuple``/``list`` element: ``str()`` is ``[idx]``.
 
@@ -58,9 +62,7 @@ class SequenceKey(_KeyEntry):
     def __init__(self, idx: int):
         super().__init__(operator.index(idx))  # (a TypeError for non-integers, as in JAX)
 
-    @property
-    def idx(self) -> int:
-        return self._value
+    idx = _value
 
     def __str__(self) -> str:
         return f"[{self._value!r}]"
@@ -77,12 +79,7 @@ class DictKey(_KeyEntry):
     __slots__ = ()
     __match_args__ = ("key",)
 
-    def __init__(self, key: Any):
-        super().__init__(key)
-
-    @property
-    def key(self) -> Any:
-        return self._value
+    key = _value
 
     def __str__(self) -> str:
         return f"[{self._value!r}]"
@@ -104,9 +101,7 @@ class GetAttrKey(_KeyEntry):
             raise TypeError(f"GetAttrKey: name must be a str, got {type(name).__name__}")
         super().__init__(name)
 
-    @property
-    def name(self) -> str:
-        return self._value
+    name = _value
 
     def __str__(self) -> str:
         return f".{self._value}"
@@ -126,9 +121,7 @@ class FlattenedIndexKey(_KeyEntry):
     def __init__(self, key: int):
         super().__init__(operator.index(key))
 
-    @property
-    def key(self) -> int:
-        return self._value
+    key = _value
 
     def __str__(self) -> str:
         return f"[<flat index {self._value}>]"

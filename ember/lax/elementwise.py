@@ -425,7 +425,7 @@ def select_n(which: Any, *cases: Any) -> Any:
     """
     which = base.as_operand(which, "select_n", "which")
     which_dtype = core.get_aval(which).dtype
-    if dtypes.is_integer(which_dtype) and which_dtype != dtypes.int32:
+    if which_dtype.kind in "iu" and which_dtype != dtypes.int32:  # (cheap: jnp.where's path)
         which = convert_element_type(which, dtypes.int32)
     cases = base.scalars_like("select_n", *cases) if cases else ()
     return select_n_p.bind(which, *cases)

@@ -460,10 +460,9 @@ def _block_scatter(x: Any, entries: list[tuple]) -> tuple | None:
     return _stack_last(corner, ()), tuple(block), dn
 
 
-def _scatter_plan(x: Any, idx: Any) -> tuple:
+def _scatter_plan(x: Any, entries: list[tuple]) -> tuple:
     """The scatter indices, the indexed shape (the updates' shape) and the dimension numbers
-    that update ``x[idx]``."""
-    entries = _parse(core.get_aval(x).shape, idx)
+    that update ``x[idx]`` (``entries``: ``idx`` parsed by ``_parse``)."""
     for plan in (_leading_index_scatter, _block_scatter):
         found = plan(x, entries)
         if found is not None:
@@ -476,18 +475,15 @@ def _scatter_plan(x: Any, idx: Any) -> tuple:
     return indices, out_shape, dn
 
 
-def _without_advanced_entries(shape: tuple[int, ...], idx: Any) -> bool:
-    """Whether ``idx`` has no advanced (array or mask) entries: every element it names is
-    named once, in order, so JAX marks such a scatter's indices unique and sorted."""
-    return not any(e[0] in ("adv", "newadv") for e in _parse(shape, idx))
-
-
 def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: Any,
                     indices_are_sorted: bool, unique_indices: bool) -> Any:
     x = _util.ensure_array(x)
-    if _without_advanced_entries(core.get_aval(x).shape, idx):
+    entries = _parse(core.get_aval(x).shape, idx)
+    if not any(e[0] in ("adv", "newadv") for e in entries):
+        # No advanced (array or mask) entries: every element is named once, in order, so
+        # JAX marks such a scatter's indices unique and sorted.
         unique_indices = indices_are_sorted = True
-    indices, out_shape, dn = _scatter_plan(x, idx)
+    indices, out_shape, dn = _scatter_plan(x, entries)
     if 0 in out_shape:  # nothing to update: JAX returns x without checking the values' shape
         return x
     updates = _prepare_updates(fn, x, values, out_shape)
@@ -624,7 +620,7 @@ class _IndexUpdateRef:
             Array([  0., 100.,  20.], dtype=float32)
         """
         x = _util.ensure_array(self.array)
-        indices, out_shape, dn = _scatter_plan(x, self.index)
+        indices, out_shape, dn = _scatter_plan(x, _parse(core.get_aval(x).shape, self.index))
         if 0 in out_shape:
             return x
         return lax.scatter_apply(x, indices, func, dn, update_shape=out_shape,
