@@ -174,12 +174,6 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     return _bool(np.can_cast(_np_dtype(from_), _np_dtype(to), casting=casting))
 
 
-# NumPy's abstract scalar classes: kinds of dtypes, not dtypes.
-_ABSTRACT_TYPES = frozenset((np.generic, np.number, np.integer, np.signedinteger,
-                             np.unsignedinteger, np.inexact, np.floating, np.complexfloating,
-                             np.flexible, np.character))
-
-
 def issubdtype(arg1: Any, arg2: Any) -> bool:
     """np.issubdtype that understands jnp scalar types and bfloat16.
 
@@ -196,14 +190,14 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
         arg2 = np.dtype(arg2).type
     if arg1 is None:
         return False
-    if isinstance(arg1, type) and issubclass(arg1, np.generic) and arg1 in _ABSTRACT_TYPES:
-        # (np.floating and friends are no dtype: ask NumPy about the classes themselves)
-        return isinstance(arg2, type) and bool(np.issubdtype(arg1, arg2))
     try:
         d1 = np.dtype(dtypes.dtype(arg1)) if not isinstance(arg1, type) or \
             issubclass(arg1, np.generic) or hasattr(arg1, "dtype") else np.dtype(arg1)
     except TypeError:
-        return False
+        # An abstract class (np.floating, np.integer...) is a kind of dtypes, not a dtype:
+        # NumPy's class hierarchy answers.
+        abstract = isinstance(arg1, type) and issubclass(arg1, np.generic)
+        return abstract and isinstance(arg2, type) and bool(np.issubdtype(arg1, arg2))
     if d1 == dtypes.bfloat16:
         return arg2 in (np.floating, np.inexact, np.number, np.generic, dtypes.bfloat16.type)
     if arg2 is dtypes.bfloat16.type:
