@@ -310,8 +310,15 @@ def _dtype_and_weakness_type(a):
 
 
 def to_inexact_dtype(dt: np.dtype) -> np.dtype:
-    """The dtype an integer/bool value takes when a float is required (default float)."""
-    return dt if issubdtype(dt, np.inexact) else default_float_dtype()
+    """The dtype an integer/bool value takes when a float is required, as in JAX: 64-bit
+    integers become the default float (float64 under x64), narrower integers and bool
+    become float32 (``jnp.sin(int32)`` is float32 even under x64)."""
+    dt = np.dtype(dt)
+    if issubdtype(dt, np.inexact):
+        return dt
+    if dt.kind in "iu" and dt.itemsize == 8:
+        return default_float_dtype()
+    return float32
 
 
 def issubdtype(a: Any, b: Any) -> bool:

@@ -268,3 +268,68 @@ def test_index_results_are_int32_without_x64():
     for got in (jnp.argmax(y), jnp.argmin(y, axis=1), jnp.argsort(y), jnp.lexsort((y[0],)),
                 jnp.nanargmax(y), jnp.unique(y, return_index=True)[1]):
         assert got.dtype == np.int32
+
+
+# ---------------------------------------------------------------- inexact promotion under x64
+
+# JAX's table (dtypes.to_inexact_dtype): 64-bit integers become the default float, narrower
+# integers and bool become float32, also under x64. Each row: expression, expected dtype.
+_X64_INEXACT = [
+    ("jnp.sin(i32)", "float32"), ("jnp.sin(u64)", "float64"), ("jnp.sin(b)", "float32"),
+    ("jnp.sin(i64)", "float64"), ("jnp.sin(3)", "float64"), ("jnp.sin(True)", "float32"),
+    ("i32 / i32", "float32"), ("i8 / 2", "float32"), ("jnp.sqrt(i8)", "float32"),
+    ("jnp.mean(i32)", "float32"), ("jnp.mean(u64)", "float64"), ("jnp.mean(b)", "float32"),
+    ("jnp.var(i32)", "float32"), ("jnp.std(i8)", "float32"), ("jnp.nanvar(i32)", "float32"),
+    ("jnp.average(i32, weights=i32)", "float32"), ("jnp.median(i32)", "float32"),
+    ("jnp.quantile(i32, 0.5)", "float32"), ("jnp.percentile(i8, 50)", "float32"),
+    ("jnp.quantile(f32, np.float64(0.5))", "float32"),
+    ("jnp.linspace(i32[0], i32[2], 3)", "float32"), ("jnp.linspace(0, 1, 3)", "float64"),
+    ("jnp.logspace(i32[0], i32[2], 3)", "float32"), ("jnp.geomspace(i32[1], i32[2], 3)",
+                                                      "float32"),
+    ("jnp.arctan2(i32, i8)", "float32"), ("jnp.hypot(i32, i32)", "float32"),
+    ("jnp.float_power(i32, 2)", "float32"), ("jnp.convolve(i32, i32)", "float32"),
+    ("jnp.histogram_bin_edges(i32)", "float32"), ("jnp.interp(i32, i32, i32)", "float32"),
+    ("jnp.tri(2)", "float32"), ("jnp.rint(i32)", "float64"), ("jnp.angle(i32)", "float64"),
+    ("i32 * 1.5", "float64"), ("jnp.hanning(3)", "float64"), ("jnp.zeros(3)", "float64"),
+]
+
+
+@pytest.mark.parametrize("expr,expected", _X64_INEXACT)
+def test_integers_become_float32_unless_64_bit_under_x64(expr, expected, x64):
+    names = {"jnp": jnp, "np": np, "b": jnp.asarray(np.array([True, False, True]))}
+    for name, dt in (("i8", np.int8), ("i32", np.int32), ("i64", np.int64), ("u64", np.uint64),
+                     ("f32", np.float32)):
+        names[name] = jnp.asarray(np.array([1, 2, 3], dt))
+    assert eval(expr, names).dtype == np.dtype(expected)
+
+
+def test_quantile_of_integers_under_x64_keeps_the_values(x64):
+    x = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.int32)
+    got = jnp.quantile(jnp.asarray(x), jnp.asarray(np.array([0.1, 0.5, 0.9])))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), np.quantile(x, [0.1, 0.5, 0.9]), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- power: float base, int exponent
+
+
+@pytest.mark.parametrize("x64_on", [False, True])
+def test_power_of_a_float_to_integers_is_not_promoted(x64_on, request):
+    """As in JAX: a float/complex base to an integer power keeps the base's dtype, and a Python
+    float base gives a strongly typed result."""
+    if x64_on:
+        request.getfixturevalue("x64")
+    fdt = np.float64 if x64_on else np.float32
+    i = jnp.asarray(np.array([0, 1, 2, 3], np.int32))
+    for got in (jnp.power(2.0, i), 2.0 ** i):
+        assert got.dtype == fdt and not got.aval.weak_type
+        np.testing.assert_array_equal(np.asarray(got), [1.0, 2.0, 4.0, 8.0])
+    h = jnp.power(jnp.asarray(np.array([1.5, 2.0], np.float16)), jnp.asarray(np.array([2, 3])))
+    assert h.dtype == np.float16
+    np.testing.assert_array_equal(np.asarray(h), np.array([2.25, 8.0], np.float16))
+    z = jnp.power(2j, i)
+    assert z.dtype == (np.complex128 if x64_on else np.complex64)
+    np.testing.assert_allclose(np.asarray(z), (2j) ** np.arange(4), atol=1e-6)
+    # the derivative of x ** 0 at x = 0 is 0 (a float exponent would give 0 * inf)
+    g = ember.grad(lambda x: jnp.power(x, jnp.asarray(np.int32(0))))(0.0)
+    assert float(g) == 0.0

@@ -241,8 +241,11 @@ def pow(x: Any, y: Any) -> Any:  # noqa: A001
     y = base.as_operand(y, "pow", "y")
     if dtypes.is_python_scalar(x) and not dtypes.is_python_scalar(y):
         ydt = core.get_aval(y).dtype
-        x = base.concrete_dtype_like(x, ydt if dtypes.is_inexact(ydt) else
-                                     dtypes.default_float_dtype(), True)
+        if dtypes.is_complex(type(x)):  # (a Python complex)
+            xdt = ydt if dtypes.is_complex(ydt) else dtypes.default_complex_dtype()
+        else:
+            xdt = ydt if dtypes.is_inexact(ydt) else dtypes.default_float_dtype()
+        x = base.concrete_dtype_like(x, xdt, True)
     elif dtypes.is_python_scalar(y) and not dtypes.is_python_scalar(x):
         xdt = core.get_aval(x).dtype
         y = base.concrete_dtype_like(

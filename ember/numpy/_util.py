@@ -86,9 +86,7 @@ def promote_dtypes_inexact(*args: Any) -> list[Any]:
     if common is not None and dtypes.is_inexact(common):
         return list(args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    if not dtypes.is_inexact(dt):
-        dt = dtypes.default_float_dtype()
-    return _convert_all(args, dt, weak)
+    return _convert_all(args, dtypes.to_inexact_dtype(dt), weak)
 
 
 def promote_dtypes_numeric(*args: Any) -> list[Any]:

@@ -336,12 +336,13 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 
 
 def _linspace_dtype(fn: str, dtype: Any, *args: Any) -> tuple[np.dtype, np.dtype]:
-    """(result dtype, computation dtype) for linspace-like functions."""
+    """(result dtype, computation dtype) for linspace-like functions, as in JAX: the result
+    defaults to the arguments' dtype made inexact, and the computation runs in the result
+    dtype made inexact."""
     dt = _dtype_arg(dtype)
-    inexact = dtypes.canonicalize_dtype(dtypes.result_type(*args, 1.0))
-    if not dtypes.is_inexact(inexact):
-        inexact = dtypes.default_float_dtype()
-    return (inexact if dt is None else dt), inexact
+    if dt is None:
+        dt = dtypes.to_inexact_dtype(dtypes.canonicalize_dtype(dtypes.result_type(*args)))
+    return dt, dtypes.to_inexact_dtype(dt)
 
 
 def _insert_axis(fn: str, out: Any, axis: int) -> Any:
@@ -512,8 +513,9 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
         Array([[1., 0.],
                [1., 1.]], dtype=float32)
     """
+    # float32 by default even under x64, as in JAX
     return _concrete(np.tri(*_matrix_dims("tri", N, M, k),
-                            dtype=_dtype_arg(dtype) or dtypes.default_float_dtype()))
+                            dtype=_dtype_arg(dtype) or dtypes.float32))
 
 
 def _triangle(fn: str, m: Any, k: Any, lower: bool) -> Any:

@@ -337,7 +337,7 @@ def _inexact_result_dtype(a: Any, dtype: Any) -> np.dtype:
     dt = _dtype_arg(dtype)
     if dt is not None:
         return dt
-    return a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(a.dtype)
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
@@ -495,9 +495,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         count = _full(avg.shape, _count(a.shape, axes), avg.dtype)
         return (avg, count) if returned else avg
     w = _arg("average", weights)
-    dt = dtypes.result_type(a, w)
-    if not dtypes.is_inexact(dt):
-        dt = dtypes.default_float_dtype()
+    dt = dtypes.to_inexact_dtype(dtypes.result_type(a, w))
     a = lax.convert_element_type(a, dt)
     w = lax.convert_element_type(w, dt)
     axes = canonicalize_axes("average", axis, a.ndim)
@@ -731,9 +729,10 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
             rng = "[0, 100]" if scale != 1 else "[0, 1]"
             raise ValueError(f"{fn}: q must be in the range {rng}, got {qv * scale!r}")
     q = ensure_array(q)
-    dt = dtypes.result_type(a, q)
-    if not dtypes.is_inexact(dt):
-        dt = dtypes.default_float_dtype()
+    # As in JAX: the result has a's dtype made inexact; the computation runs in the wider of
+    # that and q's (inexact) dtype.
+    out_dt = dtypes.to_inexact_dtype(a.dtype)
+    dt = dtypes.promote_types(out_dt, dtypes.to_inexact_dtype(q.dtype))
     a = lax.convert_element_type(a, dt, False)
     q = lax.convert_element_type(q, dt, False)
     if scale != 1:
@@ -747,7 +746,7 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
     x = lax.reshape(a, (nb, n), dimensions=tuple(keep) + axes)
     out_shape = tuple(q.shape) + (_reduced_shape(shape, axes, True) if keepdims else batch)
     if n == 0:
-        return _full(out_shape, np.nan, dt)
+        return _full(out_shape, np.nan, out_dt)
     if nan:
         isnan = _isnan(x)
         cnt = lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(isnan), dt), (1,))
@@ -790,7 +789,7 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
     else:
         bad = lax.broadcast_in_dim(lax.reduce_or(_isnan(x), (1,)), (nq, nb), (1,))
     res = lax.select(bad, _full(res.shape, np.nan, dt), res)
-    return lax.reshape(res, out_shape)
+    return lax.convert_element_type(lax.reshape(res, out_shape), out_dt, False)
 
 
 def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,

@@ -237,6 +237,10 @@ def power(x1: Any, x2: Any, /) -> Any:
     if type(x2) is int:
         (x1,) = promote_args_numeric("power", x1)
         return lax.integer_pow(x1, x2)
+    if dtypes.is_inexact(_dt(x1)) and dtypes.is_integer(_dt(x2)):
+        # A float or complex base to an integer power: no promotion, as in JAX (the result
+        # has the base's dtype, and the derivative at a zero base is defined).
+        return lax.pow(x1, x2)
     x1, x2 = promote_args_numeric("power", x1, x2)
     if dtypes.is_integer(_dt(x1)):
         return _int_pow(x1, x2)
