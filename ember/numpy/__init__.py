@@ -4,6 +4,7 @@ import sys as _sys
 
 from ember.numpy import _fastpath
 from ember.numpy import array_methods as _array_methods
+from ember.numpy import ufunc_api as _ufunc_api
 from ember.numpy.counting import *
 from ember.numpy.creation import *
 from ember.numpy.index_functions import *
@@ -19,8 +20,10 @@ from ember.numpy.setops import *
 from ember.numpy.shape import *
 from ember.numpy.sorting import *
 from ember.numpy.statistics import *
+from ember.numpy.ufunc_api import *
 from ember.numpy.ufuncs import *
 from ember.numpy.windows import *
 
 _fastpath.install(_sys.modules[__name__])  # reductions, shapes, products: the eager fast path
 _array_methods.install(_sys.modules[__name__])
+_ufunc_api.install(_sys.modules[__name__])
