@@ -1,7 +1,5 @@
 """ember: a JAX-compatible array framework (``import ember as jax``)."""
 
-import contextlib as _contextlib
-
 from ember import (
     ad_checkpoint,
     custom_derivatives,
@@ -17,9 +15,12 @@ from ember import (
 from ember.api import (
     ShapeDtypeStruct,
     checkpoint,
+    closure_convert,
+    custom_gradient,
     custom_jvp,
     custom_vjp,
     disable_jit,
+    ensure_compile_time_eval,
     eval_shape,
     grad,
     hessian,
@@ -27,9 +28,13 @@ from ember.api import (
     jacrev,
     jit,
     jvp,
+    linear_transpose,
     linearize,
     make_jaxpr,
+    named_call,
+    named_scope,
     remat,
+    typeof,
     value_and_grad,
     vjp,
     vmap,
@@ -38,46 +43,20 @@ from ember.config import config
 from ember.dtypes import float0
 from ember.runtime import Array, block_until_ready, device_get, device_put, devices
 from ember.runtime.compile_cache import clear_caches
+from ember.runtime.topology import (
+    default_backend,
+    default_device,
+    device_count,
+    local_device_count,
+    local_devices,
+    print_environment_info,
+    process_count,
+    process_index,
+)
 
 __version__ = "0.1.0"
 
 jacobian = jacrev  # (``jax.jacobian`` is reverse mode too)
-
-
-def default_backend() -> str:
-    """The platform name of the default backend, as ``jax.default_backend()``: ``"cpu"``
-    (ember's native backend and its NumPy interpreter both run on the host CPU).
-
-    Example:
-        >>> ember.default_backend()
-        'cpu'
-    """
-    from ember.backends import get_backend
-
-    return get_backend(config.read("jax_default_backend") or None).platform
-
-
-def named_scope(name: str):
-    """A context manager (or function decorator) naming the operations traced inside it,
-    as ``jax.named_scope``. JAX puts the name in its HLO metadata for profilers; ember's
-    HLO has no such metadata, so the scope only checks its argument, for code written for
-    JAX to run unchanged.
-
-    Raises:
-        TypeError: if ``name`` is not a string (as in JAX, when called).
-
-    Example:
-        >>> with ember.named_scope("layer1"):
-        ...     y = x * 2
-    """
-    if not isinstance(name, str):
-        raise TypeError("named_scope name argument must be a string.")
-    return _no_op_scope()
-
-
-@_contextlib.contextmanager
-def _no_op_scope():
-    yield
 
 
 __all__ = [
@@ -87,6 +66,9 @@ __all__ = [
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "remat", "value_and_grad", "vjp", "vmap", "ad_checkpoint", "custom_derivatives",
     "test_util", "default_backend", "flatten_util", "float0", "jacobian", "named_scope", "tree",
+    "closure_convert", "custom_gradient", "default_device", "device_count",
+    "ensure_compile_time_eval", "linear_transpose", "local_device_count", "local_devices",
+    "named_call", "print_environment_info", "process_count", "process_index", "typeof",
 ]
 
 from ember import core as _core  # noqa: E402

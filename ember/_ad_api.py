@@ -220,6 +220,50 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     return (out, vjp_fun, _aux_primal(store["aux"])) if has_aux else (out, vjp_fun)
 
 
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> Callable:
+    """The transpose of ``fun``, a function promised to be linear, as ``jax.linear_transpose``.
+
+    ``primals`` (arrays, or anything with ``shape`` and ``dtype`` such as
+    ``ShapeDtypeStruct``, in pytrees) give the argument types. The transposed function takes
+    a cotangent shaped like ``fun``'s output and returns a tuple shaped like ``primals``,
+    cast to their dtypes. For a linear function this is its ``vjp`` (taken at zero).
+
+    Example:
+        >>> f_t = ember.linear_transpose(lambda x: 3.0 * x, 1.0)
+        >>> f_t(1.0)
+        (Array(3., dtype=float32, weak_type=True),)
+    """
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes is not supported")
+    p_flat, p_tree = tree_util.tree_flatten(primals)
+    avals = []
+    for p in p_flat:
+        aval = core.get_aval(p) if not hasattr(p, "dtype") or hasattr(p, "aval") else \
+            core.ShapedArray(tuple(np.shape(p)), dtypes.canonicalize_dtype(p.dtype))
+        if not dtypes.is_inexact(aval.dtype):
+            raise TypeError("linear_transpose only supports [float or complex] -> [float or "
+                            f"complex], got an argument of dtype {aval.dtype}")
+        avals.append(aval)
+    zeros = [core.concrete_array(np.zeros(a.shape, a.dtype), a) for a in avals]
+    out, pullback = vjp(fun, *tree_util.tree_unflatten(p_tree, zeros))
+    for o in tree_util.tree_leaves(out):
+        if not dtypes.is_inexact(core.get_aval(o).dtype):
+            raise TypeError("linear_transpose only supports [float or complex] -> [float or "
+                            f"complex], got an output of dtype {core.get_aval(o).dtype}")
+
+    def transposed(out_cotangent: Any) -> tuple:
+        cts = tree_util.tree_leaves(pullback(out_cotangent))
+        cts = [_cast(c, a.dtype) for c, a in zip(cts, avals)]
+        return tuple(tree_util.tree_unflatten(p_tree, cts))
+
+    return transposed
+
+
+def _cast(x: Any, dtype: np.dtype) -> Any:
+    from ember import lax
+    return lax.convert_element_type(x, dtype) if core.get_aval(x).dtype != dtype else x
+
+
 def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: list,
                   ct: Any) -> tuple:
     ct_flat, ct_tree = tree_util.tree_flatten(ct)

@@ -684,6 +684,83 @@ def disable_jit(disable: bool = True):
         _config.update("jax_disable_jit", previous)
 
 
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Within the block, operations whose operands are all concrete (not traced) run at
+    once, even inside ``jit``, so their results are concrete values that Python can inspect
+    (``int(...)``, ``if``); operations on traced values are staged as usual.
+
+    Example:
+        >>> @ember.jit
+        ... def f(x):
+        ...     with ember.ensure_compile_time_eval():
+        ...         n = int(jnp.arange(4).sum())  # concrete: 6
+        ...     return x * n
+    """
+    previous = pe.compile_time_eval.on
+    pe.compile_time_eval.on = True
+    try:
+        yield
+    finally:
+        pe.compile_time_eval.on = previous
+
+
+def typeof(x: Any) -> core.ShapedArray:
+    """The abstract value of ``x``: its shape, dtype and weak type (a ``ShapedArray``).
+
+    Example:
+        >>> ember.typeof(jnp.ones((2, 3)))
+        ShapedArray(float32[2,3])
+    """
+    try:
+        return core.get_aval(x)
+    except TypeError:
+        raise TypeError(f"typeof: {type(x).__name__} is not a valid JAX type") from None
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """``fun``, named ``name`` for profilers (as ``jax.named_call``). ember's programs carry
+    no such metadata, so the result calls ``fun`` as it is.
+
+    Example:
+        >>> g = ember.named_call(jnp.sin, name="my_sin")
+        >>> g(0.0)
+        Array(0., dtype=float32, weak_type=True)
+    """
+    if not callable(fun):
+        raise TypeError(f"named_call: expected a callable, got {fun!r}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"named_call: name must be a string, got {name!r}")
+
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        return fun(*args, **kwargs)
+    return named
+
+
+def named_scope(name: str):
+    """A context manager (or function decorator) naming the operations traced inside it,
+    as ``jax.named_scope``. JAX puts the name in its HLO metadata for profilers; ember's
+    HLO has no such metadata, so the scope only checks its argument, for code written for
+    JAX to run unchanged.
+
+    Raises:
+        TypeError: if ``name`` is not a string (as in JAX, when called).
+
+    Example:
+        >>> with ember.named_scope("layer1"):
+        ...     y = x * 2
+    """
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    return _no_op_scope()
+
+
+@contextlib.contextmanager
+def _no_op_scope():
+    yield
+
+
 # --------------------------------------------------------------------------- autodiff
 # Implemented in ember._ad_api, ember.custom_derivatives and ember.ad_checkpoint.
 from ember._ad_api import (  # noqa: E402, F401 - re-exported
@@ -692,11 +769,17 @@ from ember._ad_api import (  # noqa: E402, F401 - re-exported
     jacfwd,
     jacrev,
     jvp,
+    linear_transpose,
     linearize,
     value_and_grad,
     vjp,
 )
 from ember._vmap_api import vmap  # noqa: E402, F401 - re-exported
 from ember.ad_checkpoint import checkpoint, remat  # noqa: E402, F401 - re-exported
-from ember.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402, F401 - re-exported
+from ember.custom_derivatives import (  # noqa: E402, F401 - re-exported
+    closure_convert,
+    custom_gradient,
+    custom_jvp,
+    custom_vjp,
+)
 from ember.lax.ad_util import stop_gradient  # noqa: E402, F401 - re-exported

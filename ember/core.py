@@ -69,9 +69,15 @@ class ShapedArray:
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.weak_type))
 
-    def __repr__(self) -> str:
+    def _long(self) -> str:
+        return f"{self.dtype.name}[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self) -> str:  # as JAX: ShapedArray(float32[2,3], weak_type=True)
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self._long()}{weak})"
+
+    def __str__(self) -> str:  # as JAX: float32[2,3], ~float32[] when weakly typed
+        return ("~" if self.weak_type else "") + self._long()
 
 
 def _scalar_aval(x) -> ShapedArray:

@@ -30,8 +30,9 @@ from ember import core, dtypes, tree_util
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.batching import not_mapped
-from ember.interpreters.pjit import _pjit_lowering, closure_convert
-from ember.jaxpr import ClosedJaxpr, eval_closed_jaxpr
+from ember.interpreters.pjit import _pjit_lowering
+from ember.interpreters.pjit import closure_convert as _hoist_tracer_consts
+from ember.jaxpr import ClosedJaxpr, eval_closed_jaxpr, eval_jaxpr
 
 # --------------------------------------------------------------------------- shared helpers
 
@@ -52,7 +53,7 @@ def _stage_call(prim: core.Primitive, fun: Callable, args: Sequence[Any], **para
     """Binds ``prim`` with ``fun`` traced to a jaxpr (closed-over tracers become leading
     arguments, counted by ``num_consts`` when there are any)."""
     closed, _ = pe.trace_to_jaxpr(fun, [core.get_aval(x) for x in args])
-    closed, consts = closure_convert(closed)
+    closed, consts = _hoist_tracer_consts(closed)
     if consts:
         params["num_consts"] = len(consts)
     return prim.bind(*consts, *args, call_jaxpr=closed, **params)
@@ -578,9 +579,111 @@ def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, name, sym
 batching.batch_rules_with_trace[custom_vjp_call_p] = _custom_vjp_call_batch
 
 
+class _StaticResidual:
+    """A residual that is not a value of the computation (a traced rule's jaxpr): it reaches
+    bwd unchanged, like a Python scalar residual."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
 def _is_static_res(x: Any) -> bool:
     # Python's own scalars only: NumPy scalars (np.float64 subclasses float) are values.
-    return type(x) in (bool, int, float, complex)
+    return type(x) in (bool, int, float, complex, _StaticResidual)
+
+
+# --------------------------------------------------------------------------- custom_gradient
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """A function with a custom reverse-mode derivative, written in one piece: ``fun``
+    returns ``(output, vjp)`` where ``vjp(output_cotangent)`` gives the cotangents of the
+    positional arguments (a tuple, or one value for a single argument), as
+    ``jax.custom_gradient``.
+
+    Example:
+        >>> @ember.custom_gradient
+        ... def f(x):
+        ...     return x ** 2, lambda g: (g * x,)
+        >>> ember.grad(f)(3.0)
+        Array(3., dtype=float32, weak_type=True)
+    """
+    @custom_vjp
+    def wrapped(*args, **kwargs):
+        out, _ = fun(*args, **kwargs)
+        return out
+
+    def fwd(*args, **kwargs):
+        out, rule = fun(*args, **kwargs)
+        out_flat, out_tree = tree_util.tree_flatten(out)
+        ct_avals = [ad.tangent_aval(core.get_aval(o)) for o in out_flat]
+        trees = {}
+
+        def flat_rule(*cts):
+            cts_in = rule(tree_util.tree_unflatten(out_tree, list(cts)))
+            flat, trees["in"] = tree_util.tree_flatten(cts_in)
+            return flat
+
+        # The rule becomes a jaxpr whose closed-over values (the forward pass's) are explicit
+        # residuals, so it can run wherever bwd runs (after jit, partial evaluation...).
+        closed, _ = pe.trace_to_jaxpr(flat_rule, ct_avals)
+        static = _StaticResidual((closed.jaxpr, out_tree, trees["in"]))
+        return out, (list(closed.consts), static)
+
+    def bwd(res, ct):
+        consts, static = res
+        jaxpr, out_tree, in_tree = static.value
+        cts_flat, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"custom_gradient: cotangent structure {ct_tree} does not match "
+                            f"the output's {out_tree}")
+        cts_in = tree_util.tree_unflatten(in_tree, eval_jaxpr(jaxpr, consts, *cts_flat))
+        return cts_in if isinstance(cts_in, tuple) else (cts_in,)
+
+    wrapped.defvjp(fwd, bwd)
+    return functools.wraps(fun)(lambda *args, **kwargs: wrapped(*args, **kwargs))
+
+
+def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
+    """``fun`` with the traced floating-point values it closes over made explicit: returns
+    ``(converted, consts)`` where ``converted(*args, *consts)`` computes ``fun(*args)`` for
+    arguments shaped like ``example_args`` (for custom derivative rules of higher-order
+    functions, as ``jax.closure_convert``). Values that are not traced stay closed over.
+
+    Example:
+        >>> converted, consts = ember.closure_convert(lambda x: x * 2.0, 1.0)
+        >>> converted(3.0, *consts)
+        Array(6., dtype=float32, weak_type=True)
+    """
+    flat, in_tree = tree_util.tree_flatten(example_args)
+    avals = [core.get_aval(x) for x in flat]
+    trees = {}
+
+    def flat_fun(*leaves):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(leaves)))
+        out_flat, trees["out"] = tree_util.tree_flatten(out)
+        return out_flat
+
+    closed, _ = pe.trace_to_jaxpr(flat_fun, avals)
+    jaxpr = closed.jaxpr
+    hoist = [isinstance(c, core.Tracer) and dtypes.is_inexact(core.get_aval(c).dtype)
+             for c in closed.consts]
+    kept = [c for c, h in zip(closed.consts, hoist) if not h]
+    hoisted = [c for c, h in zip(closed.consts, hoist) if h]
+
+    def converted(*args_and_consts):
+        n = len(args_and_consts) - len(hoisted)
+        args_flat, tree = tree_util.tree_flatten(args_and_consts[:n])
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: arguments {tree} do not match the example "
+                            f"arguments' structure {in_tree}")
+        extra, kept_it = iter(args_and_consts[n:]), iter(kept)
+        consts = [next(extra) if h else next(kept_it) for h in hoist]
+        return tree_util.tree_unflatten(trees["out"], eval_jaxpr(jaxpr, consts, *args_flat))
+
+    return converted, hoisted
 
 
 def _flatten_bwd_output(cts_in: Any, diff_args: list, flat_args: list) -> list:

@@ -163,7 +163,7 @@ def batch_jaxpr(closed: Any, axis_size: int, in_dims: Sequence[int | None],
     Example:
         >>> batched, dims = batch_jaxpr(make_jaxpr(jnp.sin)(1.0), 3, [0], out_dims=0)
         >>> batched.in_avals, dims
-        ([ShapedArray(f32[3])], [0])
+        ([ShapedArray(float32[3])], [0])
     """
     from ember.interpreters import ad
     n_out = len(closed.out_avals)

@@ -6,6 +6,7 @@ Values that are not tracers of the staging trace are lifted: scalars become Lite
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,6 +30,13 @@ class JaxprTracer(Tracer):
     @property
     def aval(self) -> ShapedArray:
         return self._aval
+
+
+class _CompileTimeEval(threading.local):
+    on = False  # inside ``ember.ensure_compile_time_eval()``: concrete operands run at once
+
+
+compile_time_eval = _CompileTimeEval()
 
 
 class DynamicJaxprTrace(Trace):
@@ -70,6 +78,9 @@ class DynamicJaxprTrace(Trace):
         return var
 
     def process_primitive(self, primitive, args, params):
+        if compile_time_eval.on and not any(isinstance(x, Tracer) for x in args):
+            with core.set_current_trace(core.eval_trace()):  # ``ensure_compile_time_eval``
+                return primitive.bind(*args, **params)
         origin = None
         for x in args:  # outputs remember which argument they derive from (for errors)
             if type(x) is JaxprTracer and x._debug_origin is not None:
