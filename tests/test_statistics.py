@@ -611,3 +611,39 @@ def test_matches_jax(name, jax):
         conv = np.complex128 if dt.kind == "c" else np.float64
         np.testing.assert_allclose(np.asarray(o).astype(conv), np.asarray(t).astype(conv),
                                    rtol=tol, atol=tol, equal_nan=True)
+
+
+# ---------------------------------------------------------------- histogramdd / histogram2d
+
+
+def test_histogramdd_and_histogram2d_match_numpy():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(200).astype(np.float32)
+    y = (rng.standard_normal(200) * 2).astype(np.float32)
+    w = rng.random(200).astype(np.float32)
+    sample = np.stack([x, y, x * y], 1)
+    for kwargs in ({"bins": 4}, {"bins": (3, 5, 2)}, {"bins": 3, "weights": w},
+                   {"bins": (np.array([-2.0, 0.0, 0.5, 3.0]), 4, 2),
+                    "range": [None, (-1.0, 1.0), None]},
+                   {"bins": 3, "density": True}):
+        got, got_edges = jnp.histogramdd(jnp.asarray(sample), **kwargs)
+        want, want_edges = np.histogramdd(sample.astype(np.float64), **kwargs)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-6)
+        for g, e in zip(got_edges, want_edges):
+            np.testing.assert_allclose(np.asarray(g), e, rtol=1e-5, atol=1e-6)
+    h, ex, ey = jnp.histogram2d(jnp.asarray(x), jnp.asarray(y), bins=(4, 6))
+    want = np.histogram2d(x, y, bins=(4, 6))
+    assert h.dtype == np.int32  # counts, as in JAX
+    np.testing.assert_array_equal(np.asarray(h), want[0])
+    np.testing.assert_allclose(np.asarray(ey), want[2], rtol=1e-6)
+    edges = np.array([-3.0, -1.0, 0.0, 1.0, 3.0], np.float32)  # one edge array for both
+    h = jnp.histogram2d(jnp.asarray(x), jnp.asarray(y), bins=edges)[0]
+    np.testing.assert_array_equal(np.asarray(h), np.histogram2d(x, y, bins=edges)[0])
+    jitted = ember.jit(lambda a, b: jnp.histogram2d(a, b, bins=3)[0])(x, y)
+    np.testing.assert_array_equal(np.asarray(jitted), np.histogram2d(x, y, bins=3)[0])
+    with pytest.raises(ValueError, match="one entry per sample"):
+        jnp.histogramdd(jnp.asarray(sample), weights=jnp.ones(3))
+    with pytest.raises(ValueError, match="one entry per dimension"):
+        jnp.histogramdd(jnp.asarray(sample), bins=(2, 2))
+    with pytest.raises(ValueError, match="pairs or Nones"):
+        jnp.histogramdd(jnp.asarray(sample), range=[(0, 1)])

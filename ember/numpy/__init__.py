@@ -7,6 +7,7 @@ from ember.numpy import array_methods as _array_methods
 from ember.numpy import ufunc_api as _ufunc_api
 from ember.numpy.counting import *
 from ember.numpy.creation import *
+from ember.numpy.host import *
 from ember.numpy.index_functions import *
 from ember.numpy.index_tricks import *
 from ember.numpy.indexing import *

@@ -7,6 +7,7 @@ and differentiates. Arguments that decide output shapes (``bins`` as an integer,
 
 from __future__ import annotations
 
+import builtins
 import operator
 from typing import Any
 
@@ -22,7 +23,7 @@ from ember.numpy._util import (
 )
 from ember.numpy.counting import bincount
 from ember.numpy.creation import diagonal, full, linspace, ones_like, zeros
-from ember.numpy.index_functions import take
+from ember.numpy.index_functions import ravel_multi_index, take
 from ember.numpy.misc import astype, diff
 from ember.numpy.products import dot
 from ember.numpy.reductions import amax, amin, average
@@ -453,4 +454,92 @@ def histogram(a: Any, bins: Any = 10, range: Any = None,  # noqa: A002
     return counts, edges
 
 
-__all__ = ["cov", "corrcoef", "trapezoid", "interp", "histogram_bin_edges", "histogram"]
+def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
+                weights: Any = None, density: bool | None = None) -> tuple[Any, list]:
+    """Histogram of ``N`` points in ``D`` dimensions (``sample`` of shape ``(N, D)``): the
+    counts (or weight sums) on a ``D``-dimensional grid of bins and the edges per dimension.
+
+    ``bins`` is one bin count or edge array for every dimension, or a sequence of them (one
+    per dimension); ``range`` a sequence of ``(low, high)`` pairs or Nones. Bins are half-open
+    except the last of each dimension; points outside the edges are not counted.
+
+    Example:
+        >>> jnp.histogramdd(jnp.array([[0., 0.], [1., 1.], [1., 0.]]), bins=2)[0]
+        Array([[1, 0],
+               [1, 1]], dtype=int32)
+    """
+    if weights is None:
+        check_arraylike("histogramdd", sample)
+        (sample,) = promote_dtypes_inexact(ensure_array(sample))
+    else:
+        check_arraylike("histogramdd", sample, weights)
+        if np.shape(weights) != np.shape(sample)[:1]:
+            raise ValueError(f"histogramdd: weights should have one entry per sample (shape "
+                             f"{np.shape(sample)[:1]}), got shape {np.shape(weights)}")
+        sample, weights = promote_dtypes_inexact(ensure_array(sample), ensure_array(weights))
+    if sample.ndim != 2:
+        raise ValueError(f"histogramdd: sample must have shape (N, D), got {sample.shape}")
+    n_dims = sample.shape[1]
+    if range is not None and (len(range) != n_dims or any(
+            r is not None and np.shape(r)[0] != 2 for r in range)):
+        raise ValueError(f"histogramdd: for sample of shape {sample.shape}, range must be a "
+                         f"sequence of {n_dims} pairs or Nones, got {range!r}")
+    try:
+        per_dim = list(bins)
+    except TypeError:  # one bin count for every dimension
+        per_dim = [bins] * n_dims
+    else:
+        if len(per_dim) != n_dims:
+            raise ValueError(f"histogramdd: bins needs one entry per dimension ({n_dims}), "
+                             f"got {len(per_dim)}")
+    edges, cells = [], []
+    for i, b in enumerate(per_dim):
+        column = sample[:, i]
+        e = histogram_bin_edges(column, b, None if range is None else range[i], weights)
+        idx = searchsorted(e, column, side="right")
+        # (The last edge belongs to the last bin; 0 and len(e) collect the outliers.)
+        idx = where(lax.eq(column, e[-1]), idx - 1, idx)
+        edges.append(e)
+        cells.append(idx)
+    shape = tuple(e.shape[0] + 1 for e in edges)
+    flat = ravel_multi_index(tuple(cells), shape, mode="clip")
+    hist = bincount(flat, weights, length=int(np.prod(shape)))
+    hist = lax.reshape(hist, shape)[(slice(1, -1),) * n_dims]
+    density = core.concrete_or_error(density, "histogramdd: 'density' must be concrete")
+    if density:
+        hist = true_divide(astype(hist, sample.dtype), _sum(hist))
+        for i, e in enumerate(edges):  # divided by each dimension's bin widths
+            hist = true_divide(hist, expand_dims(diff(e), tuple(
+                d for d in builtins.range(n_dims) if d != i)))
+    return hist, edges
+
+
+def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None,  # noqa: A002
+                weights: Any = None, density: bool | None = None) -> tuple[Any, Any, Any]:
+    """Histogram of the points ``(x[i], y[i])``: counts on a 2-D grid and the edges along x
+    and y (see ``histogramdd``; ``bins`` may also be one edge array for both axes).
+
+    Example:
+        >>> jnp.histogram2d(jnp.array([0., 1., 1.]), jnp.array([0., 1., 0.]), bins=2)[0]
+        Array([[1, 0],
+               [1, 1]], dtype=int32)
+    """
+    check_arraylike("histogram2d", x, y)
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n not in (1, 2):  # one edge array for both axes
+        bins = [ensure_array(bins), ensure_array(bins)]
+    x, y = ensure_array(x), ensure_array(y)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"histogram2d: x and y must be 1-D arrays of one length, got shapes "
+                         f"{x.shape} and {y.shape}")
+    sample = lax.concatenate([lax.reshape(x, (x.shape[0], 1)),
+                              lax.reshape(y, (y.shape[0], 1))], 1)
+    hist, edges = histogramdd(sample, bins, range, weights, density)
+    return hist, edges[0], edges[1]
+
+
+__all__ = ["cov", "corrcoef", "trapezoid", "interp", "histogram_bin_edges", "histogram",
+           "histogramdd", "histogram2d"]
