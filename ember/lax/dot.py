@@ -2,13 +2,14 @@
 
 ``dot_general[dimension_numbers=((lc, rc), (lb, rb)) precision=... preferred_element_type=...]``
 produces, like XLA, the batch dimensions first, then the free dimensions of lhs, then those of
-rhs. Operands share a dtype unless ``preferred_element_type`` is given; it sets the output
-dtype (and the accumulation type). Low-precision floats accumulate in float32.
+rhs. Operands of different dtypes give the more precise one (XLA's HigherPrecisionType);
+``preferred_element_type`` sets the output dtype. Low-precision floats accumulate in float32.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,34 +111,67 @@ def _dot_general_shape(lhs, rhs, *, dimension_numbers, precision, preferred_elem
     return batch + lfree + rfree
 
 
+@functools.cache
+def _precision_key(dt: np.dtype) -> tuple:
+    """XLA's order of element types by precision (primitive_util's HigherPrecisionType):
+    complex first, then exponent range, mantissa width, bit width, signedness."""
+    real = np.dtype(dtypes.finfo(dt).dtype) if dtypes.is_complex(dt) else dt
+    floating = dtypes.is_inexact(real)
+    bits = 1 if real == dtypes.bool_ else real.itemsize * 8
+    return (dtypes.is_complex(dt), dtypes.finfo(real).maxexp if floating else -1,
+            dtypes.finfo(real).nmant if floating else -1, bits, not dtypes.is_unsigned(real))
+
+
+@functools.cache
+def _result_dtype(lhs_dtype: np.dtype, rhs_dtype: np.dtype) -> np.dtype:
+    """The more precise of the operand dtypes (the output dtype without a preferred one)."""
+    lk, rk = _precision_key(lhs_dtype), _precision_key(rhs_dtype)
+    if lk == rk and lhs_dtype != rhs_dtype:
+        raise TypeError(f"dot_general: argument type error: {lhs_dtype}, {rhs_dtype}")
+    return lhs_dtype if lk >= rk else rhs_dtype
+
+
 def _dot_general_dtype(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     base.check_dtype("dot_general", "lhs", lhs.dtype, base.all_dtypes)
     base.check_dtype("dot_general", "rhs", rhs.dtype, base.all_dtypes)
+    result = _result_dtype(lhs.dtype, rhs.dtype)
     if preferred_element_type is None:
-        if lhs.dtype != rhs.dtype:
-            raise TypeError(f"dot_general requires lhs and rhs to have the same dtype unless "
-                            f"preferred_element_type is given, got {lhs.dtype} and "
-                            f"{rhs.dtype}")
-        return lhs.dtype
+        return result
     out = np.dtype(preferred_element_type)
-    for side, a in (("lhs", lhs), ("rhs", rhs)):
-        if dtypes.is_inexact(a.dtype) and not dtypes.is_inexact(out):
-            raise TypeError(f"dot_general: preferred_element_type {out} must be a floating "
-                            f"or complex type for the {a.dtype} {side} operand")
-        if dtypes.is_complex(a.dtype) and not dtypes.is_complex(out):
-            raise TypeError(f"dot_general: preferred_element_type {out} must be complex for "
-                            f"the {a.dtype} {side} operand")
+    if (out != result and not dtypes.is_float(result)
+            and _precision_key(out)[3] < _precision_key(result)[3]):
+        raise TypeError(f"dot_general: preferred_element_type must not be narrower than the "
+                        f"original type, got preferred_element_type of {out} for result type "
+                        f"of {result}")
     return out
 
 
-def _dot_general_weak_type(lhs, rhs, *, preferred_element_type, **_):
-    return preferred_element_type is None and lhs.weak_type and rhs.weak_type
+def _compute_dtype(lhs_dtype: np.dtype, rhs_dtype: np.dtype, out_dtype: np.dtype) -> np.dtype:
+    """The type the product is computed in before its conversion to ``out_dtype``: as XLA's
+    CPU backend does, mixed operands are converted to the output type; operands of one type
+    are upcast to a more precise output type, else multiplied in their own type."""
+    if lhs_dtype == out_dtype or (lhs_dtype == rhs_dtype
+                                  and _precision_key(out_dtype) < _precision_key(lhs_dtype)):
+        return lhs_dtype
+    return out_dtype
+
+
+def _dot_general_weak_type(lhs, rhs, **_):
+    return lhs.weak_type and rhs.weak_type
 
 
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
-    out = K.dot_general(lhs, rhs, dimension_numbers, accumulation_dtype(out_dtype))
-    return out.astype(out_dtype, copy=False)
+    out_dtype = (_result_dtype(lhs.dtype, rhs.dtype) if preferred_element_type is None
+                 else np.dtype(preferred_element_type))
+    compute = _compute_dtype(lhs.dtype, rhs.dtype, out_dtype)
+    acc = accumulation_dtype(compute)
+    lhs, rhs = (_convert(_convert(x, compute), acc) for x in (lhs, rhs))
+    out = K.dot_general(lhs, rhs, dimension_numbers, acc)
+    return _convert(_convert(out, compute), out_dtype)
+
+
+def _convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return x if x.dtype == dtype else K.convert(x, dtype)
 
 
 dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_general_shape,
@@ -147,17 +181,20 @@ dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_genera
 @dot_general_p.def_lowering
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                           preferred_element_type):
-    # Operands are converted to the accumulation type (float32 for float16/bfloat16 results)
-    # and the product rounded to the result type once, as the eager impl does.
+    # Operands are converted to the accumulation type of the compute type (float32 for
+    # float16/bfloat16) and the product rounded to the compute type, then converted to the
+    # result type, as the eager impl does.
     b = ctx.b
     out = ctx.aval_out
-    acc = accumulation_dtype(out.dtype)
+    compute = _compute_dtype(ctx.avals_in[0].dtype, ctx.avals_in[1].dtype, out.dtype)
+    acc = accumulation_dtype(compute)
     (lc, rc), (lb, rb) = dimension_numbers
-    prod = b.op("dot_general", lower_convert(b, lhs, acc), lower_convert(b, rhs, acc),
+    lhs, rhs = (lower_convert(b, lower_convert(b, x, compute), acc) for x in (lhs, rhs))
+    prod = b.op("dot_general", lhs, rhs,
                 shape=Shape(acc, out.shape), lhs_batching_dimensions=tuple(lb),
                 rhs_batching_dimensions=tuple(rb), lhs_contracting_dimensions=tuple(lc),
                 rhs_contracting_dimensions=tuple(rc))
-    return lower_convert(b, prod, out.dtype)
+    return lower_convert(b, lower_convert(b, prod, compute), out.dtype)
 
 
 # ---------------------------------------------------------------- dot_general autodiff
@@ -289,7 +326,7 @@ def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any =
     rhs = base.as_operand(rhs, "dot", "rhs")
     ls, rs = core.get_aval(lhs).shape, core.get_aval(rhs).shape
     if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2) or ls[-1] != rs[0]:
-        raise TypeError(f"dot: incompatible shapes for dot: got {ls} and {rs} (lax.dot takes "
+        raise ValueError(f"dot: incompatible shapes for dot: got {ls} and {rs} (lax.dot takes "
                         "vectors or matrices whose inner dimensions match)")
     return dot_general(lhs, rhs, (((len(ls) - 1,), (0,)), ((), ())), precision,
                        preferred_element_type)

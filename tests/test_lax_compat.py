@@ -1,0 +1,85 @@
+"""ember.lax against jax.lax: dtype rules, edge values and errors found by a differential hunt.
+
+Expected values are literals computed with JAX 0.10.2 (CPU) or closed forms; jax is not
+imported here.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+from ember import lax
+
+BF16 = ml_dtypes.bfloat16
+_F = [1.5, 2.5, 100.25]
+
+
+def _both(fn, *args):
+    """``fn(*args)`` eagerly and under jit (the two must agree)."""
+    eager = fn(*args)
+    jitted = ember.jit(fn)(*args)
+    assert eager.dtype == jitted.dtype
+    np.testing.assert_array_equal(np.asarray(eager), np.asarray(jitted))
+    return eager
+
+
+# ---------------------------------------------------------------- dot_general dtypes
+
+
+@pytest.mark.parametrize("lhs,rhs,pet,dtype,value", [
+    # Mixed operand dtypes: the more precise one is the result; both operands are
+    # converted to the output dtype before the product (as XLA's CPU backend does).
+    (np.float32(_F), np.float16(_F), None, np.float32, 10058.5625),
+    (np.float16(_F), np.array(_F, BF16), None, BF16, 9984.0),
+    (np.float32(_F), np.int8([100, 100, -7]), None, np.float32, -301.75),
+    (np.int8([100, 100, -7]), np.uint8([200, 100, 7]), None, np.int8, -1),
+    (np.int8([100, 100, -7]), np.array([True, True, False]), None, np.int8, -56),
+    (np.float32(_F), np.float16(_F), np.int32, np.int32, 10005),
+    (np.float32(_F), np.float16(_F), np.int8, np.int8, 21),
+    # One operand dtype: a more precise output upcasts the operands ...
+    (np.int8([100, 100, -7]), np.int8([100, 100, -7]), np.int32, np.int32, 20049),
+    (np.int8([100, 100, -7]), np.int8([100, 100, -7]), np.float32, np.float32, 20049.0),
+    (np.array(_F, BF16), np.array(_F, BF16), np.float32, np.float32, 10008.5),
+    (np.float16(_F), np.float16(_F), BF16, BF16, 9984.0),
+    (np.uint8([200, 100, 7]), np.uint8([200, 100, 7]), np.int16, np.int16, -15487),
+    # ... a less precise one converts the product (float to int saturates).
+    (np.float32(_F), np.float32(_F), np.int32, np.int32, 10058),
+    (np.float32(_F), np.float32(_F), np.int8, np.int8, 127),
+    (np.float32(_F), np.float32(_F), BF16, BF16, 10048.0),
+    (np.float16(_F), np.float16(_F), np.int32, np.int32, 10056),
+    (np.int8([100, 100, -7]), np.int8([100, 100, -7]), None, np.int8, 81),
+])
+def test_dot_mixed_dtypes_and_preferred_element_type(lhs, rhs, pet, dtype, value):
+    out = _both(lambda a, b: lax.dot(a, b, preferred_element_type=pet), lhs, rhs)
+    assert out.dtype == np.dtype(dtype)
+    assert np.asarray(out).item() == value
+
+
+def test_dot_preferred_element_type_narrower_than_integer_result_raises():
+    with pytest.raises(TypeError, match="must not be narrower"):
+        lax.dot(np.int32([1, 2]), np.int32([3, 4]), preferred_element_type=np.int8)
+    with pytest.raises(TypeError, match="must not be narrower"):
+        lax.dot(np.int8([1, 2]), np.int8([3, 4]), preferred_element_type=np.bool_)
+
+
+def test_dot_weak_type_and_bad_shapes():
+    dn = (((), ()), ((), ()))
+    out = lax.dot_general(2.0, 3.0, dn, preferred_element_type=np.float32)
+    assert out.aval.weak_type  # weak when both operands are, as in JAX
+    with pytest.raises(ValueError, match="dot"):
+        lax.dot(np.ones((2, 2, 2), np.float32), np.ones((2, 2), np.float32))
+
+
+def test_dot_mixed_dtypes_grad_and_vmap():
+    x = np.float16([[1.5, 2.0], [3.0, 4.0]])
+    y = np.float32([[0.5, -1.0], [2.0, 3.0]])
+    gx, gy = ember.grad(lambda x, y: lax.dot(x, y).sum(), argnums=(0, 1))(x, y)
+    assert gx.dtype == np.float16 and gy.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(gx), np.float16([[-0.5, 5.0], [-0.5, 5.0]]))
+    np.testing.assert_array_equal(np.asarray(gy), np.float32([[4.5, 4.5], [6.0, 6.0]]))
+    v = ember.vmap(lambda a, b: lax.dot(a, b))(x, y)
+    assert v.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(v), np.float32([-1.25, 18.0]))
