@@ -112,7 +112,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
 
-def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None,
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str | None = None,
                     fill_value: Any = None) -> Any:
     """Picks ``arr`` values at ``indices`` along ``axis``; other axes broadcast.
 
@@ -343,18 +343,21 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
         >>> jnp.select([x < 1, x > 2], [x, -x], 9)
         Array([ 0,  9,  9, -3], dtype=int32)
     """
-    if not isinstance(condlist, (list, tuple)) or not isinstance(choicelist, (list, tuple)):
-        raise TypeError("select: condlist and choicelist must be lists or tuples of arrays")
+    # Any sequence works, an array too (its rows are the entries), as in JAX.
+    try:
+        condlist, choicelist = list(condlist), list(choicelist)
+    except TypeError:
+        raise TypeError("select: condlist and choicelist must be sequences of arrays, got "
+                        f"{type(condlist).__name__} and {type(choicelist).__name__}") from None
     if len(condlist) != len(choicelist):
         raise ValueError(f"select: condlist and choicelist must have the same length, got "
                          f"{len(condlist)} and {len(choicelist)}")
     if not condlist:
         raise ValueError("select: condlist must not be empty")
     _util.check_arraylike("select", *condlist, *choicelist, default)
-    for i, c in enumerate(condlist):
-        if core.get_aval(c).dtype != np.bool_:
-            raise TypeError(f"select: condlist entry {i} must be a boolean array, got dtype "
-                            f"{core.get_aval(c).dtype}")
+    # A non-boolean condition is true where nonzero (JAX casts the conditions to bool).
+    condlist = [c if core.get_aval(c).dtype == np.bool_ else
+                lax.convert_element_type(_util.ensure_array(c), np.bool_) for c in condlist]
     *choices, default = _util.promote_dtypes(*choicelist, default)
     args = [*condlist, *choices, default]
     shape = _util.broadcast_shapes(*(core.get_aval(x).shape for x in args))  # ValueError (JAX)

@@ -168,9 +168,9 @@ def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any =
     a, b = _promote("vdot", a, b)
     sa, sb = _shape(a), _shape(b)
     na, nb = int(np.prod(sa, dtype=np.int64)), int(np.prod(sb, dtype=np.int64))
-    if na != nb:
-        raise ValueError(f"vdot: arrays of shapes {sa} and {sb} have different sizes "
-                         f"({na} != {nb})")
+    if na != nb:  # TypeError, like the dot_general JAX's vdot reaches
+        raise TypeError(f"vdot: arrays of shapes {sa} and {sb} have different sizes "
+                        f"({na} != {nb})")
     if dtypes.is_complex(core.get_aval(a).dtype):
         a = lax.conj(a)
     return lax.dot_general(lax.reshape(a, (na,)), lax.reshape(b, (nb,)),
@@ -315,7 +315,7 @@ def _axes_list(fn: str, ax: Any, ndim: int, which: str) -> tuple[int, ...]:
             raise ValueError(f"{fn}: axis {d} for {which} is out of bounds for rank {ndim}")
         out.append(int(d) % ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"{fn}: repeated axis in axes for {which}: {ax!r}")
+        raise TypeError(f"{fn}: repeated axis in axes for {which}: {ax!r}")
     return tuple(out)
 
 
@@ -330,10 +330,10 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any =
     a, b = _promote("tensordot", a, b)
     sa, sb = _shape(a), _shape(b)
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
-        n = int(axes)
-        if n < 0 or n > len(sa) or n > len(sb):
-            raise ValueError(f"tensordot: axes={n} must be between 0 and the ranks of the "
-                             f"operands, got shapes {sa} and {sb}")
+        n = max(int(axes), 0)  # a negative count contracts nothing (NumPy and JAX)
+        if n > len(sa) or n > len(sb):
+            raise TypeError(f"tensordot: axes={n} must be at most the ranks of the operands, "
+                            f"got shapes {sa} and {sb}")
         ca, cb = tuple(range(len(sa) - n, len(sa))), tuple(range(n))
     else:
         try:
@@ -344,12 +344,13 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *, precision: Any =
         ca = _axes_list("tensordot", ax_a, len(sa), "a")
         cb = _axes_list("tensordot", ax_b, len(sb), "b")
         if len(ca) != len(cb):
-            raise ValueError(f"tensordot: axes lists {ax_a!r} and {ax_b!r} have different "
-                             "lengths")
+            raise TypeError(f"tensordot: axes lists {ax_a!r} and {ax_b!r} have different "
+                            "lengths")
+    # TypeErrors, as JAX's (its dot_general's shape rule raises them).
     for i, j in zip(ca, cb):
         if sa[i] != sb[j]:
-            raise ValueError(f"tensordot: shape mismatch: axis {i} of a (shape {sa}) has size "
-                             f"{sa[i]} but axis {j} of b (shape {sb}) has size {sb[j]}")
+            raise TypeError(f"tensordot: shape mismatch: axis {i} of a (shape {sa}) has size "
+                            f"{sa[i]} but axis {j} of b (shape {sb}) has size {sb[j]}")
     return lax.dot_general(a, b, ((ca, cb), ((), ())), precision, preferred_element_type)
 
 
