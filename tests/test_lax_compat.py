@@ -83,3 +83,43 @@ def test_dot_mixed_dtypes_grad_and_vmap():
     v = ember.vmap(lambda a, b: lax.dot(a, b))(x, y)
     assert v.dtype == np.float32
     np.testing.assert_array_equal(np.asarray(v), np.float32([-1.25, 18.0]))
+
+
+# ---------------------------------------------------------------- elementwise dtype rules
+
+
+def test_conj_rejects_half_floats_and_abs_rejects_unsigned():
+    for dt in (np.float16, BF16):
+        with pytest.raises(TypeError, match="conj"):
+            lax.conj(np.ones(2, dt))
+    assert lax.conj(np.float32([1.0])).dtype == np.complex64
+    for dt in (np.uint8, np.uint32):
+        with pytest.raises(TypeError, match="abs"):
+            lax.abs(np.ones(2, dt))
+    np.testing.assert_array_equal(np.asarray(lax.abs(np.int8([-3, -128]))),
+                                  np.int8([3, -128]))
+
+
+def test_stop_gradient_converts_every_leaf():
+    out = lax.stop_gradient({"i": np.int64([1, 2]), "s": 2, "b": np.array([True])})
+    assert type(out["i"]) is type(out["s"]) is ember.Array
+    assert out["i"].dtype == np.int32 and not out["i"].aval.weak_type
+    assert out["s"].dtype == np.int32 and out["s"].aval.weak_type
+    assert "stop_gradient" in str(ember.make_jaxpr(lax.stop_gradient)(np.int32(1)))
+
+
+def test_clamp_weak_only_when_every_operand_is():
+    assert not lax.clamp(np.float32(0), 0.5, np.float32(1)).aval.weak_type
+    assert lax.clamp(0.0, 0.5, 1.0).aval.weak_type
+    assert not lax.clamp(0.0, np.float32([2.0]), 1.0).aval.weak_type
+
+
+def test_reduce_precision_and_integer_pow_exponent_types():
+    with pytest.raises(TypeError, match="exponent_bits"):
+        lax.reduce_precision(np.float32([1.0]), 5.0, 2)
+    with pytest.raises(ValueError, match="exponent_bits"):
+        lax.reduce_precision(np.float32([1.0]), 0, 2)
+    # JAX accepts an integral float exponent; a fractional one is a TypeError.
+    assert np.asarray(lax.integer_pow(np.float32([2.0]), 3.0)).tolist() == [8.0]
+    with pytest.raises(TypeError, match="integer_pow"):
+        lax.integer_pow(np.float32([2.0]), 2.5)

@@ -86,18 +86,13 @@ batch_util.defvectorized(stop_gradient_p)
 def stop_gradient(x: Any) -> Any:
     """The identity on a pytree, with zero derivative: gradients do not flow through it.
 
-    Integer and boolean leaves are returned unchanged.
+    Every leaf becomes an array (of its canonical dtype), as in JAX.
 
     Example:
         >>> ember.grad(lambda x: x * lax.stop_gradient(x))(3.0)
         Array(3., dtype=float32, weak_type=True)
     """
-    def stop(leaf: Any) -> Any:
-        aval = core.get_aval(leaf)
-        if not dtypes.is_inexact(aval.dtype):
-            return leaf
-        return stop_gradient_p.bind(leaf)
-    return tree_util.tree_map(stop, x)
+    return tree_util.tree_map(stop_gradient_p.bind, x)
 
 
 __all__ = ["add_any", "add_any_p", "stop_gradient", "stop_gradient_p", "zeros_like_aval"]

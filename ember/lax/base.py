@@ -24,6 +24,7 @@ float_dtypes = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 complex_dtypes = (dtypes.complex64, dtypes.complex128)
 inexact_dtypes = float_dtypes + complex_dtypes
 numeric_dtypes = int_dtypes + inexact_dtypes
+signed_numeric_dtypes = float_dtypes + signed_int_dtypes + complex_dtypes
 all_dtypes = bool_dtypes + numeric_dtypes
 
 _GROUP_NAMES = {
@@ -33,7 +34,7 @@ _GROUP_NAMES = {
     signed_int_dtypes + float_dtypes: "signed integer or floating",
     int_dtypes + float_dtypes: "integer or floating",
     bool_dtypes + int_dtypes + float_dtypes: "real",
-    float_dtypes + signed_int_dtypes + complex_dtypes: "signed numeric",
+    signed_numeric_dtypes: "signed numeric",
 }
 
 

@@ -32,6 +32,7 @@ from ember.lax.base import (
     inexact_dtypes,
     int_dtypes,
     numeric_dtypes,
+    signed_numeric_dtypes,
     standard_primitive,
 )
 
@@ -191,7 +192,7 @@ atan2 = _binary(atan2_p)
 
 
 def _abs_dtype(x, **_):
-    check_dtype("abs", "x", x.dtype, numeric_dtypes)
+    check_dtype("abs", "x", x.dtype, signed_numeric_dtypes)
     return {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}.get(
         x.dtype, x.dtype)
 
@@ -298,6 +299,8 @@ def integer_pow(x: Any, y: int) -> Any:
         >>> lax.integer_pow(jnp.array([2.0, 3.0]), 3)
         Array([ 8., 27.], dtype=float32)
     """
+    if isinstance(y, (float, np.floating)) and float(y).is_integer():
+        y = int(y)  # (JAX accepts an integral float: integer_pow(x, 2.0))
     if isinstance(y, bool) or not isinstance(y, (int, np.integer)):
         raise TypeError(f"integer_pow: exponent y must be a Python integer, got {y!r}")
     x = base.as_operand(x, "integer_pow", "x")
@@ -460,8 +463,7 @@ def _clamp_dtype(lo, x, hi, **_):
     return x.dtype
 
 
-clamp_p = standard_primitive("clamp", K.clamp,
-                             _clamp_shape, _clamp_dtype, lambda lo, x, hi: x.weak_type)
+clamp_p = standard_primitive("clamp", K.clamp, _clamp_shape, _clamp_dtype)
 
 
 def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
@@ -501,7 +503,8 @@ imag_p = standard_primitive("imag", lambda x: np.array(np.imag(x)), _unary_shape
 
 
 def _conj_dtype(x, *, input_dtype):
-    check_dtype("conj", "x", x.dtype, inexact_dtypes)
+    # (JAX's rule: float16/bfloat16 have no complex counterpart)
+    check_dtype("conj", "x", x.dtype, (dtypes.float32, dtypes.float64) + complex_dtypes)
     return _to_complex(x.dtype)
 
 
@@ -555,7 +558,9 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     """
     for name, v, lo in (("exponent_bits", exponent_bits, 1), ("mantissa_bits", mantissa_bits,
                                                               0)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"reduce_precision: {name} must be an integer, got {v!r}")
+        if v < lo:
             raise ValueError(f"reduce_precision: {name} must be an integer >= {lo}, got {v!r}")
     return reduce_precision_p.bind(base.as_operand(operand, "reduce_precision"),
                                    exponent_bits=int(exponent_bits),
