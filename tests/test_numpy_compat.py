@@ -333,3 +333,28 @@ def test_power_of_a_float_to_integers_is_not_promoted(x64_on, request):
     # the derivative of x ** 0 at x = 0 is 0 (a float exponent would give 0 * inf)
     g = ember.grad(lambda x: jnp.power(x, jnp.asarray(np.int32(0))))(0.0)
     assert float(g) == 0.0
+
+
+# ---------------------------------------------------------------- linspace: one formula
+
+
+@pytest.mark.parametrize("dtype", [None, np.float16, ml_dtypes.bfloat16, np.int32,
+                                   np.complex64])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_gives_the_same_bits_eagerly_and_under_jit(dtype, endpoint):
+    """JAX's formula ``start * (1 - t) + stop * t`` with ``t = i * (1 / div)``, for Python
+    scalars (computed by NumPy), ember arrays (eager lax) and traced values alike."""
+    for a, b, n in [(-5.0, 2.0, 4), (0.0, 1.0, 7), (-1.3, 7.7, 11), (2.0, -3.7, 9)]:
+        kw = {"endpoint": endpoint, "dtype": dtype}
+        scalars = np.asarray(jnp.linspace(a, b, n, **kw))
+        arrays = np.asarray(jnp.linspace(jnp.asarray(a), jnp.asarray(b), n, **kw))
+        traced = np.asarray(ember.jit(lambda a, b, kw=kw, n=n: jnp.linspace(a, b, n, **kw))(a, b))
+        np.testing.assert_array_equal(scalars, arrays)
+        np.testing.assert_array_equal(scalars, traced)
+        want = np.linspace(a, b, n, endpoint=endpoint)
+        if dtype in (None, np.complex64):
+            np.testing.assert_allclose(scalars, want, rtol=3e-7, atol=3e-7)
+    # the last sample is the endpoint exactly; t = 3 * (1 / 7) as XLA rounds it
+    np.testing.assert_array_equal(np.asarray(jnp.linspace(0.0, 1.0, 7, endpoint=False))[3],
+                                  np.float32(3) * (np.float32(1) / np.float32(7)))
+    assert float(jnp.linspace(-1.3, 7.7, 11)[-1]) == np.float32(7.7)

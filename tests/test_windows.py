@@ -600,7 +600,8 @@ JAX_CASES = {
     "kaiser_large_beta": (lambda n: n.kaiser(5, 100.0), 0.0),
     "i0_weak": (lambda n: n.i0(2.5), 2e-6),
     "i0_int": (lambda n: n.i0(n.array([-3, 0, 4])), 2e-6),
-    "i0_f32_range": (lambda n: n.i0(n.linspace(-90.0, 90.0, 73)), 4e-6),
+    # (the samples of linspace may differ from JAX's by an ulp, which moves i0 near 90 by 8e-6)
+    "i0_f32_range": (lambda n: n.i0(n.linspace(-90.0, 90.0, 73)), 1.6e-5),
     "i0_f16": (lambda n: n.i0(n.array([0.5, -3.0, 9.0, 11.0, 12.0], n.float16)), 2e-3),
     "i0_bf16": (lambda n: n.i0(n.array([0.5, -3.0, 9.0, 60.0, 89.0], n.bfloat16)), 1e-2),
     "i0_specials": (lambda n: n.i0(n.array([np.inf, -np.inf, np.nan, 89.0])), 0.0),

@@ -350,24 +350,68 @@ def _insert_axis(fn: str, out: Any, axis: int) -> Any:
     return moveaxis(out, 0, _util.canonicalize_axis(fn, axis, nd))
 
 
+def _reciprocal(div: int, dtype: np.dtype) -> np.ndarray:
+    """``1 / div`` for a division by the constant ``div``, which XLA computes as a product
+    with this reciprocal: rounded to the division's dtype, float32 for bfloat16."""
+    work = np.dtype(np.float32) if dtype == dtypes.bfloat16 else dtype
+    return np.asarray(np.ones((), work) / np.asarray(div, work), work)
+
+
+def _times(x: Any, recip: np.ndarray) -> Any:
+    """``x * recip`` rounded to x's dtype (the product in recip's dtype)."""
+    dt = core.get_aval(x).dtype
+    product = lax.mul(lax.convert_element_type(x, recip.dtype),
+                      lax.full(core.get_aval(x).shape, recip, recip.dtype))
+    return lax.convert_element_type(product, dt)
+
+
+def _times_numpy(x: np.ndarray, recip: np.ndarray) -> np.ndarray:
+    return (x.astype(recip.dtype) * recip).astype(x.dtype)
+
+
 def _linspace_traced(start, stop, num, endpoint, cdt, axis):
+    # JAX's formula (so results agree bit for bit): sample i of ``div`` intervals is
+    # ``start * (1 - t) + stop * t`` with ``t = i / div`` rounded to cdt, the endpoint exact.
     start, stop = (lax.convert_element_type(x, cdt) for x in (start, stop))
     start, stop = broadcast_arrays(start, stop)
     bshape = core.get_aval(start).shape
-    shp = (num,) + bshape
-    dims = tuple(range(1, len(shp)))
     div = num - 1 if endpoint else num
     if num == 0:
-        return _insert_axis("linspace", full(shp, 0, cdt), axis), full(bshape, np.nan, cdt)
-    s = lax.broadcast_in_dim(start, shp, dims)
-    delta = lax.sub(stop, start)
-    step = lax.div(delta, lax.full_like(delta, div)) if div > 0 else full(bshape, np.nan, cdt)
-    ramp = lax.broadcasted_iota(cdt, shp, 0)
-    out = lax.add(s, lax.mul(ramp, lax.broadcast_in_dim(step, shp, dims))) if div > 0 else s
-    if endpoint and num > 1:
-        head = lax.slice_in_dim(out, 0, num - 1)
-        out = lax.concatenate([head, lax.expand_dims(stop, (0,))], 0)
-    return _insert_axis("linspace", out, axis), step
+        return (_insert_axis("linspace", full((0,) + bshape, 0, cdt), axis),
+                full(bshape, np.nan, cdt))
+    if num == 1:
+        delta = full(bshape, np.nan, cdt) if endpoint else lax.sub(stop, start)
+        return _insert_axis("linspace", lax.expand_dims(start, (0,)), axis), delta
+    delta = _times(lax.sub(stop, start), _reciprocal(div, cdt))
+    real = dtypes.finfo(cdt).dtype
+    shp, dims = (div,) + bshape, tuple(range(1, len(bshape) + 1))
+    t = lax.convert_element_type(_times(lax.broadcasted_iota(real, shp, 0),
+                                        _reciprocal(div, real)), cdt)
+    out = lax.add(lax.mul(lax.broadcast_in_dim(start, shp, dims), lax.sub(lax.full(shp, 1, cdt),
+                                                                          t)),
+                  lax.mul(lax.broadcast_in_dim(stop, shp, dims), t))
+    if endpoint:
+        out = lax.concatenate([out, lax.expand_dims(stop, (0,))], 0)
+    return _insert_axis("linspace", out, axis), delta
+
+
+def _linspace_numpy(start, stop, num, endpoint, cdt, axis):
+    """``_linspace_traced`` computed by NumPy (Python and NumPy arguments give constants)."""
+    div = num - 1 if endpoint else num
+    with np.errstate(all="ignore"):  # (float16 may overflow: no warning, as in JAX)
+        start, stop = np.broadcast_arrays(np.asarray(start).astype(cdt),
+                                          np.asarray(stop).astype(cdt))
+        if num <= 1:
+            out = start[None][:num]
+            delta = np.asarray(np.nan if endpoint or num == 0 else stop - start).astype(cdt)
+        else:
+            delta = _times_numpy((stop - start).astype(cdt), _reciprocal(div, cdt))
+            real = dtypes.finfo(cdt).dtype
+            t = _times_numpy(np.arange(div).astype(real), _reciprocal(div, real))
+            t = t.astype(cdt).reshape((div,) + (1,) * start.ndim)
+            out = (start * (np.asarray(1, cdt) - t)).astype(cdt) + (stop * t).astype(cdt)
+            out = np.concatenate([out.astype(cdt), stop[None]]) if endpoint else out
+    return np.moveaxis(out.astype(cdt), 0, axis), delta
 
 
 def _finish(fn: str, out: Any, dt: np.dtype) -> Any:
@@ -409,11 +453,9 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = _num_arg("linspace", num)
     dt, cdt = _linspace_dtype("linspace", dtype, start, stop)
     if _all_concrete(start, stop):
-        wide = np.complex128 if dtypes.is_complex(cdt) else np.float64
-        s, e = np.asarray(start, wide), np.asarray(stop, wide)
-        _util.canonicalize_axis("linspace", axis, np.broadcast(s, e).ndim + 1)
-        with np.errstate(all="ignore"):
-            value, step = np.linspace(s, e, num, endpoint=endpoint, retstep=True, axis=axis)
+        ndim = np.broadcast(np.asarray(start), np.asarray(stop)).ndim
+        axis = _util.canonicalize_axis("linspace", axis, ndim + 1)
+        value, step = _linspace_numpy(start, stop, num, endpoint, cdt, axis)
         out = _concrete_samples(value, dt)
         step = _concrete(np.asarray(step).astype(cdt))
     else:
