@@ -151,6 +151,18 @@ def test_tensordot_and_vdot_errors_and_negative_axes():
         ember.vmap(lambda x, y: jnp.tensordot(x, y, 1), in_axes=(1, None))(a, b)
 
 
+def test_broadcasting_error_class_follows_jax():
+    # Different ranks: JAX broadcasts the ranks first and raises ValueError; equal ranks reach
+    # the lax function and raise TypeError.
+    with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: "
+                                         r"shapes=\[\(4,\), \(4, 5\)\]"):
+        jnp.maximum(jnp.ones(4), jnp.ones((4, 5)))
+    with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+        ember.vmap(jnp.add)(np.ones((3, 4)), np.ones((3, 4, 5)))
+    with pytest.raises(TypeError, match="add got incompatible shapes for broadcasting"):
+        jnp.add(jnp.ones(3), jnp.ones(4))
+
+
 # ---------------------------------------------------------------- against JAX
 
 

@@ -115,7 +115,10 @@ def promote_shapes(fn: str, *args: Any) -> list[Any]:
         return list(args)
     try:
         result = broadcast_shapes(*shapes)
-    except ValueError:  # TypeError, like JAX's elementwise functions
+    except ValueError:
+        if len({len(s) for s in nonscalar}) > 1:  # JAX broadcasts the ranks first: ValueError
+            raise
+        # Equal ranks reach JAX's lax function, whose shape check raises a TypeError.
         raise TypeError(f"{fn} got incompatible shapes for broadcasting: "
                         f"{', '.join(str(s) for s in shapes)}.") from None
     return [a if s == () else lax.broadcast_to_shape(a, result) for a, s in zip(args, shapes)]
