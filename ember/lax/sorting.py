@@ -147,7 +147,8 @@ def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
     """Sorts ``operand`` (or a sequence of operands, by their first ``num_keys``) along a dim.
 
-    NaNs sort to the end. With a sequence, every operand is permuted like the keys.
+    NaNs sort to the end; complex keys sort by real part, then imaginary part. With a
+    sequence, every operand is permuted like the keys.
 
     Example:
         >>> lax.sort(jnp.array([3., 1., 2.]))
@@ -164,8 +165,19 @@ def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: in
     dimension = base.check_axis("sort", "dimension", dimension, ndim)
     if isinstance(num_keys, bool) or not isinstance(num_keys, (int, np.integer)):
         raise TypeError(f"sort: num_keys must be an integer, got {num_keys!r}")
-    out = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
-                      num_keys=int(num_keys))
+    num_keys = int(num_keys)
+    keys = operands[:num_keys]
+    split = [] if num_keys > len(operands) else \
+        [part for k in keys for part in ((E.real(k), E.imag(k))
+                                         if dtypes.is_complex(core.get_aval(k).dtype) else (k,))]
+    if len(split) > len(keys):
+        # Complex keys order lexicographically (real, imaginary), as JAX's comparator does:
+        # sort by the split keys, carrying every operand.
+        out = sort_p.bind(*split, *operands, dimension=dimension, is_stable=bool(is_stable),
+                          num_keys=len(split))[len(split):]
+    else:
+        out = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
+                          num_keys=num_keys)
     return out[0] if single else tuple(out)
 
 
