@@ -876,9 +876,9 @@ def _make_scatter(name: str, combine):
 
     def dtype_rule(*avals, **params):
         dt = _scatter_dtype(*avals, _name=name)
+        # As in JAX, scatter-add/-mul/-sub take numbers only (no bool or/and).
         allowed = all_dtypes if combine in (None, np.minimum, np.maximum) else \
-            base.numeric_dtypes if combine is np.subtract else \
-            base.numeric_dtypes + base.bool_dtypes
+            base.numeric_dtypes
         check_dtype(name, "operand", dt, allowed)
         return dt
 

@@ -392,7 +392,10 @@ def _scatter_indices(x: Any, entries: list[tuple]) -> tuple[Any, tuple[int, ...]
     return _stack_last(cols, out_shape_t), out_shape_t
 
 
-def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> Any:
+def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> tuple:
+    """``x`` and ``values`` promoted to their common dtype (the scatter runs in it, as in
+    JAX: ``int_x.at[i].multiply(1.5)`` scales by 1.5, then truncates), ``values`` broadcast
+    to ``shape``."""
     if isinstance(values, (list, tuple)):
         values = array(values)
     _util.check_arraylike(fn, values)
@@ -405,8 +408,13 @@ def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> An
     if not ok:
         raise ValueError(f"{fn}: cannot broadcast update values of shape {vshape} to the "
                          f"indexed shape {shape}")
-    values = lax.convert_element_type(values, core.get_aval(x).dtype, False)
-    return lax.broadcast_to_shape(values, shape)
+    dt = core.get_aval(x).dtype
+    # JAX: a Python int that fits an integer x takes x's dtype (uint8 x, 200 stays uint8).
+    if isinstance(values, int) and dtypes.is_integer(dt) and \
+            np.iinfo(dt).min <= values <= np.iinfo(dt).max:
+        values = lax.convert_element_type(values, dt, False)
+    x, values = _util.promote_dtypes(x, values)
+    return x, lax.broadcast_to_shape(values, shape)
 
 
 def _leading_index_scatter(x: Any, entries: list[tuple]) -> tuple | None:
@@ -486,9 +494,11 @@ def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: An
     indices, out_shape, dn = _scatter_plan(x, entries)
     if 0 in out_shape:  # nothing to update: JAX returns x without checking the values' shape
         return x
-    updates = _prepare_updates(fn, x, values, out_shape)
-    return scatter_fn(x, indices, updates, dn, indices_are_sorted=indices_are_sorted,
-                      unique_indices=unique_indices, mode=GatherScatterMode.from_any(mode))
+    aval = core.get_aval(x)
+    operand, updates = _prepare_updates(fn, x, values, out_shape)
+    out = scatter_fn(operand, indices, updates, dn, indices_are_sorted=indices_are_sorted,
+                     unique_indices=unique_indices, mode=GatherScatterMode.from_any(mode))
+    return lax.convert_element_type(out, aval.dtype, aval.weak_type)
 
 
 class _IndexUpdateRef:
@@ -561,7 +571,7 @@ class _IndexUpdateRef:
     def _scaled_ones(self, values, name, indices_are_sorted, unique_indices, mode):
         # Ones with ``values`` multiplied in at ``idx``: the divisor/exponent of divide/power.
         x = _util.ensure_array(self.array)
-        ones = lax.broadcast_in_dim(np.ones((), x.dtype), x.shape, ())
+        ones = lax.full_like(x, 1)
         return x, _scatter_update(ones, self.index, values, lax.scatter_mul, f"at[...].{name}",
                                   mode, indices_are_sorted, unique_indices)
 
@@ -585,7 +595,7 @@ class _IndexUpdateRef:
             Array([9., 3.], dtype=float32)
         """
         x, exps = self._scaled_ones(values, "power", indices_are_sorted, unique_indices, mode)
-        return lax.convert_element_type(ufuncs.power(x, exps), x.dtype, x.weak_type)
+        return ufuncs.power(x, exps)
 
     def min(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None) -> Any:
@@ -636,12 +646,7 @@ class _IndexUpdateRef:
             >>> jnp.zeros(2).at[0].subtract(1.0)
             Array([-1.,  0.], dtype=float32)
         """
-        x = _util.ensure_array(self.array)
-        if isinstance(values, (list, tuple)):
-            values = array(values)
-        _util.check_arraylike("at[...].subtract", values)
-        neg = lax.neg(lax.convert_element_type(values, x.dtype, False))
-        return self._update(neg, lax.scatter_add, "subtract", indices_are_sorted,
+        return self._update(values, lax.scatter_sub, "subtract", indices_are_sorted,
                             unique_indices, mode)
 
 

@@ -1,0 +1,87 @@
+"""Indexing and ``x.at[]`` updates against JAX's semantics (expected values computed with JAX
+0.10 and written in as literals)."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+
+
+def _check(out, expected, dtype, weak=False):
+    assert out.dtype == np.dtype(dtype)
+    assert out.aval.weak_type == weak
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(expected, dtype))
+
+
+# -------------------------------------------------- update dtypes: the scatter runs promoted
+
+# JAX promotes x with the values, scatters in that dtype, then converts back to x's dtype:
+# float updates of an int array accumulate (and scale) as floats before truncating.
+PROMOTED_UPDATES = [
+    (lambda x: x.at[jnp.array([0, 0, 2])].add(jnp.array([1.5, 2.5, 3.5])), [5, 2, 6, 4, 5]),
+    (lambda x: x.at[jnp.array([1, 1, 1])].add(jnp.array([1.5, 2.5, 3.5])), [1, 9, 3, 4, 5]),
+    (lambda x: x.at[2].multiply(1.5), [1, 2, 4, 4, 5]),
+    (lambda x: x.at[jnp.array([1, 1, 1])].multiply(jnp.array([1.5, 2.5, 3.5])),
+     [1, 26, 3, 4, 5]),
+    (lambda x: x.at[jnp.array([1, 1, 1])].subtract(jnp.array([1.5, 2.5, 3.5])),
+     [1, -5, 3, 4, 5]),
+    (lambda x: x.at[jnp.array([1, 1, 1])].power(jnp.array([1.5, 2.5, 3.5])),
+     [1, 8192, 3, 4, 5]),
+]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("case", range(len(PROMOTED_UPDATES)))
+def test_float_updates_of_int_array_scatter_in_float(case, jit):
+    f, expected = PROMOTED_UPDATES[case]
+    x = jnp.arange(1, 6)
+    _check((ember.jit(f) if jit else f)(x), expected, np.int32)
+
+
+def test_unsigned_subtract_of_floats_saturates_after_the_scatter():
+    x = jnp.arange(5, dtype=jnp.uint8)
+    _check(x.at[jnp.array([0, 0, 2])].subtract(jnp.array([1.5, 2.5, 3.5])), [0, 1, 0, 3, 4],
+           np.uint8)
+    _check(x.at[None].subtract(jnp.array([[1.0]])), [0, 0, 1, 2, 3], np.uint8)
+    # A Python int in x's range takes x's dtype (no promotion): uint8 arithmetic wraps.
+    _check(x.at[0].subtract(1), [255, 1, 2, 3, 4], np.uint8)
+
+
+def test_bool_array_updates_promote_python_ints():
+    x = jnp.array([True, False, True, False, True])
+    _check(x.at[-1].add(-1), [True, False, True, False, False], np.bool_)
+    _check(x.at[jnp.array([0, 0, 2])].add(-1), [True, False, False, False, True], np.bool_)
+    _check(x.at[1].min(-1), [True, True, True, False, True], np.bool_)
+    _check(x.at[1].max(-1), [True, False, True, False, True], np.bool_)
+    _check(x.at[1].subtract(2), [True, True, True, False, True], np.bool_)
+    # power: ones scattered with the (promoted) exponents, then jnp.power of two bools.
+    _check(x.at[1].power(2), [1, 0, 1, 0, 1], np.int32)
+
+
+@pytest.mark.parametrize("method", ["add", "multiply", "power"])
+def test_bool_add_and_multiply_are_type_errors(method):
+    x = jnp.array([True, False])
+    with pytest.raises(TypeError):
+        getattr(x.at[0], method)(True)
+
+
+@pytest.mark.parametrize("fn", [lax.scatter_add, lax.scatter_mul, lax.scatter_sub])
+def test_lax_scatter_arithmetic_rejects_bool(fn):
+    dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+    with pytest.raises(TypeError):
+        fn(jnp.array([True, False]), jnp.array([[1]]), jnp.array([True]), dn)
+
+
+def test_lax_scatter_min_max_accept_bool():
+    dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+    x, i, u = jnp.array([True, False]), jnp.array([[1]]), jnp.array([True])
+    _check(lax.scatter_max(x, i, u, dn), [True, True], np.bool_)
+    _check(lax.scatter_min(x, i, u, dn), [True, False], np.bool_)
+
+
+def test_weak_array_updates_keep_the_weak_type():
+    x = jnp.asarray(2.0)  # weak float32
+    _check(x.at[()].power(3), 8.0, np.float32, weak=True)
+    _check(x.at[()].add(jnp.float16(1)), 3.0, np.float32, weak=True)
