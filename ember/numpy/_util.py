@@ -90,13 +90,14 @@ def promote_dtypes_inexact(*args: Any) -> list[Any]:
 
 
 def promote_dtypes_numeric(*args: Any) -> list[Any]:
-    """Like promote_dtypes, but bools become the default integer dtype."""
+    """Like promote_dtypes, but bools become int32 (JAX's ``to_numeric_dtype``, with or
+    without x64)."""
     common = _common_aval_dtype(args)
     if common is not None and common != dtypes.bool_:
         return list(args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if dt == dtypes.bool_:
-        dt = dtypes.default_int_dtype()
+        dt = np.dtype(np.int32)
     return _convert_all(args, dt, weak)
 
 

@@ -37,24 +37,40 @@ _METHODS = {
 }
 
 
+_SYMBOLS = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
+    "rshift": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+}
+
 # Operand types that never defer (checked first: the common case costs one set lookup).
 _OPERAND_TYPES = frozenset((Array, int, float, complex, bool))
+# Operand types refused outright (as JAX: ``x == [1, 2]`` raises instead of being False);
+# exact types, so a NamedTuple that defines the operator still gets its turn.
+_REJECTED_TYPES = frozenset((list, tuple))
 
 
 def _defer(other: Any) -> bool:
     return not (isinstance(other, Tracer) or core.is_array_like(other))
 
 
-def _binary_method(fn: Any, reflected: bool):
+def _binary_method(fn: Any, reflected: bool, symbol: str):
+    def refuse(self, other):
+        if type(other) in _REJECTED_TYPES:
+            left, right = (other, self) if reflected else (self, other)
+            raise TypeError(f"unsupported operand type(s) for {symbol}: "
+                            f"{type(left).__name__!r} and {type(right).__name__!r}")
+        return NotImplemented
+
     if reflected:
         def method(self, other):
             if type(other) not in _OPERAND_TYPES and _defer(other):
-                return NotImplemented
+                return refuse(self, other)
             return fn(other, self)
     else:
         def method(self, other):
             if type(other) not in _OPERAND_TYPES and _defer(other):
-                return NotImplemented
+                return refuse(self, other)
             return fn(self, other)
     return method
 
@@ -150,10 +166,11 @@ def install(jnp_module: Any) -> None:
     for cls in (Array, Tracer):
         for op, fn_name in _BINARY_OPERATORS.items():
             fn = getattr(jnp_module, fn_name)
-            setattr(cls, f"__{op}__", _binary_method(fn, False))
-            setattr(cls, f"__r{op}__", _binary_method(fn, True))
+            setattr(cls, f"__{op}__", _binary_method(fn, False, _SYMBOLS[op]))
+            setattr(cls, f"__r{op}__", _binary_method(fn, True, _SYMBOLS[op]))
         for op, fn_name in _COMPARISONS.items():
-            setattr(cls, f"__{op}__", _binary_method(getattr(jnp_module, fn_name), False))
+            fn = getattr(jnp_module, fn_name)
+            setattr(cls, f"__{op}__", _binary_method(fn, False, _SYMBOLS[op]))
         for op, fn_name in _UNARY_OPERATORS.items():
             setattr(cls, f"__{op}__", _unary_method(getattr(jnp_module, fn_name)))
         for name, fn_name in _METHODS.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -223,10 +224,26 @@ def _int_pow(x: Any, y: Any) -> Any:
     return _select(lax.lt(y, 0), neg_result, acc)
 
 
+def _concrete_index(x: Any) -> int | None:
+    """``operator.index(x)`` for a concrete exponent (a Python or NumPy integer, a 0-d integer
+    array), else None: as in JAX, such a power is ``lax.integer_pow`` in the base's dtype."""
+    if type(x) is int:
+        return x
+    if isinstance(x, core.Tracer):
+        x = x.to_concrete_value()
+    if x is None or isinstance(x, float):
+        return None
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
+
+
 def power(x1: Any, x2: Any, /) -> Any:
     """Elementwise ``x1 ** x2``; integer powers use repeated squaring.
 
-    A Python integer exponent is applied with ``lax.integer_pow``. Integers to negative
+    A concrete integer exponent (a Python or NumPy integer, a 0-d integer array outside
+    tracing) is applied with ``lax.integer_pow``. Integers to negative
     integer powers give ``1 // x1 ** -x2`` (0, 1 or -1) instead of raising.
 
     Example:
@@ -234,16 +251,18 @@ def power(x1: Any, x2: Any, /) -> Any:
         Array([4, 9], dtype=int32)
     """
     check_arraylike("power", x1, x2)
-    if type(x2) is int:
+    exponent = _concrete_index(x2)
+    if exponent is not None:
         (x1,) = promote_args_numeric("power", x1)
-        return lax.integer_pow(x1, x2)
+        return lax.integer_pow(x1, exponent)
     if dtypes.is_inexact(_dt(x1)) and dtypes.is_integer(_dt(x2)):
         # A float or complex base to an integer power: no promotion, as in JAX (the result
         # has the base's dtype, and the derivative at a zero base is defined).
         return lax.pow(x1, x2)
     x1, x2 = promote_args_numeric("power", x1, x2)
     if dtypes.is_integer(_dt(x1)):
-        return _int_pow(x1, x2)
+        # (Never weak, as in JAX, whose integer power starts from strong constants.)
+        return lax.convert_element_type(_int_pow(x1, x2), _dt(x1), False)
     return lax.pow(x1, x2)
 
 
