@@ -10,6 +10,7 @@ primitive eagerly through the handler the runtime installs.
 from __future__ import annotations
 
 import collections
+import operator
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -348,27 +349,48 @@ class Tracer:
         """A concrete value behind this tracer when there is one (JVP primals), else None."""
         return None
 
-    def _concrete_or(self, error_cls):
-        value = self.to_concrete_value()
-        if value is None:
-            raise error_cls(self)
-        return value
-
+    # The conversions check as JAX's do: a concrete value converts; otherwise the shape is
+    # checked (the NumPy error) before the tracer error. ``float`` and ``complex`` never use
+    # a concrete value (JAX 0.10 raises for them even under ``grad``).
     def __bool__(self):
-        value = self._concrete_or(TracerBoolConversionError)
-        return bool(value)
+        value = self.to_concrete_value()
+        if value is not None:
+            return bool(value)
+        if self.size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
+        if self.size > 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        raise TracerBoolConversionError(self)
 
     def __int__(self):  # (JAX: a concretization error; ``__index__`` is the integer one)
-        return int(self._concrete_or(ConcretizationTypeError))
+        value = self.to_concrete_value()
+        if value is not None:
+            return int(value)
+        self._check_scalar_conversion()
+        raise ConcretizationTypeError(self, "The problem arose with the `int` function.")
 
     def __index__(self):
-        return np.asarray(self._concrete_or(TracerIntegerConversionError)).__index__()
+        value = self.to_concrete_value()
+        if value is not None:
+            return operator.index(value)
+        if self.shape != () or not dtypes.is_integer(self.dtype):
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
+        raise TracerIntegerConversionError(self)
 
     def __float__(self):
-        return float(self._concrete_or(ConcretizationTypeError))
+        self._check_scalar_conversion()
+        raise ConcretizationTypeError(self, "The problem arose with the `float` function.")
 
     def __complex__(self):
-        return complex(self._concrete_or(ConcretizationTypeError))
+        self._check_scalar_conversion()
+        raise ConcretizationTypeError(self, "The problem arose with the `complex` function.")
+
+    def _check_scalar_conversion(self) -> None:
+        if self.ndim:
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars; got "
+                            f"ndim={self.ndim}")
 
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(self)
@@ -392,14 +414,51 @@ class Tracer:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
+    def __reversed__(self):
+        return iter(self[::-1])
+
     def __repr__(self) -> str:
         return f"Traced<{self.aval.str_short()}>with<{self._trace!r}>"
 
-    def item(self, *args):
-        raise ConcretizationTypeError(self, "The item() method was called on a traced array.")
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
 
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+    def item(self, *args):
+        value = self.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(self, "The item() method was called on a traced "
+                                                "array.")
+        return np.asarray(value).item(*args)
+
+    # What only a concrete array has raises as in JAX.
     def tolist(self):
         raise ConcretizationTypeError(self, "The tolist() method was called on a traced array.")
+
+    def tobytes(self, order: str = "C"):
+        raise ConcretizationTypeError(self, "The tobytes() method was called on a traced "
+                                            "array.")
+
+    def devices(self):
+        raise ConcretizationTypeError(self, "The devices() method was called on a traced "
+                                            "array.")
+
+    def unsafe_buffer_pointer(self):
+        raise ConcretizationTypeError(self, "The unsafe_buffer_pointer() method was called "
+                                            "on a traced array.")
+
+    def __dlpack__(self, *args, **kwargs):
+        raise ConcretizationTypeError(self, "The __dlpack__() method was called on a traced "
+                                            "array.")
+
+    def __reduce__(self):
+        raise ConcretizationTypeError(self, "The error occurred in the __reduce__ method, "
+                                            "which may indicate an attempt to serialize/pickle "
+                                            "a traced value.")
 
 
 def concrete_or_error(value: Any, context: str = "") -> Any:

@@ -2,13 +2,16 @@
 properties and methods, on concrete arrays and on tracers (values written as literals, taken
 from JAX 0.10)."""
 
+import copy
 import operator
+import pickle
 
 import numpy as np
 import pytest
 
 import ember
 import ember.numpy as jnp
+from ember import errors
 
 
 def _check(x, dtype, weak=False, value=None):
@@ -69,3 +72,136 @@ def test_integer_power_of_arrays_is_strong(x64):
     b = jnp.array([True, False, True])
     _check(3 ** b, np.int64, value=[3, 1, 3])
     _check(ember.jit(lambda y: 3 ** y)(2), np.int64, value=9)
+
+
+# ---------------------------------------------------------------- conversions of tracers
+
+
+def _raises_in_jit(fn, arg, error):
+    with pytest.raises(error) as info:
+        ember.jit(fn)(arg)
+    return info.value
+
+
+@pytest.mark.parametrize("conv", [bool, int, float, complex, operator.index])
+def test_tracer_conversion_checks_the_shape_first(conv):
+    # NumPy's errors for a non-scalar (JAX checks the shape before concreteness)...
+    error = ValueError if conv is bool else TypeError
+    err = _raises_in_jit(conv, jnp.ones(3, np.int32), error)
+    assert not isinstance(err, errors.ConcretizationTypeError)
+    if conv is bool:
+        _raises_in_jit(conv, jnp.ones(0), ValueError)
+
+
+def test_tracer_conversion_errors_of_scalars():
+    x = jnp.array(1, np.int32)
+    _raises_in_jit(bool, x, errors.TracerBoolConversionError)
+    _raises_in_jit(operator.index, x, errors.TracerIntegerConversionError)
+    for conv in (int, float, complex):
+        _raises_in_jit(conv, x, errors.ConcretizationTypeError)
+    # operator.index of a float scalar: the plain TypeError.
+    err = _raises_in_jit(operator.index, jnp.array(1.0), TypeError)
+    assert not isinstance(err, errors.TracerIntegerConversionError)
+
+
+def test_conversions_under_grad():
+    # A JVP tracer has a concrete value for bool/int/index and item(), never for float()
+    # or complex() (JAX 0.10).
+    x = jnp.array(2.0)
+    assert float(ember.grad(lambda x: x.item() * x)(x)) == 2.0
+    assert float(ember.grad(lambda x: int(x) * x)(x)) == 2.0
+    assert float(ember.grad(lambda x: x if x > 1 else -x)(x)) == 1.0
+    with pytest.raises(errors.ConcretizationTypeError):
+        ember.grad(lambda x: float(x) * x)(x)
+    with pytest.raises(errors.ConcretizationTypeError):
+        ember.grad(lambda x: complex(x).real * x)(x)
+
+
+@pytest.mark.parametrize("method", ["tobytes", "devices", "unsafe_buffer_pointer",
+                                    "__dlpack__", "tolist"])
+def test_tracer_methods_of_concrete_arrays_raise(method):
+    _raises_in_jit(lambda x: getattr(x, method)(), jnp.ones(3), errors.ConcretizationTypeError)
+
+
+def test_tracer_cannot_be_pickled():
+    _raises_in_jit(pickle.dumps, jnp.ones(3), errors.ConcretizationTypeError)
+
+
+def test_tracer_copies_and_sizes():
+    def f(x):
+        assert x.nbytes == 12 and x.itemsize == 4
+        return x.copy() + copy.copy(x) + copy.deepcopy(x)
+    _check(ember.jit(f)(jnp.arange(3.0)), np.float32, value=[0.0, 3.0, 6.0])
+
+
+def test_reversed_tracer():
+    out = ember.jit(lambda x: jnp.stack(list(reversed(x))))(jnp.arange(3.0))
+    _check(out, np.float32, value=[2.0, 1.0, 0.0])
+    _raises_in_jit(lambda x: list(reversed(x)), jnp.array(1.0), IndexError)
+
+
+# ---------------------------------------------------------------- containment, flat, format
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_contains(jit):
+    # (``in`` converts the result with bool(), so under jit call ``__contains__``.)
+    wrap = ember.jit if jit else (lambda f: f)
+    x = jnp.array([1, 2, 3])
+    assert 2 in x and 5.0 not in x
+    assert wrap(lambda x: x.__contains__(2))(x)
+    assert not wrap(lambda x: x.__contains__(5.0))(x)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        wrap(lambda x: x.__contains__(1))(jnp.array(1))
+    with pytest.raises(ValueError, match="one-dimensional"):
+        wrap(lambda x: x.__contains__(1))(jnp.ones((2, 2)))
+    with pytest.raises(ValueError, match="scalar"):
+        wrap(lambda x: x.__contains__(jnp.ones(2)))(x)
+    with pytest.raises(TypeError):
+        wrap(lambda x: x.__contains__("a"))(x)
+    with pytest.raises(errors.TracerBoolConversionError):
+        ember.jit(lambda x: 2 in x)(x)
+
+
+def test_flat_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="flatten"):
+        jnp.ones(3).flat  # noqa: B018
+    with pytest.raises(NotImplementedError):
+        ember.jit(lambda x: x.flat)(jnp.ones(3))
+
+
+def test_format():
+    assert f"{jnp.array(1.5):.3f}" == "1.500"
+    assert f"{jnp.array(7, np.int32):03d}" == "007"
+    assert f"{jnp.array([1, 2])}" == "[1 2]"
+    with pytest.raises(TypeError):
+        f"{jnp.array([1.0, 2.0]):>20}"  # noqa: B018 (a spec on a non-scalar: NumPy's error)
+
+
+# ---------------------------------------------------------------- interoperability
+
+
+def test_dlpack():
+    x = jnp.arange(3.0)
+    assert x.__dlpack_device__() == (1, 0)
+    y = np.from_dlpack(x)
+    assert y.dtype == np.float32 and not y.flags.writeable
+    np.testing.assert_array_equal(y, [0.0, 1.0, 2.0])
+    _check(jnp.from_dlpack(np.arange(3, dtype=np.int16)), np.int16, value=[0, 1, 2])
+    _check(jnp.from_dlpack(x), np.float32, value=[0.0, 1.0, 2.0])
+
+
+def test_array_namespace():
+    x = jnp.ones(2)
+    assert x.__array_namespace__() is jnp
+    assert x.__array_namespace__(api_version="2024.12") is jnp
+    assert jnp.__array_api_version__ == "2024.12"
+    with pytest.raises(ValueError):
+        x.__array_namespace__(api_version="2021.12")
+
+
+def test_choose_and_argpartition_methods():
+    idx = jnp.array([0, 1, 0])
+    _check(idx.choose([jnp.arange(3.0), -jnp.arange(3.0)]), np.float32, value=[0.0, -1.0, 2.0])
+    out = jnp.array([3.0, 1.0, 2.0]).argpartition(1)
+    assert int(out[1]) == 2 and out.dtype == np.int32

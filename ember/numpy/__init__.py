@@ -25,6 +25,8 @@ from ember.numpy.ufunc_api import *
 from ember.numpy.ufuncs import *
 from ember.numpy.windows import *
 
+__array_api_version__ = "2024.12"  # (the namespace ``x.__array_namespace__()`` returns)
+
 _fastpath.install(_sys.modules[__name__])  # reductions, shapes, products: the eager fast path
 _array_methods.install(_sys.modules[__name__])
 _ufunc_api.install(_sys.modules[__name__])

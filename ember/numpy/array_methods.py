@@ -34,6 +34,7 @@ _METHODS = {
     "swapaxes": "swapaxes", "take": "take", "repeat": "repeat", "sort": "sort",
     "argsort": "argsort", "nonzero": "nonzero", "conj": "conjugate", "conjugate": "conjugate",
     "diagonal": "diagonal", "trace": "trace", "ptp": "ptp", "searchsorted": "searchsorted",
+    "argpartition": "argpartition",
 }
 
 
@@ -145,6 +146,36 @@ def _view(self, dtype=None, type=None):  # noqa: A002 - NumPy's name
     return lax.bitcast_convert_type(grouped, target)
 
 
+def _contains(self, other):
+    # As JAX (departing from NumPy's oddities): a 1-d array and a scalar query.
+    if other is None or isinstance(other, str):
+        raise TypeError(f"Array.__contains__: unsupported operand type {type(other)}.")
+    query = _jnp.asarray(other)
+    if self.ndim != 1:
+        raise ValueError(f"Array.__contains__: search array must be one-dimensional, got "
+                         f"arr.shape={self.shape}.")
+    if query.ndim != 0:
+        raise ValueError(f"Array.__contains__: query value must be a scalar, got "
+                         f"query.shape={query.shape}")
+    return _jnp.any(self == query)
+
+
+def _flat(self):
+    raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider "
+                              "arr.flatten() instead.")
+
+
+def _choose(self, choices, out=None, mode="raise"):
+    return _jnp.choose(self, choices, out=out, mode=mode)
+
+
+def _array_namespace(self, *, api_version=None):
+    if api_version is not None and api_version != "2024.12":
+        raise ValueError(f"api_version={api_version!r} is not available; available versions "
+                         f"are: ['2024.12']")
+    return _jnp
+
+
 def _compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
     return _jnp.compress(condition, self, axis, out=out, size=size, fill_value=fill_value)
 
@@ -181,6 +212,10 @@ def install(jnp_module: Any) -> None:
         cls.__round__ = _builtin_round
         cls.view = _view
         cls.compress = _compress
+        cls.choose = _choose
+        cls.__contains__ = _contains
+        cls.__array_namespace__ = _array_namespace
+        cls.flat = property(_flat)
         cls.T = property(lambda self: _jnp.transpose(self))
         cls.mT = property(lambda self: _jnp.swapaxes(self, -1, -2))
         cls.real = property(lambda self: _jnp.real(self))
@@ -189,6 +224,9 @@ def install(jnp_module: Any) -> None:
         cls.at = property(lambda self: _jnp._IndexUpdateHelper(self))
         cls.__divmod__ = lambda self, other: _jnp.divmod(self, other)
         cls.__rdivmod__ = lambda self, other: _jnp.divmod(other, self)
+    # (A concrete array copies its buffer; a tracer's copy is jnp.copy, as in JAX.)
+    Tracer.copy = Tracer.__copy__ = _forwarding_method("copy")
+    Tracer.__deepcopy__ = lambda self, memo: _jnp.copy(self)
     # Comparison operators make Array unhashable unless __hash__ is kept explicit.
     Array.__hash__ = Array.__dict__.get("__hash__")
     Tracer.__hash__ = Tracer.__dict__.get("__hash__")

@@ -53,6 +53,19 @@ def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) ->
     return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
 
 
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
+    """An array from an object with ``__dlpack__`` (a NumPy array, an ember Array, a
+    PyTorch CPU tensor...); the data are copied onto ember's device.
+
+    Example:
+        >>> jnp.from_dlpack(np.arange(3.0))
+        Array([0., 1., 2.], dtype=float32)
+    """
+    if device is not None and getattr(device, "platform", None) != "cpu":
+        raise ValueError(f"from_dlpack: unsupported device {device!r}; ember runs on the CPU")
+    return asarray(np.from_dlpack(x, copy=copy))
+
+
 def _impure(name: str):
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -67,6 +80,6 @@ def _impure(name: str):
 fromiter = _impure("fromiter")
 fromfile = _impure("fromfile")
 
-__all__ = ["ComplexWarning", "array_repr", "array_str", "fromfile", "fromiter", "fromstring",
-           "get_printoptions", "iterable", "load", "printoptions", "save", "savez",
+__all__ = ["ComplexWarning", "array_repr", "array_str", "from_dlpack", "fromfile", "fromiter",
+           "fromstring", "get_printoptions", "iterable", "load", "printoptions", "save", "savez",
            "set_printoptions"]

@@ -207,6 +207,14 @@ class Array(metaclass=_ArrayType):
         # again, never a view of a read-only array.)
         return value.view()
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # (NumPy's export of the read-only buffer: it marks the tensor read-only.)
+        return self._value.__dlpack__(stream=stream, max_version=max_version,
+                                      dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._value.__dlpack_device__()
+
     def __setitem__(self, idx, value):
         raise TypeError(_IMMUTABLE_MESSAGE.format(type(self).__name__))
 
@@ -265,9 +273,9 @@ class Array(metaclass=_ArrayType):
         raise TypeError("unhashable type: 'Array'")
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0:
-            return format(self._value.item(), spec)
-        return format(str(self), spec)
+        # As JAX (and NumPy): a 0-d array formats as its scalar; others take no format spec.
+        value = self._value
+        return format(value if self.ndim else value[()], spec)
 
     def __repr__(self) -> str:
         # JAX's layout: NumPy's array2string body, then the dtype on the last line when it
