@@ -358,3 +358,25 @@ def test_linspace_gives_the_same_bits_eagerly_and_under_jit(dtype, endpoint):
     np.testing.assert_array_equal(np.asarray(jnp.linspace(0.0, 1.0, 7, endpoint=False))[3],
                                   np.float32(3) * (np.float32(1) / np.float32(7)))
     assert float(jnp.linspace(-1.3, 7.7, 11)[-1]) == np.float32(7.7)
+
+
+# ---------------------------------------------------------------- complex square and expm1
+
+
+def test_complex_square_and_expm1_edge_values():
+    """square is (a - b)(a + b) + 2ab i (as XLA: no inf - inf), eagerly and under jit alike;
+    expm1 keeps a zero imaginary part (NumPy's gave exp(1e20) * 0 = nan; JAX gives 0)."""
+    z = np.array([1e20 + 1e20j, 1e20 + 1e30j, 3 + 4j, -2.5 + 0.5j, 1e-30 + 1e-30j],
+                 np.complex64)
+    want = [complex(0, np.inf), complex(-np.inf, np.inf), -7 + 24j, 6 - 2.5j, 0j]
+    for got in (jnp.square(jnp.asarray(z)), ember.jit(jnp.square)(jnp.asarray(z))):
+        np.testing.assert_array_equal(np.asarray(got), np.array(want, np.complex64))
+    z = np.array([1e20 + 0j, complex(1e20, -0.0), 0.5 + 0.25j, 1e-4 + 1e-4j, -1e-8 + 2e-8j],
+                 np.complex64)
+    ref = np.expm1(z.astype(np.complex128))
+    ref[:2] = [complex(np.inf, 0.0), complex(np.inf, -0.0)]
+    for got in (jnp.expm1(jnp.asarray(z)), ember.jit(jnp.expm1)(jnp.asarray(z))):
+        got = np.asarray(got)
+        np.testing.assert_array_equal(got[:2], ref[:2].astype(np.complex64))
+        assert np.signbit(got[1].imag)
+        np.testing.assert_allclose(got[2:], ref[2:], rtol=2e-7)

@@ -259,6 +259,34 @@ def log1p(x: np.ndarray) -> np.ndarray:
     return (real + 1j * np.arctan2(im, 1 + re)).astype(x.dtype)
 
 
+def expm1(x: np.ndarray) -> np.ndarray:
+    """``exp(x) - 1``; for complex ``x = a + ib``, ``expm1(a) cos b - 2 sin(b/2)**2`` (no
+    cancellation near 0) ``+ i exp(a) sin b``, with a zero imaginary part kept as it is
+    (NumPy's gave ``exp(1e20) * 0 = nan`` there; JAX gives 0)."""
+    if not dtypes.is_complex(x.dtype):
+        return np.expm1(x)
+    with np.errstate(all="ignore"):
+        a, b = x.real, x.imag
+        half = np.sin(b / 2)
+        real = np.expm1(a) * np.cos(b) - 2 * half * half
+        imag = np.where(b == 0, b, np.exp(a) * np.sin(b))
+        out = np.empty(x.shape, x.dtype)
+        out.real, out.imag = real, imag
+    return out
+
+
+def square(x: np.ndarray) -> np.ndarray:
+    """``x * x``; for complex ``x = a + ib``, ``(a - b)(a + b) + 2ab i`` as XLA computes it
+    (``a*a - b*b`` would be ``inf - inf`` where both squares overflow)."""
+    with np.errstate(all="ignore"):
+        if not dtypes.is_complex(x.dtype):
+            return np.multiply(x, x)
+        a, b = x.real, x.imag
+        out = np.empty(x.shape, x.dtype)
+        out.real, out.imag = (a - b) * (a + b), 2 * (a * b)
+    return out
+
+
 def logistic(x: np.ndarray) -> np.ndarray:
     """``1 / (1 + exp(-x))`` without overflow for large ``|x|``."""
     if dtypes.is_complex(x.dtype):
@@ -585,7 +613,7 @@ _UNARY: dict[str, Callable] = {
     "round_nearest_even": float_math(np.rint), "round_nearest_afz": float_math(round_afz),
     "sqrt": float_math(np.sqrt), "rsqrt": float_math(lambda x: 1 / np.sqrt(x)),
     "cbrt": float_math(np.cbrt), "exponential": float_math(np.exp),
-    "exponential_minus_one": float_math(np.expm1), "log": float_math(np.log),
+    "exponential_minus_one": float_math(expm1), "log": float_math(np.log),
     "log_plus_one": float_math(log1p), "logistic": float_math(logistic),
     "tanh": float_math(np.tanh), "sine": float_math(np.sin), "cosine": float_math(np.cos),
     "tan": float_math(np.tan), "asin": float_math(np.arcsin), "acos": float_math(np.arccos),

@@ -163,7 +163,7 @@ def round(x: Any, rounding_method: int | RoundingMethod = RoundingMethod.AWAY_FR
 
 exp_p = unop("exp", _math(np.exp))
 exp2_p = unop("exp2", _math(np.exp2))
-expm1_p = unop("expm1", _math(np.expm1))
+expm1_p = unop("expm1", _math(K.expm1))
 log_p = unop("log", _math(np.log))
 log1p_p = unop("log1p", _math(K.log1p))
 sqrt_p = unop("sqrt", _math(np.sqrt))
@@ -201,12 +201,7 @@ abs_p = standard_primitive("abs", _errstate(np.abs), _unary_shape, _abs_dtype)
 abs = _unary(abs_p)  # noqa: A001
 
 
-def _square_impl(x):
-    with np.errstate(all="ignore"):
-        return np.multiply(x, x)
-
-
-square_p = unop("square", _square_impl, numeric_dtypes)
+square_p = unop("square", K.square, numeric_dtypes)
 square = _unary(square_p)
 
 
@@ -1113,7 +1108,15 @@ def _exp2_lowering(ctx, x):
 
 @square_p.def_lowering
 def _square_lowering(ctx, x):
-    return ctx.b.op("multiply", x, x)
+    if not dtypes.is_complex(x.dtype):
+        return ctx.b.op("multiply", x, x)
+    # (a - b)(a + b) + 2ab i, as XLA computes a complex square (see eval_elementwise.square)
+    part = Shape(dtypes.finfo(x.dtype).dtype, x.dims)
+    a, b = ctx.b.op("real", x, shape=part), ctx.b.op("imag", x, shape=part)
+    re = ctx.b.op("multiply", ctx.b.op("subtract", a, b), ctx.b.op("add", a, b))
+    im = ctx.b.op("multiply", lower_full(ctx.b, 2, part.dtype, x.dims),
+                  ctx.b.op("multiply", a, b))
+    return ctx.b.op("complex", re, im, shape=Shape(x.dtype, x.dims))
 
 
 @pow_p.def_lowering
