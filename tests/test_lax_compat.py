@@ -144,3 +144,36 @@ def test_sort_complex_keys_lexicographic():
     _, _, idx = lax.sort((np.int32([1, 0, 1, 0]), np.complex64([2j, 1j, 1j, 2]),
                           np.arange(4, dtype=np.int32)), num_keys=2)
     np.testing.assert_array_equal(np.asarray(idx), [1, 3, 2, 0])
+
+
+# ---------------------------------------------------------------- equal-rank broadcasting
+
+
+def test_binary_ops_broadcast_size_one_dimensions():
+    # JAX 0.10's lax broadcasts operands of one rank along their dimensions of size 1.
+    a = np.float32([[1.0, 2.0, 3.0]])
+    b = np.float32([[10.0], [20.0]])
+    out = _both(lambda x, y: lax.add(x, y), a, b)
+    np.testing.assert_array_equal(np.asarray(out), a + b)
+    out = _both(lambda x, y: lax.lt(x, y), np.int32([[1, 5]]), np.int32([[2], [6]]))
+    np.testing.assert_array_equal(np.asarray(out), [[True, False], [True, True]])
+    out = _both(lambda x, y: lax.pow(x, y), a, np.float32([[2.0], [0.5]]))
+    np.testing.assert_allclose(np.asarray(out), a ** np.float32([[2.0], [0.5]]), rtol=1e-6)
+    with pytest.raises(TypeError, match="incompatible shapes"):
+        lax.mul(np.ones((2, 3), np.float32), np.ones((3, 3), np.float32))
+    with pytest.raises(TypeError, match="same number of dimensions"):
+        lax.mul(np.ones((2, 3), np.float32), np.ones(3, np.float32))
+
+
+def test_size_one_broadcasting_grad_and_vmap():
+    a = np.float32([[1.0, 2.0, 3.0]])
+    b = np.float32([[2.0], [4.0]])
+    ga, gb = ember.grad(lambda x, y: lax.div(x, y).sum(), argnums=(0, 1))(a, b)
+    assert ga.shape == (1, 3) and gb.shape == (2, 1)
+    np.testing.assert_allclose(np.asarray(ga), [[0.75, 0.75, 0.75]])
+    np.testing.assert_allclose(np.asarray(gb), [[-1.5], [-0.375]])
+    ga, gb = ember.grad(lambda x, y: lax.sub(x, y).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(np.asarray(ga), [[2.0, 2.0, 2.0]])
+    np.testing.assert_array_equal(np.asarray(gb), [[-3.0], [-3.0]])
+    v = ember.vmap(lambda x, y: lax.mul(x, y), in_axes=(None, 0))(a, np.float32([[[1.0], [2.0]]]))
+    np.testing.assert_array_equal(np.asarray(v), [[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]]])

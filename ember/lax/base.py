@@ -54,16 +54,30 @@ def check_same_dtypes(prim: str, *avals: ShapedArray) -> np.dtype:
 
 
 def broadcasting_shape(prim: str, *avals: ShapedArray) -> tuple[int, ...]:
-    """Elementwise shape rule: equal shapes, except rank-0 operands which broadcast."""
-    shapes = [a.shape for a in avals if a.shape != ()]
+    """Elementwise shape rule (JAX's): see ``broadcast_dims``."""
+    return broadcast_dims(prim, *(a.shape for a in avals))
+
+
+def broadcast_dims(prim: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The common shape of elementwise operands: rank-0 operands broadcast; the others have
+    one rank, and in each dimension one size, or 1 (which broadcasts), as in JAX."""
+    shapes = [s for s in shapes if s != ()]
     if not shapes:
         return ()
     first = shapes[0]
-    for s in shapes[1:]:
-        if s != first:
-            all_shapes = ", ".join(str(a.shape) for a in avals)
-            raise TypeError(f"{prim} got incompatible shapes for broadcasting: {all_shapes}.")
-    return first
+    if all(s == first for s in shapes):
+        return first
+    if len({len(s) for s in shapes}) != 1:
+        raise TypeError(f"{prim}: arrays must have the same number of dimensions, got "
+                        f"{', '.join(str(s) for s in shapes)}.")
+    out = []
+    for sizes in zip(*shapes):
+        others = {d for d in sizes if d != 1}
+        if len(others) > 1:
+            raise TypeError(f"{prim} got incompatible shapes for broadcasting: "
+                            f"{', '.join(str(s) for s in shapes)}.")
+        out.append(others.pop() if others else 1)
+    return tuple(out)
 
 
 def check_axis(prim: str, arg: str, axis: Any, ndim: int) -> int:

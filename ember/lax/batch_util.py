@@ -18,6 +18,7 @@ from typing import Any
 
 from ember import core
 from ember.interpreters.batching import axis_size_of, not_mapped
+from ember.lax.base import broadcast_dims
 
 
 def moveaxis(x: Any, src: int, dst: int) -> Any:
@@ -126,13 +127,9 @@ def broadcast_batcher(prim: core.Primitive):
     operands stay scalars.
     """
     def rule(vals, dims, **params):
-        # The unbatched output shape: the shape of any non-scalar operand, unbatched.
-        out_shape: tuple[int, ...] = ()
-        for v, d in zip(vals, dims):
-            shape = unbatched_shape(v, d)
-            if shape:
-                out_shape = shape
-                break
+        # The unbatched output shape: the operands' unbatched shapes broadcast.
+        out_shape = broadcast_dims(prim.name, *(unbatched_shape(v, d)
+                                                for v, d in zip(vals, dims)))
         args, out_dim = align_operands(vals, dims, out_shape)
         out = prim.bind(*args, **params)
         return out, ([out_dim] * len(out) if prim.multiple_results else out_dim)

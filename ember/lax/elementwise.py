@@ -1,8 +1,9 @@
 """Elementwise primitives: arithmetic, math functions, bitwise ops, comparisons, selection.
 
 Each primitive is defined once with its NumPy impl and its dtype rule; the lax function of the
-same name binds it. Binary operands must share a dtype; rank-0 operands broadcast. Impls never
-warn or crash on bad values (division by zero, domain errors): they give XLA's results.
+same name binds it. Binary operands must share a dtype; rank-0 operands, and dimensions of size
+1 among operands of one rank, broadcast (as in JAX). Impls never warn or crash on bad values
+(division by zero, domain errors): they give XLA's results.
 """
 
 from __future__ import annotations
@@ -674,22 +675,29 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 
 
 def _out_shape(*xs: Any) -> tuple[int, ...]:
-    return builtins.max((_shape_of(x) for x in xs), key=len)
+    return base.broadcast_dims("lax", *(_shape_of(x) for x in xs))
 
 
 def _bcast(t: Any, shape: tuple[int, ...]) -> Any:
-    if core.get_aval(t).shape == tuple(shape):
+    """``t`` (rank 0, or of ``shape`` up to dimensions of size 1) broadcast to ``shape``."""
+    t_shape = core.get_aval(t).shape
+    if t_shape == tuple(shape):
         return t
     from ember.lax.shape import broadcast_in_dim  # shape.py imports this module
-    return broadcast_in_dim(t, shape, ())
+    return broadcast_in_dim(t, shape, tuple(range(len(t_shape))))
 
 
 def _unbcast(x: Any, ct: Any) -> Any:
     """Cotangent ``ct`` of a broadcasting op, summed down to operand ``x``'s shape."""
-    if _shape_of(x) == core.get_aval(ct).shape:
+    shape, ct_shape = _shape_of(x), core.get_aval(ct).shape
+    if shape == ct_shape:
         return ct
     from ember.lax.reduction import reduce_sum  # reduction.py imports this module
-    return reduce_sum(ct, tuple(range(core.get_aval(ct).ndim)))
+    if not shape:
+        return reduce_sum(ct, tuple(range(len(ct_shape))))
+    from ember.lax.shape import reshape
+    summed = tuple(i for i, (d, c) in enumerate(zip(shape, ct_shape)) if d != c)
+    return reshape(reduce_sum(ct, summed), shape)
 
 
 def full_of(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
@@ -1011,7 +1019,8 @@ def _clamp_batch(vals, dims):
 
 
 def lower_broadcast(b: Builder, x: Instruction, dims: tuple[int, ...]) -> Instruction:
-    """``x`` with ``dims``: unchanged when it has them, else a rank-0 ``x`` broadcast.
+    """``x`` with ``dims``: unchanged when it has them, else ``x`` (rank 0, or of ``dims`` up
+    to dimensions of size 1) broadcast.
 
     Example (in a lowering rule):
         >>> y = lower_broadcast(ctx.b, ctx.constant(1.0, np.float32), (2, 3))  # f32[2,3]
@@ -1019,16 +1028,18 @@ def lower_broadcast(b: Builder, x: Instruction, dims: tuple[int, ...]) -> Instru
     dims = tuple(dims)
     if x.dims == dims:
         return x
-    return b.op("broadcast_in_dim", x, shape=Shape(x.dtype, dims), broadcast_dimensions=())
+    return b.op("broadcast_in_dim", x, shape=Shape(x.dtype, dims),
+                broadcast_dimensions=tuple(range(len(x.dims))))
 
 
 def lower_broadcast_operands(b: Builder, *xs: Instruction) -> list[Instruction]:
-    """The operands broadcast to their common dims (lax: equal dims or rank 0).
+    """The operands broadcast to their common dims (lax: rank 0, or one rank with dimensions
+    of size 1 broadcasting).
 
     Example (in a lowering rule):
         >>> x, y = lower_broadcast_operands(ctx.b, x, y)  # f32[3], f32[] -> f32[3], f32[3]
     """
-    dims = builtins.max((x.dims for x in xs), key=len)
+    dims = base.broadcast_dims("lax", *(tuple(x.dims) for x in xs))
     return [lower_broadcast(b, x, dims) for x in xs]
 
 
