@@ -205,3 +205,55 @@ def test_choose_and_argpartition_methods():
     _check(idx.choose([jnp.arange(3.0), -jnp.arange(3.0)]), np.float32, value=[0.0, -1.0, 2.0])
     out = jnp.array([3.0, 1.0, 2.0]).argpartition(1)
     assert int(out[1]) == 2 and out.dtype == np.int32
+
+
+# ---------------------------------------------------------------- methods
+
+
+def test_astype_keywords_and_none():
+    x = jnp.arange(3)
+    _check(x.astype(None), np.float32, value=[0.0, 1.0, 2.0])  # (NumPy's dtype(None))
+    _check(x.astype(np.int16, copy=True, device=ember.devices()[0]), np.int16, value=[0, 1, 2])
+    _check(ember.jit(lambda x: x.astype("float16", copy=True))(x), np.float16)
+
+
+def test_astype_complex_to_real_warns():
+    z = jnp.array([1 + 2j], np.complex64)
+    with pytest.warns(DeprecationWarning, match="complex to real"):
+        _check(z.astype(np.float32), np.float32, value=[1.0])
+    with pytest.warns(DeprecationWarning):
+        jnp.astype(z, np.int32)
+
+
+def test_reshape_and_ravel_orders():
+    x = jnp.arange(6.0).reshape(2, 3)
+    _check(x.reshape(3, 2, order="F"), np.float32, value=[[0.0, 4.0], [3.0, 2.0], [1.0, 5.0]])
+    _check(x.ravel(order="F"), np.float32, value=[0.0, 3.0, 1.0, 4.0, 2.0, 5.0])
+    with pytest.raises(NotImplementedError):
+        x.reshape((3, 2), order="A")
+    with pytest.raises(NotImplementedError):
+        x.ravel(order="K")
+    with pytest.raises(ValueError, match="order"):
+        x.reshape((3, 2), order="X")
+
+
+@pytest.mark.parametrize("fn", [jnp.sort, jnp.argsort, lambda x, **k: x.sort(**k),
+                                lambda x, **k: x.argsort(**k)])
+def test_sort_kind_is_refused(fn):
+    with pytest.raises(TypeError, match="kind"):
+        fn(jnp.array([3, 1, 2]), kind="stable")
+
+
+def test_byteswap():
+    x = jnp.arange(3, dtype=np.int32)
+    _check(x.byteswap(), np.int32, value=[0, 16777216, 33554432])
+    _check(ember.jit(lambda x: x.byteswap().byteswap())(x), np.int32, value=[0, 1, 2])
+    z = np.array([1 + 2j, -3.5j], np.complex64)
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(z).byteswap()), z.byteswap())
+    np.testing.assert_array_equal(np.asarray(jnp.array([1, 2], np.uint8).byteswap()), [1, 2])
+
+
+def test_device_methods():
+    x = jnp.arange(3)
+    assert x.is_fully_addressable and x.is_fully_replicated
+    _check(x.to_device(ember.devices()[0]), np.int32, value=[0, 1, 2])

@@ -101,8 +101,8 @@ def _transpose(self, *axes):
     return _jnp.transpose(self, axes or None)
 
 
-def _astype(self, dtype, copy=False):
-    return _jnp.astype(self, dtype)
+def _astype(self, dtype, copy=False, device=None):
+    return _jnp.astype(self, dtype, copy=copy, device=device)
 
 
 def _view(self, dtype=None, type=None):  # noqa: A002 - NumPy's name
@@ -176,6 +176,26 @@ def _array_namespace(self, *, api_version=None):
     return _jnp
 
 
+def _byteswap(self, inplace=False):
+    """Each element's bytes reversed (little- and big-endian exchanged), in the same dtype."""
+    if inplace:
+        raise ValueError("byteswap: inplace=True is not supported (arrays are immutable)")
+    from ember import lax
+    if self.dtype.kind == "c":
+        return lax.complex(_byteswap(self.real), _byteswap(self.imag))
+    if self.dtype.itemsize == 1:
+        return _jnp.copy(self)
+    swapped = lax.rev(lax.bitcast_convert_type(self, np.uint8), (self.ndim,))
+    return lax.bitcast_convert_type(swapped, self.dtype)
+
+
+def _to_device(self, device, *, stream=None):
+    if stream is not None:
+        raise NotImplementedError("to_device: the stream argument is not supported")
+    from ember.runtime.array import device_put
+    return device_put(self, device)
+
+
 def _compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
     return _jnp.compress(condition, self, axis, out=out, size=size, fill_value=fill_value)
 
@@ -213,6 +233,8 @@ def install(jnp_module: Any) -> None:
         cls.view = _view
         cls.compress = _compress
         cls.choose = _choose
+        cls.byteswap = _byteswap
+        cls.to_device = _to_device
         cls.__contains__ = _contains
         cls.__array_namespace__ = _array_namespace
         cls.flat = property(_flat)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -99,13 +100,21 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> 
         Array([ 1, -1], dtype=int32)
     """
     check_arraylike("astype", x)
-    if dtype is None:
-        raise TypeError("astype: dtype must be given, got None")
-    try:
-        dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"astype: invalid dtype {dtype!r}: {e}") from None
-    return lax.convert_element_type(ensure_array(x), dt)
+    if device is not None and getattr(device, "platform", None) != "cpu":
+        raise ValueError(f"astype: unsupported device {device!r}; use ember.devices()[0]")
+    if dtype is None:  # (NumPy's dtype(None): the default float, as in JAX)
+        dt = dtypes.default_float_dtype()
+    else:
+        try:
+            dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"astype: invalid dtype {dtype!r}: {e}") from None
+    x = ensure_array(x)
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(dt) and dt != dtypes.bool_:
+        warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. Please "
+                      "first use jnp.real or jnp.imag to take the real/imaginary component of "
+                      "your input.", DeprecationWarning, stacklevel=2)
+    return lax.convert_element_type(x, dt)
 
 
 # ---------------------------------------------------------------- comparisons

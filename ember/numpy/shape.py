@@ -142,8 +142,10 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
         t = lax.transpose(a, tuple(range(aval.ndim))[::-1])
         out = lax.reshape(t, new[::-1])
         return lax.transpose(out, tuple(range(len(new)))[::-1])
-    if order not in ("C", "A"):
-        raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
+    if order == "A":  # (JAX's error: NumPy's memory-layout order has no meaning here)
+        raise NotImplementedError("reshape: order='A' is not implemented; use 'C' or 'F'")
+    if order != "C":
+        raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
     return lax.reshape(a, new)
 
 
@@ -155,6 +157,8 @@ def ravel(a: Any, order: str = "C") -> Any:
         (6,)
     """
     a = _arr("ravel", a)
+    if order == "K":
+        raise NotImplementedError("ravel: order='K' is not implemented; use 'C' or 'F'")
     return reshape(a, (-1,), order=order)
 
 

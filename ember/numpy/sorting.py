@@ -22,8 +22,11 @@ from ember.numpy._util import (
 from ember.numpy.index_functions import take
 
 
-def _sort_arg(fn: str, a: Any, axis: Any, order: Any) -> tuple[Any, int]:
+def _sort_arg(fn: str, a: Any, axis: Any, kind: Any, order: Any) -> tuple[Any, int]:
     """The array to sort (flattened when ``axis`` is None) and the canonical axis."""
+    if kind is not None:  # (JAX 0.10 refuses NumPy's algorithm names)
+        raise TypeError(f"{fn}: the 'kind' argument is not supported; use stable=True or "
+                        f"stable=False to specify sort stability")
     if order is not None:
         raise TypeError(f"{fn}: the 'order' argument is not supported")
     a = _arg(fn, a)
@@ -43,7 +46,7 @@ def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
         >>> jnp.sort(jnp.array([3, 1, 2]))
         Array([1, 2, 3], dtype=int32)
     """
-    a, ax = _sort_arg("sort", a, axis, order)
+    a, ax = _sort_arg("sort", a, axis, kind, order)
     if dtypes.is_complex(a.dtype):
         out = _sort_keyed(a, (a,), ax, stable)[0]
     else:
@@ -68,7 +71,7 @@ def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = Non
         >>> jnp.argsort(jnp.array([3, 1, 2]))
         Array([1, 2, 0], dtype=int32)
     """
-    a, ax = _sort_arg("argsort", a, axis, order)
+    a, ax = _sort_arg("argsort", a, axis, kind, order)
     int_dt = dtypes.default_int_dtype()
     iota = lax.broadcasted_iota(int_dt, a.shape, ax)
     if descending:

@@ -177,6 +177,10 @@ class Array(metaclass=_ArrayType):
     def is_fully_replicated(self) -> bool:
         return True
 
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
     # -- synchronization and conversion
     def block_until_ready(self) -> Array:
         """Waits until the value is computed (raising the computation's error, if any)."""
