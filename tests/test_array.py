@@ -58,10 +58,11 @@ def test_repr_long_arrays_wrap_like_numpy():
     assert repr(x) == (
         "Array([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16,\n"
         "       17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29], dtype=int32)")
-    # when the dtype does not fit on the last line it goes on its own line
+    # when the dtype does not fit in the line width, JAX separates it by six spaces (the
+    # width of "Array("), on the same line
     y = _a(np.full(8, 1000.5), np.float32)
     assert repr(y) == (
-        "Array([1000.5, 1000.5, 1000.5, 1000.5, 1000.5, 1000.5, 1000.5, 1000.5],\n"
+        "Array([1000.5, 1000.5, 1000.5, 1000.5, 1000.5, 1000.5, 1000.5, 1000.5],"
         "      dtype=float32)")
 
 

@@ -257,3 +257,15 @@ def test_device_methods():
     x = jnp.arange(3)
     assert x.is_fully_addressable and x.is_fully_replicated
     _check(x.to_device(ember.devices()[0]), np.int32, value=[0, 1, 2])
+
+
+# ---------------------------------------------------------------- printing
+
+
+def test_repr_dtype_that_does_not_fit_stays_on_the_last_line():
+    # JAX separates the dtype by len("Array(") spaces instead of a line break.
+    assert repr(jnp.arange(5.0) / 3) == (
+        "Array([0.        , 0.33333334, 0.6666667 , 1.        , 1.3333334 ],      "
+        "dtype=float32)")
+    x = jnp.arange(60, dtype=np.int32).reshape(3, 20).astype(np.complex64)
+    assert repr(x).endswith("58.+0.j, 59.+0.j]],      dtype=complex64)")

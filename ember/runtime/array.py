@@ -282,8 +282,9 @@ class Array(metaclass=_ArrayType):
         return format(value if self.ndim else value[()], spec)
 
     def __repr__(self) -> str:
-        # JAX's layout: NumPy's array2string body, then the dtype on the last line when it
-        # fits in the line width, else on a line of its own aligned after "Array(".
+        # JAX's layout: NumPy's array2string body, then the dtype after one space when it
+        # fits in the line width, else after len("Array(") spaces (still on the last line:
+        # JAX prints ``Array([...],      dtype=float32)``).
         prefix = "Array("
         dtype_str = f"dtype={self.dtype.name}"
         if self.weak_type:
@@ -298,7 +299,7 @@ class Array(metaclass=_ArrayType):
         last_line_len = len(body) - body.rfind("\n") + 1
         sep = " "
         if last_line_len + len(dtype_str) + 1 > line_width:
-            sep = "\n" + " " * len(prefix)
+            sep = " " * len(prefix)
         return f"{prefix}{body},{sep}{dtype_str}"
 
     def __str__(self) -> str:
