@@ -36,6 +36,22 @@ def test_equality_with_list_or_tuple_raises(op, other):
         ember.jit(lambda x: op(x, other))(x)
 
 
+@pytest.mark.parametrize("other", [{}, {1}])
+def test_equality_with_dict_or_set_raises(other):
+    with pytest.raises(TypeError, match="unsupported operand"):
+        jnp.arange(3) == other  # noqa: B015
+    with pytest.raises(TypeError, match="unsupported operand"):
+        jnp.arange(3) != other  # noqa: B015
+
+
+def test_reflected_operators_other_than_add_and_mul_defer_for_lists():
+    x = jnp.ones(2)
+    assert x.__rmatmul__([1.0, 2.0]) is NotImplemented
+    assert x.__rsub__([1.0, 2.0]) is NotImplemented
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x.__rmul__([1.0, 2.0])
+
+
 def test_equality_with_other_objects_is_false():
     x = jnp.arange(3)
     assert (x == "a") is False and (x != None) is True  # noqa: E711
@@ -269,3 +285,14 @@ def test_repr_dtype_that_does_not_fit_stays_on_the_last_line():
         "dtype=float32)")
     x = jnp.arange(60, dtype=np.int32).reshape(3, 20).astype(np.complex64)
     assert repr(x).endswith("58.+0.j, 59.+0.j]],      dtype=complex64)")
+
+
+# ---------------------------------------------------------------- array creation from arrays
+
+
+def test_array_of_a_list_of_tracers_is_not_weak():
+    out = ember.jit(lambda x: jnp.array([x, 1.0]))(2.0)
+    _check(out, np.float32, weak=False, value=[2.0, 1.0])
+    out = ember.jit(lambda x: jnp.asarray((x, x)))(2)
+    _check(out, np.int32, weak=False, value=[2, 2])
+    _check(ember.jit(jnp.array)(2.0), np.float32, weak=True, value=2.0)

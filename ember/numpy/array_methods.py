@@ -46,18 +46,23 @@ _SYMBOLS = {
 
 # Operand types that never defer (checked first: the common case costs one set lookup).
 _OPERAND_TYPES = frozenset((Array, int, float, complex, bool))
-# Operand types refused outright (as JAX: ``x == [1, 2]`` raises instead of being False);
-# exact types, so a NamedTuple that defines the operator still gets its turn.
-_REJECTED_TYPES = frozenset((list, tuple))
+# Operand types refused outright, as in JAX: ``x == [1, 2]`` raises instead of being False,
+# ``x + [1]`` instead of looking like concatenation (other operators just defer). Exact
+# types, so a NamedTuple that defines the operator still gets its turn.
+_REJECTED_TYPES = {"eq": frozenset((dict, list, set, tuple)),
+                   "ne": frozenset((dict, list, set, tuple)),
+                   "add": frozenset((list, tuple)), "mul": frozenset((list, tuple))}
 
 
 def _defer(other: Any) -> bool:
     return not (isinstance(other, Tracer) or core.is_array_like(other))
 
 
-def _binary_method(fn: Any, reflected: bool, symbol: str):
+def _binary_method(fn: Any, reflected: bool, op: str):
+    symbol, rejected = _SYMBOLS[op], _REJECTED_TYPES.get(op, frozenset())
+
     def refuse(self, other):
-        if type(other) in _REJECTED_TYPES:
+        if type(other) in rejected:
             left, right = (other, self) if reflected else (self, other)
             raise TypeError(f"unsupported operand type(s) for {symbol}: "
                             f"{type(left).__name__!r} and {type(right).__name__!r}")
@@ -217,11 +222,11 @@ def install(jnp_module: Any) -> None:
     for cls in (Array, Tracer):
         for op, fn_name in _BINARY_OPERATORS.items():
             fn = getattr(jnp_module, fn_name)
-            setattr(cls, f"__{op}__", _binary_method(fn, False, _SYMBOLS[op]))
-            setattr(cls, f"__r{op}__", _binary_method(fn, True, _SYMBOLS[op]))
+            setattr(cls, f"__{op}__", _binary_method(fn, False, op))
+            setattr(cls, f"__r{op}__", _binary_method(fn, True, op))
         for op, fn_name in _COMPARISONS.items():
             fn = getattr(jnp_module, fn_name)
-            setattr(cls, f"__{op}__", _binary_method(fn, False, _SYMBOLS[op]))
+            setattr(cls, f"__{op}__", _binary_method(fn, False, op))
         for op, fn_name in _UNARY_OPERATORS.items():
             setattr(cls, f"__{op}__", _unary_method(getattr(jnp_module, fn_name)))
         for name, fn_name in _METHODS.items():

@@ -42,8 +42,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
         # Lists of tracers are stacked by primitives.
         out = object if isinstance(object, Tracer) else stack(
             [array(o) for o in object]) if len(object) else array(np.zeros((0,)))
-        out = lax.convert_element_type(out, dtype if dtype is not None else out.dtype,
-                                       False if dtype is not None else out.weak_type)
+        # (Weak only for a lone weak tracer and no dtype: a list is never weakly typed.)
+        weak = dtype is None and isinstance(object, Tracer) and out.weak_type
+        out = lax.convert_element_type(out, dtype if dtype is not None else out.dtype, weak)
     elif hasattr(object, "aval"):
         out = object
         if dtype is not None and (dtype != out.dtype or out.weak_type):
