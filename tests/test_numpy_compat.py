@@ -380,3 +380,30 @@ def test_complex_square_and_expm1_edge_values():
         np.testing.assert_array_equal(got[:2], ref[:2].astype(np.complex64))
         assert np.signbit(got[1].imag)
         np.testing.assert_allclose(got[2:], ref[2:], rtol=2e-7)
+
+
+# ---------------------------------------------------------------- log2 / log10 as JAX
+
+
+def test_log2_and_log10_scale_the_logarithm_as_jax():
+    """log10 is log(x) * 0.4342944819032518 (rounded to x's dtype) and log2 log(x) times the
+    reciprocal of log(2) in x's dtype, as JAX and XLA compute them; a complex logarithm's
+    parts are scaled apart, so log2(0j) is -inf+0j (a complex division gave -inf+nanj)."""
+    z = np.array([0j, complex(0, np.inf), 8 + 0j, -1 + 0j], np.complex64)
+    for fn, base in ((jnp.log2, 2.0), (jnp.log10, 10.0)):
+        for got in (fn(jnp.asarray(z)), ember.jit(fn)(jnp.asarray(z))):
+            got = np.asarray(got)
+            assert got[0] == complex(-np.inf, 0.0)
+            ln = np.log(z[1:].astype(np.complex128))
+            np.testing.assert_allclose(got[1:].real, ln.real / np.log(base), rtol=1e-6)
+            np.testing.assert_allclose(got[1:].imag, ln.imag / np.log(base), rtol=1e-6)
+    x = np.array([0.3, 2.0, 10.0, 77.0, 1e-3], np.float32)
+    for dt in (np.float32, np.float16, ml_dtypes.bfloat16):
+        xs = x.astype(dt)
+        ln = np.asarray(jnp.log(jnp.asarray(xs)))
+        work = np.float32 if dt == ml_dtypes.bfloat16 else dt
+        recip = np.ones((), work) / np.asarray(np.log(2.0), dt).astype(work)
+        want2 = (ln.astype(work) * recip).astype(dt)
+        want10 = (ln * np.asarray(0.4342944819032518, dt)).astype(dt)
+        for fn, want in ((jnp.log2, want2), (jnp.log10, want10)):
+            np.testing.assert_array_equal(np.asarray(fn(jnp.asarray(xs))), want)

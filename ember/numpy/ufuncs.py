@@ -339,8 +339,40 @@ exp2 = _unary(lax.exp2, "exp2")
 expm1 = _unary(lax.expm1, "expm1")
 log = _unary(lax.log, "log")
 log1p = _unary(lax.log1p, "log1p")
-log2 = _unary(lambda x: lax.div(lax.log(x), _full(x, math.log(2))), "log2")
-log10 = _unary(lambda x: lax.div(lax.log(x), _full(x, math.log(10))), "log10")
+def _scaled_log(x: Any, factor: Callable[[np.dtype], np.ndarray]) -> Any:
+    """``log(x) * factor(dtype)`` as JAX computes log2 and log10: a complex logarithm's two
+    parts are scaled apart (a complex product would make ``inf * 0`` NaNs)."""
+    ln = lax.log(x)
+    if not dtypes.is_complex(_dt(ln)):
+        return _times_constant(ln, factor(_dt(ln)))
+    return lax.complex(_times_constant(lax.real(ln), factor(_dt(lax.real(ln)))),
+                       _times_constant(lax.imag(ln), factor(_dt(lax.real(ln)))))
+
+
+def _times_constant(x: Any, c: np.ndarray) -> Any:
+    """``x * c`` computed in c's dtype (float32 for a bfloat16 ``x``), rounded to x's."""
+    dt = _dt(x)
+    if c.dtype == dt:
+        return lax.mul(x, _full(x, c))
+    product = lax.mul(lax.convert_element_type(x, c.dtype), lax.full((), c, c.dtype))
+    return lax.convert_element_type(product, dt)
+
+
+def _one_over_ln2(dt: np.dtype) -> np.ndarray:
+    # JAX divides by log(2); XLA turns the division by that constant into a product with
+    # its reciprocal (in float32 for bfloat16), which ember's compiler does too. Eager code
+    # computes the same product.
+    work = np.dtype(np.float32) if dt == dtypes.bfloat16 else dt
+    ln2 = np.asarray(math.log(2), dt).astype(work)  # (log(2) in x's dtype, as JAX's constant)
+    return np.asarray(np.ones((), work) / ln2, work)
+
+
+def _one_over_ln10(dt: np.dtype) -> np.ndarray:
+    return np.asarray(0.4342944819032518, dt)  # (JAX multiplies by this rounded 1/log(10))
+
+
+log2 = _unary(lambda x: _scaled_log(x, _one_over_ln2), "log2")
+log10 = _unary(lambda x: _scaled_log(x, _one_over_ln10), "log10")
 sin = _unary(lax.sin, "sin")
 cos = _unary(lax.cos, "cos")
 tan = _unary(lax.tan, "tan")
