@@ -85,3 +85,74 @@ def test_weak_array_updates_keep_the_weak_type():
     x = jnp.asarray(2.0)  # weak float32
     _check(x.at[()].power(3), 8.0, np.float32, weak=True)
     _check(x.at[()].add(jnp.float16(1)), 3.0, np.float32, weak=True)
+
+
+# -------------------------------------------------- index functions
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_choose_clip_clips_negative_entries_to_zero(jit):
+    def f(a):
+        return jnp.choose(a, [jnp.arange(4), jnp.arange(4) * 10, jnp.arange(4) * 100],
+                          mode="clip")
+    out = (ember.jit(f) if jit else f)(jnp.array([0, 1, 5, -1]))
+    _check(out, [0, 10, 200, 3], np.int32)
+
+
+def test_take_along_axis_axis_none_needs_1d_indices():
+    x = jnp.arange(4.0).reshape(2, 2)
+    with pytest.raises(ValueError):
+        jnp.take_along_axis(x, jnp.array([[0, 1]]), axis=None)
+    _check(jnp.take_along_axis(x, jnp.array([0, 3]), axis=None), [0.0, 3.0], np.float32)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_compress_and_extract_with_size_under_tracing(jit):
+    def f(c, a):
+        return (jnp.compress(c, a, axis=0, size=2, fill_value=-1),
+                jnp.extract(c, a[:, 0], size=3, fill_value=-7))
+    c, a = jnp.array([False, False, True]), jnp.arange(6).reshape(3, 2)
+    rows, flat = (ember.jit(f) if jit else f)(c, a)
+    _check(rows, [[4, 5], [-1, -1]], np.int32)
+    _check(flat, [4, -7, -7], np.int32)
+
+
+def test_compress_size_rules():
+    a = jnp.arange(3)
+    # A condition shorter than the axis: the axis is cut to it, false entries fill.
+    _check(jnp.compress(jnp.array([True, False]), a, size=2), [0, 0], np.int32)
+    # With size, true entries beyond the axis are ignored; without it they are an error.
+    _check(jnp.compress(jnp.array([True, False, True, True]), a, size=3), [0, 2, 0],
+           np.int32)
+    with pytest.raises(ValueError):
+        jnp.compress(jnp.array([True, False, True, True]), a)
+    for size in (3, -1):
+        with pytest.raises(ValueError):
+            jnp.compress(jnp.array([True, False]), a, size=size)
+    with pytest.raises(ValueError):
+        jnp.extract(jnp.array([True, False, True]), a, size=4)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_ravel_multi_index_dtypes_and_modes(jit):
+    def f(i8, u8, i32):
+        return (jnp.ravel_multi_index((u8, i8), (3, 4), mode="clip"),
+                jnp.ravel_multi_index((u8, u8), (3, 4), mode="clip"),
+                jnp.ravel_multi_index((i32, i32), (3, 4), mode="wrap", dtype=jnp.int16),
+                jnp.ravel_multi_index((i32, i32), (3, 4), mode="ignore"))
+    i8, u8 = jnp.array([1, 3], jnp.int8), jnp.array([0, 5], jnp.uint8)
+    i32 = jnp.array([1, -2])
+    outs = (ember.jit(f) if jit else f)(i8, u8, i32)
+    _check(outs[0], [1, 11], np.int16)
+    _check(outs[1], [0, 11], np.uint8)
+    _check(outs[2], [5, 6], np.int16)
+    _check(outs[3], [5, -10], np.int32)
+
+
+def test_ravel_multi_index_dtype_errors():
+    u8 = jnp.array([0, 2], jnp.uint8)
+    with pytest.raises(ValueError):  # uint8 cannot hold flat indices up to 1199
+        jnp.ravel_multi_index((u8, u8), (30, 40))
+    with pytest.raises(ValueError):
+        jnp.ravel_multi_index((u8, u8), (3, 4), dtype=jnp.float32)
+    _check(jnp.ravel_multi_index((), ()), 0, np.int32)

@@ -126,10 +126,10 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str | N
     indices = _index_array("take_along_axis", indices)
     mode = _take_mode("take_along_axis", mode)
     if axis is None:
-        arr = lax.reshape(arr, (core.get_aval(arr).size,))
         if indices.ndim != 1:
-            indices = np.ravel(indices) if isinstance(indices, np.ndarray) else \
-                lax.reshape(indices, (core.get_aval(indices).size,))
+            raise ValueError(f"take_along_axis: indices must be 1-d when axis=None, got shape "
+                             f"{tuple(indices.shape)}")
+        arr = lax.reshape(arr, (core.get_aval(arr).size,))
         axis = 0
     shape = core.get_aval(arr).shape
     ishape = tuple(indices.shape)
@@ -284,7 +284,12 @@ def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
 
 def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
              fill_value: Any = 0, out: None = None) -> Any:
-    """Slices of ``a`` along ``axis`` where the 1-d ``condition`` is true (concrete).
+    """Slices of ``a`` along ``axis`` where the 1-d ``condition`` is true.
+
+    Without ``size`` the condition must be concrete; with ``size`` the result has that
+    length (at most the axis length; padded with ``fill_value``) and works under tracing.
+    Entries of ``condition`` beyond the axis length are ignored with ``size``, an error
+    without it (as in JAX).
 
     Example:
         >>> jnp.compress(jnp.array([True, False, True]), jnp.array([1, 2, 3]))
@@ -292,44 +297,49 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
     """
     if out is not None:
         raise NotImplementedError("compress: the 'out' argument is not supported")
-    _util.check_arraylike("compress", condition, a)
-    cond = _concrete_value("compress", condition)
-    if cond.ndim != 1:
-        raise ValueError(f"compress: condition must be a 1-d array, got shape {cond.shape}")
+    _util.check_arraylike("compress", condition, a, fill_value)
+    if np.ndim(condition) != 1:
+        raise ValueError(f"compress: condition must be a 1-d array, got shape "
+                         f"{np.shape(condition)}")
     a = _util.ensure_array(a)
     if axis is None:
         a = lax.reshape(a, (core.get_aval(a).size,))
         axis = 0
     shape = core.get_aval(a).shape
     axis = _util.canonicalize_axis("compress", axis, len(shape))
-    idx = np.nonzero(cond)[0]
-    if len(idx) and idx[-1] >= shape[axis]:
-        raise ValueError(f"compress: condition has true entries beyond the length "
-                         f"{shape[axis]} of axis {axis}")
-    if size is not None:
-        idx = idx[:size]
-        pad = size - len(idx)
-    else:
-        pad = 0
-    res = take(a, idx.astype(_int_dtype()), axis=axis, mode="clip")
-    if pad:
-        fshape = list(core.get_aval(res).shape)
-        fshape[axis] = pad
-        filler = lax.broadcast_in_dim(np.asarray(fill_value, core.get_aval(a).dtype),
-                                      tuple(fshape), ())
-        res = lax.concatenate([res, filler], axis)
-    return res
+    n = shape[axis]
+    if size is None:
+        cond = _concrete_value("compress", condition) != 0
+        if cond[n:].any():
+            raise ValueError(f"compress: condition has true entries beyond the length {n} of "
+                             f"axis {axis}")
+        idx = np.nonzero(cond[:n])[0]
+        return take(a, idx.astype(_int_dtype()), axis=axis, mode="clip")
+    size = static_int("compress", "size", size)
+    cond = _util.ensure_array(condition)
+    m = min(n, core.get_aval(cond).shape[0])
+    if not 0 <= size <= m:
+        raise ValueError(f"compress: size must be non-negative and at most the length {m} of "
+                         f"the axis (and of the condition), got size={size}")
+    if m < core.get_aval(cond).shape[0]:
+        cond = lax.slice(cond, (0,), (m,))
+    # The true positions, then n (out of bounds, so the take fills) up to size.
+    idx, = nonzero(cond, size=size, fill_value=n)
+    return take(a, idx, axis=axis, mode="fill", fill_value=fill_value)
 
 
 def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Any:
-    """Elements of ``arr`` where ``condition`` is true (both flattened; concrete).
+    """Elements of ``arr`` where ``condition`` is true (both flattened; concrete unless
+    ``size`` is given).
 
     Example:
         >>> jnp.extract(jnp.array([0, 1, 1]), jnp.array([4, 5, 6]))
         Array([5, 6], dtype=int32)
     """
     _util.check_arraylike("extract", condition, arr)
-    cond = _concrete_value("extract", condition).ravel() != 0
+    # (A concrete condition stays concrete: a lax op would stage it under tracing.)
+    cond = lax.reshape(condition, (condition.size,)) if isinstance(condition, Tracer) else \
+        np.ravel(np.asarray(condition))
     arr = _util.ensure_array(arr)
     return compress(cond, lax.reshape(arr, (core.get_aval(arr).size,)), size=size,
                     fill_value=fill_value)
@@ -386,6 +396,8 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
         mode = "clip"
     if mode not in ("clip", "wrap"):
         raise ValueError(f"choose: invalid mode {mode!r}; expected 'raise', 'clip' or 'wrap'")
+    if mode == "clip":  # clipped into [0, n), negative entries included (no wrapping)
+        a = lax.clamp(0, _util.ensure_array(a), n - 1)
     ch = _util.promote_dtypes(*choices)
     args = _util.promote_shapes("choose", _util.ensure_array(a), *ch)
     shape = _util.broadcast_shapes(*(core.get_aval(x).shape for x in args))
@@ -546,10 +558,12 @@ def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Any, ...]:
 
 
 def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
-                      order: str = "C") -> Any:
+                      order: str = "C", *, dtype: Any = None) -> Any:
     """Flat indices of the coordinate arrays ``multi_index`` in an array of shape ``dims``.
 
-    ``mode`` is 'raise' (concrete indices only), 'clip' or 'wrap'.
+    ``mode`` is 'raise' (concrete indices only), 'clip', 'wrap' or 'ignore' (no check). The
+    result has ``dtype``, by default the indices' dtypes promoted with a (weak) Python int,
+    as in JAX: int32 for int32 or mixed int8/uint8 indices (int16), uint8 for uint8 ones.
 
     Example:
         >>> jnp.ravel_multi_index((jnp.array([1, 0]), jnp.array([2, 1])), (2, 3))
@@ -561,32 +575,38 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                          f"{len(dims)} dimensions")
     if order not in ("C", "F"):
         raise ValueError(f"ravel_multi_index: order must be 'C' or 'F', got {order!r}")
-    if mode not in ("raise", "clip", "wrap"):
-        raise ValueError(f"ravel_multi_index: invalid mode {mode!r}")
+    if mode not in ("raise", "clip", "wrap", "ignore"):
+        raise ValueError(f"ravel_multi_index: invalid mode {mode!r}; expected 'raise', "
+                         "'clip', 'wrap' or 'ignore'")
     _util.check_arraylike("ravel_multi_index", *multi_index)
     for i in multi_index:
         if not dtypes.is_integer(core.get_aval(i).dtype):
             raise TypeError("ravel_multi_index: only integer indices are supported, got "
                             f"dtype {core.get_aval(i).dtype}")
+    dt = dtypes.result_type(1, *multi_index) if dtype is None else \
+        dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    if not dtypes.is_integer(dt):
+        raise ValueError(f"ravel_multi_index: dtype must be an integer type, got {dt}")
+    if int(np.prod(dims, dtype=np.int64)) - 1 > np.iinfo(dt).max:
+        raise ValueError(f"ravel_multi_index: dtype {dt} cannot hold the flat indices of an "
+                         f"array of shape {dims}; pass a larger dtype=")
     if mode == "raise":
         for k, (i, d) in enumerate(zip(multi_index, dims)):
             v = _concrete_value("ravel_multi_index", i)
             if v.size and (v.min() < 0 or v.max() >= d):
                 raise ValueError(f"ravel_multi_index: invalid entry in coordinates array "
                                  f"{k} (out of bounds for dimension of size {d})")
-    idx = [lax.convert_element_type(_util.ensure_array(i), _int_dtype()) for i in multi_index]
-    idx = _util.promote_shapes("ravel_multi_index", *idx)
+    idx = [_util.ensure_array(i) for i in multi_index]
+    if mode == "clip":
+        idx = [lax.clamp(0, i, max(d - 1, 0)) for i, d in zip(idx, dims)]
+    elif mode == "wrap":
+        idx = [_floor_mod(i, d) for i, d in zip(idx, dims)]
     strides = [int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(len(dims))] \
         if order == "C" else [int(np.prod(dims[:k], dtype=np.int64)) for k in range(len(dims))]
-    result = None
-    for i, d, s in zip(idx, dims, strides):
-        if mode == "clip":
-            i = lax.max(lax.min(i, max(d - 1, 0)), 0)
-        elif mode == "wrap":
-            i = _floor_mod(i, d)
-        term = lax.mul(i, s)
-        result = term if result is None else lax.add(*_util.promote_shapes(
-            "ravel_multi_index", result, term))
+    result = array(0, dtype=dt)
+    for i, st in zip(idx, strides):
+        term = lax.mul(lax.convert_element_type(i, dt), lax.convert_element_type(st, dt))
+        result = lax.add(*_util.promote_shapes("ravel_multi_index", result, term))
     return result
 
 
