@@ -296,3 +296,22 @@ def test_array_of_a_list_of_tracers_is_not_weak():
     out = ember.jit(lambda x: jnp.asarray((x, x)))(2)
     _check(out, np.int32, weak=False, value=[2, 2])
     _check(ember.jit(jnp.array)(2.0), np.float32, weak=True, value=2.0)
+
+
+class _HasJaxArray:
+    def __init__(self, value):
+        self.value = value
+
+    def __jax_array__(self):
+        return jnp.asarray(self.value)
+
+
+def test_jax_array_protocol_in_operators_and_asarray():
+    a = _HasJaxArray([1.0, 2.0])
+    x = jnp.ones(2)
+    _check(x + a, np.float32, value=[2.0, 3.0])
+    _check(a * x, np.float32, value=[1.0, 2.0])
+    _check(x == a, np.bool_, value=[True, False])
+    _check(jnp.asarray(a), np.float32, value=[1.0, 2.0])
+    _check(jnp.array(a, dtype=np.int32), np.int32, value=[1, 2])
+    _check(ember.jit(lambda x: x - a)(x), np.float32, value=[0.0, -1.0])

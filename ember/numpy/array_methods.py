@@ -61,7 +61,13 @@ def _defer(other: Any) -> bool:
 def _binary_method(fn: Any, reflected: bool, op: str):
     symbol, rejected = _SYMBOLS[op], _REJECTED_TYPES.get(op, frozenset())
 
-    def refuse(self, other):
+    def other_operand(self, other):
+        # An object with ``__jax_array__`` takes part as that array (as in JAX); JAX's refused
+        # types raise; anything else defers to the other operand's method.
+        convert = getattr(other, "__jax_array__", None)
+        if convert is not None:
+            other = convert()
+            return fn(other, self) if reflected else fn(self, other)
         if type(other) in rejected:
             left, right = (other, self) if reflected else (self, other)
             raise TypeError(f"unsupported operand type(s) for {symbol}: "
@@ -71,12 +77,12 @@ def _binary_method(fn: Any, reflected: bool, op: str):
     if reflected:
         def method(self, other):
             if type(other) not in _OPERAND_TYPES and _defer(other):
-                return refuse(self, other)
+                return other_operand(self, other)
             return fn(other, self)
     else:
         def method(self, other):
             if type(other) not in _OPERAND_TYPES and _defer(other):
-                return refuse(self, other)
+                return other_operand(self, other)
             return fn(self, other)
     return method
 

@@ -51,6 +51,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
             out = lax.convert_element_type(out, dtype)  # an explicit dtype is never weak
         elif copy:
             out = out.copy()
+    elif not isinstance(object, (list, tuple, np.ndarray)) \
+            and hasattr(type(object), "__jax_array__"):  # (JAX's protocol for array-likes)
+        return array(object.__jax_array__(), dtype, copy, order, ndmin)
     else:
         if isinstance(object, (list, tuple)):
             leaves = tree_util.tree_leaves(object)
