@@ -249,7 +249,7 @@ def test_operators():
         for _ in range(2):
             _check_same(case(), slow)
     assert (x + np.float32(1)).dtype == np.float32  # NumPy operands take the ordinary path
-    assert (x.__add__([1]) is NotImplemented)
+    assert (x.__sub__([1]) is NotImplemented)  # (x + [1] raises, as in JAX)
 
 
 def test_positive_returns_its_argument():
