@@ -156,3 +156,37 @@ def test_ravel_multi_index_dtype_errors():
     with pytest.raises(ValueError):
         jnp.ravel_multi_index((u8, u8), (3, 4), dtype=jnp.float32)
     _check(jnp.ravel_multi_index((), ()), 0, np.int32)
+
+
+# -------------------------------------------------- wrap_negative_indices=False
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_wrap_negative_indices_false_makes_negatives_out_of_bounds(jit):
+    def f(x, i):
+        return (x.at[-1].get(wrap_negative_indices=False),  # clamps to 0
+                x.at[i].get(mode="fill", fill_value=-1.0, wrap_negative_indices=False),
+                x.at[i].set(9.0, wrap_negative_indices=False),  # dropped
+                x.at[i].add(9.0, mode="clip", wrap_negative_indices=False),
+                x.at[-3:].set(7.0, wrap_negative_indices=False),  # slices keep their meaning
+                x.at[-1].apply(lambda v: v + 1, wrap_negative_indices=False))
+    x = jnp.arange(5.0)
+    outs = (ember.jit(f) if jit else f)(x, jnp.array([-1, 2, -6, 9]))
+    _check(outs[0], 0.0, np.float32)
+    _check(outs[1], [-1.0, 2.0, -1.0, -1.0], np.float32)
+    _check(outs[2], [0.0, 1.0, 9.0, 3.0, 4.0], np.float32)
+    _check(outs[3], [18.0, 1.0, 11.0, 3.0, 13.0], np.float32)
+    _check(outs[4], [0.0, 1.0, 7.0, 7.0, 7.0], np.float32)
+    _check(outs[5], [0.0, 1.0, 2.0, 3.0, 4.0], np.float32)
+
+
+def test_wrap_negative_indices_false_traced_scalar_and_2d():
+    x = jnp.arange(20.0).reshape(4, 5)
+    out = ember.jit(lambda x, i: x.at[i].get(wrap_negative_indices=False))(x, -1)
+    _check(out, [0.0, 1.0, 2.0, 3.0, 4.0], np.float32)
+    out = x.at[jnp.array([-1, 1]), -1].set(-9.0, wrap_negative_indices=False)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x))
+    out = x.at[jnp.array([-1, 1])].divide(2.0, wrap_negative_indices=False)
+    expected = np.arange(20.0, dtype=np.float32).reshape(4, 5)
+    expected[1] /= 2
+    _check(out, expected, np.float32)

@@ -158,6 +158,27 @@ def _parse(shape: tuple[int, ...], idx: Any) -> list[tuple]:
     return final
 
 
+def _no_negative_wrap(shape: tuple[int, ...], entries: list[tuple]) -> list[tuple]:
+    """``entries`` with negative integer indices made out of bounds for good (``-n - 1``
+    wraps to -1), so they clamp, fill or drop instead of counting from the end (JAX's
+    ``wrap_negative_indices=False``). Slices keep Python's meaning."""
+    out, d = [], 0
+    for e in entries:
+        if e[0] in ("int", "dyn", "adv"):
+            oob = -shape[d] - 1
+            if e[0] == "int":
+                e = ("int", oob if e[1] < 0 else e[1])
+            elif isinstance(e[1], Tracer):
+                a = lax.convert_element_type(e[1], _int_dtype())
+                e = (e[0], lax.select(lax.lt(a, 0), lax.full_like(a, oob), a))
+            else:
+                a = np.asarray(e[1]).astype(np.int64)
+                e = (e[0], np.where(a < 0, oob, a))
+        out.append(e)
+        d += e[0] not in ("none", "newadv")
+    return out
+
+
 def _slice_bounds(s: slice, n: int) -> tuple[int, int, int, bool]:
     """(lo, hi, stride, reversed) for lax.slice (+ rev) selecting s from a length-n axis."""
     start, stop, step = s.indices(n)
@@ -308,10 +329,13 @@ def _advanced_index(x: Any, entries: list[tuple], mode: GatherScatterMode,
 
 
 def _rewriting_take(x: Any, idx: Any, mode: Any = None, fill_value: Any = None,
-                    unique_indices: bool = False, indices_are_sorted: bool = False) -> Any:
+                    unique_indices: bool = False, indices_are_sorted: bool = False,
+                    wrap_negative_indices: bool = True) -> Any:
     x = _util.ensure_array(x)
     shape = core.get_aval(x).shape
     entries = _parse(shape, idx)
+    if not wrap_negative_indices:
+        entries = _no_negative_wrap(shape, entries)
     gmode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else \
         GatherScatterMode.from_any(mode)
     has_array = any(e[0] in ("adv", "newadv") for e in entries)
@@ -483,10 +507,17 @@ def _scatter_plan(x: Any, entries: list[tuple]) -> tuple:
     return indices, out_shape, dn
 
 
+def _scatter_entries(x: Any, idx: Any, wrap_negative_indices: bool) -> list[tuple]:
+    shape = core.get_aval(x).shape
+    entries = _parse(shape, idx)
+    return entries if wrap_negative_indices else _no_negative_wrap(shape, entries)
+
+
 def _scatter_update(x: Any, idx: Any, values: Any, scatter_fn, fn: str, mode: Any,
-                    indices_are_sorted: bool, unique_indices: bool) -> Any:
+                    indices_are_sorted: bool, unique_indices: bool,
+                    wrap_negative_indices: bool = True) -> Any:
     x = _util.ensure_array(x)
-    entries = _parse(core.get_aval(x).shape, idx)
+    entries = _scatter_entries(x, idx, wrap_negative_indices)
     if not any(e[0] in ("adv", "newadv") for e in entries):
         # No advanced (array or mask) entries: every element is named once, in order, so
         # JAX marks such a scatter's indices unique and sorted.
@@ -518,22 +549,27 @@ class _IndexUpdateRef:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None, fill_value: Any = None) -> Any:
+            mode: Any = None, fill_value: Any = None,
+            wrap_negative_indices: bool = True) -> Any:
         """``x[idx]`` with an explicit out-of-bounds ``mode`` ('clip', 'fill', ...).
+
+        With ``wrap_negative_indices=False`` (a keyword of every ``x.at[idx]`` method, as in
+        JAX) negative integer indices are out of bounds instead of counting from the end.
 
         Example:
             >>> jnp.arange(3).at[5].get(mode="fill", fill_value=-1)
             Array(-1, dtype=int32)
         """
         return _rewriting_take(self.array, self.index, mode, fill_value, unique_indices,
-                               indices_are_sorted)
+                               indices_are_sorted, wrap_negative_indices)
 
-    def _update(self, values, fn, name, indices_are_sorted, unique_indices, mode):
+    def _update(self, values, fn, name, indices_are_sorted, unique_indices, mode, wrap):
         return _scatter_update(self.array, self.index, values, fn, f"at[...].{name}", mode,
-                               indices_are_sorted, unique_indices)
+                               indices_are_sorted, unique_indices, wrap)
 
     def set(self, values: Any, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            wrap_negative_indices: bool = True) -> Any:
         """``x[idx] = values`` (functionally). With repeated indices one write wins (eagerly
         the last one, as in NumPy; unspecified under compilation, as in JAX).
 
@@ -542,10 +578,11 @@ class _IndexUpdateRef:
             Array([1., 0., 0.], dtype=float32)
         """
         return self._update(values, lax.scatter, "set", indices_are_sorted, unique_indices,
-                            mode)
+                            mode, wrap_negative_indices)
 
     def add(self, values: Any, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            wrap_negative_indices: bool = True) -> Any:
         """``x[idx] += values``; repeated indices accumulate (like ``np.add.at``).
 
         Example:
@@ -553,10 +590,11 @@ class _IndexUpdateRef:
             Array([2., 0.], dtype=float32)
         """
         return self._update(values, lax.scatter_add, "add", indices_are_sorted,
-                            unique_indices, mode)
+                            unique_indices, mode, wrap_negative_indices)
 
     def multiply(self, values: Any, *, indices_are_sorted: bool = False,
-                 unique_indices: bool = False, mode: Any = None) -> Any:
+                 unique_indices: bool = False, mode: Any = None,
+                 wrap_negative_indices: bool = True) -> Any:
         """``x[idx] *= values``; repeated indices multiply together.
 
         Example:
@@ -564,41 +602,46 @@ class _IndexUpdateRef:
             Array([1., 3.], dtype=float32)
         """
         return self._update(values, lax.scatter_mul, "multiply", indices_are_sorted,
-                            unique_indices, mode)
+                            unique_indices, mode, wrap_negative_indices)
 
     mul = multiply
 
-    def _scaled_ones(self, values, name, indices_are_sorted, unique_indices, mode):
+    def _scaled_ones(self, values, name, indices_are_sorted, unique_indices, mode, wrap):
         # Ones with ``values`` multiplied in at ``idx``: the divisor/exponent of divide/power.
         x = _util.ensure_array(self.array)
         ones = lax.full_like(x, 1)
         return x, _scatter_update(ones, self.index, values, lax.scatter_mul, f"at[...].{name}",
-                                  mode, indices_are_sorted, unique_indices)
+                                  mode, indices_are_sorted, unique_indices, wrap)
 
     def divide(self, values: Any, *, indices_are_sorted: bool = False,
-               unique_indices: bool = False, mode: Any = None) -> Any:
+               unique_indices: bool = False, mode: Any = None,
+               wrap_negative_indices: bool = True) -> Any:
         """``x[idx] /= values`` (true division: integer arrays give floats, as in JAX).
 
         Example:
             >>> jnp.ones(2).at[1].divide(4.0)
             Array([1.  , 0.25], dtype=float32)
         """
-        x, denom = self._scaled_ones(values, "divide", indices_are_sorted, unique_indices, mode)
+        x, denom = self._scaled_ones(values, "divide", indices_are_sorted, unique_indices,
+                                     mode, wrap_negative_indices)
         return ufuncs.true_divide(x, denom)
 
     def power(self, values: Any, *, indices_are_sorted: bool = False,
-              unique_indices: bool = False, mode: Any = None) -> Any:
+              unique_indices: bool = False, mode: Any = None,
+              wrap_negative_indices: bool = True) -> Any:
         """``x[idx] **= values``.
 
         Example:
             >>> jnp.full(2, 3.0).at[0].power(2.0)
             Array([9., 3.], dtype=float32)
         """
-        x, exps = self._scaled_ones(values, "power", indices_are_sorted, unique_indices, mode)
+        x, exps = self._scaled_ones(values, "power", indices_are_sorted, unique_indices,
+                                     mode, wrap_negative_indices)
         return ufuncs.power(x, exps)
 
     def min(self, values: Any, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            wrap_negative_indices: bool = True) -> Any:
         """``x[idx] = minimum(x[idx], values)``.
 
         Example:
@@ -606,10 +649,11 @@ class _IndexUpdateRef:
             Array([1., 3.], dtype=float32)
         """
         return self._update(values, lax.scatter_min, "min", indices_are_sorted,
-                            unique_indices, mode)
+                            unique_indices, mode, wrap_negative_indices)
 
     def max(self, values: Any, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            wrap_negative_indices: bool = True) -> Any:
         """``x[idx] = maximum(x[idx], values)``.
 
         Example:
@@ -617,10 +661,11 @@ class _IndexUpdateRef:
             Array([1., 0.], dtype=float32)
         """
         return self._update(values, lax.scatter_max, "max", indices_are_sorted,
-                            unique_indices, mode)
+                            unique_indices, mode, wrap_negative_indices)
 
     def apply(self, func: Any, *, indices_are_sorted: bool = False,
-              unique_indices: bool = False, mode: Any = None) -> Any:
+              unique_indices: bool = False, mode: Any = None,
+              wrap_negative_indices: bool = True) -> Any:
         """``x[idx] = func(x[idx])`` for a unary elementwise ``func``; an index that appears
         ``n`` times gets ``func`` ``n`` times (``lax.scatter_apply``; no derivative, as in
         JAX).
@@ -630,7 +675,8 @@ class _IndexUpdateRef:
             Array([  0., 100.,  20.], dtype=float32)
         """
         x = _util.ensure_array(self.array)
-        indices, out_shape, dn = _scatter_plan(x, _parse(core.get_aval(x).shape, self.index))
+        entries = _scatter_entries(x, self.index, wrap_negative_indices)
+        indices, out_shape, dn = _scatter_plan(x, entries)
         if 0 in out_shape:
             return x
         return lax.scatter_apply(x, indices, func, dn, update_shape=out_shape,
@@ -639,7 +685,8 @@ class _IndexUpdateRef:
                                  mode=GatherScatterMode.from_any(mode))
 
     def subtract(self, values: Any, *, indices_are_sorted: bool = False,
-                 unique_indices: bool = False, mode: Any = None) -> Any:
+                 unique_indices: bool = False, mode: Any = None,
+                 wrap_negative_indices: bool = True) -> Any:
         """``x[idx] -= values``.
 
         Example:
@@ -647,7 +694,7 @@ class _IndexUpdateRef:
             Array([-1.,  0.], dtype=float32)
         """
         return self._update(values, lax.scatter_sub, "subtract", indices_are_sorted,
-                            unique_indices, mode)
+                            unique_indices, mode, wrap_negative_indices)
 
 
 class _IndexUpdateHelper:
