@@ -190,3 +190,34 @@ def test_wrap_negative_indices_false_traced_scalar_and_2d():
     expected = np.arange(20.0, dtype=np.float32).reshape(4, 5)
     expected[1] /= 2
     _check(out, expected, np.float32)
+
+
+# -------------------------------------------------- index and fill_value types
+
+
+def test_python_bool_slice_bounds_are_ints():
+    x = jnp.arange(5.0)
+    _check(x[True:3], [1.0, 2.0], np.float32)
+    with pytest.raises(TypeError):
+        x[np.bool_(True):3]
+
+
+@pytest.mark.parametrize("idx", [{}, object(), {1, 2}])
+def test_unsupported_index_objects_are_index_errors(idx):
+    with pytest.raises(IndexError):
+        jnp.arange(5.0)[idx]
+
+
+def test_string_index_is_a_type_error():
+    with pytest.raises(TypeError):
+        jnp.arange(5.0)["a"]
+
+
+def test_gather_fill_value_checks():
+    x = jnp.arange(5.0)
+    with pytest.raises(ValueError):
+        x.at[jnp.array([1, 7])].get(mode="fill", fill_value=jnp.array([1.0]))
+    with pytest.raises(TypeError):  # the imaginary part cannot be dropped silently
+        x.at[jnp.array([1, 7])].get(mode="fill", fill_value=1j)
+    out = (x + 0j).at[jnp.array([1, 7])].get(mode="fill", fill_value=1j)
+    _check(out, [1.0, 1j], np.complex64)

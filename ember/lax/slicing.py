@@ -663,13 +663,16 @@ def _check_index_operand(fn: str, x: Any, arg: str) -> Any:
     return x
 
 
-def _fill_param(fill_value: Any) -> Any:
+def _fill_param(fill_value: Any, dtype: np.dtype) -> Any:
     if fill_value is None:
         return None
     fill_value = core.concrete_or_error(fill_value, "gather: fill_value must be concrete")
     v = np.asarray(fill_value)
-    if v.shape != ():
-        raise TypeError(f"gather: fill_value must be a scalar, got shape {v.shape}")
+    if v.shape != ():  # (a ValueError, as JAX's x.at[i].get)
+        raise ValueError(f"gather: fill_value must be a scalar, got shape {v.shape}")
+    if np.iscomplexobj(v) and not dtypes.is_complex(dtype):
+        raise TypeError(f"gather: a complex fill_value ({fill_value!r}) cannot fill an operand "
+                        f"of dtype {dtype}")
     return v.item()
 
 
@@ -693,7 +696,8 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     sizes = int_tuple("gather", "slice_sizes", slice_sizes)
     mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else \
         GatherScatterMode.from_any(mode)
-    fill = _fill_param(fill_value) if mode == GatherScatterMode.FILL_OR_DROP else None
+    fill = _fill_param(fill_value, core.get_aval(operand).dtype) \
+        if mode == GatherScatterMode.FILL_OR_DROP else None
     return gather_p.bind(operand, start_indices, dimension_numbers=dn, slice_sizes=sizes,
                          indices_are_sorted=bool(indices_are_sorted),
                          unique_indices=bool(unique_indices), mode=mode, fill_value=fill)

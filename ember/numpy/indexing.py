@@ -51,7 +51,8 @@ def _static_slice_part(v: Any, what: str) -> int | None:
         raise IndexError(f"Array slice indices must have static start/stop/step to be used "
                          f"with NumPy indexing syntax. Found a traced slice {what}: use "
                          "lax.dynamic_slice instead.")
-    if isinstance(v, (bool, np.bool_)) or not (
+    # (A Python bool is an int here, as in NumPy and JAX; a NumPy bool is not.)
+    if isinstance(v, np.bool_) or not (
             isinstance(v, (int, np.integer)) or (hasattr(v, "dtype") and np.ndim(v) == 0 and
                                                  dtypes.is_integer(v.dtype))):
         raise TypeError(f"slice indices must be integers or None, got {what}={v!r}")
@@ -102,8 +103,11 @@ def _classify(i: int, v: Any) -> tuple:
         return ("adv", v)
     if isinstance(v, (float, complex, np.floating, np.complexfloating)):
         raise _index_error_type(i, v)
-    raise TypeError(f"Indexing mode not supported: unsupported indexer at position {i} of type "
-                    f"{type(v).__name__}: {v!r}")
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"Indexing with strings is not supported: got {v!r} at position {i}")
+    raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
+                     f"integer or boolean arrays are valid indices; got {v!r} of type "
+                     f"{type(v).__name__} at position {i}")
 
 
 def _reject_list_index(idx: Any) -> None:
