@@ -447,6 +447,20 @@ class Tracer:
         raise ConcretizationTypeError(self, "The devices() method was called on a traced "
                                             "array.")
 
+    def addressable_data(self, index):
+        raise ConcretizationTypeError(self, "The addressable_data() method was called on a "
+                                            "traced array.")
+
+    @property
+    def is_fully_replicated(self):
+        raise ConcretizationTypeError(self, "The is_fully_replicated property was called on a "
+                                            "traced array.")
+
+    @property
+    def is_fully_addressable(self):
+        raise ConcretizationTypeError(self, "The is_fully_addressable property was called on "
+                                            "a traced array.")
+
     def unsafe_buffer_pointer(self):
         raise ConcretizationTypeError(self, "The unsafe_buffer_pointer() method was called "
                                             "on a traced array.")

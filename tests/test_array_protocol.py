@@ -134,9 +134,17 @@ def test_conversions_under_grad():
 
 
 @pytest.mark.parametrize("method", ["tobytes", "devices", "unsafe_buffer_pointer",
-                                    "__dlpack__", "tolist"])
+                                    "__dlpack__", "tolist", "addressable_data"])
 def test_tracer_methods_of_concrete_arrays_raise(method):
-    _raises_in_jit(lambda x: getattr(x, method)(), jnp.ones(3), errors.ConcretizationTypeError)
+    args = (0,) if method == "addressable_data" else ()
+    _raises_in_jit(lambda x: getattr(x, method)(*args), jnp.ones(3),
+                   errors.ConcretizationTypeError)
+
+
+@pytest.mark.parametrize("prop", ["is_fully_replicated", "is_fully_addressable"])
+def test_tracer_properties_of_concrete_arrays_raise(prop):
+    with pytest.raises(errors.ConcretizationTypeError):
+        ember.vmap(lambda x: (getattr(x, prop), x)[1])(jnp.ones(3))
 
 
 def test_tracer_cannot_be_pickled():
