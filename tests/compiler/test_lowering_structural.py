@@ -195,6 +195,10 @@ def test_scatter_ops(op, mode, dtype):
     x = arr((5, 3), dtype)
     idx = jnp.array([[0], [4], [5], [-1], [2], [2], [100]], jnp.int32)
     upd = arr((7, 3), dtype)
+    if dtype == np.bool_ and op in (lax.scatter_add, lax.scatter_mul):
+        with pytest.raises(TypeError, match="bool"):  # (as in JAX)
+            op(x, idx, upd, SCATTER_DN, mode=mode)
+        return
     check(lambda x, i, u: op(x, i, u, SCATTER_DN, mode=mode), x, idx, upd)
     # Windows wider than one row: partially out-of-bounds windows are dropped or clamped.
     dn = lax.ScatterDimensionNumbers(update_window_dims=(1, 2), inserted_window_dims=(),
