@@ -5,6 +5,7 @@ from JAX 0.10)."""
 import copy
 import operator
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -323,3 +324,19 @@ def test_jax_array_protocol_in_operators_and_asarray():
     _check(jnp.asarray(a), np.float32, value=[1.0, 2.0])
     _check(jnp.array(a, dtype=np.int32), np.int32, value=[1, 2])
     _check(ember.jit(lambda x: x - a)(x), np.float32, value=[0.0, -1.0])
+
+
+def test_at_update_with_values_that_do_not_cast_safely_warns():
+    x = jnp.arange(3)
+    with pytest.warns(FutureWarning, match="scatter inputs have incompatible types") as rec:
+        _check(x.at[0].set(2.5), np.int32, value=[2, 1, 2])
+    assert rec[0].filename == __file__
+    with pytest.warns(FutureWarning):
+        x.at[0].divide(2.0)
+    with pytest.warns(FutureWarning):
+        jnp.ones(3, np.float16).at[0].add(jnp.ones((), np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x.at[0].set(2)  # (a weak int fits)
+        jnp.arange(3, dtype=np.uint8).at[0].set(300)
+        jnp.ones(3).at[0].set(np.float64(2.0))  # (canonicalized to float32)

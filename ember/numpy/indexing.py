@@ -8,6 +8,7 @@ negative indices wrap first, out-of-bounds updates are dropped. Boolean masks mu
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -442,6 +443,11 @@ def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> tu
             np.iinfo(dt).min <= values <= np.iinfo(dt).max:
         values = lax.convert_element_type(values, dt, False)
     x, values = _util.promote_dtypes(x, values)
+    if core.get_aval(values).dtype != dt:  # (JAX's deprecation: a future error)
+        warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
+                      f"dtype={core.get_aval(values).dtype} to dtype={dt} with "
+                      f"jax_numpy_dtype_promotion=standard. In future JAX releases this will "
+                      f"result in an error.", FutureWarning, stacklevel=5)
     return x, lax.broadcast_to_shape(values, shape)
 
 
