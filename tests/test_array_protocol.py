@@ -184,6 +184,8 @@ def test_contains(jit):
         wrap(lambda x: x.__contains__(jnp.ones(2)))(x)
     with pytest.raises(TypeError):
         wrap(lambda x: x.__contains__("a"))(x)
+    with pytest.raises(TypeError, match="requires ndarray or scalar"):
+        wrap(lambda x: x.__contains__([1]))(x)
     with pytest.raises(errors.TracerBoolConversionError):
         ember.jit(lambda x: 2 in x)(x)
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ember import core
 from ember.core import Tracer
+from ember.numpy._util import check_arraylike
 from ember.runtime.array import Array
 
 # operator -> (numpy function name, swap arguments)
@@ -161,6 +162,7 @@ def _contains(self, other):
     # As JAX (departing from NumPy's oddities): a 1-d array and a scalar query.
     if other is None or isinstance(other, str):
         raise TypeError(f"Array.__contains__: unsupported operand type {type(other)}.")
+    check_arraylike("Array.__contains__", other)
     query = _jnp.asarray(other)
     if self.ndim != 1:
         raise ValueError(f"Array.__contains__: search array must be one-dimensional, got "
