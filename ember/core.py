@@ -447,6 +447,13 @@ class Tracer:
         raise ConcretizationTypeError(self, "The devices() method was called on a traced "
                                             "array.")
 
+    def delete(self):
+        raise ConcretizationTypeError(self, "The delete() method was called on a traced array.")
+
+    def is_deleted(self):
+        raise ConcretizationTypeError(self, "The is_deleted() method was called on a traced "
+                                            "array.")
+
     def addressable_data(self, index):
         raise ConcretizationTypeError(self, "The addressable_data() method was called on a "
                                             "traced array.")

@@ -135,7 +135,8 @@ def test_conversions_under_grad():
 
 
 @pytest.mark.parametrize("method", ["tobytes", "devices", "unsafe_buffer_pointer",
-                                    "__dlpack__", "tolist", "addressable_data"])
+                                    "__dlpack__", "tolist", "addressable_data", "delete",
+                                    "is_deleted"])
 def test_tracer_methods_of_concrete_arrays_raise(method):
     args = (0,) if method == "addressable_data" else ()
     _raises_in_jit(lambda x: getattr(x, method)(*args), jnp.ones(3),
@@ -342,3 +343,18 @@ def test_at_update_with_values_that_do_not_cast_safely_warns():
         x.at[0].set(2)  # (a weak int fits)
         jnp.arange(3, dtype=np.uint8).at[0].set(300)
         jnp.ones(3).at[0].set(np.float64(2.0))  # (canonicalized to float32)
+
+
+def test_delete():
+    x = jnp.ones(3)
+    assert not x.is_deleted()
+    x.delete()
+    assert x.is_deleted() and x.is_ready() and x.shape == (3,)
+    for use in (lambda: x + 1, lambda: np.asarray(x), lambda: x.block_until_ready(),
+                lambda: ember.jit(lambda y: y * 2)(x), repr):
+        with pytest.raises(RuntimeError, match="deleted"):
+            use() if use is not repr else repr(x)
+    y = ember.jit(lambda a: a * 2)(jnp.ones(4))  # (possibly still being computed)
+    y.delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        y.sum()

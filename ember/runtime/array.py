@@ -51,6 +51,7 @@ class CpuDevice:
 
 
 _CPU = CpuDevice(0)
+_DELETED = ("deleted",)  # ``Array._pending`` of a deleted array
 _setflags = np.ndarray.setflags  # positional setflags(a, False): the cheapest way to freeze
 
 
@@ -128,6 +129,8 @@ class Array(metaclass=_ArrayType):
 
     def _resolve(self) -> np.ndarray:
         pending = self._pending
+        if pending is _DELETED:
+            raise RuntimeError(f"Array has been deleted with shape={self.aval.str_short()}.")
         if pending is None:  # pragma: no cover - an Array always has one or the other
             raise AttributeError("Array has neither a value nor a pending computation")
         future, index = pending
@@ -190,12 +193,24 @@ class Array(metaclass=_ArrayType):
     def is_ready(self) -> bool:
         """Whether the value is computed (a failed computation counts as ready)."""
         pending = self._pending
-        if pending is None or pending[0].done():
+        if pending is None or pending is _DELETED or pending[0].done():
             return True
         nudge = getattr(pending[0], "nudge", None)
         if nudge is not None:  # (queued work may wait for a waiter: a poller counts as one)
             nudge()
         return False
+
+    def delete(self) -> None:
+        """Releases the buffer now (as ``jax.Array.delete``); any later use of the array
+        raises RuntimeError."""
+        try:
+            del self._value
+        except AttributeError:  # (pending: the computation's result is dropped when done)
+            pass
+        self._pending = _DELETED
+
+    def is_deleted(self) -> bool:
+        return self._pending is _DELETED
 
     def __array__(self, dtype=None, copy=None):
         # Without a copy NumPy gets a read-only view of the buffer (no data is copied).
