@@ -351,9 +351,9 @@ def test_delete():
     x.delete()
     assert x.is_deleted() and x.is_ready() and x.shape == (3,)
     for use in (lambda: x + 1, lambda: np.asarray(x), lambda: x.block_until_ready(),
-                lambda: ember.jit(lambda y: y * 2)(x), repr):
+                lambda: ember.jit(lambda y: y * 2)(x), lambda: repr(x)):
         with pytest.raises(RuntimeError, match="deleted"):
-            use() if use is not repr else repr(x)
+            use()
     y = ember.jit(lambda a: a * 2)(jnp.ones(4))  # (possibly still being computed)
     y.delete()
     with pytest.raises(RuntimeError, match="deleted"):
