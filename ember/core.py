@@ -312,6 +312,15 @@ def is_eval_context() -> bool:
 # --------------------------------------------------------------------------- tracers
 
 
+def _concrete_only_method(name: str, kind: str = "method") -> Callable:
+    """A Tracer method (or property getter) for what only a concrete array has: it raises
+    ConcretizationTypeError, as JAX's tracers do."""
+    def method(self, *args, **kwargs):
+        raise ConcretizationTypeError(self, f"The {name} {kind} was called on a traced array.")
+    method.__name__ = name.rstrip("()")
+    return method
+
+
 class Tracer:
     """A value being traced; operators are installed by ember.numpy at import."""
 
@@ -435,46 +444,17 @@ class Tracer:
                                                 "array.")
         return np.asarray(value).item(*args)
 
-    # What only a concrete array has raises as in JAX.
-    def tolist(self):
-        raise ConcretizationTypeError(self, "The tolist() method was called on a traced array.")
-
-    def tobytes(self, order: str = "C"):
-        raise ConcretizationTypeError(self, "The tobytes() method was called on a traced "
-                                            "array.")
-
-    def devices(self):
-        raise ConcretizationTypeError(self, "The devices() method was called on a traced "
-                                            "array.")
-
-    def delete(self):
-        raise ConcretizationTypeError(self, "The delete() method was called on a traced array.")
-
-    def is_deleted(self):
-        raise ConcretizationTypeError(self, "The is_deleted() method was called on a traced "
-                                            "array.")
-
-    def addressable_data(self, index):
-        raise ConcretizationTypeError(self, "The addressable_data() method was called on a "
-                                            "traced array.")
-
-    @property
-    def is_fully_replicated(self):
-        raise ConcretizationTypeError(self, "The is_fully_replicated property was called on a "
-                                            "traced array.")
-
-    @property
-    def is_fully_addressable(self):
-        raise ConcretizationTypeError(self, "The is_fully_addressable property was called on "
-                                            "a traced array.")
-
-    def unsafe_buffer_pointer(self):
-        raise ConcretizationTypeError(self, "The unsafe_buffer_pointer() method was called "
-                                            "on a traced array.")
-
-    def __dlpack__(self, *args, **kwargs):
-        raise ConcretizationTypeError(self, "The __dlpack__() method was called on a traced "
-                                            "array.")
+    # What only a concrete array has raises as in JAX (see ``_concrete_only`` below).
+    tolist = _concrete_only_method("tolist()")
+    tobytes = _concrete_only_method("tobytes()")
+    devices = _concrete_only_method("devices()")
+    delete = _concrete_only_method("delete()")
+    is_deleted = _concrete_only_method("is_deleted()")
+    addressable_data = _concrete_only_method("addressable_data()")
+    unsafe_buffer_pointer = _concrete_only_method("unsafe_buffer_pointer()")
+    __dlpack__ = _concrete_only_method("__dlpack__()")
+    is_fully_replicated = property(_concrete_only_method("is_fully_replicated", "property"))
+    is_fully_addressable = property(_concrete_only_method("is_fully_addressable", "property"))
 
     def __reduce__(self):
         raise ConcretizationTypeError(self, "The error occurred in the __reduce__ method, "
