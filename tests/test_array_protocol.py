@@ -343,6 +343,8 @@ def test_at_update_with_values_that_do_not_cast_safely_warns():
         x.at[0].set(2)  # (a weak int fits)
         jnp.arange(3, dtype=np.uint8).at[0].set(300)
         jnp.ones(3).at[0].set(np.float64(2.0))  # (canonicalized to float32)
+        jnp.asarray(2.0).at[()].add(jnp.float16(1))  # (float16 fits a weak float32)
+        jnp.ones(3, np.float16).at[0].set(2.5)  # (a weak float fits float16)
 
 
 def test_delete():

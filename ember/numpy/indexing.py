@@ -442,8 +442,11 @@ def _prepare_updates(fn: str, x: Any, values: Any, shape: tuple[int, ...]) -> tu
     if isinstance(values, int) and dtypes.is_integer(dt) and \
             np.iinfo(dt).min <= values <= np.iinfo(dt).max:
         values = lax.convert_element_type(values, dt, False)
+    # JAX's deprecation (a future error): values whose dtype x's cannot hold, as the
+    # promotion lattice says (a weak scalar fits any x of its kind; float16 fits float32).
+    unsafe = dtypes.result_type(dt, values) != dt
     x, values = _util.promote_dtypes(x, values)
-    if core.get_aval(values).dtype != dt:  # (JAX's deprecation: a future error)
+    if unsafe:
         warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
                       f"dtype={core.get_aval(values).dtype} to dtype={dt} with "
                       f"jax_numpy_dtype_promotion=standard. In future JAX releases this will "
