@@ -95,6 +95,13 @@ def test_dtypes_follow_jax():
     np.testing.assert_array_equal(
         np.asarray(jnp.add.at(jnp.zeros(3, bool), np.array([0, 0, 2]), True, inplace=False)),
         [True, False, True])
+    # at: add/multiply scatter into the array's dtype; maximum/minimum apply the ufunc, whose
+    # result takes both dtypes (as in JAX)
+    ints = jnp.arange(4, dtype=np.int32)
+    got = jnp.maximum.at(ints, np.array([0, 0]), 2.5, inplace=False)
+    assert got.dtype == np.float32 and np.asarray(got).tolist() == [2.5, 1.0, 2.0, 3.0]
+    assert jnp.minimum.at(ints, np.array([3]), 2.5, inplace=False).dtype == np.float32
+    assert jnp.add.at(ints, np.array([0]), 2, inplace=False).dtype == np.int32
     assert (jnp.add.identity, jnp.multiply.identity, jnp.maximum.identity) == (0, 1, None)
     assert jnp.bitwise_and.identity == -1 and jnp.logaddexp.identity == -np.inf
     assert (jnp.add.nin, jnp.add.nout, jnp.negative.nin) == (2, 1, 1)

@@ -412,6 +412,8 @@ def _at_method(name: str):
             # bool add is or, bool multiply is and: as a scatter max/min of 0s and 1s
             b = lax.convert_element_type(ensure_array(b), dtypes.bool_)
             return getattr(a.at[indices], "max" if name == "add" else "min")(b)
+        if name in ("max", "min"):  # (JAX applies the ufunc: the result takes both dtypes)
+            a = lax.convert_element_type(a, dtypes.result_type(a, b))
         return getattr(a.at[indices], name)(b)
     return at
 
