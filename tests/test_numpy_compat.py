@@ -407,3 +407,15 @@ def test_log2_and_log10_scale_the_logarithm_as_jax():
         want10 = (ln * np.asarray(0.4342944819032518, dt)).astype(dt)
         for fn, want in ((jnp.log2, want2), (jnp.log10, want10)):
             np.testing.assert_array_equal(np.asarray(fn(jnp.asarray(xs))), want)
+
+
+def test_logspace_of_python_scalars_is_jaxs_formula():
+    """base ** linspace(start, stop) in the computation dtype, as JAX (and ember's traced
+    path) computes it; NumPy's float64 logspace rounded once differed from JAX's values."""
+    for a, b, n in [(-1.3, 2.7, 11), (0.5, 2.0, 7), (2.0, -1.0, 5)]:
+        lin = np.asarray(jnp.linspace(a, b, n))
+        want = np.power(np.float32(10), lin)
+        np.testing.assert_array_equal(np.asarray(jnp.logspace(a, b, n)), want)
+        np.testing.assert_allclose(np.asarray(ember.jit(lambda a, b, n=n: jnp.logspace(
+            a, b, n))(a, b)), want, rtol=3e-7)
+    np.testing.assert_array_equal(np.asarray(jnp.logspace(0, 3, 4, base=2)), [1, 2, 4, 8])

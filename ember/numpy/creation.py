@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax, tree_util
+from ember.compiler import eval_elementwise
 from ember.core import ShapedArray, Tracer
 from ember.numpy import _util, ufuncs
 from ember.numpy.shape import broadcast_arrays, broadcast_to, moveaxis, ravel, stack, static_int
@@ -480,10 +481,12 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = _num_arg("logspace", num)
     dt, cdt = _linspace_dtype("logspace", dtype, start, stop)
     if _all_concrete(start, stop, base):
+        # JAX's formula, base ** linspace(...) in the computation dtype (as the traced path)
+        ndim = np.broadcast(np.asarray(start), np.asarray(stop)).ndim
+        axis = _util.canonicalize_axis("logspace", axis, ndim + 1)
+        lin, _ = _linspace_numpy(start, stop, num, endpoint, cdt, axis)
         with np.errstate(all="ignore"):
-            value = np.logspace(np.asarray(start, np.float64), np.asarray(stop, np.float64),
-                                num, endpoint=endpoint, base=np.asarray(base, np.float64),
-                                axis=axis)
+            value = eval_elementwise.power(np.asarray(base).astype(cdt), lin)
         return _concrete_samples(value, dt)
     lin = linspace(start, stop, num, endpoint, dtype=cdt, axis=axis)
     b = lax.convert_element_type(base, cdt)
