@@ -373,13 +373,12 @@ def test_complex_square_and_expm1_edge_values():
         np.testing.assert_array_equal(np.asarray(got), np.array(want, np.complex64))
     z = np.array([1e20 + 0j, complex(1e20, -0.0), 0.5 + 0.25j, 1e-4 + 1e-4j, -1e-8 + 2e-8j],
                  np.complex64)
-    ref = np.expm1(z.astype(np.complex128))
-    ref[:2] = [complex(np.inf, 0.0), complex(np.inf, -0.0)]
+    ref = np.expm1(z[2:].astype(np.complex128))
     for got in (jnp.expm1(jnp.asarray(z)), ember.jit(jnp.expm1)(jnp.asarray(z))):
         got = np.asarray(got)
-        np.testing.assert_array_equal(got[:2], ref[:2].astype(np.complex64))
+        np.testing.assert_array_equal(got[:2], np.array([np.inf, np.inf], np.complex64))
         assert np.signbit(got[1].imag)
-        np.testing.assert_allclose(got[2:], ref[2:], rtol=2e-7)
+        np.testing.assert_allclose(got[2:], ref, rtol=2e-7)
 
 
 # ---------------------------------------------------------------- log2 / log10 as JAX
