@@ -418,3 +418,17 @@ def test_logspace_of_python_scalars_is_jaxs_formula():
         np.testing.assert_allclose(np.asarray(ember.jit(lambda a, b, n=n: jnp.logspace(
             a, b, n))(a, b)), want, rtol=3e-7)
     np.testing.assert_array_equal(np.asarray(jnp.logspace(0, 3, 4, base=2)), [1, 2, 4, 8])
+
+
+def test_products_without_a_sum_keep_negative_zeros_eagerly_as_compiled():
+    """An outer product (no contracting dimension, or one of size 1) is elementwise products;
+    eager code summed them onto +0.0 through BLAS, so 0 * -3 came out +0.0 (compiled: -0.0,
+    as in JAX)."""
+    a = jnp.asarray(np.array([0.0, 1.0], np.float32))
+    b = jnp.asarray(np.array([-3.0, 2.0], np.float32))
+    want = np.array([[True, False], [True, False]])
+    for got in (jnp.outer(a, b), ember.jit(jnp.outer)(a, b),
+                jnp.matmul(a[:, None], b[None, :]),
+                ember.lax.dot_general(a, b, (((), ()), ((), ())))):
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), want)
+        np.testing.assert_array_equal(np.asarray(got), np.outer([0.0, 1.0], [-3.0, 2.0]))

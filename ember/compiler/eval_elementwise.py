@@ -569,7 +569,11 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any,
     lt, rt = lt.reshape(b, m, k), rt.reshape(b, k, n)
     with np.errstate(all="ignore"):
         exact = _exact_float_type(lt, rt, k)
-        if exact is not None:
+        if k == 1:
+            # Products without a sum: elementwise, exactly as compiled code computes them
+            # (BLAS adds them to +0.0, which turned a -0.0 product into +0.0).
+            out = lt * rt
+        elif exact is not None:
             # BLAS in a float type whose mantissa holds every partial sum computes these
             # integer sums exactly (float32 where it can: twice float64's speed); the cast
             # back wraps as integer arithmetic would. NumPy's own integer matmul is a slow
