@@ -1,4 +1,5 @@
-"""Records for ember.numpy statistics: cov, corrcoef, trapezoid, interp, histogram."""
+"""Records for ember.numpy statistics: cov, corrcoef, trapezoid, interp, histogram,
+histogramdd, histogram2d."""
 
 import numpy as np
 
@@ -66,6 +67,12 @@ def _np_interp_grid(x, fp):
 # ---------------------------------------------------------------- histogram
 
 HIST_SHAPES = (((6,),), ((2, 5),), ((3, 2, 2),), ((1,),))
+
+
+def _flat(hist_and_edges):
+    """histogramdd's ``(hist, [edges, ...])`` as one flat tuple (edges differ in length)."""
+    hist, edges = hist_and_edges
+    return (hist, *edges)
 
 
 def _np_histogram(bins, **kw):
@@ -138,4 +145,16 @@ RECORDS = [
     OpRecord("histogram_bins_array", lambda a, b: jnp.histogram(a, jnp.sort(b)),
              lambda a, b: np.histogram(a, np.sort(b)), (F32, I32),
              (((10,), (4,)), ((2, 5), (3,)), ((0,), (2,)), ((6,), (1,))), tol=F32_TOL),
+    # histogramdd / histogram2d (counts of float32 points; weights give float sums)
+    OpRecord("histogramdd", lambda s: _flat(jnp.histogramdd(s, (3, 4))),
+             lambda s: _flat(np.histogramdd(s, (3, 4))), (F32,), (((12, 2),), ((5, 2),), ((1, 2),)),
+             tol=F32_TOL),
+    OpRecord("histogramdd_weights_range",
+             lambda s, w: _flat(jnp.histogramdd(s, 3, range=[(-2.0, 2.0)] * 3, weights=w)),
+             lambda s, w: _flat(np.histogramdd(s, 3, range=[(-2.0, 2.0)] * 3, weights=w)),
+             (F32,),
+             (((10, 3), (10,)), ((0, 3), (0,))), tol=F32_TOL, differentiable=True),
+    OpRecord("histogram2d", lambda x, y: jnp.histogram2d(x, y, bins=(2, 5)),
+             lambda x, y: np.histogram2d(x, y, bins=(2, 5)), (F32,),
+             (((9,), (9,)), ((3,), (3,))), tol=F32_TOL),
 ]
