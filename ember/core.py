@@ -321,18 +321,10 @@ def _concrete_only_method(name: str, kind: str = "method") -> Callable:
     return method
 
 
-class Tracer:
-    """A value being traced; operators are installed by ember.numpy at import."""
+class AvalProperties:
+    """The array metadata read from ``self.aval``: shared by tracers and ``ember.Array``."""
 
-    __slots__ = ("_trace", "__weakref__")
-    __array_priority__ = 1000
-
-    def __init__(self, trace: Trace):
-        self._trace = trace
-
-    @property
-    def aval(self) -> ShapedArray:
-        raise NotImplementedError
+    __slots__ = ()
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -344,7 +336,7 @@ class Tracer:
 
     @property
     def ndim(self) -> int:
-        return self.aval.ndim
+        return len(self.aval.shape)
 
     @property
     def size(self) -> int:
@@ -353,6 +345,28 @@ class Tracer:
     @property
     def weak_type(self) -> bool:
         return self.aval.weak_type
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+
+class Tracer(AvalProperties):
+    """A value being traced; operators are installed by ember.numpy at import."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, trace: Trace):
+        self._trace = trace
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
 
     def to_concrete_value(self):
         """A concrete value behind this tracer when there is one (JVP primals), else None."""
@@ -428,14 +442,6 @@ class Tracer:
 
     def __repr__(self) -> str:
         return f"Traced<{self.aval.str_short()}>with<{self._trace!r}>"
-
-    @property
-    def nbytes(self) -> int:
-        return self.aval.size * self.aval.dtype.itemsize
-
-    @property
-    def itemsize(self) -> int:
-        return self.aval.dtype.itemsize
 
     def item(self, *args):
         value = self.to_concrete_value()

@@ -70,12 +70,21 @@ def broadcast_dims(prim: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     if len({len(s) for s in shapes}) != 1:
         raise TypeError(f"{prim}: arrays must have the same number of dimensions, got "
                         f"{', '.join(str(s) for s in shapes)}.")
+    out = merge_sizes(shapes)
+    if out is None:
+        raise TypeError(f"{prim} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(s) for s in shapes)}.")
+    return out
+
+
+def merge_sizes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The broadcast of shapes of one rank: in each dimension the one size other than 1
+    (1 if all are); None if two sizes other than 1 differ."""
     out = []
     for sizes in zip(*shapes):
         others = {d for d in sizes if d != 1}
         if len(others) > 1:
-            raise TypeError(f"{prim} got incompatible shapes for broadcasting: "
-                            f"{', '.join(str(s) for s in shapes)}.")
+            return None
         out.append(others.pop() if others else 1)
     return tuple(out)
 

@@ -791,15 +791,11 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
         raise ValueError("broadcast_shapes: needs at least one shape")
     shapes = [check_shape("broadcast_shapes", "shapes", s) for s in shapes]
     rank = max(len(s) for s in shapes)
-    padded = [(1,) * (rank - len(s)) + s for s in shapes]
-    out = []
-    for sizes in zip(*padded):
-        big = {n for n in sizes if n != 1}
-        if len(big) > 1:
-            raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
-                             f"{[tuple(s) for s in shapes]}")
-        out.append(big.pop() if big else 1)
-    return tuple(out)
+    out = base.merge_sizes([(1,) * (rank - len(s)) + s for s in shapes])
+    if out is None:
+        raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
+                         f"{[tuple(s) for s in shapes]}")
+    return out
 
 
 def broadcast_like(arr: Any, like_arr: Any) -> Any:

@@ -182,3 +182,22 @@ def concrete_index(fn: str, name: str, value: Any) -> int:
         return operator.index(value)
     except TypeError:
         raise TypeError(f"{fn}: {name} must be an integer, got {value!r}") from None
+
+
+def constant_reciprocal(divisor: Any, dtype: np.dtype) -> np.ndarray:
+    """``1 / divisor`` as XLA's simplifier turns a division by a constant of ``dtype`` into a
+    product (and ember's compiler too, so eager code computing it agrees): the reciprocal in
+    that dtype, float32 for bfloat16. ``divisor`` is used as given (callers round it to
+    ``dtype`` first where JAX's divisor is a constant of that dtype)."""
+    work = np.dtype(np.float32) if dtype == dtypes.bfloat16 else np.dtype(dtype)
+    return np.asarray(np.ones((), work) / np.asarray(divisor).astype(work), work)
+
+
+def times_constant(x: Any, c: np.ndarray) -> Any:
+    """``x * c`` computed in c's dtype and rounded to x's (x's weak type kept when the two
+    dtypes are one)."""
+    dt = core.get_aval(x).dtype
+    if c.dtype == dt:
+        return lax.mul(x, lax.full_like(x, c, shape=()))
+    product = lax.mul(lax.convert_element_type(x, c.dtype), lax.full((), c, c.dtype))
+    return lax.convert_element_type(product, dt)

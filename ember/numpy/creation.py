@@ -355,21 +355,6 @@ def _insert_axis(fn: str, out: Any, axis: int) -> Any:
     return moveaxis(out, 0, _util.canonicalize_axis(fn, axis, nd))
 
 
-def _reciprocal(div: int, dtype: np.dtype) -> np.ndarray:
-    """``1 / div`` for a division by the constant ``div``, which XLA computes as a product
-    with this reciprocal: rounded to the division's dtype, float32 for bfloat16."""
-    work = np.dtype(np.float32) if dtype == dtypes.bfloat16 else dtype
-    return np.asarray(np.ones((), work) / np.asarray(div, work), work)
-
-
-def _times(x: Any, recip: np.ndarray) -> Any:
-    """``x * recip`` rounded to x's dtype (the product in recip's dtype)."""
-    dt = core.get_aval(x).dtype
-    product = lax.mul(lax.convert_element_type(x, recip.dtype),
-                      lax.full(core.get_aval(x).shape, recip, recip.dtype))
-    return lax.convert_element_type(product, dt)
-
-
 def _times_numpy(x: np.ndarray, recip: np.ndarray) -> np.ndarray:
     return (x.astype(recip.dtype) * recip).astype(x.dtype)
 
@@ -387,11 +372,13 @@ def _linspace_traced(start, stop, num, endpoint, cdt, axis):
     if num == 1:
         delta = full(bshape, np.nan, cdt) if endpoint else lax.sub(stop, start)
         return _insert_axis("linspace", lax.expand_dims(start, (0,)), axis), delta
-    delta = _times(lax.sub(stop, start), _reciprocal(div, cdt))
+    delta = _util.times_constant(lax.sub(stop, start),
+                                 _util.constant_reciprocal(div, cdt))
     real = dtypes.finfo(cdt).dtype
     shp, dims = (div,) + bshape, tuple(range(1, len(bshape) + 1))
-    t = lax.convert_element_type(_times(lax.broadcasted_iota(real, shp, 0),
-                                        _reciprocal(div, real)), cdt)
+    t = lax.convert_element_type(_util.times_constant(lax.broadcasted_iota(real, shp, 0),
+                                                      _util.constant_reciprocal(div, real)),
+                                 cdt)
     out = lax.add(lax.mul(lax.broadcast_in_dim(start, shp, dims), lax.sub(lax.full(shp, 1, cdt),
                                                                           t)),
                   lax.mul(lax.broadcast_in_dim(stop, shp, dims), t))
@@ -410,9 +397,10 @@ def _linspace_numpy(start, stop, num, endpoint, cdt, axis):
             out = start[None][:num]
             delta = np.asarray(np.nan if endpoint or num == 0 else stop - start).astype(cdt)
         else:
-            delta = _times_numpy((stop - start).astype(cdt), _reciprocal(div, cdt))
+            delta = _times_numpy((stop - start).astype(cdt),
+                                 _util.constant_reciprocal(div, cdt))
             real = dtypes.finfo(cdt).dtype
-            t = _times_numpy(np.arange(div).astype(real), _reciprocal(div, real))
+            t = _times_numpy(np.arange(div).astype(real), _util.constant_reciprocal(div, real))
             t = t.astype(cdt).reshape((div,) + (1,) * start.ndim)
             out = (start * (np.asarray(1, cdt) - t)).astype(cdt) + (stop * t).astype(cdt)
             out = np.concatenate([out.astype(cdt), stop[None]]) if endpoint else out

@@ -418,20 +418,15 @@ def _at_method(name: str):
     return at
 
 
-def _reduce_arg(fn: Callable) -> Callable:
+def _reduce_with(fn: Callable, takes_dtype: bool = True) -> Callable:
+    """A reduce method through the reduction ``fn`` (``jnp.sum``, ``jnp.max``...); a ``dtype``
+    that ``fn`` does not take converts the result."""
     def reduce(a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
         extra = {} if initial is None else {"initial": initial}
         if where is not None:
             extra["where"] = where
-        return fn(a, axis=axis, dtype=dtype, keepdims=keepdims, **extra)
-    return reduce
-
-
-def _reduce_no_dtype(fn: Callable) -> Callable:
-    def reduce(a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
-        extra = {} if initial is None else {"initial": initial}
-        if where is not None:
-            extra["where"] = where
+        if takes_dtype:
+            return fn(a, axis=axis, dtype=dtype, keepdims=keepdims, **extra)
         out = fn(a, axis=axis, keepdims=keepdims, **extra)
         return out if dtype is None else lax.convert_element_type(
             out, dtypes.canonicalize_dtype(dtype))
@@ -462,23 +457,23 @@ def _builtins() -> dict[str, ufunc]:
     u = ufuncs
     return {
         "add": ufunc(u.add, 2, 1, name="add", identity=0, call=u.add,
-                     reduce=_reduce_arg(reductions.sum),
+                     reduce=_reduce_with(reductions.sum),
                      accumulate=lambda a, axis=0, dtype=None: reductions.cumsum(a, axis,
                                                                                  dtype),
                      at=_at_method("add")),
         "subtract": ufunc(u.subtract, 2, 1, name="subtract", call=u.subtract,
                           at=_at_method("subtract")),
         "multiply": ufunc(u.multiply, 2, 1, name="multiply", identity=1, call=u.multiply,
-                          reduce=_reduce_arg(reductions.prod),
+                          reduce=_reduce_with(reductions.prod),
                           accumulate=lambda a, axis=0, dtype=None: reductions.cumprod(
                               a, axis, dtype),
                           at=_at_method("multiply")),
         "maximum": ufunc(u.maximum, 2, 1, name="maximum", call=u.maximum,
-                         reduce=_reduce_no_dtype(reductions.max),
+                         reduce=_reduce_with(reductions.max, takes_dtype=False),
                          accumulate=_accumulate_with(_lax_cumulative(lax.cummax)),
                          at=_at_method("max")),
         "minimum": ufunc(u.minimum, 2, 1, name="minimum", call=u.minimum,
-                         reduce=_reduce_no_dtype(reductions.min),
+                         reduce=_reduce_with(reductions.min, takes_dtype=False),
                          accumulate=_accumulate_with(_lax_cumulative(lax.cummin)),
                          at=_at_method("min")),
         "logaddexp": ufunc(u.logaddexp, 2, 1, name="logaddexp", identity=-np.inf,

@@ -22,12 +22,14 @@ from ember.numpy._util import (
     aval_of,
     broadcast_shapes,
     check_arraylike,
+    constant_reciprocal,
     ensure_array,
     promote_args,
     promote_args_inexact,
     promote_args_numeric,
     promote_dtypes_inexact,
     promote_shapes,
+    times_constant,
 )
 
 # ---------------------------------------------------------------- helpers
@@ -344,27 +346,16 @@ def _scaled_log(x: Any, factor: Callable[[np.dtype], np.ndarray]) -> Any:
     parts are scaled apart (a complex product would make ``inf * 0`` NaNs)."""
     ln = lax.log(x)
     if not dtypes.is_complex(_dt(ln)):
-        return _times_constant(ln, factor(_dt(ln)))
-    return lax.complex(_times_constant(lax.real(ln), factor(_dt(lax.real(ln)))),
-                       _times_constant(lax.imag(ln), factor(_dt(lax.real(ln)))))
-
-
-def _times_constant(x: Any, c: np.ndarray) -> Any:
-    """``x * c`` computed in c's dtype (float32 for a bfloat16 ``x``), rounded to x's."""
-    dt = _dt(x)
-    if c.dtype == dt:
-        return lax.mul(x, _full(x, c))
-    product = lax.mul(lax.convert_element_type(x, c.dtype), lax.full((), c, c.dtype))
-    return lax.convert_element_type(product, dt)
+        return times_constant(ln, factor(_dt(ln)))
+    return lax.complex(times_constant(lax.real(ln), factor(_dt(lax.real(ln)))),
+                       times_constant(lax.imag(ln), factor(_dt(lax.real(ln)))))
 
 
 def _one_over_ln2(dt: np.dtype) -> np.ndarray:
     # JAX divides by log(2); XLA turns the division by that constant into a product with
     # its reciprocal (in float32 for bfloat16), which ember's compiler does too. Eager code
     # computes the same product.
-    work = np.dtype(np.float32) if dt == dtypes.bfloat16 else dt
-    ln2 = np.asarray(math.log(2), dt).astype(work)  # (log(2) in x's dtype, as JAX's constant)
-    return np.asarray(np.ones((), work) / ln2, work)
+    return constant_reciprocal(np.asarray(math.log(2), dt), dt)  # (JAX's log(2) has x's dtype)
 
 
 def _one_over_ln10(dt: np.dtype) -> np.ndarray:

@@ -77,7 +77,7 @@ class _ArrayType(type):
         return type(obj) is cls or isinstance(obj, core.Tracer)
 
 
-class Array(metaclass=_ArrayType):
+class Array(core.AvalProperties, metaclass=_ArrayType):
     """An immutable n-dimensional array on a device.
 
     Example:
@@ -140,35 +140,7 @@ class Array(metaclass=_ArrayType):
         self._pending = None
         return value
 
-    # -- metadata
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.aval.shape)
-
-    @property
-    def size(self) -> int:
-        return self.aval.size
-
-    @property
-    def weak_type(self) -> bool:
-        return self.aval.weak_type
-
-    @property
-    def nbytes(self) -> int:
-        return self.aval.size * self.aval.dtype.itemsize
-
-    @property
-    def itemsize(self) -> int:
-        return self.aval.dtype.itemsize
-
+    # -- metadata: shape, dtype, ndim, size, weak_type, nbytes, itemsize (core.AvalProperties)
     @property
     def device(self) -> CpuDevice:
         return _CPU
