@@ -11,6 +11,9 @@ MATRICES = (((3, 4),), ((1, 5),), ((4, 1),))
 PAIRS = (((3,), (4,)), ((2, 2), (3,)), ((), (2,)))
 SEGMENTS = np.array([0, 2, 1, 3])
 ROWS = np.array([0, 2, 0])
+# (A value of shape (3,) for three row indices would be ambiguous: NumPy broadcasts it against
+# each selected row, JAX's maximum.at takes one entry per index; (1, 3) means the same to both.)
+AT_SHAPES = (((4, 3), (1, 3)), ((3,), ()))
 
 
 def _at(name):
@@ -42,8 +45,8 @@ RECORDS = [
     OpRecord("multiply.accumulate", lambda x: jnp.multiply.accumulate(x, axis=0),
              lambda x: np.multiply.accumulate(x, axis=0), (F32, I32), MATRICES, rng="small",
              differentiable=True),
-    OpRecord("subtract.outer", jnp.subtract.outer, np.subtract.outer, (F32, I32), PAIRS,
-             differentiable=True),
+    OpRecord("subtract.outer", lambda a, b: jnp.subtract.outer(a, b), np.subtract.outer,
+             (F32, I32), PAIRS, differentiable=True),
     OpRecord("minimum.reduceat", lambda x: jnp.minimum.reduceat(x, SEGMENTS, axis=1),
              lambda x: np.minimum.reduceat(x, SEGMENTS, axis=1), (F32, I32),
              (((3, 4),), ((2, 6),)), differentiable=True),
@@ -51,7 +54,7 @@ RECORDS = [
              lambda x: np.add.reduceat(x, SEGMENTS, axis=1), (F32, I32),
              (((3, 4),), ((2, 6),)), differentiable=True),
     OpRecord("add.at", lambda x, v: jnp.add.at(x, ROWS, v, inplace=False), _at("add"),
-             (F32, I32), (((4, 3), (3,)), ((3,), ())), differentiable=True),
+             (F32, I32), AT_SHAPES, differentiable=True),
     OpRecord("maximum.at", lambda x, v: jnp.maximum.at(x, ROWS, v, inplace=False),
-             _at("maximum"), (F32, I32), (((4, 3), (3,)), ((3,), ())), differentiable=True),
+             _at("maximum"), (F32, I32), AT_SHAPES, differentiable=True),
 ]
