@@ -13,6 +13,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import operator
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,12 +37,6 @@ def _abstractify(x: Any) -> core.ShapedArray:
         return core.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype),
                                 getattr(x, "weak_type", False))
     return core.get_aval(x)
-
-
-def _static_argnums_tuple(static_argnums: int | Sequence[int]) -> tuple[int, ...]:
-    if isinstance(static_argnums, int):
-        return (static_argnums,)
-    return tuple(static_argnums)
 
 
 def _positional_namer(fun: Callable) -> Callable[[int], str] | None:
@@ -97,10 +92,14 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         >>> print(ember.make_jaxpr(jnp.sin)(1.0))
         { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
     """
-    static = _static_argnums_tuple(static_argnums)
+    static_nums = _index_tuple(static_argnums, "make_jaxpr: static_argnums")
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
+        # As jit's: negative numbers count from the end; static values must be hashable.
+        static = {i + len(args) if i < 0 else i for i in static_nums}
+        _check_hashable(fun, [(i, args[i]) for i in sorted(static) if i < len(args)],
+                        "make_jaxpr")
         dyn_positions = [i for i in range(len(args)) if i not in static]
         dyn_args = [args[i] for i in dyn_positions]
         flat, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
@@ -172,49 +171,91 @@ def _fun_name(fun: Callable) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
-def _index_tuple(x: int | Sequence[int] | None) -> tuple[int, ...]:
+def _index_tuple(x: Any, what: str) -> tuple[int, ...]:
     if x is None:
         return ()
-    if isinstance(x, int):
-        return (x,)
-    return tuple(int(i) for i in x)
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        pass
+    try:
+        return tuple(operator.index(i) for i in x)
+    except TypeError:
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {x!r}") from None
 
 
-def _name_tuple(x: str | Sequence[str] | None) -> tuple[str, ...]:
+def _name_tuple(x: Any, what: str) -> tuple[str, ...]:
     if x is None:
         return ()
     if isinstance(x, str):
         return (x,)
-    return tuple(x)
+    try:
+        names = tuple(x)
+    except TypeError:
+        names = (x,)
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{what} must be a string or a sequence of strings, got {x!r}")
+    return names
 
 
-def _infer_static(fun: Callable, nums: tuple[int, ...] | None,
-                  names: tuple[str, ...] | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Completes static_argnums from static_argnames and vice versa (as JAX does)."""
+def _infer_argnums_and_argnames(params: list, nums: Any, names: Any, what: str
+                                ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Completes ``{what}_argnums`` from ``{what}_argnames`` and vice versa (as JAX does:
+    only parameters that may be given either way are matched, negative numbers never)."""
     if nums is None and names is None:
         return (), ()
+    nums = None if nums is None else _index_tuple(nums, f"jit: {what}_argnums")
+    names = None if names is None else _name_tuple(names, f"jit: {what}_argnames")
+    either = [(i, p.name) for i, p in enumerate(params) if p.kind == p.POSITIONAL_OR_KEYWORD]
+    if names is None:
+        names = tuple(name for i, name in either if i in nums)
+    elif nums is None:
+        nums = tuple(i for i, name in either if name in names)
+    return nums, names
+
+
+def _validate_argnums(params: list, nums: tuple[int, ...], what: str) -> None:
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return  # (any position is valid)
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    if nums and (-min(nums) > n or max(nums) >= n):
+        raise ValueError(f"jit: {what}={nums} names a position the function does not have "
+                         f"(it takes {n} positional arguments)")
+
+
+def _validate_argnames(params: list, names: tuple[str, ...], what: str) -> None:
+    positional_only = {p.name for p in params if p.kind == p.POSITIONAL_ONLY}
+    if bad := sorted(positional_only & set(names)):
+        raise ValueError(f"jit: {what} names {bad}, which are positional-only arguments")
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return
+    if bad := sorted(set(names) - {p.name for p in params}):
+        raise ValueError(f"jit: {what} names {bad}, which the function does not take")
+
+
+def _resolve_argnums(fun: Callable, static_argnums: Any, static_argnames: Any,
+                     donate_argnums: Any, donate_argnames: Any) -> tuple[tuple, ...]:
+    """Checks jit's static and donated arguments against ``fun``'s signature and completes
+    numbers from names and names from numbers, as JAX does. Negative numbers stay as they
+    are: they count from the end of each call's positional arguments."""
     try:
         params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return nums or (), names or ()
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if not any(p.kind == p.VAR_POSITIONAL for p in params) and nums:
-        nums = tuple(i + len(positional) if i < 0 else i for i in nums)
-        if any(not 0 <= i < len(positional) for i in nums):
-            raise ValueError(f"jit: static_argnums={nums} names a position the function does "
-                             f"not have (it takes {len(positional)} positional arguments)")
-    if names and not any(p.kind == p.VAR_KEYWORD for p in params):
-        unknown = sorted(set(names) - {p.name for p in params})
-        if unknown:
-            raise ValueError(f"jit: static_argnames names {unknown}, which the function does "
-                             "not take")
-    if nums is not None and names is None:
-        names = tuple(p.name for i, p in enumerate(positional)
-                      if i in nums and p.kind == p.POSITIONAL_OR_KEYWORD)
-    elif names is not None and nums is None:
-        nums = tuple(i for i, p in enumerate(positional)
-                     if p.name in names and p.kind == p.POSITIONAL_OR_KEYWORD)
-    return nums or (), names or ()
+    except (TypeError, ValueError):  # (some builtins have no signature: nothing to check)
+        if donate_argnames is not None:
+            raise ValueError(f"jit: the signature of {fun!r} cannot be read, so "
+                             "donate_argnames cannot be matched; pass donate_argnums") from None
+        return (_index_tuple(static_argnums, "jit: static_argnums"),
+                _name_tuple(static_argnames, "jit: static_argnames"),
+                _index_tuple(donate_argnums, "jit: donate_argnums"), ())
+    static = _infer_argnums_and_argnames(params, static_argnums, static_argnames, "static")
+    donate = _infer_argnums_and_argnames(params, donate_argnums, donate_argnames, "donate")
+    for (nums, names), what in ((static, "static"), (donate, "donate")):
+        _validate_argnums(params, nums, f"{what}_argnums")
+        _validate_argnames(params, names, f"{what}_argnames")
+    if both := sorted(set(static[1]) & set(donate[1])):
+        raise ValueError(f"jit: arguments {both} are both static and donated; "
+                         "static_argnames and donate_argnames cannot intersect")
+    return (*static, *donate)
 
 
 class _Signature:
@@ -232,14 +273,14 @@ class _Signature:
         self.kwargs = kwargs
 
 
-def _check_hashable(fun: Callable, statics: list[tuple[Any, Any]]) -> None:
+def _check_hashable(fun: Callable, statics: list[tuple[Any, Any]], caller: str = "jit") -> None:
     for where, value in statics:
         try:
             hash(value)
         except TypeError as e:
             name = where if isinstance(where, str) else _positional_name(fun, where)
             raise ValueError(  # (JAX's class for it)
-                f"jit: the static argument {name!r} of type {type(value).__name__} is not "
+                f"{caller}: the static argument {name!r} of type {type(value).__name__} is not "
                 f"hashable ({e}). Static arguments (static_argnums/static_argnames) are part "
                 "of the compile cache key and must be hashable: pass a tuple instead of a "
                 "list, or make the argument dynamic.") from None
@@ -445,21 +486,19 @@ class JitFunction:
     """A function compiled on first call for each new argument signature (see ``jit``)."""
 
     def __init__(self, fun: Callable, static_argnums: Any, static_argnames: Any,
-                 donate_argnums: Any, backend: str | None):
+                 donate_argnums: Any, donate_argnames: Any, backend: str | None):
         from ember.backends import canonical_name
         from ember.runtime.compile_cache import function_cache
-        nums = None if static_argnums is None else _index_tuple(static_argnums)
-        names = None if static_argnames is None else _name_tuple(static_argnames)
-        nums, names = _infer_static(fun, nums, names)
+        nums, names, donate_nums, donate_names = _resolve_argnums(
+            fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
         self._fun = fun
         self._static_nums = frozenset(nums)
         self._static_names = frozenset(names)
-        self._donate_argnums = _index_tuple(donate_argnums)  # accepted; no effect yet
+        self._donate = (donate_nums, donate_names)  # accepted; no effect yet
         self._backend = canonical_name(backend or _config.read("jax_default_backend"))
         # Only positional Arrays and no static arguments: eligible for the fast path.
         self._plain = not nums and not names
-        options = (tuple(sorted(nums)), tuple(sorted(names)), self._donate_argnums,
-                   self._backend)
+        options = (tuple(sorted(nums)), tuple(sorted(names)), self._donate, self._backend)
         self._cache = function_cache(fun, options)
         functools.update_wrapper(self, fun, updated=())  # not __dict__: it would clobber ours
         self.__name__ = _fun_name(fun)
@@ -501,8 +540,11 @@ class JitFunction:
     def _signature(self, args: tuple, kwargs: dict, abstract: bool = False) -> _Signature:
         statics: list[tuple[Any, Any]] = []
         dyn_args = []
+        static_nums = self._static_nums
+        if any(i < 0 for i in static_nums):  # (counted from the end of this call's arguments)
+            static_nums = {i + len(args) if i < 0 else i for i in static_nums}
         for i, a in enumerate(args):
-            if i in self._static_nums:
+            if i in static_nums:
                 statics.append((i, a))
             else:
                 dyn_args.append(a)
@@ -642,7 +684,8 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                                  keep_unused=keep_unused, inline=inline, backend=backend)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}: {fun!r}")
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                       backend)
 
 
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
