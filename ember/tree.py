@@ -46,7 +46,7 @@ def all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
         >>> all([True, {'a': 1}])
         True
     """
-    return tree_util.tree_all(tree, is_leaf)
+    return tree_util.tree_all(tree, is_leaf=is_leaf)
 
 
 # (The same functions: their signatures are jax.tree's.)

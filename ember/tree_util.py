@@ -51,6 +51,9 @@ __all__ = [
     "PyTreeDef",
     "SequenceKey",
     "all_leaves",
+    "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
     "keystr",
     "register_dataclass",
     "register_pytree_node",
@@ -116,8 +119,8 @@ def _ordered_dict_with_keys(d):
 
 
 def _defaultdict_with_keys(d):
-    keys = _sorted_keys(d)
-    return [(DictKey(k), d[k]) for k in keys], (d.default_factory, keys)
+    children, aux = _flatten_defaultdict(d)
+    return [(DictKey(k), c) for k, c in zip(aux[1], children)], aux
 
 
 class _NodeKind:
@@ -186,8 +189,10 @@ def _flatten_tuple(x):
 def _sorted_keys(d) -> tuple:
     try:
         return tuple(sorted(d))
-    except TypeError:  # incomparable keys (e.g. int and str): order by type, then repr
-        return tuple(sorted(d, key=lambda k: (type(k).__qualname__, repr(k))))
+    except TypeError as e:  # incomparable keys (e.g. int and str): JAX's ValueError
+        raise ValueError(
+            f"Comparator raised exception while sorting pytree dictionary keys: {e}"
+        ) from None
 
 
 def _flatten_dict(d):
@@ -204,8 +209,14 @@ def _fmt_tuple(aux, strs) -> str:
 
 
 def _flatten_defaultdict(d):
-    keys = _sorted_keys(d)
+    keys = tuple(sorted(d))  # (incomparable keys: sorted's TypeError, as in JAX)
     return [d[k] for k in keys], (d.default_factory, keys)
+
+
+def _fmt_custom(name: str) -> Callable:
+    """The ``fmt`` of a node type printed as JAX prints custom nodes: the aux data by
+    ``str``, e.g. ``CustomNode(Box[tag], [*])``."""
+    return lambda aux, strs: f"CustomNode({name}[{aux}], [{', '.join(strs)}])"
 
 
 def _unflatten_defaultdict(aux, children):
@@ -243,18 +254,19 @@ _add_builtin(
     collections.OrderedDict,
     lambda d: (list(d.values()), tuple(d)),
     lambda aux, ch: collections.OrderedDict(zip(aux, ch)),
-    lambda aux, s: f"OrderedDict({{{_fmt_items(aux, s)}}})",
+    _fmt_custom("OrderedDict"),
     _ordered_dict_with_keys,
 )
 _add_builtin(
     collections.defaultdict,
     _flatten_defaultdict,
     _unflatten_defaultdict,
-    lambda aux, s: f"defaultdict({aux[0]!r}, {{{_fmt_items(aux[1], s)}}})",
+    _fmt_custom("defaultdict"),
     _defaultdict_with_keys,
 )
 
 _TUPLE_KIND = _kinds[tuple]
+_DICT_KIND = _kinds[dict]
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,10 +282,17 @@ def _flatten(x, leaves: list):
     return (kind, aux, tuple([_flatten(c, leaves) for c in children]))
 
 
+def _bad_is_leaf(r) -> ValueError:
+    return ValueError(f"is_leaf predicate returned a non-boolean value {r!r}; expected a boolean")
+
+
 def _flatten_is_leaf(x, leaves: list, is_leaf):
-    if is_leaf(x):
+    r = is_leaf(x)
+    if r is True:
         leaves.append(x)
         return _LEAF
+    if r is not False and r is not None:  # (None means False, as in JAX; truthy 1 is an error)
+        raise _bad_is_leaf(r)
     kind = _kinds.get(type(x))
     if kind is None and (kind := _namedtuple_kind(type(x))) is None:
         leaves.append(x)
@@ -295,9 +314,13 @@ def _flatten_with_path(x, path: tuple, out: list, is_leaf):
     """Like ``_flatten``, collecting ``(path, leaf)`` pairs. Kept apart from ``_flatten``
     so that the jit dispatch path never builds keys; the structure it returns is the same
     as ``_flatten``'s (a node type registered with keys flattens to the same aux data)."""
-    if is_leaf is not None and is_leaf(path, x):
-        out.append((path, x))
-        return _LEAF
+    if is_leaf is not None:
+        r = is_leaf(path, x)
+        if r is True:
+            out.append((path, x))
+            return _LEAF
+        if r is not False and r is not None:
+            raise _bad_is_leaf(r)
     kind = _kinds.get(type(x))
     if kind is None and (kind := _namedtuple_kind(type(x))) is None:
         out.append((path, x))
@@ -323,6 +346,20 @@ def _count_nodes(node) -> int:
     if node is _LEAF:
         return 1
     return 1 + sum([_count_nodes(c) for c in node[2]])
+
+
+def _skeleton(node):
+    """``node`` without its aux data: what a treedef hashes when the aux data cannot be."""
+    if node is _LEAF:
+        return node
+    return (node[0], tuple([_skeleton(c) for c in node[2]]))
+
+
+def _compose(node, inner):
+    if node is _LEAF:
+        return inner
+    kind, aux, children = node
+    return (kind, aux, tuple([_compose(c, inner) for c in children]))
 
 
 def _fmt(node) -> str:
@@ -384,6 +421,30 @@ class PyTreeDef:
             return []
         return [PyTreeDef(c) for c in self._node[2]]
 
+    def node_data(self) -> tuple[type, Any] | None:
+        """The root's node type and aux data, ``None`` for a leaf (as in JAX: a dict's
+        aux data is its sorted keys, as a list).
+
+        Example:
+            >>> tree_structure({'b': 1, 'a': 2}).node_data()
+            (<class 'dict'>, ['a', 'b'])
+        """
+        if self._node is _LEAF:
+            return None
+        kind, aux, _ = self._node
+        return kind.type, list(aux) if kind is _DICT_KIND else aux
+
+    def compose(self, inner: PyTreeDef) -> PyTreeDef:
+        """The structure of a tree of this structure whose leaves are trees of ``inner``'s.
+
+        Example:
+            >>> tree_structure((1, 2)).compose(tree_structure([1, None]))
+            PyTreeDef(([*, None], [*, None]))
+        """
+        if type(inner) is not PyTreeDef:
+            raise TypeError(f"compose: inner must be a PyTreeDef, got {type(inner).__name__}")
+        return PyTreeDef(_compose(self._node, inner._node), self._num_leaves * inner._num_leaves)
+
     def unflatten(self, leaves: Iterable[Any]) -> Any:
         """Builds a pytree of this structure from ``leaves`` (in flattening order).
 
@@ -439,7 +500,11 @@ class PyTreeDef:
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = self._hash = hash(self._node)
+            try:
+                h = hash(self._node)
+            except TypeError:  # unhashable aux data (a list, ...): hash the rest, as JAX does
+                h = hash(_skeleton(self._node))
+            self._hash = h
         return h
 
     def __repr__(self) -> str:
@@ -671,7 +736,7 @@ def tree_reduce(
     return functools.reduce(function, leaves, initializer)
 
 
-def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
     """Whether every leaf of a pytree is truthy.
 
     Example:
@@ -749,10 +814,17 @@ def tree_transpose(
 ) -> Any:
     """Turns a tree of structure ``outer`` of trees of structure ``inner`` inside out.
 
+    As in JAX, only the number of leaves is checked: the tree is flattened whole and its
+    leaves taken ``inner_treedef.num_leaves`` at a time, so an inner tree may have another
+    structure (or be a prefix of ``inner_treedef``) as long as the counts agree.
+
     Args:
         outer_treedef: the outer structure.
         inner_treedef: the inner structure, or None to take it from the first inner tree.
         pytree_to_transpose: the pytree.
+
+    Raises:
+        TypeError: if the tree does not have ``outer * inner`` leaves.
 
     Example:
         >>> outer = tree_structure([0, 0])
@@ -760,13 +832,18 @@ def tree_transpose(
         >>> tree_transpose(outer, inner, [{'a': 1, 'b': 2}, {'a': 3, 'b': 4}])
         {'a': [1, 3], 'b': [2, 4]}
     """
-    flat = outer_treedef._flatten_up_to(pytree_to_transpose, "tree_transpose")
+    leaves, treedef = tree_flatten(pytree_to_transpose)
     if inner_treedef is None:
-        if not flat:
+        subtrees = outer_treedef._flatten_up_to(pytree_to_transpose, "tree_transpose")
+        if not subtrees:
             raise ValueError("tree_transpose: cannot infer inner_treedef of an empty outer tree")
-        inner_treedef = tree_structure(flat[0])
-    inner_leaves = [inner_treedef._flatten_up_to(x, "tree_transpose") for x in flat]
-    columns = zip(*inner_leaves) if inner_leaves else [[]] * inner_treedef.num_leaves
+        inner_treedef = tree_structure(subtrees[0])
+    n_inner, n_outer = inner_treedef.num_leaves, outer_treedef.num_leaves
+    if len(leaves) != n_inner * n_outer:
+        raise TypeError(
+            f"tree_transpose: Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}"
+        )
+    columns = [leaves[i::n_inner] for i in range(n_inner)]
     return inner_treedef.unflatten([outer_treedef.unflatten(col) for col in columns])
 
 
@@ -784,7 +861,52 @@ def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = 
                 return False
         return True
     items = list(iterable)
-    return items == tree_leaves(items, is_leaf)
+    leaves = tree_leaves(items, is_leaf)
+    # (identity, not ==: comparing arrays with == would be elementwise)
+    return len(leaves) == len(items) and all(a is b for a, b in zip(items, leaves))
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether ``typ`` is a pytree node type: built in, registered, or a namedtuple class.
+
+    Example:
+        >>> is_tree_node(dict), is_tree_node(int)
+        (True, False)
+    """
+    return typ in _kinds or _namedtuple_kind(typ) is not None
+
+
+def _node_kind(tree: Any, caller: str) -> _NodeKind:
+    kind = _kinds.get(type(tree))
+    if kind is None and (kind := _namedtuple_kind(type(tree))) is None:
+        raise ValueError(f"{caller}: can't tree-flatten type: {type(tree)}")
+    return kind
+
+
+def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Any]:
+    """The children and aux data of the node ``tree`` (its subtrees are not flattened).
+
+    Raises:
+        ValueError: if ``tree`` is a leaf.
+
+    Example:
+        >>> flatten_one_level({'b': [1], 'a': 2})
+        ([2, [1]], ('a', 'b'))
+    """
+    return _node_kind(tree, "flatten_one_level").flatten(tree)
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[Iterable[tuple[KeyEntry, Any]], Any]:
+    """The ``(key, child)`` pairs and aux data of the node ``tree``.
+
+    Raises:
+        ValueError: if ``tree`` is a leaf.
+
+    Example:
+        >>> flatten_one_level_with_keys((1, 2))
+        ([(SequenceKey(idx=0), 1), (SequenceKey(idx=1), 2)], None)
+    """
+    return _node_kind(tree, "flatten_one_level_with_keys").flatten_with_keys(tree)
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
@@ -858,12 +980,11 @@ def register_pytree_node(
         raise TypeError("register_pytree_node: flatten_with_keys_func must be callable")
     if nodetype in _registered:
         raise ValueError(f"register_pytree_node: duplicate registration of {nodetype!r}")
-    name = nodetype.__name__
     _kinds[nodetype] = _NodeKind(
         nodetype,
         flatten_func,
         lambda aux, children: unflatten_func(aux, tuple(children)),
-        lambda aux, strs: f"CustomNode({name}[{aux!r}], [{', '.join(strs)}])",
+        _fmt_custom(nodetype.__name__),
         flatten_with_keys_func,
     )
     _registered.add(nodetype)

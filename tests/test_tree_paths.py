@@ -158,7 +158,7 @@ def test_paths_of_custom_nodes():
 
     pairs, treedef = tu.tree_flatten_with_path({"k": Keyed(1, (2,))})
     assert [(tu.keystr(p), x) for p, x in pairs] == [("['k'].x", 1), ("['k']['why'][0]", 2)]
-    assert repr(treedef) == "PyTreeDef({'k': CustomNode(Keyed['kaux'], [*, (*,)])})"
+    assert repr(treedef) == "PyTreeDef({'k': CustomNode(Keyed[kaux], [*, (*,)])})"
     assert tu.tree_map(lambda v: v * 10, Keyed(1, 2)).y == 20  # flatten derived from keys
 
     assert tu.tree_leaves_with_path(KeyedClass(5)) == [((GetAttrKey("v"),), 5)]
