@@ -291,20 +291,129 @@ def _positional_name(fun: Callable, i: int) -> str:
     return f"args[{i}]" if namer is None else namer(i)
 
 
+def _arg_groups(sig: _Signature) -> list[tuple[int | str, Any]]:
+    """The dynamic arguments of a call in flattening order, each with its position (or its
+    keyword): one group of leaves each."""
+    dyn_args, dyn_kwargs = tree_util.tree_unflatten(sig.in_tree, sig.flat)
+    positions = [i for i in range(len(sig.args)) if not any(w == i for w, _ in sig.statics)]
+    return [*zip(positions, dyn_args), *((k, dyn_kwargs[k]) for k in sorted(dyn_kwargs))]
+
+
 def _leaf_names(fun: Callable, sig: _Signature) -> list[str]:
     """One readable name per flat argument leaf (``x``, or ``x[0]`` in a pytree argument)."""
     names = []
-    dyn_args, dyn_kwargs = tree_util.tree_unflatten(sig.in_tree, sig.flat)
-    positions = [i for i in range(len(sig.args)) if not any(w == i for w, _ in sig.statics)]
-    groups = [(_positional_name(fun, i), a) for i, a in zip(positions, dyn_args)]
-    groups += [(k, dyn_kwargs[k]) for k in sorted(dyn_kwargs)]
-    for name, arg in groups:
+    for where, arg in _arg_groups(sig):
+        name = where if isinstance(where, str) else _positional_name(fun, where)
         n = len(tree_util.tree_leaves(arg))
         names.extend([name] if n == 1 else [f"{name}[{j}]" for j in range(n)])
     return names
 
 
-class Lowered:
+class ArgInfo:
+    """One argument leaf of a traced, lowered or compiled function: its abstract value and
+    whether it is donated (``args_info`` of those stages, as in JAX)."""
+
+    __slots__ = ("_aval", "donated")
+
+    def __init__(self, aval: core.ShapedArray, donated: bool):
+        self._aval = aval
+        self.donated = donated
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._aval.dtype
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ArgInfo) and self._aval == other._aval
+                and self.donated == other.donated)
+
+    def __hash__(self) -> int:
+        return hash((self._aval, self.donated))
+
+    def __repr__(self) -> str:
+        return f"ArgInfo(_aval={self._aval!r}, donated={self.donated})"
+
+
+class _Stage:
+    """What the traced, lowered and compiled forms of a jitted call share (JAX's ``Stage``):
+    the description of its arguments (``in_tree`` is that of ``(args, kwargs)``, static
+    arguments left out) and of its outputs."""
+
+    _jitted: JitFunction
+    _sig: _Signature
+    _entry: CacheEntry
+
+    @property
+    def in_tree(self) -> Any:
+        return self._sig.in_tree
+
+    @property
+    def in_avals(self) -> Any:
+        return tree_util.tree_unflatten(self._sig.in_tree, self._sig.avals)
+
+    @property
+    def args_info(self) -> Any:
+        donated = self._jitted._donated_leaves(self._sig)
+        return tree_util.tree_unflatten(
+            self._sig.in_tree, [ArgInfo(a, d) for a, d in zip(self._sig.avals, donated)])
+
+    @property
+    def donate_argnums(self) -> tuple[int, ...]:
+        """The flat indices of the donated argument leaves."""
+        return tuple(i for i, d in enumerate(self._jitted._donated_leaves(self._sig)) if d)
+
+    @property
+    def out_tree(self) -> Any:
+        return self._entry.out_tree
+
+    @property
+    def out_info(self) -> Any:
+        """The outputs as a pytree of ``ShapeDtypeStruct`` (without weak types, as JAX's
+        lowered and compiled stages give them)."""
+        return _shape_structs(self._entry.out_tree, self._entry.closed.out_avals, weak=False)
+
+
+class Traced(_Stage):
+    """A jitted function traced for one signature (``jitted.trace(...)``): its ``jaxpr``,
+    argument and output descriptions, and ``lower()``.
+
+    Example:
+        >>> traced = ember.jit(jnp.sin).trace(1.0)
+        >>> traced.jaxpr
+        { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+    """
+
+    def __init__(self, jitted: JitFunction, sig: _Signature, entry: Any):
+        self._jitted = jitted
+        self._sig = sig
+        self._entry = entry
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return self._entry.closed
+
+    @property
+    def fun_name(self) -> str:
+        return self._jitted.__name__
+
+    @property
+    def out_avals(self) -> Any:
+        return tree_util.tree_unflatten(self._entry.out_tree, self._entry.closed.out_avals)
+
+    @property
+    def out_info(self) -> Any:
+        """The outputs as a pytree of ``ShapeDtypeStruct`` (with their weak types)."""
+        return _shape_structs(self._entry.out_tree, self._entry.closed.out_avals)
+
+    def lower(self) -> Lowered:
+        return Lowered(self._jitted, self._sig, self._entry)
+
+
+class Lowered(_Stage):
     """A jitted function lowered for one signature: ``as_text()`` shows the HLO module
     before optimization and ``compile()`` gives a ``Compiled``.
 
@@ -324,11 +433,6 @@ class Lowered:
     def jaxpr(self) -> ClosedJaxpr:
         return self._entry.closed
 
-    @property
-    def out_info(self) -> Any:
-        """The outputs as a pytree of ``ShapeDtypeStruct``."""
-        return _shape_structs(self._entry.out_tree, self._entry.closed.out_avals)
-
     def as_text(self) -> str:
         """The HLO module's text, before optimization."""
         return self._lowered.module.to_text()
@@ -346,7 +450,7 @@ class Lowered:
         return Compiled(self._jitted, self._sig, self._entry, exe)
 
 
-class Compiled:
+class Compiled(_Stage):
     """A compiled jitted function for one signature; call it with matching arguments.
 
     Example:
@@ -360,10 +464,6 @@ class Compiled:
         self._sig = sig
         self._entry = entry
         self._executable = executable
-
-    @property
-    def out_info(self) -> Any:
-        return _shape_structs(self._entry.out_tree, self._entry.closed.out_avals)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Called with the dynamic arguments only, as in JAX: the static ones are compiled in.
@@ -382,7 +482,7 @@ class Compiled:
                             f"{sorted(static_kw.keys() & kwargs.keys())} are compiled in")
         full_kwargs = {**kwargs, **static_kw}
         sig = self._jitted._signature(tuple(full), full_kwargs)
-        if sig.key != self._sig.key:
+        if _key_without_weak_types(sig) != _key_without_weak_types(self._sig):
             raise TypeError(f"Compiled {self._jitted.__name__}: the arguments do not match "
                             f"the signature it was compiled for: "
                             f"{_describe_change(self._jitted, self._sig, sig)}")
@@ -407,6 +507,12 @@ class Compiled:
                               int(getattr(assignment, "total_allocation_bytes", 0)))
 
 
+def _key_without_weak_types(sig: _Signature) -> tuple:
+    # A compiled function takes arguments that differ from its signature in weak types only
+    # (JAX's check ignores them too): the dtypes the code reads are the same.
+    return (sig.in_tree, [a.strip_weak_type() for a in sig.avals], sig.key[3])
+
+
 class MemoryAnalysis:
     """Memory use of a compiled function, in bytes."""
 
@@ -420,15 +526,19 @@ class MemoryAnalysis:
         self.output_size_in_bytes = output_size_in_bytes
         self.temp_size_in_bytes = temp_size_in_bytes
 
+    @property
+    def peak_memory_in_bytes(self) -> int:  # (JAX's name)
+        return self.peak_bytes
+
     def __repr__(self) -> str:
         return (f"MemoryAnalysis(peak_bytes={self.peak_bytes}, argument_size_in_bytes="
                 f"{self.argument_size_in_bytes}, output_size_in_bytes="
                 f"{self.output_size_in_bytes}, temp_size_in_bytes={self.temp_size_in_bytes})")
 
 
-def _shape_structs(out_tree: Any, avals: Sequence[core.ShapedArray]) -> Any:
+def _shape_structs(out_tree: Any, avals: Sequence[core.ShapedArray], weak: bool = True) -> Any:
     return tree_util.tree_unflatten(
-        out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in avals])
+        out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak and a.weak_type) for a in avals])
 
 
 def _flat_values(sig: _Signature) -> list:
@@ -625,6 +735,26 @@ class JitFunction:
         if last is not None:
             _log.warning("jit(%s) cache miss: %s", self.__name__,
                          _describe_change(self, last.arg_desc, sig))
+
+    def _donated_leaves(self, sig: _Signature) -> list[bool]:
+        """Whether each flat argument leaf of a call is donated."""
+        nums, names = self._donate
+        nums = {i + len(sig.args) if i < 0 else i for i in nums}
+        donated = []
+        for where, arg in _arg_groups(sig):
+            donated += [where in nums or where in names] * len(tree_util.tree_leaves(arg))
+        return donated
+
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        """Traces for these arguments (arrays or ``ShapeDtypeStruct``s): the ``Traced``
+        stage, with the jaxpr, before lowering.
+
+        Example:
+            >>> print(ember.jit(jnp.sin).trace(1.0).jaxpr)
+            { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+        """
+        sig = self._signature(args, kwargs, abstract=True)
+        return Traced(self, sig, self._entry(sig))
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Traces and lowers for these arguments (arrays or ``ShapeDtypeStruct``s).

@@ -5,6 +5,7 @@ errors for leaked tracers."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
@@ -94,3 +95,73 @@ def test_make_jaxpr_unhashable_static_argument():
         ember.make_jaxpr(lambda x, n: x * n[0], static_argnums=1)(jnp.ones(2), [2])
     with pytest.raises(TypeError, match="make_jaxpr: static_argnums"):
         ember.make_jaxpr(_f, static_argnums="1")
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def _g(x, n, *, k):
+    return {"a": x * n + k, "b": (x.sum(),)}
+
+
+def test_lowered_and_compiled_describe_their_arguments():
+    lowered = ember.jit(_g, static_argnums=1).lower(jnp.ones((2, 3)), 3, k=1.0)
+    compiled = lowered.compile()
+    for stage in (lowered, compiled):
+        assert str(stage.in_tree) == "PyTreeDef(((*,), {'k': *}))"
+        assert repr(stage.in_avals) == ("((ShapedArray(float32[2,3]),), "
+                                        "{'k': ShapedArray(float32[], weak_type=True)})")
+        assert repr(stage.args_info) == (
+            "((ArgInfo(_aval=ShapedArray(float32[2,3]), donated=False),), "
+            "{'k': ArgInfo(_aval=ShapedArray(float32[], weak_type=True), donated=False)})")
+        assert stage.args_info[0][0].shape == (2, 3)
+        assert stage.args_info[0][0].dtype == np.float32
+        assert str(stage.out_tree) == "PyTreeDef({'a': *, 'b': (*,)})"
+        assert stage.donate_argnums == ()
+
+
+def test_stages_donate_argnums_are_flat_leaf_indices():
+    g = ember.jit(lambda x, y: (x, y["a"] + 1), donate_argnums=1)
+    traced = g.trace(1.0, {"a": jnp.ones(2), "b": jnp.ones(3)})
+    assert traced.donate_argnums == (1, 2)
+    assert traced.lower().donate_argnums == (1, 2)
+    assert traced.lower().compile().donate_argnums == (1, 2)
+    assert [a.donated for a in ember.tree_util.tree_leaves(traced.args_info)] == [
+        False, True, True]
+
+
+def test_lowered_out_info_has_no_weak_types_but_traced_does():
+    # (JAX's lowered and compiled stages build their ShapeDtypeStructs without weak types.)
+    g = ember.jit(lambda x: x)
+    assert g.lower(1.0).out_info == ember.ShapeDtypeStruct((), np.float32)
+    assert g.lower(1.0).compile().out_info == ember.ShapeDtypeStruct((), np.float32)
+    assert g.trace(1.0).out_info == ember.ShapeDtypeStruct((), np.float32, weak_type=True)
+    assert g.eval_shape(1.0) == ember.ShapeDtypeStruct((), np.float32, weak_type=True)
+
+
+def test_compiled_accepts_arguments_differing_in_weak_type_only():
+    g = ember.jit(lambda x, y: y)
+    compiled = g.lower(jnp.ones(2), 1.0).compile()
+    out = compiled(jnp.ones(2), jnp.float32(2))
+    assert out.item() == 2.0 and out.aval.weak_type  # (the compiled output type)
+    out = g.lower(jnp.ones(2), jnp.float32(1)).compile()(jnp.ones(2), 2.0)
+    assert out.item() == 2.0 and not out.aval.weak_type
+    with pytest.raises(TypeError):
+        compiled(jnp.ones(2), 2)  # (int32: a different dtype)
+
+
+def test_trace_stage():
+    traced = ember.jit(_g, static_argnums=1).trace(jnp.ones(2), 3, k=1.0)
+    assert traced.fun_name == "_g"
+    assert str(ember.jit(_f, static_argnums=1).trace(jnp.ones(2), 3).jaxpr) == (
+        "{ lambda ; a:f32[2]. let b:f32[2] = mul a 3.0:f32[] in (b,) }")
+    assert repr(traced.out_avals) == (
+        "{'a': ShapedArray(float32[2]), 'b': (ShapedArray(float32[]),)}")
+    assert str(traced.in_tree) == "PyTreeDef(((*,), {'k': *}))"
+    out = traced.lower().compile()(jnp.ones(2), k=2.0)
+    assert out["a"].tolist() == [5.0, 5.0] and out["b"][0].item() == 2.0
+
+
+def test_compiled_memory_analysis_peak_memory_in_bytes():
+    m = ember.jit(jnp.sin).lower(jnp.ones(4)).compile().memory_analysis()
+    assert m.peak_memory_in_bytes == m.peak_bytes >= 16
