@@ -79,6 +79,9 @@ class DictKey(_KeyEntry):
     __slots__ = ()
     __match_args__ = ("key",)
 
+    def __init__(self, key: Any):  # (named ``key``, so that ``DictKey(key='a')`` works)
+        super().__init__(key)
+
     key = _value
 
     def __str__(self) -> str:

@@ -190,3 +190,22 @@ def test_flatten_one_level():
     assert list(pairs) == [(tu.SequenceKey(0), 5)]
     with pytest.raises(ValueError, match="can't tree-flatten"):
         tu.flatten_one_level_with_keys(jnp.ones(2))
+
+
+# --- key classes ----------------------------------------------------------------------------
+
+
+def test_key_classes_take_their_field_names_as_keywords():
+    keys = (
+        tu.DictKey(key="a"),
+        tu.SequenceKey(idx=1),
+        tu.GetAttrKey(name="n"),
+        tu.FlattenedIndexKey(key=2),
+    )
+    assert [repr(k) for k in keys] == [
+        "DictKey(key='a')",
+        "SequenceKey(idx=1)",
+        "GetAttrKey(name='n')",
+        "FlattenedIndexKey(key=2)",
+    ]
+    assert keys[0] == tu.DictKey("a") and tu.keystr(keys) == "['a'][1].n[<flat index 2>]"
