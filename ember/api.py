@@ -13,6 +13,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import math
 import operator
 import types
 from collections.abc import Callable, Sequence
@@ -128,15 +129,28 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
 
 class ShapeDtypeStruct:
-    """A shape and dtype standing in for an array (for eval_shape and make_jaxpr)."""
+    """A shape and dtype standing in for an array (for eval_shape, make_jaxpr and jit's
+    ``lower``/``trace``). Immutable and hashable, as JAX's.
+
+    Example:
+        >>> ember.ShapeDtypeStruct((2, 3), jnp.float32)
+        ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+    """
 
     __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
-        import numpy as np
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = weak_type
+    def __init__(self, shape: Sequence[int], dtype: Any, *, weak_type: bool = False):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "dtype", np.dtype(dtype))
+        object.__setattr__(self, "weak_type", weak_type)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, name):  # (unset attributes may be set: copy and pickle do that)
+            raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable "
+                               "ShapeDtypeStruct objects")
+        object.__setattr__(self, name, value)
 
     @property
     def ndim(self) -> int:
@@ -144,8 +158,20 @@ class ShapeDtypeStruct:
 
     @property
     def size(self) -> int:
-        import math
         return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def update(self, **kwargs: Any) -> ShapeDtypeStruct:
+        """A copy with ``shape``, ``dtype`` or ``weak_type`` replaced."""
+        unknown = sorted(set(kwargs) - {"shape", "dtype", "weak_type"})
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update: unexpected arguments {unknown}")
+        return ShapeDtypeStruct(kwargs.get("shape", self.shape), kwargs.get("dtype", self.dtype),
+                                weak_type=kwargs.get("weak_type", self.weak_type))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ShapeDtypeStruct) and (
@@ -538,7 +564,8 @@ class MemoryAnalysis:
 
 def _shape_structs(out_tree: Any, avals: Sequence[core.ShapedArray], weak: bool = True) -> Any:
     return tree_util.tree_unflatten(
-        out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak and a.weak_type) for a in avals])
+        out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=weak and a.weak_type)
+                   for a in avals])
 
 
 def _flat_values(sig: _Signature) -> list:

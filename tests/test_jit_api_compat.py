@@ -5,6 +5,9 @@ errors for leaked tracers."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -165,3 +168,31 @@ def test_trace_stage():
 def test_compiled_memory_analysis_peak_memory_in_bytes():
     m = ember.jit(jnp.sin).lower(jnp.ones(4)).compile().memory_analysis()
     assert m.peak_memory_in_bytes == m.peak_bytes >= 16
+
+
+# --------------------------------------------------------------------------- ShapeDtypeStruct
+
+
+def test_shape_dtype_struct_needs_a_dtype():
+    with pytest.raises(ValueError, match="dtype must be specified"):
+        ember.ShapeDtypeStruct((2,), None)
+    with pytest.raises(TypeError):
+        ember.ShapeDtypeStruct((2,), np.float32, True)  # (weak_type is keyword-only)
+
+
+def test_shape_dtype_struct_is_immutable():
+    s = ember.ShapeDtypeStruct((2,), np.float32)
+    with pytest.raises(RuntimeError, match="immutable"):
+        s.shape = (3,)
+    assert s.shape == (2,)
+    assert copy.deepcopy(s) == s and pickle.loads(pickle.dumps(s)) == s
+
+
+def test_shape_dtype_struct_len_and_update():
+    s = ember.ShapeDtypeStruct((2, 3), np.float32)
+    assert len(s) == 2
+    with pytest.raises(TypeError, match="unsized"):
+        len(ember.ShapeDtypeStruct((), np.float32))
+    assert s.update(shape=(3,)) == ember.ShapeDtypeStruct((3,), np.float32)
+    assert s.update(dtype=np.int32, weak_type=True) == ember.ShapeDtypeStruct(
+        (2, 3), np.int32, weak_type=True)
