@@ -1217,7 +1217,12 @@ class Partial(functools.partial):
         # functools.partial.__new__ merges a partial ``func``'s arguments into the new one;
         # box it so that exactly the arguments given here are the pytree's children.
         if isinstance(func, functools.partial):
-            return super().__new__(cls, _HashableCallableShim(func), *args, **kwargs)
+            shim = _HashableCallableShim(func)
+            out = super().__new__(cls, shim, *args, **kwargs)
+            # (only now: given earlier, they would be merged in too) the boxed partial's
+            # parts stay visible as ``p.func.func``, ``p.func.args``, as in JAX
+            shim.func, shim.args, shim.keywords = func.func, func.args, func.keywords
+            return out
         return super().__new__(cls, func, *args, **kwargs)
 
 

@@ -209,3 +209,17 @@ def test_key_classes_take_their_field_names_as_keywords():
         "FlattenedIndexKey(key=2)",
     ]
     assert keys[0] == tu.DictKey("a") and tu.keystr(keys) == "['a'][1].n[<flat index 2>]"
+
+
+# --- Partial --------------------------------------------------------------------------------
+
+
+def test_partial_of_a_partial_keeps_the_inner_parts_visible():
+    def add3(a, b, c=0):
+        return a + b + c
+
+    p = tu.Partial(tu.Partial(add3, 1, c=5), 2)
+    assert p.args == (2,) and p.keywords == {}
+    assert p.func.func is add3 and p.func.args == (1,) and p.func.keywords == {"c": 5}
+    assert tu.tree_leaves(p) == [2] and p() == 8
+    assert tu.tree_map(lambda x: x * 10, p)() == 26
