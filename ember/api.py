@@ -23,6 +23,7 @@ import numpy as np
 
 from ember import core, tree_util
 from ember.config import config as _config
+from ember.errors import UnexpectedTracerError
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import bind_pjit
 from ember.jaxpr import ClosedJaxpr
@@ -570,9 +571,18 @@ def _shape_structs(out_tree: Any, avals: Sequence[core.ShapedArray], weak: bool 
 
 def _flat_values(sig: _Signature) -> list:
     # Arrays are passed as they are (possibly pending); anything else becomes a NumPy value
-    # of its canonical dtype.
-    return [x if type(x) is Array else np.asarray(x, dtype=a.dtype)
-            for x, a in zip(sig.flat, sig.avals)]
+    # of its canonical dtype. (A tracer here outlived its transformation: calls under a
+    # transformation are staged, not run.)
+    values = []
+    for x, a in zip(sig.flat, sig.avals):
+        if type(x) is Array:
+            values.append(x)
+        elif isinstance(x, core.Tracer):
+            raise UnexpectedTracerError(x, "It was passed to a jitted function outside of "
+                                           "the transformation that created it.")
+        else:
+            values.append(np.asarray(x, dtype=a.dtype))
+    return values
 
 
 def _execute(executable: Any, sig: _Signature) -> list:

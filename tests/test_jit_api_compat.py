@@ -196,3 +196,33 @@ def test_shape_dtype_struct_len_and_update():
     assert s.update(shape=(3,)) == ember.ShapeDtypeStruct((3,), np.float32)
     assert s.update(dtype=np.int32, weak_type=True) == ember.ShapeDtypeStruct(
         (2, 3), np.int32, weak_type=True)
+
+
+# --------------------------------------------------------------------------- leaks, device_get
+
+
+def _leaked_tracer():
+    store = []
+    ember.jit(lambda x: store.append(x) or x)(jnp.ones(2))
+    return store[0]
+
+
+def test_leaked_tracer_passed_to_jit_or_device_put():
+    leaked = _leaked_tracer()
+    with pytest.raises(ember.errors.UnexpectedTracerError):
+        ember.jit(lambda y: y)(leaked)
+    with pytest.raises(ember.errors.UnexpectedTracerError):
+        ember.jit(lambda y, z: y + z)(jnp.ones(2), leaked)
+    with pytest.raises(ember.errors.UnexpectedTracerError):
+        ember.device_put(leaked)
+    # Under a running transformation device_put passes tracers through.
+    assert ember.jit(lambda x: ember.device_put(x) * 2)(jnp.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_device_get_converts_numpy_scalars_to_arrays():
+    out = ember.device_get({"a": np.float32(1), "b": 2.0, "c": jnp.int32(3)})
+    assert type(out["a"]) is np.ndarray and out["a"].dtype == np.float32 and out["a"].shape == ()
+    assert type(out["b"]) is float
+    assert type(out["c"]) is np.ndarray and out["c"].dtype == np.int32
+    x = np.ones(2)
+    assert ember.device_get(x) is x

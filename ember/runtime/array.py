@@ -13,6 +13,7 @@ import numpy as np
 
 from ember import core, dtypes, tree_util
 from ember.core import ShapedArray
+from ember.errors import UnexpectedTracerError
 
 # ``buffer_pool.MIN_BYTES``: the smallest arrays worth pooled (aligned) memory. The pool is
 # imported at first use: importing it loads the CPU backend, which ``EMBER_PRELOAD=0`` and
@@ -377,6 +378,9 @@ def device_put(x: Any, device: Any = None) -> Any:
         if type(leaf) is Array:
             return leaf
         if isinstance(leaf, core.Tracer):
+            if core.is_eval_context():  # (no transformation is running: it leaked)
+                raise UnexpectedTracerError(leaf, "It was passed to device_put outside of "
+                                                  "the transformation that created it.")
             return leaf
         aval = core.get_aval(leaf)
         return Array._wrap(device_buffer(leaf, aval.dtype), aval)
@@ -385,11 +389,15 @@ def device_put(x: Any, device: Any = None) -> Any:
 
 
 def device_get(x: Any) -> Any:
-    """Fetches a pytree of arrays to the host as NumPy arrays (other leaves pass through)."""
+    """Fetches a pytree of arrays to the host as NumPy arrays. As in JAX, any other leaf
+    that converts to a NumPy array (``__array__``: NumPy scalars) is converted; the rest
+    (Python scalars, tracers, ...) pass through."""
 
     def get(leaf):
         if type(leaf) is Array:
             return np.asarray(leaf.block_until_ready())
+        if hasattr(leaf, "__array__") and not isinstance(leaf, core.Tracer):
+            return np.asarray(leaf)
         return leaf
 
     return tree_util.tree_map(get, x)
