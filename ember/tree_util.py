@@ -942,6 +942,33 @@ def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
     return PyTreeDef(node, sum(t._num_leaves for t in treedefs))
 
 
+def _checked_flatten(flatten_func: Callable, name: str) -> Callable:
+    """``flatten_func``, checked to return a ``(children, aux_data)`` pair with iterable
+    children: a clear ValueError (JAX's class) instead of an unpacking error, or leaves
+    silently taken from the wrong element."""
+
+    def flatten(x):
+        out = flatten_func(x)
+        if type(out) is not tuple or len(out) != 2:
+            raise ValueError(
+                f"the flatten function of pytree node type {name} must return a "
+                f"(children, aux_data) tuple, got {_short_repr(out)}"
+            )
+        children = out[0]
+        if type(children) is not tuple and type(children) is not list:
+            try:
+                iter(children)
+            except TypeError:
+                raise ValueError(
+                    f"the flatten function of pytree node type {name} must return a "
+                    f"(children, aux_data) tuple whose children are iterable, got "
+                    f"{_short_repr(out)}"
+                ) from None
+        return out
+
+    return flatten
+
+
 def register_pytree_node(
     nodetype: type,
     flatten_func: Callable[[Any], tuple[Iterable[Any], Any]],
@@ -972,20 +999,31 @@ def register_pytree_node(
         >>> tree_leaves([Point(1, 2), 3])
         [1, 2, 3]
     """
-    if not isinstance(nodetype, type):
-        raise TypeError(f"register_pytree_node: nodetype must be a type, got {nodetype!r}")
+    _check_node_type(nodetype, "register_pytree_node")
     if not callable(flatten_func) or not callable(unflatten_func):
         raise TypeError("register_pytree_node: flatten_func and unflatten_func must be callable")
     if flatten_with_keys_func is not None and not callable(flatten_with_keys_func):
         raise TypeError("register_pytree_node: flatten_with_keys_func must be callable")
+    flatten = _checked_flatten(flatten_func, nodetype.__name__)
+    _register_node(nodetype, flatten, unflatten_func, flatten_with_keys_func)
+
+
+def _check_node_type(nodetype: Any, caller: str) -> None:
+    if not isinstance(nodetype, type):
+        raise TypeError(f"{caller}: nodetype must be a type, got {nodetype!r}")
     if nodetype in _registered:
-        raise ValueError(f"register_pytree_node: duplicate registration of {nodetype!r}")
+        raise ValueError(f"{caller}: duplicate registration of {nodetype!r}")
+
+
+def _register_node(nodetype: type, flatten, unflatten, flatten_with_keys) -> None:
+    """Registers a node type (checked by ``_check_node_type``) whose flatten function is
+    known to be well-formed."""
     _kinds[nodetype] = _NodeKind(
         nodetype,
-        flatten_func,
-        lambda aux, children: unflatten_func(aux, tuple(children)),
+        flatten,
+        lambda aux, children: unflatten(aux, tuple(children)),
         _fmt_custom(nodetype.__name__),
-        flatten_with_keys_func,
+        flatten_with_keys,
     )
     _registered.add(nodetype)
 
@@ -1158,7 +1196,8 @@ def register_dataclass(
     def unflatten(meta, data):
         return nodetype(**dict(zip(meta_fields, meta)), **dict(zip(data_fields, data)))
 
-    register_pytree_node(nodetype, flatten, unflatten, flatten_with_keys)
+    _check_node_type(nodetype, "register_dataclass")
+    _register_node(nodetype, flatten, unflatten, flatten_with_keys)
     return nodetype
 
 
@@ -1174,7 +1213,8 @@ def register_static(cls: type) -> type:
         >>> tree_leaves([Mode('train'), 1])
         [1]
     """
-    register_pytree_node(cls, lambda x: ((), x), lambda x, children: x)
+    _check_node_type(cls, "register_static")
+    _register_node(cls, lambda x: ((), x), lambda x, children: x, None)
     return cls
 
 
@@ -1226,8 +1266,9 @@ class Partial(functools.partial):
         return super().__new__(cls, func, *args, **kwargs)
 
 
-register_pytree_node(
+_register_node(
     Partial,
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, xs: Partial(func, *xs[0], **xs[1]),
+    None,
 )

@@ -223,3 +223,25 @@ def test_partial_of_a_partial_keeps_the_inner_parts_visible():
     assert p.func.func is add3 and p.func.args == (1,) and p.func.keywords == {"c": 5}
     assert tu.tree_leaves(p) == [2] and p() == 8
     assert tu.tree_map(lambda x: x * 10, p)() == 26
+
+
+# --- registration ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flatten", [lambda x: 5, lambda x: ((1, 2), None, 3), lambda x: (5, None), lambda x: [(1,), 2]]
+)
+def test_malformed_flatten_function_raises_value_error(flatten):
+    class Bad:
+        pass
+
+    tu.register_pytree_node(Bad, flatten, lambda aux, children: Bad())
+    for fn in (tu.tree_leaves, tu.tree_flatten, tu.tree_structure):
+        with pytest.raises(ValueError, match=r"Bad must return a \(children, aux_data\) tuple"):
+            fn([Bad()])
+    # a generator of children is fine
+    class Gen:
+        pass
+
+    tu.register_pytree_node(Gen, lambda x: ((c for c in (1, 2)), None), lambda aux, ch: Gen())
+    assert tu.tree_leaves(Gen()) == [1, 2]
