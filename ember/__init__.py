@@ -3,8 +3,10 @@
 from ember import (
     ad_checkpoint,
     custom_derivatives,
+    debug,
     dtypes,
     errors,
+    experimental,
     flatten_util,
     lax,
     numpy,
@@ -41,6 +43,7 @@ from ember.api import (
 )
 from ember.config import config
 from ember.dtypes import float0
+from ember.lax.callback import pure_callback
 from ember.runtime import Array, block_until_ready, device_get, device_put, devices
 from ember.runtime.compile_cache import clear_caches
 from ember.runtime.topology import (
@@ -69,6 +72,7 @@ __all__ = [
     "closure_convert", "custom_gradient", "default_device", "device_count",
     "ensure_compile_time_eval", "linear_transpose", "local_device_count", "local_devices",
     "named_call", "print_environment_info", "process_count", "process_index", "typeof",
+    "debug", "experimental", "pure_callback",
 ]
 
 from ember import core as _core  # noqa: E402

@@ -149,6 +149,9 @@ class Primitive:
     # Params printed first, in this order (the rest follow sorted), like JAX's per-primitive
     # printing rules: pjit prints ``name`` before its ``jaxpr``.
     pp_param_order: tuple[str, ...] = ()
+    # The param holding a sub-jaxpr whose inputs and outputs are the equation's operands and
+    # results: its binders print with the same names (JAX's pjit printing rule).
+    pp_aliased_jaxpr: str | None = None
 
     def __init__(self, name: str):
         self.name = name

@@ -1,4 +1,5 @@
-"""Errors raised when traced values are used where concrete ones are needed (JAX's classes)."""
+"""Errors raised when traced values are used where concrete ones are needed, and when a
+program fails while it runs (JAX's classes)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,8 @@ class NonConcreteBooleanIndexError(IndexError):
             "size=...) / jnp.where(mask, size=...) to get a static number of indices.")
         self.tracer = tracer
 
+
+
+class JaxRuntimeError(RuntimeError):
+    """A failure while a program ran, such as a host callback that raised (its exception is
+    the ``__cause__``); JAX's name."""

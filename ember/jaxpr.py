@@ -33,7 +33,7 @@ class Var:
         self.id = next(_var_ids)
 
     def __repr__(self) -> str:
-        return f"Var(id={self.id}):{self.aval.str_short()}"
+        return f"Var(id={self.id}):{self.aval._long()}"
 
 
 class Literal:
@@ -91,8 +91,12 @@ class Jaxpr:
     def out_avals(self) -> list[ShapedArray]:
         return [v.aval for v in self.outvars]
 
-    def pretty_print(self, width: int = 80) -> str:
-        return pp_jaxpr(self, _NameContext()).format(width)
+    def pretty_print(self, *, width: int = 80, print_shapes: bool = True,
+                     use_color: bool = False, source_info: bool = False) -> str:
+        """The jaxpr's text, as JAX prints it. (``use_color`` and ``source_info`` are
+        accepted for JAX's sake: ember's text has neither.)"""
+        del use_color, source_info
+        return pp_jaxpr(self, _NameContext(print_shapes)).format(width)
 
     def __str__(self) -> str:
         return self.pretty_print()
@@ -123,8 +127,9 @@ class ClosedJaxpr:
     def eqns(self) -> list[JaxprEqn]:
         return self.jaxpr.eqns
 
-    def pretty_print(self, width: int = 80) -> str:
-        return self.jaxpr.pretty_print(width)
+    def pretty_print(self, **options: Any) -> str:
+        """The jaxpr's text (options: those of ``Jaxpr.pretty_print``)."""
+        return self.jaxpr.pretty_print(**options)
 
     def __str__(self) -> str:
         return self.pretty_print()
@@ -147,14 +152,30 @@ def _encode_name(n: int) -> str:
 
 
 class _NameContext:
-    def __init__(self):
+    def __init__(self, print_shapes: bool = True):
         self.names: dict[int, str] = {}
+        self.fresh = 0  # (names given by suggest_same_names take no fresh one, as in JAX)
+        self.print_shapes = print_shapes
 
     def name(self, v: Var) -> str:
         name = self.names.get(v.id)
         if name is None:
-            name = self.names[v.id] = _encode_name(len(self.names))
+            name = self.names[v.id] = _encode_name(self.fresh)
+            self.fresh += 1
         return name
+
+    def suggest_same_names(self, for_vars: Sequence[Atom], like_vars: Sequence[Atom]) -> None:
+        """Names each unnamed Var of ``for_vars`` as the Var at its position in ``like_vars``
+        (each used once): the binders of a sub-jaxpr aliasing an equation's operands and
+        results read as the equation's (JAX's ``suggest_same_var_names``)."""
+        if len(for_vars) != len(like_vars):
+            return
+        used = set()
+        for v, like in zip(for_vars, like_vars):
+            if (isinstance(like, Var) and like.id not in used and isinstance(v, Var)
+                    and v.id not in self.names):
+                used.add(like.id)
+                self.names[v.id] = self.name(like)
 
 
 def _literal_text(val: Any) -> str:
@@ -178,7 +199,7 @@ def pp_atom(a: Atom, ctx: _NameContext) -> str:
 
 
 def pp_var_decl(v: Var, ctx: _NameContext) -> str:
-    return f"{ctx.name(v)}:{v.aval.str_short()}"
+    return f"{ctx.name(v)}:{v.aval.str_short()}" if ctx.print_shapes else ctx.name(v)
 
 
 def _pp_param_value(v: Any, ctx: _NameContext) -> pp.Doc:
@@ -221,6 +242,11 @@ def pp_vars(atoms: Sequence[Atom], ctx: _NameContext, decl: bool = False,
 
 
 def pp_eqn(eqn: JaxprEqn, ctx: _NameContext) -> pp.Doc:
+    if eqn.primitive.pp_aliased_jaxpr is not None:
+        sub = eqn.params[eqn.primitive.pp_aliased_jaxpr]
+        sub = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        ctx.suggest_same_names(sub.invars, eqn.invars)
+        ctx.suggest_same_names(sub.outvars, eqn.outvars)
     lhs = pp_vars(eqn.outvars, ctx, decl=True)
     # Like JAX, the space before the operands is printed even when there are none.
     rhs = [pp.text(eqn.primitive.name),

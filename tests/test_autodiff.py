@@ -67,7 +67,7 @@ def test_jit_of_grad_and_grad_of_jit():
     jaxpr = ember.make_jaxpr(ember.grad(ember.jit(f_classic)))(3.0)
     names = [e.primitive.name for e in jaxpr.eqns]
     assert names == ["jit", "jit"]  # known (forward) part, then the transposed part
-    assert jaxpr.eqns[1].params["name"].startswith("transpose(jvp(")
+    assert [e.params["name"] for e in jaxpr.eqns] == ["f_classic", "f_classic"]  # (as JAX)
 
 
 @pytest.mark.parametrize("backend", ember.backends.backend_names())

@@ -143,9 +143,13 @@ def _rebuild(fn):
     placeholder = tuple(types.CellType() for _ in fn.__code__.co_freevars) or None
     new = types.FunctionType(fn.__code__, glob, fn.__name__, None, placeholder)
     _rebuilt[key] = new  # before translating globals: recursion through module functions
-    for name in _code_names(fn.__code__):
-        if name in fn.__globals__ and name not in ("jnp", "lax", "np"):
-            glob[name] = _translate(fn.__globals__[name])
+    try:
+        for name in _code_names(fn.__code__):
+            if name in fn.__globals__ and name not in ("jnp", "lax", "np"):
+                glob[name] = _translate(fn.__globals__[name])
+    except Unsupported:
+        del _rebuilt[key]  # (not a half-translated function for the next case to find)
+        raise
     closure = None
     if fn.__closure__:
         closure = tuple(types.CellType(_translate(c.cell_contents)) for c in fn.__closure__)

@@ -275,13 +275,13 @@ def test_nested_jit_is_a_pjit_equation():
         "{ lambda ; a:f32[3]. let\n"
         "    b:f32[3] = jit[\n"
         "      name=f\n"
-        "      jaxpr={ lambda ; c:f32[3]. let\n"
-        "          d:f32[3] = sin c\n"
-        "          e:f32[3] = mul d 2.0:f32[]\n"
-        "        in (e,) }\n"
+        "      jaxpr={ lambda ; a:f32[3]. let\n"  # (as JAX: named as the operands/results)
+        "          c:f32[3] = sin a\n"
+        "          b:f32[3] = mul c 2.0:f32[]\n"
+        "        in (b,) }\n"
         "    ] a\n"
-        "    f:f32[3] = add b 1.0:f32[]\n"
-        "  in (f,) }")
+        "    d:f32[3] = add b 1.0:f32[]\n"
+        "  in (d,) }")
     # Evaluating that jaxpr eagerly runs pjit's impl (compile and run the inner jaxpr).
     out, = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, jnp.arange(3.0))
     np.testing.assert_allclose(out, np.sin(np.arange(3.0)) * 2 + 1, rtol=1e-6)

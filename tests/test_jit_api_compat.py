@@ -226,3 +226,85 @@ def test_device_get_converts_numpy_scalars_to_arrays():
     assert type(out["c"]) is np.ndarray and out["c"].dtype == np.int32
     x = np.ones(2)
     assert ember.device_get(x) is x
+
+
+# --------------------------------------------------------------------------- jaxpr printing
+
+
+def test_nested_jit_binders_print_with_the_equation_names():
+    # (JAX 0.10's text, operand repeated and a literal operand included.)
+    jaxpr = ember.make_jaxpr(
+        lambda x, y: ember.jit(lambda a, b, c: (a * b + c, c, a))(x, x, y))(1.0, 2.0)
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[] b:f32[]. let\n"
+        "    c:f32[] d:f32[] e:f32[] = jit[\n"
+        "      name=<lambda>\n"
+        "      jaxpr={ lambda ; a:f32[] f:f32[] b:f32[]. let\n"
+        "          g:f32[] = mul a f\n"
+        "          c:f32[] = add g b\n"
+        "        in (c, b, a) }\n"
+        "    ] a a b\n"
+        "  in (c, d, e) }")
+    jaxpr = ember.make_jaxpr(lambda x: ember.jit(lambda a, b: a * b)(x, 2.0))(1.0)
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[]. let\n"
+        "    b:f32[] = jit[\n"
+        "      name=<lambda>\n"
+        "      jaxpr={ lambda ; a:f32[] c:f32[]. let b:f32[] = mul a c in (b,) }\n"
+        "    ] a 2.0:f32[]\n"
+        "  in (b,) }")
+
+
+def test_nested_jit_twice():
+    inner = ember.jit(lambda b: jnp.exp(b) + 1.0)
+    jaxpr = ember.make_jaxpr(lambda x: ember.jit(lambda a: inner(a * 2.0))(x) - 1.0)(1.0)
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[]. let\n"
+        "    b:f32[] = jit[\n"
+        "      name=<lambda>\n"
+        "      jaxpr={ lambda ; a:f32[]. let\n"
+        "          c:f32[] = mul a 2.0:f32[]\n"
+        "          b:f32[] = jit[\n"
+        "            name=<lambda>\n"
+        "            jaxpr={ lambda ; c:f32[]. let\n"
+        "                d:f32[] = exp c\n"
+        "                b:f32[] = add d 1.0:f32[]\n"
+        "              in (b,) }\n"
+        "          ] c\n"
+        "        in (b,) }\n"
+        "    ] a\n"
+        "    e:f32[] = sub b 1.0:f32[]\n"
+        "  in (e,) }")
+
+
+def test_jit_under_grad_keeps_its_name():
+    def f(x):
+        return -2 * jnp.sin(x) + x
+    jaxpr = ember.make_jaxpr(ember.grad(ember.jit(f)))(3.0)
+    assert [e.params["name"] for e in jaxpr.eqns if e.primitive.name == "jit"] == ["f", "f"]
+    jaxpr = ember.make_jaxpr(lambda x: ember.jvp(ember.jit(f), (x,), (x,)))(1.0)
+    assert jaxpr.eqns[0].params["name"] == "f"
+
+
+def test_pretty_print_options_and_var_repr():
+    jaxpr = ember.make_jaxpr(lambda x: jnp.sin(x) * 2 + ember.jit(jnp.cos)(x))(1.0)
+    assert jaxpr.pretty_print(print_shapes=False, use_color=False) == (
+        "{ lambda ; a. let\n"
+        "    b = sin a\n"
+        "    c = mul b 2.0:f32[]\n"
+        "    d = jit[name=cos jaxpr={ lambda ; a. let d = cos a in (d,) }] a\n"
+        "    e = add c d\n"
+        "  in (e,) }")
+    assert jaxpr.jaxpr.pretty_print(width=40) == (
+        "{ lambda ; a:f32[]. let\n"
+        "    b:f32[] = sin a\n"
+        "    c:f32[] = mul b 2.0:f32[]\n"
+        "    d:f32[] = jit[\n"
+        "      name=cos\n"
+        "      jaxpr={ lambda ; a:f32[]. let\n"
+        "          d:f32[] = cos a\n"
+        "        in (d,) }\n"
+        "    ] a\n"
+        "    e:f32[] = add c d\n"
+        "  in (e,) }")
+    assert repr(jaxpr.jaxpr.invars[0]).endswith(":float32[]")

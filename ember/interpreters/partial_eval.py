@@ -15,7 +15,15 @@ import numpy as np
 from ember import core
 from ember.core import ShapedArray, Trace, Tracer, get_aval
 from ember.errors import UnexpectedTracerError
-from ember.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
+from ember.jaxpr import (
+    ClosedJaxpr,
+    Jaxpr,
+    JaxprEqn,
+    Literal,
+    Var,
+    eval_jaxpr,
+    has_side_effect,
+)
 
 
 class JaxprTracer(Tracer):
@@ -204,7 +212,8 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]
 
 def dce_jaxpr(closed: ClosedJaxpr, used_outputs: Sequence[bool],
               keep_inputs: bool = True) -> tuple[ClosedJaxpr, list[bool]]:
-    """Drops the outputs not used and every equation they alone needed.
+    """Drops the outputs not used and every equation they alone needed (equations with a
+    side effect stay).
 
     Returns the new jaxpr and which inputs it still reads; with ``keep_inputs=False`` the
     unread inputs are removed from its signature too.
@@ -214,7 +223,7 @@ def dce_jaxpr(closed: ClosedJaxpr, used_outputs: Sequence[bool],
     live = {v.id for v in outvars if isinstance(v, Var)}
     eqns = []
     for eqn in reversed(j.eqns):
-        if any(v.id in live for v in eqn.outvars):
+        if any(v.id in live for v in eqn.outvars) or has_side_effect(eqn):
             eqns.append(eqn)
             live.update(a.id for a in eqn.invars if isinstance(a, Var))
     eqns.reverse()

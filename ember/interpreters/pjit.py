@@ -29,6 +29,7 @@ from ember.jaxpr import ClosedJaxpr, Jaxpr
 
 pjit_p = core.MultipleResultsPrimitive("jit")  # (JAX prints nested jits as ``jit[...]``)
 pjit_p.pp_param_order = ("name", "jaxpr")
+pjit_p.pp_aliased_jaxpr = "jaxpr"
 
 
 def _pjit_abstract_eval(*avals: core.ShapedArray, jaxpr: ClosedJaxpr, name: str):
@@ -79,14 +80,15 @@ def bind_pjit(closed: ClosedJaxpr, name: str, args: Sequence[Any]) -> list[Any]:
 
 # --------------------------------------------------------------------------- autodiff rules
 # jvp: a pjit of the JVP jaxpr; partial eval: a known pjit (run now) and an unknown one
-# (staged) linked by residuals; transpose: a pjit of the transposed jaxpr.
+# (staged) linked by residuals; transpose: a pjit of the transposed jaxpr. Each keeps the
+# function's name, as in JAX.
 
 
 def _pjit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
     nonzeros = [type(t) is not ad.Zero for t in tangents]
     jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     outs = pjit_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
-                       jaxpr=jvp_closed, name=f"jvp({name})")
+                       jaxpr=jvp_closed, name=name)
     n = len(jaxpr.out_avals)
     it = iter(outs[n:])
     tangents_out = [next(it) if nz else ad.Zero(ad.tangent_aval(a))
@@ -111,7 +113,7 @@ def _pjit_partial_eval(trace: pe.PartialEvalTrace, args: Sequence[Any], params: 
 
 
 def _pjit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
-    return ad.call_transpose(pjit_p, cts, args, jaxpr, name=f"transpose({name})")
+    return ad.call_transpose(pjit_p, cts, args, jaxpr, name=name)
 
 
 pjit_p.def_jvp(_pjit_jvp)

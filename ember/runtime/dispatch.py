@@ -34,6 +34,7 @@ import numpy as np
 from ember import core, dtypes
 from ember.backends import canonical_name, get_backend
 from ember.compiler.cost_analysis import cost_analysis
+from ember.compiler.host_callbacks import calls_host
 from ember.compiler.lower import hoisted_constants, lower_closed_jaxpr
 from ember.compiler.lowering_fingerprint import lowering_fingerprint
 from ember.compiler.pipeline import optimize
@@ -236,8 +237,10 @@ class LoadedExecutable:
         self.consts = consts
         self.cost = cost
         estimate = estimated_microseconds(cost)
-        self.inline = (cost.get("bytes accessed", 0.0) < INLINE_BYTES_LIMIT
-                       and estimate < INLINE_MAX_MICROSECONDS)
+        # (Host callbacks run during the call, on the calling thread: prints appear in
+        # program order with the caller's, and a callback may use ember freely.)
+        self.inline = calls_host(module) or (cost.get("bytes accessed", 0.0) < INLINE_BYTES_LIMIT
+                                             and estimate < INLINE_MAX_MICROSECONDS)
         self.wake = estimate >= WAKE_MIN_MICROSECONDS  # (see ``_DeviceWorker.submit``)
         # Backends may offer ``execute_exact``: outputs already of the exact dtypes and shapes,
         # read-only (the CPU backend's generated single-call runner).
