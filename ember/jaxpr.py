@@ -137,6 +137,20 @@ class ClosedJaxpr:
     __repr__ = __str__
 
 
+def has_side_effect(eqn: JaxprEqn) -> bool:
+    """Whether ``eqn`` must run even when nothing reads its outputs: its primitive has a
+    side effect (a host callback), or an equation of a jaxpr among its params has one."""
+    if eqn.primitive.has_side_effect:
+        return True
+    for value in eqn.params.values():
+        for sub in (value if type(value) is tuple else (value,)):
+            if isinstance(sub, ClosedJaxpr):
+                sub = sub.jaxpr
+            if isinstance(sub, Jaxpr) and any(has_side_effect(e) for e in sub.eqns):
+                return True
+    return False
+
+
 # --------------------------------------------------------------------------- printing
 
 
@@ -252,6 +266,8 @@ def pp_eqn(eqn: JaxprEqn, ctx: _NameContext) -> pp.Doc:
     rhs = [pp.text(eqn.primitive.name),
            pp_params(eqn.params, ctx, eqn.primitive.pp_param_order),
            pp.text(" ") + pp_vars(eqn.invars, ctx)]
+    if not eqn.outvars:  # (an equation run for its effect: no "=", as JAX prints it)
+        return pp.concat(rhs)
     return pp.concat([lhs, pp.text(" = "), *rhs])
 
 
