@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes, lax
+from ember import core, dtypes, lax
 from ember.tree_util import PyTreeDef, tree_flatten
 
 __all__ = ["ravel_pytree"]
@@ -103,6 +103,8 @@ class _Unravel:
     def __call__(self, flat: Any) -> Any:
         if not self.sizes:  # (no leaves: JAX ignores the argument too)
             return self.treedef.unflatten([])
+        if not core.is_array_like(flat):  # (lists included, as in JAX)
+            raise TypeError(f"unravel: expected an array, got {type(flat).__name__}")
         total = sum(self.sizes)
         shape = np.shape(flat)
         if shape != (total,):

@@ -245,3 +245,17 @@ def test_malformed_flatten_function_raises_value_error(flatten):
 
     tu.register_pytree_node(Gen, lambda x: ((c for c in (1, 2)), None), lambda aux, ch: Gen())
     assert tu.tree_leaves(Gen()) == [1, 2]
+
+
+# --- ravel_pytree ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arg", [None, "ab", [1.0, 2.0], (1.0, 2.0)])
+@pytest.mark.parametrize("leaves", [(np.float32(1), np.float32(2)), (np.float32(1), np.int32(2))])
+def test_unravel_rejects_non_arrays_with_type_error(arg, leaves):
+    from ember.flatten_util import ravel_pytree
+
+    flat, unravel = ravel_pytree(leaves)
+    with pytest.raises(TypeError, match="unravel"):
+        unravel(arg)
+    assert [float(x) for x in unravel(np.asarray(flat))] == [1.0, 2.0]
