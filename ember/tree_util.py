@@ -434,7 +434,7 @@ class PyTreeDef:
         kind, aux, _ = self._node
         return kind.type, list(aux) if kind is _DICT_KIND else aux
 
-    def compose(self, inner: PyTreeDef) -> PyTreeDef:
+    def compose(self, inner: PyTreeDef, /) -> PyTreeDef:
         """The structure of a tree of this structure whose leaves are trees of ``inner``'s.
 
         Example:
@@ -445,7 +445,7 @@ class PyTreeDef:
             raise TypeError(f"compose: inner must be a PyTreeDef, got {type(inner).__name__}")
         return PyTreeDef(_compose(self._node, inner._node), self._num_leaves * inner._num_leaves)
 
-    def unflatten(self, leaves: Iterable[Any]) -> Any:
+    def unflatten(self, leaves: Iterable[Any], /) -> Any:
         """Builds a pytree of this structure from ``leaves`` (in flattening order).
 
         Raises:
@@ -938,6 +938,9 @@ def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
         PyTreeDef((*, [*, *]))
     """
     treedefs = list(treedefs)
+    for t in treedefs:
+        if type(t) is not PyTreeDef:
+            raise TypeError(f"treedef_tuple: expected PyTreeDefs, got {type(t).__name__}")
     node = (_TUPLE_KIND, None, tuple(t._node for t in treedefs))
     return PyTreeDef(node, sum(t._num_leaves for t in treedefs))
 

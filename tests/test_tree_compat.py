@@ -259,3 +259,14 @@ def test_unravel_rejects_non_arrays_with_type_error(arg, leaves):
     with pytest.raises(TypeError, match="unravel"):
         unravel(arg)
     assert [float(x) for x in unravel(np.asarray(flat))] == [1.0, 2.0]
+
+
+def test_treedef_argument_checks():
+    td = tu.tree_structure((1, 2))
+    with pytest.raises(TypeError):  # (positional-only, as in JAX)
+        td.unflatten(leaves=[1, 2])
+    assert td.unflatten([3, 4]) == (3, 4)
+    with pytest.raises(TypeError, match="treedef_tuple"):
+        tu.treedef_tuple([1, 2])
+    with pytest.raises(TypeError, match="compose"):
+        td.compose((1,))
