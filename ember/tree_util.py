@@ -1248,6 +1248,7 @@ class Partial(functools.partial):
     out of transformed functions (``jit``, ``vmap``, custom_vjp residuals), as in JAX.
 
     Example:
+        >>> import ember
         >>> import ember.numpy as jnp
         >>> add_one = Partial(jnp.add, 1)
         >>> tree_leaves(add_one)
