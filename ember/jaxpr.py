@@ -192,14 +192,17 @@ class _NameContext:
                 self.names[v.id] = self.name(like)
 
 
-def _literal_text(val: Any) -> str:
+def _literal_text(val: Any, exact: bool = False) -> str:
+    # exact: the value as a Python scalar, as JAX prints a literal of a fixed dtype (f32 0.1 is
+    # 0.10000000149011612). A weak-typed literal stands for the Python scalar it came from,
+    # which JAX prints: the shortest text of the rounded value is the closest we have.
     arr = np.asarray(val)
     if arr.shape == ():
         if arr.dtype == np.bool_:
             return str(bool(arr))
         if arr.dtype.kind in "iu":
             return str(int(arr))
-        text = str(arr[()])
+        text = str(arr.item()) if exact else str(arr[()])
         if arr.dtype.kind == "f" and text.lstrip("-").isdigit():
             text += ".0"
         return text
@@ -208,7 +211,7 @@ def _literal_text(val: Any) -> str:
 
 def pp_atom(a: Atom, ctx: _NameContext) -> str:
     if isinstance(a, Literal):
-        return f"{_literal_text(a.val)}:{a.aval.str_short()}"
+        return f"{_literal_text(a.val, not a.aval.weak_type)}:{a.aval.str_short()}"
     return ctx.name(a)
 
 

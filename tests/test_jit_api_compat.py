@@ -308,3 +308,20 @@ def test_pretty_print_options_and_var_repr():
         "    e:f32[] = add c d\n"
         "  in (e,) }")
     assert repr(jaxpr.jaxpr.invars[0]).endswith(":float32[]")
+
+
+def test_literal_of_a_fixed_dtype_prints_its_exact_value():
+    # JAX prints a literal's value as a Python scalar: for f32/bf16/f16 literals that is the
+    # exact value of the rounded constant; a weak-typed literal keeps its short text.
+    assert str(ember.make_jaxpr(lambda x: x * 0.1)(jnp.ones(2))) == (
+        "{ lambda ; a:f32[2]. let b:f32[2] = mul a 0.10000000149011612:f32[] in (b,) }")
+    assert str(ember.make_jaxpr(lambda x: x * 0.1)(1.0)) == (
+        "{ lambda ; a:f32[]. let b:f32[] = mul a 0.1:f32[] in (b,) }")
+    assert str(ember.make_jaxpr(lambda x: x * 0.1)(jnp.ones(2, jnp.bfloat16))) == (
+        "{ lambda ; a:bf16[2]. let b:bf16[2] = mul a 0.10009765625:bf16[] in (b,) }")
+    assert str(ember.make_jaxpr(lambda x: x * 0.1)(jnp.ones(2, jnp.float16))) == (
+        "{ lambda ; a:f16[2]. let b:f16[2] = mul a 0.0999755859375:f16[] in (b,) }")
+    assert str(ember.make_jaxpr(lambda x: x + 3)(jnp.ones(2, jnp.int32))) == (
+        "{ lambda ; a:i32[2]. let b:i32[2] = add a 3:i32[] in (b,) }")
+    assert str(ember.make_jaxpr(lambda x: x * 0.5)(jnp.ones(2))) == (
+        "{ lambda ; a:f32[2]. let b:f32[2] = mul a 0.5:f32[] in (b,) }")
