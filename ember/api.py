@@ -94,36 +94,39 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         >>> print(ember.make_jaxpr(jnp.sin)(1.0))
         { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
     """
-    static_nums = _index_tuple(static_argnums, "make_jaxpr: static_argnums")
+    if not callable(fun):
+        raise TypeError(f"make_jaxpr: expected a callable, got {type(fun).__name__}: {fun!r}")
+    # As jit's (JAX traces with jit): checked against the signature, named static arguments
+    # may be given by keyword, negative numbers count from the end of each call's arguments.
+    static_nums, static_names, _, _ = _resolve_argnums(fun, static_argnums, None, None, None,
+                                                       caller="make_jaxpr")
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        # As jit's: negative numbers count from the end; static values must be hashable.
         static = {i + len(args) if i < 0 else i for i in static_nums}
-        _check_hashable(fun, [(i, args[i]) for i in sorted(static) if i < len(args)],
-                        "make_jaxpr")
+        static_kw = {k: v for k, v in kwargs.items() if k in static_names}
+        _check_hashable(fun, [(i, args[i]) for i in sorted(static) if i < len(args)]
+                        + list(static_kw.items()), "make_jaxpr")
         dyn_positions = [i for i in range(len(args)) if i not in static]
         dyn_args = [args[i] for i in dyn_positions]
-        flat, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         in_avals = [_abstractify(x) for x in flat]
-        out_tree_box = []
+        out_trees = []
 
         def flat_fun(*flat_tracers):
             dyn, kw = tree_util.tree_unflatten(in_tree, list(flat_tracers))
             full = list(args)
             for i, v in zip(dyn_positions, dyn):
                 full[i] = v
-            out = fun(*full, **kw)
-            out_flat, out_tree = tree_util.tree_flatten(out)
-            out_tree_box.append((out_tree, out_flat))
+            out_flat, out_tree = tree_util.tree_flatten(fun(*full, **kw, **static_kw))
+            out_trees.append(out_tree)
             return out_flat
 
-        names = _arg_names(fun, args, kwargs, dyn_positions)
-        closed, out_flat = pe.trace_to_jaxpr(flat_fun, in_avals, names)
+        names = _arg_names(fun, args, dyn_kwargs, dyn_positions)
+        closed, _ = pe.trace_to_jaxpr(flat_fun, in_avals, names)
         if return_shape:
-            out_tree, _ = out_tree_box[0]
-            shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
-            return closed, tree_util.tree_unflatten(out_tree, shapes)
+            return closed, _shape_structs(out_trees[-1], closed.out_avals)
         return closed
 
     return make
@@ -231,8 +234,8 @@ def _infer_argnums_and_argnames(params: list, nums: Any, names: Any, what: str
     only parameters that may be given either way are matched, negative numbers never)."""
     if nums is None and names is None:
         return (), ()
-    nums = None if nums is None else _index_tuple(nums, f"jit: {what}_argnums")
-    names = None if names is None else _name_tuple(names, f"jit: {what}_argnames")
+    nums = None if nums is None else _index_tuple(nums, f"{what}_argnums")
+    names = None if names is None else _name_tuple(names, f"{what}_argnames")
     either = [(i, p.name) for i, p in enumerate(params) if p.kind == p.POSITIONAL_OR_KEYWORD]
     if names is None:
         names = tuple(name for i, name in either if i in nums)
@@ -246,22 +249,23 @@ def _validate_argnums(params: list, nums: tuple[int, ...], what: str) -> None:
         return  # (any position is valid)
     n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
     if nums and (-min(nums) > n or max(nums) >= n):
-        raise ValueError(f"jit: {what}={nums} names a position the function does not have "
+        raise ValueError(f"{what}={nums} names a position the function does not have "
                          f"(it takes {n} positional arguments)")
 
 
 def _validate_argnames(params: list, names: tuple[str, ...], what: str) -> None:
     positional_only = {p.name for p in params if p.kind == p.POSITIONAL_ONLY}
     if bad := sorted(positional_only & set(names)):
-        raise ValueError(f"jit: {what} names {bad}, which are positional-only arguments")
+        raise ValueError(f"{what} names {bad}, which are positional-only arguments")
     if any(p.kind == p.VAR_KEYWORD for p in params):
         return
     if bad := sorted(set(names) - {p.name for p in params}):
-        raise ValueError(f"jit: {what} names {bad}, which the function does not take")
+        raise ValueError(f"{what} names {bad}, which the function does not take")
 
 
 def _resolve_argnums(fun: Callable, static_argnums: Any, static_argnames: Any,
-                     donate_argnums: Any, donate_argnames: Any) -> tuple[tuple, ...]:
+                     donate_argnums: Any, donate_argnames: Any, caller: str = "jit"
+                     ) -> tuple[tuple, ...]:
     """Checks jit's static and donated arguments against ``fun``'s signature and completes
     numbers from names and names from numbers, as JAX does. Negative numbers stay as they
     are: they count from the end of each call's positional arguments."""
@@ -269,18 +273,20 @@ def _resolve_argnums(fun: Callable, static_argnums: Any, static_argnames: Any,
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):  # (some builtins have no signature: nothing to check)
         if donate_argnames is not None:
-            raise ValueError(f"jit: the signature of {fun!r} cannot be read, so "
+            raise ValueError(f"{caller}: the signature of {fun!r} cannot be read, so "
                              "donate_argnames cannot be matched; pass donate_argnums") from None
-        return (_index_tuple(static_argnums, "jit: static_argnums"),
-                _name_tuple(static_argnames, "jit: static_argnames"),
-                _index_tuple(donate_argnums, "jit: donate_argnums"), ())
-    static = _infer_argnums_and_argnames(params, static_argnums, static_argnames, "static")
-    donate = _infer_argnums_and_argnames(params, donate_argnums, donate_argnames, "donate")
-    for (nums, names), what in ((static, "static"), (donate, "donate")):
+        return (_index_tuple(static_argnums, f"{caller}: static_argnums"),
+                _name_tuple(static_argnames, f"{caller}: static_argnames"),
+                _index_tuple(donate_argnums, f"{caller}: donate_argnums"), ())
+    static = _infer_argnums_and_argnames(params, static_argnums, static_argnames,
+                                         f"{caller}: static")
+    donate = _infer_argnums_and_argnames(params, donate_argnums, donate_argnames,
+                                         f"{caller}: donate")
+    for (nums, names), what in ((static, f"{caller}: static"), (donate, f"{caller}: donate")):
         _validate_argnums(params, nums, f"{what}_argnums")
         _validate_argnames(params, names, f"{what}_argnames")
     if both := sorted(set(static[1]) & set(donate[1])):
-        raise ValueError(f"jit: arguments {both} are both static and donated; "
+        raise ValueError(f"{caller}: arguments {both} are both static and donated; "
                          "static_argnames and donate_argnames cannot intersect")
     return (*static, *donate)
 

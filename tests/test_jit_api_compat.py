@@ -100,6 +100,26 @@ def test_make_jaxpr_unhashable_static_argument():
         ember.make_jaxpr(_f, static_argnums="1")
 
 
+def test_make_jaxpr_static_argument_given_by_keyword():
+    text = str(ember.make_jaxpr(_f, static_argnums=(1,))(1.0, n=2))
+    assert text == "{ lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }"
+
+
+def test_make_jaxpr_checks_its_arguments():
+    with pytest.raises(ValueError, match="make_jaxpr: static_argnums"):
+        ember.make_jaxpr(_f, static_argnums=(5,))
+    with pytest.raises(TypeError, match="callable"):
+        ember.make_jaxpr(3)
+
+
+def test_make_jaxpr_return_shape_keeps_weak_types():
+    _, shapes = ember.make_jaxpr(lambda x: (x, x * 2, x.astype(jnp.int32)),
+                                 return_shape=True)(1.0)
+    assert shapes == (ember.ShapeDtypeStruct((), np.float32, weak_type=True),
+                      ember.ShapeDtypeStruct((), np.float32, weak_type=True),
+                      ember.ShapeDtypeStruct((), np.int32))
+
+
 # --------------------------------------------------------------------------- stages
 
 
