@@ -26,7 +26,7 @@ from ember.config import config as _config
 from ember.errors import UnexpectedTracerError
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import bind_pjit
-from ember.jaxpr import ClosedJaxpr
+from ember.jaxpr import ClosedJaxpr, eval_closed_jaxpr
 from ember.runtime.array import Array
 from ember.runtime.compile_cache import CacheEntry
 
@@ -445,6 +445,16 @@ class Traced(_Stage):
     def lower(self) -> Lowered:
         return Lowered(self._jitted, self._sig, self._entry)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Evaluates the jaxpr op by op on the dynamic arguments (the static ones are traced
+        in), as JAX's ``Traced`` does."""
+        flat, in_tree = tree_util.tree_flatten((args, kwargs))
+        if in_tree != self._sig.in_tree:
+            raise TypeError(f"Traced {self.fun_name}: the arguments' structure {in_tree} is "
+                            f"not the one it was traced for, {self._sig.in_tree}")
+        outs = eval_closed_jaxpr(self._entry.closed, *flat)
+        return tree_util.tree_unflatten(self._entry.out_tree, outs)
+
 
 class Lowered(_Stage):
     """A jitted function lowered for one signature: ``as_text()`` shows the HLO module
@@ -519,6 +529,12 @@ class Compiled(_Stage):
             raise TypeError(f"Compiled {self._jitted.__name__}: the arguments do not match "
                             f"the signature it was compiled for: "
                             f"{_describe_change(self._jitted, self._sig, sig)}")
+        tracer = next((x for x in sig.flat if isinstance(x, core.Tracer)), None)
+        if tracer is not None and not core.is_eval_context():
+            raise TypeError(f"Compiled {self._jitted.__name__}: transformations (jit, grad, "
+                            "vmap, ...) cannot be applied to a function lowered and compiled "
+                            f"for one signature; got a tracer of type {type(tracer).__name__}. "
+                            "Call the jitted function itself instead.")
         return self._entry.unflatten(_execute(self._executable, sig))
 
     def as_text(self) -> str:

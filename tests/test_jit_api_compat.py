@@ -345,3 +345,21 @@ def test_literal_of_a_fixed_dtype_prints_its_exact_value():
         "{ lambda ; a:i32[2]. let b:i32[2] = add a 3:i32[] in (b,) }")
     assert str(ember.make_jaxpr(lambda x: x * 0.5)(jnp.ones(2))) == (
         "{ lambda ; a:f32[2]. let b:f32[2] = mul a 0.5:f32[] in (b,) }")
+
+
+def test_traced_stage_is_callable():
+    traced = ember.jit(lambda x, y: (x, y + 1)).trace(1.0, y=jnp.ones(2))
+    out = traced(2.0, y=jnp.ones(2))
+    assert out[0] == 2.0 and out[1].tolist() == [2.0, 2.0]
+    with pytest.raises(TypeError, match="structure"):
+        traced(2.0, jnp.ones(2))
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "vmap"])
+def test_compiled_under_a_transformation_is_a_type_error(transform):
+    compiled = ember.jit(lambda x, y: x + y).lower(1.0, 1.0).compile()
+    g = {"jit": ember.jit, "grad": ember.grad, "vmap": ember.vmap}[transform]
+    arg = jnp.ones(2) if transform == "vmap" else 1.0
+    with pytest.raises(TypeError, match="lowered and compiled") as info:
+        g(lambda a: compiled(a, a))(arg)
+    assert not isinstance(info.value, ember.errors.UnexpectedTracerError)
