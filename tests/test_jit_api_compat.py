@@ -363,3 +363,13 @@ def test_compiled_under_a_transformation_is_a_type_error(transform):
     with pytest.raises(TypeError, match="lowered and compiled") as info:
         g(lambda a: compiled(a, a))(arg)
     assert not isinstance(info.value, ember.errors.UnexpectedTracerError)
+
+
+def test_device_put_keywords():
+    x = jnp.ones(2)
+    assert ember.device_put(x) is x and ember.device_put(x, may_alias=True) is x
+    for kwargs in ({"may_alias": False}, {"donate": True}):
+        y = ember.device_put(x, **kwargs)
+        assert y is not x and y.tolist() == [1.0, 1.0]
+    out = ember.device_put(1.0, src=ember.devices()[0])
+    assert out.dtype == np.float32 and out.aval.weak_type

@@ -364,19 +364,24 @@ def kernel_value(a: Array) -> np.ndarray:
     return value
 
 
-def device_put(x: Any, device: Any = None) -> Any:
-    """Copies a pytree of arrays/scalars onto the device as ``ember.Array``s.
+def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = False,
+               may_alias: bool | None = None) -> Any:
+    """Copies a pytree of arrays/scalars onto the device as ``ember.Array``s. An ``Array``
+    already there is returned as it is unless ``may_alias=False`` or ``donate=True`` ask for
+    a new one (as JAX on CPU); ``src`` is accepted for JAX's sake (one device).
 
     Example:
         >>> ember.device_put(np.ones(2))
         Array([1., 1.], dtype=float32)
     """
-    if device is not None and not isinstance(device, CpuDevice):
-        raise ValueError(f"device_put: unsupported device {device!r}; use ember.devices()[0]")
+    for where, d in (("device", device), ("src", src)):
+        if d is not None and not isinstance(d, CpuDevice):
+            raise ValueError(f"device_put: unsupported {where} {d!r}; use ember.devices()[0]")
+    copy = may_alias is False or bool(donate)
 
     def put(leaf):
         if type(leaf) is Array:
-            return leaf
+            return leaf.copy() if copy else leaf
         if isinstance(leaf, core.Tracer):
             if core.is_eval_context():  # (no transformation is running: it leaked)
                 raise UnexpectedTracerError(leaf, "It was passed to device_put outside of "
