@@ -152,6 +152,8 @@ class Primitive:
     # The param holding a sub-jaxpr whose inputs and outputs are the equation's operands and
     # results: its binders print with the same names (JAX's pjit printing rule).
     pp_aliased_jaxpr: str | None = None
+    # The params as printed, where JAX's printing rule leaves some out (None: all of them).
+    pp_params: Callable[[dict], dict] | None = None
     # Whether it must run even when its outputs are unused (host callbacks with effects):
     # DCE keeps it (``jaxpr.has_side_effect``).
     has_side_effect = False

@@ -267,7 +267,9 @@ def pp_eqn(eqn: JaxprEqn, ctx: _NameContext) -> pp.Doc:
     lhs = pp_vars(eqn.outvars, ctx, decl=True)
     # Like JAX, the space before the operands is printed even when there are none.
     rhs = [pp.text(eqn.primitive.name),
-           pp_params(eqn.params, ctx, eqn.primitive.pp_param_order),
+           pp_params(eqn.params if eqn.primitive.pp_params is None
+                     else eqn.primitive.pp_params(eqn.params), ctx,
+                     eqn.primitive.pp_param_order),
            pp.text(" ") + pp_vars(eqn.invars, ctx)]
     if not eqn.outvars:  # (an equation run for its effect: no "=", as JAX prints it)
         return pp.concat(rhs)

@@ -373,3 +373,14 @@ def test_device_put_keywords():
         assert y is not x and y.tolist() == [1.0, 1.0]
     out = ember.device_put(1.0, src=ember.devices()[0])
     assert out.dtype == np.float32 and out.aval.weak_type
+
+
+def test_broadcast_in_dim_prints_as_jax():
+    assert str(ember.make_jaxpr(lambda: jnp.ones(2))()) == (
+        "{ lambda ; . let a:f32[2] = broadcast_in_dim 1.0:f32[] in (a,) }")
+    assert str(ember.make_jaxpr(lambda x: jnp.broadcast_to(x, (2, 3)))(jnp.ones(3))) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,)] a\n"
+        "  in (b,) }")
+    eqn = ember.make_jaxpr(lambda x: jnp.broadcast_to(x, (2, 3)))(jnp.ones(3)).eqns[0]
+    assert eqn.params == {"shape": (2, 3), "broadcast_dimensions": (1,)}  # (all still there)

@@ -55,6 +55,12 @@ broadcast_in_dim_p = standard_primitive(
     lambda x, **_: x.dtype)
 
 
+# Printed as JAX prints it: the shape is the result's type; no broadcast_dimensions=().
+broadcast_in_dim_p.pp_params = lambda params: (
+    {"broadcast_dimensions": params["broadcast_dimensions"]}
+    if params["broadcast_dimensions"] else {})
+
+
 @broadcast_in_dim_p.def_lowering
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
     return ctx.b.op("broadcast_in_dim", x, shape=hlo_shape(ctx.aval_out),
