@@ -238,8 +238,8 @@ def test_bad_creation_calls():
         jnp.diagonal(jnp.ones((2, 2)), 0, 1, 1)
     with pytest.raises(TypeError, match="eye: N must be an integer"):
         jnp.eye(2.0)
-    with pytest.raises(ValueError, match="geomspace: geometric sequence cannot include zero"):
-        jnp.geomspace(0, 1, 3)
+    # (a zero bound gives NaNs, as in JAX: sign(0) divides it; tests/test_shape_compat.py)
+    assert np.isnan(np.asarray(jnp.geomspace(0, 1, 3))).all()
     with pytest.raises(TypeError, match="zeros_like requires ndarray or scalar arguments"):
         jnp.zeros_like([1, 2])
 

@@ -31,6 +31,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
         >>> jnp.array([1, 2])
         Array([1, 2], dtype=int32)
     """
+    if order is not None and order != "K":  # (as JAX: its arrays have no memory layout)
+        raise NotImplementedError(f"array: only order='K' is implemented, got order={order!r}")
     if dtype is not None:
         dtype = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
     if isinstance(object, np.ma.MaskedArray):
@@ -271,7 +273,7 @@ def copy(a: Any, order: Any = None) -> Any:
         Array([1., 1.], dtype=float32)
     """
     _util.check_arraylike("copy", a)
-    return array(a, copy=True)
+    return array(a, copy=True, order=order)
 
 
 # ---------------------------------------------------------------- ranges
@@ -492,31 +494,47 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     _util.check_arraylike("geomspace", start, stop)
     num = _num_arg("geomspace", num)
     dt, cdt = _linspace_dtype("geomspace", dtype, start, stop)
-    if _all_concrete(start, stop):
+    if _all_concrete(start, stop) and not np.iscomplexobj(start) and not np.iscomplexobj(stop):
         s, e = np.asarray(start, np.float64), np.asarray(stop, np.float64)
-        if np.any(s == 0) or np.any(e == 0):
-            raise ValueError("geomspace: geometric sequence cannot include zero")
-        with np.errstate(all="ignore"):
+        if np.all(np.sign(s) * np.sign(e) > 0):  # (else JAX's formula below gives NaNs)
             value = np.geomspace(s, e, num, endpoint=endpoint, axis=axis)
-        return _concrete_samples(value, dt)
-    s, e = (lax.convert_element_type(x, cdt) for x in (start, stop))
-    lin = linspace(ufuncs.log(ufuncs.absolute(s)), ufuncs.log(ufuncs.absolute(e)), num,
-                   endpoint, dtype=cdt, axis=axis)
+            return _concrete_samples(value, dt)
+    # JAX's formula: sign(start) * 10 ** linspace(log10(start / sign), log10(stop / sign)), so a
+    # zero bound or bounds of opposite signs give NaNs, as in JAX.
+    s, e = (lax.convert_element_type(_util.ensure_array(x), cdt) for x in (start, stop))
     sign = ufuncs.sign(s)
-    if core.get_aval(s).ndim:
-        sign = _insert_axis("geomspace", lax.broadcast(sign, (num,)), axis)
-    return _finish("geomspace", ufuncs.multiply(sign, ufuncs.exp(lin)), dt)
+    res = ufuncs.multiply(sign, logspace(ufuncs.log10(ufuncs.true_divide(s, sign)),
+                                         ufuncs.log10(ufuncs.true_divide(e, sign)),
+                                         num, endpoint, dtype=cdt))
+    return lax.convert_element_type(_insert_axis("geomspace", res, axis), dt)
 
 
 # ---------------------------------------------------------------- matrices
 
 
-def _matrix_dims(fn: str, N: Any, M: Any, k: Any) -> tuple[int, int, int]:
+def _matrix_dims(fn: str, N: Any, M: Any, k: Any, error: type) -> tuple[int, int, Any]:
+    """(N, M, k), k an int or a traced integer scalar (JAX accepts one). ``error`` is the class
+    JAX raises for a negative dimension or a non-integer k (eye: ValueError, tri: TypeError)."""
     n = static_int(fn, "N", N)
     m = n if M is None else static_int(fn, "M", M)
     if n < 0 or m < 0:
-        raise ValueError(f"{fn}: negative dimensions are not allowed, got N={n}, M={m}")
-    return n, m, static_int(fn, "k", k)
+        raise error(f"{fn}: negative dimensions are not allowed, got N={n}, M={m}")
+    if isinstance(k, Tracer):
+        aval = core.get_aval(k)
+        if aval.shape != () or not dtypes.is_integer(aval.dtype):
+            raise error(f"{fn}: k must be a scalar integer, got {aval.str_short()}")
+        return n, m, k
+    try:
+        return n, m, static_int(fn, "k", k)
+    except TypeError as e:
+        raise error(str(e)) from None
+
+
+def _offset_mask(n: int, m: int, k: Any, compare: Any) -> Any:
+    """``compare(i + k, j)`` over the rows i and columns j of an n x m grid (a traced k)."""
+    dt = core.get_aval(k).dtype
+    i, j = (lax.broadcasted_iota(dt, (n, m), d) for d in (0, 1))
+    return compare(lax.add(i, lax.broadcast_in_dim(k, (n, m), ())), j)
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
@@ -527,8 +545,11 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
         Array([[0., 1.],
                [0., 0.]], dtype=float32)
     """
-    return _concrete(np.eye(*_matrix_dims("eye", N, M, k),
-                            dtype=_dtype_arg(dtype) or dtypes.default_float_dtype()))
+    dt = _dtype_arg(dtype) or dtypes.default_float_dtype()
+    n, m, k = _matrix_dims("eye", N, M, k, ValueError)
+    if isinstance(k, Tracer):
+        return lax.convert_element_type(_offset_mask(n, m, k, lax.eq), dt)
+    return _concrete(np.eye(n, m, k, dtype=dt))
 
 
 def identity(n: int, dtype: Any = None) -> Any:
@@ -550,9 +571,11 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
         Array([[1., 0.],
                [1., 1.]], dtype=float32)
     """
-    # float32 by default even under x64, as in JAX
-    return _concrete(np.tri(*_matrix_dims("tri", N, M, k),
-                            dtype=_dtype_arg(dtype) or dtypes.float32))
+    dt = _dtype_arg(dtype) or dtypes.float32  # float32 by default even under x64, as in JAX
+    n, m, k = _matrix_dims("tri", N, M, k, TypeError)
+    if isinstance(k, Tracer):
+        return lax.convert_element_type(_offset_mask(n, m, k, lax.ge), dt)
+    return _concrete(np.tri(n, m, k, dtype=dt))
 
 
 def _triangle(fn: str, m: Any, k: Any, lower: bool) -> Any:
@@ -601,7 +624,8 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """
     _util.check_arraylike("diagonal", a)
     a = _util.ensure_array(a)
-    nd = core.get_aval(a).ndim
+    aval = core.get_aval(a)
+    nd = aval.ndim
     if nd < 2:
         raise ValueError(f"diagonal: array must be at least 2-d, got shape {a.shape}")
     ax1 = _util.canonicalize_axis("diagonal", axis1, nd)
@@ -618,7 +642,12 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         return lax.slice_in_dim(flat, 0, 0, axis=len(lead))
     # Element j of the diagonal sits at flat index start + j * (c + 1).
     start = k if k >= 0 else -k * c
-    return lax.slice_in_dim(flat, start, start + (length - 1) * (c + 1) + 1, c + 1, len(lead))
+    out = lax.slice_in_dim(flat, start, start + (length - 1) * (c + 1) + 1, c + 1, len(lead))
+    if nd == 2 and r == c and k == 0 and aval.dtype != dtypes.bool_:
+        # JAX takes this diagonal through a platform-dependent branch (one of them multiplies
+        # by a strongly typed eye), so the result loses a weak type.
+        out = lax.convert_element_type(out, aval.dtype, weak_type=False)
+    return out
 
 
 def diag(v: Any, k: int = 0) -> Any:
@@ -656,7 +685,8 @@ def diagflat(v: Any, k: int = 0) -> Any:
         (2, 2)
     """
     _util.check_arraylike("diagflat", v)
-    return diag(ravel(v), k)
+    out = diag(ravel(v), k)
+    return lax.convert_element_type(out, out.dtype, weak_type=False)  # (as JAX: never weak)
 
 
 def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
@@ -667,6 +697,8 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         [(3, 2), (3, 2)]
     """
     _util.check_arraylike("meshgrid", *xi)
+    if not copy:
+        raise ValueError("meshgrid: only copy=True is supported (as in JAX)")
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     args = [_util.ensure_array(x) for x in xi]

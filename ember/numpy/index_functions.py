@@ -645,7 +645,13 @@ def indices(dimensions: Sequence[int], dtype: Any = None,
         Array([[0, 0],
                [1, 1]], dtype=int32)
     """
-    dims = _shape_tuple("indices", dimensions)
+    if isinstance(dimensions, (int, np.integer)):  # (TypeErrors in JAX, as its iota's)
+        raise TypeError(f"indices: dimensions must be a sequence of integers, got "
+                        f"{dimensions!r}")
+    try:
+        dims = _shape_tuple("indices", dimensions)
+    except ValueError as e:  # (negative dimensions)
+        raise TypeError(str(e)) from None
     dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype)) if dtype is not None else _int_dtype()
     res = np.indices(dims, dtype=np.int64, sparse=sparse)
     if sparse:

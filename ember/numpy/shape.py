@@ -123,8 +123,7 @@ def _reshape_target(fn: str, shape_in: tuple[int, ...], newshape: Any) -> tuple[
     return new
 
 
-def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
-            copy: bool | None = None) -> Any:
+def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = None) -> Any:
     """Gives ``a`` a new shape with the same number of elements; one entry may be -1.
 
     Example:
@@ -132,10 +131,8 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
         (2, 3)
     """
     a = _arr("reshape", a)
-    if shape is None:
-        if newshape is None:
-            raise TypeError("reshape: missing required argument 'shape'")
-        shape = newshape
+    if shape is None:  # (JAX has dropped NumPy's deprecated ``newshape`` keyword)
+        raise TypeError("reshape: missing required argument 'shape'")
     aval = core.get_aval(a)
     new = _reshape_target("reshape", aval.shape, shape)
     if order == "F":
@@ -175,8 +172,8 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
         perm = tuple(range(nd))[::-1]
     else:
         axes_t = _static_ints("transpose", "axes", axes)
-        perm = tuple(a + nd if -nd <= a < 0 else a for a in axes_t)
-        if sorted(perm) != list(range(nd)):  # a TypeError in JAX
+        perm = tuple(canonicalize_axis("transpose", a, nd) for a in axes_t)
+        if sorted(perm) != list(range(nd)):  # a TypeError in JAX (out of bounds: ValueError)
             raise TypeError(f"transpose: axes {axes_t} are not a permutation of the dimensions "
                             f"of an array of dimension {nd}")
     return lax.transpose(a, perm)
@@ -230,7 +227,10 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
     """
     a = _arr("moveaxis", a)
     nd = core.get_aval(a).ndim
-    src = canonicalize_axes("moveaxis", _static_ints("moveaxis", "source", source), nd)
+    src = tuple(canonicalize_axis("moveaxis", ax, nd)
+                for ax in _static_ints("moveaxis", "source", source))
+    if len(set(src)) != len(src):  # (JAX's transpose rejects the permutation: a TypeError)
+        raise TypeError(f"moveaxis: repeated axis in source {source}")
     dst = canonicalize_axes("moveaxis", _static_ints("moveaxis", "destination", destination),
                             nd)
     if len(src) != len(dst):
@@ -902,7 +902,8 @@ def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
     """
     norm = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
     for s in norm:
-        _static_ints("broadcast_shapes", "shape", s)
+        if any(d < 0 for d in _static_ints("broadcast_shapes", "shape", s)):  # (as JAX)
+            raise TypeError(f"broadcast_shapes: negative dimensions are not allowed, got {s}")
     try:
         return tuple(int(d) for d in np.broadcast_shapes(*norm))
     except ValueError:
@@ -920,8 +921,8 @@ def broadcast_to(array: Any, shape: Any) -> Any:
     array = _arr("broadcast_to", array)
     aval = core.get_aval(array)
     target = _static_ints("broadcast_to", "shape", shape)
-    if any(d < 0 for d in target):
-        raise ValueError(f"broadcast_to: negative dimensions are not allowed, got {target}")
+    if any(d < 0 for d in target):  # (a TypeError in JAX, from broadcast_in_dim)
+        raise TypeError(f"broadcast_to: negative dimensions are not allowed, got {target}")
     nlead = len(target) - aval.ndim
     if nlead < 0 or any(s not in (1, t) for s, t in zip(aval.shape, target[nlead:])):
         raise ValueError(f"broadcast_to: incompatible shapes for broadcasting: {aval.shape} "
