@@ -6,6 +6,7 @@ give the reduction's identity, as in JAX; float16/bfloat16 sums accumulate in fl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from ember.lax.base import (
     standard_primitive,
 )
 from ember.lax.elementwise import lower_convert
+from ember.lax.prefix_scan import associative_scan
 from ember.lax.shape import broadcast_in_dim, int_tuple, pad, reshape, transpose
 
 _LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
@@ -329,11 +331,6 @@ def _linear_recurrence(a: Any, b: Any, axis: int, reverse: bool) -> Any:
     return b
 
 
-def _cumprod_jvp(g, ans, x, *, axis, reverse):
-    # d ans[i] = x[i] * d ans[i-1] + g[i] * ans[i-1]: no division, exact at zeros.
-    return _linear_recurrence(x, E.mul(g, _shift(ans, 1, axis, reverse)), axis, reverse)
-
-
 def _reduce_prod_jvp(g, ans, x, *, axes):
     # The product of all elements but one, from exclusive prefix and suffix products.
     shape = core.get_aval(x).shape
@@ -367,20 +364,21 @@ ad.defjvp2(reduce_min_p, _reduce_chooser_jvp)
 for _p in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
     ad.defjvp_zero(_p)
 ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [cumsum(ct, axis, not reverse)])
-ad.defjvp2(cumprod_p, _cumprod_jvp)
 
 
-def _cum_chooser_jvp(is_max: bool):
-    def rule(g, ans, x, *, axis, reverse):
-        # Each step takes max(previous, x[i]): x[i]'s tangent where it wins, the previous
-        # one where it loses, half of each at a tie.
-        dt = core.get_aval(x).dtype
-        prev = _shift(ans, (max_identity if is_max else min_identity)(dt), axis, reverse)
-        wins = (E.gt if is_max else E.lt)(x, prev)
-        one, half, zero = (E.full_of(core.get_aval(x).shape, v, dt) for v in (1, 0.5, 0))
-        w = E.select(E.eq(x, prev), half, E.select(wins, one, zero))
-        return _linear_recurrence(E.sub(1.0, w), E.mul(g, w), axis, reverse)
-    return rule
+def _cum_scan_jvp(prim, combine):
+    """The JVP of ``prim`` as JAX defines it: the JVP of the associative scan of
+    ``combine`` (a tree of pairwise max/min/mul), so ties split the tangent along that tree
+    and a NaN result has a zero tangent, exactly as in JAX."""
+    def jvp(primals, tangents, *, axis, reverse):
+        scan = functools.partial(associative_scan, combine, axis=axis, reverse=reverse)
+        _, (t,) = ad.jvp_flat(lambda x: [scan(x)], list(primals),
+                              [ad.instantiate_zeros(tangents[0])])
+        return prim.bind(*primals, axis=axis, reverse=reverse), t
+    prim.jvp = jvp
+
+
+_cum_scan_jvp(cumprod_p, E.mul)
 
 
 def _cumlogsumexp_jvp(g, ans, x, *, axis, reverse):
@@ -391,8 +389,8 @@ def _cumlogsumexp_jvp(g, ans, x, *, axis, reverse):
                               reverse)
 
 
-ad.defjvp2(cummax_p, _cum_chooser_jvp(True))
-ad.defjvp2(cummin_p, _cum_chooser_jvp(False))
+_cum_scan_jvp(cummax_p, E.max)
+_cum_scan_jvp(cummin_p, E.min)
 ad.defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
 
 
