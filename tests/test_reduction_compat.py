@@ -54,3 +54,16 @@ def test_reverse_cummax_jvp_at_ties():
                      (np.array([1., 2., 3., 4.], np.float32),))
     # JAX: the last three prefixes (from the right) tie on 5s along its scan tree.
     np.testing.assert_array_equal(np.asarray(t), [2.75, 3., 4., 4.])
+
+
+# ---------------------------------------------------------------- argmax / argmin
+
+
+@pytest.mark.parametrize("fn", [jnp.argmax, jnp.argmin, jnp.nanargmax, jnp.nanargmin,
+                                lambda x: lax.argmax(x, 0, np.int32)])
+def test_argminmax_refuse_complex(fn):
+    # JAX: "gt does not accept dtype complex64" (complex numbers have no order).
+    with pytest.raises(TypeError, match="complex64"):
+        fn(np.array([1 + 2j, 3 - 1j], np.complex64))
+    with pytest.raises(TypeError, match="complex64"):
+        ember.jit(fn)(np.array([1 + 2j, 3 - 1j], np.complex64))

@@ -194,7 +194,8 @@ def _argminmax_shape(name: str):
 
 def _argminmax_dtype(name: str):
     def rule(x, *, axes, index_dtype):
-        check_dtype(name, "operand", x.dtype, all_dtypes)
+        # Complex numbers have no order (JAX refuses them too).
+        check_dtype(name, "operand", x.dtype, bool_dtypes + int_dtypes + float_dtypes)
         if not dtypes.is_integer(index_dtype):
             raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         return np.dtype(index_dtype)
