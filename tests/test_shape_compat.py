@@ -135,3 +135,55 @@ def test_shape_error_classes_follow_jax():
     with pytest.raises(TypeError):
         jnp.broadcast_shapes((-1,), (3,))
     assert jnp.transpose(x, (-1, 0, 1)).shape == (4, 2, 3)
+
+
+# ---------------------------------------------------------------- repeat / split / flip
+
+
+def test_repeat_total_repeat_length_with_traced_repeats():
+    # JAX's algorithm: a long total repeats the element after the last counted one.
+    a = jnp.arange(3)
+    f = ember.jit(lambda r: jnp.repeat(a, r, total_repeat_length=5))
+    np.testing.assert_array_equal(f(jnp.array([1, 2, 0])), [0, 1, 1, 2, 2])
+    np.testing.assert_array_equal(f(jnp.array([2, 2, 2])), [0, 0, 1, 1, 2])
+    np.testing.assert_array_equal(f(jnp.array([0, 0, 0])), [2, 2, 2, 2, 2])
+    g = ember.jit(lambda r: jnp.repeat(a, r, total_repeat_length=6))
+    np.testing.assert_array_equal(g(2), [0, 0, 1, 1, 2, 2])
+    x = jnp.arange(6).reshape(2, 3)
+    out = ember.vmap(lambda r: jnp.repeat(x, r, axis=1, total_repeat_length=4))(
+        jnp.array([[1, 2, 1], [0, 0, 4]]))
+    np.testing.assert_array_equal(out, [[[0, 1, 1, 2], [3, 4, 4, 5]],
+                                        [[2, 2, 2, 2], [5, 5, 5, 5]]])
+
+
+def test_repeat_total_repeat_length_concrete_edge_cases():
+    a = jnp.arange(3)
+    # (These were [0 1 1 1 1] and a ValueError.)
+    np.testing.assert_array_equal(
+        jnp.repeat(a, jnp.array([1, 2, 0]), total_repeat_length=5), [0, 1, 1, 2, 2])
+    np.testing.assert_array_equal(
+        jnp.repeat(a, jnp.array([0, 0, 0]), total_repeat_length=2), [2, 2])
+    np.testing.assert_array_equal(
+        jnp.repeat(a, jnp.array([2, 2, 2]), total_repeat_length=4), [0, 0, 1, 1])
+    np.testing.assert_array_equal(jnp.repeat(jnp.array(5), 3, total_repeat_length=2), [5, 5])
+    assert jnp.repeat(jnp.ones((0, 2)), 2, axis=0, total_repeat_length=3).shape == (0, 2)
+    with pytest.raises(TypeError):
+        jnp.repeat(a, 2, total_repeat_length=-1)
+
+
+def test_repeat_rejects_list_repeats():
+    with pytest.raises(TypeError, match="repeat"):
+        jnp.repeat(jnp.arange(3), [1, 2, 1])
+    np.testing.assert_array_equal(jnp.repeat(jnp.arange(3), np.array([1, 0, 2])), [0, 2, 2])
+
+
+def test_vsplit_splits_1d_arrays():
+    parts = jnp.vsplit(jnp.arange(4), [1])
+    assert [p.tolist() for p in parts] == [[0], [1, 2, 3]]
+
+
+def test_flip_repeated_axis_is_a_type_error():
+    with pytest.raises(TypeError, match="flip"):
+        jnp.flip(jnp.ones((2, 2)), (0, 0))
+    with pytest.raises(TypeError, match="flip"):
+        jnp.flip(jnp.ones((2, 2)), (0, -2))

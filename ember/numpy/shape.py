@@ -543,15 +543,15 @@ def hsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Any]:
 
 
 def vsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Any]:
-    """Splits along axis 0 (arrays of 2 or more dimensions).
+    """Splits along axis 0 (as JAX, 1-d arrays too, where NumPy wants 2 or more dimensions).
 
     Example:
         >>> len(jnp.vsplit(jnp.ones((4, 2)), 2))
         2
     """
     ary = _arr("vsplit", ary)
-    if core.get_aval(ary).ndim < 2:
-        raise ValueError("vsplit: only works on arrays of 2 or more dimensions")
+    if core.get_aval(ary).ndim < 1:
+        raise ValueError("vsplit: only works on arrays of 1 or more dimensions")
     return _split("vsplit", ary, indices_or_sections, 0, True)
 
 
@@ -595,27 +595,36 @@ def tile(A: Any, reps: int | Sequence[int]) -> Any:
 
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,
            total_repeat_length: int | None = None) -> Any:
-    """Repeats each element ``repeats`` times (an int, or one concrete count per element).
+    """Repeats each element ``repeats`` times (an int, or one count per element). Without
+    ``total_repeat_length`` the repeats must be concrete; with it they may be traced, and the
+    result is cut or padded with the last element to that length (as in JAX).
 
     Example:
         >>> jnp.repeat(jnp.array([1, 2]), 2)
         Array([1, 1, 2, 2], dtype=int32)
     """
     a = _arr("repeat", a)
+    if not isinstance(repeats, (int, np.integer)):  # (JAX: lists are not array-likes here)
+        check_arraylike("repeat", repeats)
     if axis is None:
         a = ravel(a)
         axis = 0
     aval = core.get_aval(a)
     ax = canonicalize_axis("repeat", axis, aval.ndim)
+    if total_repeat_length is not None:
+        total = static_int("repeat", "total_repeat_length", total_repeat_length)
+        if total < 0:  # (a TypeError in JAX)
+            raise TypeError(f"repeat: total_repeat_length must be non-negative, got {total}")
+        return _repeat_to_length(a, repeats, ax, total)
     reps = np.asarray(core.concrete_or_error(
-        repeats, "repeat: repeats must be concrete"))
+        repeats, "repeat: repeats must be concrete (or give a static total_repeat_length)"))
     if reps.dtype.kind not in "iub" or reps.ndim > 1:
         raise TypeError(f"repeat: repeats must be an integer or a 1-d integer array, got "
                         f"{repeats!r}")
     if np.any(reps < 0):
         raise ValueError("repeat: repeats may not contain negative values")
     n = aval.shape[ax]
-    if reps.ndim == 0 and total_repeat_length is None:
+    if reps.ndim == 0:
         r = int(reps)
         expanded = aval.shape[:ax + 1] + (r,) + aval.shape[ax + 1:]
         dims = tuple(i for i in range(aval.ndim + 1) if i != ax + 1)
@@ -625,18 +634,31 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
     if reps.shape != (n,):
         raise ValueError(f"repeat: repeats of shape {reps.shape} cannot be broadcast to the "
                          f"axis size {n}")
-    idx = np.repeat(np.arange(n), reps)
-    if total_repeat_length is not None:
-        total = static_int("repeat", "total_repeat_length", total_repeat_length)
-        if len(idx) >= total:
-            idx = idx[:total]
-        elif len(idx):
-            idx = np.concatenate([idx, np.full(total - len(idx), idx[-1])])
-        elif total:
-            raise ValueError("repeat: total_repeat_length is larger than zero but all repeats "
-                             "are zero")
     from ember.numpy.index_functions import take  # index_functions -> creation -> shape
-    return take(a, idx.astype(np.int32), axis=ax, mode="promise_in_bounds")
+    return take(a, np.repeat(np.arange(n), reps).astype(np.int32), axis=ax,
+                mode="promise_in_bounds")
+
+
+def _repeat_to_length(a: Any, repeats: Any, ax: int, total: int) -> Any:
+    """repeat with a static total length, the repeats possibly traced: JAX's algorithm (so a
+    short total cuts the result, a long one repeats the element after the last counted)."""
+    from ember.numpy.index_functions import take  # (imports that would be circular at the top)
+    from ember.numpy.reductions import cumsum
+    aval = core.get_aval(a)
+    reps = ravel(_util.ensure_array(repeats))
+    if not dtypes.is_integer(reps.dtype) and reps.dtype != dtypes.bool_:
+        raise TypeError(f"repeat: repeats must be integers, got {reps.dtype}")
+    if aval.ndim == 0:
+        return lax.broadcast_in_dim(a, (total,), ())
+    shape = aval.shape[:ax] + (total,) + aval.shape[ax + 1:]
+    if total == 0 or aval.shape[ax] == 0:
+        return lax.full(shape, 0, aval.dtype) if aval.shape[ax] else a
+    reps = broadcast_to(reps, (aval.shape[ax],))
+    # The first output position of each element: [1, 2, 0, 5] -> [0, 1, 3, 3]; marks there,
+    # summed, give each output position's element (marks past the end are dropped).
+    starts = cumsum(lax.concatenate([lax.full((1,), 0, reps.dtype), reps[:-1]], 0))
+    marks = lax.full((total,), 0, dtypes.int32).at[starts].add(1)
+    return take(a, lax.sub(cumsum(marks), lax.full((total,), 1, dtypes.int32)), axis=ax)
 
 
 def resize(a: Any, new_shape: int | Sequence[int]) -> Any:
@@ -671,8 +693,10 @@ def flip(m: Any, axis: int | Sequence[int] | None = None) -> Any:
     """
     m = _arr("flip", m)
     nd = core.get_aval(m).ndim
-    axes = canonicalize_axes("flip", None if axis is None else _static_ints("flip", "axis", axis),
-                             nd)
+    axes = tuple(range(nd)) if axis is None else tuple(
+        canonicalize_axis("flip", ax, nd) for ax in _static_ints("flip", "axis", axis))
+    if len(set(axes)) != len(axes):  # (a TypeError in JAX, from rev)
+        raise TypeError(f"flip: repeated axis in {axis}")
     return lax.rev(m, axes)
 
 
