@@ -13,6 +13,7 @@ from ember import (
     test_util,
     tree,
     tree_util,
+    typing,
 )
 from ember.api import (
     ShapeDtypeStruct,
@@ -41,20 +42,52 @@ from ember.api import (
     vjp,
     vmap,
 )
-from ember.config import config
+from ember.config import (
+    allow_f16_reductions,
+    check_tracer_leaks,
+    checking_leaks,
+    config,
+    debug_infs,
+    debug_key_reuse,
+    debug_nans,
+    default_matmul_precision,
+    default_prng_impl,
+    enable_checks,
+    enable_custom_prng,
+    enable_x64,
+    explain_cache_misses,
+    legacy_prng_key,
+    log_compiles,
+    no_execution,
+    no_tracing,
+    numpy_dtype_promotion,
+    numpy_rank_promotion,
+    softmax_custom_jvp,
+    threefry_partitionable,
+    transfer_guard,
+    transfer_guard_device_to_device,
+    transfer_guard_device_to_host,
+    transfer_guard_host_to_device,
+)
 from ember.dtypes import float0
 from ember.lax.callback import pure_callback
 from ember.runtime import Array, block_until_ready, device_get, device_put, devices
+from ember.runtime.array import copy_to_host_async
 from ember.runtime.compile_cache import clear_caches
+from ember.runtime.dispatch import effects_barrier
 from ember.runtime.topology import (
     default_backend,
     default_device,
     device_count,
+    host_count,
+    host_id,
+    host_ids,
     local_device_count,
     local_devices,
     print_environment_info,
     process_count,
     process_index,
+    process_indices,
 )
 
 __version__ = "0.1.0"
@@ -73,6 +106,14 @@ __all__ = [
     "ensure_compile_time_eval", "linear_transpose", "local_device_count", "local_devices",
     "named_call", "print_environment_info", "process_count", "process_index", "typeof",
     "debug", "experimental", "pure_callback",
+    "allow_f16_reductions", "check_tracer_leaks", "checking_leaks", "copy_to_host_async",
+    "debug_infs", "debug_key_reuse", "debug_nans", "default_matmul_precision",
+    "default_prng_impl", "effects_barrier", "enable_checks", "enable_custom_prng",
+    "enable_x64", "explain_cache_misses", "host_count", "host_id", "host_ids",
+    "legacy_prng_key", "log_compiles", "no_execution", "no_tracing", "numpy_dtype_promotion",
+    "numpy_rank_promotion", "process_indices", "softmax_custom_jvp", "threefry_partitionable",
+    "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device", "typing",
 ]
 
 from ember import core as _core  # noqa: E402

@@ -682,7 +682,7 @@ class JitFunction:
         if _config.jit_disabled:
             return self._fun(*args, **kwargs)
         if self._plain and not kwargs and type(core._ctx.trace) is core.EvalTrace:
-            key = [_config.x64_enabled]
+            key = [_config.trace_key]
             for a in args:
                 if type(a) is not Array:
                     break
@@ -702,9 +702,24 @@ class JitFunction:
         entry = self._entry(sig)
         if entry.executable is None:
             self._compile(sig, entry)
+        if _config.debug_checks:  # (jax_debug_nans/infs: never served by the fast path)
+            return self._call_checked(sig, entry, args, kwargs)
         if self._plain and not kwargs and all(type(a) is Array for a in args):
             self._cache.fast[(sig.key[0], *sig.avals)] = entry
         return entry.unflatten(_execute(entry.executable, sig))
+
+    def _call_checked(self, sig: _Signature, entry: CacheEntry, args: tuple,
+                      kwargs: dict) -> Any:
+        """A call under ``jax_debug_nans``/``jax_debug_infs``: outputs with a NaN/inf make
+        the function run again without jit, op by op, to name the primitive (as in JAX)."""
+        from ember.runtime.eager import deoptimized_error, special_value
+        outs = _execute(entry.executable, sig)
+        for out in outs:
+            kind = special_value(np.asarray(out))
+            if kind is not None:
+                raise deoptimized_error(self.__name__, kind,
+                                        lambda: self._fun(*args, **kwargs)) from None
+        return entry.unflatten(outs)
 
     def _signature(self, args: tuple, kwargs: dict, abstract: bool = False) -> _Signature:
         statics: list[tuple[Any, Any]] = []
@@ -739,7 +754,7 @@ class JitFunction:
                                 "static (static_argnums/static_argnames) if it is a "
                                 "Python value") from None
         static_key = tuple((w, type(v), v) for w, v in statics)
-        key = (_config.x64_enabled, in_tree, tuple(avals), static_key)
+        key = (_config.trace_key, in_tree, tuple(avals), static_key)
         try:
             hash(static_key)
         except TypeError:
@@ -771,6 +786,9 @@ class JitFunction:
             out_trees.append(out_tree)
             return out_flat
 
+        if _config.jax_no_tracing:
+            raise RuntimeError(f"re-tracing function {_fun_name(self._fun)} for `jit`, but "
+                               "'no_tracing' is set")
         dyn_positions = [i for i in range(n_pos) if i not in static_pos]
         names = _arg_names(self._fun, sig.args, {k: v for k, v in sig.kwargs.items()
                                                  if k not in static_kw}, dyn_positions)
@@ -782,6 +800,9 @@ class JitFunction:
         entry.arg_desc = _arg_desc(self, sig)
         if _config.read("jax_log_compiles"):
             self._log_compile(sig, entry)
+        elif _config.read("jax_explain_cache_misses") and self._cache.last is not None:
+            _log.warning("jit(%s) cache miss: %s", self.__name__,
+                         _describe_change(self, self._cache.last.arg_desc, sig))
         entry.executable = compile_closed_jaxpr(entry.closed, self.__name__, self._backend)
         self._cache.last = entry
         self._cache.compiles += 1

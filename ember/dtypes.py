@@ -74,16 +74,43 @@ def _upper_bounds(lattice: dict[Any, list[Any]]) -> dict[Any, frozenset]:
     return bounds
 
 
-_UPPER = {True: _upper_bounds(_LATTICE_X64), False: _upper_bounds(_LATTICE_X32)}  # [x64]
+# ``jax_numpy_dtype_promotion="strict"``: a weak type promotes to any type of its kind (and
+# i* to f*, f* to c*); distinct strong types never promote.
+_LATTICE_STRICT: dict[Any, list[Any]] = {
+    _I: [_F, int8, int16, int32, int64, uint8, uint16, uint32, uint64],
+    _F: [_C, bfloat16, float16, float32, float64],
+    _C: [complex64, complex128],
+    **{t: [] for t in _SUPPORTED},
+}
+
+# [x64] for the standard lattices, ["strict"] for the strict one.
+_UPPER = {True: _upper_bounds(_LATTICE_X64), False: _upper_bounds(_LATTICE_X32),
+          "strict": _upper_bounds(_LATTICE_STRICT)}
+
+
+class TypePromotionError(ValueError):
+    """Raised when dtypes have no implicit promotion path (as ``jax.dtypes``'s)."""
+
+
+def _node_name(node: Any) -> str:
+    return str(node.python_type) if isinstance(node, _WeakType) else str(node)
 
 
 @functools.lru_cache(maxsize=512)
-def _least_upper_bound(x64: bool, *nodes) -> Any:
-    upper = _UPPER[x64]
+def _least_upper_bound(lattice: Any, *nodes) -> Any:
+    """The join of ``nodes`` in the lattice ``lattice`` (x64 flag, or "strict")."""
+    upper = _UPPER[lattice]
     common = functools.reduce(frozenset.intersection, (upper[n] for n in nodes))
     least = [c for c in common if all(o in upper[c] for o in common)]
-    if len(least) != 1:  # pragma: no cover - the lattice is a lattice
-        raise TypeError(f"no unique least upper bound for {nodes}")
+    if len(least) != 1:
+        names = tuple(_node_name(n) for n in nodes)
+        if lattice == "strict":
+            raise TypePromotionError(
+                f"Input dtypes {names} have no available implicit dtype promotion path when "
+                "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+                "desired output type, or set jax_numpy_dtype_promotion=standard.")
+        raise TypePromotionError(  # pragma: no cover - the standard lattices are lattices
+            f"Input dtypes {names} have no available implicit dtype promotion path.")
     return least[0]
 
 
@@ -254,7 +281,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     if not args:
         raise ValueError("at least one array or dtype is required")
     pairs = tuple(_dtype_and_weakness(a) for a in args)
-    key = (pairs, config.x64_enabled)
+    key = (pairs, config.promotion_key)
     try:
         out = _result_type_cache[key]
     except KeyError:
@@ -274,7 +301,10 @@ def _lattice_result_type(pairs) -> tuple[np.dtype, bool]:
     x64 = x64_enabled()
     if not x64:  # as in JAX, inputs are canonicalized before they meet in the x32 lattice
         pairs = tuple((_TO_32.get(dt, dt), w) for dt, w in pairs)
-    if all(w for _, w in pairs):
+    if config.strict_promotion:
+        node = _least_upper_bound("strict", *{_lattice_node(dt, w) for dt, w in pairs})
+        weak = any(node is t for t in _weak_types)
+    elif all(w for _, w in pairs):
         node = _least_upper_bound(x64, *{dt for dt, _ in pairs})
         weak = True
     else:
@@ -295,7 +325,7 @@ def promote_types(a: Any, b: Any) -> np.dtype:
         dtype('float64')
     """
     da, db = _dtype_and_weakness_type(a), _dtype_and_weakness_type(b)
-    node = _least_upper_bound(x64_enabled(), da, db)
+    node = _least_upper_bound("strict" if config.strict_promotion else x64_enabled(), da, db)
     if isinstance(node, _WeakType):
         return np.dtype(node.python_type)
     return node

@@ -12,7 +12,9 @@ cannot be replayed (errors, value-dependent code, constant outputs) stay on the 
 
 Python scalars keep the ordinary path's conversion (``lax.convert_element_type``), and Python
 ints outside the default integer range always take the ordinary path (which raises). Caches are
-cleared whenever a config option changes (``jax_enable_x64`` changes every dtype decision).
+cleared whenever a config option changes (``jax_enable_x64`` changes every dtype decision);
+while ``jax_debug_nans``/``jax_debug_infs`` or a rank promotion check is on, every call takes
+the ordinary path (whose primitives are checked, and which warns on every call).
 
 Example:
     >>> add = fastpath(plain_add, nargs=2)   # plain_add(x1, x2) written on lax primitives
@@ -149,7 +151,7 @@ class FastFunction:
     def miss(self, args: tuple, kwargs: dict = {}) -> Any:  # noqa: B006 - never mutated
         """Serves a call whose signature is not in ``by_id`` (compiling it if seen before)."""
         keys = self.key_objects(args, kwargs)
-        if keys is None:
+        if keys is None or config.eager_checks:  # (checks: NaNs, rank promotion warnings)
             return self.fn(*args, **kwargs)
         prog = self.by_value.get(keys)
         if prog is None:  # first sight: one-off signatures are not worth compiling

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ember import core, dtypes, lax
+from ember.config import config
 from ember.core import Tracer
 from ember.runtime.array import device_buffer
 
@@ -108,12 +110,36 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
 
 
-def promote_shapes(fn: str, *args: Any) -> list[Any]:
-    """Broadcasts the arguments to one shape; rank-0 arguments are left for lax to broadcast."""
+def _rank_promotion(fn: str, shapes: list[tuple[int, ...]]) -> None:
+    """JAX's ``jax_numpy_rank_promotion`` check: a warning or an error naming the shapes."""
+    text = " ".join(str(s) for s in shapes)
+    if config.rank_promotion == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {fn} on shapes {text}. "
+                      "Set the jax_numpy_rank_promotion config option to 'allow' to disable "
+                      "this warning; for more information, see "
+                      "https://docs.jax.dev/en/latest/rank_promotion_warning.html.",
+                      stacklevel=4)
+    elif config.rank_promotion == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {fn} on shapes {text} "
+                         "and with the config option jax_numpy_rank_promotion='raise'. For "
+                         "more information, see "
+                         "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+
+
+def promote_shapes(fn: str, *args: Any, check_rank: bool = True) -> list[Any]:
+    """Broadcasts the arguments to one shape; rank-0 arguments are left for lax to broadcast.
+
+    Operands of different ranks are JAX's implicit rank promotion, which the
+    ``jax_numpy_rank_promotion`` option may report (``check_rank=False``: functions that
+    broadcast without that check in JAX).
+    """
     shapes = [a.aval.shape if hasattr(a, "aval") else np.shape(a) for a in args]
     nonscalar = {s for s in shapes if s != ()}
     if len(nonscalar) <= 1:
         return list(args)
+    if (check_rank and config.rank_promotion != "allow"
+            and len({len(s) for s in nonscalar}) > 1):
+        _rank_promotion(fn, shapes)
     try:
         result = broadcast_shapes(*shapes)
     except ValueError:

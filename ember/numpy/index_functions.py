@@ -399,7 +399,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
     if mode == "clip":  # clipped into [0, n), negative entries included (no wrapping)
         a = lax.clamp(0, _util.ensure_array(a), n - 1)
     ch = _util.promote_dtypes(*choices)
-    args = _util.promote_shapes("choose", _util.ensure_array(a), *ch)
+    args = _util.promote_shapes("choose", _util.ensure_array(a), *ch, check_rank=False)
     shape = _util.broadcast_shapes(*(core.get_aval(x).shape for x in args))
     a, *ch = [lax.broadcast_to_shape(_util.ensure_array(x), shape) for x in args]
     stacked = lax.concatenate([lax.broadcast_in_dim(c, (1,) + shape,

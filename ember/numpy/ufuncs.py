@@ -27,6 +27,7 @@ from ember.numpy._util import (
     promote_args,
     promote_args_inexact,
     promote_args_numeric,
+    promote_dtypes,
     promote_dtypes_inexact,
     promote_shapes,
     times_constant,
@@ -929,7 +930,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
         raise ValueError("where: size and fill_value are only valid with one argument")
     check_arraylike("where", condition, x, y)
     cond = _to_bool(condition)
-    x, y = promote_args("where", x, y)
+    x, y = promote_shapes("where", *promote_dtypes(x, y), check_rank=False)  # (as JAX's)
     return _select(cond, x, y)
 
 

@@ -173,6 +173,11 @@ class Array(core.AvalProperties, metaclass=_ArrayType):
             nudge()
         return False
 
+    def copy_to_host_async(self) -> None:
+        """Starts making the value available on the host (as ``jax.Array``'s). ember's
+        buffers are host memory: this only makes sure a queued computation will run."""
+        self.is_ready()
+
     def delete(self) -> None:
         """Releases the buffer now (as ``jax.Array.delete``); any later use of the array
         raises RuntimeError."""
@@ -406,6 +411,21 @@ def device_get(x: Any) -> Any:
         return leaf
 
     return tree_util.tree_map(get, x)
+
+
+def copy_to_host_async(x: Any) -> Any:
+    """Calls ``copy_to_host_async`` on each leaf of a pytree that has it; returns the pytree
+    (ember's arrays are in host memory already, so nothing is copied).
+
+    Example:
+        >>> ember.copy_to_host_async([jnp.ones(2), 1.0])
+        [Array([1., 1.], dtype=float32), 1.0]
+    """
+    for leaf in tree_util.tree_leaves(x):
+        copy = getattr(leaf, "copy_to_host_async", None)
+        if copy is not None and not isinstance(leaf, core.Tracer):
+            copy()
+    return x
 
 
 def block_until_ready(x: Any) -> Any:

@@ -6,7 +6,8 @@ that takes and returns ``ember.Array``s. Dispatch is asynchronous: a call queues
 the device's worker thread and returns pending arrays at once; using their value waits (see
 ``Array._resolve``), and an error raised by the executable surfaces there. Executables whose
 estimated run time is short (``INLINE_MAX_MICROSECONDS``) run inline on the calling thread
-instead, where the thread hand-offs would cost a large part of the work. Work estimated to
+instead, where the thread hand-offs would cost a large part of the work (with
+``jax_cpu_enable_async_dispatch`` off, every executable does). Work estimated to
 run for less than ``WAKE_MIN_MICROSECONDS`` is queued without waking an idle worker: the
 thread that waits for it runs it, or the next queued work wakes the worker for both.
 
@@ -203,6 +204,24 @@ def start_worker() -> None:
     _WORKER.start()
 
 
+def effects_barrier() -> None:
+    """Waits until every computation queued so far has run (as ``jax.effects_barrier``;
+    host callbacks run during their computation, so their effects have happened too).
+
+    Example:
+        >>> y = f(x)                 # queued
+        >>> ember.effects_barrier()  # f has run
+    """
+    if on_worker_thread():  # (queued work runs in order: what came before has run)
+        return
+    # (No wake-up: waiting runs the queue on this thread, or the busy worker gets to it.)
+    _WORKER.submit(_nothing, wake=False).result()
+
+
+def _nothing() -> None:
+    return None
+
+
 _running = threading.local()  # .job: the queued work this thread is running, if any
 
 
@@ -264,7 +283,7 @@ class LoadedExecutable:
 
     def execute(self, args: list) -> list[Array]:
         """Runs on ``args`` (Arrays, or values already converted to the input dtypes)."""
-        if self.inline or on_worker_thread():
+        if self.inline or not config.async_dispatch or on_worker_thread():
             return self._wrap_outputs(self._run(args))
         future = _WORKER.submit(self._run, args, wake=self.wake)
         return [Array._make_pending(aval, future, i) for i, aval in enumerate(self.out_avals)]

@@ -7,12 +7,16 @@ cached, so a repeated small op costs little more than its NumPy kernel.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from ember import core
+from ember import core, dtypes
 from ember.compiler.eval_elementwise import ignore_fp_errors, restore_fp_errors
 from ember.config import config
 from ember.errors import UnexpectedTracerError
+from ember.interpreters.pjit import pjit_p
+from ember.jaxpr import eval_jaxpr
 from ember.runtime.array import Array
 
 _ndarray = np.ndarray
@@ -92,4 +96,65 @@ def apply_primitive(primitive: core.Primitive, args, params):
         restore_fp_errors(token)
 
 
-core.set_eager_handler(apply_primitive, Array._wrap)
+# ------------------------------------------------------------- jax_debug_nans / jax_debug_infs
+# While either option is on, the eager handler is ``apply_primitive_checked``: the ordinary
+# handler costs nothing more when they are off.
+
+
+def special_value(value: np.ndarray) -> str | None:
+    """``"nan"``/``"inf"`` if ``value`` holds one that the debug options report, else None."""
+    if value.dtype.kind not in "fc" and value.dtype != dtypes.bfloat16:
+        return None
+    if config.jax_debug_nans and np.isnan(value).any():
+        return "nan"
+    if config.jax_debug_infs and np.isinf(value).any():
+        return "inf"
+    return None
+
+
+def deoptimized_error(name: str, kind: str, rerun) -> FloatingPointError:
+    """What a jitted computation ``name`` whose outputs hold a ``kind`` ("nan"/"inf") raises,
+    as in JAX: ``rerun()`` runs it op by op, so that the first primitive producing one raises
+    (its error is returned); if none does, an error saying so."""
+    print("Invalid nan value encountered in the output of a jax.jit function. Calling the "
+          "de-optimized version.")
+    try:
+        rerun()
+    except (FloatingPointError, ZeroDivisionError) as e:
+        return e
+    return FloatingPointError(
+        f"invalid value ({kind}) encountered in jit({name}). Because "
+        "jax_config.debug_nans.value and/or config.jax_debug_infs is set, the de-optimized "
+        "function (i.e., the function as if the `jit` decorator were removed) was called in "
+        "an attempt to get a more precise error message. However, the de-optimized function "
+        "did not produce invalid values during its execution. This behavior can result from "
+        "`jit` optimizations causing the invalid value to be produced. It may also arise "
+        "from having nan/inf literals as inputs or outputs, like "
+        "`jax.jit(lambda ...: jax.numpy.nan)(...)`. \n\nIt may be possible to avoid the "
+        "invalid value by removing the `jit` decorator, at the cost of losing optimizations.")
+
+
+def apply_primitive_checked(primitive: core.Primitive, args, params):
+    """``apply_primitive``, then a FloatingPointError if an output has a NaN/inf."""
+    out = apply_primitive(primitive, args, params)
+    for o in (out if primitive.multiple_results else (out,)):
+        kind = special_value(o._value)
+        if kind is None:
+            continue
+        if primitive is pjit_p:  # a jitted call: find the primitive op by op
+            closed = params["jaxpr"]
+            raise deoptimized_error(params["name"], kind, functools.partial(
+                eval_jaxpr, closed.jaxpr, closed.consts, *args)) from None
+        raise FloatingPointError(f"invalid value ({kind}) encountered in {primitive.name}")
+    return out
+
+
+def _on_config_change(name: str, value) -> None:
+    if name in ("jax_debug_nans", "jax_debug_infs"):
+        handler = apply_primitive_checked if config.debug_checks else apply_primitive
+        core.set_eager_handler(handler, Array._wrap)
+
+
+core.set_eager_handler(apply_primitive_checked if config.debug_checks else apply_primitive,
+                       Array._wrap)
+config._listeners.append(_on_config_change)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import platform
 import sys
+import warnings
 from typing import Any
 
 from ember.runtime.array import CpuDevice, devices
@@ -74,6 +75,41 @@ def process_count(backend: str | None = None) -> int:
     """
     _check_backend("process_count", backend)
     return 1
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of the processes of the computation: ``[0]``.
+
+    Example:
+        >>> ember.process_indices()
+        [0]
+    """
+    _check_backend("process_indices", backend)
+    return [0]
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(f"ember.{old} has been renamed to ember.{new} (as jax.{old} to jax.{new}). "
+                  "This alias will eventually be removed; please update your code.",
+                  stacklevel=3)
+
+
+def host_count(backend: str | None = None) -> int:
+    """The old name of ``process_count`` (warns, as JAX's does)."""
+    _renamed("host_count", "process_count")
+    return process_count(backend)
+
+
+def host_id(backend: str | None = None) -> int:
+    """The old name of ``process_index`` (warns, as JAX's does)."""
+    _renamed("host_id", "process_index")
+    return process_index(backend)
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    """The old name of ``process_indices`` (warns, as JAX's does)."""
+    _renamed("host_ids", "process_indices")
+    return process_indices(backend)
 
 
 @contextlib.contextmanager
