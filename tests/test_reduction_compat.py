@@ -67,3 +67,88 @@ def test_argminmax_refuse_complex(fn):
         fn(np.array([1 + 2j, 3 - 1j], np.complex64))
     with pytest.raises(TypeError, match="complex64"):
         ember.jit(fn)(np.array([1 + 2j, 3 - 1j], np.complex64))
+
+
+# ---------------------------------------------------------------- quantiles
+
+_QX = np.array([[3., 1., 4., 1., 5.], [9., 2., 6., 5., 3.]], np.float32)
+_QW = np.array([[1., 2., 0.5, 1., 3.], [0., 1., 1., 2., 1.]], np.float32)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_quantile_inverted_cdf_and_weights(jit):
+    q = np.array([0.1, 0.5, 0.9], np.float32)
+    wrap = ember.jit if jit else (lambda f: f)
+    got = wrap(lambda x: jnp.quantile(x, q, axis=1, method="inverted_cdf"))(_QX)
+    np.testing.assert_array_equal(np.asarray(got), [[1., 2.], [3., 5.], [5., 9.]])
+    got = wrap(lambda x, w: jnp.quantile(x, q, axis=1, method="inverted_cdf",
+                                         weights=w))(_QX, _QW)
+    np.testing.assert_array_equal(np.asarray(got), [[1., 2.], [3., 5.], [5., 6.]])
+    assert got.dtype == np.float32
+
+
+def test_quantile_weights_shapes_nan_and_negative():
+    # Weights of the reduced axis only; keepdims.
+    got = jnp.quantile(_QX, 0.3, axis=0, method="inverted_cdf", weights=_QW[:, 0],
+                       keepdims=True)
+    np.testing.assert_array_equal(np.asarray(got), [[3., 1., 4., 1., 5.]])
+    # nan*: NaN data carries no weight.
+    got = jnp.nanpercentile(np.array([nan, 2., 1., 7.], np.float32), 60,
+                            method="inverted_cdf", weights=np.array([5., 1., 1., 2.]))
+    assert float(got) == 7.0
+    # A negative (or NaN) weight makes that reduction NaN.
+    w = np.where(_QW > 2, -1.0, _QW).astype(np.float32)
+    got = jnp.quantile(_QX, 0.5, axis=1, method="inverted_cdf", weights=w)
+    np.testing.assert_array_equal(np.asarray(got), [nan, 5.])
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: jnp.quantile(_QX, 0.5, weights=_QW), NotImplementedError, "only 'inverted_cdf'"),
+    (lambda: jnp.quantile(_QX, 0.5, method="inverted_cdf", weights=_QW[0]), ValueError,
+     "axis is None"),
+    (lambda: jnp.quantile(_QX, 0.5, axis=1, method="inverted_cdf", weights=_QW[:, :2]),
+     ValueError, "reduced axes"),
+    (lambda: jnp.quantile(_QX, 0.5, method="inverted_cdf", weights=_QW.astype(np.complex64)),
+     ValueError, "complex"),
+    (lambda: jnp.median(_QX.astype(np.complex64)), ValueError, "complex input"),
+    (lambda: jnp.nanquantile(_QX.astype(np.complex64), 0.5), ValueError, "complex input"),
+    (lambda: jnp.quantile(_QX, np.full((2, 2), 0.5)), ValueError, "rank <= 1"),
+    (lambda: jnp.quantile(_QX, 0.5, overwrite_input=True), ValueError, "overwrite_input"),
+    (lambda: jnp.median(_QX, out=_QX), ValueError, "out"),
+    (lambda: jnp.quantile(_QX, 0.5, interpolation="lower"), TypeError, "interpolation"),
+])
+def test_quantile_bad_calls(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_quantile_q_outside_unit_interval_clamps():
+    # JAX does not check q (it cannot under jit); positions clamp to the ends of the data.
+    x = np.array([1., 2., 3., 4.], np.float32)
+    np.testing.assert_array_equal(np.asarray(jnp.quantile(x, np.array([-0.5, 1.5]))), [1., 4.])
+    np.testing.assert_array_equal(
+        np.asarray(jnp.percentile(x, np.array([-50, 150]), method="nearest")), [1., 4.])
+    np.testing.assert_array_equal(
+        np.asarray(ember.jit(lambda v: jnp.quantile(v, 2.0, method="lower"))(x)), 4.)
+
+
+def test_quantile_values_at_infinities_and_signed_zero():
+    # Half way between -inf and 1 is -inf (JAX and NumPy); the ends themselves are exact.
+    x = np.array([-inf, 1., 2.], np.float32)
+    assert float(jnp.quantile(x, 0.25)) == -inf
+    np.testing.assert_array_equal(np.asarray(jnp.quantile(x, np.array([0., 1.]))), [-inf, 2.])
+    # -0.0 keeps its sign (JAX gathers the element).
+    assert np.signbit(np.asarray(jnp.median(np.array([-0., -0., 1.], np.float32))))
+    assert np.signbit(np.asarray(jnp.quantile(np.array([-0., 5.], np.float32), 0.,
+                                              method="lower")))
+
+
+def test_quantile_gradients_share_ties_like_jax():
+    z = np.array([0., 0., 1., 0., 2.], np.float32)
+    np.testing.assert_array_equal(_grad(lambda t: jnp.quantile(t, 0.125), z),
+                                  [0.5, 0.5, 0., 0., 0.])
+    np.testing.assert_allclose(
+        _grad(lambda t: jnp.nanquantile(t, 0.6), [3., nan, 3., 1.]), [0.8, 0., 0.2, 0.],
+        rtol=1e-6)
+    np.testing.assert_array_equal(
+        _grad(lambda t: jnp.quantile(t, 0.6, method="inverted_cdf"), z), [0., 0., 0., 1., 0.])

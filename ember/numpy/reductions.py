@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, lax
+from ember import dtypes, lax
 from ember.lax.reduction import accumulation_dtype, max_identity, min_identity
 from ember.numpy._util import array_arg as _arg
 from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike, ensure_array
@@ -715,23 +715,47 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
 # ---------------------------------------------------------------- quantiles
 
 
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = False):
+def _quantile_weights(fn: str, w: Any, a: Any, axis: Any, axes: tuple[int, ...],
+                      method: str, dt: np.dtype) -> Any:
+    """``weights`` (of a's shape, or the shape of the reduced axes) broadcast to a's shape."""
+    if method != "inverted_cdf":
+        raise NotImplementedError(f"{fn}: method {method!r} does not support weights; only "
+                                  "'inverted_cdf' does")
+    w = lax.convert_element_type(w, dt, False)
+    if w.shape == a.shape:
+        return w
+    if axis is None:
+        raise ValueError(f"{fn}: weights must have the shape of a {a.shape} when axis is "
+                         f"None, got {w.shape}")
+    if w.shape != tuple(a.shape[i] for i in axes):
+        raise ValueError(f"{fn}: weights of shape {w.shape} must have the shape of a "
+                         f"{a.shape} or of its reduced axes "
+                         f"{tuple(a.shape[i] for i in axes)}")
+    return lax.broadcast_in_dim(w, a.shape, axes)
+
+
+def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = False,
+              weights: Any = None):
     a = _arg(fn, a)
     check_arraylike(fn, q)
     if method not in _METHODS:
         raise ValueError(f"{fn}: method must be one of {_METHODS}, got {method!r}")
-    if not isinstance(q, core.Tracer):
-        qv = np.asarray(q, dtype=np.float64) / scale
-        if not np.all((qv >= 0) & (qv <= 1)):
-            rng = "[0, 100]" if scale != 1 else "[0, 1]"
-            raise ValueError(f"{fn}: q must be in the range {rng}, got {qv * scale!r}")
+    w = None if weights is None else _arg(fn, weights)
+    if w is not None and dtypes.is_complex(w.dtype):
+        raise ValueError(f"{fn}: weights cannot be complex, got dtype {w.dtype}")
+    if dtypes.is_complex(a.dtype):
+        raise ValueError(f"{fn} does not support complex input (complex numbers have no "
+                         "order)")
     q = ensure_array(q)
-    # As in JAX: the result has a's dtype made inexact; the computation runs in the wider of
-    # that and q's (inexact) dtype.
-    out_dt = dtypes.to_inexact_dtype(a.dtype)
+    if q.ndim > 1:
+        raise ValueError(f"{fn}: q must have rank <= 1, got shape {q.shape}")
+    # As in JAX: the result has a's dtype (promoted with the weights') made inexact; the
+    # computation runs in the wider of that and q's (inexact) dtype. q is not range-checked
+    # (it cannot be under jit): positions outside the data clamp to its ends, as in JAX.
+    out_dt = dtypes.to_inexact_dtype(a.dtype if w is None else dtypes.result_type(a, w))
     dt = dtypes.promote_types(out_dt, dtypes.to_inexact_dtype(q.dtype))
     a = lax.convert_element_type(a, dt, False)
     q = lax.convert_element_type(q, dt, False)
@@ -739,83 +763,117 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
         q = lax.div(q, _full(q.shape, scale, dt))
     shape = a.shape
     axes = canonicalize_axes(fn, axis, a.ndim)
+    if w is not None:
+        w = _quantile_weights(fn, w, a, axis, axes, method, dt)
     keep = [i for i in range(a.ndim) if i not in axes]
     batch = tuple(shape[i] for i in keep)
     n = _count(shape, axes)
     nb = int(np.prod(batch, dtype=np.int64))
     x = lax.reshape(a, (nb, n), dimensions=tuple(keep) + axes)
     out_shape = tuple(q.shape) + (_reduced_shape(shape, axes, True) if keepdims else batch)
-    if n == 0:
+    if n == 0 or nb == 0:  # (no data: NaN; no batch: an empty result)
         return _full(out_shape, np.nan, out_dt)
-    if nan:
-        isnan = _isnan(x)
-        cnt = lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(isnan), dt), (1,))
-    x = lax.sort(x, dimension=1)
+    isnan = _isnan(x)
+    any_nan = lax.reduce_or(isnan, (1,))
+    cnt = lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(isnan), dt), (1,))
+    if w is None:
+        x = lax.sort(x, dimension=1)
+    else:
+        x, w = lax.sort((x, lax.reshape(w, (nb, n), dimensions=tuple(keep) + axes)),
+                        dimension=1, num_keys=1)
     nq = q.size
     qf = lax.reshape(q, (nq,))
     big = (nq, nb, n)
-    if nan:  # sorted NaNs are at the end; index only among the first cnt elements
-        last = lax.broadcast_in_dim(lax.sub(cnt, _full((nb,), 1, dt)), (nq, nb), (1,))
-        pos = lax.mul(lax.broadcast_in_dim(qf, (nq, nb), (0,)), last)
-        pos = lax.max(pos, _full(pos.shape, 0, dt))
-    else:
-        pos = lax.broadcast_in_dim(lax.mul(qf, _full((nq,), n - 1, dt)), (nq, nb), (0,))
-    lo = lax.floor(pos)
-    hi = lax.ceil(pos)
-    iota = lax.broadcasted_iota(dtypes.int32, big, 2)
-    xb = lax.broadcast_in_dim(x, big, (1, 2))
+    # The index of the last usable element: sorted NaNs are at the end (ignored by nan*).
+    last = lax.sub(cnt, _full((nb,), 1, dt)) if nan else _full((nb,), n - 1, dt)
+    last = lax.broadcast_in_dim(last, (nq, nb), (1,))
+    x_flat = lax.reshape(x, (nb * n,))
+    row_start = lax.mul(lax.broadcasted_iota(dtypes.int32, (nq, nb), 1),
+                        _full((nq, nb), n, dtypes.int32))
 
-    def take(idx):
-        idx = lax.broadcast_in_dim(lax.convert_element_type(idx, dtypes.int32), big, (0, 1))
-        return lax.reduce_sum(lax.select(lax.eq(iota, idx), xb, _full(big, 0, dt)), (2,))
+    def clamp(idx):
+        return lax.clamp(_full(idx.shape, 0, dt), idx, lax.max(last, _full(idx.shape, 0, dt)))
 
-    if method == "lower":
-        res = take(lo)
-    elif method == "higher":
-        res = take(hi)
-    elif method == "nearest":  # (a tie takes the lower neighbour, as in JAX; NumPy's even)
-        res = take(lax.select(lax.le(lax.sub(pos, lo), _full(pos.shape, 0.5, dt)), lo, hi))
-    else:
-        vlo, vhi = take(lo), take(hi)
-        if method == "midpoint":
-            res = lax.mul(lax.add(vlo, vhi), _full(vlo.shape, 0.5, dt))
-        else:
-            t = lax.sub(pos, lo)
-            res = lax.add(vlo, lax.mul(lax.sub(vhi, vlo), t))
-            # Avoid inf - inf when both neighbours are the same infinity.
-            res = lax.select(lax.eq(vlo, vhi), vlo, res)
+    def take(idx):  # x[b, idx[j, b]] for every (j, b)
+        flat = lax.add(row_start, lax.convert_element_type(idx, dtypes.int32))
+        return lax.gather(x_flat, lax.reshape(flat, (nq, nb, 1)),
+                          lax.GatherDimensionNumbers((), (0,), (0,)), (1,))
+
     if nan:
-        bad = lax.broadcast_in_dim(lax.eq(cnt, _full((nb,), 0, dt)), (nq, nb), (1,))
+        bad = lax.eq(cnt, _full((nb,), 0, dt))
     else:
-        bad = lax.broadcast_in_dim(lax.reduce_or(_isnan(x), (1,)), (nq, nb), (1,))
+        bad = any_nan
+    if method == "inverted_cdf":
+        # The first element whose cumulative weight reaches q times the total weight.
+        if w is None:
+            w = _full((nb, n), 1, dt)
+        bad_w = lax.bitwise_or(lax.lt(w, _full(w.shape, 0, dt)), _isnan(w))
+        w = _select(lax.bitwise_not(lax.bitwise_or(bad_w, _isnan(x))), w, 0)
+        cum = lax.cumsum(w, axis=1)
+        total = lax.reshape(lax.slice_in_dim(cum, n - 1, n, axis=1), (nb,))
+        target = lax.mul(lax.broadcast_in_dim(qf, (nq, nb), (0,)),
+                         lax.broadcast_in_dim(total, (nq, nb), (1,)))
+        below = lax.lt(lax.broadcast_in_dim(cum, big, (1, 2)),
+                       lax.broadcast_in_dim(target, big, (0, 1)))
+        res = take(clamp(lax.reduce_sum(lax.convert_element_type(below, dt), (2,))))
+        bad = lax.bitwise_or(bad, lax.reduce_or(bad_w, (1,)))
+    else:
+        pos = lax.mul(lax.broadcast_in_dim(qf, (nq, nb), (0,)), last)
+        lo, hi = lax.floor(pos), lax.ceil(pos)
+        t = lax.sub(pos, lo)
+        lo, hi = clamp(lo), clamp(hi)
+        if method == "lower":
+            res = take(lo)
+        elif method == "higher":
+            res = take(hi)
+        elif method == "nearest":  # (a tie takes the lower neighbour, as in JAX; NumPy's even)
+            res = take(lax.select(lax.le(t, _full(t.shape, 0.5, dt)), lo, hi))
+        else:
+            vlo, vhi = take(lo), take(hi)
+            if method == "midpoint":
+                res = lax.mul(lax.add(vlo, vhi), _full(vlo.shape, 0.5, dt))
+            else:  # JAX's weighting (so ties share the gradient as in JAX)...
+                one = _full(t.shape, 1, dt)
+                res = lax.add(lax.mul(vlo, lax.sub(one, t)), lax.mul(vhi, t))
+                # ...but one element is taken exactly (no inf * 0 = NaN at q = 0 or 1).
+                res = lax.select(lax.eq(lo, hi), vlo, res)
+    bad = lax.broadcast_in_dim(bad, (nq, nb), (1,))
     res = lax.select(bad, _full(res.shape, np.nan, dt), res)
     return lax.convert_element_type(lax.reshape(res, out_shape), out_dt, False)
 
 
+def _check_quantile_args(fn: str, out: Any, overwrite_input: Any) -> None:
+    if out is not None or overwrite_input:
+        raise ValueError(f"{fn} does not support overwrite_input=True or out != None "
+                         "(arrays are immutable)")
+
+
 def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False, *,
-             interpolation: str | None = None) -> Any:
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None) -> Any:
     """The ``q``-th quantile(s) over the given axes (q in [0, 1]); q's shape leads the result.
+
+    ``method`` is "linear", "lower", "higher", "midpoint", "nearest" or "inverted_cdf"; only
+    the last accepts ``weights`` (of a's shape, or the shape of the reduced axes).
 
     Example:
         >>> jnp.quantile(jnp.array([1., 2., 3., 4.]), 0.5)
         Array(2.5, dtype=float32)
     """
-    _check_out("quantile", out)
-    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, 1.0)
+    _check_quantile_args("quantile", out, overwrite_input)
+    return _quantile("quantile", a, q, axis, method, keepdims, 1.0, weights=weights)
 
 
 def percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
-               *, interpolation: str | None = None) -> Any:
-    """The ``q``-th percentile(s) over the given axes (q in [0, 100]).
+               *, weights: Any = None) -> Any:
+    """The ``q``-th percentile(s) over the given axes (q in [0, 100]); see ``quantile``.
 
     Example:
         >>> jnp.percentile(jnp.array([1., 2., 3., 4.]), 50)
         Array(2.5, dtype=float32)
     """
-    _check_out("percentile", out)
-    return _quantile("percentile", a, q, axis, interpolation or method, keepdims, 100.0)
+    _check_quantile_args("percentile", out, overwrite_input)
+    return _quantile("percentile", a, q, axis, method, keepdims, 100.0, weights=weights)
 
 
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
@@ -826,34 +884,36 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
         >>> jnp.median(jnp.array([3., 1., 2.]))
         Array(2., dtype=float32)
     """
-    _check_out("median", out)
+    _check_quantile_args("median", out, overwrite_input)
     return _quantile("median", a, 0.5, axis, "midpoint", keepdims, 1.0)
 
 
 def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None,
                 overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False) -> Any:
+                keepdims: bool = False, *, weights: Any = None) -> Any:
     """quantile ignoring NaNs.
 
     Example:
         >>> jnp.nanquantile(jnp.array([1., jnp.nan, 3.]), 0.5)
         Array(2., dtype=float32)
     """
-    _check_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, 1.0, nan=True)
+    _check_quantile_args("nanquantile", out, overwrite_input)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, 1.0, nan=True,
+                     weights=weights)
 
 
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None,
                   overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False) -> Any:
+                  keepdims: bool = False, *, weights: Any = None) -> Any:
     """percentile ignoring NaNs.
 
     Example:
         >>> jnp.nanpercentile(jnp.array([1., jnp.nan, 3.]), 50)
         Array(2., dtype=float32)
     """
-    _check_out("nanpercentile", out)
-    return _quantile("nanpercentile", a, q, axis, method, keepdims, 100.0, nan=True)
+    _check_quantile_args("nanpercentile", out, overwrite_input)
+    return _quantile("nanpercentile", a, q, axis, method, keepdims, 100.0, nan=True,
+                     weights=weights)
 
 
 def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
@@ -864,7 +924,7 @@ def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool =
         >>> jnp.nanmedian(jnp.array([1., jnp.nan, 3.]))
         Array(2., dtype=float32)
     """
-    _check_out("nanmedian", out)
+    _check_quantile_args("nanmedian", out, overwrite_input)
     return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, 1.0, nan=True)
 
 
