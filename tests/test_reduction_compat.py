@@ -152,3 +152,40 @@ def test_quantile_gradients_share_ties_like_jax():
         rtol=1e-6)
     np.testing.assert_array_equal(
         _grad(lambda t: jnp.quantile(t, 0.6, method="inverted_cdf"), z), [0., 0., 0., 1., 0.])
+
+
+# ---------------------------------------------------------------- var / std
+
+
+_VX = np.array([[0., 1., 2., 3.], [4., 5., 6., 7.], [8., 9., 10., 11.]], np.float32)
+
+
+@pytest.mark.parametrize("fn", [jnp.var, jnp.std, jnp.nanvar, jnp.nanstd])
+def test_var_with_precomputed_mean(fn):
+    sq = (lambda v: v) if fn in (jnp.var, jnp.nanvar) else np.sqrt
+    # A keepdims mean is used as given (here not the true mean: each row's first value).
+    got = fn(_VX, axis=1, mean=_VX[:, :1])
+    np.testing.assert_allclose(np.asarray(got), sq(np.array([3.5, 3.5, 3.5], np.float32)))
+    got = ember.jit(lambda x: fn(x, axis=1, ddof=1, mean=2.0))(_VX)
+    np.testing.assert_allclose(np.asarray(got), sq(((_VX - 2) ** 2).sum(1) / 3), rtol=1e-6)
+    with pytest.raises(TypeError, match="keepdims=True"):
+        fn(_VX, axis=1, mean=_VX.mean(1))  # JAX: sub needs the same rank
+
+
+def test_var_gradient_wrt_mean():
+    g = ember.grad(lambda m: jnp.var(_VX[1:], mean=m))(2.0)
+    assert float(g) == -11.0  # -2 * mean(x - 2), as JAX gives
+
+
+def test_nan_reductions_signatures_match_jax():
+    x = np.array([[1., nan, 3.], [4., 5., nan]], np.float32)
+    where = np.array([[True, True, False], [True, True, True]])
+    # where (and nanvar's mean) may be positional, as in JAX.
+    np.testing.assert_allclose(np.asarray(jnp.nanmean(x, 1, None, None, False, where)),
+                               [1., 4.5])
+    np.testing.assert_allclose(np.asarray(jnp.nanvar(x, 1, None, None, 0, False, where)),
+                               [0., 0.25])
+    np.testing.assert_allclose(np.asarray(jnp.nanstd(x, 1, None, None, 0, False, None, 0.)),
+                               np.sqrt([5., 20.5]))
+    with pytest.raises(TypeError, match="correction"):  # JAX's nanvar has no 'correction'
+        jnp.nanvar(x, correction=1)

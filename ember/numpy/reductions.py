@@ -366,7 +366,23 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     return _keepdims(result, a.shape, axes) if keepdims else result
 
 
-def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: bool):
+def _given_mean(fn: str, mean: Any, shape: tuple[int, ...], dt: np.dtype) -> Any:
+    """A precomputed ``mean=`` of var/std: a scalar, or of a's rank and broadcastable to it
+    (``keepdims=True``), as JAX requires."""
+    check_arraylike(fn, mean)
+    m = _convert(ensure_array(mean), dt)
+    try:
+        fits = m.ndim in (0, len(shape)) and np.broadcast_shapes(m.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:  # (a TypeError, as JAX's lax.sub raises)
+        raise TypeError(f"{fn}: mean of shape {m.shape} must be a scalar or broadcast to the "
+                        f"input's shape {shape} at its rank (compute it with keepdims=True)")
+    return lax.broadcast_to_shape(m, shape)
+
+
+def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: bool,
+         mean: Any = None):
     _check_out(fn, out)
     if correction is not None:
         if ddof != 0:
@@ -396,9 +412,12 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
         count = lax.reduce_sum(lax.convert_element_type(mask, comp), axes)
         total = lax.reduce_sum(_select(mask, x, 0), axes)
     count_b = lax.broadcast_to_shape(count, total.shape)
-    mu = lax.div(total, count_b)
-    keep = tuple(i for i in range(a.ndim) if i not in axes)
-    centered = lax.sub(x, lax.broadcast_in_dim(mu, a.shape, keep))
+    if mean is None:
+        mu = lax.div(total, count_b)
+        keep = tuple(i for i in range(a.ndim) if i not in axes)
+        centered = lax.sub(x, lax.broadcast_in_dim(mu, a.shape, keep))
+    else:
+        centered = lax.sub(x, _given_mean(fn, mean, a.shape, comp))
     if mask is not None:
         # Masked before squaring, so excluded entries (NaNs of nanvar) add nothing to the
         # value and nothing (not NaN) to its gradient.
@@ -429,18 +448,23 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
 
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-        keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: int | None = None) -> Any:
     """Variance over the given axes; ``ddof``/``correction`` subtracts from the count.
+
+    ``mean`` is a precomputed mean (a scalar, or computed with ``keepdims=True``).
 
     Example:
         >>> jnp.var(jnp.array([1., 2., 3., 4.]))
         Array(1.25, dtype=float32)
     """
-    return _var("var", a, axis, dtype, out, ddof, keepdims, where, correction, nan=False)
+    return _var("var", a, axis, dtype, out, ddof, keepdims, where, correction, nan=False,
+                mean=mean)
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-        keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: int | None = None) -> Any:
     """Standard deviation over the given axes (square root of ``var``).
 
     Example:
@@ -448,7 +472,8 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
         Array(1., dtype=float32)
     """
     _check_inexact_dtype("std", dtype)
-    return lax.sqrt(_var("std", a, axis, dtype, out, ddof, keepdims, where, correction, False))
+    return lax.sqrt(_var("std", a, axis, dtype, out, ddof, keepdims, where, correction, False,
+                         mean=mean))
 
 
 def _check_inexact_dtype(fn: str, dtype: Any) -> None:
@@ -458,26 +483,27 @@ def _check_inexact_dtype(fn: str, dtype: Any) -> None:
 
 
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-           keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
-    """Variance ignoring NaNs.
+           keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
+    """Variance ignoring NaNs (``mean``: a precomputed mean, as in ``var``).
 
     Example:
         >>> jnp.nanvar(jnp.array([1., jnp.nan, 3.]))
         Array(1., dtype=float32)
     """
-    return _var("nanvar", a, axis, dtype, out, ddof, keepdims, where, correction, nan=True)
+    return _var("nanvar", a, axis, dtype, out, ddof, keepdims, where, None, nan=True,
+                mean=mean)
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-           keepdims: bool = False, *, where: Any = None, correction: int | None = None) -> Any:
+           keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
     """Standard deviation ignoring NaNs.
 
     Example:
         >>> jnp.nanstd(jnp.array([1., jnp.nan, 3.]))
         Array(1., dtype=float32)
     """
-    return lax.sqrt(_var("nanstd", a, axis, dtype, out, ddof, keepdims, where, correction,
-                         nan=True))
+    return lax.sqrt(_var("nanstd", a, axis, dtype, out, ddof, keepdims, where, None,
+                         nan=True, mean=mean))
 
 
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
@@ -586,7 +612,7 @@ def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
 
 
 def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-            keepdims: bool = False, *, where: Any = None) -> Any:
+            keepdims: bool = False, where: Any = None) -> Any:
     """Mean ignoring NaNs (NaN where every element is NaN).
 
     Example:
