@@ -299,7 +299,9 @@ def test_switch_and_directory_option(tmp_path):
     assert get_object_cache() is cache
     ember.config.update("jax_compilation_cache_dir", None)
     assert get_object_cache().directory == str(tmp_path / "env-cache")
-    ember.config.update("jax_compilation_cache_dir", 5)
+    with pytest.raises(ValueError, match="new string config value"):  # (as JAX's update)
+        ember.config.update("jax_compilation_cache_dir", 5)
+    ember.config._set("jax_compilation_cache_dir", 5)  # (past the check: the cache's own)
     with pytest.raises(TypeError, match="jax_compilation_cache_dir"):
         get_object_cache()
 
