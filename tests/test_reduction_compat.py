@@ -189,3 +189,48 @@ def test_nan_reductions_signatures_match_jax():
                                np.sqrt([5., 20.5]))
     with pytest.raises(TypeError, match="correction"):  # JAX's nanvar has no 'correction'
         jnp.nanvar(x, correction=1)
+
+
+# ---------------------------------------------------------------- diff, sorting, set ops
+
+
+def test_ediff1d_refuses_booleans():
+    with pytest.raises(TypeError, match="ediff1d"):  # JAX and NumPy: no bool subtraction
+        jnp.ediff1d(np.array([True, False, True]))
+
+
+@pytest.mark.parametrize("fn", [jnp.partition, jnp.argpartition])
+def test_partition_refuses_complex_and_bool(fn):
+    with pytest.raises(NotImplementedError, match="complex"):
+        fn(np.array([1 + 1j, 0j, 2j], np.complex64), 1)
+    with pytest.raises(TypeError, match="boolean"):
+        fn(np.array([True, False, True]), 1)
+
+
+def test_lexsort_of_scalar_keys_is_zero():
+    for keys in [(np.float32(1), np.float32(2)), np.array([3, 1, 2])]:
+        out = jnp.lexsort(keys)
+        assert out.shape == () and out.dtype == np.int32 and int(out) == 0
+
+
+_A1 = np.array([5, 1, 3, 1, 7, 3], np.int32)
+_A2 = np.array([[3, 4], [1, 9]], np.int32)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_intersect1d_sized_indices_under_x64(x64, jit):
+    f = lambda a, b: jnp.intersect1d(a, b, return_indices=True, size=4)  # noqa: E731
+    vals, i1, i2 = (ember.jit(f) if jit else f)(_A1, _A2)
+    np.testing.assert_array_equal(np.asarray(vals), [1, 3, 1, 1])
+    np.testing.assert_array_equal(np.asarray(i1), [1, 2, 6, 6])
+    np.testing.assert_array_equal(np.asarray(i2), [2, 0, 4, 4])
+    assert (vals.dtype, i1.dtype, i2.dtype) == (np.int32, np.int64, np.int64)
+
+
+@pytest.mark.parametrize("a1,a2", [(np.zeros(0, np.int32), _A2), (_A1, np.zeros(0, np.int32)),
+                                   (np.zeros(0, np.int32), np.zeros(0, np.int32))])
+def test_intersect1d_sized_indices_with_an_empty_input(a1, a2):
+    vals, i1, i2 = jnp.intersect1d(a1, a2, return_indices=True, size=3, fill_value=-1)
+    np.testing.assert_array_equal(np.asarray(vals), [-1, -1, -1])
+    np.testing.assert_array_equal(np.asarray(i1), [a1.size] * 3)  # padding: len(ar1)
+    np.testing.assert_array_equal(np.asarray(i2), [a2.size] * 3)

@@ -298,6 +298,9 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     check_arraylike("ediff1d", ary)
     arr = _ravel(ensure_array(ary))
     dt = _aval(arr).dtype
+    if dt == dtypes.bool_:  # (JAX and NumPy: booleans have no subtraction)
+        raise TypeError("ediff1d: boolean input is not supported (booleans cannot be "
+                        "subtracted; use jnp.diff for != of neighbours)")
     result = _diff1(arr, 0) if _aval(arr).size else arr
     parts = [result]
     if to_begin is not None:

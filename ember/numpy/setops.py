@@ -331,14 +331,23 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False,
     vals, pos, ok = _compact(aux, pair, size, fill_value)
     if not return_indices:
         return vals
+    # Indices in the default int dtype (int64 under x64, as in JAX); padding is n1 and n2.
+    idt = dtypes.default_int_dtype()
+
+    def full(value):
+        return lax.full((size,), value, idt)
+
+    if n1 == 0 or n2 == 0:  # nothing in common: all padding (and nothing to take from)
+        return vals, full(n1), full(n2)
+    pos, perm = lax.convert_element_type(pos, idt), lax.convert_element_type(perm, idt)
     idx1 = take(perm, pos, mode="fill", fill_value=n1)
-    idx2 = lax.sub(take(perm, lax.add(pos, lax.full((size,), 1, dtypes.int32)), mode="fill",
-                        fill_value=n1 + n2), lax.full((size,), n1, dtypes.int32))
-    idx1 = lax.select(ok, idx1, lax.full((size,), n1, dtypes.int32))
-    idx2 = lax.select(ok, idx2, lax.full((size,), n2, dtypes.int32))
+    idx2 = lax.sub(take(perm, lax.add(pos, full(1)), mode="fill", fill_value=n1 + n2),
+                   full(n1))
+    idx1 = lax.select(ok, idx1, full(n1))
+    idx2 = lax.select(ok, idx2, full(n2))
     if not assume_unique:
-        idx1 = take(first1, idx1, mode="fill", fill_value=n1)
-        idx2 = take(first2, idx2, mode="fill", fill_value=n2)
+        idx1 = take(lax.convert_element_type(first1, idt), idx1, mode="fill", fill_value=n1)
+        idx2 = take(lax.convert_element_type(first2, idt), idx2, mode="fill", fill_value=n2)
     return vals, idx1, idx2
 
 

@@ -114,8 +114,8 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
     if any(k.shape != shape for k in keys):
         raise ValueError(f"lexsort: all keys need to be the same shape, got "
                          f"{[k.shape for k in keys]}")
-    if not shape:
-        raise ValueError("lexsort: keys must have rank >= 1")
+    if not shape:  # one element: index 0 (as in JAX and NumPy)
+        return lax.full((), 0, dtypes.default_int_dtype())
     (ax,) = canonicalize_axes("lexsort", axis, len(shape))
     iota = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, ax)
     out = lax.sort(tuple(reversed(keys)) + (iota,), dimension=ax, is_stable=True,
@@ -189,6 +189,12 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
 
 def _partition_arg(fn: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int]:
     a = _arg(fn, a)
+    # As in JAX (whose partition is a top_k of -a): no complex numbers, no booleans.
+    if dtypes.is_complex(a.dtype):
+        raise NotImplementedError(f"{fn}: complex dtypes are not supported, got {a.dtype}")
+    if a.dtype == dtypes.bool_:
+        raise TypeError(f"{fn}: boolean input is not supported; convert it to an integer "
+                        "dtype first")
     (ax,) = canonicalize_axes(fn, axis, a.ndim)
     kth = core.concrete_or_error(kth, f"{fn}: kth must be a concrete integer")
     if not -a.shape[ax] <= int(kth) < a.shape[ax]:
