@@ -187,3 +187,95 @@ def test_flip_repeated_axis_is_a_type_error():
         jnp.flip(jnp.ones((2, 2)), (0, 0))
     with pytest.raises(TypeError, match="flip"):
         jnp.flip(jnp.ones((2, 2)), (0, -2))
+
+
+# ---------------------------------------------------------------- pad
+
+
+_B = np.array([[1.0, 5.0, 2.0, 8.0], [3.0, -1.0, 7.0, 4.0], [0.5, 2.5, 9.0, 6.0]], np.float32)
+
+
+@pytest.mark.parametrize("mode", ["maximum", "minimum", "mean", "median"])
+@pytest.mark.parametrize("pw", [1, ((1, 2), (0, 3))])
+def test_pad_statistic_modes_match_numpy(mode, pw):
+    np.testing.assert_allclose(np.asarray(jnp.pad(jnp.asarray(_B), pw, mode=mode)),
+                               np.pad(_B, pw, mode=mode), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(jnp.pad(jnp.asarray(_B), pw, mode=mode, stat_length=((1, 2), (3, 10)))),
+        np.pad(_B, pw, mode=mode, stat_length=((1, 2), (3, 10))), rtol=1e-6)
+
+
+def test_pad_statistic_modes_round_integers_and_keep_weak_types():
+    x = np.array([1, 2, 3, 4], np.int32)
+    # (the mean 2.5 rounds half to even, as in JAX and NumPy; medians 1.5 and 3.5 too)
+    np.testing.assert_array_equal(jnp.pad(jnp.asarray(x), 1, mode="mean"), [2, 1, 2, 3, 4, 2])
+    np.testing.assert_array_equal(jnp.pad(jnp.asarray(x), 1, mode="median", stat_length=2),
+                                  [2, 1, 2, 3, 4, 4])
+    w = jnp.broadcast_to(jnp.asarray(2.0), (3,))
+    assert _weak(jnp.pad(w, 1, mode="maximum")) and _weak(jnp.pad(w, 1, mode="linear_ramp"))
+    with pytest.raises(ValueError, match="stat_length"):
+        jnp.pad(jnp.asarray(_B), 1, mode="mean", stat_length=0)
+    with pytest.raises(ValueError, match="unsupported keyword"):
+        jnp.pad(jnp.asarray(_B), 1, mode="mean", end_values=0)
+
+
+@pytest.mark.parametrize("pw", [1, (2, 3), 5])
+def test_pad_linear_ramp_matches_numpy(pw):
+    np.testing.assert_allclose(np.asarray(jnp.pad(jnp.asarray(_B), pw, mode="linear_ramp")),
+                               np.pad(_B, pw, mode="linear_ramp"), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(jnp.pad(jnp.asarray(_B), pw, mode="linear_ramp", end_values=(5, -2))),
+        np.pad(_B, pw, mode="linear_ramp", end_values=(5, -2)), rtol=1e-6, atol=1e-6)
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_array_equal(jnp.pad(jnp.asarray(a), pw, mode="linear_ramp"),
+                                  np.pad(a, pw, mode="linear_ramp"))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+@pytest.mark.parametrize("pw", [(2, 3), 7, ((5, 9), (11, 2))])
+def test_pad_reflect_type_odd_matches_numpy(mode, pw):
+    np.testing.assert_array_equal(
+        jnp.pad(jnp.asarray(_B), pw, mode=mode, reflect_type="odd"),
+        np.pad(_B, pw, mode=mode, reflect_type="odd"))
+    for x in (np.array([3.0], np.float32), np.array([3.0, 5.0], np.float32)):
+        np.testing.assert_array_equal(jnp.pad(jnp.asarray(x), 5, mode=mode, reflect_type="odd"),
+                                      np.pad(x, 5, mode=mode, reflect_type="odd"))
+    with pytest.raises(ValueError, match="reflect_type"):
+        jnp.pad(jnp.ones(3), 1, mode=mode, reflect_type="xx")
+
+
+def test_pad_with_a_function_and_under_transformations():
+    def fill(v, pw, axis, kwargs):
+        return v.at[:pw[0]].set(kwargs.get("val", 9)).at[v.shape[0] - pw[1]:].set(-1)
+
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_array_equal(jnp.pad(jnp.asarray(a), ((1, 2), (2, 1)), mode=fill, val=4),
+                                  np.pad(a, ((1, 2), (2, 1)), mode=_numpy_fill, val=4))
+    g = ember.grad(lambda x: jnp.pad(x, 2, mode="mean").sum())(jnp.asarray(_B))
+    # Padding the rows adds 4 column means of 3 rows: 4/3 of the sum; padding the columns then
+    # adds 4 row means of 4 columns: the sum again. So the total is 2 * (1 + 4/3) * sum(x).
+    np.testing.assert_allclose(np.asarray(g), 2 * (1 + 4 / 3), rtol=1e-6)
+    out = ember.vmap(lambda x: jnp.pad(x, 2, mode="symmetric", reflect_type="odd"))(
+        jnp.asarray(_B))
+    np.testing.assert_array_equal(out, [np.pad(r, 2, mode="symmetric", reflect_type="odd")
+                                        for r in _B])
+
+
+def _numpy_fill(v, pw, axis, kwargs):  # (NumPy's callables fill in place)
+    v[:pw[0]] = kwargs.get("val", 9)
+    v[v.shape[0] - pw[1]:] = -1
+
+
+# ---------------------------------------------------------------- iinfo / finfo
+
+
+def test_iinfo_and_finfo_of_python_scalar_values():
+    # JAX (np.iinfo): a Python int value means NumPy's int64; finfo of a value is a TypeError.
+    assert jnp.iinfo(1).max == 2**63 - 1 and jnp.iinfo(1).dtype == np.int64
+    assert jnp.iinfo(jnp.int8).max == 127 and jnp.iinfo(int).bits == 64
+    for value in (1.0, 1j, 1):
+        with pytest.raises(TypeError, match="finfo"):
+            jnp.finfo(value)
+    assert jnp.finfo(np.float16(1)).bits == 16
+    with pytest.raises(ValueError, match="iinfo"):
+        jnp.iinfo(1.0)

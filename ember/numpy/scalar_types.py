@@ -116,6 +116,8 @@ def finfo(dtype: Any) -> Any:
         >>> jnp.finfo(jnp.bfloat16).eps
         0.0078125
     """
+    if type(dtype) in (bool, int, float, complex):  # (a value, not a type: as JAX/NumPy)
+        raise TypeError(f"finfo: cannot interpret {dtype!r} as a data type")
     dt = _np_dtype(dtype)
     if not dtypes.is_inexact(dt):
         raise ValueError(f"finfo: data type {dt} is not inexact")
@@ -129,7 +131,9 @@ def iinfo(int_type: Any) -> Any:
         >>> jnp.iinfo(jnp.int8).max
         127
     """
-    dt = _np_dtype(int_type)
+    # (A Python scalar value has NumPy's dtype for its type, as np.iinfo(1) is int64's.)
+    dt = _np_dtype(type(int_type) if type(int_type) in (bool, int, float, complex)
+                   else int_type)
     if not dtypes.is_integer(dt):
         raise ValueError(f"iinfo: invalid integer data type {dt}")
     return ml_dtypes.iinfo(dt)
