@@ -13,6 +13,7 @@ from ember.numpy.index_tricks import *
 from ember.numpy.indexing import *
 from ember.numpy.indexing import _getitem, _IndexUpdateHelper  # used by array_methods
 from ember.numpy.misc import *
+from ember.numpy.padding import *
 from ember.numpy.polynomials import *
 from ember.numpy.products import *
 from ember.numpy.reductions import *
