@@ -98,6 +98,9 @@ def test_short_queued_work_leaves_the_worker_asleep():
     g = ember.jit(lambda x: hold_p.bind(x) + 1.0)
     x = jnp.ones(BIG)
     dispatch._WORKER.submit(lambda: None).result(timeout=30)  # (earlier tests' leftovers)
+    # The worker, done with that, must be asleep again before the next submit: otherwise it
+    # finds the work queued on its way back and runs it (as designed), a race under load.
+    assert _wait_until(lambda: len(dispatch._WORKER._ready._waiters) > 0)
     _THREADS.clear()
     first = f(x)
     executable = next(iter(f._cache.fast.values())).executable
