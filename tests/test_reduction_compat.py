@@ -105,7 +105,7 @@ def test_quantile_weights_shapes_nan_and_negative():
 @pytest.mark.parametrize("call,exc,match", [
     (lambda: jnp.quantile(_QX, 0.5, weights=_QW), NotImplementedError, "only 'inverted_cdf'"),
     (lambda: jnp.quantile(_QX, 0.5, method="inverted_cdf", weights=_QW[0]), ValueError,
-     "axis is None"),
+     "axis must be specified"),
     (lambda: jnp.quantile(_QX, 0.5, axis=1, method="inverted_cdf", weights=_QW[:, :2]),
      ValueError, "reduced axes"),
     (lambda: jnp.quantile(_QX, 0.5, method="inverted_cdf", weights=_QW.astype(np.complex64)),
@@ -234,3 +234,35 @@ def test_intersect1d_sized_indices_with_an_empty_input(a1, a2):
     np.testing.assert_array_equal(np.asarray(vals), [-1, -1, -1])
     np.testing.assert_array_equal(np.asarray(i1), [a1.size] * 3)  # padding: len(ar1)
     np.testing.assert_array_equal(np.asarray(i2), [a2.size] * 3)
+
+
+# ---------------------------------------------------------------- where= / initial= / weights
+
+
+_RX = np.array([[1., -2., 3., 0.5], [4., 0., -1., 2.]], np.float32)
+
+
+@pytest.mark.parametrize("fn", [jnp.sum, jnp.prod, jnp.max, jnp.min, jnp.nansum, jnp.nanmax])
+def test_initial_must_be_a_scalar(fn):
+    with pytest.raises(ValueError, match="initial value must be a scalar"):
+        fn(_RX, axis=1, initial=np.array([0., 1.], np.float32))
+    assert float(fn(_RX, initial=np.float32(10.))) == float(
+        {jnp.sum: 17.5, jnp.prod: 0., jnp.max: 10., jnp.min: -2., jnp.nansum: 17.5,
+         jnp.nanmax: 10.}[fn])
+
+
+@pytest.mark.parametrize("fn", [jnp.sum, jnp.mean, jnp.var, jnp.all, jnp.nanmean])
+def test_where_must_be_boolean(fn):
+    with pytest.raises(ValueError, match="where must be None or a boolean"):
+        fn(_RX, where=np.ones(_RX.shape, np.int32))
+
+
+def test_average_weights_for_several_axes_in_their_order():
+    w = np.array([[1., 2.], [3., 4.], [0., 1.], [2., 2.]], np.float32)  # axes (1, 0)
+    expected = (_RX * w.T).sum() / w.sum()
+    np.testing.assert_allclose(float(jnp.average(_RX, axis=(1, 0), weights=w)), expected,
+                               rtol=1e-6)
+    got = jnp.quantile(_RX, 0.5, axis=(1, 0), weights=w, method="inverted_cdf")
+    assert float(got) == 0.0  # JAX's value
+    with pytest.raises(ValueError, match="reduced axes"):
+        jnp.average(_RX, axis=(0, 1), weights=w)

@@ -35,8 +35,9 @@ def _isnan(x: Any) -> Any:
 def _where_mask(fn: str, where: Any, shape: tuple[int, ...]) -> Any:
     check_arraylike(fn, where)
     where = ensure_array(where)
-    if where.dtype != dtypes.bool_:
-        where = lax.convert_element_type(where, dtypes.bool_)
+    if where.dtype != dtypes.bool_:  # (JAX and NumPy refuse to cast it)
+        raise ValueError(f"{fn}: where must be None or a boolean array, got dtype "
+                         f"{where.dtype}")
     try:
         fits = np.broadcast_shapes(where.shape, shape) == shape
     except ValueError:
@@ -54,6 +55,14 @@ def _keepdims(out: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
 
 def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool):
     return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
+
+
+def _initial(fn: str, initial: Any, dt: np.dtype, weak_type: bool) -> Any:
+    check_arraylike(fn, initial)
+    if np.ndim(initial) != 0:
+        raise ValueError(f"{fn}: initial value must be a scalar, got an array of shape "
+                         f"{np.shape(initial)}")
+    return lax.convert_element_type(initial, dt, weak_type)
 
 
 def _check_out(fn: str, out: Any) -> None:
@@ -108,8 +117,7 @@ def _sum_like(fn: str, lax_reduce, identity, a, axis, dtype, out, keepdims, init
         a = _select(_where_mask(fn, where, a.shape), a, identity)
     result = lax_reduce(a, axes)
     if initial is not None:
-        check_arraylike(fn, initial)
-        result = combine(result, lax.convert_element_type(initial, dt, result.weak_type))
+        result = combine(result, _initial(fn, initial, dt, result.weak_type))
     return _keepdims(result, a.shape, axes) if keepdims else result
 
 
@@ -158,8 +166,7 @@ def _minmax(fn: str, lax_reduce, combine, identity_fn, a, axis, out, keepdims, i
         a = _select(_where_mask(fn, where, a.shape), a, identity_fn(a.dtype))
     result = lax_reduce(a, axes)
     if initial is not None:
-        check_arraylike(fn, initial)
-        result = combine(result, lax.convert_element_type(initial, a.dtype, result.weak_type))
+        result = combine(result, _initial(fn, initial, a.dtype, result.weak_type))
     return _keepdims(result, a.shape, axes) if keepdims else result
 
 
@@ -506,6 +513,23 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: i
                          nan=True, mean=mean))
 
 
+def _weights_like(fn: str, w: Any, shape: tuple[int, ...], axis: Any,
+                  axes: tuple[int, ...]) -> Any:
+    """Weights of a's ``shape``, or of the shape of the reduced ``axes`` (in their order),
+    broadcast to ``shape`` (as JAX's average and quantile accept them)."""
+    if w.shape == shape:
+        return w
+    if axis is None:
+        raise ValueError(f"{fn}: axis must be specified when shapes of a {shape} and weights "
+                         f"{w.shape} differ")
+    reduced = tuple(shape[i] for i in axes)
+    if w.shape != reduced:
+        raise ValueError(f"{fn}: weights of shape {w.shape} must have the shape of a {shape} "
+                         f"or of its reduced axes {reduced}")
+    order = sorted(range(len(axes)), key=lambda i: axes[i])
+    return lax.broadcast_in_dim(lax.transpose(w, tuple(order)), shape, tuple(sorted(axes)))
+
+
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
             keepdims: bool = False) -> Any:
     """Weighted average over the given axes (``returned`` also gives the sum of weights).
@@ -525,14 +549,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     a = lax.convert_element_type(a, dt)
     w = lax.convert_element_type(w, dt)
     axes = canonicalize_axes("average", axis, a.ndim)
-    if w.shape != a.shape:
-        if axis is None:
-            raise ValueError("average: axis must be specified when shapes of a and weights "
-                             "differ.")
-        if len(axes) != 1 or w.shape != (a.shape[axes[0]],):
-            raise ValueError(f"average: weights of shape {w.shape} must have the shape of a "
-                             f"{a.shape} or be 1-D with the length of the axis")
-        w = lax.broadcast_in_dim(w, a.shape, axes)
+    w = _weights_like("average", w, a.shape, axis, axes)
     wsum = lax.reduce_sum(w, axes)
     avg = lax.div(lax.reduce_sum(lax.mul(a, w), axes), wsum)
     if keepdims:
@@ -744,25 +761,6 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile_weights(fn: str, w: Any, a: Any, axis: Any, axes: tuple[int, ...],
-                      method: str, dt: np.dtype) -> Any:
-    """``weights`` (of a's shape, or the shape of the reduced axes) broadcast to a's shape."""
-    if method != "inverted_cdf":
-        raise NotImplementedError(f"{fn}: method {method!r} does not support weights; only "
-                                  "'inverted_cdf' does")
-    w = lax.convert_element_type(w, dt, False)
-    if w.shape == a.shape:
-        return w
-    if axis is None:
-        raise ValueError(f"{fn}: weights must have the shape of a {a.shape} when axis is "
-                         f"None, got {w.shape}")
-    if w.shape != tuple(a.shape[i] for i in axes):
-        raise ValueError(f"{fn}: weights of shape {w.shape} must have the shape of a "
-                         f"{a.shape} or of its reduced axes "
-                         f"{tuple(a.shape[i] for i in axes)}")
-    return lax.broadcast_in_dim(w, a.shape, axes)
-
-
 def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = False,
               weights: Any = None):
     a = _arg(fn, a)
@@ -790,7 +788,10 @@ def _quantile(fn: str, a, q, axis, method, keepdims, scale: float, nan: bool = F
     shape = a.shape
     axes = canonicalize_axes(fn, axis, a.ndim)
     if w is not None:
-        w = _quantile_weights(fn, w, a, axis, axes, method, dt)
+        if method != "inverted_cdf":
+            raise NotImplementedError(f"{fn}: method {method!r} does not support weights; "
+                                      "only 'inverted_cdf' does")
+        w = _weights_like(fn, lax.convert_element_type(w, dt, False), shape, axis, axes)
     keep = [i for i in range(a.ndim) if i not in axes]
     batch = tuple(shape[i] for i in keep)
     n = _count(shape, axes)
