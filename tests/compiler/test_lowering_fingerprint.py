@@ -9,7 +9,10 @@ import ember.numpy as jnp
 from ember import core, lax
 from ember.compiler.lower import INLINE_CONST_LIMIT, lower_closed_jaxpr
 from ember.compiler.lowering_fingerprint import lowering_fingerprint
+from ember.lax.callback import debug_callback_p, io_callback_p, pure_callback_p
 from tests.op_records import ALL_RECORDS, make_args
+
+CALLBACKS = (pure_callback_p, io_callback_p, debug_callback_p)
 
 
 def fingerprint(fn, *args, name="jit_f"):
@@ -23,6 +26,9 @@ def test_every_op_record_has_a_stable_fingerprint_naming_one_module():
             args = [jnp.asarray(a) for a in make_args(rec, dtype, rec.shapes[-1])]
             closed = ember.make_jaxpr(rec.fn)(*args)
             fp = lowering_fingerprint(closed, "jit_f")
+            if any(e.primitive in CALLBACKS for e in closed.eqns):
+                assert fp is None, rec.name  # (a Python function: nothing to vouch for)
+                continue
             assert fp is not None, rec.name
             assert lowering_fingerprint(ember.make_jaxpr(rec.fn)(*args), "jit_f") == fp
             text = lower_closed_jaxpr(closed, name="jit_f").module.to_text()
