@@ -9,7 +9,8 @@ versions, the CPU and its features, this code generator's version and the optimi
 
 Warm path: after a compile, the object code is also linked into a shared library (in a
 background thread, off the critical path; ``native_lib``) and stored in the disk cache with the
-program's run plan, under the *native key* (the optimized HLO text, ember's, NumPy's and
+program's run plan (a tiered program's optimized code is compiled once, for that library, which
+the process then runs too), under the *native key* (the optimized HLO text, ember's, NumPy's and
 llvmlite's versions, the CPU and its features, this code generator's version and a stamp of
 the code generator's source files). A later process that finds it loads the library with
 ``dlopen`` and runs: no program building, no LLVM, no llvmlite import. Without a working linker
@@ -488,11 +489,17 @@ class CpuBackend:
 
         def work():
             try:
-                lib = self._load_object(okey, ir_text, opt_level)
+                # One optimizing compile: into the shared library that the disk cache stores,
+                # loaded here too; MCJIT only where no library can be made.
+                lib = self._build_native(nkey, plan, ir_text, opt_level)
+                if lib is None:
+                    lib = self._load_object(okey, ir_text, opt_level)
+                else:
+                    with self._lock:
+                        self.stats["compiled"] += 1
                 with self._lock:
                     self._programs.setdefault(nkey, (plan, lib))
                 future.set_result((plan, lib))
-                self._store_native_later(nkey, plan, ir_text, opt_level)
             except BaseException as e:  # the waiting executable reports it
                 future.set_exception(e)
             finally:
@@ -552,35 +559,43 @@ class CpuBackend:
 
     def _store_native_later(self, nkey: str, plan: RunPlan, ir_text: str,
                             opt_level: int) -> None:
-        """Compiles ``ir_text`` for a shared library, links it and stores it with ``plan``
-        under ``nkey``, in a background thread (not a daemon: the process waits for it at
-        exit, so the entry gets written). MCJIT's objects use another code model, so they
-        are not reused for the library (see ``llvm_support._target_machine``)."""
+        """``_build_native`` in a background thread (not a daemon: the process waits for it
+        at exit, so the entry gets written), for a program this process runs on MCJIT code.
+        MCJIT's objects use another code model, so they are not reused for the library (see
+        ``llvm_support._target_machine``)."""
+        if object_cache.get_object_cache() is not None and _shared_libraries_enabled():
+            self._start_background(lambda: self._build_native(nkey, plan, ir_text, opt_level),
+                                   nkey)
+
+    def _build_native(self, nkey: str, plan: RunPlan, ir_text: str, opt_level: int):
+        """Compiles ``ir_text`` for a shared library, links it, stores it with ``plan`` under
+        ``nkey`` and returns it loaded; None without a disk cache or shared libraries, while
+        another thread builds it, or when a step fails (logged at debug level)."""
         cache = object_cache.get_object_cache()
         if cache is None or not _shared_libraries_enabled():
-            return
+            return None
         with self._lock:
             if nkey in self._linking:
-                return
+                return None
             self._linking.add(nkey)
-
-        def work():
-            try:
-                so = native_lib.build_library(ir_text, opt_level, cache.directory)
-                if so is None:
-                    return
-                payload = executable_dumps({"format": NATIVE_FORMAT, "opt_level": opt_level,
-                                            "plan": plan, "so": so})
-                cache.store(nkey, payload)
-                with self._lock:
-                    self.stats["linked"] += 1
-            except Exception as e:  # noqa: BLE001 - the cache is an optimization
-                _log.debug("cpu backend: cannot store native library %s: %s", nkey, e)
-            finally:
-                with self._lock:
-                    self._linking.discard(nkey)
-
-        self._start_background(work, nkey)
+        try:
+            so = native_lib.build_library(ir_text, opt_level, cache.directory)
+            if so is None:
+                return None
+            lib = native_lib.NativeLibrary(so, cache.directory)
+            _check_symbols(plan, lib)
+            payload = executable_dumps({"format": NATIVE_FORMAT, "opt_level": opt_level,
+                                        "plan": plan, "so": so})
+            cache.store(nkey, payload)
+            with self._lock:
+                self.stats["linked"] += 1
+            return lib
+        except Exception as e:  # noqa: BLE001 - the cache is an optimization
+            _log.debug("cpu backend: cannot store native library %s: %s", nkey, e)
+            return None
+        finally:
+            with self._lock:
+                self._linking.discard(nkey)
 
     def wait_for_background(self) -> None:
         """Waits until the background work (optimized compiles, links, cache entries) has

@@ -107,10 +107,11 @@ def test_damaged_library_is_rebuilt_never_loaded(tmp_path, damage):
         open(path, "wb").write(data)
     again = run_process(tmp_path)
     check_values(again)
-    # The object code entries are intact: MCJIT loads them, nothing is compiled, and the
-    # libraries are linked again.
-    assert again["stats"]["native_hits"] == 0 and again["stats"]["compiled"] == 0
-    assert again["stats"]["disk_hits"] == 2 and again["stats"]["linked"] == 2
+    # The small program's object code entry is intact: MCJIT loads it. The tiered program
+    # kept no object code (its one optimizing compile made the library), so it is compiled
+    # again. Both libraries are linked again.
+    assert again["stats"]["native_hits"] == 0 and again["stats"]["compiled"] == 1
+    assert again["stats"]["disk_hits"] == 1 and again["stats"]["linked"] == 2
     third = run_process(tmp_path)
     assert third["stats"]["native_hits"] == 2 and not third["llvmlite"]
     check_values(third)
@@ -128,7 +129,7 @@ def test_unloadable_library_with_a_valid_checksum_is_discarded(tmp_path):
             f.write(object_cache.encode_entry(key, pickle.dumps(entry)))
     again = run_process(tmp_path)
     check_values(again)
-    assert again["stats"]["native_hits"] == 0 and again["stats"]["compiled"] == 0
+    assert again["stats"]["native_hits"] == 0 and again["stats"]["compiled"] == 1
     assert run_process(tmp_path)["stats"]["native_hits"] == 2
 
 

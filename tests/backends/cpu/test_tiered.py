@@ -351,3 +351,28 @@ def test_single_call_runner_is_generated_by_the_second_run(monkeypatch):
     assert loaded._exact_run == exe._runner
     for _ in range(3):
         np.testing.assert_allclose(f(x.reshape(1, 16)), want, rtol=2e-5)
+
+
+@pytest.mark.skipif(not cpu.native_lib.available() or cpu.native_lib.linker() is None,
+                    reason="needs Linux memfd_create and a C compiler driver")
+def test_one_optimizing_compile_makes_both_the_running_and_the_cached_code(cache_dir,
+                                                                        monkeypatch):
+    """With shared libraries on, the optimized tier is compiled once, for the library: the
+    process runs the library it stores (no second, MCJIT compile of the same IR)."""
+    from ember.backends.cpu import llvm_support
+    monkeypatch.setenv(cpu.SHARED_LIBRARIES_VAR, "1")
+    compiles = []
+    real = llvm_support.compile_ir
+
+    def counting(ir_text, *args, **kwargs):
+        compiles.append((kwargs.get("opt_level"), kwargs.get("shared_library", False)))
+        return real(ir_text, *args, **kwargs)
+    monkeypatch.setattr(llvm_support, "compile_ir", counting)
+    f, c = fresh_function()
+    for _ in range(3):
+        np.testing.assert_allclose(f(X), reference(X, c), rtol=2e-5)
+    get_backend("cpu").wait_for_background()
+    exe = cpu_executable(f)
+    assert exe.program.entry_name.startswith("m") and exe._tier is None
+    assert isinstance(exe._lib, cpu.native_lib.NativeLibrary)
+    assert [k for k in compiles if k[0] == 3] == [(3, True)]
