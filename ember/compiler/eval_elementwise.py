@@ -189,7 +189,41 @@ def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x / y``; integers truncate toward zero and give -1 when dividing by zero."""
     if dtypes.is_integer(x.dtype):
         return _int_divide(x, y)
+    if dtypes.is_complex(x.dtype):
+        return _complex_divide(x, y)
     return np.asarray(np.true_divide(x, y)).astype(x.dtype, copy=False)
+
+
+def _complex_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """XLA's complex ``x / y``: Smith's method (dividing through by the divisor's larger
+    part), and where that gives NaN in both parts, C99's limits: a zero divisor gives
+    ``inf * x`` (signed as ``y.re``), an infinite numerator over a finite divisor an infinite
+    quotient, a finite numerator over an infinite divisor a zero one."""
+    x, y = np.broadcast_arrays(x, y)
+    a, b, c, d = x.real, x.imag, y.real, y.imag
+    by_im = np.abs(c) < np.abs(d)  # (False where NaN: the second formula)
+    ratio = np.where(by_im, c / d, d / c)
+    denom = np.where(by_im, d + c * ratio, c + d * ratio)
+    re = np.where(by_im, a * ratio + b, b * ratio + a) / denom
+    im = np.where(by_im, b * ratio - a, b - a * ratio) / denom
+    nan = np.isnan(re) & np.isnan(im)
+    if nan.any():
+        one, zero, inf = (np.asarray(v, a.dtype) for v in (1, 0, np.inf))
+        finite_y = np.isfinite(c) & np.isfinite(d)
+        finite_x = np.isfinite(a) & np.isfinite(b)
+        zero_y = (c == 0) & (d == 0) & ~(np.isnan(a) & np.isnan(b))
+        big = np.copysign(inf, c)
+        inf_x = (np.isinf(a) | np.isinf(b)) & finite_y
+        sa, sb = (np.copysign(np.where(np.isinf(v), one, zero), v) for v in (a, b))
+        inf_y = (np.isinf(c) | np.isinf(d)) & finite_x
+        sc, sd = (np.copysign(np.where(np.isinf(v), one, zero), v) for v in (c, d))
+        re = np.where(nan, np.select([zero_y, inf_x, inf_y], [
+            big * a, inf * (sa * c + sb * d), zero * (a * sc + b * sd)], re), re)
+        im = np.where(nan, np.select([zero_y, inf_x, inf_y], [
+            big * b, inf * (sb * c - sa * d), zero * (b * sc - a * sd)], im), im)
+    out = np.empty(x.shape, x.dtype)
+    out.real, out.imag = re, im
+    return out
 
 
 @quiet
@@ -633,10 +667,18 @@ _UNARY: dict[str, Callable] = {
 
 def _signed_zero_extreme(ufunc: np.ufunc) -> Callable:
     """``np.maximum``/``np.minimum`` with XLA's order of zeros, -0 below +0 (NumPy returns
-    either zero of a tie, by position). NaN propagates in both."""
+    either zero of a tie, by position). NaN propagates in both. Complex values compare as
+    JAX lowers them: by real parts, by imaginary parts where the real parts are equal, and
+    ``y`` where that comparison is false (so NaN parts do not propagate)."""
     is_max = ufunc is np.maximum
+    greater = np.greater if is_max else np.less
 
     def extreme(x, y):
+        if np.result_type(x, y).kind == "c":
+            x, y = np.asarray(x), np.asarray(y)
+            pick_x = np.where(x.real == y.real, greater(x.imag, y.imag),
+                              greater(x.real, y.real))
+            return np.where(pick_x, x, y)
         out = ufunc(x, y)
         dt = out.dtype
         if dt.kind != "f" and dt != dtypes.bfloat16:

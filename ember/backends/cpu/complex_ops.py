@@ -437,24 +437,37 @@ def binary(b: ir.IRBuilder, opcode: str, x, y, dt, out_dt, attrs: dict, y_dt=Non
 
 
 def _divide(b: ir.IRBuilder, x: Complex, y: Complex) -> Complex:
-    """``x / y`` by Smith's method, as NumPy computes it: the ratio of the divisor's smaller
-    part to its larger keeps the intermediate values in range; a zero divisor divides each
-    part by zero (an infinite or NaN result)."""
+    """``x / y`` as XLA computes it (the evaluator's ``_complex_divide``): Smith's method,
+    dividing through by the divisor's larger part, and where both parts come out NaN, C99's
+    limits: a zero divisor gives ``inf * x`` (signed as ``y.re``), an infinite numerator over
+    a finite divisor an infinite quotient, a finite numerator over an infinite divisor 0."""
     ty = x.re.type
-    one, zero = ir.Constant(ty, 1.0), ir.Constant(ty, 0.0)
-    abs_re, abs_im = S.fintr(b, "fabs", y.re), S.fintr(b, "fabs", y.im)
-    # |y.re| >= |y.im|: divide through by y.re.
-    rat = b.fdiv(y.im, y.re)
-    scl = b.fdiv(one, b.fadd(y.re, b.fmul(y.im, rat)))
-    by_re = Complex(b.fmul(b.fadd(x.re, b.fmul(x.im, rat)), scl),
-                    b.fmul(b.fsub(x.im, b.fmul(x.re, rat)), scl))
-    # Otherwise: divide through by y.im.
-    rat = b.fdiv(y.re, y.im)
-    scl = b.fdiv(one, b.fadd(y.im, b.fmul(y.re, rat)))
-    by_im = Complex(b.fmul(b.fadd(b.fmul(x.re, rat), x.im), scl),
-                    b.fmul(b.fsub(b.fmul(x.im, rat), x.re), scl))
-    by_zero = Complex(b.fdiv(x.re, abs_re), b.fdiv(x.im, abs_re))
-    both_zero = b.and_(b.fcmp_ordered("==", abs_re, zero), b.fcmp_ordered("==", abs_im, zero))
-    # (NaN parts compare false here, as NumPy's ``>=``: the second branch.)
-    re_larger = b.fcmp_ordered(">=", abs_re, abs_im)
-    return select(b, re_larger, select(b, both_zero, by_zero, by_re), by_im)
+    one, zero, inf = (ir.Constant(ty, v) for v in (1.0, 0.0, float("inf")))
+    fabs = lambda v: S.fintr(b, "fabs", v)  # noqa: E731
+    a, bi, c, d = x.re, x.im, y.re, y.im
+    by_im = b.fcmp_ordered("<", fabs(c), fabs(d))  # (false where NaN: the second formula)
+    ratio = b.select(by_im, b.fdiv(c, d), b.fdiv(d, c))
+    denom = b.select(by_im, b.fadd(d, b.fmul(c, ratio)), b.fadd(c, b.fmul(d, ratio)))
+    re = b.fdiv(b.select(by_im, b.fadd(b.fmul(a, ratio), bi), b.fadd(b.fmul(bi, ratio), a)),
+                denom)
+    im = b.fdiv(b.select(by_im, b.fsub(b.fmul(bi, ratio), a), b.fsub(bi, b.fmul(a, ratio))),
+                denom)
+    is_inf = lambda v: b.fcmp_ordered("==", fabs(v), inf)  # noqa: E731
+    finite = lambda v, w: b.and_(b.fcmp_ordered("<", fabs(v), inf),  # noqa: E731
+                                 b.fcmp_ordered("<", fabs(w), inf))
+    unit = lambda v: S.fintr(b, "copysign", b.select(is_inf(v), one, zero), v)  # noqa: E731
+    zero_y = b.and_(b.and_(b.fcmp_ordered("==", c, zero), b.fcmp_ordered("==", d, zero)),
+                    b.or_(b.fcmp_ordered("ord", a, a), b.fcmp_ordered("ord", bi, bi)))
+    big = S.fintr(b, "copysign", inf, c)
+    inf_x = b.and_(b.or_(is_inf(a), is_inf(bi)), finite(c, d))
+    sa, sb = unit(a), unit(bi)
+    inf_y = b.and_(b.or_(is_inf(c), is_inf(d)), finite(a, bi))
+    sc, sd = unit(c), unit(d)
+    limit = select(b, zero_y, Complex(b.fmul(big, a), b.fmul(big, bi)), select(
+        b, inf_x, Complex(b.fmul(inf, b.fadd(b.fmul(sa, c), b.fmul(sb, d))),
+                          b.fmul(inf, b.fsub(b.fmul(sb, c), b.fmul(sa, d)))),
+        select(b, inf_y, Complex(b.fmul(zero, b.fadd(b.fmul(a, sc), b.fmul(bi, sd))),
+                                 b.fmul(zero, b.fsub(b.fmul(bi, sc), b.fmul(a, sd)))),
+               Complex(re, im))))
+    both_nan = b.and_(b.fcmp_unordered("uno", re, re), b.fcmp_unordered("uno", im, im))
+    return select(b, both_nan, limit, Complex(re, im))

@@ -1,0 +1,67 @@
+"""Complex special values as JAX (XLA) computes them, eager and under jit.
+
+Expected values were computed with JAX 0.10.2 (XLA's formulas, not C99's) and are written
+here as literals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+
+inf, nan = np.inf, np.nan
+
+
+def _both(fn, *args):
+    """``fn`` eager and under jit, as NumPy arrays."""
+    args = [jnp.asarray(a) for a in args]
+    return np.asarray(fn(*args)), np.asarray(ember.jit(fn)(*args))
+
+
+def _assert_same(got, want):
+    """Equal values, NaNs in the same places and zeros of the same sign."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        ok = ~np.isnan(w)
+        np.testing.assert_allclose(g[ok], w[ok], rtol=1e-6)
+        np.testing.assert_array_equal(np.signbit(g[ok & (w == 0)]), np.signbit(w[ok & (w == 0)]))
+
+
+@pytest.mark.parametrize("fn, want", [
+    (jnp.maximum, [0j, complex(1, 1), complex(1, 2), complex(2, -0.0), 0j]),
+    (jnp.minimum, [complex(-1, nan), complex(1, 1), complex(1, 1), complex(2, -0.0), 0j]),
+])
+def test_maximum_minimum_compare_parts_without_propagating_nan(fn, want):
+    x = np.array([0, complex(1, nan), complex(1, 2), complex(nan, 0), -0.0 + 0j], np.complex64)
+    y = np.array([complex(-1, nan), complex(1, 1), complex(1, 1), complex(2, -0.0), 0j],
+                 np.complex64)
+    for got in _both(fn, x, y):
+        _assert_same(got, np.array(want, np.complex64))
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_divide_special_values(dt):
+    x = np.array([0, 0, 1, complex(1, nan), complex(-1, 0), complex(inf, 1), complex(inf, inf),
+                  complex(2, 3)], dt)
+    y = np.array([complex(inf, inf), complex(-inf, nan), complex(-0.0, 0), complex(-0.0, 0),
+                  complex(0, 0), complex(1, 1), complex(1, 0), complex(nan, inf)], dt)
+    want = np.array([0j, complex(0, -0.0), complex(-inf, nan), complex(-inf, nan),
+                     complex(-inf, nan), complex(inf, -inf), complex(inf, inf),
+                     complex(0, -0.0)], dt)
+    with _x64():
+        for got in _both(lambda a, b: a / b, x, y):
+            _assert_same(got, want)
+
+
+class _x64:
+    def __enter__(self):
+        self.old = ember.config.jax_enable_x64
+        ember.config.update("jax_enable_x64", True)
+
+    def __exit__(self, *exc):
+        ember.config.update("jax_enable_x64", self.old)
