@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.lax.callback import debug_callback_p, flatten_callback
+from ember.lax.callback import bind_debug_callback, flatten_callback
 
 __all__ = ["callback", "print"]
 
@@ -48,8 +48,8 @@ def callback(callback: Callable[..., None] | None = None, *args: Any, ordered: b
     """
     def stage(fn: Callable[..., None], *c_args: Any, **c_kwargs: Any) -> None:
         flat, dynamic = flatten_callback(fn, c_args, c_kwargs, "debug.callback")
-        debug_callback_p.bind(*dynamic, callback=flat, ordered=bool(ordered),
-                              partitioned=bool(partitioned))
+        bind_debug_callback(dynamic, callback=flat, ordered=bool(ordered),
+                            partitioned=bool(partitioned))
 
     if callback is not None:
         stage(callback, *args, **kwargs)
@@ -138,8 +138,8 @@ def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A0
         has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
         printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
         flat, dynamic = flatten_callback(printer, c_args, c_kwargs, "debug.print")
-        debug_callback_p.bind(*dynamic, callback=flat, ordered=bool(ordered),
-                              partitioned=bool(partitioned))
+        bind_debug_callback(dynamic, callback=flat, ordered=bool(ordered),
+                            partitioned=bool(partitioned))
 
     if fmt is not None:
         stage(fmt, *args, **kwargs)

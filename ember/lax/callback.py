@@ -106,7 +106,8 @@ def result_avals(result_shape_dtypes: Any, name: str) -> tuple[list, Any]:
         if dtypes.canonicalize_dtype(dtype) != dtype:
             raise ValueError(f"{name}: result_shape_dtypes cannot specify 64-bit types when "
                              "`jax_enable_x64` is disabled")
-        avals.append(core.ShapedArray(tuple(leaf.shape), dtype))
+        shape = base.check_shape(name, "result_shape_dtypes", leaf.shape)
+        avals.append(core.ShapedArray(shape, dtype))
     return avals, tree
 
 
@@ -123,7 +124,11 @@ def _checked_results(results: Sequence[Any], avals: Sequence[core.ShapedArray], 
     out = []
     for i, (value, aval) in enumerate(zip(results, avals)):
         value = np.asarray(value)
-        if dtypes.canonicalize_dtype(value.dtype) != aval.dtype:
+        try:
+            dtype = dtypes.canonicalize_dtype(value.dtype)
+        except TypeError:  # (strings, objects: reported as a wrong dtype)
+            dtype = value.dtype
+        if dtype != aval.dtype:
             raise JaxRuntimeError(f"{name}: result {i} has dtype {value.dtype}, "
                                f"result_shape_dtypes declares {aval.dtype}")
         if value.shape != aval.shape:
@@ -170,26 +175,32 @@ class HostCall:
 
 class Sequential:
     """``callback`` run once per batch element (batched operands are mapped along axis 0,
-    others passed whole); results stacked along axis 0. How vmap runs a callback that cannot
-    see a batch: the loop runs on the host, inside one call."""
+    others passed whole); results (of types ``avals``, one element's) stacked along axis 0.
+    How vmap runs a callback that cannot see a batch: the loop runs on the host, inside one
+    call. A batch of size 0 never calls it, as in JAX."""
 
-    __slots__ = ("callback", "batched", "size")
+    __slots__ = ("callback", "batched", "size", "avals")
 
-    def __init__(self, callback: Callable, batched: Sequence[bool], size: int):
+    def __init__(self, callback: Callable, batched: Sequence[bool], size: int,
+                 avals: Sequence[core.ShapedArray] = ()):
         self.callback, self.batched, self.size = callback, tuple(batched), size
+        self.avals = tuple(avals)
 
     def __call__(self, *values: Any) -> list:
         rows = [self.callback(*[v[i] if b else v for v, b in zip(values, self.batched)])
                 for i in range(self.size)]
-        return [np.stack([np.asarray(r[k]) for r in rows]) for k in range(len(rows[0]))] \
-            if rows and rows[0] else []
+        if not rows:
+            return [np.zeros((0, *a.shape), a.dtype) for a in self.avals]
+        return [np.stack([np.asarray(r[k]) for r in rows]) for k in range(len(rows[0]))]
+
+    def _key(self) -> tuple:
+        return (self.callback, self.batched, self.size, self.avals)
 
     def __eq__(self, other: Any) -> bool:
-        return (type(other) is Sequential and other.callback == self.callback
-                and other.batched == self.batched and other.size == self.size)
+        return type(other) is Sequential and other._key() == self._key()
 
     def __hash__(self) -> int:
-        return hash((self.callback, self.batched, self.size))
+        return hash(self._key())
 
 
 def _lower_host_call(ctx, operands, call: Callable, side_effect: bool) -> list:
@@ -217,6 +228,8 @@ pure_callback_p = core.MultipleResultsPrimitive("pure_callback")
 
 @pure_callback_p.def_impl
 def _pure_callback_impl(*values, callback, result_avals, vmap_method):
+    if not result_avals:  # (nothing to compute: never called, as in JAX)
+        return []
     return HostCall(callback, result_avals, "pure_callback")(*values)
 
 
@@ -248,7 +261,7 @@ def _pure_callback_batch(vals, dims, *, callback, result_avals, vmap_method):
     moved, batched, size = _mapped_to_front(vals, dims)
     out_avals = _batched(result_avals, size)
     if vmap_method in ("sequential", "sequential_unrolled"):
-        callback = Sequential(callback, batched, size)
+        callback = Sequential(callback, batched, size, result_avals)
     elif vmap_method in ("expand_dims", "broadcast_all"):
         lead = size if vmap_method == "broadcast_all" else 1
         moved = [v if b else broadcast(v, (lead,)) for v, b in zip(moved, batched)]
@@ -299,7 +312,7 @@ def _io_callback_batch(vals, dims, *, callback, result_avals, ordered):
     if ordered:
         raise ValueError("Cannot `vmap` ordered IO callback.")
     moved, batched, size = _mapped_to_front(vals, dims)
-    outs = io_callback_p.bind(*moved, callback=Sequential(callback, batched, size),
+    outs = io_callback_p.bind(*moved, callback=Sequential(callback, batched, size, result_avals),
                               result_avals=_batched(result_avals, size), ordered=False)
     return outs, [0] * len(outs)
 
@@ -359,8 +372,20 @@ def _debug_callback_transpose(cts, *args, **params):
 @debug_callback_p.def_batching
 def _debug_callback_batch(vals, dims, *, callback, **params):
     moved, batched, size = _mapped_to_front(vals, dims)
-    return debug_callback_p.bind(*moved, callback=Sequential(callback, batched, size),
-                                 **params), []
+    return bind_debug_callback(moved, callback=Sequential(callback, batched, size),
+                               **params), []
+
+
+def bind_debug_callback(args: Sequence[Any], *, callback: Callable, ordered: bool,
+                        partitioned: bool) -> list:
+    """Stages a ``debug_callback`` of ``args``; eagerly, calls ``callback`` at once with the
+    arrays as given, weak types included, as JAX does (its impl would see NumPy values)."""
+    if isinstance(core.current_trace(), core.EvalTrace) and \
+            not any(isinstance(a, core.Tracer) for a in args):
+        HostCall(_Discarding(callback), (), "debug_callback", wrap_errors=False)(*args)
+        return []
+    return debug_callback_p.bind(*args, callback=callback, ordered=ordered,
+                                 partitioned=partitioned)
 
 
 # --------------------------------------------------------------------------- API
@@ -447,5 +472,5 @@ def _flatten_all(callback, args, kwargs, name) -> tuple[FlatCallback, list]:
     return FlatCallback(callback, in_tree), leaves
 
 
-__all__ = ["debug_callback_p", "io_callback", "io_callback_p", "pure_callback",
-           "pure_callback_p"]
+__all__ = ["bind_debug_callback", "debug_callback_p", "io_callback", "io_callback_p",
+           "pure_callback", "pure_callback_p"]
