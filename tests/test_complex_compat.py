@@ -65,3 +65,17 @@ class _x64:
 
     def __exit__(self, *exc):
         ember.config.update("jax_enable_x64", self.old)
+
+
+@pytest.mark.parametrize("fn, want", [
+    (jnp.sqrt, [1j, complex(0, inf), complex(nan, nan), complex(nan, nan), complex(1, -0.0)]),
+    (jnp.log, [complex(0, -np.pi), complex(inf, -np.pi), complex(nan, nan), complex(nan, nan),
+               complex(0, -0.0)]),
+    (jnp.abs, [1, inf, nan, nan, 1]),
+])
+def test_sqrt_log_abs_special_values(fn, want):
+    x = np.array([complex(-1, -0.0), complex(-inf, -0.0), complex(inf, nan), complex(nan, -inf),
+                  complex(1, -0.0)], np.complex64)
+    want = np.array(want, np.float32 if fn is jnp.abs else np.complex64)
+    for got in _both(fn, x):
+        _assert_same(got, want)

@@ -268,6 +268,34 @@ def sign(x: np.ndarray) -> np.ndarray:
     return np.sign(x)
 
 
+def absolute(x: np.ndarray) -> np.ndarray:
+    """``|x|``; complex as XLA: NaN when either part is NaN (C's ``hypot`` gives inf for an
+    infinite part beside a NaN)."""
+    out = np.abs(x)
+    if dtypes.is_complex(x.dtype):
+        out = np.where(np.isnan(x.real) | np.isnan(x.imag), np.nan, out).astype(out.dtype)
+    return out
+
+
+def log(x: np.ndarray) -> np.ndarray:
+    """``log(x)``; complex with a NaN real part where either part is NaN (XLA's ``log|x|``)."""
+    out = np.log(x)
+    if dtypes.is_complex(x.dtype):
+        out.real = np.where(np.isnan(x.real) | np.isnan(x.imag), np.nan, out.real)
+    return out
+
+
+def sqrt(x: np.ndarray) -> np.ndarray:
+    """``sqrt(x)``; complex as XLA: the imaginary part's sign from ``x.imag < 0`` left of the
+    axis (``sqrt(-1 - 0j)`` is ``1j``; C99's is ``-1j``), and ``nan + nan j`` where either
+    part is NaN (C99 keeps an infinite part)."""
+    if not dtypes.is_complex(x.dtype):
+        return np.sqrt(x)
+    out = np.sqrt(np.where((x.imag == 0) & (x.real < 0), x.real + 0j, x).astype(x.dtype))
+    return np.where(np.isnan(x.real) | np.isnan(x.imag), np.nan + 0j * np.nan, out).astype(
+        x.dtype)
+
+
 def round_afz(x: np.ndarray) -> np.ndarray:
     """Rounds half away from zero (C's ``round``)."""
     t = np.trunc(x)
@@ -646,12 +674,12 @@ def _as(inst: Instruction, value: Any) -> np.ndarray:
 
 
 _UNARY: dict[str, Callable] = {
-    "abs": quiet(np.abs), "negate": quiet(np.negative), "sign": sign,
+    "abs": quiet(absolute), "negate": quiet(np.negative), "sign": sign,
     "floor": float_math(np.floor), "ceil": float_math(np.ceil),
     "round_nearest_even": float_math(np.rint), "round_nearest_afz": float_math(round_afz),
-    "sqrt": float_math(np.sqrt), "rsqrt": float_math(lambda x: 1 / np.sqrt(x)),
+    "sqrt": float_math(sqrt), "rsqrt": float_math(lambda x: 1 / np.sqrt(x)),
     "cbrt": float_math(np.cbrt), "exponential": float_math(np.exp),
-    "exponential_minus_one": float_math(expm1), "log": float_math(np.log),
+    "exponential_minus_one": float_math(expm1), "log": float_math(log),
     "log_plus_one": float_math(log1p), "logistic": float_math(logistic),
     "tanh": float_math(np.tanh), "sine": float_math(np.sin), "cosine": float_math(np.cos),
     "tan": float_math(np.tan), "asin": float_math(np.arcsin), "acos": float_math(np.arccos),

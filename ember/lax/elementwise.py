@@ -165,9 +165,9 @@ def round(x: Any, rounding_method: int | RoundingMethod = RoundingMethod.AWAY_FR
 exp_p = unop("exp", _math(np.exp))
 exp2_p = unop("exp2", _math(np.exp2))
 expm1_p = unop("expm1", _math(K.expm1))
-log_p = unop("log", _math(np.log))
+log_p = unop("log", _math(K.log))
 log1p_p = unop("log1p", _math(K.log1p))
-sqrt_p = unop("sqrt", _math(np.sqrt))
+sqrt_p = unop("sqrt", _math(K.sqrt))
 rsqrt_p = unop("rsqrt", _math(lambda x: 1 / np.sqrt(x)))
 cbrt_p = unop("cbrt", _math(np.cbrt), float_dtypes)
 logistic_p = unop("logistic", _math(K.logistic))
@@ -198,7 +198,7 @@ def _abs_dtype(x, **_):
         x.dtype, x.dtype)
 
 
-abs_p = standard_primitive("abs", _errstate(np.abs), _unary_shape, _abs_dtype)
+abs_p = standard_primitive("abs", _errstate(K.absolute), _unary_shape, _abs_dtype)
 abs = _unary(abs_p)  # noqa: A001
 
 

@@ -178,10 +178,11 @@ def _power_of_two_scale(b: ir.IRBuilder, big: ir.Value) -> ir.Value:
 
 
 def magnitude(b: ir.IRBuilder, x: Complex) -> ir.Value:
-    """``|x|`` as C's ``hypot``: no overflow or underflow in between, and infinite when either
-    part is, even with a NaN in the other. float32 parts are summed in float64 (exact
-    squares, one rounding at the end); float64 parts are scaled by a power of two (exact)
-    into a range where their squares neither overflow nor underflow."""
+    """``|x|`` as XLA computes it: no overflow or underflow in between, infinite when either
+    part is, NaN when either part is NaN (C's ``hypot``: inf for inf and NaN). float32 parts
+    are summed in float64 (exact squares, one rounding at the end); float64 parts are scaled
+    by a power of two (exact) into a range where their squares neither overflow nor
+    underflow."""
     ty = x.re.type
     re, im = S.fintr(b, "fabs", x.re), S.fintr(b, "fabs", x.im)
     if ty == S.F32:
@@ -192,9 +193,7 @@ def magnitude(b: ir.IRBuilder, x: Complex) -> ir.Value:
         sre, sim = b.fmul(re, scale), b.fmul(im, scale)
         root = S.fintr(b, "sqrt", b.fadd(b.fmul(sre, sre), b.fmul(sim, sim)))
         r = b.fdiv(root, scale)
-    inf = ir.Constant(ty, float("inf"))
-    either_inf = b.or_(b.fcmp_ordered("==", re, inf), b.fcmp_ordered("==", im, inf))
-    return b.select(either_inf, inf, r)
+    return r
 
 
 def _sign(b: ir.IRBuilder, x: Complex) -> Complex:
@@ -240,7 +239,7 @@ def _log(b: ir.IRBuilder, x: Complex) -> Complex:
     there it is ``log1p(big**2 - 1 + small**2) / 2`` with the squares and ``big**2 - 1`` split
     exactly into two doubles each (``fma``, a two-sum), so the argument keeps its relative
     accuracy (to ~1e-33 absolute, for points within ~1e-17 of the unit circle). Infinite
-    when either part is (even with a NaN in the other), ``-inf`` at 0, as C99's ``clog``."""
+    when either part is, NaN when either is NaN (as XLA), ``-inf`` at 0."""
     re, im = S.fintr(b, "fabs", x.re), S.fintr(b, "fabs", x.im)
     big, small = S.fintr(b, "maxnum", re, im), S.fintr(b, "minnum", re, im)
     ratio = b.fdiv(small, big)
@@ -259,9 +258,9 @@ def _log(b: ir.IRBuilder, x: Complex) -> Complex:
     mag = b.select(is_near, near, far)
     inf = _f64(float("inf"))
     mag = b.select(b.fcmp_ordered("==", big, _f64(0.0)), _f64(-float("inf")), mag)
-    mag = b.select(b.fcmp_unordered("uno", re, im), _f64(float("nan")), mag)
     mag = b.select(b.or_(b.fcmp_ordered("==", re, inf), b.fcmp_ordered("==", im, inf)),
                    inf, mag)
+    mag = b.select(b.fcmp_unordered("uno", re, im), _f64(float("nan")), mag)
     return Complex(mag, vecmath.emit_binary(b, "atan2", x.im, x.re))
 
 
@@ -283,10 +282,12 @@ def _sqrt(b: ir.IRBuilder, x: Complex) -> Complex:
     other = b.fdiv(b.fmul(im, scale_in), b.fmul(_f64(2.0), t))  # |im| / 2t
     t, other = b.fmul(t, scale_out), b.fmul(other, scale_out)
     negative = b.fcmp_ordered("<", x.re, _f64(0.0))
-    out = select(b, negative, Complex(other, S.fintr(b, "copysign", t, x.im)),
-                 Complex(t, S.fintr(b, "copysign", other, x.im)))
+    out = select(b, negative, Complex(other, b.select(
+        b.fcmp_ordered("<", x.im, _f64(0.0)), b.fneg(t), t)),
+        Complex(t, S.fintr(b, "copysign", other, x.im)))
     inf = _f64(float("inf"))
-    out = select(b, b.fcmp_ordered("==", im, inf), Complex(inf, x.im), out)
+    out = select(b, b.and_(b.fcmp_ordered("==", im, inf), b.fcmp_ordered("ord", re, re)),
+                 Complex(inf, x.im), out)
     is_zero = b.and_(b.fcmp_ordered("==", re, _f64(0.0)), b.fcmp_ordered("==", im, _f64(0.0)))
     return select(b, is_zero, Complex(_f64(0.0), x.im), out)
 
