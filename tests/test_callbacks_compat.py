@@ -114,3 +114,9 @@ def test_pure_callback_without_results_is_never_called():
     ember.jit(lambda x: ember.pure_callback(cb, (), x))(1.0)
     ember.vmap(lambda x: ember.pure_callback(cb, [], x, vmap_method="sequential"))(jnp.ones(2))
     assert calls == []
+
+
+def test_vmapped_callbacks_print_without_addresses_in_jaxprs():
+    text = str(ember.make_jaxpr(ember.vmap(
+        lambda x: ember.pure_callback(np.sin, F32, x, vmap_method="sequential")))(jnp.ones(2)))
+    assert "callback=sequential(size=2, sin)" in text and " at 0x" not in text

@@ -193,6 +193,9 @@ class Sequential:
             return [np.zeros((0, *a.shape), a.dtype) for a in self.avals]
         return [np.stack([np.asarray(r[k]) for r in rows]) for k in range(len(rows[0]))]
 
+    def __repr__(self) -> str:  # (as jaxprs print it)
+        return f"sequential(size={self.size}, {self.callback!r})"
+
     def _key(self) -> tuple:
         return (self.callback, self.batched, self.size, self.avals)
 
