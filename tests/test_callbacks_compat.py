@@ -120,3 +120,13 @@ def test_vmapped_callbacks_print_without_addresses_in_jaxprs():
     text = str(ember.make_jaxpr(ember.vmap(
         lambda x: ember.pure_callback(np.sin, F32, x, vmap_method="sequential")))(jnp.ones(2)))
     assert "callback=sequential(size=2, sin)" in text and " at 0x" not in text
+
+
+def test_eager_debug_callback_copies_a_callers_numpy_array():
+    a = np.arange(3.0, dtype=np.float32)
+    seen = []
+    ember.debug.callback(seen.append, a)
+    ember.vmap(lambda x, y: ember.debug.callback(seen.append, y), in_axes=(0, None))(
+        jnp.ones(2), a)
+    a[0] = 9.0  # (still writeable, and the callbacks' arrays do not see it)
+    assert [np.asarray(s).tolist() for s in seen] == [[0.0, 1.0, 2.0]] * 3

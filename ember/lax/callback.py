@@ -112,7 +112,10 @@ def result_avals(result_shape_dtypes: Any, name: str) -> tuple[list, Any]:
 
 
 def _as_arrays(values: Sequence[Any]) -> list:
-    return [core.concrete_array(np.asarray(v), core.get_aval(v)) for v in values]
+    # (A writeable NumPy array is copied: the read-only Array made of it must not freeze a
+    # caller's array, nor see later writes to it.)
+    return [core.concrete_array(np.array(v) if isinstance(v, np.ndarray) and v.flags.writeable
+                                else np.asarray(v), core.get_aval(v)) for v in values]
 
 
 def _checked_results(results: Sequence[Any], avals: Sequence[core.ShapedArray], name: str
