@@ -79,3 +79,34 @@ def test_sqrt_log_abs_special_values(fn, want):
     want = np.array(want, np.float32 if fn is jnp.abs else np.complex64)
     for got in _both(fn, x):
         _assert_same(got, want)
+
+
+
+_SPECIAL = np.array([complex(inf, inf), complex(-inf, nan), complex(inf, 0), complex(nan, 0),
+                     complex(0.5, inf), complex(0, nan), complex(inf, 1), complex(-inf, 1),
+                     complex(1, inf)])
+_NAN = complex(nan, nan)
+
+
+@pytest.mark.parametrize("fn, want", [
+    (jnp.exp, [_NAN, _NAN, complex(inf, 0), complex(nan, 0), _NAN, _NAN, complex(inf, inf), 0j,
+               _NAN]),
+    (jnp.exp2, [_NAN] * 9),
+    (jnp.sin, [_NAN, _NAN, _NAN, _NAN, complex(inf, inf), complex(0, nan), _NAN, _NAN,
+               complex(inf, inf)]),
+    (jnp.cos, [_NAN, _NAN, _NAN, _NAN, complex(inf, -inf), complex(nan, 0), _NAN, _NAN,
+               complex(inf, -inf)]),
+    (jnp.tan, [1j, _NAN, _NAN, _NAN, 1j, complex(0, nan), _NAN, _NAN, 1j]),
+    (jnp.sinh, [_NAN, _NAN, complex(inf, 0), complex(nan, 0), _NAN, _NAN, complex(inf, inf),
+                complex(-inf, inf), _NAN]),
+    (jnp.cosh, [_NAN, _NAN, complex(inf, 0), complex(nan, 0), _NAN, _NAN, complex(inf, inf),
+                complex(inf, -inf), _NAN]),
+    (jnp.tanh, [complex(1, 0), complex(-1, 0), complex(1, 0), complex(nan, 0), _NAN, _NAN,
+                complex(1, 0), complex(-1, 0), _NAN]),
+])
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_exp_and_trigonometric_special_values(fn, want, dt):
+    # XLA gives nan + nan j where C99 keeps a part (C99's sinh(0 + inf j) is 0 + nan j)
+    with _x64():
+        for got in _both(fn, _SPECIAL.astype(dt)):
+            _assert_same(got, np.array(want, dt))

@@ -349,6 +349,80 @@ def square(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _nan_where(mask: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out`` with ``nan + nan j`` where ``mask``."""
+    return np.where(mask, np.complex128(complex(np.nan, np.nan)), out).astype(out.dtype)
+
+
+def exp(x: np.ndarray) -> np.ndarray:
+    """``exp(x)``; complex as XLA: ``nan + nan j`` at an infinite real part beside a
+    non-finite imaginary part (C99 gives ``inf + nan j`` or 0 there)."""
+    out = np.exp(x)
+    if dtypes.is_complex(x.dtype):
+        out = _nan_where(np.isinf(x.real) & ~np.isfinite(x.imag), out)
+    return out
+
+
+def exp2(x: np.ndarray) -> np.ndarray:
+    """``2**x``; complex as JAX lowers it, ``exp(log(2) * x)`` with a complex product (an
+    infinite part makes the other NaN: ``exp2(inf + 0j)`` is ``nan + nan j``)."""
+    if not dtypes.is_complex(x.dtype):
+        return np.exp2(x)
+    return exp(np.asarray(np.log(2), x.dtype) * x)
+
+
+def sinh(x: np.ndarray) -> np.ndarray:
+    """``sinh(x)``; complex ``nan + nan j`` at a non-finite imaginary part, as XLA (C99
+    keeps ``±0 + nan j`` and ``±inf + nan j``)."""
+    out = np.sinh(x)
+    if dtypes.is_complex(x.dtype):
+        out = _nan_where(~np.isfinite(x.imag), out)
+    return out
+
+
+def cosh(x: np.ndarray) -> np.ndarray:
+    """``cosh(x)``; complex ``nan + nan j`` at a non-finite imaginary part, as XLA."""
+    out = np.cosh(x)
+    if dtypes.is_complex(x.dtype):
+        out = _nan_where(~np.isfinite(x.imag), out)
+    return out
+
+
+def tanh(x: np.ndarray) -> np.ndarray:
+    """``tanh(x)``; complex ``nan + nan j`` at a finite real part beside a non-finite
+    imaginary part, as XLA (C99 keeps ``±0 + nan j``; ``±1 ± 0j`` at an infinite real part
+    stays)."""
+    out = np.tanh(x)
+    if dtypes.is_complex(x.dtype):
+        out = _nan_where(np.isfinite(x.real) & ~np.isfinite(x.imag), out)
+    return out
+
+
+def sin(x: np.ndarray) -> np.ndarray:
+    """``sin(x)``; complex ``nan + nan j`` at a non-finite real part, as XLA."""
+    out = np.sin(x)
+    if dtypes.is_complex(x.dtype):
+        out = _nan_where(~np.isfinite(x.real), out)
+    return out
+
+
+def cos(x: np.ndarray) -> np.ndarray:
+    """``cos(x)``; complex ``nan + nan j`` at a non-finite real part, as XLA."""
+    out = np.cos(x)
+    if dtypes.is_complex(x.dtype):
+        out = _nan_where(~np.isfinite(x.real), out)
+    return out
+
+
+def tan(x: np.ndarray) -> np.ndarray:
+    """``tan(x)``; complex ``nan + nan j`` at a non-finite real part beside a finite
+    imaginary part, as XLA (``tan(x) = -i tanh(i x)``)."""
+    out = np.tan(x)
+    if dtypes.is_complex(x.dtype):
+        out = _nan_where(~np.isfinite(x.real) & np.isfinite(x.imag), out)
+    return out
+
+
 def logistic(x: np.ndarray) -> np.ndarray:
     """``1 / (1 + exp(-x))`` without overflow for large ``|x|``."""
     if dtypes.is_complex(x.dtype):
@@ -678,12 +752,12 @@ _UNARY: dict[str, Callable] = {
     "floor": float_math(np.floor), "ceil": float_math(np.ceil),
     "round_nearest_even": float_math(np.rint), "round_nearest_afz": float_math(round_afz),
     "sqrt": float_math(sqrt), "rsqrt": float_math(lambda x: 1 / np.sqrt(x)),
-    "cbrt": float_math(np.cbrt), "exponential": float_math(np.exp),
+    "cbrt": float_math(np.cbrt), "exponential": float_math(exp),
     "exponential_minus_one": float_math(expm1), "log": float_math(log),
     "log_plus_one": float_math(log1p), "logistic": float_math(logistic),
-    "tanh": float_math(np.tanh), "sine": float_math(np.sin), "cosine": float_math(np.cos),
-    "tan": float_math(np.tan), "asin": float_math(np.arcsin), "acos": float_math(np.arccos),
-    "atan": float_math(np.arctan), "sinh": float_math(np.sinh), "cosh": float_math(np.cosh),
+    "tanh": float_math(tanh), "sine": float_math(sin), "cosine": float_math(cos),
+    "tan": float_math(tan), "asin": float_math(np.arcsin), "acos": float_math(np.arccos),
+    "atan": float_math(np.arctan), "sinh": float_math(sinh), "cosh": float_math(cosh),
     "asinh": float_math(np.arcsinh), "acosh": float_math(np.arccosh),
     "atanh": float_math(np.arctanh), "not": np.invert, "popcnt": popcnt,
     "count_leading_zeros": count_leading_zeros, "is_finite": is_finite,

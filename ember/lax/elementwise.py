@@ -162,8 +162,8 @@ def round(x: Any, rounding_method: int | RoundingMethod = RoundingMethod.AWAY_FR
 # ---------------------------------------------------------------- math functions
 
 
-exp_p = unop("exp", _math(np.exp))
-exp2_p = unop("exp2", _math(np.exp2))
+exp_p = unop("exp", _math(K.exp))
+exp2_p = unop("exp2", _math(K.exp2))
 expm1_p = unop("expm1", _math(K.expm1))
 log_p = unop("log", _math(K.log))
 log1p_p = unop("log1p", _math(K.log1p))
@@ -171,15 +171,15 @@ sqrt_p = unop("sqrt", _math(K.sqrt))
 rsqrt_p = unop("rsqrt", _math(lambda x: 1 / np.sqrt(x)))
 cbrt_p = unop("cbrt", _math(np.cbrt), float_dtypes)
 logistic_p = unop("logistic", _math(K.logistic))
-sin_p = unop("sin", _math(np.sin))
-cos_p = unop("cos", _math(np.cos))
-tan_p = unop("tan", _math(np.tan))
+sin_p = unop("sin", _math(K.sin))
+cos_p = unop("cos", _math(K.cos))
+tan_p = unop("tan", _math(K.tan))
 asin_p = unop("asin", _math(np.arcsin))
 acos_p = unop("acos", _math(np.arccos))
 atan_p = unop("atan", _math(np.arctan))
-sinh_p = unop("sinh", _math(np.sinh))
-cosh_p = unop("cosh", _math(np.cosh))
-tanh_p = unop("tanh", _math(np.tanh))
+sinh_p = unop("sinh", _math(K.sinh))
+cosh_p = unop("cosh", _math(K.cosh))
+tanh_p = unop("tanh", _math(K.tanh))
 asinh_p = unop("asinh", _math(np.arcsinh))
 acosh_p = unop("acosh", _math(np.arccosh))
 atanh_p = unop("atanh", _math(np.arctanh))
@@ -1114,6 +1114,9 @@ def _round_lowering(ctx, x, *, rounding_method):
 
 @exp2_p.def_lowering
 def _exp2_lowering(ctx, x):
+    if dtypes.is_complex(x.dtype):  # as JAX: a complex product, so inf + 0j gives nan + nan j
+        return ctx.b.op("exponential", ctx.b.op(
+            "multiply", lower_full(ctx.b, math.log(2.0), x.dtype, x.dims), x))
     return ctx.b.op("power", lower_full(ctx.b, 2, x.dtype, x.dims), x)
 
 

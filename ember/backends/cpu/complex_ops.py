@@ -8,8 +8,9 @@ The functions here (``load``, ``store``, ``const``, ``unary``, ``binary``, ``sel
 dtype: complex ones are computed here with the evaluator's (NumPy's) formulas, the others are
 passed on to ``scalar_ops``. Arithmetic, ``abs``, ``sign``, ``exp``, ``log``, ``sqrt``,
 ``sin``/``cos``/``tan``, ``sinh``/``cosh``/``tanh``, ``real``/``imag``/``conj``/``complex``,
-conversions, ``==``/``!=`` and ``select`` have native code, with C99's results at the special
-values (glibc's where C99 leaves a sign open); the other complex functions (``power``,
+conversions, ``==``/``!=`` and ``select`` have native code, with XLA's results at the special
+values where they differ from C99's (``nan + i nan`` where C99 keeps a part), else C99's
+(glibc's where C99 leaves a sign open); the other complex functions (``power``,
 ``arcsinh``...) raise ``UnsupportedOp`` (their fusions run through the evaluator), as do
 complex values in reductions, scatters and scans (``check_instruction``). Complex sums and
 cumulative sums do not get here: the algebraic simplifier turns them into float sums of the
@@ -210,11 +211,11 @@ def _sign(b: ir.IRBuilder, x: Complex) -> Complex:
 
 
 def _exp(b: ir.IRBuilder, x: Complex) -> Complex:
-    """``exp(re) * (cos(im) + i sin(im))`` with C99's special cases (as glibc's ``cexp``): a
-    zero imaginary part is kept (``exp`` of a real number stays real, infinities included);
-    ``exp(-inf + i y)`` is zero and ``exp(inf + i y)`` is ``inf + i nan`` for ``y`` infinite
-    or NaN. Where ``exp(re)`` alone overflows but the product may not, it is applied as two
-    factors ``exp(re / 2)``."""
+    """``exp(re) * (cos(im) + i sin(im))`` as XLA: a zero imaginary part is kept (``exp`` of
+    a real number stays real, infinities included); a non-finite imaginary part gives
+    ``nan + i nan`` (its cosine and sine are NaN; C99 has 0 and ``inf + i nan`` at an
+    infinite real part). Where ``exp(re)`` alone overflows but the product may not, it is
+    applied as two factors ``exp(re / 2)``."""
     ty = x.re.type
     c = lambda v: ir.Constant(ty, v)  # noqa: E731
     big = b.fcmp_ordered(">", x.re, c(88.0 if ty == S.F32 else 709.0))
@@ -222,13 +223,7 @@ def _exp(b: ir.IRBuilder, x: Complex) -> Complex:
     re = b.fmul(e, vecmath.emit_unary(b, "cosine", x.im))
     im = b.fmul(e, vecmath.emit_unary(b, "sine", x.im))
     out = select(b, big, Complex(b.fmul(re, e), b.fmul(im, e)), Complex(re, im))
-    im_not_finite = b.fcmp_unordered(">=", S.fintr(b, "fabs", x.im), c(float("inf")))
-    zero, inf, nan = c(0.0), c(float("inf")), c(float("nan"))
-    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, c(-float("inf")))),
-                 Complex(zero, S.fintr(b, "copysign", zero, x.im)), out)
-    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, inf)),
-                 Complex(inf, nan), out)
-    real = b.fcmp_ordered("==", x.im, zero)
+    real = b.fcmp_ordered("==", x.im, c(0.0))
     return select(b, real, Complex(b.select(big, b.fmul(e, e), e), x.im), out)
 
 
@@ -322,34 +317,21 @@ def _products(b: ir.IRBuilder, x: Complex, even: bool, narrow: bool) -> Complex:
 
 
 def _sinh(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
-    """``sinh re · cos im + i cosh re · sin im`` with C99's special cases (as glibc's
-    ``csinh``): a zero imaginary part stays (a real argument has a real result), a zero real
-    part stays with a non-finite imaginary part (``±0 + i nan``), and an infinite real part
-    with one gives ``±inf + i nan``."""
+    """``sinh re · cos im + i cosh re · sin im`` as XLA: a zero imaginary part stays (a real
+    argument has a real result); a non-finite one gives ``nan + i nan`` (its cosine and sine
+    are NaN; C99 keeps ``±0 + i nan`` and ``±inf + i nan``)."""
     out = _products(b, x, False, narrow)
-    nan, inf = _f64(float("nan")), _f64(float("inf"))
-    im_not_finite = b.fcmp_unordered(">=", S.fintr(b, "fabs", x.im), inf)
-    re_inf = b.fcmp_ordered("==", S.fintr(b, "fabs", x.re), inf)
-    out = select(b, b.and_(im_not_finite, re_inf), Complex(inf, nan), out)
-    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, _f64(0.0))),
-                 Complex(x.re, nan), out)
     return select(b, b.fcmp_ordered("==", x.im, _f64(0.0)), Complex(out.re, x.im), out)
 
 
 def _cosh(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
-    """``cosh re · cos im + i sinh re · sin im`` with C99's special cases (as glibc's
-    ``ccosh``): a zero imaginary part gives a zero imaginary part (signed as the product),
-    a zero real part with a non-finite imaginary part ``nan ± i0``, and an infinite real
-    part with one ``inf + i nan``."""
+    """``cosh re · cos im + i sinh re · sin im`` as XLA: a zero imaginary part gives a zero
+    imaginary part (signed as the product, as C99's ``ccosh``); a non-finite one gives
+    ``nan + i nan`` (C99 keeps ``nan ± i0`` and ``inf + i nan``)."""
     out = _products(b, x, True, narrow)
-    zero, nan, inf = _f64(0.0), _f64(float("nan")), _f64(float("inf"))
-    im_not_finite = b.fcmp_unordered(">=", S.fintr(b, "fabs", x.im), inf)
-    re_inf = b.fcmp_ordered("==", S.fintr(b, "fabs", x.re), inf)
+    zero = _f64(0.0)
     signed_zero = b.select(b.fcmp_unordered("uno", x.re, x.re), x.im, b.fmul(
         S.fintr(b, "copysign", _f64(1.0), x.re), S.fintr(b, "copysign", zero, x.im)))
-    out = select(b, b.and_(im_not_finite, re_inf), Complex(inf, nan), out)
-    out = select(b, b.and_(im_not_finite, b.fcmp_ordered("==", x.re, zero)),
-                 Complex(nan, zero), out)
     return select(b, b.fcmp_ordered("==", x.im, zero), Complex(out.re, signed_zero), out)
 
 
@@ -357,9 +339,9 @@ def _tanh(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
     """``(sinh re cosh re + i sin im cos im) / (sinh(re)**2 + cos(im)**2)`` (float64 parts;
     Kahan's formula with ``1 + tan(im)**2`` written as ``1 / cos(im)**2``: the denominator is
     a sum of squares, so nothing cancels); past ``|re| = 22`` it is ``±1 + i 4 sin(im) cos(im)
-    exp(-2|re|)``. C99's special cases (as glibc's ``ctanh``): a zero imaginary part stays,
-    an infinite real part gives ``±1 ± i0``, a zero real part with a non-finite imaginary
-    part ``±0 + i nan``."""
+    exp(-2|re|)``. Special values as XLA: a zero imaginary part stays, an infinite real part
+    gives ``±1 ± i0`` (as C99), a finite one beside a non-finite imaginary part ``nan + i
+    nan`` (C99 keeps ``±0 + i nan``)."""
     zero, one, two, inf = _f64(0.0), _f64(1.0), _f64(2.0), _f64(float("inf"))
     # (sinh re cosh re and sin im cos im as sinh(2 re)/2 and sin(2 im)/2: one rounding each)
     cos = _circular(b, "cosine", x.im, narrow)
@@ -376,8 +358,6 @@ def _tanh(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
     far = Complex(S.fintr(b, "copysign", one, x.re), b.fmul(b.fmul(two, sin2), tiny))
     im_finite = b.fcmp_ordered("<", S.fintr(b, "fabs", x.im), inf)
     out = select(b, b.and_(im_finite, b.fcmp_ordered(">", ax, _f64(22.0))), far, out)
-    out = select(b, b.and_(b.not_(im_finite), b.fcmp_ordered("==", x.re, zero)),
-                 Complex(x.re, _f64(float("nan"))), out)
     infinite = Complex(S.fintr(b, "copysign", one, x.re),
                        S.fintr(b, "copysign", zero, b.select(im_finite, sin2, x.im)))
     out = select(b, b.fcmp_ordered("==", ax, inf), infinite, out)
@@ -389,13 +369,9 @@ def _times_i(b: ir.IRBuilder, x: Complex) -> Complex:
 
 
 def _sin(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
-    """``-i sinh(i x)``; at a non-finite real part and an infinite imaginary part
-    ``nan + i inf``, as glibc's ``csin`` (the identity would give ``nan - i inf``)."""
+    """``-i sinh(i x)`` (``nan + i nan`` at a non-finite real part, as XLA)."""
     w = _sinh(b, _times_i(b, x), narrow)
-    inf = _f64(float("inf"))
-    both = b.and_(b.fcmp_unordered(">=", S.fintr(b, "fabs", x.re), inf),
-                  b.fcmp_ordered("==", S.fintr(b, "fabs", x.im), inf))
-    return select(b, both, Complex(_f64(float("nan")), inf), Complex(w.im, b.fneg(w.re)))
+    return Complex(w.im, b.fneg(w.re))
 
 
 def _cos(b: ir.IRBuilder, x: Complex, narrow: bool) -> Complex:
