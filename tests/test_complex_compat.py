@@ -110,3 +110,12 @@ def test_exp_and_trigonometric_special_values(fn, want, dt):
     with _x64():
         for got in _both(fn, _SPECIAL.astype(dt)):
             _assert_same(got, np.array(want, dt))
+
+
+def test_logistic_special_values():
+    # 1 / (1 + exp(-x)) with XLA's exp and division (NumPy's division gave nan at -inf + 1j)
+    x = np.array([complex(inf, inf), complex(inf, nan), complex(-inf, 1), complex(-inf, -1)],
+                 np.complex64)
+    want = np.array([_NAN, _NAN, 0j, complex(0, -0.0)], np.complex64)
+    for got in _both(ember.lax.logistic, x):
+        _assert_same(got, want)

@@ -425,8 +425,9 @@ def tan(x: np.ndarray) -> np.ndarray:
 
 def logistic(x: np.ndarray) -> np.ndarray:
     """``1 / (1 + exp(-x))`` without overflow for large ``|x|``."""
-    if dtypes.is_complex(x.dtype):
-        return 1 / (1 + np.exp(-x))
+    if dtypes.is_complex(x.dtype):  # (XLA's exp and division: 1 / (1 + exp(inf + i)) is 0)
+        one = np.ones((), x.dtype)
+        return _complex_divide(one, one + exp(-x))
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
