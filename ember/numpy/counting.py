@@ -7,6 +7,7 @@ the values; under ``jit``/``vmap`` pass ``length=`` (bincount) or ``size=`` (uni
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -279,6 +280,75 @@ def _unique_sized(fn: str, x: Any, size: int, fill_value: Any,
     counts = _full((size,), 0, idt).at[group].add(1, mode="drop")
     inverse = _full((n,), 0, idt).at[perm].set(group, unique_indices=True)
     return values, indices, lax.reshape(inverse, x.shape), counts
+
+
+def _unique_sized_axis(arr: Any, axis: int, size: int | None, fill_value: Any,
+                       equal_nan: bool) -> tuple[Any, Any, Any, Any]:
+    """``unique(arr, axis=axis, size=size)``: values, indices, inverse, counts (as in JAX).
+
+    The slices along ``axis`` are sorted lexicographically, a slice that differs from its
+    predecessor starts a new value and the first ``size`` starts are gathered (padding repeats
+    the smallest slice, or is ``fill_value``). Traceable; ``size=None`` (a concrete ``arr``)
+    means the number of unique slices. Empty slices follow JAX: all of them are one value, and
+    the result then ignores ``size``.
+    """
+    from ember.numpy.index_functions import nonzero
+    from ember.numpy.reductions import any as _any
+    from ember.numpy.reductions import cumsum
+    from ember.numpy.shape import moveaxis
+    from ember.numpy.sorting import lexsort
+    from ember.numpy.ufuncs import isnan, where
+
+    idt = dtypes.default_int_dtype()
+    if arr.shape[axis] == 0 and size and fill_value is None:
+        raise ValueError("unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+    aux = moveaxis(arr, axis, 0)
+    if dtypes.is_complex(aux.dtype):  # a NaN in either part is the one complex NaN
+        aux = where(isnan(aux), lax.full((), np.nan, aux.dtype), aux)
+    n, *rest = aux.shape
+    if math.prod(rest) == 0:
+        n, perm = 1, _full((1,), 0, idt)
+    else:
+        keys = lax.transpose(lax.reshape(aux, (n, math.prod(rest))), (1, 0))
+        perm = lexsort(keys[::-1])
+    aux = aux[perm]
+    if aux.size:
+        differs = lax.ne(aux[1:], aux[:-1])
+        if equal_nan and dtypes.is_inexact(aux.dtype):
+            differs = lax.bitwise_and(differs, lax.bitwise_not(
+                lax.bitwise_and(isnan(aux[1:]), isnan(aux[:-1]))))
+        mask = lax.concatenate([_full((1,), True, dtypes.bool_),
+                                _any(differs, axis=tuple(range(1, aux.ndim)))], 0)
+    else:
+        mask = _full((n,), False, dtypes.bool_)
+    n_unique = lax.reduce_sum(lax.convert_element_type(mask, idt), (0,))
+    if size is None:
+        size = int(n_unique)
+    ind = nonzero(mask, size=size)[0]
+    values = aux[ind] if aux.size else aux
+    if fill_value is not None:
+        check_arraylike("unique", fill_value)
+        fill = lax.convert_element_type(ensure_array(fill_value), values.dtype, False)
+        if values.shape[0]:
+            valid = lax.lt(lax.iota(idt, size), _full((size,), n_unique, idt))
+            valid = lax.broadcast_in_dim(valid, (size,) + (1,) * (values.ndim - 1), (0,))
+            values = where(valid, values, fill)  # (broadcasts an empty slice to size)
+        else:
+            values = lax.broadcast_to_shape(fill, (size, *values.shape[1:]))
+    values = moveaxis(values, 0, axis)
+    if not aux.size:
+        m = arr.shape[axis]
+        return (values, perm, _full((m,), 0, idt),
+                _full((1,) if m else (0,), m, idt))
+    group = lax.sub(cumsum(mask, dtype=idt), _full((n,), 1, idt))
+    inverse = _full((n,), 0, idt).at[perm].set(group)
+    # Counts are the gaps between starts; each padded start (0) becomes n: a count of 0.
+    starts = nonzero(mask, size=size + 1)[0]
+    starts = lax.concatenate([starts[:1], lax.select(
+        lax.ne(starts[1:], _full((size,), 0, idt)), starts[1:], _full((size,), n, idt))], 0)
+    counts = lax.sub(starts[1:], starts[:-1])
+    return values, perm[ind], inverse, counts
 
 
 def _unique_parts(fn: str, x: Any, size: Any, fill_value: Any) -> tuple[Any, Any, Any, Any]:

@@ -237,11 +237,14 @@ def _concrete_value(fn: str, a: Any) -> np.ndarray:
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: int | None = None, *,
-           equal_nan: bool = True, size: int | None = None, fill_value: Any = None) -> Any:
-    """Sorted unique elements. Without ``size`` the output length depends on the data, so
-    ``ar`` must be concrete; ``size`` fixes it (as in JAX: missing entries are padded with
-    ``fill_value``, by default the smallest value, and their counts are 0; extra unique
-    values are dropped), which makes ``unique`` traceable (flattened input, ``axis=None``).
+           equal_nan: bool = True, size: int | None = None, fill_value: Any = None,
+           sorted: bool = True) -> Any:
+    """Sorted unique elements (or slices along ``axis``, sorted lexicographically).
+
+    Without ``size`` the output length depends on the data, so ``ar`` must be concrete;
+    ``size`` fixes it (as in JAX: missing entries are padded with ``fill_value``, by default
+    the smallest value, and their counts are 0; extra unique values are dropped), which makes
+    ``unique`` traceable. ``sorted`` is accepted and ignored, as in JAX.
 
     Example:
         >>> jnp.unique(jnp.array([3, 1, 3]))
@@ -255,8 +258,15 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         return _unique_of_size(arr, return_index, return_inverse, return_counts, axis,
                                equal_nan, size, fill_value)
     value = _concrete_value("unique", arr)
-    if axis is not None:
+    if axis is not None:  # (NumPy never merges NaN slices: equal_nan is for axis=None only)
+        from ember.numpy.counting import _unique_sized_axis
+
         (axis,) = canonicalize_axes("unique", axis, value.ndim)
+        res = _unique_sized_axis(_wrap(value, arr.dtype, arr.aval.weak_type), axis, None,
+                                 None, bool(equal_nan))
+        out = [r for r, want in zip(res, (True, return_index, return_inverse, return_counts))
+               if want]
+        return out[0] if len(out) == 1 else tuple(out)
     res = np.unique(value, return_index=return_index, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis, equal_nan=equal_nan)
     if not isinstance(res, tuple):
@@ -268,16 +278,19 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 
 def _unique_of_size(arr, return_index, return_inverse, return_counts, axis, equal_nan, size,
                     fill_value) -> Any:
-    from ember.numpy.counting import _unique_sized  # (counting imports this module)
+    # (counting imports this module)
+    from ember.numpy.counting import _unique_sized, _unique_sized_axis
 
-    if axis is not None:
-        raise ValueError("unique: size= is supported with axis=None only, got axis="
-                         f"{axis!r}")
     size = concrete_index("unique", "size", size)
     if size < 0:
-        raise ValueError(f"unique: size must be non-negative, got {size}")
-    values, indices, inverse, counts = _unique_sized("unique", arr, size, fill_value,
-                                                     bool(equal_nan))
+        raise TypeError(f"unique: size must be non-negative, got {size}")
+    if axis is None:
+        values, indices, inverse, counts = _unique_sized("unique", arr, size, fill_value,
+                                                         bool(equal_nan))
+    else:
+        (axis,) = canonicalize_axes("unique", axis, arr.ndim)
+        values, indices, inverse, counts = _unique_sized_axis(arr, axis, size, fill_value,
+                                                              bool(equal_nan))
     out = [values] + [r for r, want in ((indices, return_index), (inverse, return_inverse),
                                         (counts, return_counts)) if want]
     return out[0] if len(out) == 1 else tuple(out)
