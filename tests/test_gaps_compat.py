@@ -95,3 +95,50 @@ def test_unique_axis_size_vmap_and_empty():
     assert jnp.unique(jnp.arange(3), sorted=False).shape == (3,)
     with pytest.raises(TypeError, match="size must be non-negative"):  # (TypeError in JAX)
         jnp.unique(empty, axis=0, size=-1, fill_value=0.0)
+
+
+# ---------------------------------------------------------------- lax exception classes
+
+_X = np.ones((2, 3), np.float32)
+
+# (call, JAX 0.10.2's exception class, a fragment of ember's message)
+_LAX_BAD = [
+    (lambda: ember.lax.rev(_X, (2,)), TypeError, "rev: dimensions"),
+    (lambda: ember.lax.rev(_X, (0, 0)), TypeError, "rev: dimensions"),
+    (lambda: ember.lax.concatenate([_X, _X], 2), TypeError, "concatenate: dimension 2"),
+    (lambda: ember.lax.concatenate([_X, _X], -1), TypeError, "concatenate: dimension -1"),
+    (lambda: ember.lax.iota(np.int32, -1), TypeError, "shape must be non-negative"),
+    (lambda: ember.lax.reshape(_X, (-1,)), TypeError, "reshape: new_sizes"),
+    (lambda: ember.lax.broadcast_in_dim(_X, (2, -3), (0, 1)), TypeError, "broadcast_in_dim"),
+    (lambda: ember.lax.broadcast(_X, (-1,)), TypeError, "broadcast: sizes"),
+    (lambda: ember.lax.full((-1,), 0.0), TypeError, "full: shape"),
+    (lambda: ember.lax.broadcast_shapes((-1,), (2,)), TypeError, "broadcast_shapes"),
+    (lambda: ember.lax.slice(_X, (0, 0), (2, 3), (1,)), TypeError, "slice: strides"),
+    (lambda: ember.lax.dynamic_slice(_X, (0,), (1, 1)), ValueError,
+     "dynamic_slice: the number of start indices"),
+    (lambda: ember.lax.dynamic_update_slice(_X, np.ones((1, 1), np.float32), (0,)), ValueError,
+     "dynamic_update_slice: the number of start indices"),
+    (lambda: ember.lax.pad(_X, np.ones(1, np.float32), [(0, 0, 0)] * 2), ValueError,
+     "pad: padding_value must be a scalar"),
+    (lambda: ember.lax.select_n(np.ones((2, 3), bool)), ValueError, "select_n: at least one"),
+    (lambda: ember.lax.index_in_dim(_X, 0, axis=3), IndexError, "index_in_dim: axis=3"),
+    (lambda: ember.lax.slice_in_dim(_X, 0, 1, axis=-3), IndexError, "slice_in_dim: axis=-3"),
+    (lambda: ember.lax.dynamic_index_in_dim(_X, 0, axis=3), IndexError, "axis=3"),
+    (lambda: ember.lax.dynamic_update_index_in_dim(_X, np.ones(3, np.float32), 0, axis=3),
+     ValueError, "axis=3"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_LAX_BAD)))
+def test_lax_bad_input_raises_jax_exception_class(i):
+    call, cls, match = _LAX_BAD[i]
+    with pytest.raises(cls, match=match):
+        call()
+
+
+def test_lax_slice_strides_of_the_wrong_length_under_jit():
+    # (ember used to drop all-ones strides before checking their length)
+    with pytest.raises(TypeError, match="slice: strides"):
+        ember.jit(lambda x: ember.lax.slice(x, (0, 0), (2, 3), (1, 1, 1)))(_X)
+    np.testing.assert_array_equal(ember.lax.slice(_X, (0, 0), (2, 3), (1, 2)),
+                                  np.ones((2, 2), np.float32))

@@ -348,7 +348,7 @@ def test_scatter_bad_dimension_numbers():
 
 def test_dynamic_slice_bad_calls():
     x = jnp.asarray(X)
-    with pytest.raises(TypeError, match="dynamic_slice: the number of start indices \\(1\\) "
+    with pytest.raises(ValueError, match="dynamic_slice: the number of start indices \\(1\\) "
                                         "must equal the rank of the operand"):
         lax.dynamic_slice(x, (0,), (1, 1, 1))
     with pytest.raises(TypeError, match="slice_sizes \\(4, 1, 1\\) must be non-negative and at "

@@ -94,7 +94,9 @@ def check_axis(prim: str, arg: str, axis: Any, ndim: int) -> int:
         raise TypeError(f"{prim}: {arg} must be an integer, got {axis!r}")
     axis = int(axis)
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-        raise ValueError(f"{prim}: {arg}={axis} is out of bounds for an array of rank {ndim}")
+        # NumPy's AxisError is both a ValueError and an IndexError; JAX raises either.
+        raise np.exceptions.AxisError(
+            f"{prim}: {arg}={axis} is out of bounds for an array of rank {ndim}")
     return axis % ndim if ndim else 0
 
 
@@ -109,7 +111,7 @@ def check_shape(prim: str, arg: str, shape: Any) -> tuple[int, ...]:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
             raise TypeError(f"{prim}: {arg} must contain only integers, got {shape!r}")
         if d < 0:
-            raise ValueError(f"{prim}: {arg} must be non-negative, got {shape!r}")
+            raise TypeError(f"{prim}: {arg} must be non-negative, got {shape!r}")  # (as JAX)
     return tuple(int(d) for d in shape)
 
 

@@ -378,7 +378,7 @@ eq, ne, lt, le, gt, ge = (_binary(p) for p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_
 
 def _select_n_shape(which, *cases, **_):
     if not cases:
-        raise TypeError("select_n: at least one case is required")
+        raise ValueError("select_n: at least one case is required")
     shape = cases[0].shape
     for i, c in enumerate(cases):
         if c.shape != shape:

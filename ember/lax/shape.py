@@ -212,14 +212,14 @@ def _same_dtype(x, **_):
 
 
 def _check_dims(prim: str, arg: str, dims: Sequence[int], ndim: int,
-                unique: bool = True) -> tuple[int, ...]:
+                unique: bool = True, error: type[Exception] = ValueError) -> tuple[int, ...]:
     """Validates static dimension indices (already ints) against a rank."""
     for d in dims:
         if not 0 <= d < ndim:
-            raise ValueError(f"{prim}: {arg} {tuple(dims)} contains {d}, out of range for an "
-                             f"operand of rank {ndim}")
+            raise error(f"{prim}: {arg} {tuple(dims)} contains {d}, out of range for an "
+                        f"operand of rank {ndim}")
     if unique and len(set(dims)) != len(dims):
-        raise ValueError(f"{prim}: {arg} {tuple(dims)} contains duplicates")
+        raise error(f"{prim}: {arg} {tuple(dims)} contains duplicates")
     return tuple(dims)
 
 
@@ -415,7 +415,7 @@ def transpose(operand: Any, permutation: Sequence[int]) -> Any:
 
 
 def _rev_shape(x, *, dimensions):
-    _check_dims("rev", "dimensions", dimensions, x.ndim)
+    _check_dims("rev", "dimensions", dimensions, x.ndim, error=TypeError)  # (as in JAX)
     return x.shape
 
 
@@ -462,7 +462,8 @@ def _pad_out_size(n: int, lo: int, hi: int, interior: int) -> int:
 
 def _pad_shape(x, padding_value, *, padding_config):
     if padding_value.shape != ():
-        raise TypeError(f"pad: padding_value must be a scalar, got shape {padding_value.shape}")
+        raise ValueError(f"pad: padding_value must be a scalar, got shape "
+                         f"{padding_value.shape}")
     if len(padding_config) != x.ndim:
         raise ValueError(f"pad: padding_config {padding_config} must have one (lo, hi, "
                          f"interior) triple per operand dimension (operand shape {x.shape})")
@@ -566,8 +567,8 @@ def _concatenate_shape(*xs, dimension):
         raise TypeError("concatenate: needs at least one operand")
     nd = xs[0].ndim
     if not 0 <= dimension < max(nd, 0) or nd == 0:
-        raise ValueError(f"concatenate: dimension {dimension} is out of range for operands "
-                         f"of rank {nd}")
+        raise TypeError(f"concatenate: dimension {dimension} is out of range for operands "
+                        f"of rank {nd}")
     for x in xs:
         if x.ndim != nd:
             raise TypeError(f"concatenate: all operands must have the same rank, got shapes "

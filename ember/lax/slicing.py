@@ -111,7 +111,7 @@ def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[in
     start = int_tuple("slice", "start_indices", start_indices)
     limit = int_tuple("slice", "limit_indices", limit_indices)
     st = None if strides is None else int_tuple("slice", "strides", strides)
-    if st is not None and all(s == 1 for s in st):
+    if st == (1,) * len(start):  # (strides of another length are the shape rule's error)
         st = None
     return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=st)
 
@@ -232,8 +232,8 @@ def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -
         raise TypeError(f"{fn}: start_indices must be a sequence, got {start_indices!r}") \
             from None
     if len(start_indices) != len(shape):
-        raise TypeError(f"{fn}: the number of start indices ({len(start_indices)}) must equal "
-                        f"the rank of the operand (operand shape {shape})")
+        raise ValueError(f"{fn}: the number of start indices ({len(start_indices)}) must "
+                         f"equal the rank of the operand (operand shape {shape})")
     out = []
     for i, (s, d) in enumerate(zip(start_indices, shape)):
         if isinstance(s, (bool, np.bool_)):
