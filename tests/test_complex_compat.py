@@ -119,3 +119,11 @@ def test_logistic_special_values():
     want = np.array([_NAN, _NAN, 0j, complex(0, -0.0)], np.complex64)
     for got in _both(ember.lax.logistic, x):
         _assert_same(got, want)
+
+
+def test_zero_dimensional_complex_functions_run_eagerly():
+    # (np.log of a 0-d array is a NumPy scalar, whose parts cannot be assigned.)
+    z = np.complex64(1 + 1j)
+    for name in ("log", "log2", "log10", "sqrt", "abs", "exp", "sin", "tanh"):
+        got = getattr(jnp, name)(jnp.asarray(z))
+        np.testing.assert_allclose(got, getattr(np, name)(z), rtol=1e-6, err_msg=name)

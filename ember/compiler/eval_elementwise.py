@@ -279,7 +279,7 @@ def absolute(x: np.ndarray) -> np.ndarray:
 
 def log(x: np.ndarray) -> np.ndarray:
     """``log(x)``; complex with a NaN real part where either part is NaN (XLA's ``log|x|``)."""
-    out = np.log(x)
+    out = np.asarray(np.log(x))  # (a 0-d input gives a NumPy scalar: its parts are read-only)
     if dtypes.is_complex(x.dtype):
         out.real = np.where(np.isnan(x.real) | np.isnan(x.imag), np.nan, out.real)
     return out
