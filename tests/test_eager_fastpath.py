@@ -29,7 +29,8 @@ _VALUES = {
     "i": [0, 1, -3, 127, -128, 100],
     "u": [0, 1, 7, 255, 200, 3],
     "f": [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e38, 1e-30, 7.0],
-    "c": [0j, 1 + 2j, -3.5 - 0.5j, complex(np.inf, 1), complex(np.nan, 0), 2j],
+    "c": [0j, 1 + 2j, -1 - 0j, complex(np.inf, 1), complex(np.nan, 0), complex(0, np.inf),
+          complex(np.inf, np.inf), -3.5 - 0.5j],
 }
 X32_DTYPES = ["bool", "int8", "int32", "uint8", "uint32", "float16", "bfloat16", "float32",
               "complex64"]

@@ -51,7 +51,8 @@ ANY_DTYPE = {
     ew.gt_p: np.greater, ew.ge_p: np.greater_equal, ew.and_p: np.bitwise_and,
     ew.or_p: np.bitwise_or, ew.xor_p: np.bitwise_xor, ew.not_p: np.invert,
 }
-# Float math: the impl computes float16/bfloat16 in float32; other dtypes are direct.
+# Float math: the impl computes float16/bfloat16 in float32 and complex numbers with XLA's
+# special values; other dtypes are direct.
 NOT_LOW_FLOAT = {
     ew.exp_p: np.exp, ew.exp2_p: np.exp2, ew.expm1_p: eval_elementwise.expm1, ew.log_p: np.log,
     ew.log1p_p: eval_elementwise.log1p, ew.sqrt_p: np.sqrt, ew.cbrt_p: np.cbrt, ew.sin_p: np.sin,
@@ -81,10 +82,15 @@ def raw_kernel(eqn) -> Callable | None:
     native = getattr(prim.impl, "native_kernel", None)  # (as the impl would run it)
     if native is not None and (raw := native(in_dts[0])) is not None:
         return raw
+    # (Complex math follows XLA at special values, where NumPy's ufuncs follow C99: the
+    # impls of abs, division and the float math functions handle that themselves.)
+    plain = not any(dt in LOW_FLOATS or dtypes.is_complex(dt) for dt in in_dts)
     raw = ANY_DTYPE.get(prim)
-    if raw is None and not any(dt in LOW_FLOATS for dt in in_dts):
+    if raw is not None and prim is ew.abs_p and dtypes.is_complex(in_dts[0]):
+        raw = None
+    if raw is None and plain:
         raw = NOT_LOW_FLOAT.get(prim)
-    if raw is None and prim is ew.div_p and dtypes.is_inexact(in_dts[0]):
+    if raw is None and prim is ew.div_p and plain and dtypes.is_inexact(in_dts[0]):
         raw = np.true_divide
     if raw is None and prim is ew.select_n_p and len(in_dts) == 3 and \
             in_dts[0] == dtypes.bool_:
