@@ -47,17 +47,9 @@ def callback(callback: Callable[..., None] | None = None, *args: Any, ordered: b
         3.0
     """
     def stage(fn: Callable[..., None], *c_args: Any, **c_kwargs: Any) -> None:
-        flat, dynamic = flatten_callback(fn, c_args, c_kwargs, "debug.callback")
-        bind_debug_callback(dynamic, callback=flat, ordered=bool(ordered),
-                            partitioned=bool(partitioned))
+        _stage(fn, c_args, c_kwargs, "debug.callback", ordered, partitioned)
 
-    if callback is not None:
-        stage(callback, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise TypeError(f"debug.callback received unexpected arguments in the two-call form: "
-                        f"args={args} kwargs={kwargs}")
-    return stage
+    return _one_or_two_calls(stage, callback, args, kwargs, "debug.callback")
 
 
 class _UnusedArgumentCheck(string.Formatter):
@@ -137,14 +129,26 @@ def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A0
             _UnusedArgumentCheck().format(fmt, *c_args, **c_kwargs)
         has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
         printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
-        flat, dynamic = flatten_callback(printer, c_args, c_kwargs, "debug.print")
-        bind_debug_callback(dynamic, callback=flat, ordered=bool(ordered),
-                            partitioned=bool(partitioned))
+        _stage(printer, c_args, c_kwargs, "debug.print", ordered, partitioned)
 
-    if fmt is not None:
-        stage(fmt, *args, **kwargs)
+    return _one_or_two_calls(stage, fmt, args, kwargs, "debug.print")
+
+
+def _stage(fn: Callable, args: tuple, kwargs: dict, name: str, ordered: bool,
+           partitioned: bool) -> None:
+    flat, dynamic = flatten_callback(fn, args, kwargs, name)
+    bind_debug_callback(dynamic, callback=flat, ordered=bool(ordered),
+                        partitioned=bool(partitioned))
+
+
+def _one_or_two_calls(stage: Callable, first: Any, args: tuple, kwargs: dict,
+                      name: str) -> Callable | None:
+    """JAX's two forms: ``f(first, *args)`` stages at once; ``f(**options)`` (``first``
+    None, nothing else) returns ``stage`` for the second call."""
+    if first is not None:
+        stage(first, *args, **kwargs)
         return None
     if args or kwargs:
-        raise TypeError(f"debug.print received unexpected arguments in the two-call form: "
+        raise TypeError(f"{name} received unexpected arguments in the two-call form: "
                         f"args={args} kwargs={kwargs}")
     return stage

@@ -354,13 +354,44 @@ def _nan_where(mask: np.ndarray, out: np.ndarray) -> np.ndarray:
     return np.where(mask, np.complex128(complex(np.nan, np.nan)), out).astype(out.dtype)
 
 
-def exp(x: np.ndarray) -> np.ndarray:
-    """``exp(x)``; complex as XLA: ``nan + nan j`` at an infinite real part beside a
-    non-finite imaginary part (C99 gives ``inf + nan j`` or 0 there)."""
-    out = np.exp(x)
-    if dtypes.is_complex(x.dtype):
-        out = _nan_where(np.isinf(x.real) & ~np.isfinite(x.imag), out)
-    return out
+def _with_xla_nans(ufunc: np.ufunc, nan_at: Callable, doc: str) -> Callable:
+    """``ufunc``, with ``nan + nan j`` where ``nan_at(real, imag)`` for complex input: XLA's
+    formulas give NaN pairs at special values where C99 (NumPy) keeps a part."""
+    def fn(x: np.ndarray) -> np.ndarray:
+        out = ufunc(x)
+        if dtypes.is_complex(x.dtype):
+            out = _nan_where(nan_at(x.real, x.imag), out)
+        return out
+    fn.__name__ = fn.__qualname__ = ufunc.__name__
+    fn.__doc__ = doc
+    return fn
+
+
+exp = _with_xla_nans(
+    np.exp, lambda re, im: np.isinf(re) & ~np.isfinite(im),
+    "``exp(x)``; complex ``nan + nan j`` at an infinite real part beside a non-finite "
+    "imaginary part (C99 gives ``inf + nan j`` or 0 there).")
+sinh = _with_xla_nans(
+    np.sinh, lambda re, im: ~np.isfinite(im),
+    "``sinh(x)``; complex ``nan + nan j`` at a non-finite imaginary part (C99 keeps "
+    "``±0 + nan j`` and ``±inf + nan j``).")
+cosh = _with_xla_nans(
+    np.cosh, lambda re, im: ~np.isfinite(im),
+    "``cosh(x)``; complex ``nan + nan j`` at a non-finite imaginary part.")
+tanh = _with_xla_nans(
+    np.tanh, lambda re, im: np.isfinite(re) & ~np.isfinite(im),
+    "``tanh(x)``; complex ``nan + nan j`` at a finite real part beside a non-finite "
+    "imaginary part (C99 keeps ``±0 + nan j``; ``±1 ± 0j`` at an infinite real part stays).")
+sin = _with_xla_nans(
+    np.sin, lambda re, im: ~np.isfinite(re),
+    "``sin(x)``; complex ``nan + nan j`` at a non-finite real part.")
+cos = _with_xla_nans(
+    np.cos, lambda re, im: ~np.isfinite(re),
+    "``cos(x)``; complex ``nan + nan j`` at a non-finite real part.")
+tan = _with_xla_nans(
+    np.tan, lambda re, im: ~np.isfinite(re) & np.isfinite(im),
+    "``tan(x)``; complex ``nan + nan j`` at a non-finite real part beside a finite "
+    "imaginary part (``tan(x) = -i tanh(i x)``).")
 
 
 def exp2(x: np.ndarray) -> np.ndarray:
@@ -369,58 +400,6 @@ def exp2(x: np.ndarray) -> np.ndarray:
     if not dtypes.is_complex(x.dtype):
         return np.exp2(x)
     return exp(np.asarray(np.log(2), x.dtype) * x)
-
-
-def sinh(x: np.ndarray) -> np.ndarray:
-    """``sinh(x)``; complex ``nan + nan j`` at a non-finite imaginary part, as XLA (C99
-    keeps ``±0 + nan j`` and ``±inf + nan j``)."""
-    out = np.sinh(x)
-    if dtypes.is_complex(x.dtype):
-        out = _nan_where(~np.isfinite(x.imag), out)
-    return out
-
-
-def cosh(x: np.ndarray) -> np.ndarray:
-    """``cosh(x)``; complex ``nan + nan j`` at a non-finite imaginary part, as XLA."""
-    out = np.cosh(x)
-    if dtypes.is_complex(x.dtype):
-        out = _nan_where(~np.isfinite(x.imag), out)
-    return out
-
-
-def tanh(x: np.ndarray) -> np.ndarray:
-    """``tanh(x)``; complex ``nan + nan j`` at a finite real part beside a non-finite
-    imaginary part, as XLA (C99 keeps ``±0 + nan j``; ``±1 ± 0j`` at an infinite real part
-    stays)."""
-    out = np.tanh(x)
-    if dtypes.is_complex(x.dtype):
-        out = _nan_where(np.isfinite(x.real) & ~np.isfinite(x.imag), out)
-    return out
-
-
-def sin(x: np.ndarray) -> np.ndarray:
-    """``sin(x)``; complex ``nan + nan j`` at a non-finite real part, as XLA."""
-    out = np.sin(x)
-    if dtypes.is_complex(x.dtype):
-        out = _nan_where(~np.isfinite(x.real), out)
-    return out
-
-
-def cos(x: np.ndarray) -> np.ndarray:
-    """``cos(x)``; complex ``nan + nan j`` at a non-finite real part, as XLA."""
-    out = np.cos(x)
-    if dtypes.is_complex(x.dtype):
-        out = _nan_where(~np.isfinite(x.real), out)
-    return out
-
-
-def tan(x: np.ndarray) -> np.ndarray:
-    """``tan(x)``; complex ``nan + nan j`` at a non-finite real part beside a finite
-    imaginary part, as XLA (``tan(x) = -i tanh(i x)``)."""
-    out = np.tan(x)
-    if dtypes.is_complex(x.dtype):
-        out = _nan_where(~np.isfinite(x.real) & np.isfinite(x.imag), out)
-    return out
 
 
 def logistic(x: np.ndarray) -> np.ndarray:

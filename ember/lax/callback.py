@@ -227,39 +227,50 @@ def _batched(avals: Sequence[core.ShapedArray], size: int) -> tuple:
     return tuple(core.ShapedArray((size, *a.shape), a.dtype) for a in avals)
 
 
-# --------------------------------------------------------------------------- pure_callback
+# --------------------------------------------------------------------------- pure and io
+
+
+def _define_result_callback(prim: core.Primitive, jvp_error: str, transpose_error: str) -> None:
+    """The rules ``pure_callback`` and ``io_callback`` share (they differ in their batching
+    and in whether they have a side effect): the impl runs the callback (a pure one without
+    results is never called, as in JAX), abstract evaluation gives the declared types,
+    lowering a host call, and differentiation raises JAX's ValueError."""
+    name = prim.name
+
+    def impl(*values, callback, result_avals, **_):
+        if not result_avals and not prim.has_side_effect:
+            return []
+        return HostCall(callback, result_avals, name)(*values)
+
+    def lowering(ctx, *operands, callback, result_avals, **_):
+        return _lower_host_call(ctx, operands, HostCall(callback, result_avals, name),
+                                side_effect=prim.has_side_effect)
+
+    def jvp(primals, tangents, **params):
+        raise ValueError(jvp_error)
+
+    def transpose(cts, *args, **params):
+        raise ValueError(transpose_error)
+
+    prim.def_impl(impl)
+    prim.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
+    prim.def_lowering(lowering)
+    prim.def_jvp(jvp)
+    prim.def_transpose(transpose)
+
 
 pure_callback_p = core.MultipleResultsPrimitive("pure_callback")
+_define_result_callback(
+    pure_callback_p,
+    "Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use callbacks while "
+    "taking gradients.",
+    "Pure callbacks do not support transpose. Please use `jax.custom_vjp` to use callbacks "
+    "while taking gradients.")
 
-
-@pure_callback_p.def_impl
-def _pure_callback_impl(*values, callback, result_avals, vmap_method):
-    if not result_avals:  # (nothing to compute: never called, as in JAX)
-        return []
-    return HostCall(callback, result_avals, "pure_callback")(*values)
-
-
-@pure_callback_p.def_abstract_eval
-def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
-    return list(result_avals)
-
-
-@pure_callback_p.def_lowering
-def _pure_callback_lowering(ctx, *operands, callback, result_avals, vmap_method):
-    call = HostCall(callback, result_avals, "pure_callback")
-    return _lower_host_call(ctx, operands, call, side_effect=False)
-
-
-@pure_callback_p.def_jvp
-def _pure_callback_jvp(primals, tangents, **params):
-    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
-                     "callbacks while taking gradients.")
-
-
-@pure_callback_p.def_transpose
-def _pure_callback_transpose(cts, *args, **params):
-    raise ValueError("Pure callbacks do not support transpose. Please use `jax.custom_vjp` "
-                     "to use callbacks while taking gradients.")
+io_callback_p = core.MultipleResultsPrimitive("io_callback")
+io_callback_p.has_side_effect = True
+_define_result_callback(io_callback_p, "IO callbacks do not support JVP.",
+                        "IO callbacks do not support transpose.")
 
 
 @pure_callback_p.def_batching
@@ -279,38 +290,6 @@ def _pure_callback_batch(vals, dims, *, callback, result_avals, vmap_method):
     outs = pure_callback_p.bind(*moved, callback=callback, result_avals=out_avals,
                                 vmap_method=vmap_method)
     return outs, [0] * len(outs)
-
-
-# --------------------------------------------------------------------------- io_callback
-
-io_callback_p = core.MultipleResultsPrimitive("io_callback")
-io_callback_p.has_side_effect = True
-
-
-@io_callback_p.def_impl
-def _io_callback_impl(*values, callback, result_avals, ordered):
-    return HostCall(callback, result_avals, "io_callback")(*values)
-
-
-@io_callback_p.def_abstract_eval
-def _io_callback_abstract_eval(*avals, callback, result_avals, ordered):
-    return list(result_avals)
-
-
-@io_callback_p.def_lowering
-def _io_callback_lowering(ctx, *operands, callback, result_avals, ordered):
-    call = HostCall(callback, result_avals, "io_callback")
-    return _lower_host_call(ctx, operands, call, side_effect=True)
-
-
-@io_callback_p.def_jvp
-def _io_callback_jvp(primals, tangents, **params):
-    raise ValueError("IO callbacks do not support JVP.")
-
-
-@io_callback_p.def_transpose
-def _io_callback_transpose(cts, *args, **params):
-    raise ValueError("IO callbacks do not support transpose.")
 
 
 @io_callback_p.def_batching
