@@ -1,0 +1,3 @@
+"""Control flow: conditionals (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Control flow: scan (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Control flow: while_loop (being written)."""
+
+__all__: list[str] = []
