@@ -262,3 +262,27 @@ def test_make_jaxpr_reads_like_jax():
     ours = str(ember.make_jaxpr(f(ember))(1.0, 2.0))
     theirs = str(jax.make_jaxpr(f(jax))(1.0, 2.0))
     assert re.sub(r"\s+", " ", ours) == re.sub(r"\s+", " ", theirs)
+
+
+def test_forwarded_carries_become_body_consts_as_jax():
+    def f(m):
+        return lambda x, y: m.lax.while_loop(
+            lambda c: c[0] < 3, lambda c: (c[0] + c[1], c[1], c[2] * 2), (x, y, 1.0))
+    ours = str(ember.make_jaxpr(f(ember))(1.0, 2.0))
+    theirs = str(jax.make_jaxpr(f(jax))(1.0, 2.0))
+    assert "body_nconsts=1" in ours
+    assert re.sub(r"\s+", " ", ours) == re.sub(r"\s+", " ", theirs)
+    out = f(ember)(np.float32(0.5), np.float32(2.0))
+    assert [float(v) for v in out] == [4.5, 2.0, 4.0]
+
+
+def test_unused_loop_with_side_effect_is_kept(capsys):
+    def f(x):
+        def body(c):
+            ember.debug.print("tick {}", c)
+            return c + 1
+        lax.while_loop(lambda c: c < 2, body, 0)
+        return x * 2
+    for mode in MODES:
+        assert float(_run(f, mode, np.float32(1.0))) == 2.0
+        assert capsys.readouterr().out == "tick 0\ntick 1\n"

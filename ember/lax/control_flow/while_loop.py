@@ -117,10 +117,35 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
             cond, cond_consts, body, body_consts, body_tree = _trace(
                 cond_fun, body_fun, in_tree, avals)
     _check_carry_type(body_fun, in_tree, avals, body_tree, body.out_avals)
-    outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond,
-                        cond_nconsts=len(cond_consts), body_jaxpr=body,
-                        body_nconsts=len(body_consts))
-    return tree_unflatten(in_tree, outs)[0]
+    cond, body, move = _forwarded_to_consts(cond, body, len(cond_consts), len(body_consts))
+    moved = [x for x, m in zip(flat, move) if m]
+    outs = iter(while_p.bind(*cond_consts, *moved, *body_consts,
+                             *[x for x, m in zip(flat, move) if not m], cond_jaxpr=cond,
+                             cond_nconsts=len(cond_consts), body_jaxpr=body,
+                             body_nconsts=len(moved) + len(body_consts)))
+    moved_it = iter(moved)
+    return tree_unflatten(in_tree, [next(moved_it) if m else next(outs) for m in move])[0]
+
+
+def _forwarded_to_consts(cond: ClosedJaxpr, body: ClosedJaxpr, cond_nconsts: int,
+                         body_nconsts: int) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool]]:
+    """Carries the body returns unchanged and the cond does not read become body consts
+    (as JAX does): a batched predicate then leaves them unbatched, and the loop state is
+    smaller. Returns the new cond and body, and which carries moved."""
+    b_in, b_out = body.jaxpr.invars, body.jaxpr.outvars
+    cond_reads = pe.dce_jaxpr(cond, [True])[1][cond_nconsts:]
+    move = [o is b_in[body_nconsts + i] and not r
+            for i, (o, r) in enumerate(zip(b_out, cond_reads))]
+    if not any(move):
+        return cond, body, move
+    carry_in = b_in[body_nconsts:]
+    body = _with_invars(body, [v for v, m in zip(carry_in, move) if m] + b_in[:body_nconsts]
+                        + [v for v, m in zip(carry_in, move) if not m],
+                        [o for o, m in zip(b_out, move) if not m])
+    c_in = cond.jaxpr.invars
+    cond = _with_invars(cond, c_in[:cond_nconsts]
+                        + [v for v, m in zip(c_in[cond_nconsts:], move) if not m])
+    return cond, body, move
 
 
 def _asarray(x: Any) -> Any:
