@@ -169,13 +169,15 @@ class PartialEvalTrace(DynamicJaxprTrace):
         return DynamicJaxprTrace.process_primitive(self, primitive, args, params)
 
 
-def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
+                       instantiate: bool | Sequence[bool] = False
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
     """Splits ``closed`` by which inputs are unknown.
 
     Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` maps the known inputs to
     the known outputs followed by ``num_res`` residuals; ``unknown`` maps the residuals
-    followed by the unknown inputs to the unknown outputs.
+    followed by the unknown inputs to the unknown outputs. Outputs marked in ``instantiate``
+    are unknown even when computable from known inputs (a loop's carries must keep one kind).
     """
     avals = closed.in_avals
     known_trace = DynamicJaxprTrace()
@@ -190,7 +192,8 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]
                 outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
         finally:
             pe_trace.invalidate()
-        out_unknowns = [pe_trace.is_unknown(o) for o in outs]
+        inst = [instantiate] * len(outs) if isinstance(instantiate, bool) else instantiate
+        out_unknowns = [pe_trace.is_unknown(o) or bool(i) for o, i in zip(outs, inst)]
         unknown_closed = pe_trace.to_jaxpr([o for o, u in zip(outs, out_unknowns) if u])
         res_vars, res_vals, keep_vars, keep_vals = [], [], [], []
         for v, c in zip(unknown_closed.jaxpr.constvars, unknown_closed.consts):
