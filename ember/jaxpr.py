@@ -225,9 +225,10 @@ def _pp_param_value(v: Any, ctx: _NameContext) -> pp.Doc:
     if isinstance(v, Jaxpr):
         return pp_jaxpr(v, ctx)
     if isinstance(v, tuple) and v and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-        return pp.concat([pp.text("("),
-                          pp.join(pp.text(", "), [_pp_param_value(x, ctx) for x in v]),
-                          pp.text(")")])
+        # (as JAX prints a tuple of jaxprs, cond's branches: one per line when broken)
+        return pp.group(pp.nest(2, pp.concat([
+            pp.text("("), pp.brk(""), pp.join(pp.brk(), [_pp_param_value(x, ctx) for x in v])
+        ])) + pp.brk("") + pp.text(")"))
     if isinstance(v, np.dtype):
         return pp.text(str(v))
     if isinstance(v, type) and issubclass(v, np.generic):
