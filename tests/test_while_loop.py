@@ -248,6 +248,11 @@ def _messages(f):
     lambda m: m.lax.while_loop(lambda c: c < 3, lambda c: m.numpy.zeros(3), m.numpy.zeros(2)),
     lambda m: m.lax.while_loop(lambda c: c[0] < 10, lambda c: [c[0] + 1, c[1]], (0, 1)),
     lambda m: m.lax.while_loop(lambda c: c < 10, lambda c: (c + 1, c), 0),
+    lambda m: m.lax.while_loop(lambda c: c < 3, lambda c: m.numpy.zeros(3), 0),
+    lambda m: m.lax.while_loop(lambda c: c["a"] < 3, lambda c: {"b": c["a"]}, {"a": 0}),
+    lambda m: m.lax.while_loop(lambda c: c[0] < 3,
+                               lambda c: (c[0], m.numpy.zeros(2, np.int32)), (0, 1.0)),
+    lambda m: m.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0],), (0, 1.0)),
 ])
 def test_errors_as_jax(case):
     ours, theirs = _messages(case)
@@ -286,3 +291,10 @@ def test_unused_loop_with_side_effect_is_kept(capsys):
     for mode in MODES:
         assert float(_run(f, mode, np.float32(1.0))) == 2.0
         assert capsys.readouterr().out == "tick 0\ntick 1\n"
+
+
+def test_disable_jit_falls_back_to_the_primitive_under_vmap():
+    f = lambda x, lim: lax.while_loop(lambda c: c < lim, lambda c: c * 1.5, x)  # noqa: E731
+    with ember.disable_jit():
+        out = ember.vmap(f)(np.array([1.0, 2.0], np.float32), np.array([3.0, 10.0], np.float32))
+    np.testing.assert_allclose(np.asarray(out), [3.375, 10.125])

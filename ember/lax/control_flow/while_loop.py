@@ -215,9 +215,9 @@ def _type_str(a: core.ShapedArray) -> str:
 
 
 def _mismatch(a: core.ShapedArray, b: core.ShapedArray) -> str:
-    if a.dtype != b.dtype and a.shape != b.shape:
-        return "the shapes and dtypes do not match"
-    return "the dtypes do not match" if a.dtype != b.dtype else "the shapes do not match"
+    parts = [f"the {what} do not match" for what, differ in
+             (("dtypes", a.dtype != b.dtype), ("shapes", a.shape != b.shape)) if differ]
+    return ", and ".join(parts)
 
 
 def _structure_diffs(x, y, path, component) -> list[str]:
@@ -236,9 +236,10 @@ def _structure_diffs(x, y, path, component) -> list[str]:
                 for d in _structure_diffs(a, b, (*path, SequenceKey(i)), component)]
     if isinstance(x, dict):
         if sorted(x) != sorted(y):
-            return [f"{component(path)} is a dict with keys {sorted(x)} but the corresponding "
-                    f"component of the carry output is a dict with keys {sorted(y)}, so the "
-                    "keys do not match"]
+            return [f"{component(path)} is a {type(x)} with pytree metadata "
+                    f"{tuple(sorted(x))} but the corresponding component of the carry output "
+                    f"is a {type(y)} with pytree metadata {tuple(sorted(y))}, so the pytree "
+                    "node metadata does not match"]
         return [d for k in x for d in _structure_diffs(x[k], y[k], (*path, DictKey(k)),
                                                         component)]
     return []
@@ -320,7 +321,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     body_jvp, _ = ad.jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, instantiate=carry_nz)
     # body_jvp takes (bconsts, carry, bconst tangents, carry tangents): reorder its binders
     # to (bconsts, bconst tangents, carry, carry tangents), consts first as while wants.
-    n_bt, n_ct = sum(bconst_nz), sum(carry_nz)
+    n_bt = sum(bconst_nz)
     v = body_jvp.jaxpr.invars
     nb, nc = body_nconsts, len(carry_nz)
     body_jvp = _with_invars(body_jvp, v[:nb] + v[nb + nc:nb + nc + n_bt] + v[nb:nb + nc]
@@ -336,7 +337,6 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
                         cond_nconsts=cond_nconsts, body_jaxpr=body_jvp,
                         body_nconsts=body_nconsts + n_bt)
     out_primals, out_dots = outs[:nc], iter(outs[nc:])
-    del n_ct
     return out_primals, [next(out_dots) if z else ad.Zero.from_primal_value(p)
                          for p, z in zip(out_primals, carry_nz)]
 
