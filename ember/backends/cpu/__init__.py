@@ -45,7 +45,12 @@ import numpy as np
 
 import ember
 from ember.backends.cpu import eager_math, native_lib, object_cache, parallel_runtime
-from ember.backends.cpu.executable import PARALLEL_MIN_WORK, CpuExecutable, RunPlan
+from ember.backends.cpu.executable import (
+    PARALLEL_MIN_WORK,
+    CpuExecutable,
+    RunPlan,
+    plan_symbols,
+)
 from ember.backends.cpu.executable import dumps as executable_dumps
 from ember.compiler import eval_elementwise
 from ember.compiler.hlo import Module
@@ -56,7 +61,7 @@ _log = logging.getLogger(__name__)
 eval_elementwise.register_native_math(eager_math.kernel)
 
 # Bump when generated code changes for the same HLO (invalidates cached object code).
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 # Bump when the native cache entry's layout (the pickled dict, ``RunPlan``) changes.
 NATIVE_FORMAT = "1"
 # Programs whose biggest kernel computes at most this many elements compile without IR
@@ -173,14 +178,10 @@ def _key_parts() -> tuple[str, ...]:
 
 def _check_symbols(plan: RunPlan, lib) -> None:
     """Raises ValueError unless every symbol ``plan`` uses resolves in ``lib``."""
-    for step in plan.steps:
-        name = getattr(step, "name", None)
-        if name is not None:
-            lib.address(name)
+    for name in plan_symbols(plan):
+        lib.address(name)
     for name in plan.constant_names:
         lib.global_address(name)
-    if plan.has_entry:
-        lib.address(plan.entry_name)
 
 
 # Seconds between the end of a tiered executable's first run and the start of its optimizing

@@ -9,7 +9,10 @@ without building the program (and without importing llvmlite or ``program.py``).
 contiguous) and returns the outputs. A program whose steps are all kernels and whose work is
 small runs as one call of its native ``entry`` function; otherwise the steps run in order,
 kernels with enough work split across the thread pool (full reductions write per-range
-partials, combined afterwards with the reducer).
+partials, combined afterwards with the reducer). Control flow runs nested step lists: a
+while loop whose steps are all native runs as one call of its ``loop`` function, others
+loop here (condition steps, a read of the pred, body steps); a case runs the steps of the
+branch its index picks.
 """
 
 from __future__ import annotations
@@ -134,6 +137,90 @@ class LibraryPlan(_Record):
     outputs: tuple
 
 
+class CopyPlan(_Record):
+    """Copies buffer ``src`` into ``dst``."""
+
+    __slots__ = ("src", "dst")
+
+    src: Ref
+    dst: Ref
+
+
+class WhilePlan(_Record):
+    """A while loop: ``cond`` steps, then ``pred`` says whether ``body`` steps run (and the
+    loop goes on); ``loop`` is the native function running it whole (or None); ``work``
+    the elements its kernels compute per iteration."""
+
+    __slots__ = ("cond", "pred", "body", "loop", "work")
+
+    cond: tuple
+    pred: Ref
+    body: tuple
+    loop: str | None
+    work: int
+
+
+class CasePlan(_Record):
+    """Runs the steps of ``branches[index]`` (the last branch for an index out of range)."""
+
+    __slots__ = ("index", "branches")
+
+    index: Ref
+    branches: tuple
+
+
+def nested_steps(steps):
+    """Every step of ``steps``, those nested in loops and branches included."""
+    for step in steps:
+        yield step
+        t = type(step)
+        if t is WhilePlan:
+            yield from nested_steps(step.cond + step.body)
+        elif t is CasePlan:
+            for branch in step.branches:
+                yield from nested_steps(branch)
+
+
+def plan_symbols(plan) -> list[str]:
+    """The native functions ``plan`` calls (kernels, loops, the entry if it has one)."""
+    names = []
+    for step in nested_steps(plan.steps):
+        if type(step) is KernelPlan:
+            names.append(step.name)
+        elif type(step) is WhilePlan and step.loop is not None:
+            names.append(step.loop)
+    if plan.has_entry:
+        names.append(plan.entry_name)
+    return names
+
+
+def _plan_steps(steps) -> tuple:
+    """The run-plan records of ``program.py``'s steps (duck-typed)."""
+    out = []
+    for step in steps:
+        if hasattr(step, "info"):  # KernelStep
+            info = step.info
+            out.append(KernelPlan(info.name, info.extent, info.extent * info.work_per_item,
+                                  tuple(info.partial_reducers), _refs(step.inputs),
+                                  _refs(step.outputs)))
+        elif hasattr(step, "pred"):  # WhileStep
+            cond, body = _plan_steps(step.cond), _plan_steps(step.body)
+            work = sum(s.work for s in nested_steps(cond + body) if type(s) is KernelPlan)
+            out.append(WhilePlan(cond, _ref(step.pred), body, step.loop, work))
+        elif hasattr(step, "branches"):  # CaseStep
+            out.append(CasePlan(_ref(step.index),
+                                tuple(_plan_steps(b) for b in step.branches)))
+        elif hasattr(step, "src"):  # CopyStep
+            out.append(CopyPlan(_ref(step.src), _ref(step.dst)))
+        elif hasattr(step, "output"):  # DotStep
+            out.append(DotPlan(_detached(step.inst), _refs(step.inputs), _ref(step.output)))
+        else:  # LibraryStep
+            out.append(LibraryPlan(_detached(step.inst),
+                                   tuple(_refs(leaves) for leaves in step.inputs),
+                                   _refs(step.outputs)))
+    return tuple(out)
+
+
 class RunPlan(_Record):
     """What running a ``Program`` needs (see ``program.Program`` for the fields)."""
 
@@ -156,27 +243,12 @@ class RunPlan(_Record):
     @staticmethod
     def of(program) -> RunPlan:
         """The plan of a ``program.Program`` (duck-typed: ``program.py`` is not imported)."""
-        steps = []
-        for step in program.steps:
-            if hasattr(step, "info"):  # KernelStep
-                info = step.info
-                steps.append(KernelPlan(info.name, info.extent,
-                                        info.extent * info.work_per_item,
-                                        tuple(info.partial_reducers), _refs(step.inputs),
-                                        _refs(step.outputs)))
-            elif hasattr(step, "output"):  # DotStep
-                steps.append(DotPlan(_detached(step.inst), _refs(step.inputs),
-                                     _ref(step.output)))
-            else:  # LibraryStep
-                steps.append(LibraryPlan(_detached(step.inst),
-                                         tuple(_refs(leaves) for leaves in step.inputs),
-                                         _refs(step.outputs)))
-        kernel_work = [s.work for s in steps if type(s) is KernelPlan]
-        return RunPlan(tuple(steps), tuple(program.constants), tuple(program.constant_names),
+        steps = _plan_steps(program.steps)
+        return RunPlan(steps, tuple(program.constants), tuple(program.constant_names),
                        program.n_params, _refs(program.outputs),
                        tuple((tuple(d), np.dtype(t)) for d, t in program.output_shapes),
                        program.arena_bytes, program.has_entry, program.n_values,
-                       program.entry_name, max(kernel_work, default=0))
+                       program.entry_name, program.max_work)
 
 
 class _CanonicalDtypePickler(pickle.Pickler):
@@ -213,8 +285,20 @@ def renamed_plan(plan: RunPlan, old: str, new: str) -> RunPlan:
         if not name.startswith(old):
             raise ValueError(f"renamed_plan: symbol {name!r} does not start with {old!r}")
         return new + name[len(old):]
-    steps = tuple(KernelPlan(rename(s.name), *(getattr(s, f) for f in KernelPlan.__slots__[1:]))
-                  if type(s) is KernelPlan else s for s in plan.steps)
+    def renamed(steps) -> tuple:
+        out = []
+        for s in steps:
+            t = type(s)
+            if t is KernelPlan:
+                s = KernelPlan(rename(s.name), *(getattr(s, f) for f in t.__slots__[1:]))
+            elif t is WhilePlan:
+                s = WhilePlan(renamed(s.cond), s.pred, renamed(s.body),
+                              None if s.loop is None else rename(s.loop), s.work)
+            elif t is CasePlan:
+                s = CasePlan(s.index, tuple(renamed(b) for b in s.branches))
+            out.append(s)
+        return tuple(out)
+    steps = renamed(plan.steps)
     fields = {f: getattr(plan, f) for f in RunPlan.__slots__}
     fields.update(steps=steps, constant_names=tuple(rename(n) for n in plan.constant_names),
                   entry_name=rename(plan.entry_name))
@@ -299,24 +383,14 @@ class CpuExecutable:
         self._consts = list(program.constants)
         self._const_ptrs = [_ffi.cast("char*", lib.global_address(n))
                             for n in program.constant_names]
-        self._steps = []
-        for step in program.steps:
-            if type(step) is KernelPlan:
-                fn = _ffi.cast(_KERNEL_SIG, lib.address(step.name))
-                self._steps.append(_Kernel(fn, step))
-            elif type(step) is DotPlan:
-                self._steps.append((step, _dot_plan(step.inst)))
-            elif step.inst.opcode in ("fusion", "call"):
-                self._steps.append((step, Plan(step.inst.calls[0])))
-            else:
-                self._steps.append((step, None))
+        self._steps = self._prepare(program.steps, lib)
         self._out_shapes = program.output_shapes
         self._allocate_outputs = [buffer_pool.allocator(d, t) for d, t in self._out_shapes]
         self._allocate_arena = buffer_pool.allocator(program.arena_bytes, np.uint8)
         self._entry = None
         self._runner = None  # the generated single-call runner (made by the second run)
         self._runner_listeners = []
-        total_work = sum(s.work for s in program.steps if type(s) is KernelPlan)
+        total_work = sum(s.work for s in nested_steps(program.steps) if type(s) is KernelPlan)
         if program.has_entry and total_work < SINGLE_CALL_MAX_WORK:
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
@@ -327,6 +401,33 @@ class CpuExecutable:
             self.execute_exact = self._execute_read_only
         self._tier = None  # (future, lock, listeners) while better code is being compiled
         self._tier_runs = 0
+
+    @staticmethod
+    def _prepare(steps, lib) -> list:
+        """What running ``steps`` needs: a ``_Kernel`` or a ``(plan, prepared)`` pair each."""
+        out = []
+        for step in steps:
+            t = type(step)
+            if t is KernelPlan:
+                out.append(_Kernel(_ffi.cast(_KERNEL_SIG, lib.address(step.name)), step))
+            elif t is DotPlan:
+                out.append((step, _dot_plan(step.inst)))
+            elif t is CopyPlan:
+                out.append((step, None))
+            elif t is WhilePlan:
+                # (A loop with big kernels loops here, where they can use the threads.)
+                loop = None
+                if step.loop is not None and step.work < PARALLEL_MIN_WORK:
+                    loop = _ffi.cast("void(*)(char*)", lib.address(step.loop))
+                out.append((step, (CpuExecutable._prepare(step.cond, lib),
+                                   CpuExecutable._prepare(step.body, lib), loop)))
+            elif t is CasePlan:
+                out.append((step, [CpuExecutable._prepare(b, lib) for b in step.branches]))
+            elif step.inst.opcode in ("fusion", "call"):
+                out.append((step, Plan(step.inst.calls[0])))
+            else:
+                out.append((step, None))
+        return out
 
     # ------------------------------------------------------------------ tiered compilation
 
@@ -546,15 +647,38 @@ class CpuExecutable:
         # (One floating-point warning context for all the BLAS calls: entering one costs
         # ~3 µs, per dot that was ~1% of an MLP train step.)
         with np.errstate(all="ignore"):
-            for step in self._steps:
-                if type(step) is _Kernel:
-                    self._run_kernel(step, args, outs, arena, arena_ptr, values)
-                else:
-                    step, plan = step
-                    if type(step) is DotPlan:
-                        self._run_dot(step, plan, args, outs, arena, values)
-                    else:
-                        self._run_library(step, plan, args, outs, arena, values)
+            self._run(self._steps, args, outs, arena, arena_ptr, values)
+
+    def _run(self, steps, args, outs, arena, arena_ptr, values) -> None:
+        for step in steps:
+            if type(step) is _Kernel:
+                self._run_kernel(step, args, outs, arena, arena_ptr, values)
+                continue
+            step, plan = step
+            t = type(step)
+            if t is DotPlan:
+                self._run_dot(step, plan, args, outs, arena, values)
+            elif t is CopyPlan:
+                np.copyto(self._array(step.dst, args, outs, arena, values),
+                          self._array(step.src, args, outs, arena, values))
+            elif t is WhilePlan:
+                cond, body, loop = plan
+                if loop is not None:
+                    loop(arena_ptr if arena_ptr is not None else _ffi.NULL)
+                    continue
+                pred = step.pred
+                while True:
+                    self._run(cond, args, outs, arena, arena_ptr, values)
+                    if not self._array(pred, args, outs, arena, values).item():
+                        break
+                    self._run(body, args, outs, arena, arena_ptr, values)
+            elif t is CasePlan:
+                i = int(self._array(step.index, args, outs, arena, values))
+                if not 0 <= i < len(plan):  # (StableHLO: out of range runs the last branch)
+                    i = len(plan) - 1
+                self._run(plan[i], args, outs, arena, arena_ptr, values)
+            else:
+                self._run_library(step, plan, args, outs, arena, values)
 
     def _array(self, ref, args, outs, arena, values) -> np.ndarray:
         kind = ref.kind

@@ -333,6 +333,8 @@ class ElementEmitter:
             return self._gather(inst, index)
         if op == "dynamic_slice":
             return self._dynamic_slice(inst, index)
+        if op == "dynamic_update_slice":
+            return self._dynamic_update_slice(inst, index)
         if op == "dot_general" and is_small_dot(inst):
             return self._small_dot(inst, index)
         raise UnsupportedOp(op)
@@ -424,6 +426,27 @@ class ElementEmitter:
                                 dim - size)
             src.append(b.add(first, i, flags=("nsw",)))
         return self.emit(operand, Index(operand.dims, multi=tuple(src)))
+
+    def _dynamic_update_slice(self, inst, index):
+        """The update's element inside its window (starts clamped so that it fits, as in
+        StableHLO), the operand's elsewhere."""
+        b = self.b
+        operand, update, starts = inst.operands[0], inst.operands[1], inst.operands[2:]
+        multi = index.get_multi(b)
+        outside = self.emit(operand, index)
+        if update.shape.size == 0:
+            return outside
+        inside = ir.Constant(S.I1, 1)
+        src = []
+        for i, st, dim, size in zip(multi, starts, operand.dims, update.dims):
+            first = self._clamp(self._as_index(self.emit(st, _scalar_index()), st.dtype),
+                                dim - size)
+            shifted = b.sub(i, first)
+            inside = b.and_(inside, b.and_(b.icmp_signed(">=", shifted, _c(0)),
+                                           b.icmp_signed("<", shifted, _c(size))))
+            src.append(self._clamp(shifted, size - 1))
+        value = self.emit(update, Index(update.dims, multi=tuple(src)))
+        return C.select(b, inside, value, outside)
 
     def _reshape_index(self, inst, index):
         """The operand position of a reshape's element. Trailing dims that both shapes share

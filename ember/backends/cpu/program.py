@@ -2,19 +2,29 @@
 
 Every instruction of the entry computation becomes a *step*:
 
-- ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice,
+- ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice or update,
   single-operand scatter, cumulative scan or ``ember.top_k`` custom call) compiled to a
   native kernel;
 - ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``);
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
-  several operands or with batching dims, dynamic updates, control flow, custom calls, and
-  fusions whose ops have no native code (complex ``exp``, ``lgamma``, ...) — run by the
-  NumPy evaluator, the interpreter's rules;
+  several operands or with batching dims, custom calls, and fusions whose
+  ops have no native code (complex ``exp``, ``lgamma``, ...) — run by the NumPy evaluator,
+  the interpreter's rules;
+- control flow runs the steps of its called computations, each planned like the entry
+  (its own buffer assignment, in a region of the arena of its own): ``WhileStep`` (the
+  condition's steps, a read of its pred, the body's steps, then copies (``CopyStep``) moving the
+  body's results into the loop state), ``CaseStep`` (the steps of the branch its index
+  picks; an out-of-range index runs the last branch, as in StableHLO), and ``call``, whose
+  callee's steps are inlined. A while's state lives in arena buffers of its own: the
+  operands are copied in before the loop and the state out after it;
 - parameters, constants, tuples and ``get_tuple_element`` only name buffers.
 
 All kernels of a module go into one LLVM module (one LLVM compile per program). When every
-step is a kernel, the module also gets an ``entry`` function calling the kernels in order on
-buffers laid out by buffer assignment, so a small program runs with a single native call.
+step is native (kernels, copies, and loops and cases made of those), the module also gets an
+``entry`` function running them in order on buffers laid out by buffer assignment, so a
+small program runs with a single native call. A while whose condition and body are all
+native gets a function ``loop_N(arena)`` running the whole loop, which the entry calls (or
+the executable, when other steps are not native).
 
 A *buffer* is one leaf array of an instruction's result; ``BufferRef`` says where it lives:
 a parameter, a module constant, an output array, or a temporary at an offset of the arena
@@ -39,14 +49,15 @@ from ember.backends.cpu.kernel_gen import (
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.backends.cpu.topk_kernel import is_native_top_k
 from ember.compiler.buffer_assignment import assign_buffers, leaf_range
-from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Module
+from ember.compiler.hlo import CONTROL_FLOW, ELEMENTWISE, Computation, Instruction, Module
 from ember.compiler.reduce_window import prefix_scan
 
 ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
 STANDALONE_KERNEL_OPS = ELEMENTWISE | frozenset({
     "broadcast_in_dim", "reshape", "transpose", "slice", "concatenate", "pad", "reverse",
-    "iota", "reduce", "gather", "dynamic_slice", "scatter", "reduce_window", "dot_general",
+    "iota", "reduce", "gather", "dynamic_slice", "dynamic_update_slice", "scatter",
+    "reduce_window", "dot_general",
 })
 # Scatters into operands of at least this many elements take two kernels, a copy of the
 # operand split across threads and then the updates (``KernelBuilder``'s ``scatter_phase``):
@@ -86,6 +97,66 @@ class LibraryStep:
     inst: Instruction
     inputs: list[list[BufferRef]]  # the leaves of each operand
     outputs: list[BufferRef]
+
+
+@dataclass
+class CopyStep:
+    """Copies the buffer ``src`` into ``dst`` (same dtype and dims)."""
+
+    src: BufferRef
+    dst: BufferRef
+
+
+@dataclass
+class WhileStep:
+    """``while``: runs ``cond`` and reads ``pred``; while it is true, runs ``body`` (which
+    ends with the copies of the new state into the state buffers). ``loop`` names the native
+    function running the whole loop (None when a step is not native)."""
+
+    cond: list
+    pred: BufferRef
+    body: list
+    loop: str | None
+
+
+@dataclass
+class CaseStep:
+    """``case``: runs ``branches[index]`` (the last branch for an index out of range)."""
+
+    index: BufferRef
+    branches: list[list]
+
+
+# A guess of a loop's trip count, for the work measures that decide the optimization level.
+LOOP_TRIPS_ESTIMATE = 1024
+
+
+def nested_kernels(steps, trips: int = 1):
+    """``(kernel step, runs per program run)`` for each kernel in ``steps``, nested ones
+    (in loops and branches) included; a loop counts ``LOOP_TRIPS_ESTIMATE`` runs."""
+    for step in steps:
+        if isinstance(step, KernelStep):
+            yield step, trips
+        elif isinstance(step, WhileStep):
+            yield from nested_kernels(step.cond + step.body, trips * LOOP_TRIPS_ESTIMATE)
+        elif isinstance(step, CaseStep):
+            for branch in step.branches:
+                yield from nested_kernels(branch, trips)
+
+
+def is_native(step) -> bool:
+    """Whether ``step`` runs in native code without Python (kernels, and copies, loops and
+    cases of those)."""
+    if isinstance(step, KernelStep):
+        return True
+    if isinstance(step, CopyStep):
+        return step.src.kind != "value"
+    if isinstance(step, WhileStep):
+        return step.loop is not None
+    if isinstance(step, CaseStep):
+        return step.index.kind != "value" and all(is_native(s) for b in step.branches
+                                                  for s in b)
+    return False
 
 
 class ConstantPool:
@@ -164,8 +235,9 @@ class Program:
 
     @property
     def max_work(self) -> int:
-        """Elements computed by the biggest kernel (0 without kernels)."""
-        return max((work_of(s) for s in self.steps if isinstance(s, KernelStep)), default=0)
+        """Elements computed by the biggest kernel (0 without kernels); a kernel in a loop
+        counts its work times ``LOOP_TRIPS_ESTIMATE`` (so loops get optimized code)."""
+        return max((work_of(s) * trips for s, trips in nested_kernels(self.steps)), default=0)
 
 
 class ProgramBuilder:
@@ -184,6 +256,8 @@ class ProgramBuilder:
         self.refs: dict[int, list[BufferRef]] = {}  # id(inst) -> leaf refs
         self.n_values = 0
         self.kernel_count = 0
+        self.loop_count = 0
+        self.arena_end = 0  # the arena's size so far (each computation takes a region)
 
     @property
     def entry_name(self) -> str:
@@ -191,8 +265,6 @@ class ProgramBuilder:
 
     def build(self) -> Program:
         comp = self.entry
-        assignment = assign_buffers(comp)
-        offsets = self._layout(assignment)
         root_leaves = self._root_leaves(comp)
         output_of: dict[tuple, int] = {}
         output_shapes = []
@@ -202,12 +274,30 @@ class ProgramBuilder:
                 shape = inst.shape.leaves()[leaf]
                 output_of[key] = len(output_shapes)
                 output_shapes.append((shape.dims, shape.dtype))
+        params = [[BufferRef("param", p.attrs["index"], p.dtype, p.dims)]
+                  for p in comp.parameters]
+        steps = self._plan(comp, params, output_of)
+        outputs = list(self._root_refs(comp))
+        has_entry = all(is_native(s) for s in steps)
+        if has_entry:
+            self._emit_entry(steps, len(comp.parameters), len(output_shapes))
+        return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
+                       len(comp.parameters), outputs, output_shapes, self.arena_end,
+                       has_entry, self.n_values, self.entry_name, self.short_row_kernels)
+
+    def _plan(self, comp: Computation, param_refs: list[list[BufferRef]],
+              output_of: dict) -> list:
+        """The steps running ``comp`` whose parameters live in ``param_refs`` (the leaves of
+        each); its temporaries take a new region of the arena. Leaves ``self.refs`` naming
+        the buffers of ``comp``'s instructions (its root's among them)."""
+        assignment = assign_buffers(comp)
+        offsets = self._layout(assignment, self.arena_end)
+        self.arena_end = offsets["end"]
         steps = []
         for inst in comp.instructions:
             op = inst.opcode
             if op == "parameter":
-                self.refs[id(inst)] = [BufferRef("param", inst.attrs["index"], inst.dtype,
-                                                 inst.dims)]
+                self.refs[id(inst)] = list(param_refs[inst.attrs["index"]])
                 continue
             if op == "constant":
                 value = np.asarray(inst.attrs["value"])
@@ -220,23 +310,77 @@ class ProgramBuilder:
             if op == "get_tuple_element":
                 self.refs[id(inst)] = self._gte_refs(inst)
                 continue
+            if op in CONTROL_FLOW:
+                steps.extend(self._control_flow(inst, assignment, offsets, output_of))
+                continue
             step = self._step(inst, assignment, offsets, output_of)
             steps.extend(step if isinstance(step, list) else [step])
-        outputs = list(self._root_refs(comp))
-        has_entry = all(isinstance(s, KernelStep) for s in steps)
-        if has_entry:
-            self._emit_entry(steps, len(comp.parameters), len(output_shapes))
-        arena = max(offsets.values(), default=0)
-        return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
-                       len(comp.parameters), outputs, output_shapes, arena, has_entry,
-                       self.n_values, self.entry_name, self.short_row_kernels)
+        return steps
+
+    # ------------------------------------------------------------------ control flow
+
+    def _control_flow(self, inst, assignment, offsets, output_of) -> list:
+        """The steps of a ``while``, ``case`` or ``call``; its results land in the buffers
+        the enclosing computation's assignment gave it."""
+        outs = self._result_refs(inst, assignment, offsets, output_of)
+        operands = [self.refs[id(o)] for o in inst.operands]
+        if inst.opcode == "while":
+            state = [[self._scratch(r) for r in refs] for refs in operands]
+            flat = [r for refs in state for r in refs]
+            steps = [CopyStep(s, d) for refs, new in zip(operands, state)
+                     for s, d in zip(refs, new)]
+            cond_comp, body_comp = inst.calls
+            cond = self._plan(cond_comp, state, {})
+            pred = self.refs[id(cond_comp.root)][0]
+            body = self._plan(body_comp, state, {})
+            body += self._state_update(self.refs[id(body_comp.root)], flat)
+            loop = None
+            if pred.kind != "value" and all(is_native(s) for s in cond + body):
+                loop = self._emit_loop(cond, pred, body)
+            steps.append(WhileStep(cond, pred, body, loop))
+            steps += [CopyStep(s, d) for s, d in zip(flat, outs)]
+        else:
+            branches = []
+            for comp in inst.calls:
+                sub = self._plan(comp, operands[1:] if inst.opcode == "case" else operands, {})
+                sub += [CopyStep(s, d) for s, d in zip(self.refs[id(comp.root)], outs)]
+                branches.append(sub)
+            steps = [CaseStep(operands[0][0], branches)] if inst.opcode == "case" \
+                else branches[0]
+        self.refs[id(inst)] = outs
+        return steps
+
+    def _scratch(self, like: BufferRef) -> BufferRef:
+        """A new arena buffer of ``like``'s dtype and dims."""
+        offset = self.arena_end
+        nbytes = int(np.prod(like.dims, dtype=np.int64)) * np.dtype(like.dtype).itemsize
+        self.arena_end += -(-max(nbytes, 1) // ALIGN) * ALIGN
+        return BufferRef("temp", offset, like.dtype, like.dims)
+
+    def _state_update(self, results: list[BufferRef], state: list[BufferRef]) -> list:
+        """Copies moving a body's results into the state buffers. A result that is a state
+        buffer (the body passing a state element on, maybe to another slot: a swap) or a
+        library value (which may be a view of one) is first copied aside, so no copy
+        overwrites a state buffer that a later copy still reads."""
+        state_offsets = {r.index for r in state}
+        aside, copies = [], []
+        for src, dst in zip(results, state):
+            if src == dst:
+                continue
+            if src.kind == "value" or src.kind == "temp" and src.index in state_offsets:
+                tmp = self._scratch(src)
+                aside.append(CopyStep(src, tmp))
+                src = tmp
+            copies.append(CopyStep(src, dst))
+        return aside + copies
 
     # ------------------------------------------------------------------ buffers
 
     @staticmethod
-    def _layout(assignment) -> dict:
-        """Arena offset of every allocation; the "end" key is the arena size."""
-        offsets, pos = {}, 0
+    def _layout(assignment, base: int = 0) -> dict:
+        """Arena offset of every allocation, from ``base``; the "end" key is where the
+        region ends."""
+        offsets, pos = {}, base
         for alloc in assignment.allocations:
             offsets[alloc.index] = pos
             pos += -(-max(alloc.size, 1) // ALIGN) * ALIGN
@@ -326,33 +470,104 @@ class ProgramBuilder:
     # ------------------------------------------------------------------ entry
 
     def _emit_entry(self, steps, n_params, n_outputs) -> None:
-        """``void entry(i8* params..., i8* outputs..., i8* arena)``: runs every kernel."""
+        """``void entry(i8* params..., i8* outputs..., i8* arena)``: runs every step."""
         n_args = n_params + n_outputs + 1
         fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), [I8P] * n_args),
                          self.entry_name)
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        entry, start = fn.append_basic_block("entry"), fn.append_basic_block("start")
+        ir.IRBuilder(entry).branch(start)  # (the entry block holds the stack slots)
+        b = ir.IRBuilder(start)
         args = fn.args
-        kernels = {}
-        for step in steps:
-            info = step.info
-            kfn = kernels.get(info.name) or self.ir_module.globals[info.name]
-            refs = step.inputs + step.outputs
-            arr = b.alloca(ir.ArrayType(I8P, len(refs)))
-            for k, ref in enumerate(refs):
-                slot = b.gep(arr, [ir.Constant(S.I64, 0), ir.Constant(S.I32, k)])
-                b.store(self._entry_pointer(b, ref, args, n_params), slot)
-            bufs = b.bitcast(arr, I8P.as_pointer())
-            b.call(kfn, [bufs, ir.Constant(S.I64, 0), ir.Constant(S.I64, info.extent)])
+
+        def pointer(b, ref):
+            if ref.kind == "param":
+                return args[ref.index]
+            if ref.kind == "output":
+                return args[n_params + ref.index]
+            return self._arena_pointer(b, ref, args[-1])
+        self._emit_steps(b, steps, pointer, args[-1])
         b.ret_void()
 
-    def _entry_pointer(self, b, ref: BufferRef, args, n_params) -> ir.Value:
-        if ref.kind == "param":
-            return args[ref.index]
-        if ref.kind == "output":
-            return args[n_params + ref.index]
+    def _emit_loop(self, cond: list, pred: BufferRef, body: list) -> str:
+        """``void loop_N(i8* arena)``: runs a while loop whose buffers are all in the arena
+        (or constants)."""
+        name = f"{self.prefix}_loop_{self.loop_count}"
+        self.loop_count += 1
+        fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), [I8P]), name)
+        arena = fn.args[0]
+        blocks = [fn.append_basic_block(n) for n in ("entry", "cond", "body", "done")]
+        entry, test, loop, done = blocks
+        ir.IRBuilder(entry).branch(test)
+        b = ir.IRBuilder(test)
+
+        def pointer(b, ref):
+            return self._arena_pointer(b, ref, arena)
+        self._emit_steps(b, cond, pointer, arena)
+        flag = b.load(pointer(b, pred))
+        b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(S.I8, 0)), loop, done)
+        b.position_at_end(loop)
+        self._emit_steps(b, body, pointer, arena)
+        b.branch(test)
+        b.position_at_end(done)
+        b.ret_void()
+        return name
+
+    def _arena_pointer(self, b, ref: BufferRef, arena) -> ir.Value:
         if ref.kind == "const":
             return self.consts.pointer(b, ref.index, I8P)
-        return b.gep(args[-1], [ir.Constant(S.I64, ref.index)])  # temp: arena + offset
+        assert ref.kind == "temp", ref
+        return b.gep(arena, [ir.Constant(S.I64, ref.index)])
+
+    def _emit_steps(self, b: ir.IRBuilder, steps: list, pointer, arena) -> None:
+        """Emits ``steps`` at ``b``'s position; ``pointer(b, ref)`` gives a buffer's
+        address. Stack slots go to the function's entry block, which holds nothing else
+        (a loop must not grow the stack)."""
+        fn = b.function
+        slots = ir.IRBuilder(fn.entry_basic_block)
+        for step in steps:
+            if isinstance(step, KernelStep):
+                info = step.info
+                kfn = self.ir_module.globals[info.name]
+                refs = step.inputs + step.outputs
+                slots.position_at_start(fn.entry_basic_block)
+                arr = slots.alloca(ir.ArrayType(I8P, len(refs)))
+                for k, ref in enumerate(refs):
+                    slot = b.gep(arr, [ir.Constant(S.I64, 0), ir.Constant(S.I32, k)])
+                    b.store(pointer(b, ref), slot)
+                bufs = b.bitcast(arr, I8P.as_pointer())
+                b.call(kfn, [bufs, ir.Constant(S.I64, 0), ir.Constant(S.I64, info.extent)])
+            elif isinstance(step, CopyStep):
+                nbytes = _nbytes(step.dst)
+                if nbytes:
+                    memcpy = self.ir_module.declare_intrinsic(
+                        "llvm.memcpy", [I8P, I8P, S.I64],
+                        ir.FunctionType(ir.VoidType(), [I8P, I8P, S.I64, S.I1]))
+                    b.call(memcpy, [pointer(b, step.dst), pointer(b, step.src),
+                                    ir.Constant(S.I64, nbytes), ir.Constant(S.I1, 0)])
+            elif isinstance(step, WhileStep):
+                b.call(self.ir_module.globals[step.loop], [arena])
+            elif isinstance(step, CaseStep):
+                n = len(step.branches)
+                index = b.load(b.bitcast(pointer(b, step.index), S.I32.as_pointer()))
+                # (unsigned: a negative index is out of range too)
+                in_range = b.icmp_unsigned("<", index, ir.Constant(S.I32, n))
+                index = b.select(in_range, index, ir.Constant(S.I32, n - 1))
+                blocks = [fn.append_basic_block(f"branch{k}") for k in range(n)]
+                done = fn.append_basic_block("case_done")
+                switch = b.switch(index, blocks[-1])
+                for k in range(n - 1):
+                    switch.add_case(ir.Constant(S.I32, k), blocks[k])
+                for block, branch in zip(blocks, step.branches):
+                    b.position_at_end(block)
+                    self._emit_steps(b, branch, pointer, arena)
+                    b.branch(done)
+                b.position_at_end(done)
+            else:
+                raise AssertionError(f"no native code for {type(step).__name__}")
+
+
+def _nbytes(ref: BufferRef) -> int:
+    return int(np.prod(ref.dims, dtype=np.int64)) * np.dtype(ref.dtype).itemsize
 
 
 def work_of(step: KernelStep) -> int:

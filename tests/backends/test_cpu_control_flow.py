@@ -1,0 +1,567 @@
+# ruff: noqa: E501  (HLO text: computation headers are long)
+"""HLO ``while``, ``case`` and ``call`` on the CPU backend: native loops and branches.
+
+Each module is written as text, run by the interpreter backend (the reference) and by the
+CPU backend after the optimization pipeline (bodies and branches fused), on its quick
+(tiered, unoptimized) code and on its optimized code; results must match exactly.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from ember.backends import cpu as cpu_backend
+from ember.backends import get_backend
+from ember.backends.cpu.executable import (
+    CasePlan,
+    DotPlan,
+    LibraryPlan,
+    WhilePlan,
+    nested_steps,
+)
+from ember.compiler.parser import parse_module
+from ember.compiler.pipeline import optimize
+
+
+def parse(text: str):
+    """Parses ``text``, first suffixing each instruction name with its computation's name
+    (HLO names are unique in a module; the modules below reuse short ones)."""
+    header = re.compile(r"^(?:ENTRY )?%([\w.]+) \(")
+    comps = {m.group(1) for m in map(header.match, text.splitlines()) if m}
+    out, comp = [], None
+    for line in text.splitlines():
+        m = header.match(line)
+        if m:
+            comp = m.group(1)
+            line = re.sub(r"([(,] ?)([\w.]+): ", lambda t: f"{t.group(1)}{t.group(2)}_{comp}: ",
+                          line)
+        elif comp is not None:
+            line = re.sub(r"%([\w.]+)", lambda t: t.group(0) if t.group(1) in comps
+                          else f"%{t.group(1)}_{comp}", line)
+        out.append(line)
+    return parse_module("\n".join(out))
+
+
+def run_both(text: str, args: list, runs: int = 3):
+    """Checks the CPU backend's outputs (each of ``runs`` runs: the first on quick code)
+    against the interpreter's, bit for bit; returns the CPU executable."""
+    want = get_backend("interpreter").compile(parse(text)).execute(args)
+    module = parse(text)
+    optimize(module, verify=True)
+    exe = cpu_backend.CpuBackend().compile(module)
+    for _ in range(runs):
+        got = exe.execute([a.copy() for a in args])
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+    return exe
+
+
+def steps_of(exe, kind):
+    return [s for s in nested_steps(exe.program.steps) if type(s) is kind]
+
+
+COUNTER = """HloModule counter
+
+%cond (i: s32[], x: f32[8]) -> pred[] {
+  %i = s32[] parameter(0)
+  %x = f32[8] parameter(1)
+  %n = s32[] constant({n})
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%body (i: s32[], x: f32[8]) -> (s32[], f32[8]) {
+  %i = s32[] parameter(0)
+  %x = f32[8] parameter(1)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %h = f32[] constant(0.5)
+  %hb = f32[8] broadcast_in_dim(%h), broadcast_dimensions={}
+  %c = f32[] convert(%i)
+  %cb = f32[8] broadcast_in_dim(%c), broadcast_dimensions={}
+  %m = f32[8] multiply(%x, %hb)
+  %y = f32[8] add(%m, %cb)
+  ROOT %t = (s32[], f32[8]) tuple(%i1, %y)
+}
+
+ENTRY %main (x: f32[8], start: s32[]) -> (s32[], f32[8]) {
+  %x = f32[8] parameter(0)
+  %start = s32[] parameter(1)
+  %e = f32[8] multiply(%x, %x)
+  ROOT %w = (s32[], f32[8]) while(%start, %e), calls={%cond, %body}
+}
+"""
+
+
+@pytest.mark.parametrize("n,start", [(100, 0), (5, 5), (5, 9), (3, -2)])
+def test_counter_loop_runs_natively(n, start):
+    # (start >= n: zero iterations; the state comes out as it went in)
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    exe = run_both(COUNTER.replace("{n}", str(n)), [x, np.array(start, np.int32)])
+    (loop,) = steps_of(exe, WhilePlan)
+    assert loop.loop is not None  # the whole loop is one native function
+    assert exe.program.has_entry
+    assert not steps_of(exe, LibraryPlan)
+
+
+def test_loop_over_a_tuple_of_several_dtypes():
+    text = """HloModule dtypes
+
+%cond (i: s32[], a: f64[3], b: s8[4], c: pred[2], d: u16[2,2], e: f16[5]) -> pred[] {
+  %i = s32[] parameter(0)
+  %a = f64[3] parameter(1)
+  %b = s8[4] parameter(2)
+  %c = pred[2] parameter(3)
+  %d = u16[2,2] parameter(4)
+  %e = f16[5] parameter(5)
+  %n = s32[] constant(7)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%body (i: s32[], a: f64[3], b: s8[4], c: pred[2], d: u16[2,2], e: f16[5]) -> (s32[], f64[3], s8[4], pred[2], u16[2,2], f16[5]) {
+  %i = s32[] parameter(0)
+  %a = f64[3] parameter(1)
+  %b = s8[4] parameter(2)
+  %c = pred[2] parameter(3)
+  %d = u16[2,2] parameter(4)
+  %e = f16[5] parameter(5)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %a1 = f64[3] multiply(%a, %a)
+  %bb = s8[4] add(%b, %b)
+  %c1 = pred[2] not(%c)
+  %d1 = u16[2,2] transpose(%d), permutation={1,0}
+  %k = f16[] constant(1.5)
+  %kb = f16[5] broadcast_in_dim(%k), broadcast_dimensions={}
+  %e1 = f16[5] multiply(%e, %kb)
+  ROOT %t = (s32[], f64[3], s8[4], pred[2], u16[2,2], f16[5]) tuple(%i1, %a1, %bb, %c1, %d1, %e1)
+}
+
+ENTRY %main (a: f64[3], b: s8[4], c: pred[2], d: u16[2,2], e: f16[5]) -> (s32[], f64[3], s8[4], pred[2], u16[2,2], f16[5]) {
+  %a = f64[3] parameter(0)
+  %b = s8[4] parameter(1)
+  %c = pred[2] parameter(2)
+  %d = u16[2,2] parameter(3)
+  %e = f16[5] parameter(4)
+  %zero = s32[] constant(0)
+  ROOT %w = (s32[], f64[3], s8[4], pred[2], u16[2,2], f16[5]) while(%zero, %a, %b, %c, %d, %e), calls={%cond, %body}
+}
+"""
+    args = [np.array([1.0001, 0.999, -1.001]), np.array([1, -3, 50, 0], np.int8),
+            np.array([True, False]), np.array([[1, 2], [3, 65535]], np.uint16),
+            np.linspace(-2, 2, 5).astype(np.float16)]
+    exe = run_both(text, args)
+    assert steps_of(exe, WhilePlan)[0].loop is not None
+
+
+SCAN = """HloModule scan
+
+%cond (i: s32[], h: f32[16], xs: f32[{t},16], ys: f32[{t},16]) -> pred[] {{
+  %i = s32[] parameter(0)
+  %h = f32[16] parameter(1)
+  %xs = f32[{t},16] parameter(2)
+  %ys = f32[{t},16] parameter(3)
+  %n = s32[] constant({t})
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}}
+
+%body (i: s32[], h: f32[16], xs: f32[{t},16], ys: f32[{t},16]) -> (s32[], f32[16], f32[{t},16], f32[{t},16]) {{
+  %i = s32[] parameter(0)
+  %h = f32[16] parameter(1)
+  %xs = f32[{t},16] parameter(2)
+  %ys = f32[{t},16] parameter(3)
+  %zero = s32[] constant(0)
+  %row = f32[1,16] dynamic_slice(%xs, %i, %zero), slice_sizes={{1,16}}
+  %x = f32[16] reshape(%row)
+  %s = f32[16] add(%h, %x)
+  %h1 = f32[16] tanh(%s)
+  %y = f32[1,16] reshape(%h1)
+  %ys1 = f32[{t},16] dynamic_update_slice(%ys, %y, %i, %zero)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[16], f32[{t},16], f32[{t},16]) tuple(%i1, %h1, %xs, %ys1)
+}}
+
+ENTRY %main (h: f32[16], xs: f32[{t},16]) -> (f32[16], f32[{t},16]) {{
+  %h = f32[16] parameter(0)
+  %xs = f32[{t},16] parameter(1)
+  %zero = s32[] constant(0)
+  %z = f32[] constant(0)
+  %ys = f32[{t},16] broadcast_in_dim(%z), broadcast_dimensions={{}}
+  %w = (s32[], f32[16], f32[{t},16], f32[{t},16]) while(%zero, %h, %xs, %ys), calls={{%cond, %body}}
+  %hf = f32[16] get_tuple_element(%w), index=1
+  %ysf = f32[{t},16] get_tuple_element(%w), index=3
+  ROOT %out = (f32[16], f32[{t},16]) tuple(%hf, %ysf)
+}}
+"""
+
+
+def test_scan_like_loop_slices_and_updates_a_buffer_per_iteration():
+    # What lax.scan lowers to: read row i of xs (dynamic_slice), write row i of ys
+    # (dynamic_update_slice). tanh is a transcendental: the interpreter's NumPy tanh and the
+    # native polynomial differ in the last bits, so the rows are compared with a tolerance.
+    t = 12
+    rng = np.random.default_rng(0)
+    h, xs = rng.standard_normal(16, np.float32), rng.standard_normal((t, 16), np.float32)
+    text = SCAN.format(t=t)
+    want_h, want_ys = np.zeros(16, np.float32), np.zeros((t, 16), np.float32)
+    carry = h.copy()
+    for k in range(t):
+        carry = np.tanh(carry + xs[k])
+        want_ys[k] = carry
+    want_h[:] = carry
+    module = parse(text)
+    optimize(module, verify=True)
+    exe = cpu_backend.CpuBackend().compile(module)
+    for _ in range(2):
+        got_h, got_ys = exe.execute([h, xs])
+        np.testing.assert_allclose(got_h, want_h, rtol=2e-6, atol=2e-6)
+        np.testing.assert_allclose(got_ys, want_ys, rtol=2e-6, atol=2e-6)
+    ref_h, ref_ys = get_backend("interpreter").compile(parse(text)).execute([h, xs])
+    np.testing.assert_allclose(got_ys, ref_ys, rtol=2e-6, atol=2e-6)
+
+
+def test_swapping_state_elements_reads_the_old_state():
+    # The body's results are its own parameters in other slots: moving the new state in
+    # must not overwrite a slot another copy still reads.
+    text = """HloModule swap
+
+%cond (i: s32[], a: f32[4], b: f32[4], c: f32[4]) -> pred[] {
+  %i = s32[] parameter(0)
+  %a = f32[4] parameter(1)
+  %b = f32[4] parameter(2)
+  %c = f32[4] parameter(3)
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%body (i: s32[], a: f32[4], b: f32[4], c: f32[4]) -> (s32[], f32[4], f32[4], f32[4]) {
+  %i = s32[] parameter(0)
+  %a = f32[4] parameter(1)
+  %b = f32[4] parameter(2)
+  %c = f32[4] parameter(3)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %s = f32[4] add(%a, %b)
+  ROOT %t = (s32[], f32[4], f32[4], f32[4]) tuple(%i1, %c, %a, %s)
+}
+
+ENTRY %main (a: f32[4], b: f32[4], c: f32[4]) -> (s32[], f32[4], f32[4], f32[4]) {
+  %a = f32[4] parameter(0)
+  %b = f32[4] parameter(1)
+  %c = f32[4] parameter(2)
+  %zero = s32[] constant(0)
+  ROOT %w = (s32[], f32[4], f32[4], f32[4]) while(%zero, %a, %b, %c), calls={%cond, %body}
+}
+"""
+    a, b, c = (np.arange(4, dtype=np.float32) + k for k in (0, 10, 100))
+    exe = run_both(text, [a, b, c])
+    ra, rb, rc = a, b, c
+    for _ in range(5):
+        ra, rb, rc = rc, ra, ra + rb
+    got = exe.execute([a, b, c])
+    np.testing.assert_array_equal(got[1], ra)
+    np.testing.assert_array_equal(got[2], rb)
+    np.testing.assert_array_equal(got[3], rc)
+
+
+def test_nested_loops():
+    text = """HloModule nested
+
+%inner_cond (j: s32[], x: f32[3]) -> pred[] {
+  %j = s32[] parameter(0)
+  %x = f32[3] parameter(1)
+  %n = s32[] constant(4)
+  ROOT %lt = pred[] compare(%j, %n), comparison_direction=LT
+}
+
+%inner_body (j: s32[], x: f32[3]) -> (s32[], f32[3]) {
+  %j = s32[] parameter(0)
+  %x = f32[3] parameter(1)
+  %one = s32[] constant(1)
+  %j1 = s32[] add(%j, %one)
+  %y = f32[3] add(%x, %x)
+  ROOT %t = (s32[], f32[3]) tuple(%j1, %y)
+}
+
+%outer_cond (i: s32[], x: f32[3]) -> pred[] {
+  %i = s32[] parameter(0)
+  %x = f32[3] parameter(1)
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%outer_body (i: s32[], x: f32[3]) -> (s32[], f32[3]) {
+  %i = s32[] parameter(0)
+  %x = f32[3] parameter(1)
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[3]) while(%zero, %x), calls={%inner_cond, %inner_body}
+  %xi = f32[3] get_tuple_element(%w), index=1
+  %k = f32[] constant(1)
+  %kb = f32[3] broadcast_in_dim(%k), broadcast_dimensions={}
+  %x1 = f32[3] subtract(%xi, %kb)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[3]) tuple(%i1, %x1)
+}
+
+ENTRY %main (x: f32[3]) -> f32[3] {
+  %x = f32[3] parameter(0)
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[3]) while(%zero, %x), calls={%outer_cond, %outer_body}
+  ROOT %r = f32[3] get_tuple_element(%w), index=1
+}
+"""
+    x = np.array([1, 2, 0.5], np.float32)
+    exe = run_both(text, [x])
+    want = x
+    for _ in range(3):
+        want = want * 16 - 1
+    np.testing.assert_array_equal(exe.execute([x])[0], want)
+    loops = steps_of(exe, WhilePlan)
+    assert len(loops) == 2 and all(w.loop is not None for w in loops)
+
+
+def test_library_steps_inside_a_body_run_between_native_steps():
+    # A BLAS dot and a sort have no kernel: the loop runs its steps from Python.
+    text = """HloModule dot_loop
+
+%cond (i: s32[], m: f32[48,48], v: f32[48]) -> pred[] {
+  %i = s32[] parameter(0)
+  %m = f32[48,48] parameter(1)
+  %v = f32[48] parameter(2)
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%cmp (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %lt = pred[] compare(%a, %b), comparison_direction=LT
+}
+
+%body (i: s32[], m: f32[48,48], v: f32[48]) -> (s32[], f32[48,48], f32[48]) {
+  %i = s32[] parameter(0)
+  %m = f32[48,48] parameter(1)
+  %v = f32[48] parameter(2)
+  %mm = f32[48,48] dot_general(%m, %m), lhs_batching_dimensions={}, rhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_contracting_dimensions={0}
+  %k = f32[] constant(0.125)
+  %kb = f32[48,48] broadcast_in_dim(%k), broadcast_dimensions={}
+  %m1 = f32[48,48] multiply(%mm, %kb)
+  %st = (f32[48]) sort(%v), dimension=0, is_stable=true, calls={%cmp}
+  %s = f32[48] get_tuple_element(%st), index=0
+  %v1 = f32[48] negate(%s)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[48,48], f32[48]) tuple(%i1, %m1, %v1)
+}
+
+ENTRY %main (m: f32[48,48], v: f32[48]) -> (f32[48,48], f32[48]) {
+  %m = f32[48,48] parameter(0)
+  %v = f32[48] parameter(1)
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[48,48], f32[48]) while(%zero, %m, %v), calls={%cond, %body}
+  %mf = f32[48,48] get_tuple_element(%w), index=1
+  %vf = f32[48] get_tuple_element(%w), index=2
+  ROOT %out = (f32[48,48], f32[48]) tuple(%mf, %vf)
+}
+"""
+    rng = np.random.default_rng(1)
+    m = np.round(rng.standard_normal((48, 48)) * 4).astype(np.float32) / 4
+    v = rng.standard_normal(48).astype(np.float32)
+    module = parse(text)
+    optimize(module, verify=True)
+    exe = cpu_backend.CpuBackend().compile(module)
+    want_m, want_v = m, v
+    for _ in range(3):
+        want_m, want_v = (want_m @ want_m) * np.float32(0.125), -np.sort(want_v)
+    for _ in range(2):
+        got_m, got_v = exe.execute([m, v])
+        np.testing.assert_allclose(got_m, want_m, rtol=1e-5)
+        np.testing.assert_array_equal(got_v, want_v)
+    (loop,) = steps_of(exe, WhilePlan)
+    assert loop.loop is None
+    assert steps_of(exe, DotPlan) and steps_of(exe, LibraryPlan)
+
+
+CASE = """HloModule case
+
+{branches}
+
+ENTRY %main (i: s32[], x: f32[6], y: s32[6]) -> (f32[6], s32[6]) {{
+  %i = s32[] parameter(0)
+  %x = f32[6] parameter(1)
+  %y = s32[6] parameter(2)
+  ROOT %c = (f32[6], s32[6]) case(%i, %x, %y), calls={{{calls}}}
+}}
+"""
+BRANCH = """%b{k} (x: f32[6], y: s32[6]) -> (f32[6], s32[6]) {{
+  %x = f32[6] parameter(0)
+  %y = s32[6] parameter(1)
+  %k = f32[] constant({k})
+  %kb = f32[6] broadcast_in_dim(%k), broadcast_dimensions={{}}
+  %x1 = f32[6] {op}(%x, %kb)
+  %kk = s32[] constant({k})
+  %kkb = s32[6] broadcast_in_dim(%kk), broadcast_dimensions={{}}
+  %y1 = s32[6] multiply(%y, %kkb)
+  ROOT %t = (f32[6], s32[6]) tuple(%x1, %y1)
+}}
+"""
+
+
+@pytest.mark.parametrize("n_branches", [1, 2, 3])
+def test_case_runs_the_indexed_branch_and_the_last_out_of_range(n_branches):
+    ops = ["add", "multiply", "subtract"]
+    text = CASE.format(
+        branches="\n".join(BRANCH.format(k=k + 2, op=ops[k]) for k in range(n_branches)),
+        calls=", ".join(f"%b{k + 2}" for k in range(n_branches)))
+    x = np.linspace(-3, 3, 6, dtype=np.float32)
+    y = np.arange(6, dtype=np.int32) - 2
+    module = parse(text)
+    optimize(module, verify=True)
+    exe = cpu_backend.CpuBackend().compile(module)
+    for index in [0, 1, 2, -1, 3, 7, 2**31 - 1, -2**31]:
+        args = [np.array(index, np.int32), x, y]
+        want = get_backend("interpreter").compile(parse(text)).execute(args)
+        for got, ref in zip(exe.execute(args), want):
+            np.testing.assert_array_equal(got, ref)
+        picked = index if 0 <= index < n_branches else n_branches - 1
+        np.testing.assert_array_equal(exe.execute(args)[1], y * (picked + 2))
+    (case,) = steps_of(exe, CasePlan)
+    assert len(case.branches) == n_branches
+    assert exe.program.has_entry  # branches of kernels run in the native entry
+
+
+def test_case_inside_a_loop_and_a_call():
+    text = """HloModule case_loop
+
+%even (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %k = f32[] constant(3)
+  %kb = f32[4] broadcast_in_dim(%k), broadcast_dimensions={}
+  ROOT %r = f32[4] add(%x, %kb)
+}
+
+%odd (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %r = f32[4] negate(%x)
+}
+
+%cond (i: s32[], x: f32[4]) -> pred[] {
+  %i = s32[] parameter(0)
+  %x = f32[4] parameter(1)
+  %n = s32[] constant(9)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%body (i: s32[], x: f32[4]) -> (s32[], f32[4]) {
+  %i = s32[] parameter(0)
+  %x = f32[4] parameter(1)
+  %two = s32[] constant(2)
+  %parity = s32[] remainder(%i, %two)
+  %y = f32[4] case(%parity, %x), calls={%even, %odd}
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[4]) tuple(%i1, %y)
+}
+
+%scale (x: f32[4], s: f32[]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %s = f32[] parameter(1)
+  %sb = f32[4] broadcast_in_dim(%s), broadcast_dimensions={}
+  ROOT %r = f32[4] multiply(%x, %sb)
+}
+
+ENTRY %main (x: f32[4], s: f32[]) -> (f32[4], f32[4]) {
+  %x = f32[4] parameter(0)
+  %s = f32[] parameter(1)
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[4]) while(%zero, %x), calls={%cond, %body}
+  %r = f32[4] get_tuple_element(%w), index=1
+  %c = f32[4] call(%r, %s), calls={%scale}
+  ROOT %out = (f32[4], f32[4]) tuple(%r, %c)
+}
+"""
+    x = np.array([1, -2, 0.5, 8], np.float32)
+    s = np.array(0.25, np.float32)
+    exe = run_both(text, [x, s])
+    want = x
+    for i in range(9):
+        want = want + 3 if i % 2 == 0 else -want
+    got = exe.execute([x, s])
+    np.testing.assert_array_equal(got[0], want)
+    np.testing.assert_array_equal(got[1], want * s)
+    (loop,) = steps_of(exe, WhilePlan)
+    assert loop.loop is not None
+
+
+def test_loop_whose_condition_is_a_state_element():
+    # The condition is a parameter (no kernel): the pred is read straight from the state.
+    text = """HloModule flag
+
+%cond (go: pred[], x: s32[]) -> pred[] {
+  %go = pred[] parameter(0)
+  ROOT %x = s32[] parameter(1)
+}
+
+%body (go: pred[], x: s32[]) -> (pred[], s32[]) {
+  %go = pred[] parameter(0)
+  %x = s32[] parameter(1)
+  %one = s32[] constant(1)
+  %x1 = s32[] add(%x, %one)
+  %n = s32[] constant(10)
+  %more = pred[] compare(%x1, %n), comparison_direction=LT
+  ROOT %t = (pred[], s32[]) tuple(%more, %x1)
+}
+
+ENTRY %main (go: pred[], x: s32[]) -> s32[] {
+  %go = pred[] parameter(0)
+  %x = s32[] parameter(1)
+  %w = (pred[], s32[]) while(%go, %x), calls={%cond, %body}
+  ROOT %r = s32[] get_tuple_element(%w), index=1
+}
+"""
+    text = text.replace("%cond (go: pred[], x: s32[]) -> pred[] {\n  %go = pred[] parameter(0)"
+                        "\n  ROOT %x = s32[] parameter(1)",
+                        "%cond (go: pred[], x: s32[]) -> pred[] {\n  %x = s32[] parameter(1)"
+                        "\n  ROOT %go = pred[] parameter(0)")
+    for go, x, want in [(True, 3, 10), (False, 3, 3), (True, 12, 13)]:
+        exe = run_both(text, [np.array(go), np.array(x, np.int32)], runs=2)
+        assert int(exe.execute([np.array(go), np.array(x, np.int32)])[0]) == want
+
+
+def test_optimized_code_without_tiering(monkeypatch):
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    exe = run_both(COUNTER.replace("{n}", "50"), [x, np.array(0, np.int32)], runs=2)
+    assert exe.program.has_entry
+
+
+def test_disk_cache_round_trip(monkeypatch, tmp_path):
+    # A fresh backend (as a new process would) loads the shared library and its run plan
+    # from the disk cache, without compiling, and runs the loop natively.
+    import ember
+    monkeypatch.setenv(cpu_backend.SHARED_LIBRARIES_VAR, "1")
+    if not cpu_backend._shared_libraries_enabled():
+        pytest.skip("no shared libraries here")
+    previous = ember.config.read("jax_compilation_cache_dir")
+    ember.config.update("jax_compilation_cache_dir", str(tmp_path))
+    try:
+        text = SCAN.format(t=5)
+        module = parse(text)
+        optimize(module)
+        args = [np.linspace(-1, 1, 16, dtype=np.float32),
+                np.linspace(0, 2, 80, dtype=np.float32).reshape(5, 16)]
+        first = cpu_backend.CpuBackend()
+        want = first.compile(module).execute(args)
+        first.wait_for_background()
+        second = cpu_backend.CpuBackend()
+        exe = second.compile(parse_module(module.to_text()))
+        assert second.stats["native_hits"] == 1 and second.stats["compiled"] == 0
+        for got, ref in zip(exe.execute(args), want):
+            np.testing.assert_array_equal(got, ref)
+        assert steps_of(exe, WhilePlan)[0].loop is not None
+    finally:
+        ember.config.update("jax_compilation_cache_dir", previous)
