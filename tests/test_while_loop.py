@@ -298,3 +298,12 @@ def test_disable_jit_falls_back_to_the_primitive_under_vmap():
     with ember.disable_jit():
         out = ember.vmap(f)(np.array([1.0, 2.0], np.float32), np.array([3.0, 10.0], np.float32))
     np.testing.assert_allclose(np.asarray(out), [3.375, 10.125])
+
+
+def test_jvp_jaxpr_reads_like_jax():
+    def f(m):
+        loop = lambda x: m.lax.while_loop(lambda c: c < 10.0, lambda c: c * 2, x)  # noqa: E731
+        return lambda x: m.jvp(loop, (x,), (1.0,))
+    ours = str(ember.make_jaxpr(f(ember))(1.0))
+    theirs = str(jax.make_jaxpr(f(jax))(1.0))
+    assert re.sub(r"\s+", " ", ours) == re.sub(r"\s+", " ", theirs)
