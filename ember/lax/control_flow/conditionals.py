@@ -67,7 +67,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
         What the applied function returns.
 
     Example:
-        >>> lax.cond(x > 0, lambda x: x * 2.0, lambda x: -x, x)
+        >>> lax.cond(True, lambda x: x * 2.0, lambda x: -x, 3.0)
+        Array(6., dtype=float32, weak_type=True)
     """
     if not (callable(true_fun) and callable(false_fun)):
         # JAX's deprecated form ``cond(pred, true_operand, true_fun, false_operand, false_fun)``
@@ -111,7 +112,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any,
         What the chosen branch returns.
 
     Example:
-        >>> lax.switch(2, [jnp.sin, jnp.cos, jnp.tanh], x)   # tanh(x)
+        >>> lax.switch(5, [lambda x: x + 1, lambda x: x * 10], 2)  # index clamped to 1
+        Array(20, dtype=int32, weak_type=True)
     """
     if not all(callable(b) for b in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
@@ -365,33 +367,6 @@ def _cond_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, branches: tupl
                       for z, a in zip(out_nz, branches[0].out_avals)]
 
 
-def _partial_eval_branch(closed: ClosedJaxpr, unknowns: Sequence[bool],
-                         out_unknowns: Sequence[bool]) -> tuple[ClosedJaxpr, ClosedJaxpr, int]:
-    """``pe.partial_eval_jaxpr`` with the outputs marked in ``out_unknowns`` unknown even
-    where ``closed`` computes them from known inputs: those become residuals that the
-    unknown jaxpr returns. Returns ``(known, unknown, num_res)``."""
-    known, unknown, uks, num_res = pe.partial_eval_jaxpr(closed, unknowns)
-    forced = [u and not k for u, k in zip(out_unknowns, uks)]
-    if not any(forced):
-        return known, unknown, num_res
-    kj, uj = known.jaxpr, unknown.jaxpr
-    n_known = len(kj.outvars) - num_res
-    known_outs = iter(kj.outvars[:n_known])
-    kept, moved = [], []
-    for u, f in zip(uks, forced):
-        if not u:
-            (moved if f else kept).append(next(known_outs))
-    new_known = ClosedJaxpr(Jaxpr(kj.constvars, kj.invars, kept + kj.outvars[n_known:] + moved,
-                                  kj.eqns), known.consts)
-    moved_vars = [Var(v.aval) for v in moved]
-    res_vars, rest = uj.invars[:num_res], uj.invars[num_res:]
-    staged, moved_it = iter(uj.outvars), iter(moved_vars)
-    outvars = [next(staged) if u else next(moved_it) for u, f in zip(uks, forced) if u or f]
-    new_unknown = ClosedJaxpr(Jaxpr(uj.constvars, res_vars + moved_vars + rest, outvars,
-                                    uj.eqns), unknown.consts)
-    return new_known, new_unknown, num_res + len(moved)
-
-
 def _merge_residuals(res_avals: Sequence[Sequence[core.ShapedArray]]
                      ) -> tuple[list[core.ShapedArray], list[list[int]]]:
     """One residual list for all branches: the k-th residual of a type in each branch
@@ -470,7 +445,9 @@ def has_side_effect_jaxpr(closed: ClosedJaxpr) -> bool:
 
 def _split_branches(branches: tuple, unknowns: list[bool]):
     out_uks = [any(u) for u in zip(*[pe.partial_eval_jaxpr(b, unknowns)[2] for b in branches])]
-    splits = [_partial_eval_branch(b, unknowns, out_uks) for b in branches]
+    # (an output unknown in some branch is made unknown in all: a residual where known)
+    splits = [pe.partial_eval_jaxpr(b, unknowns, instantiate=out_uks) for b in branches]
+    splits = [(k, u, n) for k, u, _, n in splits]
     res_avals = [k.out_avals[len(k.out_avals) - n:] if n else [] for k, _, n in splits]
     all_res, where = _merge_residuals(res_avals)
     n_known = len(out_uks) - sum(out_uks)
