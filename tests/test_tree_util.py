@@ -1,6 +1,7 @@
 import collections
 import copy
 import pickle
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -56,6 +57,11 @@ class Box:
     __hash__ = None
 
 
+def _stable_id(value):
+    """A test id without object addresses (the same in every process, as pytest-xdist needs)."""
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(value))
+
+
 ROUND_TRIP_TREES = [
     1,
     "leaf",
@@ -79,7 +85,7 @@ ROUND_TRIP_TREES = [
 ]
 
 
-@pytest.mark.parametrize("tree", ROUND_TRIP_TREES, ids=repr)
+@pytest.mark.parametrize("tree", ROUND_TRIP_TREES, ids=_stable_id)
 def test_round_trip(tree):
     leaves, treedef = tu.tree_flatten(tree)
     rebuilt = tu.tree_unflatten(treedef, leaves)
@@ -420,7 +426,7 @@ def _assert_mismatch(fn, first, second):
         (Custom(1, 2, name="a"), Custom(1, 2, name="b")),  # aux data
         (Box(1), [1]),
     ],
-    ids=repr,
+    ids=_stable_id,
 )
 def test_mismatch_errors_show_both_structures(first, second):
     msg = _assert_mismatch(lambda: tu.tree_map(lambda x, y: x, first, second), first, second)

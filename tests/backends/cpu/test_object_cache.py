@@ -65,7 +65,8 @@ def test_cache_key_rejects_other_types():
 
 # --- round trips and misses ----------------------------------------------------------------
 
-@pytest.mark.parametrize("payload", [b"", b"\x7fELF object code", os.urandom(300_000)])
+@pytest.mark.parametrize("payload", [b"", b"\x7fELF object code", os.urandom(300_000)],
+                         ids=["empty", "short", "random-300KB"])
 def test_round_trip(tmp_path, payload):
     cache = ObjectCache(tmp_path)
     key = cache_key("module", str(len(payload)))
