@@ -17,6 +17,7 @@ from ember.backends.cpu.executable import (
     CasePlan,
     DotPlan,
     LibraryPlan,
+    UpdatePlan,
     WhilePlan,
     nested_steps,
 )
@@ -34,11 +35,10 @@ def parse(text: str):
         m = header.match(line)
         if m:
             comp = m.group(1)
-            line = re.sub(r"([(,] ?)([\w.]+): ", lambda t: f"{t.group(1)}{t.group(2)}_{comp}: ",
-                          line)
+            line = re.sub(r"([(,] ?)([\w.]+): ", rf"\1\2_{comp}: ", line)
         elif comp is not None:
-            line = re.sub(r"%([\w.]+)", lambda t: t.group(0) if t.group(1) in comps
-                          else f"%{t.group(1)}_{comp}", line)
+            line = re.sub(r"%([\w.]+)", lambda t, c=comp: t.group(0) if t.group(1) in comps
+                          else f"%{t.group(1)}_{c}", line)
         out.append(line)
     return parse_module("\n".join(out))
 
@@ -221,6 +221,74 @@ def test_scan_like_loop_slices_and_updates_a_buffer_per_iteration():
         np.testing.assert_allclose(got_ys, want_ys, rtol=2e-6, atol=2e-6)
     ref_h, ref_ys = get_backend("interpreter").compile(parse(text)).execute([h, xs])
     np.testing.assert_allclose(got_ys, ref_ys, rtol=2e-6, atol=2e-6)
+    # ys is written in place (one row per iteration, not a copy of the buffer)
+    assert steps_of(exe, UpdatePlan) and steps_of(exe, WhilePlan)[0].loop is not None
+
+
+WINDOWS = """HloModule windows
+
+%cond (i: s32[], buf: s16[5,6,4], u: s16[2,3,4]) -> pred[] {
+  %i = s32[] parameter(0)
+  %buf = s16[5,6,4] parameter(1)
+  %u = s16[2,3,4] parameter(2)
+  %n = s32[] constant(6)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%body (i: s32[], buf: s16[5,6,4], u: s16[2,3,4]) -> (s32[], s16[5,6,4], s16[2,3,4]) {
+  %i = s32[] parameter(0)
+  %buf = s16[5,6,4] parameter(1)
+  %u = s16[2,3,4] parameter(2)
+  %k = s32[] constant(2)
+  %m = s32[] multiply(%i, %k)
+  %off = s32[] constant(-1)
+  %j = s32[] add(%m, %off)
+  %zero = s32[] constant(0)
+  %buf1 = s16[5,6,4] dynamic_update_slice(%buf, %u, %j, %i, %zero)
+  %one = s16[] constant(1)
+  %ones = s16[2,3,4] broadcast_in_dim(%one), broadcast_dimensions={}
+  %u1 = s16[2,3,4] add(%u, %ones)
+  %c1 = s32[] constant(1)
+  %i1 = s32[] add(%i, %c1)
+  ROOT %t = (s32[], s16[5,6,4], s16[2,3,4]) tuple(%i1, %buf1, %u1)
+}
+
+ENTRY %main (buf: s16[5,6,4], u: s16[2,3,4]) -> s16[5,6,4] {
+  %buf = s16[5,6,4] parameter(0)
+  %u = s16[2,3,4] parameter(1)
+  %zero = s32[] constant(0)
+  %w = (s32[], s16[5,6,4], s16[2,3,4]) while(%zero, %buf, %u), calls={%cond, %body}
+  ROOT %r = s16[5,6,4] get_tuple_element(%w), index=1
+}
+"""
+
+
+def test_in_place_updates_of_strided_windows_with_clamped_starts():
+    # A (2, 3, 4) window of a (5, 6, 4) buffer: two runs of 3 * 4 elements per update, at
+    # starts that go negative and past the end (clamped).
+    buf = np.arange(120, dtype=np.int16).reshape(5, 6, 4)
+    u = -np.arange(24, dtype=np.int16).reshape(2, 3, 4)
+    exe = run_both(WINDOWS, [buf, u])
+    want, upd = buf.copy(), u.copy()
+    for i in range(6):
+        a, b = min(max(2 * i - 1, 0), 3), min(max(i, 0), 3)
+        want[a:a + 2, b:b + 3] = upd
+        upd = upd + 1
+    np.testing.assert_array_equal(exe.execute([buf, u])[0], want)
+    assert steps_of(exe, UpdatePlan) and steps_of(exe, WhilePlan)[0].loop is not None
+
+
+def test_update_of_a_state_read_elsewhere_is_not_in_place():
+    # The body also reads the buffer it updates: the update must not happen in place.
+    text = WINDOWS.replace("ROOT %t = (s32[], s16[5,6,4], s16[2,3,4]) tuple(%i1, %buf1, %u1)",
+                           "%s = s16[2,3,4] slice(%buf), start_indices={0,0,0}, "
+                           "limit_indices={2,3,4}, strides={1,1,1}\n"
+                           "  %u2 = s16[2,3,4] add(%u1, %s)\n"
+                           "  ROOT %t = (s32[], s16[5,6,4], s16[2,3,4]) tuple(%i1, %buf1, %u2)")
+    buf = np.arange(120, dtype=np.int16).reshape(5, 6, 4)
+    u = -np.arange(24, dtype=np.int16).reshape(2, 3, 4)
+    exe = run_both(text, [buf, u])
+    assert not steps_of(exe, UpdatePlan)
 
 
 def test_swapping_state_elements_reads_the_old_state():

@@ -146,6 +146,16 @@ class CopyPlan(_Record):
     dst: Ref
 
 
+class UpdatePlan(_Record):
+    """Writes ``update`` into its window of ``dst`` at ``starts`` (clamped) in place."""
+
+    __slots__ = ("update", "dst", "starts")
+
+    update: Ref
+    dst: Ref
+    starts: tuple
+
+
 class WhilePlan(_Record):
     """A while loop: ``cond`` steps, then ``pred`` says whether ``body`` steps run (and the
     loop goes on); ``loop`` is the native function running it whole (or None); ``work``
@@ -210,6 +220,8 @@ def _plan_steps(steps) -> tuple:
         elif hasattr(step, "branches"):  # CaseStep
             out.append(CasePlan(_ref(step.index),
                                 tuple(_plan_steps(b) for b in step.branches)))
+        elif hasattr(step, "starts"):  # UpdateStep
+            out.append(UpdatePlan(_ref(step.update), _ref(step.dst), _refs(step.starts)))
         elif hasattr(step, "src"):  # CopyStep
             out.append(CopyPlan(_ref(step.src), _ref(step.dst)))
         elif hasattr(step, "output"):  # DotStep
@@ -412,7 +424,7 @@ class CpuExecutable:
                 out.append(_Kernel(_ffi.cast(_KERNEL_SIG, lib.address(step.name)), step))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
-            elif t is CopyPlan:
+            elif t is CopyPlan or t is UpdatePlan:
                 out.append((step, None))
             elif t is WhilePlan:
                 # (A loop with big kernels loops here, where they can use the threads.)
@@ -661,6 +673,14 @@ class CpuExecutable:
             elif t is CopyPlan:
                 np.copyto(self._array(step.dst, args, outs, arena, values),
                           self._array(step.src, args, outs, arena, values))
+            elif t is UpdatePlan:
+                dst = self._array(step.dst, args, outs, arena, values)
+                window = []
+                for ref, dim, size in zip(step.starts, step.dst.dims, step.update.dims):
+                    start = int(self._array(ref, args, outs, arena, values))
+                    start = min(max(start, 0), dim - size)
+                    window.append(slice(start, start + size))
+                dst[tuple(window)] = self._array(step.update, args, outs, arena, values)
             elif t is WhilePlan:
                 cond, body, loop = plan
                 if loop is not None:

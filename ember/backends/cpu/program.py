@@ -120,6 +120,16 @@ class WhileStep:
 
 
 @dataclass
+class UpdateStep:
+    """``dynamic_update_slice`` in place: writes ``update`` into ``dst`` at ``starts``
+    (each clamped so that the window fits, as in StableHLO)."""
+
+    update: BufferRef
+    dst: BufferRef
+    starts: list[BufferRef]
+
+
+@dataclass
 class CaseStep:
     """``case``: runs ``branches[index]`` (the last branch for an index out of range)."""
 
@@ -127,6 +137,7 @@ class CaseStep:
     branches: list[list]
 
 
+_NATIVE_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 # A guess of a loop's trip count, for the work measures that decide the optimization level.
 LOOP_TRIPS_ESTIMATE = 1024
 
@@ -151,6 +162,9 @@ def is_native(step) -> bool:
         return True
     if isinstance(step, CopyStep):
         return step.src.kind != "value"
+    if isinstance(step, UpdateStep):
+        return step.update.kind != "value" and all(
+            r.kind != "value" and np.dtype(r.dtype) in _NATIVE_INDEX for r in step.starts)
     if isinstance(step, WhileStep):
         return step.loop is not None
     if isinstance(step, CaseStep):
@@ -286,10 +300,11 @@ class ProgramBuilder:
                        has_entry, self.n_values, self.entry_name, self.short_row_kernels)
 
     def _plan(self, comp: Computation, param_refs: list[list[BufferRef]],
-              output_of: dict) -> list:
+              output_of: dict, in_place: frozenset[int] = frozenset()) -> list:
         """The steps running ``comp`` whose parameters live in ``param_refs`` (the leaves of
         each); its temporaries take a new region of the arena. Leaves ``self.refs`` naming
-        the buffers of ``comp``'s instructions (its root's among them)."""
+        the buffers of ``comp``'s instructions (its root's among them). The
+        ``dynamic_update_slice`` ops in ``in_place`` (ids) write their operand's buffer."""
         assignment = assign_buffers(comp)
         offsets = self._layout(assignment, self.arena_end)
         self.arena_end = offsets["end"]
@@ -313,6 +328,12 @@ class ProgramBuilder:
             if op in CONTROL_FLOW:
                 steps.extend(self._control_flow(inst, assignment, offsets, output_of))
                 continue
+            if id(inst) in in_place:
+                (dst,) = self.refs[id(inst.operands[0])]
+                self.refs[id(inst)] = [dst]
+                steps.append(UpdateStep(self.refs[id(inst.operands[1])][0], dst,
+                                        [self.refs[id(o)][0] for o in inst.operands[2:]]))
+                continue
             step = self._step(inst, assignment, offsets, output_of)
             steps.extend(step if isinstance(step, list) else [step])
         return steps
@@ -332,7 +353,7 @@ class ProgramBuilder:
             cond_comp, body_comp = inst.calls
             cond = self._plan(cond_comp, state, {})
             pred = self.refs[id(cond_comp.root)][0]
-            body = self._plan(body_comp, state, {})
+            body = self._plan(body_comp, state, {}, _in_place_updates(body_comp))
             body += self._state_update(self.refs[id(body_comp.root)], flat)
             loop = None
             if pred.kind != "value" and all(is_native(s) for s in cond + body):
@@ -544,6 +565,8 @@ class ProgramBuilder:
                         ir.FunctionType(ir.VoidType(), [I8P, I8P, S.I64, S.I1]))
                     b.call(memcpy, [pointer(b, step.dst), pointer(b, step.src),
                                     ir.Constant(S.I64, nbytes), ir.Constant(S.I1, 0)])
+            elif isinstance(step, UpdateStep):
+                self._emit_update(b, step, pointer)
             elif isinstance(step, WhileStep):
                 b.call(self.ir_module.globals[step.loop], [arena])
             elif isinstance(step, CaseStep):
@@ -564,6 +587,82 @@ class ProgramBuilder:
                 b.position_at_end(done)
             else:
                 raise AssertionError(f"no native code for {type(step).__name__}")
+
+    def _emit_update(self, b: ir.IRBuilder, step: UpdateStep, pointer) -> None:
+        """Copies ``step.update`` into its window of ``step.dst``: one ``memcpy`` per
+        contiguous run (the window's trailing dims that span the buffer, and one more)."""
+        dims, sizes = step.dst.dims, step.update.dims
+        if 0 in sizes:
+            return
+        itemsize = np.dtype(step.dst.dtype).itemsize
+        strides = [int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(len(dims))]
+        partial = [k for k in range(len(dims)) if sizes[k] != dims[k]]
+        j = partial[-1] if partial else 0  # runs are sizes[j] * strides[j] elements long
+        run = sizes[j] * strides[j] * itemsize if dims else itemsize
+        base = ir.Constant(S.I64, 0)
+        for k, ref in enumerate(step.starts):
+            if sizes[k] == dims[k]:
+                continue  # (the start clamps to 0)
+            start = b.load(b.bitcast(pointer(b, ref), S.memory_type(ref.dtype).as_pointer()))
+            if start.type != S.I64:
+                start = b.sext(start, S.I64)
+            start = b.select(b.icmp_signed("<", start, _i64(0)), _i64(0), start)
+            hi = _i64(dims[k] - sizes[k])
+            start = b.select(b.icmp_signed(">", start, hi), hi, start)
+            base = b.add(base, b.mul(start, _i64(strides[k])))
+        dst, src = pointer(b, step.dst), pointer(b, step.update)
+        memcpy = self.ir_module.declare_intrinsic(
+            "llvm.memcpy", [I8P, I8P, S.I64],
+            ir.FunctionType(ir.VoidType(), [I8P, I8P, S.I64, S.I1]))
+        n_runs = int(np.prod(sizes[:j], dtype=np.int64))
+        if n_runs == 1:
+            b.call(memcpy, [b.gep(dst, [b.mul(base, _i64(itemsize))]), src, _i64(run),
+                            ir.Constant(S.I1, 0)])
+            return
+        fn = b.function
+        head, done = fn.append_basic_block("runs"), fn.append_basic_block("runs_done")
+        before = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        r = b.phi(S.I64)
+        r.add_incoming(_i64(0), before)
+        offset, rest = base, r  # the window position of run r, its index along dims < j
+        for k in reversed(range(j)):
+            offset = b.add(offset, b.mul(b.urem(rest, _i64(sizes[k])), _i64(strides[k])))
+            rest = b.udiv(rest, _i64(sizes[k]))
+        b.call(memcpy, [b.gep(dst, [b.mul(offset, _i64(itemsize))]),
+                        b.gep(src, [b.mul(r, _i64(run))]), _i64(run), ir.Constant(S.I1, 0)])
+        nxt = b.add(r, _i64(1))
+        r.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_unsigned("<", nxt, _i64(n_runs)), head, done)
+        b.position_at_end(done)
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(S.I64, int(v))
+
+
+def _in_place_updates(body: Computation) -> frozenset[int]:
+    """The ``dynamic_update_slice`` ops of a loop body that may write the state in place:
+    each updates a parameter that nothing else reads and lands in that parameter's slot of
+    the new state (scan's write of its output row): the body then writes one window of the
+    buffer instead of copying all of it, twice, per iteration."""
+    root = body.root
+    if root.opcode != "tuple":
+        return frozenset()
+    users = body.users()
+    found = set()
+    for p in body.parameters:
+        k = p.attrs["index"]
+        readers = users.get(p, [])
+        if (p.shape.is_tuple or len(readers) != 1 or k >= len(root.operands)
+                or any(o.shape.is_tuple for o in root.operands)):
+            continue
+        (dus,) = readers
+        if (dus.opcode == "dynamic_update_slice" and dus.operands[0] is p
+                and p not in dus.operands[1:] and root.operands[k] is dus):
+            found.add(id(dus))
+    return frozenset(found)
 
 
 def _nbytes(ref: BufferRef) -> int:
