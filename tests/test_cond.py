@@ -143,15 +143,19 @@ def test_grad_jacfwd_jacrev_hessian_match_jax(jax):
         return lax.cond(x.sum() > y, lambda x, y: jnp.sin(x) * y ** 2,
                         lambda x, y: jnp.exp(x) / y, x, y)
 
+    def transform(lib, fn, kind):
+        if kind == "grad":
+            return lib.grad(lambda x, y: fn(x, y).sum(), argnums=(0, 1))
+        return getattr(lib, kind)(fn, argnums=(0, 1))
+
     jf = _as_jax(f)
-    for x, y in ((XS[0], np.float32(0.5)), (XS[1], np.float32(2.0))):
-        for t in ("grad", "jacfwd", "jacrev", "hessian"):
-            got = getattr(ember, t)(f, argnums=(0, 1))(x, y) if t != "grad" else \
-                ember.grad(lambda x, y: f(x, y).sum(), argnums=(0, 1))(x, y)
-            want = getattr(jax, t)(jf, argnums=(0, 1))(x, y) if t != "grad" else \
-                jax.grad(lambda x, y: jf(x, y).sum(), argnums=(0, 1))(x, y)
+    for (x, y), kinds in (((XS[0], np.float32(0.5)), ("grad", "jacrev", "hessian")),
+                          ((XS[1], np.float32(2.0)), ("jacfwd", "jacrev"))):
+        for kind in kinds:
+            got = transform(ember, f, kind)(x, y)
+            want = jax.jit(transform(jax, jf, kind))(x, y)  # (JAX's eager ops are slow)
             for g, w in zip(ember.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-                np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6, err_msg=t)
+                np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6, err_msg=kind)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -295,6 +299,32 @@ def test_debug_print_only_in_taken_branch(backend, capsys):
     assert float(f(np.float32(-2.0))) == 2.0  # eager
     ember.effects_barrier()
     assert capsys.readouterr().out == "neg -2.0\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cond_without_outputs_runs_for_its_effect(backend, capsys):
+    g = ember.jit(lambda p, x: lax.cond(p, lambda x: ember.debug.print("x={}", x),
+                                        lambda x: None, x), backend=backend)
+    assert g(True, np.float32(1.0)) is None and g(False, np.float32(2.0)) is None
+    ember.effects_barrier()
+    assert capsys.readouterr().out == "x=1.0\n"
+
+
+def test_cond_in_scan_body_grad_and_vmap_match_jax(jax):
+    def make(L, np_):
+        def f(x):
+            def body(c, xi):
+                c = L.cond(xi > 0, lambda c: c * np_.sin(xi) + xi, lambda c: c - xi ** 2, c)
+                return c, c * 2
+            c, ys = L.scan(body, x[0], x)
+            return c + ys.sum()
+        return f
+
+    f, jf = make(lax, jnp), make(jax.lax, jax.numpy)
+    xs = np.array([[0.5, -0.3, 1.2, -0.7], [-0.5, 0.3, -1.2, 0.7]], np.float32)
+    want = jax.jit(jax.vmap(jax.grad(jf)))(xs)
+    np.testing.assert_allclose(ember.jit(ember.grad(f))(xs[0]), want[0], rtol=1e-5)
+    np.testing.assert_allclose(ember.vmap(ember.grad(f))(xs), want, rtol=1e-5)
 
 
 def test_disable_jit_runs_the_python_branch():
