@@ -396,3 +396,45 @@ def test_primitive_abstract_eval_checks():
         ember.make_jaxpr(lambda x: lax.cond_p.bind(x, x, branches=(closed, closed)))(1.0)
     with pytest.raises(TypeError, match="called with operands of type i32\\[\\]"):
         ember.make_jaxpr(lambda i: lax.cond_p.bind(i, i, branches=(closed, closed)))(1)
+
+
+def _branch_pairs(np_):
+    """Pairs of branches whose outputs disagree, made with ``np_`` (ember's or JAX's numpy):
+    the same code, so both libraries name the same source lines in their errors."""
+    return [
+        (lambda x: (x, np_.ones(2)), lambda x: (np_.int32(1), np_.ones(3))),
+        (lambda x: {"a": x, "b": [x]}, lambda x: {"a": x, "b": (x,)}),
+        (lambda x: [x, x], lambda x: [x]),
+        (lambda x: x, lambda x: np_.ones((2, 2), np_.int32)),
+    ]
+
+
+def test_branch_output_errors_read_as_jax(jax):
+    for (t, f), (jt, jf) in zip(_branch_pairs(jnp), _branch_pairs(jax.numpy)):
+        with pytest.raises(TypeError) as got:
+            lax.cond(True, t, f, 1.0)
+        with pytest.raises(TypeError) as want:
+            jax.lax.cond(True, jt, jf, 1.0)
+        assert str(got.value) == str(want.value)
+        with pytest.raises(TypeError) as got:
+            lax.switch(0, [t, t, f], 1.0)
+        with pytest.raises(TypeError) as want:
+            jax.lax.switch(0, [jt, jt, jf], 1.0)
+        assert str(got.value) == str(want.value)
+
+
+def _more_branch_pairs(np_):
+    return [
+        (lambda x: {"a": x}, lambda x: {"a": x, "b": x}),
+        (lambda x: (x, [x, x], {"k": x}), lambda x: (x, (x, x), {"k": [x]})),
+        (lambda x: (x, None), lambda x: (x, x)),
+    ]
+
+
+def test_more_branch_output_errors_read_as_jax(jax):
+    for (t, f), (jt, jf) in zip(_more_branch_pairs(jnp), _more_branch_pairs(jax.numpy)):
+        with pytest.raises(TypeError) as got:
+            lax.cond(True, t, f, 1.0)
+        with pytest.raises(TypeError) as want:
+            jax.lax.cond(True, jt, jf, 1.0)
+        assert str(got.value) == str(want.value)

@@ -225,20 +225,29 @@ def _child_keys(tree: PyTreeDef) -> list[str]:
 
 
 def _tree_differences(t1: PyTreeDef, t2: PyTreeDef, path: str = "") -> list[tuple]:
-    """(path, what t1 is, what t2 is, why) for the first differences of two structures."""
+    """(path, what t1 is, what t2 is, why) for each difference of two structures, worded
+    as JAX's ``equality_errors`` words them."""
     d1, d2 = t1.node_data(), t2.node_data()
-    if (d1 is None) != (d2 is None) or (d1 is not None and d1[0] is not d2[0]):
-        return [(path, _node_label(t1), _node_label(t2), "their Python types differ")]
-    if d1 is None:
+    if d1 is None and d2 is None:
         return []
+    if (d1 is None) != (d2 is None) or d1[0] is not d2[0]:
+        return [(path, _node_label(t1), _node_label(t2), "their Python types differ")]
+    kind = d1[0]
     c1, c2 = t1.children(), t2.children()
     if len(c1) != len(c2):
-        return [(path, f"{d1[0]} of length {len(c1)}", f"{d2[0]} of length {len(c2)}",
-                 "the numbers of children do not match")]
+        if issubclass(kind, (list, tuple)):
+            return [(path, f"{kind.__name__} of length {len(c1)}",
+                     f"{kind.__name__} of length {len(c2)}", "the lengths do not match")]
+        why = "the numbers of children do not match"
+        if kind is dict:
+            keys = " ".join(repr(k) for k in set(d1[1]).symmetric_difference(d2[1]))
+            why += f", with the symmetric difference of key sets: {{{keys}}}"
+        plural = (lambda n: f"{kind} with {n} child{'ren' if n > 1 else ''}")
+        return [(path, plural(len(c1)), plural(len(c2)), why)]
     if d1[1] != d2[1]:
         meta = (lambda d: tuple(d[1]) if isinstance(d[1], list) else d[1])
-        return [(path, f"{d1[0]} with pytree metadata {meta(d1)}",
-                 f"{d2[0]} with pytree metadata {meta(d2)}",
+        return [(path, f"{kind} with pytree metadata {meta(d1)}",
+                 f"{kind} with pytree metadata {meta(d2)}",
                  "the pytree node metadata does not match")]
     diffs = []
     for key, a, b in zip(_child_keys(t1), c1, c2):
@@ -246,9 +255,10 @@ def _tree_differences(t1: PyTreeDef, t2: PyTreeDef, path: str = "") -> list[tupl
     return diffs
 
 
-def _bullets(items: list[str], end: str) -> str:
+def _bullets(items: list[str], capitalize: bool) -> str:
+    """One difference as a sentence, several as a bulleted list (as JAX words them)."""
     if len(items) == 1:
-        return items[0][0].upper() + items[0][1:] + ".\n" if end == "cap" else items[0] + ".\n"
+        return (items[0][0].upper() + items[0][1:] if capitalize else items[0]) + ".\n"
     return "\n".join(f"  * {d};" for d in items[:-1]) + f"\n  * {items[-1]}.\n"
 
 
@@ -263,7 +273,7 @@ def _check_branch_outputs(api: str, name1: str, name2: str, f1: Callable, f2: Ca
                  for p, a, b, why in _tree_differences(tree1, tree2)]
         if diffs:
             raise TypeError(f"{api} branch outputs must have the same pytree structure, but "
-                            f"they differ:\n\n{where}{_bullets(diffs, 'same')}\nRevise "
+                            f"they differ:\n\n{where}{_bullets(diffs, False)}\nRevise "
                             f"{name1} and/or {name2} so that they have the same pytree "
                             "structure.")
     paths = _leaf_paths(tree1)
@@ -275,10 +285,10 @@ def _check_branch_outputs(api: str, name1: str, name2: str, f1: Callable, f2: Ca
             at = f" at path {p}" if p else ""
             diffs.append(f"the output of {name1}{at} has type {a1._long()} but the "
                          f"corresponding output of {name2} has type {a2._long()}, so "
-                         + " and ".join(why))
+                         + ", and ".join(why))  # (JAX's wording)
     if diffs:
         raise TypeError(f"{api} branches must have equal output types but they differ.\n\n"
-                        f"{where}{_bullets(diffs, 'cap')}\nRevise {name1} and/or {name2} so "
+                        f"{where}{_bullets(diffs, True)}\nRevise {name1} and/or {name2} so "
                         "that all output types match.")
 
 
@@ -430,7 +440,7 @@ def _cond_partial_eval(trace: pe.PartialEvalTrace, args: Sequence[Any], params: 
                                  branches=known_b)
     n_known = len(known_outs) - num_res
     res = known_outs[n_known:]
-    if any(out_uks) or any(has_side_effect_jaxpr(b) for b in unknown_b):
+    if any(out_uks) or any(_has_effect(b) for b in unknown_b):
         unknown_outs = trace.stage(cond_p, [index, *res, *[x for x, u in zip(ops, unknowns) if u]],
                                    dict(branches=unknown_b))
     else:
@@ -439,7 +449,7 @@ def _cond_partial_eval(trace: pe.PartialEvalTrace, args: Sequence[Any], params: 
     return [next(u) if uk else next(k) for uk in out_uks]
 
 
-def has_side_effect_jaxpr(closed: ClosedJaxpr) -> bool:
+def _has_effect(closed: ClosedJaxpr) -> bool:
     return any(has_side_effect(e) for e in closed.jaxpr.eqns)
 
 
