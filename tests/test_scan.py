@@ -429,3 +429,24 @@ def test_make_jaxpr_text_matches_jax(jax):
     assert ours == theirs
     text = str(ember.make_jaxpr(lambda xs: lax.map(jnp.sin, xs))(xs))
     assert text == str(jax.make_jaxpr(lambda xs: jax.lax.map(jax.numpy.sin, xs))(xs))
+
+
+def test_dce_drops_unused_outputs_and_what_only_they_need():
+    def f(xs, a, b):
+        # carry 0 feeds carry 1; carry 2 and the ys depend on b only through unused outputs
+        def body(c, x):
+            u, v, w = c
+            return (u + x, v * u, w + b), (jnp.sin(x) * b, u)
+        return lax.scan(body, (0.0, 1.0, 0.0), xs)
+
+    from ember.interpreters import partial_eval as pe
+    xs = np.arange(1.0, 4.0, dtype=np.float32)
+    closed = ember.make_jaxpr(f)(xs, 2.0, 3.0)
+    # keep only the second carry (v): u is needed by it, w, b and both ys are not
+    dced, used_inputs = pe.dce_jaxpr(closed, [False, True, False, False, False])
+    (eqn,) = [e for e in dced.eqns if e.primitive.name == "scan"]
+    assert eqn.params["num_carry"] == 2 and eqn.params["num_consts"] == 0
+    assert len(eqn.outvars) == 2 and len(eqn.params["jaxpr"].out_avals) == 2
+    assert used_inputs == [True, False, False]
+    out = ember.jaxpr.eval_jaxpr(dced.jaxpr, dced.consts, xs, 2.0, 3.0)
+    np.testing.assert_allclose(out[0], f(xs, 2.0, 3.0)[0][1])

@@ -213,6 +213,12 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
     return known, unknown, out_unknowns, len(res_vals)
 
 
+# Primitives holding jaxprs that can drop some of their own outputs and inputs:
+# ``rule(used_outputs, eqn) -> (used_inputs, new_eqn)``; ``used_inputs`` is per operand of
+# ``new_eqn`` (the rule may remove operands).
+dce_rules: dict[core.Primitive, Callable] = {}
+
+
 def dce_jaxpr(closed: ClosedJaxpr, used_outputs: Sequence[bool],
               keep_inputs: bool = True) -> tuple[ClosedJaxpr, list[bool]]:
     """Drops the outputs not used and every equation they alone needed (equations with a
@@ -226,9 +232,17 @@ def dce_jaxpr(closed: ClosedJaxpr, used_outputs: Sequence[bool],
     live = {v.id for v in outvars if isinstance(v, Var)}
     eqns = []
     for eqn in reversed(j.eqns):
-        if any(v.id in live for v in eqn.outvars) or has_side_effect(eqn):
-            eqns.append(eqn)
-            live.update(a.id for a in eqn.invars if isinstance(a, Var))
+        used = [v.id in live for v in eqn.outvars]
+        if any(used) or has_side_effect(eqn):
+            rule = dce_rules.get(eqn.primitive)
+            if rule is None:
+                eqns.append(eqn)
+                live.update(a.id for a in eqn.invars if isinstance(a, Var))
+            else:  # (a loop drops its unused outputs and what only they needed)
+                used_inputs, eqn = rule(used, eqn)
+                eqns.append(eqn)
+                live.update(a.id for a, u in zip(eqn.invars, used_inputs)
+                            if u and isinstance(a, Var))
     eqns.reverse()
     used_inputs = [v.id in live for v in j.invars]
     invars = j.invars if keep_inputs else [v for v, u in zip(j.invars, used_inputs) if u]

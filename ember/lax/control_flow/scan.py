@@ -735,3 +735,33 @@ def _scan_batch(vals, dims, *, reverse, length, jaxpr, num_consts, num_carry, un
 
 
 scan_p.def_batching(_scan_batch)
+
+
+# --------------------------------------------------------------------------- DCE
+
+
+def _scan_dce(used_outputs: Sequence[bool], eqn: Any) -> tuple[list[bool], Any]:
+    # Fixed point: a carry stays if its output is used or the body needs it for something
+    # kept. Unused ys, consts and xs go.
+    p = eqn.params
+    jaxpr, num_consts, num_carry = p["jaxpr"], p["num_consts"], p["num_carry"]
+    used_carry, used_ys = list(used_outputs[:num_carry]), list(used_outputs[num_carry:])
+    while True:
+        body, used_in = pe.dce_jaxpr(jaxpr, used_carry + used_ys)
+        new = [u or b for u, b in zip(used_carry, used_in[num_consts:num_consts + num_carry])]
+        if new == used_carry:
+            break
+        used_carry = new
+    keep = (used_in[:num_consts] + used_carry + used_in[num_consts + num_carry:])
+    j = body.jaxpr
+    body = ClosedJaxpr(Jaxpr(j.constvars, [v for v, k in zip(j.invars, keep) if k], j.outvars,
+                             j.eqns), body.consts)
+    outvars = [v for v, u in zip(eqn.outvars, used_carry + used_ys) if u]
+    new_eqn = eqn.replace(
+        invars=[a for a, k in zip(eqn.invars, keep) if k], outvars=outvars,
+        params=dict(p, jaxpr=body, num_consts=sum(used_in[:num_consts]),
+                    num_carry=sum(used_carry)))
+    return [True] * len(new_eqn.invars), new_eqn
+
+
+pe.dce_rules[scan_p] = _scan_dce
