@@ -94,7 +94,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
         return true_fun(*operands) if pred else false_fun(*operands)
     index = elementwise.convert_element_type(pred, np.int32)
     return _bind_cond(index, (false_fun, true_fun), operands, "cond",
-                      ("false_fun", "true_fun"), swap_names=True)
+                      ("false_fun", "true_fun"), first=1)
 
 
 def switch(index: Any, branches: Sequence[Callable], *operands: Any,
@@ -137,7 +137,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any,
     if config.jit_disabled and _is_concrete(index):
         return branches[int(index)](*operands)
     names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]  # (JAX's names)
-    return _bind_cond(index, branches, operands, "switch", names, swap_names=False)
+    return _bind_cond(index, branches, operands, "switch", names)
 
 
 def _single_operand(operands: tuple, operand: Any) -> tuple:
@@ -154,15 +154,14 @@ def _is_concrete(x: Any) -> bool:
 
 
 def _bind_cond(index: Any, funs: Sequence[Callable], operands: tuple, api: str,
-               names: Sequence[str], swap_names: bool) -> Any:
-    """Traces ``funs`` on ``operands``, checks their outputs agree and binds ``cond``."""
+               names: Sequence[str], first: int = 0) -> Any:
+    """Traces ``funs`` on ``operands``, checks their outputs agree with those of
+    ``funs[first]`` and binds ``cond``."""
     flat, in_tree = tree_flatten(operands)
     avals = [core.get_aval(x) for x in flat]
     jaxprs, consts, out_trees = common.trace_functions(funs, in_tree, avals)
-    # Errors name the first function as JAX does: true_fun for cond, branch 0 for switch.
-    order = [1, 0] if swap_names else list(range(len(funs)))
-    first = order[0]
-    for i in order[1:]:
+    # (``first`` is what errors name first, as JAX's: true_fun for cond, branch 0 for switch)
+    for i in [i for i in range(len(funs)) if i != first]:
         _check_branch_outputs(api, names[first], names[i], funs[first], funs[i],
                               out_trees[first], out_trees[i], jaxprs[first].out_avals,
                               jaxprs[i].out_avals)
