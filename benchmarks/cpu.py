@@ -12,7 +12,10 @@ Workloads: (a) ``sum(x + y*z)``, 1e7 float32; (b) selu, 1e7; (c) ``exp(sin(a)*2+
 step (value_and_grad + SGD, batch 128; the forward loss if ember has no ``value_and_grad``);
 (f) a cached jit call on 4 elements; (g) trace + compile + run of a small function and of the
 MLP step in a fresh process, disk caches off/empty; (h) (g) again for ember with its disk cache
-warm; (i) eager op-by-op code: one ``add`` on 4 elements, a 20-op chain on 1e4 elements.
+warm; (i) eager op-by-op code: one ``add`` on 4 elements, a 20-op chain on 1e4 elements;
+(j) control flow under jit: a ``fori_loop`` of 1,000 small elementwise steps on 16 elements,
+and an RNN ``scan`` (100 steps of ``tanh(h @ W + x_t @ U)``, batch 8, 32 -> 64), NumPy as
+plain Python loops (PyTorch not run).
 """
 
 from __future__ import annotations
@@ -389,6 +392,64 @@ def workload_i(engines, quick):
             Workload("i2", "eager 20-op chain, 1e4 f32", chain)]
 
 
+def _lax_of(name: str):
+    """The engine's ``lax`` module when it has the control-flow functions, else None."""
+    try:
+        if name == "ember":
+            from ember import lax
+        elif name == "jax":
+            from jax import lax
+        else:
+            return None
+    except ImportError:
+        return None
+    return lax if hasattr(lax, "fori_loop") and hasattr(lax, "scan") else None
+
+
+def _fori_step(m, x):
+    return m.tanh(x) * 0.9 + 0.1
+
+
+def workload_j(engines, quick):
+    (x,) = _rng_arrays(16)
+    h, xs, w, u = _rng_arrays((8, 64), (100, 8, 32), (64, 64), (32, 64), seed=2)
+    w, u = w * 0.1, u * 0.1
+    loop, rnn = {}, {}
+    for name, eng in engines.items():
+        m, lax = eng.m, _lax_of(name)
+        if name == "numpy":
+            def np_loop(x=x):
+                for _ in range(1000):
+                    x = _fori_step(np, x)
+                return x
+
+            def np_rnn(h=h):
+                ys = []
+                for t in range(xs.shape[0]):
+                    h = np.tanh(h @ w + xs[t] @ u)
+                    ys.append(h)
+                return h, np.stack(ys)
+            loop[name], rnn[name] = np_loop, np_rnn
+            continue
+        if lax is None:
+            continue
+
+        def fori(x, m=m, lax=lax):
+            return lax.fori_loop(0, 1000, lambda i, x: _fori_step(m, x), x)
+
+        def scan(h, xs, w, u, m=m, lax=lax):
+            def step(h, x):
+                h = m.tanh(h @ w + x @ u)
+                return h, h
+            return lax.scan(step, h, xs)
+        f, g = eng.jit(fori), eng.jit(scan)
+        a, args = eng.put(x), [eng.put(v) for v in (h, xs, w, u)]
+        loop[name] = lambda f=f, a=a, eng=eng: eng.block(f(a))
+        rnn[name] = lambda g=g, args=args, eng=eng: eng.block(g(*args))
+    return [Workload("j1", "fori_loop 1000 x (tanh(x)*0.9+0.1), 16 f32", loop),
+            Workload("j2", "RNN scan, 100 steps, b8 32->64 f32", rnn)]
+
+
 # --- (g), (h): time to first result in fresh processes ----------------------------------------
 
 def _small_fn(m, x):
@@ -571,8 +632,8 @@ def print_table(rows: list[list[str]], markdown: bool) -> None:
 
 
 WORKLOADS = {"a": workload_a, "b": workload_b, "c": workload_c, "d": workload_d,
-             "e": workload_e, "f": workload_f, "i": workload_i}
-ALL_KEYS = tuple("abcdefghi")
+             "e": workload_e, "f": workload_f, "i": workload_i, "j": workload_j}
+ALL_KEYS = tuple("abcdefghij")
 
 
 def main(argv: list[str] | None = None) -> None:

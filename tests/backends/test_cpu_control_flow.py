@@ -633,3 +633,141 @@ def test_disk_cache_round_trip(monkeypatch, tmp_path):
         assert steps_of(exe, WhilePlan)[0].loop is not None
     finally:
         ember.config.update("jax_compilation_cache_dir", previous)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "s8", "pred"])
+@pytest.mark.parametrize("starts", [(1, 2), (-4, 9), (3, -1)])
+def test_dynamic_update_slice_kernel(dtype, starts):
+    # Outside loops dynamic_update_slice is a native kernel over the result (starts clamped).
+    text = f"""HloModule dus
+
+ENTRY %main (x: {dtype}[4,5], u: {dtype}[2,3], i: s32[], j: s64[]) -> {dtype}[4,5] {{
+  %x = {dtype}[4,5] parameter(0)
+  %u = {dtype}[2,3] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s64[] parameter(3)
+  %jj = s32[] convert(%j)
+  ROOT %d = {dtype}[4,5] dynamic_update_slice(%x, %u, %i, %jj)
+}}
+"""
+    np_dtype = {"f32": np.float32, "s8": np.int8, "pred": np.bool_}[dtype]
+    x = (np.arange(20).reshape(4, 5) % 3).astype(np_dtype)
+    u = (np.arange(6).reshape(2, 3) % 2 + 5).astype(np_dtype)
+    args = [x, u, np.array(starts[0], np.int32), np.array(starts[1], np.int64)]
+    exe = run_both(text, args, runs=1)
+    assert not steps_of(exe, LibraryPlan)
+    a, b = min(max(starts[0], 0), 2), min(max(starts[1], 0), 2)
+    want = x.copy()
+    want[a:a + 2, b:b + 3] = u
+    np.testing.assert_array_equal(exe.execute(args)[0], want)
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(params=["cpu", "interpreter"])
+def backend(request):
+    return request.param
+
+
+def test_jit_fori_loop_and_scan(backend):
+    import ember
+    import ember.numpy as jnp
+    from ember import lax
+    if not hasattr(lax, "fori_loop") or not hasattr(lax, "scan"):
+        pytest.skip("lax.fori_loop / lax.scan not written yet")
+
+    def loop(x):
+        return lax.fori_loop(0, 50, lambda i, x: x * 0.5 + i.astype(x.dtype), x)
+
+    def rnn(h, xs, w):
+        def step(h, x):
+            h = jnp.maximum(h @ w + x, 0.0) * 0.5
+            return h, h.sum()
+        return lax.scan(step, h, xs)
+
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    want = x.copy()
+    for i in range(50):
+        want = want * np.float32(0.5) + np.float32(i)
+    np.testing.assert_allclose(ember.jit(loop, backend=backend)(x), want, rtol=1e-6)
+
+    rng = np.random.default_rng(3)
+    h = rng.standard_normal((2, 8)).astype(np.float32)
+    xs = rng.standard_normal((7, 2, 8)).astype(np.float32)
+    w = (rng.standard_normal((8, 8)) * 0.5).astype(np.float32)
+    carry, sums = h, []
+    for t in range(7):
+        carry = np.maximum(carry @ w + xs[t], 0) * np.float32(0.5)
+        sums.append(carry.sum())
+    got_h, got_sums = ember.jit(rnn, backend=backend)(h, xs, w)
+    np.testing.assert_allclose(got_h, carry, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_sums, np.array(sums), rtol=1e-5, atol=1e-5)
+
+
+def test_jit_cond_and_while_loop(backend):
+    import ember
+    from ember import lax
+    if not hasattr(lax, "cond") or not hasattr(lax, "while_loop"):
+        pytest.skip("lax.cond / lax.while_loop not written yet")
+
+    def collatz_steps(n):
+        def body(s):
+            n, k = s
+            n = lax.cond(n % 2 == 0, lambda n: n // 2, lambda n: 3 * n + 1, n)
+            return n, k + 1
+        return lax.while_loop(lambda s: s[0] != 1, body, (n, 0))[1]
+
+    f = ember.jit(collatz_steps, backend=backend)
+    for n, want in [(1, 0), (6, 8), (27, 111)]:
+        assert int(f(np.int32(n))) == want
+
+
+@pytest.mark.parametrize("k", [20, 64])
+def test_small_dots_in_a_loop_body_are_kernels(k):
+    # (8, k) @ (k, 16) in a body: a kernel summing chunks of products, so the loop stays
+    # native (no BLAS call from Python per iteration).
+    text = f"""HloModule loop_dot
+
+%cond (i: s32[], h: f32[8,{k}], w: f32[{k},16], y: f32[8,16]) -> pred[] {{
+  %i = s32[] parameter(0)
+  %h = f32[8,{k}] parameter(1)
+  %w = f32[{k},16] parameter(2)
+  %y = f32[8,16] parameter(3)
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}}
+
+%body (i: s32[], h: f32[8,{k}], w: f32[{k},16], y: f32[8,16]) -> (s32[], f32[8,{k}], f32[{k},16], f32[8,16]) {{
+  %i = s32[] parameter(0)
+  %h = f32[8,{k}] parameter(1)
+  %w = f32[{k},16] parameter(2)
+  %y = f32[8,16] parameter(3)
+  %d = f32[8,16] dot_general(%h, %w), lhs_batching_dimensions={{}}, rhs_batching_dimensions={{}}, lhs_contracting_dimensions={{1}}, rhs_contracting_dimensions={{0}}
+  %y1 = f32[8,16] add(%y, %d)
+  %h1 = f32[8,{k}] negate(%h)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[8,{k}], f32[{k},16], f32[8,16]) tuple(%i1, %h1, %w, %y1)
+}}
+
+ENTRY %main (h: f32[8,{k}], w: f32[{k},16]) -> f32[8,16] {{
+  %h = f32[8,{k}] parameter(0)
+  %w = f32[{k},16] parameter(1)
+  %zero = s32[] constant(0)
+  %z = f32[] constant(0)
+  %y = f32[8,16] broadcast_in_dim(%z), broadcast_dimensions={{}}
+  %wl = (s32[], f32[8,{k}], f32[{k},16], f32[8,16]) while(%zero, %h, %w, %y), calls={{%cond, %body}}
+  ROOT %r = f32[8,16] get_tuple_element(%wl), index=3
+}}
+"""
+    rng = np.random.default_rng(k)
+    h = rng.standard_normal((8, k)).astype(np.float32)
+    w = rng.standard_normal((k, 16)).astype(np.float32)
+    module = parse(text)
+    optimize(module, verify=True)
+    exe = cpu_backend.CpuBackend().compile(module)
+    want = h.astype(np.float64) @ w  # h - h + h
+    for _ in range(2):
+        np.testing.assert_allclose(exe.execute([h, w])[0], want, rtol=1e-4, atol=1e-4)
+    assert not steps_of(exe, DotPlan) and steps_of(exe, WhilePlan)[0].loop is not None

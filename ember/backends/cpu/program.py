@@ -42,6 +42,7 @@ from llvmlite import ir
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
     I8P,
+    SMALL_DOT_K,
     KernelBuilder,
     KernelInfo,
     is_small_dot,
@@ -219,6 +220,51 @@ def _has_kernel(inst: Instruction) -> bool:
     return inst.opcode != "reduce_window" or prefix_scan(inst) is not None
 
 
+# A dot in a loop body contracting up to LOOP_DOT_MAX_K elements, with at most
+# LOOP_DOT_MAX_WORK products in all, is a kernel summing chunks of SMALL_DOT_K products
+# (``_chunked_dot_computation``): the loop then runs without leaving native code, where a
+# BLAS call from Python costs ~10 us per iteration (an RNN step's matmuls are this small).
+LOOP_DOT_MAX_K = 128
+LOOP_DOT_MAX_WORK = 1 << 16
+
+
+def _loop_dot_computation(inst: Instruction) -> Computation | None:
+    """A fused computation for a small ``dot_general`` in a loop body with one contracting
+    dim: the sum, in order, of dots over consecutive ``SMALL_DOT_K`` slices of it (each a
+    small dot, computed in registers); None for other dots."""
+    a = inst.attrs
+    lhs, rhs = inst.operands
+    if len(a["lhs_contracting_dimensions"]) != 1 or not inst.dtype.kind == "f":
+        return None
+    (lc,), (rc,) = a["lhs_contracting_dimensions"], a["rhs_contracting_dimensions"]
+    k = lhs.dims[lc]
+    if k > LOOP_DOT_MAX_K or inst.shape.size * k > LOOP_DOT_MAX_WORK:
+        return None
+    params = [Instruction("parameter", [], op.shape, {"index": i}, name=f"p{i}")
+              for i, op in enumerate(inst.operands)]
+    body: list[Instruction] = []
+    total = None
+    for lo in range(0, k, SMALL_DOT_K):
+        hi = min(lo + SMALL_DOT_K, k)
+        parts = []
+        for p, d in ((params[0], lc), (params[1], rc)):
+            dims = list(p.dims)
+            dims[d] = hi - lo
+            starts, limits = [0] * p.shape.rank, list(p.dims)
+            starts[d], limits[d] = lo, hi
+            parts.append(Instruction("slice", [p], p.shape.with_dims(dims),
+                                     {"start_indices": tuple(starts),
+                                      "limit_indices": tuple(limits),
+                                      "strides": (1,) * p.shape.rank}, name=f"s{lo}"))
+        dot = Instruction("dot_general", parts, inst.shape, a, name=f"dot{lo}")
+        body += parts + [dot]
+        if total is not None:
+            dot = Instruction("add", [total, dot], inst.shape, name=f"sum{lo}")
+            body.append(dot)
+        total = dot
+    return Computation(f"loop_dot.{inst.name}", params + body, total)
+
+
 def _single_op_computation(inst: Instruction) -> Computation:
     """A fused computation holding just ``inst`` (parameters for its operands)."""
     params = [Instruction("parameter", [], op.shape, {"index": i}, name=f"p{i}")
@@ -271,6 +317,7 @@ class ProgramBuilder:
         self.n_values = 0
         self.kernel_count = 0
         self.loop_count = 0
+        self.loop_depth = 0  # how many while loops enclose the computation being planned
         self.arena_end = 0  # the arena's size so far (each computation takes a region)
 
     @property
@@ -351,9 +398,11 @@ class ProgramBuilder:
             steps = [CopyStep(s, d) for refs, new in zip(operands, state)
                      for s, d in zip(refs, new)]
             cond_comp, body_comp = inst.calls
+            self.loop_depth += 1
             cond = self._plan(cond_comp, state, {})
             pred = self.refs[id(cond_comp.root)][0]
             body = self._plan(body_comp, state, {}, _in_place_updates(body_comp))
+            self.loop_depth -= 1
             body += self._state_update(self.refs[id(body_comp.root)], flat)
             loop = None
             if pred.kind != "value" and all(is_native(s) for s in cond + body):
@@ -458,6 +507,13 @@ class ProgramBuilder:
                 outs = self._result_refs(inst, assignment, offsets, output_of)
                 self.refs[id(inst)] = outs
                 return [KernelStep(info, [r[0] for r in inputs], outs) for info in infos]
+        if inst.opcode == "dot_general" and self.loop_depth and all(len(r) == 1 for r in inputs):
+            fused = _loop_dot_computation(inst)
+            info = self._try_kernel(fused) if fused is not None else None
+            if info is not None:
+                outs = self._result_refs(inst, assignment, offsets, output_of)
+                self.refs[id(inst)] = outs
+                return KernelStep(info, [r[0] for r in inputs], outs)
         if inst.opcode == "dot_general" and all(len(r) == 1 for r in inputs):
             out = self._result_refs(inst, assignment, offsets, output_of)
             self.refs[id(inst)] = out
