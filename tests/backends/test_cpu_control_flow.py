@@ -771,3 +771,63 @@ ENTRY %main (h: f32[8,{k}], w: f32[{k},16]) -> f32[8,16] {{
     for _ in range(2):
         np.testing.assert_allclose(exe.execute([h, w])[0], want, rtol=1e-4, atol=1e-4)
     assert not steps_of(exe, DotPlan) and steps_of(exe, WhilePlan)[0].loop is not None
+
+
+def test_native_loop_and_case_called_from_python_steps():
+    # A sort in the entry (no kernel) keeps the program off the single native entry: the
+    # executable calls the loop's native function itself, and runs the case's branches (one
+    # of them with a sort) step by step.
+    text = """HloModule mixed
+
+%cmp (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %lt = pred[] compare(%a, %b), comparison_direction=LT
+}
+
+%cond (i: s32[], x: f32[6]) -> pred[] {
+  %i = s32[] parameter(0)
+  %x = f32[6] parameter(1)
+  %n = s32[] constant(4)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%body (i: s32[], x: f32[6]) -> (s32[], f32[6]) {
+  %i = s32[] parameter(0)
+  %x = f32[6] parameter(1)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %y = f32[6] add(%x, %x)
+  ROOT %t = (s32[], f32[6]) tuple(%i1, %y)
+}
+
+%sorted (x: f32[6]) -> f32[6] {
+  %x = f32[6] parameter(0)
+  %st = (f32[6]) sort(%x), dimension=0, is_stable=true, calls={%cmp}
+  ROOT %s = f32[6] get_tuple_element(%st), index=0
+}
+
+%negated (x: f32[6]) -> f32[6] {
+  %x = f32[6] parameter(0)
+  ROOT %n = f32[6] negate(%x)
+}
+
+ENTRY %main (x: f32[6], k: s32[]) -> (f32[6], f32[6]) {
+  %x = f32[6] parameter(0)
+  %k = s32[] parameter(1)
+  %st = (f32[6]) sort(%x), dimension=0, is_stable=true, calls={%cmp}
+  %s = f32[6] get_tuple_element(%st), index=0
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[6]) while(%zero, %s), calls={%cond, %body}
+  %r = f32[6] get_tuple_element(%w), index=1
+  %c = f32[6] case(%k, %r), calls={%sorted, %negated}
+  ROOT %out = (f32[6], f32[6]) tuple(%r, %c)
+}
+"""
+    x = np.array([3, -1, 2, 0.5, -4, 1], np.float32)
+    for k, second in [(0, np.sort(16 * x)), (1, -16 * np.sort(x)), (5, -16 * np.sort(x))]:
+        exe = run_both(text, [x, np.array(k, np.int32)], runs=2)
+        got = exe.execute([x, np.array(k, np.int32)])
+        np.testing.assert_array_equal(got[0], 16 * np.sort(x))
+        np.testing.assert_array_equal(got[1], second)
+    assert not exe.program.has_entry and steps_of(exe, WhilePlan)[0].loop is not None

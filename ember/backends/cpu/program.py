@@ -222,10 +222,11 @@ def _has_kernel(inst: Instruction) -> bool:
 
 # A dot in a loop body contracting up to LOOP_DOT_MAX_K elements, with at most
 # LOOP_DOT_MAX_WORK products in all, is a kernel summing chunks of SMALL_DOT_K products
-# (``_chunked_dot_computation``): the loop then runs without leaving native code, where a
+# (``_loop_dot_computation``): the loop then runs without leaving native code, where a
 # BLAS call from Python costs ~10 us per iteration (an RNN step's matmuls are this small).
 LOOP_DOT_MAX_K = 128
 LOOP_DOT_MAX_WORK = 1 << 16
+_FLOAT32_64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _loop_dot_computation(inst: Instruction) -> Computation | None:
@@ -234,7 +235,8 @@ def _loop_dot_computation(inst: Instruction) -> Computation | None:
     small dot, computed in registers); None for other dots."""
     a = inst.attrs
     lhs, rhs = inst.operands
-    if len(a["lhs_contracting_dimensions"]) != 1 or not inst.dtype.kind == "f":
+    # (float32/64 only: a float16 dot would round each chunk's sum)
+    if len(a["lhs_contracting_dimensions"]) != 1 or inst.dtype not in _FLOAT32_64:
         return None
     (lc,), (rc,) = a["lhs_contracting_dimensions"], a["rhs_contracting_dimensions"]
     k = lhs.dims[lc]
