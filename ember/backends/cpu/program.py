@@ -11,7 +11,9 @@ Every instruction of the entry computation becomes a *step*:
   ops have no native code (complex ``exp``, ``lgamma``, ...) — run by the NumPy evaluator,
   the interpreter's rules;
 - control flow runs the steps of its called computations, each planned like the entry
-  (its own buffer assignment, in a region of the arena of its own): ``WhileStep`` (the
+  (its own buffer assignment, in a region of the arena of its own, which only the regions of
+  computations never live at the same time share: a case's branches, a loop's condition
+  and body): ``WhileStep`` (the
   condition's steps, a read of its pred, the body's steps, then copies (``CopyStep``) moving the
   body's results into the loop state), ``CaseStep`` (the steps of the branch its index
   picks; an out-of-range index runs the last branch, as in StableHLO), and ``call``, whose
@@ -400,12 +402,16 @@ class ProgramBuilder:
             steps = [CopyStep(s, d) for refs, new in zip(operands, state)
                      for s, d in zip(refs, new)]
             cond_comp, body_comp = inst.calls
+            # (The body's region may reuse the condition's: the pred is read in between.)
+            base = self.arena_end
             self.loop_depth += 1
             cond = self._plan(cond_comp, state, {})
             pred = self.refs[id(cond_comp.root)][0]
+            cond_end, self.arena_end = self.arena_end, base
             body = self._plan(body_comp, state, {}, _in_place_updates(body_comp))
             self.loop_depth -= 1
             body += self._state_update(self.refs[id(body_comp.root)], flat)
+            self.arena_end = max(self.arena_end, cond_end)
             loop = None
             if pred.kind != "value" and all(is_native(s) for s in cond + body):
                 loop = self._emit_loop(cond, pred, body)
@@ -413,10 +419,14 @@ class ProgramBuilder:
             steps += [CopyStep(s, d) for s, d in zip(flat, outs)]
         else:
             branches = []
+            base = end = self.arena_end  # (one branch runs: their regions overlap)
             for comp in inst.calls:
+                self.arena_end = base
                 sub = self._plan(comp, operands[1:] if inst.opcode == "case" else operands, {})
                 sub += [CopyStep(s, d) for s, d in zip(self.refs[id(comp.root)], outs)]
                 branches.append(sub)
+                end = max(end, self.arena_end)
+            self.arena_end = end
             steps = [CaseStep(operands[0][0], branches)] if inst.opcode == "case" \
                 else branches[0]
         self.refs[id(inst)] = outs
