@@ -6,7 +6,7 @@ plan pickles, so the disk cache stores it next to the native library and a warm 
 without building the program (and without importing llvmlite or ``program.py``).
 
 ``execute(args)`` takes one C-contiguous NumPy array per entry parameter (others are made
-contiguous) and returns the outputs. A program whose steps are all kernels and whose work is
+contiguous) and returns the outputs. A program whose steps are all native and whose work is
 small runs as one call of its native ``entry`` function; otherwise the steps run in order,
 kernels with enough work split across the thread pool (full reductions write per-range
 partials, combined afterwards with the reducer). Control flow runs nested step lists: a
