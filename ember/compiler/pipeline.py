@@ -17,13 +17,15 @@ from ember.compiler.passes import PASSES
 # Modules that define passes (imported on first use so each registers itself).
 _PASS_MODULES = (
     "ember.compiler.passes.dce",
+    "ember.compiler.passes.while_loop_simplifier",
     "ember.compiler.passes.cse",
     "ember.compiler.passes.constant_folding",
     "ember.compiler.passes.algebraic_simplifier",
     "ember.compiler.passes.fusion",
 )
 
-SIMPLIFICATION_PASSES = ("algebraic_simplifier", "constant_folding", "cse", "dce")
+SIMPLIFICATION_PASSES = ("algebraic_simplifier", "constant_folding", "cse",
+                         "while_loop_simplifier", "dce")
 FINAL_PASSES = ("fusion", "dce")
 MAX_ITERATIONS = 8
 
