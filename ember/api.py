@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, tree_util
+from ember import core, dtypes, tree_util
 from ember.config import config as _config
 from ember.errors import UnexpectedTracerError
 from ember.interpreters import partial_eval as pe
@@ -35,7 +35,6 @@ def _abstractify(x: Any) -> core.ShapedArray:
     if isinstance(x, core.ShapedArray):
         return x
     if hasattr(x, "shape") and hasattr(x, "dtype") and not core.is_array_like(x):
-        from ember import dtypes
         return core.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype),
                                 getattr(x, "weak_type", False))
     return core.get_aval(x)
@@ -607,6 +606,55 @@ def _flat_values(sig: _Signature) -> list:
     return values
 
 
+# Marks a fast-path key whose arguments include NumPy arrays (they run by
+# ``_execute_on_caller_arrays``).
+_CALLER_ARRAYS = object()
+
+
+def _fast_key(args: tuple) -> tuple | None:
+    """The cached-call fast path's key of positional ``args``: the trace settings and each
+    argument's aval (an Array's) or shape and dtype (a NumPy array's, when its dtype is
+    canonical, so it runs without conversion); None for any other argument."""
+    key = [_config.trace_key]
+    caller_arrays = False
+    for a in args:
+        t = type(a)
+        if t is Array:
+            key.append(a.aval)
+        elif t is np.ndarray and dtypes.canonicalize_dtype(a.dtype) == a.dtype:
+            key.append((a.shape, a.dtype))
+            caller_arrays = True
+        else:
+            return None
+    if caller_arrays:
+        key.append(_CALLER_ARRAYS)
+    return tuple(key)
+
+
+def _execute_on_caller_arrays(executable: Any, values: list) -> list:
+    """``_execute`` for positional Arrays and NumPy arrays of canonical dtypes."""
+    callers = []
+    for i, v in enumerate(values):
+        if type(v) is np.ndarray and v.flags.writeable:
+            callers.append(v)
+            values[i] = view = v.view()
+            view.flags.writeable = False
+    if not callers:
+        return executable.execute(values)
+    return _unshare(executable.execute_now(values), callers)
+
+
+def _unshare(outs: list, callers: list) -> list:
+    """Copies each output sharing memory with a caller's array (outputs are frozen and must
+    not be the caller's)."""
+    for out in outs:
+        if type(out) is Array and any(np.may_share_memory(out._value, c) for c in callers):
+            value = out._value.copy()
+            value.flags.writeable = False
+            out._value = value
+    return outs
+
+
 def _execute(executable: Any, sig: _Signature) -> list:
     """Runs ``executable`` on the call's values. A caller's writeable NumPy array is read
     where it is, through a read-only view, but the run happens now rather than queued (the
@@ -622,13 +670,7 @@ def _execute(executable: Any, sig: _Signature) -> list:
             view.flags.writeable = False
     if not callers:
         return executable.execute(values)
-    outs = executable.execute_now(values)
-    for out in outs:
-        if type(out) is Array and any(np.may_share_memory(out._value, c) for c in callers):
-            value = out._value.copy()
-            value.flags.writeable = False
-            out._value = value
-    return outs
+    return _unshare(executable.execute_now(values), callers)
 
 
 def _arg_desc(jitted: JitFunction, sig: _Signature) -> list[tuple[str, str]]:
@@ -682,14 +724,13 @@ class JitFunction:
         if _config.jit_disabled:
             return self._fun(*args, **kwargs)
         if self._plain and not kwargs and type(core._ctx.trace) is core.EvalTrace:
-            key = [_config.trace_key]
-            for a in args:
-                if type(a) is not Array:
-                    break
-                key.append(a.aval)
-            else:
-                entry = self._cache.fast.get(tuple(key))
+            key = _fast_key(args)
+            if key is not None:
+                entry = self._cache.fast.get(key)
                 if entry is not None:
+                    if key[-1] is _CALLER_ARRAYS:
+                        return entry.unflatten(_execute_on_caller_arrays(entry.executable,
+                                                                         list(args)))
                     return entry.unflatten(entry.executable.execute(list(args)))
         return self._call_slow(args, kwargs)
 
@@ -704,8 +745,10 @@ class JitFunction:
             self._compile(sig, entry)
         if _config.debug_checks:  # (jax_debug_nans/infs: never served by the fast path)
             return self._call_checked(sig, entry, args, kwargs)
-        if self._plain and not kwargs and all(type(a) is Array for a in args):
-            self._cache.fast[(sig.key[0], *sig.avals)] = entry
+        if self._plain and not kwargs:
+            key = _fast_key(args)
+            if key is not None:
+                self._cache.fast[key] = entry
         return entry.unflatten(_execute(entry.executable, sig))
 
     def _call_checked(self, sig: _Signature, entry: CacheEntry, args: tuple,
