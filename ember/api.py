@@ -606,39 +606,58 @@ def _flat_values(sig: _Signature) -> list:
     return values
 
 
-# Marks a fast-path key whose arguments include NumPy arrays (they run by
-# ``_execute_on_caller_arrays``).
-_CALLER_ARRAYS = object()
+# The last element of a fast-path key whose arguments are not all Arrays: such calls run
+# by ``_execute_mixed`` (scalars converted, NumPy arrays read in place).
+_MIXED = object()
+_PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64),
+                     float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+_INT_BOUNDS = {np.dtype(np.int32): (-(1 << 31), 1 << 31), np.dtype(np.int64): (-(1 << 63), 1 << 63)}
 
 
 def _fast_key(args: tuple) -> tuple | None:
-    """The cached-call fast path's key of positional ``args``: the trace settings and each
-    argument's aval (an Array's) or shape and dtype (a NumPy array's, when its dtype is
-    canonical, so it runs without conversion); None for any other argument."""
+    """The cached-call fast path's key of positional ``args``: the trace settings and, per
+    argument, an Array's aval, a Python scalar's type, or a NumPy array's or scalar's shape
+    and dtype (when the dtype is canonical, so it needs no conversion); None when an
+    argument is anything else (or an int out of its dtype's range: the slow path raises)."""
     key = [_config.trace_key]
-    caller_arrays = False
+    mixed = False
     for a in args:
         t = type(a)
         if t is Array:
             key.append(a.aval)
-        elif t is np.ndarray and dtypes.canonicalize_dtype(a.dtype) == a.dtype:
+            continue
+        mixed = True
+        if t in _PY_SCALAR_DTYPES:
+            if t is int:
+                lo, hi = _INT_BOUNDS[dtypes.canonicalize_dtype(np.int64)]
+                if not lo <= a < hi:
+                    return None
+            key.append(t)
+        elif (t is np.ndarray or isinstance(a, np.generic)) and \
+                dtypes.canonicalize_dtype(a.dtype) == a.dtype:
             key.append((a.shape, a.dtype))
-            caller_arrays = True
         else:
             return None
-    if caller_arrays:
-        key.append(_CALLER_ARRAYS)
+    if mixed:
+        key.append(_MIXED)
     return tuple(key)
 
 
-def _execute_on_caller_arrays(executable: Any, values: list) -> list:
-    """``_execute`` for positional Arrays and NumPy arrays of canonical dtypes."""
-    callers = []
-    for i, v in enumerate(values):
-        if type(v) is np.ndarray and v.flags.writeable:
-            callers.append(v)
-            values[i] = view = v.view()
-            view.flags.writeable = False
+def _execute_mixed(executable: Any, args: tuple) -> list:
+    """``_execute`` for a call whose ``_fast_key`` ends in ``_MIXED``."""
+    values, callers = [], []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            if a.flags.writeable:
+                callers.append(a)
+                a = a.view()
+                a.flags.writeable = False
+        elif t in _PY_SCALAR_DTYPES:
+            a = np.asarray(a, dtypes.canonicalize_dtype(_PY_SCALAR_DTYPES[t]))
+        elif t is not Array:  # a NumPy scalar
+            a = np.asarray(a)
+        values.append(a)
     if not callers:
         return executable.execute(values)
     return _unshare(executable.execute_now(values), callers)
@@ -728,9 +747,8 @@ class JitFunction:
             if key is not None:
                 entry = self._cache.fast.get(key)
                 if entry is not None:
-                    if key[-1] is _CALLER_ARRAYS:
-                        return entry.unflatten(_execute_on_caller_arrays(entry.executable,
-                                                                         list(args)))
+                    if key[-1] is _MIXED:
+                        return entry.unflatten(_execute_mixed(entry.executable, args))
                     return entry.unflatten(entry.executable.execute(list(args)))
         return self._call_slow(args, kwargs)
 

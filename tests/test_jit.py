@@ -609,6 +609,24 @@ def test_numpy_and_array_arguments_mix_on_repeated_calls():
     assert f._cache.compiles == 1  # (one signature: float32[3] twice)
 
 
+def test_scalar_arguments_on_repeated_calls():
+    # Python and NumPy scalars take the cached-call fast path from the second call, with
+    # the slow path's dtypes, weak types and errors.
+    f = ember.jit(lambda x, y: x * y + 1)
+    for _ in range(3):
+        for x, y, dtype, weak in [(2.0, 3.0, np.float32, True), (2, 3, np.int32, True),
+                                  (True, 3, np.int32, True), (2.0, np.float32(3), np.float32,
+                                                              False),
+                                  (np.int32(2), 3, np.int32, False), (1j, 2.0, np.complex64,
+                                                                      True)]:
+            out = f(x, y)
+            assert (out.dtype, out.aval.weak_type) == (dtype, weak)
+            assert out == x * y + 1
+        with pytest.raises(OverflowError):
+            f(2**40, 1)
+        assert f(2.5, np.float64(2.0)) == 6.0  # (float64 converted: x64 is off)
+
+
 def test_jit_reads_a_numpy_argument_when_called():
     # A large call would be queued; the caller may overwrite its array right after it.
     f = ember.jit(lambda x: x * 2)
