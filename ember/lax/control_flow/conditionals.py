@@ -159,7 +159,12 @@ def _bind_cond(index: Any, funs: Sequence[Callable], operands: tuple, api: str,
     ``funs[first]`` and binds ``cond``."""
     flat, in_tree = tree_flatten(operands)
     avals = [core.get_aval(x) for x in flat]
-    jaxprs, consts, out_trees = common.trace_functions(funs, in_tree, avals)
+    # (traced ``funs[first]`` first, as JAX: the closed-over values' order follows it)
+    order = [first] + [i for i in range(len(funs)) if i != first]
+    traced, consts, trees = common.trace_functions([funs[i] for i in order], in_tree, avals)
+    jaxprs, out_trees = [None] * len(funs), [None] * len(funs)
+    for k, i in enumerate(order):
+        jaxprs[i], out_trees[i] = traced[k], trees[k]
     # (``first`` is what errors name first, as JAX's: true_fun for cond, branch 0 for switch)
     for i in [i for i in range(len(funs)) if i != first]:
         _check_branch_outputs(api, names[first], names[i], funs[first], funs[i],

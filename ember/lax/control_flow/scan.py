@@ -34,6 +34,7 @@ from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from ember.lax.control_flow.common import lower_to_computation, trace_function
+from ember.lax.control_flow.while_loop import _structure_diffs
 from ember.tree_util import (
     keystr,
     tree_flatten,
@@ -157,16 +158,41 @@ def scan(f: Callable[[Carry, X], tuple[Carry, Y]], init: Carry, xs: X | None = N
                                                           x_avals, carry_name)
     _check_carry_type("scan body", carry_name, init, init_tree, init_avals, carry_tree,
                       closed.out_avals[:num_carry])
-    outs = scan_p.bind(*consts, *init_flat, *xs_flat, reverse=bool(reverse), length=length,
-                       jaxpr=closed, num_consts=len(consts), num_carry=num_carry,
+    # As JAX: a carry the body returns unchanged becomes a const (a smaller loop state), and
+    # a y that is an x is not copied: it is the x.
+    j = closed.jaxpr
+    n_c = len(consts)
+    move = [o is v for o, v in zip(j.outvars[:num_carry], j.invars[n_c:n_c + num_carry])]
+    x_pos = {v.id: k for k, v in enumerate(j.invars[n_c + num_carry:])}
+    y_fwd = [x_pos.get(getattr(o, "id", None)) for o in j.outvars[num_carry:]]
+    if any(move) or any(f is not None for f in y_fwd):
+        carry_in = j.invars[n_c:n_c + num_carry]
+        invars = ([v for v, m in zip(carry_in, move) if m] + j.invars[:n_c]
+                  + [v for v, m in zip(carry_in, move) if not m] + j.invars[n_c + num_carry:])
+        outvars = ([o for o, m in zip(j.outvars[:num_carry], move) if not m]
+                   + [o for o, f in zip(j.outvars[num_carry:], y_fwd) if f is None])
+        closed = ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), closed.consts)
+        consts = [x for x, m in zip(init_flat, move) if m] + consts
+    kept_init = [x for x, m in zip(init_flat, move) if not m]
+    outs = scan_p.bind(*consts, *kept_init, *xs_flat, reverse=bool(reverse), length=length,
+                       jaxpr=closed, num_consts=len(consts), num_carry=len(kept_init),
                        unroll=unroll)
-    return tree_unflatten(carry_tree, outs[:num_carry]), tree_unflatten(ys_tree,
-                                                                        outs[num_carry:])
+    carry_outs, ys = iter(outs[:len(kept_init)]), iter(outs[len(kept_init):])
+    carry = [_as_array(x) if m else next(carry_outs) for x, m in zip(init_flat, move)]
+    ys = [next(ys) if f is None else _as_array(xs_flat[f]) for f in y_fwd]
+    return tree_unflatten(carry_tree, carry), tree_unflatten(ys_tree, ys)
 
 
-def _convert(x: Any, dtype: Any) -> Any:
+def _as_array(x: Any) -> Any:
+    if hasattr(x, "aval"):  # a tracer or an ember array already
+        return x
+    aval = core.get_aval(x)
+    return _convert(x, aval.dtype, aval.weak_type)
+
+
+def _convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     from ember.lax.elementwise import convert_element_type
-    return convert_element_type(x, dtype)
+    return convert_element_type(x, dtype, weak_type)
 
 
 def _first_param_name(f: Callable) -> str | None:
@@ -178,21 +204,20 @@ def _first_param_name(f: Callable) -> str | None:
 
 
 def _infer_scan_length(xs_flat: Sequence[Any], length: Any) -> int:
-    shapes = []
-    for x in xs_flat:
-        shape = getattr(x, "shape", None)
-        if shape is None or len(shape) == 0:
-            raise ValueError(f"scan got value with no leading axis to scan over: {x}.")
-        shapes.append(shape[0])
+    bad = [x for x in xs_flat if len(getattr(x, "shape", ())) == 0]
+    if bad:
+        raise ValueError("scan got value with no leading axis to scan over: "
+                         f"{', '.join(str(x) for x in bad)}.")
+    shapes = [x.shape[0] for x in xs_flat]
     if length is not None:
         try:
-            length = operator.index(core.concrete_or_error(length))
+            length = int(core.concrete_or_error(length))  # (as JAX: int(), so 2.0 is 2)
         except ConcretizationTypeError:
             raise ConcretizationTypeError(
                 length, "The `length` argument to `scan` expects a concrete `int` value. For "
                         "scan-like iteration with a dynamic length, use `while_loop` or "
                         "`fori_loop`.") from None
-        except TypeError:
+        except (TypeError, ValueError):
             raise TypeError(f"lax.scan: length must be an int, got {length!r}") from None
         if length < 0:
             raise ValueError(f"lax.scan: length must be non-negative, got {length}")
@@ -229,7 +254,7 @@ def _trace_body(f, init_tree, xs_tree, init_avals, x_avals, carry_name):
     def body(carry, x):
         out = f(carry, x)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            shown = tree_map(lambda v: str(core.get_aval(v)), out)
+            shown = tree_map(core.get_aval, out)  # (a container shows its avals' reprs)
             raise TypeError(f"scan body output must be a pair, got {shown}.")
         trees.append((tree_flatten(out[0])[1], tree_flatten(out[1])[1]))
         return out
@@ -239,16 +264,32 @@ def _trace_body(f, init_tree, xs_tree, init_avals, x_avals, carry_name):
     closed, consts, _ = trace_function(body, in_tree, [*init_avals, *x_avals])
     carry_tree, ys_tree = trees[0]
     if carry_tree != init_tree:
-        _raise_tree_mismatch("scan body", init_tree, carry_tree)
-    del carry_name
+        _raise_tree_mismatch("scan body", init_tree, carry_tree, carry_name)
     return closed, consts, carry_tree, ys_tree
 
 
-def _raise_tree_mismatch(name: str, in_tree: Any, out_tree: Any) -> None:
+def _raise_tree_mismatch(name: str, in_tree: Any, out_tree: Any,
+                         carry_name: str | None = None) -> None:
+    def component(path):
+        if carry_name:
+            return (f"the input carry component {carry_name}{keystr(path)}" if path
+                    else f"the input carry {carry_name}")
+        return f"the input carry at path {keystr(path)}" if path else "the input carry"
+
+    leaf = core.ShapedArray((), np.float32)  # (leaves compare as avals, as in JAX's message)
+    diffs = _structure_diffs(tree_unflatten(in_tree, [leaf] * in_tree.num_leaves),
+                             tree_unflatten(out_tree, [leaf] * out_tree.num_leaves), (),
+                             component)
+    if not diffs:
+        detail = (f"the input tree structure is:\n{in_tree}\n"
+                  f"the output tree structure is:\n{out_tree}\n")
+    elif len(diffs) == 1:
+        detail = diffs[0][0].upper() + diffs[0][1:] + ".\n"
+    else:
+        detail = "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
     raise TypeError(
         f"{name} function carry input and carry output must have the same pytree structure, "
-        f"but they differ:\n\nthe input tree structure is:\n{in_tree}\nthe output tree "
-        f"structure is:\n{out_tree}\n\nRevise the function so that the carry output has the "
+        f"but they differ:\n\n{detail}\nRevise the function so that the carry output has the "
         "same pytree structure as the carry input.")
 
 
@@ -257,7 +298,7 @@ def _check_carry_type(name: str, carry_name: str | None, init: Any, init_tree: A
                       out_avals: Sequence[core.ShapedArray]) -> None:
     """JAX's TypeError when the carry output's types differ from the carry input's."""
     if out_tree != init_tree:
-        _raise_tree_mismatch(name, init_tree, out_tree)
+        _raise_tree_mismatch(name, init_tree, out_tree, carry_name)
     paths = [p for p, _ in tree_flatten_with_path(init)[0]]
 
     def component(path):
@@ -342,8 +383,8 @@ def map(f: Callable[[X], Y], xs: X, *, batch_size: int | None = None) -> Y:  # n
     cut = num_batches * batch_size
     scan_ys = None
     if num_batches:
-        chunks = [reshape(slice_in_dim(v, 0, cut), (num_batches, batch_size,
-                                                    *core.get_aval(v).shape[1:]))
+        chunks = [reshape(v if cut == n else slice_in_dim(v, 0, cut),
+                          (num_batches, batch_size, *core.get_aval(v).shape[1:]))
                   for v in leaves]
         _, scan_ys = scan(lambda _, x: ((), vmap(f)(x)), (), tree_unflatten(tree, chunks))
         scan_ys = tree_map(lambda y: reshape(y, (cut, *core.get_aval(y).shape[2:])), scan_ys)
@@ -624,6 +665,14 @@ def _scan_partial_eval(trace: pe.PartialEvalTrace, args: Sequence[Any], params: 
     hoist, body_k, res_uk, _ = pe.partial_eval_jaxpr(
         known, [False] * n_kc + [True] * (len(known.in_avals) - n_kc),
         instantiate=[True] * n_kout + [False] * num_res)
+    # A residual that is a known x is that x: the known scan need not stack a copy (as JAX).
+    bk = body_k.jaxpr
+    x_pos = {v.id: k for k, v in enumerate(bk.invars[len(bk.invars) - len(k_xs):])}
+    res_fwd = [x_pos.get(getattr(o, "id", None)) for o in bk.outvars[n_kout:]]
+    if any(f is not None for f in res_fwd):
+        outvars = bk.outvars[:n_kout] + [o for o, f in zip(bk.outvars[n_kout:], res_fwd)
+                                         if f is None]
+        body_k = ClosedJaxpr(Jaxpr(bk.constvars, bk.invars, outvars, bk.eqns), body_k.consts)
     with core.set_current_trace(trace.parent):
         hoisted = eval_jaxpr(hoist.jaxpr, hoist.consts, *k_consts)
         n_inv = res_uk[n_kout:].count(False)
@@ -631,7 +680,8 @@ def _scan_partial_eval(trace: pe.PartialEvalTrace, args: Sequence[Any], params: 
         known_outs = scan_p.bind(*body_k_consts, *k_init, *k_xs, reverse=params["reverse"],
                                  length=length, jaxpr=body_k, num_consts=len(body_k_consts),
                                  num_carry=n_kcarry, unroll=params["unroll"])
-    var_res = known_outs[n_kout:]
+    stacked = iter(known_outs[n_kout:])
+    var_res = [next(stacked) if f is None else k_xs[f] for f in res_fwd]
     # The unknown body takes (residuals, unknown consts, carries, xs): invariant residuals
     # join its consts, the stacked ones its xs.
     inv_pos = [i for i, u in enumerate(res_uk[n_kout:]) if not u]
