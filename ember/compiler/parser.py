@@ -18,6 +18,7 @@ import numpy as np
 
 from ember.compiler.hlo import OPCODES, Computation, Instruction, Module, Shape, element_type
 from ember.compiler.printer import parse_float_elements
+from ember.compiler.shape_inference import infer_shape
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _BARE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -279,6 +280,15 @@ class _ModuleParser:
                 raise line.error(f"attribute {key} is given twice")
             attrs[key] = line.attr_value()
         line.end()
+        # A malformed instruction (a missing or bad attribute, operands of the wrong type)
+        # is rejected here, as the builder rejects it, before any pass or backend reads it.
+        try:
+            inferred = infer_shape(opcode, [op.shape for op in operands], attrs, calls, shape)
+        except (ValueError, TypeError) as e:
+            raise line.error(f"%{name}: {e}") from None
+        if inferred != shape:
+            raise line.error(f"%{name} is declared {shape}, its operands and attributes give "
+                             f"{inferred}")
         self.module.note_name(name)
         return Instruction(opcode, operands, shape, attrs, calls, name)
 

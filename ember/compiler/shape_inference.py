@@ -961,12 +961,59 @@ def _fusion(operands, attrs, calls, given):
     return fused.root.shape
 
 
+# Checks of the attributes (and result) of known custom-call targets:
+# target -> fn(operand_shapes, attrs, given) raising ValueError/TypeError when malformed.
+_CUSTOM_CALL_RULES: dict[str, Callable] = {}
+
+
+def register_custom_call_rule(target: str, fn: Callable) -> None:
+    """Makes shape inference (so the builder, the parser and the verifier) check every
+    ``custom_call`` of ``target`` with ``fn(operand_shapes, attrs, given)``, which raises a
+    ``ValueError``/``TypeError`` naming the attribute when one is missing or malformed.
+
+    Example:
+        >>> def check_scale(operands, attrs, given):
+        ...     if not isinstance(attrs.get("factor"), int):
+        ...         raise TypeError("custom_call my.scale: attribute factor must be an int")
+        >>> register_custom_call_rule("my.scale", check_scale)
+    """
+    _CUSTOM_CALL_RULES[target] = fn
+
+
 @rule("custom_call")
 def _custom_call(operands, attrs, calls, given):
     target = attrs.get("call_target_name")
     if not isinstance(target, str) or not target:
         raise ValueError(f"custom_call: call_target_name must be a non-empty string, got "
                          f"{target!r}")
+    _bool_attr(f"custom_call {target}", attrs, "has_side_effect")
     if given is None:
         raise ValueError(f"custom_call {target}: the result shape must be given")
+    check = _CUSTOM_CALL_RULES.get(target)
+    if check is not None:
+        check(operands, attrs, given)
     return given
+
+
+def _top_k_rule(operands, attrs, given):
+    op = "custom_call ember.top_k"
+    _count(op, operands, 1)
+    _require_arrays(op, operands)
+    x = operands[0]
+    k = _int_attr(op, attrs, "k")
+    if not x.dims or not 0 <= k <= x.dims[-1]:
+        raise ValueError(f"{op}: k={k} must be in [0, last dimension] of {x}")
+    dims = x.dims[:-1] + (k,)
+    want = Shape.tuple([Shape(x.dtype, dims), Shape(np.int32, dims)])
+    if given != want:
+        raise TypeError(f"{op}: result {given} must be {want}")
+
+
+def _host_callback_rule(operands, attrs, given):
+    op = "custom_call ember.host_callback"
+    if _int_attr(op, attrs, "callback_id") < 0:
+        raise ValueError(f"{op}: callback_id must be non-negative, got {attrs['callback_id']}")
+
+
+register_custom_call_rule("ember.top_k", _top_k_rule)
+register_custom_call_rule("ember.host_callback", _host_callback_rule)

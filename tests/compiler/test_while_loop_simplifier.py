@@ -464,24 +464,47 @@ def _loop_states(text: str) -> list[str]:
             for line in text.splitlines() if " while(" in line]
 
 
+def _scan64(c, xs):
+    """The scan's final carry in float64 (the reference)."""
+    for x in xs.astype(np.float64):
+        c = c + np.sin(c * x)
+    return c
+
+
 @pytest.mark.parametrize("backend", ["cpu", "interpreter"])
 def test_grad_of_scan_no_longer_carries_the_dead_ys(backend):
     xs = np.linspace(-1, 1, 5, dtype=np.float32)
     f = ember.jit(ember.grad(_scan_loss), backend=backend)
     lowered = _loop_states(f.lower(0.5, xs).as_text())
-    optimized = _loop_states(f.lower(0.5, xs).compile().as_text())
-    # The forward scan's state: counter, c, xs, the primal ys and two residual buffers; the
-    # primal ys (nothing reads them) are gone after optimization.
-    assert lowered[0] == "(s32[], f32[], f32[5], f32[5], f32[5], f32[5])"
-    assert optimized[0] == "(s32[], f32[], f32[5], f32[5], f32[5])"
-    # Value against a central difference in float64 of the same recurrence.
-    def loss64(c):
-        for x in xs.astype(np.float64):
-            c = c + np.sin(c * x)
-        return c
+    text = f.lower(0.5, xs).compile().as_text()
+    optimized = _loop_states(text)
+    # The forward scan's primal ys buffer (nothing reads it; how many residual buffers the
+    # lowering makes besides it depends on the scan's partial evaluation) is gone, and no
+    # state element is left that the pass could still remove.
+    assert lowered[0].count("f32[5]") == optimized[0].count("f32[5]") + 1
+    assert while_loop_simplifier(parse_module(text)) is False
     eps = 1e-6
-    want = (loss64(0.5 + eps) - loss64(0.5 - eps)) / (2 * eps)
+    want = (_scan64(0.5 + eps, xs) - _scan64(0.5 - eps, xs)) / (2 * eps)
     np.testing.assert_allclose(float(f(np.float32(0.5), xs)), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_cond_on_a_constant_drops_the_branch_and_the_ys_only_it_read(backend):
+    def f(c, xs):
+        def body(c, x):
+            y = jnp.sin(c * x)
+            return c + y, y * 2.0
+        c, ys = lax.scan(body, c, xs)
+        return lax.cond(True, lambda c, ys: c, lambda c, ys: jnp.sum(ys), c, ys)
+
+    xs = np.linspace(-1, 1, 5, dtype=np.float32)
+    f = ember.jit(f, backend=backend)
+    lowered = f.lower(0.5, xs).as_text()
+    optimized = f.lower(0.5, xs).compile().as_text()
+    assert " case(" in lowered and _loop_states(lowered) == ["(s32[], f32[], f32[5], f32[5])"]
+    # The case is inlined (its index is constant); then the ys buffer is dead state.
+    assert " case(" not in optimized and _loop_states(optimized) == ["(s32[], f32[], f32[5])"]
+    np.testing.assert_allclose(float(f(np.float32(0.5), xs)), _scan64(0.5, xs), rtol=1e-6)
 
 
 def test_pass_is_cheap_on_a_module_without_loops():
