@@ -96,7 +96,16 @@ class Jaxpr:
         """The jaxpr's text, as JAX prints it. (``use_color`` and ``source_info`` are
         accepted for JAX's sake: ember's text has neither.)"""
         del use_color, source_info
-        return pp_jaxpr(self, _NameContext(print_shapes)).format(width)
+        ctx = _NameContext(print_shapes)
+        # As JAX, the results of the top-level jaxpr's equations that nothing reads print
+        # as "_" (and take no letter).
+        used = {v.id for v in self.outvars if isinstance(v, Var)}
+        for eqn in reversed(self.eqns):
+            for v in eqn.outvars:
+                if v.id not in used:
+                    ctx.names[v.id] = "_"
+            used.update(a.id for a in eqn.invars if isinstance(a, Var))
+        return pp_jaxpr(self, ctx).format(width)
 
     def __str__(self) -> str:
         return self.pretty_print()

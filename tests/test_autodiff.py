@@ -50,12 +50,7 @@ def test_classic_grad_and_jvp():
 def test_classic_grad_jaxpr_prints_like_jax():
     text = str(ember.make_jaxpr(ember.grad(f_classic))(3.0))
     expected = str(jax.make_jaxpr(jax.grad(lambda x: -2 * jjnp.sin(x) + x))(3.0))
-    # JAX prints unused binders as "_"; the equations are otherwise the same.
-    assert text.replace("e:f32[] = add d a", "_:f32[] = add d a").split() == \
-        expected.replace("e:f32[] = mul -2.0", "f:f32[] = mul -2.0").replace(
-            "f:f32[] = mul e c", "g:f32[] = mul f c").replace(
-            "g:f32[] = add_any 1.0:f32[] f", "h:f32[] = add_any 1.0:f32[] g").replace(
-            "in (g,)", "in (h,)").split()
+    assert text == expected  # (unused binders print as "_", as JAX prints them)
 
 
 def test_jit_of_grad_and_grad_of_jit():

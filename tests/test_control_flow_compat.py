@@ -161,3 +161,55 @@ def test_cond_closed_over_values_in_true_fun_first_order():
   in (e,) }"""  # (JAX's text)
     f = ember.jit(lambda x, y: lax.cond(x > 0, lambda: x * y, lambda: y), backend="interpreter")
     assert float(f(3.0, 2.0)) == 6.0 and float(f(-3.0, 2.0)) == 2.0
+
+
+# --------------------------------------------------------------------------- jaxpr text
+
+
+def test_unused_results_of_top_level_equations_print_as_underscore():
+    text = str(ember.make_jaxpr(lambda x: lax.fori_loop(0, 3, lambda i, c: c * i, x))(1.0))
+    assert text == """\
+{ lambda ; a:f32[]. let
+    _:i32[] b:f32[] = scan[
+      jaxpr={ lambda ; c:i32[] d:f32[]. let
+          e:i32[] = add c 1:i32[]
+          f:f32[] = convert_element_type[new_dtype=float32 weak_type=True] c
+          g:f32[] = mul d f
+        in (e, g) }
+      length=3
+      num_carry=2
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] 0:i32[] a
+  in (b,) }"""  # (JAX's text: only the top level's unused binders are "_")
+
+
+def test_linearize_drops_what_no_output_needs():
+    # The scan's tangent ys are not an output: the linear jaxpr neither stacks them nor
+    # keeps residuals for them (as JAX's).
+    _, f_jvp = ember.linearize(
+        lambda w: lax.scan(lambda c, x: (jnp.sin(c * w + x), c), 0.0, XS)[0], 1.0)
+    assert str(ember.make_jaxpr(f_jvp)(1.0)) == """\
+{ lambda a:f32[3] b:f32[3]; c:f32[]. let
+    d:f32[] = scan[
+      jaxpr={ lambda ; e:f32[] f:f32[] g:f32[] h:f32[] i:f32[]. let
+          j:f32[] = mul g e
+          k:f32[] = mul h f
+          l:f32[] = add_any j k
+          m:f32[] = convert_element_type[new_dtype=float32 weak_type=False] l
+          n:f32[] = mul m i
+        in (n,) }
+      length=3
+      num_carry=1
+      num_consts=2
+      reverse=False
+      unroll=1
+    ] 1.0:f32[] c 0.0:f32[] a b
+  in (d,) }"""  # (JAX's text)
+    c, w = 0.0, 1.0
+    dc = 0.0
+    for x in XS:  # forward-mode by hand
+        dc = np.cos(c * w + x) * (dc * w + c)
+        c = np.sin(c * w + x)
+    np.testing.assert_allclose(f_jvp(1.0), dc, rtol=1e-5)

@@ -309,6 +309,7 @@ def linearize_flat(fun: Callable, primals: list) -> tuple[list, Linearized]:
     Primal work runs on the current trace (eagerly, or staged into an enclosing jit); the
     work on tangents is recorded into the jaxpr of the returned ``Linearized``.
     """
+    from ember.interpreters import partial_eval as pe
     from ember.interpreters.partial_eval import PartialEvalTrace
     in_avals = [core.get_aval(p) for p in primals]
     in_mask = [dtypes.is_inexact(a.dtype) for a in in_avals]
@@ -330,6 +331,9 @@ def linearize_flat(fun: Callable, primals: list) -> tuple[list, Linearized]:
         jaxpr = pe_trace.to_jaxpr([t for _, t in pairs if type(t) is not Zero])
     finally:
         pe_trace.invalidate()
+    # (as JAX: results of staged equations that no output needs, e.g. a scan's unused
+    # tangent ys, are dropped, and the residuals only they read)
+    jaxpr, _ = pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.jaxpr.outvars))
     out_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
     return out_primals, Linearized(jaxpr, in_avals, in_mask, out_avals, out_zero)
 
