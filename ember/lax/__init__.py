@@ -6,6 +6,7 @@ from ember.lax.bits import *
 from ember.lax.control_flow.conditionals import *
 from ember.lax.control_flow.scan import *
 from ember.lax.control_flow.while_loop import *
+from ember.lax.convolution import *
 from ember.lax.dot import *
 from ember.lax.elementwise import *
 from ember.lax.prefix_scan import *
@@ -13,3 +14,4 @@ from ember.lax.reduction import *
 from ember.lax.shape import *
 from ember.lax.slicing import *
 from ember.lax.sorting import *
+from ember.lax import linalg  # noqa: F401  (the lax.linalg namespace)
