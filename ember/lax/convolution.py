@@ -1,0 +1,710 @@
+"""Convolutions: ``conv_general_dilated`` (XLA's ConvGeneralDilated) and the helpers on top
+of it (``conv``, ``conv_with_general_padding``, ``conv_transpose``,
+``conv_general_dilated_patches``, ``conv_dimension_numbers``, ``padtype_to_pads``).
+
+``conv_general_dilated[window_strides padding lhs_dilation rhs_dilation dimension_numbers
+feature_group_count batch_group_count precision preferred_element_type]`` has JAX's params;
+``dimension_numbers`` is a ``ConvDimensionNumbers`` of three permutations (lhs: batch,
+feature, spatial...; rhs: out feature, in feature, spatial...; out: batch, feature,
+spatial...). The kernel is im2col + one batched matmul in NumPy; compiled code runs it as a
+library step (the ``ember.conv`` custom call). The primitive is bilinear: its JVP is two
+convolutions, and its transposes are convolutions with swapped roles of strides and
+dilations (the adjoint of a strided, padded, dilated correlation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ember import core, dtypes
+from ember.compiler import eval_elementwise as K
+from ember.compiler.evaluator import register_custom_call_target
+from ember.compiler.hlo import Shape
+from ember.interpreters import ad
+from ember.interpreters.batching import not_mapped
+from ember.lax import base
+from ember.lax import elementwise as E
+from ember.lax.base import standard_primitive
+from ember.lax.batch_util import moveaxis
+from ember.lax.dot import _compute_dtype, _preferred, canonicalize_precision
+from ember.lax.shape import reshape, rev, transpose
+
+_TARGET = "ember.conv"
+_FN = "conv_general_dilated"
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """The layout of a convolution's operands and result, as three permutations.
+
+    ``lhs_spec`` = (batch dim, feature dim, spatial dims...), ``rhs_spec`` = (output feature
+    dim, input feature dim, spatial dims...), ``out_spec`` = (batch dim, feature dim,
+    spatial dims...).
+
+    Example:
+        >>> lax.ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2)).lhs_spec
+        (0, 1, 2)
+    """
+
+    lhs_spec: tuple[int, ...]
+    rhs_spec: tuple[int, ...]
+    out_spec: tuple[int, ...]
+
+
+def _spec_from_string(specs: Sequence[str]) -> ConvDimensionNumbers:
+    lhs, rhs, out = specs
+    for spec, pair in ((lhs, "NC"), (rhs, "OI"), (out, "NC")):
+        if spec.count(pair[0]) != 1 or spec.count(pair[1]) != 1:
+            raise TypeError(f"convolution dimension_numbers[{specs.index(spec)}] must contain "
+                            f"one '{pair[0]}' and one '{pair[1]}', got {spec}.")
+        if len(set(spec)) != len(spec):
+            raise TypeError(f"convolution dimension_numbers must not repeat a character, "
+                            f"got {spec}.")
+    if not set(lhs) - set("NC") == set(rhs) - set("OI") == set(out) - set("NC"):
+        raise TypeError(f"convolution dimension_numbers elements must each have the same set "
+                        f"of spatial characters, got {tuple(specs)}.")
+
+    def perm(spec: str, pair: str) -> tuple[int, ...]:
+        # Spatial dims are listed in the order the kernel spec lists them.
+        spatial = sorted((i for i, c in enumerate(spec) if c not in pair),
+                         key=lambda i: rhs.index(spec[i]))
+        return (spec.index(pair[0]), spec.index(pair[1])) + tuple(spatial)
+
+    return ConvDimensionNumbers(perm(lhs, "NC"), perm(rhs, "OI"), perm(out, "NC"))
+
+
+def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                           dimension_numbers: Any) -> ConvDimensionNumbers:
+    """Canonicalizes ``dimension_numbers`` (None, a ``ConvDimensionNumbers`` or a triple of
+    strings like ``('NHWC', 'HWIO', 'NHWC')``) for operands of the given shapes.
+
+    Example:
+        >>> lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ('NHWC', 'HWIO', 'NHWC'))
+        ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
+    """
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got "
+                        f"{len(lhs_shape)} and {len(rhs_shape)}.")
+    if len(lhs_shape) < 2:
+        raise TypeError(f"convolution requires operands of rank >= 2, got {len(lhs_shape)}.")
+    nd = len(lhs_shape)
+    if dimension_numbers is None:
+        iota = tuple(range(nd))
+        return ConvDimensionNumbers(iota, iota, iota)
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        dn = dimension_numbers
+    elif (isinstance(dimension_numbers, (tuple, list)) and len(dimension_numbers) == 3
+          and all(isinstance(s, str) for s in dimension_numbers)):
+        for s in dimension_numbers:
+            if len(s) != nd:
+                raise TypeError(f"convolution dimension_numbers[i] must have len equal to the "
+                                f"ndim of lhs and rhs, got {len(s)} for lhs and rhs shapes "
+                                f"{tuple(lhs_shape)} and {tuple(rhs_shape)}.")
+        dn = _spec_from_string(dimension_numbers)
+    elif isinstance(dimension_numbers, (tuple, list)) and len(dimension_numbers) == 3:
+        dn = ConvDimensionNumbers(*(tuple(int(i) for i in s) for s in dimension_numbers))
+    else:
+        raise TypeError(f"convolution dimension_numbers must be None, a ConvDimensionNumbers "
+                        f"or a tuple of three strings, got {dimension_numbers!r}.")
+    for name, spec in zip(("lhs_spec", "rhs_spec", "out_spec"), dn):
+        if sorted(spec) != list(range(nd)):
+            raise TypeError(f"convolution dimension_numbers.{name} must be a permutation of "
+                            f"range({nd}), got {spec}.")
+    return ConvDimensionNumbers(*(tuple(int(i) for i in s) for s in dn))
+
+
+def _dilate(sizes: Sequence[int], dilation: Sequence[int]) -> tuple[int, ...]:
+    return tuple(0 if n == 0 else (n - 1) * d + 1 for n, d in zip(sizes, dilation))
+
+
+def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
+                    window_strides: Sequence[int], padding: str) -> list[tuple[int, int]]:
+    """Explicit ``(low, high)`` pads for a padding mode 'VALID', 'SAME' or 'SAME_LOWER'.
+
+    'SAME' pads so that the output size is ``ceil(in / stride)``, the odd element going high;
+    'SAME_LOWER' puts it low.
+
+    Example:
+        >>> lax.padtype_to_pads((5,), (2,), (1,), "SAME")
+        [(0, 1)]
+    """
+    mode = padding.upper() if isinstance(padding, str) else padding
+    if mode == "VALID":
+        return [(0, 0)] * len(in_shape)
+    if mode not in ("SAME", "SAME_LOWER"):
+        raise ValueError(f"Unrecognized padding type: expected 'VALID', 'SAME', or "
+                         f"'SAME_LOWER', got {padding}.")
+    pads = []
+    for n, w, s in zip(in_shape, window_shape, window_strides):
+        total = max(0, (-(-n // s) - 1) * s + w - n)
+        small = total // 2
+        pads.append((small, total - small) if mode == "SAME" else (total - small, small))
+    return pads
+
+
+# ---------------------------------------------------------------- the NumPy kernel
+
+
+def _pad_dilate(x: np.ndarray, axes: Sequence[int], pads: Sequence[tuple[int, int]],
+                dilation: Sequence[int]) -> np.ndarray:
+    """``x`` dilated by ``dilation`` (zeros between elements) and padded by ``pads`` (negative
+    pads crop) along ``axes``."""
+    if all(d == 1 for d in dilation) and all(p == (0, 0) for p in pads):
+        return x
+    shape = list(x.shape)
+    src: list[Any] = [slice(None)] * x.ndim
+    dst: list[Any] = [slice(None)] * x.ndim
+    empty = False
+    for ax, (lo, hi), d in zip(axes, pads, dilation):
+        n = x.shape[ax]
+        size = max(0, _dilate((n,), (d,))[0] + lo + hi)
+        shape[ax] = size
+        # Element i lands at lo + i*d; keep those inside [0, size).
+        first = 0 if lo >= 0 else (-lo + d - 1) // d
+        last = min(n, (size - 1 - lo) // d + 1) if size - 1 - lo >= 0 else 0
+        if last <= first:
+            empty = True
+            continue
+        start = lo + first * d
+        src[ax] = slice(first, last)
+        dst[ax] = slice(start, start + (last - first - 1) * d + 1, d)
+    out = np.zeros(shape, x.dtype)
+    if not empty:
+        out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs_dilation,
+               rhs_dilation, lhs_spec, rhs_spec, out_spec, feature_group_count,
+               batch_group_count, out_dtype) -> np.ndarray:
+    """The convolution in NumPy (im2col and a matmul per group); ``padding`` is flat
+    ``(lo0, hi0, lo1, hi1, ...)``, ``out_dtype`` the result dtype (a name or dtype)."""
+    out_dtype = dtypes.dtype(out_dtype)
+    compute = _compute_dtype(lhs.dtype, rhs.dtype, out_dtype)
+    acc = K.accumulation_dtype(compute)
+    if acc == dtypes.bool_:
+        acc = np.dtype(np.int32)
+    lhs, rhs = (x.astype(compute).astype(acc, copy=False) for x in (lhs, rhs))
+    nsp = lhs.ndim - 2
+    pads = [(padding[2 * i], padding[2 * i + 1]) for i in range(nsp)]
+    gb, gf = batch_group_count, feature_group_count
+    # lhs as (N, S..., C); rhs as (O, I, K...).
+    x = lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],))
+    w = rhs.transpose(rhs_spec)
+    x = _pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation)
+    n, c = x.shape[0], x.shape[-1]
+    o, i_feat, ks = w.shape[0], w.shape[1], w.shape[2:]
+    eff = _dilate(ks, rhs_dilation)
+    out_sp = tuple(max(0, (p - k) // s + 1) if p >= k else 0
+                   for p, k, s in zip(x.shape[1:-1], eff, window_strides))
+    g = gb * gf
+    nb = n // gb
+    if 0 in out_sp or nb == 0 or o == 0:
+        res = np.zeros((nb, o) + out_sp, acc)
+    else:
+        win = sliding_window_view(x, eff, axis=tuple(range(1, nsp + 1)))
+        # win: (N, P..., C, E...) -> strided outputs and dilated taps.
+        idx = ((slice(None),) + tuple(slice(None, None, s) for s in window_strides)
+               + (slice(None),) + tuple(slice(None, None, d) for d in rhs_dilation))
+        win = win[idx][(slice(None),) + tuple(slice(0, m) for m in out_sp)]
+        win = win.reshape((gb, nb) + out_sp + (gf, c // gf) + ks)
+        # -> (Gb, Gf, N', out..., K..., I): one matrix of patches per group.
+        perm = ((0, 2 + nsp) + tuple(range(1, 2 + nsp))
+                + tuple(range(4 + nsp, 4 + 2 * nsp)) + (3 + nsp,))
+        patches = win.transpose(perm).reshape(g, nb * math.prod(out_sp), -1)
+        og = o // g
+        wm = w.reshape((g, og, i_feat) + ks)
+        wm = wm.transpose((0,) + tuple(range(3, 3 + nsp)) + (2, 1)).reshape(g, -1, og)
+        res = np.matmul(patches, wm)  # (G, N'*out, O')
+        res = res.reshape((g, nb) + out_sp + (og,))
+        res = res.transpose((1, 0, 2 + nsp) + tuple(range(2, 2 + nsp))).reshape(
+            (nb, o) + out_sp)
+    res = res.transpose(np.argsort(out_spec))
+    if out_dtype == dtypes.bool_:
+        return np.ascontiguousarray(res != 0)
+    return np.ascontiguousarray(res.astype(compute, copy=False).astype(out_dtype, copy=False))
+
+
+def _target(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec,
+            rhs_spec, out_spec, feature_group_count, batch_group_count, out_dtype):
+    return conv_numpy(lhs, rhs, window_strides=window_strides, padding=padding,
+                      lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                      lhs_spec=lhs_spec, rhs_spec=rhs_spec, out_spec=out_spec,
+                      feature_group_count=int(feature_group_count),
+                      batch_group_count=int(batch_group_count), out_dtype=out_dtype)
+
+
+register_custom_call_target(_TARGET, _target)
+
+
+# ---------------------------------------------------------------- the primitive
+
+
+def _flat(padding) -> tuple[int, ...]:
+    return tuple(int(v) for p in padding for v in p)
+
+
+def _conv_shape(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                dimension_numbers, feature_group_count, batch_group_count, precision,
+                preferred_element_type):
+    if lhs.ndim != rhs.ndim:
+        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {lhs.ndim} "
+                        f"and {rhs.ndim}.")
+    lspec, rspec, ospec = dimension_numbers
+    nsp = lhs.ndim - 2
+    for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                    ("rhs_dilation", rhs_dilation), ("padding", padding)):
+        if len(v) != nsp:
+            raise ValueError(f"{_FN} window and {name} must have the same number of "
+                             f"dimensions, but got {nsp} and {len(v)}")
+        if name != "padding" and any(s <= 0 for s in v):
+            raise ValueError(f"{_FN} {name} must be positive, got {tuple(v)}")
+    for name, count in (("feature_group_count", feature_group_count),
+                        ("batch_group_count", batch_group_count)):
+        if count <= 0:
+            raise ValueError(f"{_FN} {name} must be a positive integer, got {count}.")
+    if feature_group_count > 1 and batch_group_count > 1:
+        raise ValueError(f"{_FN} At most one of batch_group_count and feature_group_count "
+                         f"may be > 1, got batch_group_count={batch_group_count} and "
+                         f"feature_group_count={feature_group_count}.")
+    lf, rin, rout = lhs.shape[lspec[1]], rhs.shape[rspec[1]], rhs.shape[rspec[0]]
+    if lf % feature_group_count:
+        raise ValueError(f"{_FN} feature_group_count must divide lhs feature dimension size, "
+                         f"but {feature_group_count} does not divide {lf}.")
+    if lf // feature_group_count != rin:
+        raise ValueError(f"{_FN} lhs feature dimension size divided by feature_group_count "
+                         f"must equal the rhs input feature dimension size, but "
+                         f"{lf} // {feature_group_count} != {rin}.")
+    if rout % feature_group_count:
+        raise ValueError(f"{_FN} rhs output feature dimension size must be a multiple of "
+                         f"feature_group_count, but {rout} is not a multiple of "
+                         f"{feature_group_count}.")
+    lb = lhs.shape[lspec[0]]
+    if lb % batch_group_count:
+        raise ValueError(f"{_FN} batch_group_count must divide lhs batch dimension size, but "
+                         f"{batch_group_count} does not divide {lb}.")
+    if rout % batch_group_count:
+        raise ValueError(f"{_FN} rhs output feature dimension size must be a multiple of "
+                         f"batch_group_count, but {rout} is not a multiple of "
+                         f"{batch_group_count}.")
+    lsp = _dilate([lhs.shape[d] for d in lspec[2:]], lhs_dilation)
+    ksp = _dilate([rhs.shape[d] for d in rspec[2:]], rhs_dilation)
+    out_sp = []
+    for n, (lo, hi), k, s in zip(lsp, padding, ksp, window_strides):
+        padded = n + lo + hi
+        out_sp.append(max(0, (padded - k) // s + 1) if padded >= k else 0)
+    logical = (lb // batch_group_count, rout) + tuple(out_sp)
+    out = [0] * lhs.ndim
+    for i, d in enumerate(ospec):
+        out[d] = logical[i]
+    return tuple(out)
+
+
+def _conv_dtype(lhs, rhs, *, preferred_element_type, **_):
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"lax.conv_general_dilated requires arguments to have the same "
+                        f"dtypes, got {lhs.dtype}, {rhs.dtype}.")
+    base.check_dtype(_FN, "lhs", lhs.dtype, base.all_dtypes)
+    return lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+
+
+def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+               dimension_numbers, feature_group_count, batch_group_count, precision,
+               preferred_element_type):
+    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    lspec, rspec, ospec = dimension_numbers
+    return conv_numpy(lhs, rhs, window_strides=window_strides, padding=_flat(padding),
+                      lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, lhs_spec=lspec,
+                      rhs_spec=rspec, out_spec=ospec, feature_group_count=feature_group_count,
+                      batch_group_count=batch_group_count, out_dtype=out_dtype)
+
+
+conv_general_dilated_p = standard_primitive(
+    "conv_general_dilated", _conv_impl, _conv_shape, _conv_dtype,
+    lambda lhs, rhs, **_: lhs.weak_type and rhs.weak_type)
+
+
+@conv_general_dilated_p.def_lowering
+def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                   dimension_numbers, feature_group_count, batch_group_count, precision,
+                   preferred_element_type):
+    out = ctx.aval_out
+    lspec, rspec, ospec = dimension_numbers
+    return ctx.b.op("custom_call", lhs, rhs, shape=Shape(out.dtype, tuple(out.shape)),
+                    call_target_name=_TARGET, window_strides=tuple(window_strides),
+                    padding=_flat(padding), lhs_dilation=tuple(lhs_dilation),
+                    rhs_dilation=tuple(rhs_dilation), lhs_spec=tuple(lspec),
+                    rhs_spec=tuple(rspec), out_spec=tuple(ospec),
+                    feature_group_count=feature_group_count,
+                    batch_group_count=batch_group_count, out_dtype=np.dtype(out.dtype).name)
+
+
+# ---------------------------------------------------------------- autodiff
+
+
+def _split_axis(x: Any, axis: int, parts: int) -> Any:
+    """Axis ``axis`` of size ``parts * m`` becomes two axes ``(parts, m)``."""
+    shape = core.get_aval(x).shape
+    return reshape(x, shape[:axis] + (parts, shape[axis] // parts) + shape[axis + 1:])
+
+
+def _merge_axis(x: Any, src: int, dst: int) -> Any:
+    """Axis ``src`` folded into axis ``dst`` as its major part (the result drops ``src``)."""
+    x = moveaxis(x, src, dst - 1 if src < dst else dst)
+    d = dst - 1 if src < dst else dst
+    shape = core.get_aval(x).shape
+    return reshape(x, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:])
+
+
+def _swap_io(spec: Sequence[int]) -> tuple[int, ...]:
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _conv_transpose_lhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                        dimension_numbers, feature_group_count, batch_group_count, precision,
+                        preferred_element_type):
+    # d lhs = a correlation of ct (dilated by the strides) with the flipped kernel, the
+    # kernel's in/out features swapped; groups of rhs output features move into its input
+    # features. Batch groups become feature groups, then go back into lhs's batch dim.
+    lspec, rspec, ospec = dimension_numbers
+    lhs_shape = lhs.aval.shape
+    rhs_shape = core.get_aval(rhs).shape
+    groups = max(feature_group_count, batch_group_count)
+    if groups > 1:
+        rhs = _split_axis(rhs, rspec[0], groups)
+        o_ax, i_ax = rspec[0], rspec[1] + (1 if rspec[1] > rspec[0] else 0)
+        rhs = _merge_axis(rhs, o_ax, i_ax)
+    ksp = _dilate([rhs_shape[d] for d in rspec[2:]], rhs_dilation)
+    lsp = _dilate([lhs_shape[d] for d in lspec[2:]], lhs_dilation)
+    osp = _dilate([core.get_aval(ct).shape[d] for d in ospec[2:]], window_strides)
+    pads = []
+    for k, n, o, (lo, _) in zip(ksp, lsp, osp, padding):
+        before = k - lo - 1
+        pads.append((before, n + k - 1 - o - before))
+    out = conv_general_dilated_p.bind(
+        ct, rev(rhs, tuple(rspec[2:])), window_strides=tuple(lhs_dilation),
+        padding=tuple(pads), lhs_dilation=tuple(window_strides),
+        rhs_dilation=tuple(rhs_dilation),
+        dimension_numbers=ConvDimensionNumbers(ospec, _swap_io(rspec), lspec),
+        feature_group_count=groups, batch_group_count=1, precision=precision,
+        preferred_element_type=preferred_element_type)
+    if batch_group_count > 1:
+        out = _split_axis(out, lspec[1], batch_group_count)
+        b_ax = lspec[0] + (1 if lspec[0] > lspec[1] else 0)
+        out = _merge_axis(out, lspec[1], b_ax)
+    return E.convert_element_type(out, lhs.aval.dtype, lhs.aval.weak_type)
+
+
+def _conv_transpose_rhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                        dimension_numbers, feature_group_count, batch_group_count, precision,
+                        preferred_element_type):
+    # d rhs = a correlation of lhs with ct, batch and feature roles swapped: strides and
+    # rhs dilation trade places; feature groups become batch groups and vice versa.
+    lspec, rspec, ospec = dimension_numbers
+    lhs_shape = core.get_aval(lhs).shape
+    rhs_shape = rhs.aval.shape
+    ct_shape = core.get_aval(ct).shape
+    lsp = _dilate([lhs_shape[d] for d in lspec[2:]], lhs_dilation)
+    ksp = _dilate([rhs_shape[d] for d in rspec[2:]], rhs_dilation)
+    osp = _dilate([ct_shape[d] for d in ospec[2:]], window_strides)
+    pads = [(lo, o - n + k - lo - 1) for n, k, o, (lo, _) in zip(lsp, ksp, osp, padding)]
+    out = conv_general_dilated_p.bind(
+        lhs, ct, window_strides=tuple(rhs_dilation), padding=tuple(pads),
+        lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+        dimension_numbers=ConvDimensionNumbers(_swap_io(lspec), _swap_io(ospec),
+                                               _swap_io(rspec)),
+        feature_group_count=batch_group_count, batch_group_count=feature_group_count,
+        precision=precision, preferred_element_type=preferred_element_type)
+    return E.convert_element_type(out, rhs.aval.dtype, rhs.aval.weak_type)
+
+
+def _conv_transpose(ct, lhs, rhs, **params):
+    if ad.is_undefined_primal(lhs) == ad.is_undefined_primal(rhs):
+        raise ValueError("conv_general_dilated: can transpose with respect to exactly one "
+                         "operand")
+    if ad.is_undefined_primal(lhs):
+        return [_conv_transpose_lhs(ct, lhs, rhs, **params), None]
+    return [None, _conv_transpose_rhs(ct, lhs, rhs, **params)]
+
+
+ad.defjvp(conv_general_dilated_p,
+          lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(g, rhs, **params),
+          lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(lhs, g, **params))
+E.def_transpose(conv_general_dilated_p, _conv_transpose)
+
+
+# ---------------------------------------------------------------- batching
+
+
+def _fold_in(x: Any, bdim: int, axis: int, groups: int = 1) -> Any:
+    """Folds the batch dim ``bdim`` of ``x`` into ``axis`` (an axis of the unbatched
+    operand), inside each of ``groups`` groups of that axis: sizes (G, B, rest)."""
+    x = moveaxis(x, bdim, 0)
+    shape = core.get_aval(x).shape
+    b, n = shape[0], shape[axis + 1]
+    x = reshape(x, (b,) + shape[1:axis + 1] + (groups, n // groups) + shape[axis + 2:])
+    x = moveaxis(x, 0, axis + 1)  # (..., G, B, rest, ...)
+    s = core.get_aval(x).shape
+    return reshape(x, s[:axis] + (n * b,) + s[axis + 3:])
+
+
+def _fold_out(x: Any, axis: int, b: int, groups: int = 1) -> Any:
+    """The inverse of ``_fold_in``: splits ``axis`` (sizes (G, B, rest)) and puts B first."""
+    s = core.get_aval(x).shape
+    n = s[axis] // b
+    x = reshape(x, s[:axis] + (groups, b, n // groups) + s[axis + 1:])
+    x = moveaxis(x, axis + 1, 0)
+    s = core.get_aval(x).shape
+    return reshape(x, s[:axis + 1] + (n,) + s[axis + 3:])
+
+
+@conv_general_dilated_p.def_batching
+def _conv_batch(vals, dims, **params):
+    (lhs, rhs), (dl, dr) = vals, dims
+    lspec, rspec, ospec = params["dimension_numbers"]
+    fgc, bgc = params["feature_group_count"], params["batch_group_count"]
+    if dl is not not_mapped and dr is not not_mapped:
+        b = core.get_aval(lhs).shape[dl]
+        # Each batch member is one more group: of the batch when batch-grouped, else of
+        # the features.
+        if bgc > 1:
+            lhs = _fold_in(lhs, dl, lspec[0])
+            params = dict(params, batch_group_count=bgc * b)
+        else:
+            lhs = _fold_in(lhs, dl, lspec[1])
+            params = dict(params, feature_group_count=fgc * b)
+        rhs = _fold_in(rhs, dr, rspec[0])
+        out = conv_general_dilated_p.bind(lhs, rhs, **params)
+        return _fold_out(out, ospec[1], b), 0
+    if dl is not not_mapped:
+        b = core.get_aval(lhs).shape[dl]
+        lhs = _fold_in(lhs, dl, lspec[0], bgc)
+        out = conv_general_dilated_p.bind(lhs, rhs, **params)
+        return _fold_out(out, ospec[0], b), 0
+    b = core.get_aval(rhs).shape[dr]
+    groups = max(fgc, bgc)
+    rhs = _fold_in(rhs, dr, rspec[0], groups)
+    out = conv_general_dilated_p.bind(lhs, rhs, **params)
+    return _fold_out(out, ospec[1], b, groups), 0
+
+
+# ---------------------------------------------------------------- user API
+
+
+def _int_seq(fn: str, arg: str, v: Any, n: int) -> tuple[int, ...]:
+    if v is None:
+        return (1,) * n
+    try:
+        out = tuple(v)
+    except TypeError:
+        raise TypeError(f"{fn}: {arg} must be a sequence of integers, got {v!r}") from None
+    for d in out:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{fn}: {arg} must be a sequence of integers, got {v!r}")
+    return tuple(int(d) for d in out)
+
+
+def _explicit_pads(fn: str, padding: Any, n: int) -> tuple[tuple[int, int], ...]:
+    try:
+        pads = tuple((int(lo), int(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise TypeError(f"{fn}: padding must be a string or a sequence of (low, high) integer "
+                        f"pairs, got {padding!r}") from None
+    if len(pads) != n:
+        raise TypeError(f"Wrong number of explicit pads for convolution: expected {n}, got "
+                        f"{len(pads)}.")
+    return pads
+
+
+def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
+                         lhs_dilation: Sequence[int] | None = None,
+                         rhs_dilation: Sequence[int] | None = None,
+                         dimension_numbers: Any = None, feature_group_count: int = 1,
+                         batch_group_count: int = 1, precision: Any = None,
+                         preferred_element_type: Any = None) -> Any:
+    """General n-d convolution (XLA's ConvGeneralDilated; a cross-correlation, unflipped).
+
+    Args:
+        lhs: the input, rank n+2.
+        rhs: the kernel, rank n+2.
+        window_strides: n strides.
+        padding: 'VALID', 'SAME', 'SAME_LOWER' or n ``(low, high)`` pairs.
+        lhs_dilation: n input dilations (transposed convolution), default 1.
+        rhs_dilation: n kernel dilations (atrous convolution), default 1.
+        dimension_numbers: None (NCHW/OIHW/NCHW), a ``ConvDimensionNumbers`` or three
+            strings such as ``('NHWC', 'HWIO', 'NHWC')``.
+        feature_group_count: groups of input features (depthwise convolutions).
+        batch_group_count: groups of the batch (gradients of grouped convolutions).
+        precision: recorded, the CPU computes exactly.
+        preferred_element_type: the result dtype.
+
+    Returns:
+        The convolution, laid out by ``dimension_numbers``' out spec.
+
+    Example:
+        >>> x, k = jnp.ones((1, 1, 5)), jnp.ones((1, 1, 3))
+        >>> lax.conv_general_dilated(x, k, (1,), "SAME")
+        Array([[[2., 3., 3., 3., 2.]]], dtype=float32)
+    """
+    lhs = base.as_operand(lhs, _FN, "lhs")
+    rhs = base.as_operand(rhs, _FN, "rhs")
+    la, ra = core.get_aval(lhs), core.get_aval(rhs)
+    dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
+    n = la.ndim - 2
+    strides = _int_seq(_FN, "window_strides", window_strides, n)
+    lhs_dilation = _int_seq(_FN, "lhs_dilation", lhs_dilation, n)
+    rhs_dilation = _int_seq(_FN, "rhs_dilation", rhs_dilation, n)
+    for name, v in (("window_strides", strides), ("lhs_dilation", lhs_dilation),
+                    ("rhs_dilation", rhs_dilation)):
+        if len(v) != n:
+            raise ValueError(f"{_FN} window and {name} must have the same number of "
+                             f"dimensions, but got {n} and {len(v)}")
+    if isinstance(padding, str):
+        if any(d != 1 for d in lhs_dilation):
+            raise ValueError("String padding is not implemented for transposed convolution "
+                             "using this op. Please either exactly specify the required "
+                             "padding or use conv_transpose.")
+        lsp = _dilate([la.shape[d] for d in dn.lhs_spec[2:]], lhs_dilation)
+        ksp = _dilate([ra.shape[d] for d in dn.rhs_spec[2:]], rhs_dilation)
+        if any(s <= 0 for s in strides):
+            raise ValueError(f"{_FN} window_strides must be positive, got {strides}")
+        pads = tuple(padtype_to_pads(lsp, ksp, strides, padding))
+    else:
+        pads = _explicit_pads(_FN, padding, n)
+    for name, v in (("feature_group_count", feature_group_count),
+                    ("batch_group_count", batch_group_count)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{_FN}: {name} must be an integer, got {v!r}")
+    return conv_general_dilated_p.bind(
+        lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, dimension_numbers=dn,
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        precision=canonicalize_precision(precision, _FN),
+        preferred_element_type=_preferred(preferred_element_type))
+
+
+def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: str,
+         precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """Convolution in NCHW/OIHW layout without dilation.
+
+    Example:
+        >>> lax.conv(jnp.ones((1, 1, 4, 4)), jnp.ones((2, 1, 3, 3)), (1, 1), "VALID").shape
+        (1, 2, 2, 2)
+    """
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs: Any, rhs: Any, window_strides: Sequence[int],
+                              padding: Any, lhs_dilation: Sequence[int] | None,
+                              rhs_dilation: Sequence[int] | None, precision: Any = None,
+                              preferred_element_type: Any = None) -> Any:
+    """Convolution in NCHW/OIHW layout with explicit padding and dilations.
+
+    Example:
+        >>> lax.conv_with_general_padding(jnp.ones((1, 1, 4)), jnp.ones((1, 1, 2)), (1,),
+        ...                               [(1, 1)], None, None).shape
+        (1, 1, 5)
+    """
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
+                                rhs_dilation=rhs_dilation, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _conv_transpose_padding(k: int, s: int, padding: str) -> tuple[int, int]:
+    # Pads of the dilated input so that the output has size in*s ('SAME') or in*s + max(k-s,0)
+    # ('VALID'), the sizes of the gradient of a forward conv with those settings.
+    if padding == "SAME":
+        total = k + s - 2
+        lo = k - 1 if s > k - 1 else -(-total // 2)
+    elif padding == "VALID":
+        total = k + s - 2 + max(k - s, 0)
+        lo = k - 1
+    else:
+        raise ValueError("Padding mode must be `SAME` or `VALID`.")
+    return lo, total - lo
+
+
+_TRANSPOSE_DEFAULT_DN = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
+                         4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any,
+                   rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
+                   transpose_kernel: bool = False, precision: Any = None,
+                   preferred_element_type: Any = None) -> Any:
+    """Transposed convolution ("deconvolution"): the input dilated by ``strides``.
+
+    With ``transpose_kernel=True`` it is the gradient of ``conv_general_dilated`` with
+    respect to its input (the kernel flipped, its in/out features swapped).
+
+    Example:
+        >>> lax.conv_transpose(jnp.ones((1, 4, 1)), jnp.ones((3, 1, 1)), (2,), "SAME").shape
+        (1, 8, 1)
+    """
+    fn = "conv_transpose"
+    lhs = base.as_operand(lhs, fn, "lhs")
+    rhs = base.as_operand(rhs, fn, "rhs")
+    la, ra = core.get_aval(lhs), core.get_aval(rhs)
+    if la.ndim != ra.ndim or la.ndim < 2:
+        raise TypeError(f"{fn}: lhs and rhs must have the same rank >= 2, got shapes "
+                        f"{la.shape} and {ra.shape}")
+    if dimension_numbers is None:
+        if la.ndim not in _TRANSPOSE_DEFAULT_DN:
+            raise ValueError("No 4+ dimensional dimension_number defaults.")
+        dimension_numbers = _TRANSPOSE_DEFAULT_DN[la.ndim]
+    dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
+    n = la.ndim - 2
+    strides = _int_seq(fn, "strides", strides, n)
+    rhs_dilation = _int_seq(fn, "rhs_dilation", rhs_dilation, n)
+    if isinstance(padding, str):
+        ksp = _dilate([ra.shape[d] for d in dn.rhs_spec[2:]], rhs_dilation)
+        pads = [_conv_transpose_padding(k, s, padding) for k, s in zip(ksp, strides)]
+    else:
+        pads = padding
+    if transpose_kernel:
+        rhs = rev(rhs, tuple(dn.rhs_spec[2:]))
+        perm = list(range(ra.ndim))
+        perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = perm[dn.rhs_spec[1]], perm[dn.rhs_spec[0]]
+        rhs = transpose(rhs, tuple(perm))
+    return conv_general_dilated(lhs, rhs, (1,) * n, pads, strides, rhs_dilation, dn,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int],
+                                 window_strides: Sequence[int], padding: Any,
+                                 lhs_dilation: Sequence[int] | None = None,
+                                 rhs_dilation: Sequence[int] | None = None,
+                                 dimension_numbers: Any = None, precision: Any = None,
+                                 preferred_element_type: Any = None) -> Any:
+    """The patches a convolution with a kernel of ``filter_shape`` would see, as features:
+    output feature ``c * prod(filter_shape) + k`` is input feature ``c`` at tap ``k``.
+
+    Example:
+        >>> lax.conv_general_dilated_patches(jnp.ones((1, 2, 5)), (3,), (1,), "VALID").shape
+        (1, 6, 3)
+    """
+    fn = "conv_general_dilated_patches"
+    lhs = base.as_operand(lhs, fn, "lhs")
+    la = core.get_aval(lhs)
+    filter_shape = _int_seq(fn, "filter_shape", filter_shape, la.ndim - 2)
+    dn = conv_dimension_numbers(la.shape, (1, 1) + filter_shape, dimension_numbers)
+    taps = math.prod(filter_shape)
+    channels = la.shape[dn.lhs_spec[1]]
+    # One one-hot kernel per tap, repeated for each channel (a depthwise convolution).
+    eye = np.eye(taps, dtype=la.dtype).reshape((taps, 1) + filter_shape)
+    kernel = np.tile(eye, (channels,) + (1,) * (eye.ndim - 1))
+    kernel = np.moveaxis(kernel, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
+    return conv_general_dilated(lhs, np.ascontiguousarray(kernel), window_strides, padding,
+                                lhs_dilation, rhs_dilation, dn, channels, 1, precision,
+                                preferred_element_type)
+
+
+__all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "padtype_to_pads",
+           "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
+           "conv_general_dilated_patches", "conv_general_dilated_p"]
