@@ -9,6 +9,7 @@ from ember import (
     experimental,
     flatten_util,
     lax,
+    nn,
     numpy,
     test_util,
     tree,
