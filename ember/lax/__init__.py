@@ -9,6 +9,7 @@ from ember.lax.control_flow.while_loop import *
 from ember.lax.convolution import *
 from ember.lax.dot import *
 from ember.lax.elementwise import *
+from ember.lax.fft import *
 from ember.lax.prefix_scan import *
 from ember.lax.reduction import *
 from ember.lax.shape import *
