@@ -1,5 +1,6 @@
 """ember.lax: primitives with JAX's names and semantics (no implicit promotion)."""
 
+from ember.lax import linalg  # noqa: F401  (the lax.linalg namespace)
 from ember.lax.ad_util import *
 from ember.lax.barrier import *
 from ember.lax.bits import *
@@ -15,4 +16,3 @@ from ember.lax.reduction import *
 from ember.lax.shape import *
 from ember.lax.slicing import *
 from ember.lax.sorting import *
-from ember.lax import linalg  # noqa: F401  (the lax.linalg namespace)

@@ -2,7 +2,7 @@
 
 import sys as _sys
 
-from ember.numpy import _fastpath
+from ember.numpy import _fastpath, linalg
 from ember.numpy import array_methods as _array_methods
 from ember.numpy import fft as fft  # the jnp.fft namespace
 from ember.numpy import ufunc_api as _ufunc_api

@@ -1,0 +1,386 @@
+"""jnp.linalg, lax.linalg: values vs NumPy and JAX, batching, complex, jit on both backends,
+vmap, derivatives (check_grads and JAX's JVPs), errors."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.test_util import check_grads
+
+L = lax.linalg
+RNG = np.random.default_rng(0)
+
+
+def _rand(shape, dtype=np.float64):
+    x = RNG.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * RNG.normal(size=shape)
+    return x.astype(dtype)
+
+
+def _spd(shape, dtype=np.float64):
+    a = _rand(shape, dtype)
+    n = shape[-1]
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+def _tol(dtype):
+    return 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
+
+
+BACKENDS = ("cpu", "interpreter")
+
+
+def _jit(f, backend):
+    return ember.jit(f, backend=backend)
+
+
+# ---------------------------------------------------------------- values vs NumPy
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_decompositions_match_numpy(dtype):
+    a = _rand((2, 4, 4), dtype)
+    spd = _spd((2, 4, 4), dtype)
+    tol = _tol(dtype)
+    np.testing.assert_allclose(jnp.linalg.cholesky(spd), np.linalg.cholesky(spd), atol=tol)
+    np.testing.assert_allclose(jnp.linalg.cholesky(spd, upper=True),
+                               np.conj(np.swapaxes(np.linalg.cholesky(spd), -1, -2)), atol=tol)
+    for mode in ("reduced", "complete"):
+        q, r = jnp.linalg.qr(_rand((3, 5, 3), dtype), mode=mode)
+    x = _rand((3, 5, 3), dtype)
+    q, r = jnp.linalg.qr(x)
+    nq, nr = np.linalg.qr(x)
+    np.testing.assert_allclose(q, nq, atol=tol)
+    np.testing.assert_allclose(r, nr, atol=tol)
+    np.testing.assert_allclose(jnp.linalg.qr(x, mode="r"), np.linalg.qr(x, mode="r"), atol=tol)
+    u, s, vh = jnp.linalg.svd(x, full_matrices=False)
+    np.testing.assert_allclose(s, np.linalg.svd(x, compute_uv=False), rtol=tol)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s)[..., None, :] @ np.asarray(vh), x,
+                               atol=10 * tol)
+    w, v = jnp.linalg.eigh(spd)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(spd), rtol=tol)
+    np.testing.assert_allclose(np.asarray(spd) @ np.asarray(v), np.asarray(v) * np.asarray(w)[
+        ..., None, :], atol=20 * tol)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(jnp.linalg.eigvals(a)).ravel()),
+                               np.sort_complex(np.linalg.eigvals(a).ravel()), atol=10 * tol)
+    w, v = jnp.linalg.eig(a)
+    assert w.dtype == np.result_type(dtype, np.complex64)
+    np.testing.assert_allclose(a @ np.asarray(v), np.asarray(v) * np.asarray(w)[..., None, :],
+                               atol=20 * tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_solvers_and_determinants_match_numpy(dtype):
+    a = _rand((3, 4, 4), dtype) + 4 * np.eye(4, dtype=dtype)
+    b = _rand((3, 4, 2), dtype)
+    tol = _tol(dtype)
+    np.testing.assert_allclose(jnp.linalg.solve(a, b), np.linalg.solve(a, b), atol=tol)
+    vec = _rand((4,), dtype)
+    np.testing.assert_allclose(jnp.linalg.solve(a, vec), np.linalg.solve(a, vec), atol=tol)
+    np.testing.assert_allclose(jnp.linalg.solve(a, b[:1]), np.linalg.solve(a, b[:1]), atol=tol)
+    np.testing.assert_allclose(jnp.linalg.inv(a), np.linalg.inv(a), atol=tol)
+    np.testing.assert_allclose(jnp.linalg.det(a), np.linalg.det(a), rtol=tol)
+    sign, logdet = jnp.linalg.slogdet(a)
+    nsign, nlogdet = np.linalg.slogdet(a)
+    np.testing.assert_allclose(sign, nsign, atol=tol)
+    np.testing.assert_allclose(logdet, nlogdet, rtol=tol)
+    x = _rand((5, 3), dtype)
+    np.testing.assert_allclose(jnp.linalg.pinv(x), np.linalg.pinv(x), atol=tol)
+    for p in (None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc"):
+        np.testing.assert_allclose(jnp.linalg.norm(a, ord=p, axis=(1, 2)),
+                                   np.linalg.norm(a, ord=p, axis=(1, 2)), rtol=tol)
+        if p not in (-2, "nuc") and (p is None or p != -1 or dtype == np.float32):
+            np.testing.assert_allclose(jnp.linalg.cond(a, p), np.linalg.cond(a, p), rtol=10 * tol)
+    for p in (None, 0, 1, 2, 3, 0.5, np.inf, -np.inf):
+        np.testing.assert_allclose(jnp.linalg.norm(a, ord=p, axis=1),
+                                   np.linalg.norm(a, ord=p, axis=1), rtol=tol)
+    np.testing.assert_allclose(jnp.linalg.norm(a), np.linalg.norm(a), rtol=tol)
+    np.testing.assert_allclose(jnp.linalg.vector_norm(a, ord=1), np.sum(np.abs(a)), rtol=tol)
+    np.testing.assert_allclose(jnp.linalg.matrix_norm(a, ord=2), np.linalg.norm(a, 2, (1, 2)),
+                               rtol=tol)
+    np.testing.assert_allclose(jnp.linalg.matrix_power(a[0], 5),
+                               np.linalg.matrix_power(a[0], 5), rtol=10 * tol)
+    np.testing.assert_allclose(jnp.linalg.matrix_power(a[0], -2),
+                               np.linalg.matrix_power(a[0], -2), rtol=10 * tol, atol=tol)
+
+
+def test_lstsq_rank_tensor_functions():
+    a = _rand((6, 3))
+    b = _rand((6, 2))
+    x, resid, rank, s = jnp.linalg.lstsq(a, b)
+    nx, nresid, nrank, ns = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(x, nx, atol=1e-4)
+    np.testing.assert_allclose(resid, nresid, rtol=1e-4)
+    assert int(rank) == nrank
+    np.testing.assert_allclose(s, ns, rtol=1e-5)
+    low = np.outer(_rand((4,)), _rand((5,)))
+    assert int(jnp.linalg.matrix_rank(low)) == 1 == np.linalg.matrix_rank(low)
+    np.testing.assert_array_equal(jnp.linalg.matrix_rank(np.stack([low, _rand((4, 5))])),
+                                  [1, 4])
+    t = _rand((4, 6, 8, 3)) + np.eye(24).reshape(4, 6, 8, 3)
+    np.testing.assert_allclose(jnp.linalg.tensorinv(t, ind=2), np.linalg.tensorinv(t, ind=2),
+                               rtol=1e-3, atol=1e-4)
+    tb = _rand((4, 6))
+    np.testing.assert_allclose(jnp.linalg.tensorsolve(t, tb), np.linalg.tensorsolve(t, tb),
+                               atol=1e-4)
+    ms = [_rand((2, 5)), _rand((5, 7)), _rand((7, 3)), _rand((3,))]
+    np.testing.assert_allclose(jnp.linalg.multi_dot(ms), np.linalg.multi_dot(ms), rtol=1e-4)
+    v1, v2 = _rand((2, 3)), _rand((2, 3))
+    np.testing.assert_allclose(jnp.linalg.cross(v1, v2), np.cross(v1, v2), rtol=1e-5)
+    np.testing.assert_allclose(jnp.linalg.outer(v1[0], v2[1]), np.outer(v1[0], v2[1]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(jnp.linalg.vecdot(v1, v2), np.sum(v1 * v2, -1), rtol=1e-5)
+    m3 = _rand((2, 3, 4))
+    np.testing.assert_allclose(jnp.linalg.trace(m3, offset=1), np.trace(m3, 1, -2, -1),
+                               rtol=1e-5)
+    np.testing.assert_allclose(jnp.linalg.diagonal(m3), np.diagonal(m3, 0, -2, -1))
+    assert jnp.linalg.matrix_transpose(m3).shape == (2, 4, 3)
+    h = _spd((4, 4))
+    u, s, vh = jnp.linalg.svd(h, hermitian=True)
+    np.testing.assert_allclose(s, np.linalg.svd(h, compute_uv=False), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s) @ np.asarray(vh), h, atol=1e-4)
+    np.testing.assert_allclose(jnp.linalg.svdvals(m3), np.linalg.svd(m3, compute_uv=False),
+                               rtol=1e-5)
+
+
+def test_failures_follow_lapack():
+    # Not positive definite: NaN factor (JAX's). Singular: inf/nan inverse, zero det.
+    failed = np.asarray(jnp.linalg.cholesky(-np.eye(2)))  # JAX's: NaN below, zero above
+    assert np.isnan(failed[np.tril_indices(2)]).all() and failed[0, 1] == 0
+    ok_and_bad = np.stack([np.eye(2), -np.eye(2)])
+    out = np.asarray(jnp.linalg.cholesky(ok_and_bad))
+    np.testing.assert_array_equal(out[0], np.eye(2))
+    assert np.isnan(out[1][np.tril_indices(2)]).all()
+    sing = np.array([[1., 2.], [2., 4.]], np.float32)
+    assert float(jnp.linalg.det(sing)) == 0.0
+    sign, logdet = jnp.linalg.slogdet(sing)
+    assert float(sign) == 0.0 and float(logdet) == -np.inf
+    assert not np.isfinite(np.asarray(jnp.linalg.inv(sing))).all()
+    assert float(jnp.linalg.cond(sing)) > 1e6
+
+
+# ---------------------------------------------------------------- lax.linalg vs JAX
+
+
+def test_lax_linalg_values_vs_jax(jax):
+    jl = jax.lax.linalg
+    a = _rand((2, 4, 4), np.float32)
+    spd = _spd((2, 4, 4), np.float32)
+    rect = _rand((2, 5, 3), np.float32)
+    wide = _rand((2, 3, 5), np.float32)
+    for x in (a, rect, wide):
+        mine, theirs = L.lu(x), jl.lu(x)
+        np.testing.assert_allclose(mine[0], theirs[0], atol=1e-5)
+        for m, t in zip(mine[1:], theirs[1:]):
+            np.testing.assert_array_equal(m, t)
+            assert m.dtype == t.dtype
+    for full in (True, False):
+        for x in (rect, wide):
+            for m, t in zip(L.qr(x, full_matrices=full), jl.qr(x, full_matrices=full)):
+                np.testing.assert_allclose(m, t, atol=1e-5)
+            for m, t in zip(L.svd(x, full_matrices=full), jl.svd(x, full_matrices=full)):
+                np.testing.assert_allclose(np.abs(m), np.abs(t), atol=1e-5)
+    for m, t in zip(L.eigh(spd), jl.eigh(spd)):
+        np.testing.assert_allclose(np.abs(m), np.abs(t), atol=1e-4)
+    np.testing.assert_allclose(L.cholesky(spd), jl.cholesky(spd), atol=1e-5)
+    # eig: eigenvalues and eigenvectors up to a unit factor per column (LAPACK's
+    # sign is not canonical), satisfying a vr = vr w and vl^H a = w vl^H.
+    w, vl, vr = L.eig(a)
+    jw, jvl, jvr = jl.eig(a)
+    np.testing.assert_allclose(w, jw, atol=1e-4)
+    np.testing.assert_allclose(np.abs(vr), np.abs(jvr), atol=1e-4)
+    np.testing.assert_allclose(a @ np.asarray(vr), np.asarray(w)[..., None, :] * vr, atol=1e-4)
+    np.testing.assert_allclose(np.abs(vl), np.abs(jvl), atol=1e-4)
+    vlh = np.conj(np.swapaxes(np.asarray(vl), -1, -2))
+    np.testing.assert_allclose(vlh @ a, np.asarray(w)[..., :, None] * vlh, atol=1e-4)
+    for kw in (dict(left_side=True, lower=True), dict(left_side=False, lower=False,
+                                                      transpose_a=True, unit_diagonal=True)):
+        b = a[..., :2, :] if not kw["left_side"] else a[..., :2]
+        np.testing.assert_allclose(L.triangular_solve(spd, b, **kw),
+                                   jl.triangular_solve(spd, b, **kw), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(L.triangular_solve(spd, a[:, 0], left_side=True, lower=True),
+                               jl.triangular_solve(spd, a[:, 0], left_side=True, lower=True),
+                               rtol=1e-5)
+    piv = np.array([[2, 2, 3], [0, 1, 2]], np.int32)
+    np.testing.assert_array_equal(L.lu_pivots_to_permutation(piv, 5),
+                                  jl.lu_pivots_to_permutation(piv, 5))
+    d = (a[:, 0], a[:, 1] + 5, a[:, 2], rect[:, :4, :2] * 1)
+    np.testing.assert_allclose(L.tridiagonal_solve(*d), jl.tridiagonal_solve(*d), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- jit (both backends), vmap
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jit_matches_eager(backend):
+    spd = _spd((2, 3, 3), np.float32)
+    x = _rand((2, 4, 3), np.float32)
+    fns = [
+        lambda a, b: L.cholesky(a), lambda a, b: L.lu(a), lambda a, b: L.qr(b),
+        lambda a, b: L.svd(b), lambda a, b: L.eigh(a), lambda a, b: L.eig(a),
+        lambda a, b: L.triangular_solve(a, b, left_side=False),
+        lambda a, b: jnp.linalg.solve(a, b[:, :3]), lambda a, b: jnp.linalg.det(a),
+        lambda a, b: jnp.linalg.slogdet(a), lambda a, b: jnp.linalg.pinv(b),
+        lambda a, b: L.lu_pivots_to_permutation(L.lu(a)[1], 4),
+        lambda a, b: L.tridiagonal_solve(a[:, 0], a[:, 1], a[:, 2], b[:, :3]),
+    ]
+    for f in fns:
+        want = ember.tree_util.tree_leaves(f(spd, x))
+        got = ember.tree_util.tree_leaves(_jit(f, backend)(spd, x))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_vmap_matches_loop():
+    spd = _spd((3, 2, 4, 4), np.float32)
+    b = _rand((2, 4, 2), np.float32)
+    fns = [jnp.linalg.cholesky, jnp.linalg.det, jnp.linalg.inv, lambda a: L.lu(a),
+           lambda a: jnp.linalg.qr(a), lambda a: L.eigh(a)[1], jnp.linalg.svdvals,
+           lambda a: jnp.linalg.solve(a, b), lambda a: L.triangular_solve(a, b, left_side=True),
+           jnp.linalg.eigvals]
+    for f in fns:
+        got = ember.tree_util.tree_leaves(ember.vmap(f)(spd))
+        loop = [ember.tree_util.tree_leaves(f(s)) for s in spd]
+        for i, g in enumerate(got):
+            np.testing.assert_allclose(g, np.stack([np.asarray(lp[i]) for lp in loop]),
+                                       rtol=1e-5, atol=1e-5)
+    # An unbatched operand next to a batched one (b batched, a not).
+    bs = _rand((3, 4, 2), np.float32)
+    got = ember.vmap(lambda bb: L.triangular_solve(spd[0, 0], bb, left_side=True))(bs)
+    want = [L.triangular_solve(spd[0, 0], bb, left_side=True) for bb in bs]
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- derivatives
+
+
+def _grad_cases():
+    a = _rand((2, 3, 3))
+    spd = _spd((2, 3, 3))
+    rect = _rand((4, 3))
+    wide = _rand((2, 3, 4))
+    c = _rand((3, 3), np.complex128)
+    return [
+        ("cholesky", lambda m: L.cholesky(m), spd),
+        ("lu", lambda m: L.lu(m)[0], a),
+        ("lu_wide", lambda m: L.lu(m)[0], wide),
+        ("qr", lambda m: L.qr(m, full_matrices=False), rect),
+        ("svd", lambda m: L.svd(m, full_matrices=False), rect),
+        ("svd_wide", lambda m: L.svd(m, full_matrices=False), wide),
+        ("svdvals", lambda m: L.svd(m, compute_uv=False), a),
+        ("eigh", lambda m: L.eigh(m), spd),
+        ("eigvals", lambda m: jnp.linalg.eigvals(m), a),
+        ("tri_left", lambda m: L.triangular_solve(m, m[..., :2], left_side=True, lower=True), spd),
+        ("tri_right", lambda m: L.triangular_solve(m, m[..., :2, :], transpose_a=True), spd),
+        ("tridiag", lambda m: L.tridiagonal_solve(m[..., 0, :], m[..., 1, :] + 4, m[..., 2, :],
+                                                  m[..., :2]), a),
+        ("det", jnp.linalg.det, a),
+        ("slogdet", lambda m: jnp.linalg.slogdet(m)[1], a),
+        ("inv", jnp.linalg.inv, a),
+        ("solve", lambda m: jnp.linalg.solve(m, m[..., :1]), a),
+        ("pinv", jnp.linalg.pinv, rect),
+        ("norm2", lambda m: jnp.linalg.norm(m, 2), rect),
+        ("cholesky_c", lambda m: L.cholesky(m), _spd((3, 3), np.complex128)),
+        ("qr_c", lambda m: L.qr(m), c),
+        ("det_c", jnp.linalg.det, c),
+    ]
+
+
+_CASES = _grad_cases()
+
+
+@pytest.mark.parametrize("name,f,x", _CASES, ids=[c[0] for c in _CASES])
+def test_check_grads(x64, name, f, x):
+    order = 2 if name in ("cholesky", "det", "inv", "eigh", "tri_left") else 1
+    check_grads(f, (x,), order=order, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("name,f,x", _CASES, ids=[c[0] for c in _CASES])
+def test_jvp_vs_jax(jax, name, f, x):
+    jax_fns = _jax_versions(jax)
+    if name not in jax_fns:
+        pytest.skip("no JAX counterpart listed")
+    x = x.astype(np.complex64 if x.dtype.kind == "c" else np.float32)
+    t = _rand(x.shape, x.dtype)
+    p, tt = ember.jvp(f, (x,), (t,))
+    jp, jt = jax.jvp(jax_fns[name], (x,), (t,))
+    leaves = ember.tree_util.tree_leaves
+    for m, w in zip(leaves(tt), jax.tree_util.tree_leaves(jt)):
+        np.testing.assert_allclose(m, w, rtol=2e-3, atol=2e-3)
+    for m, w in zip(leaves(p), jax.tree_util.tree_leaves(jp)):
+        np.testing.assert_allclose(m, w, rtol=1e-4, atol=1e-4)
+
+
+def _jax_versions(jax):
+    jl, jn = jax.lax.linalg, jax.numpy.linalg
+    return {
+        "cholesky": jl.cholesky, "lu": lambda m: jl.lu(m)[0], "lu_wide": lambda m: jl.lu(m)[0],
+        "qr": lambda m: jl.qr(m, full_matrices=False),
+        "svd": lambda m: jl.svd(m, full_matrices=False),
+        "svd_wide": lambda m: jl.svd(m, full_matrices=False),
+        "svdvals": lambda m: jl.svd(m, compute_uv=False), "eigh": jl.eigh,
+        "eigvals": jn.eigvals,
+        "tri_left": lambda m: jl.triangular_solve(m, m[..., :2], left_side=True, lower=True),
+        "tri_right": lambda m: jl.triangular_solve(m, m[..., :2, :], transpose_a=True),
+        "det": jn.det, "slogdet": lambda m: jn.slogdet(m)[1], "inv": jn.inv,
+        "solve": lambda m: jn.solve(m, m[..., :1]), "pinv": jn.pinv,
+        "cholesky_c": jl.cholesky, "qr_c": jl.qr, "det_c": jn.det,
+    }
+
+
+def test_grad_under_jit_and_eig_vectors_not_differentiable():
+    a = _rand((3, 3), np.float32) + 3 * np.eye(3, dtype=np.float32)
+    g = ember.grad(lambda m: jnp.linalg.slogdet(m)[1])(a)
+    np.testing.assert_allclose(g, np.linalg.inv(a).T, rtol=1e-4)
+    # d/dA sum(A^-1 1) = -A^-T 1 (A^-1 1)^T
+    gj = ember.jit(ember.grad(lambda m: jnp.sum(jnp.linalg.solve(m, jnp.ones(3)))))(a)
+    ainv = np.linalg.inv(a.astype(np.float64))
+    np.testing.assert_allclose(gj, -np.outer(ainv.T @ np.ones(3), ainv @ np.ones(3)),
+                               rtol=1e-4)
+    with pytest.raises(NotImplementedError, match="eigenvectors"):
+        ember.jvp(lambda m: jnp.linalg.eig(m)[1], (a,), (a,))
+
+
+# ---------------------------------------------------------------- errors and dtypes
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: jnp.linalg.inv(jnp.ones(3)), ValueError, r"inv must have shape \[..., n, n\]"),
+    (lambda: jnp.linalg.det(jnp.ones((2, 3))), ValueError, "det must have shape"),
+    (lambda: jnp.linalg.solve(jnp.ones((2, 3, 3)), jnp.ones((2, 3))), ValueError,
+     "Invalid shapes for solve"),
+    (lambda: jnp.linalg.norm(jnp.ones((2, 2)), ord="bad"), ValueError,
+     "Invalid order 'bad' for matrix norm"),
+    (lambda: jnp.linalg.norm(jnp.ones((2, 2, 2)), axis=(0, 1, 2)), ValueError,
+     "Improper number of axes"),
+    (lambda: jnp.linalg.qr(jnp.ones((2, 2)), mode="bad"), ValueError, "Unsupported QR"),
+    (lambda: jnp.linalg.outer(jnp.ones((2, 2)), jnp.ones(2)), ValueError, "one-dimensional"),
+    (lambda: jnp.linalg.cross(jnp.ones(2), jnp.ones(2)), ValueError, "3-dimensional"),
+    (lambda: jnp.linalg.svd(jnp.ones(3)), TypeError, "rank at least 2"),
+    (lambda: jnp.linalg.matrix_power(jnp.ones((2, 3)), 2), TypeError, "must be square"),
+    (lambda: jnp.linalg.eigh(jnp.ones((2, 2)), UPLO="X"), ValueError, "UPLO"),
+    (lambda: L.cholesky(jnp.ones((2, 2), jnp.int32)), TypeError, "cholesky does not accept"),
+    (lambda: L.triangular_solve(jnp.ones((3, 3)), jnp.ones((3, 2))), TypeError,
+     "triangular_solve"),
+    (lambda: L.lu_pivots_to_permutation(jnp.ones(3, jnp.int32), 2), ValueError,
+     "permutation_size"),
+    (lambda: jnp.linalg.solve([[1.]], [1.]), TypeError, "requires ndarray"),
+])
+def test_bad_calls(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_dtypes_and_empty():
+    i = np.array([[2, 1], [1, 2]], np.int32)
+    assert jnp.linalg.det(i).dtype == np.float32
+    assert jnp.linalg.inv(i).dtype == np.float32
+    assert jnp.linalg.norm(np.arange(3)).dtype == np.float32
+    assert jnp.linalg.svd(i.astype(np.complex64), compute_uv=False).dtype == np.float32
+    assert jnp.linalg.eigh(i)[0].dtype == np.float32
+    assert jnp.linalg.inv(np.zeros((0, 3, 3), np.float32)).shape == (0, 3, 3)
+    np.testing.assert_array_equal(jnp.linalg.det(np.zeros((0, 0), np.float32)), 1.0)
+    assert L.lu(np.zeros((0, 2, 2), np.float32))[2].shape == (0, 2)
