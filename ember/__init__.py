@@ -11,6 +11,7 @@ from ember import (
     lax,
     nn,
     numpy,
+    random,
     test_util,
     tree,
     tree_util,
