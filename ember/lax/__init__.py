@@ -16,3 +16,4 @@ from ember.lax.reduction import *
 from ember.lax.shape import *
 from ember.lax.slicing import *
 from ember.lax.sorting import *
+from ember.lax.windowed import *
