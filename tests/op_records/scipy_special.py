@@ -1,0 +1,65 @@
+"""Records for ember.scipy.special (references: NumPy formulas and math-module loops)."""
+
+import math
+
+import numpy as np
+
+import ember.scipy.special as sp
+from tests.op_records.base import OpRecord
+
+F32 = (np.dtype("float32"),)
+U = (((),), ((5,),), ((2, 3),))
+B = (((5,), (5,)), ((2, 3), (3,)))
+
+
+def _r(name, fn, ref, shapes=U, rng="default", diff=True, **kw):
+    return OpRecord("scipy.special." + name, fn, ref, F32, shapes, rng=rng,
+                    differentiable=diff, kind="scipy", **kw)
+
+
+def _vec(f):
+    return lambda *a: np.vectorize(lambda *v: f(*map(float, v)), otypes=[np.float64])(*a)
+
+
+def _i0(x):
+    return sum((x * x / 4) ** k / math.factorial(k) ** 2 for k in range(60))
+
+
+def _i1(x):
+    return sum((x / 2) ** (2 * k + 1) / (math.factorial(k) * math.factorial(k + 1))
+               for k in range(60))
+
+
+def _gammainc(a, x):  # the series, term by term in log space
+    return sum(math.exp((a + n) * math.log(x) - x - math.lgamma(a + n + 1))
+               for n in range(200))
+
+
+def _zeta(s, q):  # direct sum plus the integral tail
+    n = 20000
+    return sum((q + k) ** -s for k in range(n)) + (q + n) ** (1 - s) / (s - 1) \
+        - (q + n) ** -s / 2
+
+
+RECORDS = [
+    _r("gammaln", sp.gammaln, _vec(math.lgamma), rng="positive"),
+    _r("expit", sp.expit, lambda x: 1 / (1 + np.exp(-x))),
+    # (Arguments moved into (0, 1); zeta and polygamma's away from the pole at 0, where
+    # second finite differences lose their accuracy.)
+    _r("logit", lambda x: sp.logit(x * 0.5 + 0.5), lambda x: np.log((1 + x) / (1 - x)),
+       rng="unit", tol=1e-5),
+    _r("ndtr", sp.ndtr, _vec(lambda x: 0.5 * math.erfc(-x / math.sqrt(2)))),
+    _r("log_ndtr", sp.log_ndtr, _vec(lambda x: math.log(0.5 * math.erfc(-x / math.sqrt(2))))),
+    _r("i0e", sp.i0e, _vec(lambda x: _i0(x) * math.exp(-abs(x)))),
+    _r("i1e", sp.i1e, _vec(lambda x: _i1(x) * math.exp(-abs(x)))),
+    _r("entr", sp.entr, lambda x: -x * np.log(x), rng="positive"),
+    _r("xlogy", sp.xlogy, lambda x, y: x * np.log(y), B, rng="positive"),
+    _r("rel_entr", sp.rel_entr, lambda p, q: p * np.log(p / q), B, rng="positive"),
+    _r("betaln", sp.betaln, _vec(lambda a, b: math.lgamma(a) + math.lgamma(b)
+                                 - math.lgamma(a + b)), B, rng="positive"),
+    _r("gammainc", sp.gammainc, _vec(_gammainc), B, rng="positive", tol=1e-5),
+    _r("zeta_q", lambda q: sp.zeta(3.0, q + 0.5), _vec(lambda q: _zeta(3.0, q + 0.5)),
+       rng="positive", tol=1e-5),
+    _r("polygamma1", lambda x: sp.polygamma(1, x + 0.5), _vec(lambda x: _zeta(2.0, x + 0.5)),
+       rng="positive", tol=1e-5),
+]
