@@ -351,10 +351,20 @@ def to_inexact_dtype(dt: np.dtype) -> np.dtype:
     return float32
 
 
+class extended(np.generic):  # noqa: N801 (JAX's name)
+    """Abstract scalar class of extended dtypes (PRNG key dtypes), as ``jax.dtypes``."""
+
+
+class prng_key(extended):  # noqa: N801 (JAX's name)
+    """Abstract scalar class of PRNG key dtypes (``random.key(0).dtype``), as ``jax.dtypes``."""
+
+
 def issubdtype(a: Any, b: Any) -> bool:
-    """np.issubdtype that knows bfloat16 is a floating type."""
+    """np.issubdtype that knows bfloat16 is a floating type (and key dtypes are extended)."""
     if a is None:
         return False
+    if isinstance(getattr(a, "type", None), type) and issubclass(a.type, extended):
+        return isinstance(b, type) and issubclass(a.type, b)
     try:
         da = np.dtype(a)
     except TypeError:

@@ -186,6 +186,8 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
         True
     """
     arg1 = _to_dtype_like(arg1)
+    if isinstance(getattr(arg1, "type", None), type) and issubclass(arg1.type, dtypes.extended):
+        return dtypes.issubdtype(arg1, arg2)  # (a PRNG key dtype)
     if isinstance(arg2, _ScalarMeta):
         arg2 = arg2.dtype.type
     elif isinstance(arg2, np.dtype):

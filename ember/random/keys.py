@@ -16,6 +16,7 @@ import numpy as np
 
 from ember import core, dtypes, lax
 from ember.lax.prng import iota_2x32_shape, threefry2x32
+from ember.random.key_array import IMPL_NAME, KEY_DTYPE, PRNGKeyArray, PRNGKeyDtype
 
 _U32 = np.dtype(np.uint32)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: _U32,
@@ -27,7 +28,12 @@ def _is_arraylike(x: Any) -> bool:
 
 
 def check_key(name: str, key: Any, *, allow_batched: bool = False) -> Any:
-    """``key`` validated as legacy key data (uint32 with trailing dimension 2)."""
+    """The key data (uint32 with trailing dimension 2) of a typed key or validated legacy key."""
+    if isinstance(key, PRNGKeyArray):
+        if not allow_batched and key.ndim:
+            raise ValueError(f"{name} accepts a single key, but was given a key array of "
+                             f"shape {key.shape} != (). Use jax.vmap for batching.")
+        return key._base_array
     if not _is_arraylike(key):
         raise TypeError(f"unexpected PRNG key type {type(key)}")
     shape, dtype = np.shape(key), dtypes.dtype(key)
@@ -42,7 +48,7 @@ def check_key(name: str, key: Any, *, allow_batched: bool = False) -> Any:
                         f"uint32; got dtype={dtype}")
     if not allow_batched and len(shape) > 1:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{shape[:-1]} != (). Use jax.vmap for batching.")
+                         f"{shape} != (). Use jax.vmap for batching.")
     return key
 
 
@@ -69,6 +75,8 @@ def canonical_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:
 # ------------------------------------------------------------------------------ seeding
 
 def _seed_data(name: str, seed: Any) -> Any:
+    if isinstance(seed, PRNGKeyArray):
+        raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
     if hasattr(seed, "dtype") and np.ndim(seed):
         raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
                         f"{np.shape(seed)} != (). Use jax.vmap for batching")
@@ -117,9 +125,99 @@ def PRNGKey(seed: int | Any, *, impl: str | None = None) -> Any:  # noqa: N802 (
 
 
 def _check_impl(impl: Any) -> None:
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"unrecognized PRNG implementation {impl!r}: ember supports "
-                         "only 'threefry2x32'")
+    if impl is None or isinstance(impl, PRNGKeyDtype) or impl == IMPL_NAME:
+        return
+    raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                     f'"{IMPL_NAME}"? (ember supports only threefry2x32)')
+
+
+def _impl_or_dtype(name: str, impl: Any, dtype: Any) -> None:
+    if impl is not None and dtype is not None:
+        raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to "
+                         f"jax.random.{name}")
+    _check_impl(dtype if impl is None else impl)
+
+
+def key(seed: int | Any, *, impl: str | None = None, dtype: Any = None) -> PRNGKeyArray:
+    """A typed PRNG key (dtype ``key<fry>``, shape ``()``) from an integer seed.
+
+    Every ``ember.random`` function takes typed keys as well as legacy ``PRNGKey`` data and
+    draws the same bits from ``key(s)`` as from ``PRNGKey(s)``.
+
+    Args:
+        seed: a 64- or 32-bit integer (Python int, NumPy integer or traced integer scalar).
+        impl: only ``'threefry2x32'`` (the default) is supported.
+        dtype: alternatively, the key dtype (``key_dtype()``) or its impl name.
+
+    Returns:
+        A scalar key array.
+
+    Example:
+        >>> k = random.key(0)
+        >>> k.shape, k.dtype
+        ((), key<fry>)
+    """
+    _impl_or_dtype("key", impl, dtype)
+    return PRNGKeyArray(_seed_data("key", seed))
+
+
+def key_dtype(impl: Any = None) -> PRNGKeyDtype:
+    """The dtype of typed keys of ``impl`` (only ``'threefry2x32'``): ``key<fry>``.
+
+    Example:
+        >>> random.key_dtype()
+        key<fry>
+    """
+    _check_impl(impl)
+    return KEY_DTYPE
+
+
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
+    """Typed keys around ``uint32[..., 2]`` key data (the inverse of :func:`key_data`).
+
+    Args:
+        key_bits_array: uint32 key data with trailing dimension 2.
+        impl: only ``'threefry2x32'`` (the default).
+        dtype: alternatively, the key dtype or its impl name.
+
+    Returns:
+        A key array of shape ``key_bits_array.shape[:-1]``.
+
+    Example:
+        >>> keys = random.wrap_key_data(random.split(random.PRNGKey(0), 3))
+        >>> keys.shape
+        (3,)
+    """
+    _impl_or_dtype("wrap_key_data", impl, dtype)
+    if isinstance(key_bits_array, PRNGKeyArray):
+        raise TypeError("wrap_key_data accepts uint32 key data, but was given a PRNG key "
+                        "array (it is already typed; use key_data to unwrap it).")
+    return PRNGKeyArray(check_key("wrap_key_data", key_bits_array, allow_batched=True))
+
+
+def key_impl(keys: Any) -> str:
+    """The PRNG implementation of keys (typed or legacy): ``'threefry2x32'``.
+
+    Example:
+        >>> random.key_impl(random.key(0))
+        'threefry2x32'
+    """
+    check_key("key_impl", keys, allow_batched=True)
+    return IMPL_NAME
+
+
+def clone(key: Any) -> Any:
+    """A copy of a key for reuse (the identity outside JAX's key-reuse checking).
+
+    Example:
+        >>> k2 = random.clone(random.key(0))
+    """
+    check_key("clone", key, allow_batched=True)
+    return key
+
+
+def _rewrap(like: Any, data: Any) -> Any:
+    return PRNGKeyArray(data) if isinstance(like, PRNGKeyArray) else data
 
 
 # ------------------------------------------------------------------ split, fold_in, bits
@@ -146,9 +244,9 @@ def split(key: Any, num: int | Sequence[int] = 2) -> Any:
     Example:
         >>> key, subkey = random.split(random.PRNGKey(0))
     """
-    key = check_key("split", key)
+    data = check_key("split", key)
     shape = tuple(num) if isinstance(num, Sequence) else (num,)
-    return split_data(key, canonical_shape(shape, "num"))
+    return _rewrap(key, split_data(data, canonical_shape(shape, "num")))
 
 
 def fold_in(key: Any, data: Any) -> Any:
@@ -165,6 +263,7 @@ def fold_in(key: Any, data: Any) -> Any:
         >>> step_key = random.fold_in(random.PRNGKey(0), 7)
     """
     import ember.numpy as jnp
+    typed = key
     key = check_key("fold_in", key)
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of"
@@ -172,7 +271,8 @@ def fold_in(key: Any, data: Any) -> Any:
     data = jnp.asarray(data, dtype=_U32)
     k1, k2 = _words(key)
     b1, b2 = threefry2x32(k1, k2, lax.full((), 0, _U32), data)
-    return lax.concatenate([lax.expand_dims(b1, (0,)), lax.expand_dims(b2, (0,))], 0)
+    return _rewrap(typed, lax.concatenate([lax.expand_dims(b1, (0,)),
+                                           lax.expand_dims(b2, (0,))], 0))
 
 
 def random_bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
@@ -218,7 +318,7 @@ def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
 
 
 def key_data(keys: Any) -> Any:
-    """The uint32 data of PRNG keys (legacy keys are their own data).
+    """The uint32 data ``[..., 2]`` of PRNG keys (legacy keys are their own data).
 
     Example:
         >>> random.key_data(random.PRNGKey(1))
@@ -227,4 +327,5 @@ def key_data(keys: Any) -> Any:
     return check_key("key_data", keys, allow_batched=True)
 
 
-__all__ = ["PRNGKey", "bits", "fold_in", "key_data", "split"]
+__all__ = ["PRNGKey", "bits", "clone", "fold_in", "key", "key_data",
+           "key_dtype", "key_impl", "split", "wrap_key_data"]

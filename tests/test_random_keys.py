@@ -1,0 +1,165 @@
+"""Typed PRNG keys (``random.key``) against jax.random: bits, shapes, dtype, transformations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember import random as er
+from ember.random.key_array import PRNGKeyArray
+
+
+def _same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    np.testing.assert_array_equal(a, b)
+
+
+def _same_keys(a, b, jax):
+    assert isinstance(a, PRNGKeyArray)
+    assert a.shape == b.shape and str(a.dtype) == str(b.dtype) == "key<fry>"
+    _same(er.key_data(a), jax.random.key_data(b))
+
+
+def test_key_seed_data_repr_and_dtype(jax):
+    jr = jax.random
+    for seed in (0, 42, -1, 2 ** 31 + 3):
+        _same_keys(er.key(seed), jr.key(seed), jax)
+        _same(er.key_data(er.key(seed)), er.PRNGKey(seed))  # same data as the legacy key
+    k, jk = er.key(7), jr.key(7)
+    ks, jks = er.split(k, 4), jr.split(jk, 4)
+    assert repr(k) == repr(jk) and repr(ks) == repr(jks) and str(ks) == str(jks)
+    assert (k.shape, k.ndim, k.size, ks.shape, len(ks)) == ((), 0, 1, (4,), 4)
+    assert repr(k.dtype) == repr(jk.dtype) and k.dtype == er.key_dtype() == ks.dtype
+    assert jnp.issubdtype(k.dtype, ember.dtypes.prng_key)
+    assert jnp.issubdtype(k.dtype, ember.dtypes.extended)
+    assert ember.dtypes.issubdtype(k.dtype, ember.dtypes.prng_key)
+    assert not jnp.issubdtype(k.dtype, jnp.integer) and not jnp.issubdtype(jnp.uint32,
+                                                                           ember.dtypes.prng_key)
+    assert er.key_impl(k) == jr.key_impl(jk) == "threefry2x32"
+    assert er.key_impl(er.PRNGKey(0)) == "threefry2x32"
+    data = np.asarray(jr.key_data(jks))
+    _same_keys(er.wrap_key_data(data), jr.wrap_key_data(data), jax)
+    _same(er.key_data(er.PRNGKey(3)), jr.key_data(jr.PRNGKey(3)))  # legacy data: itself
+    _same_keys(er.key(5, impl="threefry2x32"), jr.key(5, impl="threefry2x32"), jax)
+    _same_keys(er.wrap_key_data(data, dtype=er.key_dtype()), jr.wrap_key_data(data), jax)
+    _same_keys(er.clone(k), jr.clone(jk), jax)
+
+
+def test_key_indexing_reshape_compare(jax):
+    jr = jax.random
+    ks, jks = er.split(er.key(1), (2, 3)), jr.split(jr.key(1), (2, 3))
+    for f in (lambda a: a[1], lambda a: a[:, 1:], lambda a: a[..., None], lambda a: a[None],
+              lambda a: a[0, 2], lambda a: a.reshape(3, 2), lambda a: a.reshape(-1),
+              lambda a: a.T, lambda a: a[np.array([1, 0])], lambda a: a.ravel()):
+        _same_keys(f(ks), f(jks), jax)
+    _same_keys(list(ks[0])[2], list(jks[0])[2], jax)
+    _same(ks == ks[0, 0], jks == jks[0, 0])
+    _same(ks != ks[:, :1], jks != jks[:, :1])
+    assert bool(er.key(0) == er.key(0)) and not bool(er.key(0) == er.key(1))
+
+
+def test_key_errors(jax):
+    jr = jax.random
+    k, ks = er.key(0), er.split(er.key(0), 4)
+    with pytest.raises(TypeError, match="add does not accept dtypes key<fry>, int32"):
+        k + 1
+    with pytest.raises(TypeError):
+        jr.key(0) + 1  # (the oracle raises too)
+    with pytest.raises(TypeError, match="cannot be converted to a NumPy array"):
+        np.asarray(k)
+    with pytest.raises(TypeError, match="key accepts a scalar seed, but was given a PRNG key"):
+        er.key(k)
+    with pytest.raises(TypeError, match="PRNGKey accepts a scalar seed"):
+        er.PRNGKey(k)
+    with pytest.raises(ValueError, match=r"split accepts a single key, but was given a key "
+                                         r"array of shape \(4,\) != \(\)"):
+        er.split(ks)
+    with pytest.raises(ValueError, match="normal accepts a single key"):
+        er.normal(ks)
+    with pytest.raises(TypeError, match="key_data.dtype = uint32"):
+        er.wrap_key_data(np.zeros(2, np.float32))
+    with pytest.raises(TypeError, match="key_data.shape to end with"):
+        er.wrap_key_data(np.zeros(3, np.uint32))
+    with pytest.raises(TypeError, match="already typed"):
+        er.wrap_key_data(k)
+    with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+        er.key(0, impl="rbg")
+    with pytest.raises(ValueError, match="Cannot specify both"):
+        er.key(0, impl="threefry2x32", dtype=er.key_dtype())
+    with pytest.raises(TypeError, match="unexpected PRNG key type"):
+        er.key_data([0, 0])
+
+
+_SAMPLERS = [
+    lambda r, k: r.uniform(k, (5,)),
+    lambda r, k: r.normal(k, (2, 3)),
+    lambda r, k: r.bits(k, (4,)),
+    lambda r, k: r.randint(k, (6,), 0, 9),
+    lambda r, k: r.permutation(k, 7),
+    lambda r, k: r.bernoulli(k, 0.3, (6,)),
+    lambda r, k: r.categorical(k, np.log(np.array([0.2, 0.3, 0.5], np.float32)), shape=(4,)),
+    lambda r, k: r.choice(k, 5, (3,), replace=False),
+    lambda r, k: r.gumbel(k, (3,)),
+]
+
+
+def test_typed_keys_give_legacy_bits(jax):
+    jr = jax.random
+    k, legacy, jk = er.key(3), er.PRNGKey(3), jr.key(3)
+    for f in _SAMPLERS:
+        got = f(er, k)
+        _same(got, f(er, legacy))
+        np.testing.assert_allclose(np.asarray(got, np.float64),
+                                   np.asarray(f(jr, jk), np.float64), rtol=1e-6)
+    _same_keys(er.fold_in(k, 9), jr.fold_in(jk, 9), jax)
+    _same(er.fold_in(legacy, 9), jr.fold_in(jr.PRNGKey(3), 9))  # (legacy stays legacy)
+    assert not isinstance(er.split(legacy), PRNGKeyArray)
+
+
+def test_keys_through_jit_vmap_and_loops(jax):
+    jr = jax.random
+    k, jk = er.key(11), jr.key(11)
+    ks, jks = er.split(k, 4), jr.split(jk, 4)
+    # jit: keys as arguments and results
+    _same_keys(ember.jit(lambda k: er.split(k, 3))(k), jr.split(jk, 3), jax)
+    _same_keys(ember.jit(lambda k: er.fold_in(k, 2))(k), jr.fold_in(jk, 2), jax)
+    _same(ember.jit(lambda k: er.bits(k, (3,)))(k), jr.bits(jk, (3,)))
+    out_k, out_x = ember.jit(lambda k: (er.split(k)[0], er.uniform(k)))(k)
+    _same_keys(out_k, jr.split(jk)[0], jax)
+    # vmap over a key array, results that are keys too
+    _same(ember.vmap(lambda k: er.bits(k, (2,)))(ks), jax.vmap(lambda k: jr.bits(k, (2,)))(jks))
+    _same_keys(ember.vmap(lambda k: er.split(k))(ks), jax.vmap(lambda k: jr.split(k))(jks), jax)
+    _same_keys(ember.jit(ember.vmap(lambda k: er.fold_in(k, 5)))(ks),
+               jax.vmap(lambda k: jr.fold_in(k, 5))(jks), jax)
+
+    # fori_loop / scan carries, with split and fold_in inside
+    def body(r, lax_):
+        def f(i, c):
+            key, acc = c
+            key, sub = r.split(key)
+            return r.fold_in(key, i), acc + r.bits(sub)
+        return f
+
+    for run in (lambda f, c: f(c), lambda f, c: ember.jit(f)(c)):
+        got_k, got_acc = run(lambda c: lax.fori_loop(0, 3, body(er, lax), c), (k, np.uint32(0)))
+        want_k, want_acc = jax.lax.fori_loop(0, 3, body(jr, jax.lax), (jk, np.uint32(0)))
+        _same_keys(got_k, want_k, jax)
+        _same(got_acc, want_acc)
+
+    def step(r):
+        return lambda c, key: (r.fold_in(c, 1), r.bits(key))
+
+    got = lax.scan(step(er), k, ks)
+    want = jax.lax.scan(step(jr), jk, jks)
+    _same_keys(got[0], want[0], jax)
+    _same(got[1], want[1])
+    # cond with key operands and results
+    got = lax.cond(True, lambda k: er.split(k)[1], lambda k: k, k)
+    _same_keys(got, jr.split(jk)[1], jax)
+    # tree_util: the key's data is the leaf (JAX: the key itself is a leaf)
+    leaves = ember.tree_util.tree_leaves(ks)
+    assert len(leaves) == 1 and np.shape(leaves[0]) == (4, 2)
