@@ -141,3 +141,61 @@ def test_conv_dtypes_and_weak_types(jax):
 def test_conv_errors(call, err, msg):
     with pytest.raises(err, match=msg):
         call()
+
+
+# The flat kernels (``_conv_flat``): the taps form (few taps, unit strides) and the outputs
+# form (few outputs, no kernel dilation), against the slow loop and the im2col path.
+FLAT_CASES = [
+    # (lhs shape NC..., rhs shape OI..., strides, pads, lhs_dilation, rhs_dilation)
+    ((2, 3, 9), (4, 3, 3), (1,), [(1, 2)], (1,), (2,)),                       # taps, 1-d
+    ((2, 3, 6, 7), (5, 3, 3, 2), (1, 1), [(1, 1), (0, -1)], (2, 1), (1, 2)),  # taps, 2-d
+    ((1, 2, 4, 5, 3), (3, 2, 2, 2, 2), (1, 1, 1), [(1, 0), (0, 1), (1, 1)],
+     (1, 1, 1), (1, 1, 1)),                                                   # taps, 3-d
+    ((2, 3, 9, 8), (4, 3, 8, 6), (1, 1), [(1, 0), (0, 1)], (1, 1), (1, 1)),  # outputs
+    ((3, 2, 10, 9), (2, 2, 6, 7), (2, 1), [(0, 1), (1, 1)], (1, 2), (1, 1)),  # outputs
+]
+
+
+@pytest.mark.parametrize("case", FLAT_CASES, ids=range(len(FLAT_CASES)))
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_conv_flat_kernels_match_reference(monkeypatch, case, dtype):
+    from ember.lax import convolution as C
+
+    ls, rs, strides, pads, ld, rd = case
+    rng = np.random.RandomState(7)
+    x, w = (rng.randint(-3, 4, s).astype(dtype) for s in (ls, rs))
+    nd = len(ls)
+    spec = tuple(range(nd))
+    flat = C._conv_flat(x, w, strides, pads, ld, rd, spec, spec)
+    assert flat is not None  # the case exercises a flat form
+    ref = conv_ref(x, w, strides, pads, ld, rd)
+    np.testing.assert_allclose(np.asarray(flat, np.float64), ref, rtol=1e-5)
+    out = lax.conv_general_dilated(x, w, strides, pads, ld, rd)
+    np.testing.assert_allclose(np.asarray(out, np.float64), ref, rtol=1e-5)
+    # Channels-last layouts (the lhs transposed in memory) give the same values.
+    perm = (0,) + tuple(range(2, nd)) + (1,)
+    dn = ("N" + "HWD"[:nd - 2] + "C", "OI" + "HWD"[:nd - 2], "N" + "HWD"[:nd - 2] + "C")
+    out = lax.conv_general_dilated(np.ascontiguousarray(x.transpose(perm)), w, strides, pads,
+                                   ld, rd, dimension_numbers=dn)
+    np.testing.assert_allclose(np.asarray(out, np.float64), ref.transpose(perm), rtol=1e-5)
+    monkeypatch.setattr(C, "_CHUNK_ELEMENTS", 64)  # many chunks, a ragged last one
+    np.testing.assert_allclose(np.asarray(C._conv_flat(x, w, strides, pads, ld, rd, spec,
+                                                       spec), np.float64), ref, rtol=1e-5)
+
+
+def test_conv_kernel_gradient_nhwc_matches_jax(jax):
+    # The CNN layer shapes of the speed benchmark, small: forward and both gradients.
+    rng = np.random.RandomState(8)
+    x = rng.randn(4, 9, 8, 3).astype(np.float32)
+    w = rng.randn(3, 3, 3, 5).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def loss(lx, np_):
+        return lambda x, w: np_.sum(lx.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                            dimension_numbers=dn) ** 2)
+
+    ref = jax.grad(loss(jax.lax, jax.numpy), argnums=(0, 1))(x, w)
+    import ember.numpy as jnp
+    out = ember.jit(ember.grad(loss(lax, jnp), argnums=(0, 1)))(x, w)
+    for a, b in zip(out, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=2e-4)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ember import core, dtypes
 from ember.compiler import eval_elementwise as K
@@ -188,10 +188,16 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
     acc = K.accumulation_dtype(compute)
     if acc == dtypes.bool_:
         acc = np.dtype(np.int32)
-    lhs, rhs = (x.astype(compute).astype(acc, copy=False) for x in (lhs, rhs))
+    lhs, rhs = (x.astype(compute, copy=False).astype(acc, copy=False) for x in (lhs, rhs))
     nsp = lhs.ndim - 2
     pads = [(padding[2 * i], padding[2 * i + 1]) for i in range(nsp)]
     gb, gf = batch_group_count, feature_group_count
+    res = None
+    if gb == gf == 1:
+        res = _conv_flat(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
+                         lhs_spec, rhs_spec)
+    if res is not None:
+        return _finish(res, out_spec, compute, out_dtype)
     # lhs as (N, S..., C); rhs as (O, I, K...).
     x = lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],))
     w = rhs.transpose(rhs_spec)
@@ -223,10 +229,108 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
         res = res.reshape((g, nb) + out_sp + (og,))
         res = res.transpose((1, 0, 2 + nsp) + tuple(range(2, 2 + nsp))).reshape(
             (nb, o) + out_sp)
+    return _finish(res, out_spec, compute, out_dtype)
+
+
+def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:
+    """The logical (N, O, out...) result laid out by ``out_spec``, in ``out_dtype``."""
     res = res.transpose(np.argsort(out_spec))
     if out_dtype == dtypes.bool_:
         return np.ascontiguousarray(res != 0)
     return np.ascontiguousarray(res.astype(compute, copy=False).astype(out_dtype, copy=False))
+
+
+# Rows of the virtual grid per chunk of the flat kernels: the chunk's patches (rows x
+# taps*features elements) stay around this size, in cache, and each chunk is one BLAS call.
+_CHUNK_ELEMENTS = 1 << 18
+
+
+def _patches(x2: np.ndarray, used: int, counts: Sequence[int], steps: Sequence[int]):
+    """Chunks ``(q0, q1, patches)`` of rows ``[0, used)``: ``patches[q - q0]`` is the
+    concatenation of the rows ``q + sum(i_d * steps[d])`` of ``x2`` for every index ``i``
+    of ``counts`` (row-major), gathered by one copy of an overlapping strided view."""
+    f = x2.shape[1]
+    width = math.prod(counts) * f
+    step = max(64, _CHUNK_ELEMENTS // max(width, 1))
+    row, item = x2.strides
+    buf = np.empty((min(step, used), width), x2.dtype)
+    for q0 in range(0, used, step):
+        q1 = min(used, q0 + step)
+        view = as_strided(x2[q0:], shape=(q1 - q0,) + tuple(counts) + (f,),
+                          strides=(row,) + tuple(st * row for st in steps) + (item,),
+                          writeable=False)
+        patches = buf[:q1 - q0]
+        np.copyto(patches.reshape(view.shape), view)
+        yield q0, q1, patches
+
+
+def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec):
+    """An ungrouped convolution without a large im2col buffer, or None when neither form
+    applies. The lhs, padded, is a flat grid of rows (one per position, its features
+    contiguous); a window tap is a fixed row offset, so every tap's patches are contiguous
+    row slices. Chunks of rows are gathered side by side and multiplied in one BLAS call:
+
+    - taps form (few taps, unit strides): rows are output positions, ``out = P @ W``
+      (forward convolutions and input gradients);
+    - outputs form (few outputs, no kernel dilation): rows are kernel positions, embedded
+      in the grid with zeros, and the contraction runs over them, ``out = sum P.T @ K``
+      (kernel gradients: a contraction over batch and space with a large inner dimension).
+
+    Returns the logical (N, O, out...) result."""
+    nsp = lhs.ndim - 2
+    ks = tuple(rhs.shape[d] for d in rhs_spec[2:])
+    lsp = [lhs.shape[d] for d in lhs_spec[2:]]
+    padded = [n + lo + hi for n, (lo, hi) in zip(_dilate(lsp, lhs_dilation), pads)]
+    eff = _dilate(ks, rhs_dilation)
+    out_sp = tuple((p - k) // s + 1 if p >= k else 0
+                   for p, k, s in zip(padded, eff, strides))
+    n_out, n_taps = math.prod(out_sp), math.prod(ks)
+    if 0 in out_sp or 0 in lhs.shape or 0 in rhs.shape:
+        return None
+    if all(s == 1 for s in strides) and n_taps <= n_out:
+        taps_form = True
+    elif all(d == 1 for d in rhs_dilation) and n_out < n_taps:
+        taps_form = False
+    else:
+        return None
+    # Grid rows are (major, spatial...) with features (minor) contiguous: (N, S, C) for the
+    # taps form, (C, S, N) for the outputs form.
+    major, minor = (lhs_spec[0], lhs_spec[1]) if taps_form else (lhs_spec[1], lhs_spec[0])
+    x = lhs.transpose((major,) + tuple(lhs_spec[2:]) + (minor,))
+    x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
+    grid = x.shape[1:-1]
+    gstride = [math.prod(grid[i + 1:]) for i in range(nsp)]
+    rows = x.shape[0] * math.prod(grid)
+    x2 = x.reshape(rows, x.shape[-1])
+    w = rhs.transpose(rhs_spec)  # (O, I, K...)
+    o = w.shape[0]
+    if taps_form:
+        steps = [d * g for d, g in zip(rhs_dilation, gstride)]  # rows per tap, per dim
+        c = x2.shape[1]
+        wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0))).reshape(
+            n_taps * c, o)
+        used = rows - sum((k - 1) * st for k, st in zip(ks, steps))
+        out = np.empty((rows, o), x.dtype)
+        for q0, q1, patches in _patches(x2, used, ks, steps):
+            np.matmul(patches, wm, out=out[q0:q1])
+        out = out.reshape((x.shape[0],) + grid + (o,))
+        out = out[(slice(None),) + tuple(slice(0, m) for m in out_sp)]
+        return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))  # (N, O, out...)
+    steps = [s * g for s, g in zip(strides, gstride)]  # rows per output, per dim
+    b = x2.shape[1]
+    # The kernel (O, I, K...) as grid rows (I, S...) x O, zero outside the taps.
+    kern = np.zeros((x.shape[0],) + grid + (o,), x.dtype)
+    kern[(slice(None),) + tuple(slice(0, k) for k in ks)] = w.transpose(
+        tuple(range(1, 2 + nsp)) + (0,))
+    kern = kern.reshape(rows, o)
+    used = rows - sum((n - 1) * st for n, st in zip(out_sp, steps))
+    acc = np.zeros((n_out * b, o), x.dtype)
+    part = np.empty_like(acc)
+    for q0, q1, patches in _patches(x2, used, out_sp, steps):
+        np.matmul(patches.T, kern[q0:q1], out=part)
+        acc += part
+    res = acc.reshape(out_sp + (b, o))
+    return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))  # (N, O, out...)
 
 
 def _target(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec,
