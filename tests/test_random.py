@@ -292,3 +292,118 @@ def test_grad_through_reparameterized_samples(jax):
     u = er.uniform(k, (4,))
     g = ember.grad(lambda hi: er.uniform(k, (4,), minval=0.0, maxval=hi).sum())(1.0)
     np.testing.assert_allclose(g, np.asarray(u).sum(), rtol=1e-6)
+
+
+# ------------------------------------------------ gamma family, counting samplers (JAX 0.10.2)
+
+_GAMMA_FAMILY = [
+    ("gamma", lambda r, k: r.gamma(k, np.array([0.05, 0.3, 1.0, 2.5, 7.0], np.float32))),
+    ("loggamma", lambda r, k: r.loggamma(k, np.array([0.05, 0.3, 1.0, 2.5], np.float32))),
+    ("beta", lambda r, k: r.beta(k, 2.0, np.array([0.5, 3.0], np.float32), (3, 2))),
+    ("dirichlet", lambda r, k: r.dirichlet(k, np.array([1.0, 2.0, 0.5], np.float32), (2,))),
+    ("chisquare", lambda r, k: r.chisquare(k, 3.0, (4,))),
+    ("t", lambda r, k: r.t(k, 5.0, (4,))),
+    ("f", lambda r, k: r.f(k, 3.0, 7.0, (4,))),
+    ("generalized_normal", lambda r, k: r.generalized_normal(k, 1.5, (4,))),
+    ("ball", lambda r, k: r.ball(k, 3, 1.5, (2,))),
+    ("orthogonal", lambda r, k: r.orthogonal(k, 3, (2,))),
+    ("orthogonal_wide", lambda r, k: r.orthogonal(k, 2, m=4)),
+]
+
+
+def test_gamma_family_vs_jax(jax):
+    k = np.asarray(jax.random.PRNGKey(21))
+    # (one JAX compilation for all the references: JAX's compile time dominates this test)
+    wants = jax.jit(lambda k: [f(jax.random, k) for _, f in _GAMMA_FAMILY])(k)
+    for (_, f), want in zip(_GAMMA_FAMILY, wants):
+        _close(f(er, k), want, 64)
+    gamma_f = _GAMMA_FAMILY[0][1]
+    _close(ember.jit(lambda k: gamma_f(er, k))(k), wants[0], 64)
+
+
+def test_counting_samplers_equal_jax(jax):
+    jr = jax.random
+    k = np.asarray(jr.PRNGKey(8))
+    lam = np.array([0.0, 0.5, 3.0, 9.9, 10.0, 50.0, 1000.0], np.float32)
+    n = np.array([5, 20, 100, 1000, np.nan, -1, np.inf], np.float32)
+    p = np.array([0.3, 0.7, 0.5, 0.2, 0.5, 0.5, 0.5], np.float32)
+    pm = np.array([[0.2, 0.3, 0.5], [0.6, 0.0, 0.4]], np.float32)
+    cases = [lambda r: r.poisson(k, lam), lambda r: r.poisson(k, 4.0, (6,), "int16"),
+             lambda r: r.binomial(k, n, p), lambda r: r.binomial(k, 30.0, 0.9, (5,)),
+             lambda r: r.multinomial(k, np.array([20.0, 50.0], np.float32), pm)]
+    wants = jax.jit(lambda: [f(jr) for f in cases])()
+    for f, want in zip(cases, wants):
+        _same(f(er), want)
+    _same(ember.jit(lambda k: er.poisson(k, lam))(k), wants[0])
+
+
+def _moments_ok(x, mean, var, n_se=5.0):
+    # Sample mean and variance within n_se standard errors (fixed seed: deterministic).
+    x = np.asarray(x, np.float64)
+    m = x.size
+    assert abs(x.mean() - mean) < n_se * np.sqrt(var / m), (x.mean(), mean)
+    assert abs(x.var() - var) < n_se * var * np.sqrt(2.0 / m) * 2, (x.var(), var)
+
+
+def test_sampler_moments():
+    k = er.key(123)
+    m = 4000
+    _moments_ok(er.gamma(k, 2.5, (m,)), 2.5, 2.5)
+    _moments_ok(er.gamma(k, 0.4, (m,)), 0.4, 0.4)
+    _moments_ok(np.exp(er.loggamma(k, 0.4, (m,))), 0.4, 0.4)
+    _moments_ok(er.beta(k, 2.0, 3.0, (m,)), 0.4, 6 / (25 * 6))
+    _moments_ok(er.chisquare(k, 4.0, (m,)), 4.0, 8.0)
+    _moments_ok(er.t(k, 8.0, (m,)), 0.0, 8 / 6)
+    _moments_ok(er.f(k, 5.0, 12.0, (m,)), 12 / 10, 2 * 144 * 15 / (5 * 100 * 8))
+    _moments_ok(er.poisson(k, 3.0, (m,)), 3.0, 3.0)
+    _moments_ok(er.poisson(k, 40.0, (m,)), 40.0, 40.0)
+    _moments_ok(er.binomial(k, 8.0, 0.3, (m,)), 2.4, 1.68)
+    _moments_ok(er.binomial(k, 200.0, 0.4, (m,)), 80.0, 48.0)
+    d = np.asarray(er.dirichlet(k, np.array([1.0, 2.0, 3.0], np.float32), (m,)))
+    np.testing.assert_allclose(d.sum(-1), 1.0, rtol=1e-5)
+    _moments_ok(d[:, 2], 0.5, 0.5 * 0.5 / 7)
+    # generalized normal with p=2: N(0, 1/2); the L2 ball in 3-d: E|x|^2 = 3/5
+    _moments_ok(er.generalized_normal(k, 2.0, (m,)), 0.0, 0.5)
+    b = np.asarray(er.ball(k, 3, 2.0, (m,)))
+    assert np.all(np.linalg.norm(b, axis=-1) <= 1 + 1e-6)
+    assert abs(np.mean(np.sum(b * b, -1)) - 0.6) < 0.02
+    c = np.asarray(er.multinomial(k, 30.0, np.array([0.2, 0.8], np.float32), shape=(m, 2)))
+    assert np.all(c.sum(-1) == 30)
+    _moments_ok(c[:, 0], 6.0, 4.8)
+    q = np.asarray(er.orthogonal(k, 4, (3,)))
+    np.testing.assert_allclose(q @ np.swapaxes(q, -1, -2), np.broadcast_to(np.eye(4), q.shape),
+                               atol=1e-5)
+    qc = np.asarray(er.orthogonal(k, 3, (), "complex64"))
+    np.testing.assert_allclose(qc @ qc.conj().T, np.eye(3), atol=1e-5)
+
+
+def test_gamma_reparameterization_gradient(jax):
+    jr = jax.random
+    k = np.asarray(jr.PRNGKey(3))
+    a = np.array([0.3, 1.0, 2.5, 9.0], np.float32)
+    x = np.array([0.1, 0.7, 1.7, 11.0], np.float32)
+    from ember.random.gamma import random_gamma_grad
+    _close(random_gamma_grad(a, x), jax.lax.random_gamma_grad(a, x), 256)
+    got = ember.grad(lambda a: er.gamma(k, a).sum() + er.loggamma(k, a).sum())(a)
+    want = jax.grad(lambda a: jr.gamma(k, a).sum() + jr.loggamma(k, a).sum())(a)
+    np.testing.assert_allclose(got, want, rtol=1e-3)
+
+
+def test_new_sampler_errors():
+    k = er.PRNGKey(0)
+    with pytest.raises(ValueError, match="must be a float dtype"):
+        er.gamma(k, 1.0, (2,), np.int32)
+    with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+        er.gamma(k, np.ones(3, np.float32), (2,))
+    with pytest.raises(ValueError, match="broadcast-compatible"):
+        er.gamma(k, np.ones(2, np.float32), (3, 1))
+    with pytest.raises(ValueError, match="dirichlet requires alpha.ndim >= 1"):
+        er.dirichlet(k, 1.0)
+    with pytest.raises(ValueError, match="must be an int dtype"):
+        er.poisson(k, 1.0, (2,), np.float32)
+    with pytest.raises(ValueError, match="must be a float dtype"):
+        er.binomial(k, 3.0, 0.5, (2,), np.int32)
+    with pytest.raises(TypeError, match="binomial requires ndarray or scalar"):
+        er.binomial(k, [3.0], 0.5)
+    with pytest.raises(ValueError, match="split accepts a single key|gamma accepts a single"):
+        er.gamma(er.split(k), 1.0)

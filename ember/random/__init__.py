@@ -7,7 +7,9 @@ Example:
 """
 
 from ember.random.continuous import *  # noqa: F403
+from ember.random.discrete import *  # noqa: F403
 from ember.random.distributions import *  # noqa: F403
+from ember.random.gamma import *  # noqa: F403
 from ember.random.keys import *  # noqa: F403
 from ember.random.keys import PRNGKey, key_data
 
