@@ -239,7 +239,8 @@ def test_continuous_samplers(jax, name, f):
     for dt in ("float32",) if name == "wald" else ("float32", "float16"):
         want = f(jax.random, k, dt)
         _close(f(er, k, dt), want, ulps)
-        _close(ember.jit(lambda k, dt=dt: f(er, k, dt))(k), want, ulps)
+        if dt == "float32":  # (jit of every sampler once is enough)
+            _close(ember.jit(lambda k, dt=dt: f(er, k, dt))(k), want, ulps)
 
 
 def test_normal_float16_bfloat16_and_complex(jax):
