@@ -23,9 +23,9 @@ jax.config.update("jax_platforms", "cpu")
 import ember  # noqa: E402
 import ember.numpy as ejnp  # noqa: E402
 from tests.backends.cpu import random_programs as rp  # noqa: E402
-from tests.backends.cpu import random_steps, random_steps_more  # noqa: E402
+from tests.backends.cpu import random_steps, random_steps_control, random_steps_more  # noqa: E402
 
-STEP_MODULES = (random_steps, random_steps_more)
+STEP_MODULES = (random_steps, random_steps_more, random_steps_control)
 
 
 @contextlib.contextmanager

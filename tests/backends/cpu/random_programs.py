@@ -30,10 +30,10 @@ import numpy as np
 
 import ember
 import ember.numpy as jnp
-from tests.backends.cpu import random_steps, random_steps_more
+from tests.backends.cpu import random_steps, random_steps_control, random_steps_more
 from tests.backends.cpu.random_steps import BF16, F16, F32, F64, FLOAT, Value, _is, _size
 
-STEPS = random_steps.STEPS + random_steps_more.STEPS
+STEPS = random_steps.STEPS + random_steps_more.STEPS + random_steps_control.STEPS
 
 # Input shapes: tiny, odd, vector-width edges, and large enough for the threaded paths.
 _DIMS = [1, 2, 3, 5, 8, 17, 31, 64, 100, 129, 256, 333, 1000]
