@@ -163,3 +163,15 @@ def test_keys_through_jit_vmap_and_loops(jax):
     # tree_util: the key's data is the leaf (JAX: the key itself is a leaf)
     leaves = ember.tree_util.tree_leaves(ks)
     assert len(leaves) == 1 and np.shape(leaves[0]) == (4, 2)
+
+
+def test_comparing_a_key_with_a_number_raises_and_keys_pass_through_jit_bare():
+    # As JAX: comparisons need two keys. (A bare key result of jit must not be probed
+    # with ``== 0``.)
+    key = ember.random.key(3)
+    with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>, int32"):
+        key == 0  # noqa: B015
+    with pytest.raises(TypeError, match="not_equal does not accept"):
+        key != 1.0  # noqa: B015
+    out = ember.jit(lambda k: k)(key)
+    assert bool(out == key) and bool(ember.jit(lambda k: k)(key) == key)

@@ -153,9 +153,10 @@ class PRNGKeyArray:
     def _compare(self, other: Any, op: Any) -> Any:
         from ember import lax
         if not isinstance(other, PRNGKeyArray):
-            # (JAX raises; Python's fallback keeps ``key == 0`` a plain False, which the
-            # pytree machinery relies on when it probes leaves.)
-            return NotImplemented
+            from ember import dtypes
+            name = {"eq": "equal", "ne": "not_equal"}[op]
+            raise TypeError(f"{name} does not accept dtypes key<fry>, "
+                            f"{dtypes.result_type(other)}.")
         import ember.numpy as jnp
         eq = jnp.all(lax.eq(*jnp.broadcast_arrays(self._base_array, other._base_array)),
                      axis=-1)

@@ -20,6 +20,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ember.tree_util import treedef_is_leaf
+
 MAX_ENTRIES_PER_FUNCTION = 4096
 
 
@@ -39,7 +41,7 @@ class CacheEntry:
         self.out_tree = out_tree
         self.arg_desc = arg_desc
         self.executable = None
-        if out_tree.num_leaves == 1 and out_tree.unflatten([0]) == 0:
+        if out_tree.num_leaves == 1 and treedef_is_leaf(out_tree):  # a bare array result
             self.unflatten: Callable = _first
         else:
             self.unflatten = out_tree.unflatten
