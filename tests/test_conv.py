@@ -143,8 +143,8 @@ def test_conv_errors(call, err, msg):
         call()
 
 
-# The flat kernels (``_conv_flat``): the taps form (few taps, unit strides) and the outputs
-# form (few outputs, no kernel dilation), against the slow loop and the im2col path.
+# The ungrouped kernel (``_conv_flat``): the taps form (no more taps than outputs) and the
+# outputs form (fewer outputs than taps), against the slow loop.
 FLAT_CASES = [
     # (lhs shape NC..., rhs shape OI..., strides, pads, lhs_dilation, rhs_dilation)
     ((2, 3, 9), (4, 3, 3), (1,), [(1, 2)], (1,), (2,)),                       # taps, 1-d
@@ -153,6 +153,8 @@ FLAT_CASES = [
      (1, 1, 1), (1, 1, 1)),                                                   # taps, 3-d
     ((2, 3, 9, 8), (4, 3, 8, 6), (1, 1), [(1, 0), (0, 1)], (1, 1), (1, 1)),  # outputs
     ((3, 2, 10, 9), (2, 2, 6, 7), (2, 1), [(0, 1), (1, 1)], (1, 2), (1, 1)),  # outputs
+    ((2, 3, 9, 8), (4, 3, 3, 2), (2, 3), [(1, 1), (0, 2)], (1, 1), (2, 1)),   # taps, strided
+    ((2, 3, 12, 9), (4, 3, 5, 4), (3, 2), [(0, 0), (1, 0)], (1, 1), (2, 2)),  # outputs, both
 ]
 
 

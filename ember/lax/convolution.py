@@ -240,41 +240,52 @@ def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:
     return np.ascontiguousarray(res.astype(compute, copy=False).astype(out_dtype, copy=False))
 
 
-# Rows of the virtual grid per chunk of the flat kernels: the chunk's patches (rows x
-# taps*features elements) stay around this size, in cache, and each chunk is one BLAS call.
-_CHUNK_ELEMENTS = 1 << 18
+# The patches of one chunk (rows x taps*features elements) are at most about this many
+# elements (32 MiB of float32), each chunk one BLAS call. Large chunks, few calls: cache-sized
+# chunks were faster on an idle machine, but every call synchronizes BLAS's threads, and on
+# a loaded one a small CNN's fwd+bwd went from 29 ms (one chunk per conv) to 180 ms (1 MiB
+# chunks) at the median.
+_CHUNK_ELEMENTS = 1 << 23
 
 
-def _patches(x2: np.ndarray, used: int, counts: Sequence[int], steps: Sequence[int]):
-    """Chunks ``(q0, q1, patches)`` of rows ``[0, used)``: ``patches[q - q0]`` is the
-    concatenation of the rows ``q + sum(i_d * steps[d])`` of ``x2`` for every index ``i``
-    of ``counts`` (row-major), gathered by one copy of an overlapping strided view."""
-    f = x2.shape[1]
-    width = math.prod(counts) * f
-    step = max(64, _CHUNK_ELEMENTS // max(width, 1))
-    row, item = x2.strides
-    buf = np.empty((min(step, used), width), x2.dtype)
-    for q0 in range(0, used, step):
-        q1 = min(used, q0 + step)
-        view = as_strided(x2[q0:], shape=(q1 - q0,) + tuple(counts) + (f,),
-                          strides=(row,) + tuple(st * row for st in steps) + (item,),
-                          writeable=False)
-        patches = buf[:q1 - q0]
-        np.copyto(patches.reshape(view.shape), view)
-        yield q0, q1, patches
+def _patch_chunks(view: np.ndarray, nrow: int):
+    """Chunks ``(q0, q1, patches)`` of the matrix whose rows are the first ``nrow`` axes of
+    ``view`` (an overlapping strided view) and whose columns are the others, flattened
+    row-major: ``patches`` holds rows ``[q0, q1)``, gathered by one copy. Chunks split the
+    first axis, or the second within one index of the first when that is too big."""
+    rdims = view.shape[:nrow]
+    cols = math.prod(view.shape[nrow:])
+    step = max(64, _CHUNK_ELEMENTS // max(cols, 1))
+    r1, r2 = math.prod(rdims[1:]), math.prod(rdims[2:])
+    if r1 <= step:
+        per = max(1, step // r1)
+        chunks = [((slice(i, min(i + per, rdims[0])),), i * r1, min(i + per, rdims[0]) * r1)
+                  for i in range(0, rdims[0], per)]
+    else:
+        per = max(1, step // r2)
+        chunks = [((i, slice(j, min(j + per, rdims[1]))), i * r1 + j * r2,
+                   i * r1 + min(j + per, rdims[1]) * r2)
+                  for i in range(rdims[0]) for j in range(0, rdims[1], per)]
+    buf = np.empty(max(q1 - q0 for _, q0, q1 in chunks) * cols, view.dtype)
+    for index, q0, q1 in chunks:
+        sub = view[index]
+        patches = buf[:(q1 - q0) * cols]
+        np.copyto(patches.reshape(sub.shape), sub)
+        yield q0, q1, patches.reshape(q1 - q0, cols)
 
 
 def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec):
-    """An ungrouped convolution without a large im2col buffer, or None when neither form
-    applies. The lhs, padded, is a flat grid of rows (one per position, its features
-    contiguous); a window tap is a fixed row offset, so every tap's patches are contiguous
-    row slices. Chunks of rows are gathered side by side and multiplied in one BLAS call:
+    """An ungrouped convolution without a whole im2col buffer (None for an empty one).
 
-    - taps form (few taps, unit strides): rows are output positions, ``out = P @ W``
-      (forward convolutions and input gradients);
-    - outputs form (few outputs, no kernel dilation): rows are kernel positions, embedded
-      in the grid with zeros, and the contraction runs over them, ``out = sum P.T @ K``
-      (kernel gradients: a contraction over batch and space with a large inner dimension).
+    The padded lhs is laid out (major, spatial..., minor) in memory; an overlapping strided
+    view of it is the patch matrix, gathered chunk by chunk into a cache-sized buffer and
+    multiplied by BLAS. Two forms of the same product, chunked along its long dimension:
+
+    - taps form (no more taps than outputs): rows are (batch, output position), columns
+      (tap, feature), ``out[rows] = P @ W`` (forward convolutions, input gradients);
+    - outputs form (fewer outputs than taps): rows are (feature, tap) and the contraction
+      runs over them, ``out += P.T @ K`` (kernel gradients: the sum over batch and space
+      has a large inner dimension and a small result).
 
     Returns the logical (N, O, out...) result."""
     nsp = lhs.ndim - 2
@@ -284,53 +295,40 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
     eff = _dilate(ks, rhs_dilation)
     out_sp = tuple((p - k) // s + 1 if p >= k else 0
                    for p, k, s in zip(padded, eff, strides))
-    n_out, n_taps = math.prod(out_sp), math.prod(ks)
     if 0 in out_sp or 0 in lhs.shape or 0 in rhs.shape:
         return None
-    if all(s == 1 for s in strides) and n_taps <= n_out:
-        taps_form = True
-    elif all(d == 1 for d in rhs_dilation) and n_out < n_taps:
-        taps_form = False
-    else:
-        return None
-    # Grid rows are (major, spatial...) with features (minor) contiguous: (N, S, C) for the
-    # taps form, (C, S, N) for the outputs form.
+    taps_form = math.prod(ks) <= math.prod(out_sp)
     major, minor = (lhs_spec[0], lhs_spec[1]) if taps_form else (lhs_spec[1], lhs_spec[0])
     x = lhs.transpose((major,) + tuple(lhs_spec[2:]) + (minor,))
     x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
-    grid = x.shape[1:-1]
-    gstride = [math.prod(grid[i + 1:]) for i in range(nsp)]
-    rows = x.shape[0] * math.prod(grid)
-    x2 = x.reshape(rows, x.shape[-1])
+    sp = x.strides[1:-1]
+    by_out = tuple(st * s for st, s in zip(sp, strides))
+    by_tap = tuple(st * d for st, d in zip(sp, rhs_dilation))
     w = rhs.transpose(rhs_spec)  # (O, I, K...)
     o = w.shape[0]
+    n_major, n_minor = x.shape[0], x.shape[-1]
     if taps_form:
-        steps = [d * g for d, g in zip(rhs_dilation, gstride)]  # rows per tap, per dim
-        c = x2.shape[1]
+        view = as_strided(x, shape=(n_major,) + out_sp + ks + (n_minor,),
+                          strides=(x.strides[0],) + by_out + by_tap + (x.strides[-1],),
+                          writeable=False)
         wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0))).reshape(
-            n_taps * c, o)
-        used = rows - sum((k - 1) * st for k, st in zip(ks, steps))
-        out = np.empty((rows, o), x.dtype)
-        for q0, q1, patches in _patches(x2, used, ks, steps):
+            -1, o)
+        out = np.empty((n_major * math.prod(out_sp), o), x.dtype)
+        for q0, q1, patches in _patch_chunks(view, 1 + nsp):
             np.matmul(patches, wm, out=out[q0:q1])
-        out = out.reshape((x.shape[0],) + grid + (o,))
-        out = out[(slice(None),) + tuple(slice(0, m) for m in out_sp)]
-        return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))  # (N, O, out...)
-    steps = [s * g for s, g in zip(strides, gstride)]  # rows per output, per dim
-    b = x2.shape[1]
-    # The kernel (O, I, K...) as grid rows (I, S...) x O, zero outside the taps.
-    kern = np.zeros((x.shape[0],) + grid + (o,), x.dtype)
-    kern[(slice(None),) + tuple(slice(0, k) for k in ks)] = w.transpose(
-        tuple(range(1, 2 + nsp)) + (0,))
-    kern = kern.reshape(rows, o)
-    used = rows - sum((n - 1) * st for n, st in zip(out_sp, steps))
-    acc = np.zeros((n_out * b, o), x.dtype)
+        out = out.reshape((n_major,) + out_sp + (o,))
+        return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
+    view = as_strided(x, shape=(n_major,) + ks + out_sp + (n_minor,),
+                      strides=(x.strides[0],) + by_tap + by_out + (x.strides[-1],),
+                      writeable=False)
+    kern = np.ascontiguousarray(w.transpose(tuple(range(1, 2 + nsp)) + (0,))).reshape(-1, o)
+    acc = np.zeros((math.prod(out_sp) * n_minor, o), x.dtype)
     part = np.empty_like(acc)
-    for q0, q1, patches in _patches(x2, used, out_sp, steps):
+    for q0, q1, patches in _patch_chunks(view, 1 + nsp):
         np.matmul(patches.T, kern[q0:q1], out=part)
         acc += part
-    res = acc.reshape(out_sp + (b, o))
-    return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))  # (N, O, out...)
+    res = acc.reshape(out_sp + (n_minor, o))
+    return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))
 
 
 def _target(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec,
