@@ -1,5 +1,5 @@
-"""Records for convolutions (lax.conv_general_dilated and friends) and pooling windows
-(lax.reduce_window), with slow-loop NumPy references."""
+"""Records for convolutions (lax.conv_general_dilated and friends), with a slow-loop NumPy
+reference (pooling windows are in ``windowed.py``)."""
 
 import itertools
 
