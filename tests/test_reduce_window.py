@@ -201,3 +201,18 @@ def test_max_min_pools_of_other_dtypes(dtype):
         ref = window_ref(x, init, op, (2, 3), (1, 2), pads)
         np.testing.assert_array_equal(np.asarray(out), ref)
         assert out.dtype == dtype
+
+
+def test_generic_reverse_mode_is_not_implemented(jax):
+    x = np.random.RandomState(11).rand(6).astype(np.float32) + 0.5
+
+    def f(lx):
+        return lambda x: lx.reduce_window(x, 1.0, lx.mul, (2,), (1,), "VALID").sum()
+
+    with pytest.raises(NotImplementedError, match="Transpose rule"):
+        ember.grad(f(lax))(x)
+    with pytest.raises(ValueError, match="Linearization failed"):  # (JAX's class differs)
+        jax.grad(f(jax.lax))(x)
+    ref = jax.jacfwd(lambda x: jax.lax.reduce_window(x, 1.0, jax.lax.mul, (2,), (1,), "VALID"))(x)
+    out = ember.jacfwd(lambda x: lax.reduce_window(x, 1.0, lax.mul, (2,), (1,), "VALID"))(x)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-6)
