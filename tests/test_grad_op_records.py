@@ -151,6 +151,8 @@ def test_every_differentiable_primitive_is_covered():
         "cummax", "cummin", "cumlogsumexp", "dot_general", "broadcast_in_dim", "reshape",
         "squeeze", "transpose", "rev", "pad", "concatenate", "slice", "dynamic_slice",
         "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-min",
-        "scatter-max", "sort", "top_k",
+        "scatter-max", "sort", "top_k", "cond", "scan", "conv_general_dilated", "fft",
+        "reduce_window_sum", "reduce_window_max", "reduce_window_min", "cholesky", "lu",
+        "qr", "svd", "eigh", "triangular_solve",
     }
     assert expected <= seen, sorted(expected - seen)
