@@ -220,7 +220,10 @@ def fori_loop(rng, pool):
         upper = lower + rng.choice([-1, 0, 1, 2, 3, 4, 6, 9])
         init = [c.v for c in carries]
         unroll = rng.choice([None, None, 2, True])
-    out = lax.fori_loop(lower, upper, lambda i, vs: update(vs, [i])[0], init, unroll=unroll)
+    # (The index is int64 under x64 with concrete bounds, int32 with traced ones, in JAX
+    # too: eager calls see concrete bounds where jit traces them. One dtype, one body.)
+    out = lax.fori_loop(lower, upper, lambda i, vs: update(vs, [i.astype(np.int32)])[0],
+                        init, unroll=unroll)
     k = rng.randrange(len(carries))  # (the others are dead: the loop loses them)
     return Value(out[k], flags[k])
 
