@@ -275,6 +275,33 @@ def test_size_bound_evicts_least_recently_used(tmp_path):
     assert cache.load(keys[1]) is None  # the oldest unused entry went first
 
 
+def test_processes_share_a_size_estimate_and_only_the_first_store_scans(tmp_path, monkeypatch):
+    first = ObjectCache(tmp_path, max_bytes=100_000)
+    for i in range(3):
+        first.store(cache_key(str(i)), bytes(10_000))
+    assert first._read_size_file() == sum(
+        os.path.getsize(first.path(cache_key(str(i)))) for i in range(3))
+    # A second process (a fresh cache object) reads the estimate instead of scanning...
+    second = ObjectCache(tmp_path, max_bytes=100_000)
+    scans = []
+    real_scan = second._scan
+    monkeypatch.setattr(second, "_scan", lambda: scans.append(1) or real_scan())
+    for i in range(3, 9):
+        second.store(cache_key(str(i)), bytes(10_000))
+    assert scans == []
+    # ...and counts the first one's stores: crossing the bound evicts (one scan) to 3/4.
+    for i in range(9, 12):
+        first.store(cache_key(str(i)), bytes(10_000))
+    total = sum(os.path.getsize(p) for p in tmp_path.glob("*/*" + oc.SUFFIX))
+    assert total <= 100_000 and first._read_size_file() == total
+    # A lost estimate file means one scan again.
+    os.remove(tmp_path / oc._SIZE_FILE)
+    third = ObjectCache(tmp_path, max_bytes=100_000)
+    third.store(cache_key("x"), b"y")
+    assert third._read_size_file() == sum(
+        os.path.getsize(p) for p in tmp_path.glob("*/*" + oc.SUFFIX))
+
+
 def test_stale_temporary_files_are_removed(tmp_path):
     cache = ObjectCache(tmp_path, max_bytes=10_000)
     shard = tmp_path / "ab"
