@@ -5,8 +5,9 @@ Coefficients are ordered from the highest power down, as in NumPy. Everything is
 arguments that decide output shapes (``mode``, ``m``, ``N``, ``unroll``) must be concrete.
 ``trim_zeros`` and the ``trim_leading_zeros=True`` options of ``polymul``/``polydiv`` have an
 output length that depends on the values: as in JAX they work eagerly only (a
-``ConcretizationTypeError`` under ``jit``/``vmap``). ``roots`` and ``polyfit`` need
-eigenvalues and least squares, which ember does not have yet.
+``ConcretizationTypeError`` under ``jit``/``vmap``), as does ``roots`` with its default
+``strip_zeros=True``. ``roots`` and ``polyfit`` use ``ember.numpy.linalg`` (eigenvalues of the
+companion matrix, least squares on the Vandermonde matrix).
 """
 
 from __future__ import annotations
@@ -442,9 +443,8 @@ def poly(seq_of_zeros: Any) -> Any:
     """Coefficients of the monic polynomial whose roots are ``seq_of_zeros`` (1-D).
 
     The result has the inexact dtype of the roots (complex roots give complex coefficients,
-    even in conjugate pairs, as in JAX); no roots give the 0-d constant 1. A square matrix
-    (whose characteristic polynomial NumPy returns) needs eigenvalues, which ember does not
-    compute yet: it raises a ValueError.
+    even in conjugate pairs, as in JAX); no roots give the 0-d constant 1. For a non-empty
+    square matrix the roots are its eigenvalues (its characteristic polynomial, complex).
 
     Example:
         >>> jnp.poly(jnp.array([1., 2., 3.]))
@@ -454,9 +454,10 @@ def poly(seq_of_zeros: Any) -> Any:
     if r.ndim == 0:
         r = lax.broadcast_in_dim(r, (1,), ())
     if r.ndim == 2 and r.shape[0] == r.shape[1] and r.shape[0] != 0:
-        raise ValueError(f"poly: a square matrix argument (shape {r.shape}) needs its "
-                         "eigenvalues, which ember does not support yet; pass the roots as a "
-                         "1-D array instead")
+        # The characteristic polynomial: the roots are the eigenvalues.
+        from ember.numpy import linalg
+        (r,) = promote_dtypes_inexact(r)
+        r = linalg.eigvals(r)
     if r.ndim != 1:
         raise ValueError(f"poly: input must be 1d or non-empty square 2d array, got shape "
                          f"{r.shape}")
@@ -545,7 +546,148 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     return lax.slice(filt, starts, limits)
 
 
+def _complex_of(dt: np.dtype) -> np.dtype:
+    """The complex dtype eigenvalues of a ``dt`` matrix have."""
+    wide = dt in (np.dtype(np.float64), np.dtype(np.complex128))
+    return np.dtype(np.complex128 if wide else np.complex64)
+
+
+def _companion_roots(p: Any) -> Any:
+    """Eigenvalues of the companion matrix of ``p`` (1-D, inexact, p[0] != 0)."""
+    from ember.numpy import linalg  # (ember.numpy.linalg imports this package's modules)
+    n = p.shape[0]
+    if n < 2:
+        return lax.full((0,), 0, _complex_of(p.dtype))
+    first = lax.neg(lax.div(lax.slice_in_dim(p, 1, n),
+                            lax.broadcast_in_dim(lax.index_in_dim(p, 0, 0, False), (n - 1,),
+                                                 ())))
+    # Row 0 holds -p[1:]/p[0]; below it the ones of the subdiagonal.
+    sub = _const(np.eye(n - 2, n - 1), p.dtype)
+    return linalg.eigvals(lax.concatenate([lax.reshape(first, (1, n - 1)), sub], 0))
+
+
+def roots(p: Any, *, strip_zeros: bool = True) -> Any:
+    """The roots of the polynomial with coefficients ``p`` (highest power first).
+
+    The roots are the eigenvalues of the companion matrix, always complex (an empty array
+    for fewer than two coefficients). With ``strip_zeros=True`` (the default) leading zero
+    coefficients are dropped first, which makes the output length depend on the values
+    (eager only); ``strip_zeros=False`` keeps the length ``len(p) - 1`` so that ``roots``
+    traces, and the roots lost to ``k`` leading zeros come last as ``nan+nanj``.
+
+    Example:
+        >>> jnp.roots(jnp.array([1., -3., 2.]))
+        Array([2.+0.j, 1.+0.j], dtype=complex64)
+    """
+    p = _arg("roots", p)
+    (p,) = promote_dtypes_inexact(p)
+    if p.ndim == 0:
+        p = lax.broadcast_in_dim(p, (1,), ())
+    if p.ndim != 1:
+        raise ValueError("roots: input must be a rank-1 array, got shape "
+                         f"{p.shape}")
+    n = p.shape[0]
+    if n < 2:
+        return lax.full((0,), 0, _complex_of(p.dtype))
+    zero = lax.eq(p, lax.full_like(p, 0))
+    # Index of the first nonzero coefficient (n when all are zero).
+    idx = lax.broadcasted_iota(dtypes.int32, (n,), 0)
+    lead = lax.reduce_min(lax.select(zero, lax.full((n,), n, dtypes.int32), idx), (0,))
+    if strip_zeros:
+        lead = int(core.concrete_or_error(
+            lead, "The error occurred in jnp.roots(): the number of leading zeros decides "
+                  "the output length. To trace it, pass strip_zeros=False (leading zeros then "
+                  "give nan roots)."))
+        return _companion_roots(lax.slice_in_dim(p, lead, n))
+    from ember.numpy import roll  # (a traced shift)
+    # All zero: any polynomial will do, every root becomes nan below.
+    p = lax.select(lax.broadcast_in_dim(lax.eq(lead, n), (n,), ()), lax.full_like(p, 1), p)
+    r = _companion_roots(roll(p, lax.neg(lead)))
+    # The zero roots the rolled-in trailing zeros made go last, then become nan.
+    r = lax.sort_key_val(lax.eq(r, lax.full_like(r, 0)), r)[1]
+    keep = lax.lt(lax.broadcasted_iota(dtypes.int32, (n - 1,), 0),
+                  lax.broadcast_in_dim(lax.sub(lax.full((), n - 1, dtypes.int32), lead),
+                                       (n - 1,), ()))
+    return lax.select(keep, r, lax.full_like(r, complex(np.nan, np.nan)))
+
+
+def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = False,
+            w: Any = None, cov: bool | str = False) -> Any:
+    """Least-squares fit of a polynomial of degree ``deg`` to the points ``(x, y)``.
+
+    ``x`` is 1-D (inexact); ``y`` is 1-D or 2-D (one fit per column). ``w`` weights the
+    points (it multiplies the residuals). ``rcond`` (default ``len(x) * eps``) cuts off small
+    singular values. Returns the coefficients, highest power first; with ``full=True``
+    also the residuals, rank, singular values and rcond; with ``cov`` (True or
+    ``"unscaled"``) the coefficients and their covariance matrix.
+
+    Example:
+        >>> x = jnp.array([0., 1., 2., 3.])
+        >>> jnp.polyfit(x, 2 * x ** 2 + 1, 2).round(4)
+        Array([ 2., -0.,  1.], dtype=float32)
+    """
+    from ember.numpy import linalg
+    from ember.numpy.reductions import sum as _sum
+    x = _arg("polyfit", x)
+    y = _arg("polyfit", y)
+    deg = concrete_index("polyfit", "deg", deg)
+    order = deg + 1
+    if deg < 0:
+        raise ValueError("polyfit: expected deg >= 0")
+    if x.ndim != 1:
+        raise TypeError("polyfit: expected 1D vector for x")
+    if x.shape[0] == 0:
+        raise TypeError("polyfit: expected non-empty vector for x")
+    if y.ndim < 1 or y.ndim > 2:
+        raise TypeError("polyfit: expected 1D or 2D array for y")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError("polyfit: expected x and y to have same length")
+    if rcond is None:
+        if not dtypes.issubdtype(x.dtype, np.inexact):
+            raise ValueError(f"polyfit: data type {x.dtype} of x is not inexact (the default "
+                             "rcond needs its machine epsilon)")
+        rcond = x.shape[0] * float(dtypes.finfo(x.dtype).eps)
+    rcond = float(core.concrete_or_error(rcond, "polyfit: rcond must be a float"))
+    lhs = vander(x, order)
+    rhs = y
+    if w is not None:
+        (w,) = promote_dtypes_inexact(_arg("polyfit", w))
+        if w.ndim != 1:
+            raise TypeError("polyfit: expected a 1-d array for weights")
+        if w.shape[0] != y.shape[0]:
+            raise TypeError("polyfit: expected w and y to have the same length")
+        lhs = multiply(lhs, lax.broadcast_in_dim(w, (w.shape[0], 1), (0,)))
+        rhs = multiply(rhs, lax.broadcast_in_dim(w, (w.shape[0], 1), (0,)) if rhs.ndim == 2
+                       else w)
+    # Columns scaled to unit norm: a better conditioned least-squares problem.
+    (lhs,) = promote_dtypes_inexact(lhs)
+    scale = lax.sqrt(_sum(multiply(lhs, lhs), axis=0))
+    lhs = true_divide(lhs, lax.broadcast_in_dim(scale, (1, order), (1,)))
+    c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond=rcond)
+    c = true_divide(c, lax.broadcast_in_dim(scale, (order, 1), (0,)) if c.ndim == 2 else scale)
+    if full:
+        return c, resids, rank, s, ensure_array(rcond)
+    if not cov:
+        return c
+    vbase = linalg.inv(lax.dot(lax.transpose(lhs, (1, 0)), lhs))
+    vbase = true_divide(vbase, multiply(lax.broadcast_in_dim(scale, (order, 1), (0,)),
+                                        lax.broadcast_in_dim(scale, (1, order), (1,))))
+    if isinstance(cov, str) and cov == "unscaled":
+        fac = lax.full((1,), 1, vbase.dtype)
+    else:
+        if x.shape[0] <= order:
+            raise ValueError("polyfit: the number of data points must exceed order to scale "
+                             "the covariance matrix")
+        fac = true_divide(resids, x.shape[0] - order)
+        if fac.ndim == 0:
+            fac = lax.broadcast_in_dim(fac, (1,), ())
+    if y.ndim == 1:
+        return c, multiply(vbase, lax.reshape(fac, (1,) * 2) if fac.shape[0] == 1 else fac)
+    return c, multiply(lax.broadcast_in_dim(vbase, (order, order, 1), (0, 1)),
+                       lax.reshape(fac, (1, 1, fac.shape[0])))
+
+
 __all__ = [
     "convolve", "correlate", "polyval", "polyadd", "polysub", "polymul", "polydiv",
-    "polyder", "polyint", "poly", "vander", "trim_zeros",
+    "polyder", "polyint", "poly", "vander", "trim_zeros", "roots", "polyfit",
 ]

@@ -129,3 +129,16 @@ RECORDS = [
              lambda x: np.vander(x, 3, increasing=True), (F32, I32, I8),
              VANDER_SHAPES, differentiable=True),
 ]
+
+# roots: eigenvalues of the companion matrix (strip_zeros=False traces; random coefficients
+# have no leading zeros; as in JAX the eigenvalue derivative is not twice differentiable, so
+# test_linalg_fft_conv_compat checks its first derivative). polyfit: least squares on the
+# Vandermonde matrix.
+RECORDS += [
+    OpRecord("roots", lambda p: jnp.roots(p, strip_zeros=False), np.roots, (F32,),
+             (((4,),), ((2,),), ((3,),), ((1,),)), tol=1e-3,
+             out_dtype=lambda d: np.dtype("complex64")),
+    OpRecord("polyfit_deg2", lambda x, y: jnp.polyfit(x, y, 2), lambda x, y: np.polyfit(x, y, 2),
+             (F32,), (((6,), (6,)), ((5,), (5, 3)), ((3,), (3,))), tol=1e-3,
+             differentiable=True, out_dtype=lambda d: d),
+]
