@@ -65,3 +65,33 @@ def test_polyfit_options(jax):
 def test_poly_of_square_matrix(jax):
     a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     close(jnp.poly(a), jax.numpy.poly(a), 1e-5)
+
+
+# ---------------------------------------------------------------- linalg
+
+def test_det_gradient_of_singular_matrices():
+    # d det / dA = adj(A)^T, finite for singular A (was nan through A^-1).
+    r1 = np.array([[1.0, -1.0, 2.0], [3.0, -1.0, 5.0], [3.0, -3.0, 6.0]], np.float32)
+    adj_t = np.array([[9.0, -3.0, -6.0], [0.0, 0.0, 0.0], [-3.0, 1.0, 2.0]], np.float32)
+    close(ember.grad(jnp.linalg.det)(r1), adj_t, 1e-4)
+    close(ember.grad(jnp.linalg.det)(np.ones((3, 3), np.float32)), np.zeros((3, 3), np.float32))
+    a = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+    close(ember.grad(jnp.linalg.det)(a), np.array([[3.0, -1.0], [-1.0, 2.0]], np.float32))
+
+
+def test_solve_batched_a_with_matrix_b(jax):
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(2, 3, 3)).astype(np.float32)
+    b = rng.normal(size=(3, 3)).astype(np.float32)
+    close(jnp.linalg.solve(a, b), np.linalg.solve(a, b), 1e-4)
+    with pytest.raises(ValueError, match="Invalid shapes for solve"):
+        jnp.linalg.solve(a, np.ones((2, 3), np.float32))
+
+
+def test_matrix_rank_rtol_is_absolute():
+    m = np.diag(np.array([4.0, 1.0, 0.1], np.float32))
+    assert int(jnp.linalg.matrix_rank(m, rtol=0.5)) == 2  # JAX: s > 0.5, not s > 0.5 * 4
+    assert int(jnp.linalg.matrix_rank(m, tol=0.05)) == 3
+    assert int(jnp.linalg.matrix_rank(m)) == 3
+    with pytest.raises(ValueError, match="only one of tol or rtol"):
+        jnp.linalg.matrix_rank(m, rtol=0.5, tol=0.5)

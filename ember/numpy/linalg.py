@@ -267,10 +267,39 @@ def _det(a: Any) -> Any:
 def _det_jvp(primals, tangents):
     a, = primals
     g, = tangents
-    y = _det(a)
-    # d det(A) = det(A) tr(A^-1 dA).
-    z = jnp.trace(solve(a, g), axis1=-2, axis2=-1)
-    return y, y * z
+    y, z = _adjugate_times(a, g)
+    # d det(A) = tr(adj(A) dA): defined (and finite) for singular A too.
+    return y, jnp.trace(z, axis1=-2, axis2=-1)
+
+
+def _adjugate_times(a: Any, b: Any) -> tuple[Any, Any]:
+    """(det(a), adj(a) @ b) without dividing by det(a), so that singular ``a`` works.
+
+    With P a = L U: adj(a) b = det(a) U^-1 L^-1 P b. The last pivot u_nn (the one LU makes
+    zero for a rank n-1 matrix) is never divided by: U's last diagonal entry is replaced by
+    1 / (u_11 ... u_{n-1,n-1} * sign), and every row but the last of L^-1 P b is scaled by
+    det(a). Matrices of rank below n - 1 (another zero pivot) have adj(a) = 0.
+    """
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu, pivots, perm = lax_linalg.lu(a)
+    diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
+    moved = pivots != lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1)
+    sign = (1 - 2 * (jnp.count_nonzero(moved, axis=-1) % 2)).astype(a.dtype)
+    partial = jnp.cumprod(diag, axis=-1) * sign[..., None]
+    det = partial[..., -1]
+    lu = lu.at[..., -1, -1].set(1 / partial[..., -2])
+    # Rank below n - 1: U (modified) stays singular, its solve has infs or nans.
+    probe = lax_linalg.triangular_solve(lu, jnp.ones(a.shape[:-1] + (1,), a.dtype),
+                                        left_side=True, lower=False)[..., 0]
+    low_rank = jnp.any(~jnp.isfinite(probe), axis=-1)[..., None, None]
+    x = jnp.where(low_rank, 0, b)
+    x = jnp.take_along_axis(x, jnp.broadcast_to(perm[..., :, None], x.shape), axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    x = jnp.concatenate([x[..., :-1, :] * det[..., None, None], x[..., -1:, :]], axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+    return det, jnp.where(low_rank, 0, x)
 
 
 def det(a: Any) -> Any:
@@ -344,7 +373,8 @@ def solve(a: Any, b: Any) -> Any:
                              f"{np.shape(a)}")
         bb = jnp.broadcast_to(b[:, None], np.shape(a)[:-2] + (n, 1))
         return _lu_solve(a, bb)[..., 0]
-    if np.ndim(b) == np.ndim(a) - 1:
+    if (np.ndim(b) == np.ndim(a) - 1 and np.shape(b)[-1] == n
+            and np.shape(b)[-2] != n):
         raise ValueError(
             f"Invalid shapes for solve: {np.shape(a)}, {np.shape(b)}. Prior to JAX v0.5.0, "
             "this would have been treated as a batched 1-dimensional solve. To recover this "
@@ -495,8 +525,9 @@ def matrix_power(a: Any, n: int) -> Any:
 
 
 def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:
-    """The rank of matrices: singular values above ``rtol * max(s)`` (default
-    ``max(m, n) * eps``); ``tol`` is an absolute threshold (deprecated in JAX).
+    """The rank of matrices: the number of singular values above a threshold, by default
+    ``max(s) * max(m, n) * eps``. As in JAX, an explicit ``rtol`` (or its deprecated alias
+    ``tol``) is that threshold itself, absolute, not relative to ``max(s)``.
 
     Example:
         >>> jnp.linalg.matrix_rank(jnp.array([[1., 2.], [2., 4.]]))
@@ -507,15 +538,17 @@ def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any =
         return jnp.any(M != 0).astype(dtypes.int32)
     s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
     if tol is not None:
-        thresh = ensure_array(tol).astype(s.dtype)
-        if np.ndim(thresh):
-            thresh = thresh[..., None]
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
+    if rtol is None:
+        thresh = (jnp.max(s, axis=-1, keepdims=True) * (max(np.shape(M)[-2:]) * _eps(M))
+                  if np.shape(s)[-1] else jnp.zeros_like(s))
     else:
-        if rtol is None:
-            rtol = max(np.shape(M)[-2:]) * _eps(M)
-        rtol = ensure_array(rtol).astype(s.dtype)
-        thresh = rtol[..., None] * jnp.max(s, axis=-1, keepdims=True) \
-            if np.shape(s)[-1] else jnp.zeros_like(s)
+        # As in JAX, an explicit rtol (like tol) is an absolute threshold on the
+        # singular values, not one relative to the largest.
+        thresh = ensure_array(rtol).astype(s.dtype)
+        thresh = thresh[..., None]
     return jnp.sum(s > thresh, axis=-1).astype(dtypes.int32)
 
 
