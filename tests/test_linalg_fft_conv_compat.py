@@ -95,3 +95,24 @@ def test_matrix_rank_rtol_is_absolute():
     assert int(jnp.linalg.matrix_rank(m)) == 3
     with pytest.raises(ValueError, match="only one of tol or rtol"):
         jnp.linalg.matrix_rank(m, rtol=0.5, tol=0.5)
+
+
+# ---------------------------------------------------------------- fft
+
+def test_fft_input_conversion_like_jax():
+    from ember import lax
+    x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    # lax.fft converts real/integer operands (was a TypeError).
+    close(lax.fft(x, "fft", (4,)), np.fft.fft(x).astype(np.complex64))
+    close(lax.fft(np.arange(4), "rfft", (4,)), np.fft.rfft(np.arange(4)).astype(np.complex64))
+    close(lax.fft(x, "fft", ()), x.astype(np.complex64))
+    with pytest.raises(ValueError, match="only real valued inputs"):
+        lax.fft(x.astype(np.complex64), "rfft", (4,))
+    with pytest.raises(ValueError, match="only real valued inputs"):
+        jnp.fft.rfft2(np.ones((2, 2), np.complex64))
+    # jnp.fft refuses lists (JAX's ensure_arraylike), except ihfft.
+    with pytest.raises(TypeError, match="requires ndarray or scalar"):
+        jnp.fft.fft([1.0, 2.0])
+    with pytest.raises(TypeError, match="requires ndarray or scalar"):
+        jnp.fft.hfft([1.0, 2.0])
+    close(jnp.fft.ihfft([1.0, 2.0, 3.0]), np.fft.ihfft([1.0, 2.0, 3.0]).astype(np.complex64))

@@ -183,6 +183,20 @@ def fft(x: Any, fft_type: Any, fft_lengths: Sequence[int]) -> Any:
     x = base.as_operand(x, "fft", "x")
     typ = _fft_type(fft_type)
     lengths = base.check_shape("fft", "fft_lengths", fft_lengths)
+    # As in JAX: integer and boolean operands become float32 (RFFT) or complex64, real
+    # operands of the complex transforms become complex.
+    dt = np.dtype(core.get_aval(x).dtype)
+    if typ == FftType.RFFT:
+        if dt.kind == "c":
+            raise ValueError("fft: only real valued inputs supported for rfft")
+        if dt.kind in "biu":
+            x = E.convert_element_type(x, np.dtype(np.float32), False)
+        elif dt not in _COMPLEX_OF:
+            raise ValueError(f"fft: RFFT input must be float32 or float64, got {dt}")
+    elif dt.kind != "c":
+        x = E.convert_element_type(x, _COMPLEX_OF.get(dt, np.dtype(np.complex64)), False)
+    if not lengths:
+        return x
     return fft_p.bind(x, fft_type=typ, fft_lengths=lengths)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ember import core, dtypes, lax
 from ember.lax.fft import FftType
 from ember.numpy import creation, shape, ufuncs
+from ember.numpy._util import check_arraylike
 
 _NORMS = (None, "backward", "ortho", "forward")
 _INVERSE = (FftType.IFFT, FftType.IRFFT)
@@ -53,6 +54,7 @@ def _resize(x: Any, axis: int, n: int) -> Any:
 
 def _fft_core(fn: str, fft_type: FftType, a: Any, s: Sequence[int] | None,
               axes: Sequence[int] | None, norm: str | None) -> Any:
+    check_arraylike(f"jax.numpy.fft.{fn}", a)
     a = creation.asarray(a)
     nd = a.ndim
     if s is not None:
@@ -77,7 +79,8 @@ def _fft_core(fn: str, fft_type: FftType, a: Any, s: Sequence[int] | None,
                          f"{axes}.")
     if fft_type == FftType.RFFT:
         if dtypes.is_complex(a.dtype):
-            raise TypeError(f"jax.numpy.fft.{fn} does not support complex input")
+            raise ValueError(f"jax.numpy.fft.{fn}: only real valued inputs supported for "
+                             "rfft")
         a = a.astype(dtypes.canonicalize_dtype(np.float64))
     else:
         a = a.astype(dtypes.canonicalize_dtype(np.complex128))
@@ -181,6 +184,7 @@ def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) 
     """
     if norm not in _NORMS:
         _scale(None, 1, FftType.FFT, norm, "hfft")
+    check_arraylike("jax.numpy.fft.hfft", a)
     return irfft(ufuncs.conj(creation.asarray(a)), n, axis, _SWAP[norm])
 
 
@@ -193,7 +197,8 @@ def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None)
     """
     if norm not in _NORMS:
         _scale(None, 1, FftType.FFT, norm, "ihfft")
-    return ufuncs.conj(rfft(a, n, axis, _SWAP[norm]))
+    # (Unlike the other transforms, JAX accepts a list here.)
+    return ufuncs.conj(rfft(creation.asarray(a), n, axis, _SWAP[norm]))
 
 
 def fftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
