@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import importlib
 import json
 import os
 import shutil
@@ -450,6 +451,33 @@ def workload_j(engines, quick):
             Workload("j2", "RNN scan, 100 steps, b8 32->64 f32", rnn)]
 
 
+def _cnn_loss(m, lax, params, x):
+    """Two 3x3 convolutions (32 channels, NHWC) with relu, a 2x2 max pool and a mean."""
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = lax.conv_general_dilated(x, params[0], (1, 1), "SAME", dimension_numbers=dn)
+    h = m.maximum(h, 0.0)
+    h = lax.conv_general_dilated(h, params[1], (1, 1), "SAME", dimension_numbers=dn)
+    h = lax.reduce_window(m.maximum(h, 0.0), -m.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                          "VALID")
+    return m.mean(h * h)
+
+
+def workload_k(engines, quick):
+    x, k1, k2 = _rng_arrays((32, 28, 28, 1), (3, 3, 1, 32), (3, 3, 32, 32), seed=3)
+    params = (k1 * 0.3, k2 * 0.06)
+    step = {}
+    for name, eng in engines.items():
+        lax = _lax_of(name)
+        if lax is None:
+            continue
+        root = importlib.import_module(name)  # (ember or jax: their value_and_grad)
+        f = eng.jit(root.value_and_grad(
+            lambda p, x, m=eng.m, lax=lax: _cnn_loss(m, lax, p, x)))
+        ps, xa = tuple(eng.put(p) for p in params), eng.put(x)
+        step[name] = lambda f=f, ps=ps, xa=xa, eng=eng: eng.block(f(ps, xa))
+    return [Workload("k", "CNN step: 2 convs 3x3x32 + max pool, b32 28x28, grad", step)]
+
+
 # --- (g), (h): time to first result in fresh processes ----------------------------------------
 
 def _small_fn(m, x):
@@ -632,8 +660,9 @@ def print_table(rows: list[list[str]], markdown: bool) -> None:
 
 
 WORKLOADS = {"a": workload_a, "b": workload_b, "c": workload_c, "d": workload_d,
-             "e": workload_e, "f": workload_f, "i": workload_i, "j": workload_j}
-ALL_KEYS = tuple("abcdefghij")
+             "e": workload_e, "f": workload_f, "i": workload_i, "j": workload_j,
+             "k": workload_k}
+ALL_KEYS = tuple("abcdefghijk")
 
 
 def main(argv: list[str] | None = None) -> None:
