@@ -234,8 +234,8 @@ def _check_arraylike(name: str, *args: Any) -> None:
 
 def _canonical_axis(axis: int, ndim: int) -> int:
     if not -ndim <= axis < ndim:
-        from ember.errors import AxisError
-        raise AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+        # NumPy's AxisError is both a ValueError (JAX's class) and an IndexError.
+        raise np.exceptions.AxisError(int(axis), ndim)
     return axis % ndim
 
 

@@ -238,7 +238,7 @@ def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None,
     return lax.exp(loggamma(key, half, shape, dtype)) * np.array(2, dtype)
 
 
-def t(key: Any, df: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
+def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Student's t samples: ``n * sqrt(df / (2 g))`` with ``g ~ Gamma(df / 2)``.
 
     Example:
@@ -257,7 +257,8 @@ def t(key: Any, df: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     return n * jnp.sqrt(half_df / g)
 
 
-def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
+def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
+      dtype: Any = None) -> Any:
     """F-distribution samples: ``(X1 / dfnum) / (X2 / dfden)`` for chi-square ``X1, X2``.
 
     Example:
@@ -268,8 +269,9 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] = (), dtype: Any = 
     _safe_cast_check("f", dtype, dfnum, dfden)
     shape = (_broadcast_shapes("f", shape, dfnum, dfden) if shape is not None
              else tuple(np.broadcast_shapes(np.shape(dfnum), np.shape(dfden))))
-    dfnum = lax.convert_element_type(dfnum, dtype)
-    dfden = lax.convert_element_type(dfden, dtype)
+    jnp = _jnp()
+    dfnum = jnp.broadcast_to(lax.convert_element_type(dfnum, dtype), shape)
+    dfden = jnp.broadcast_to(lax.convert_element_type(dfden, dtype), shape)
     ks = split_data(key, (2,))
     chi_num = chisquare(ks[1], dfnum, shape, dtype)
     chi_den = chisquare(ks[0], dfden, shape, dtype)

@@ -49,6 +49,9 @@ def check_key(name: str, key: Any, *, allow_batched: bool = False) -> Any:
     if not allow_batched and len(shape) > 1:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{shape} != (). Use jax.vmap for batching.")
+    if isinstance(key, (np.ndarray, np.generic)):  # NumPy key data becomes an ember Array
+        import ember.numpy as jnp
+        key = jnp.asarray(key)
     return key
 
 
@@ -212,8 +215,8 @@ def clone(key: Any) -> Any:
     Example:
         >>> k2 = random.clone(random.key(0))
     """
-    check_key("clone", key, allow_batched=True)
-    return key
+    data = check_key("clone", key, allow_batched=True)
+    return key if isinstance(key, PRNGKeyArray) else data
 
 
 def _rewrap(like: Any, data: Any) -> Any:

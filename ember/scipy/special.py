@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from ember import lax
+from ember import nn as _nn
 from ember import numpy as jnp
 from ember.custom_derivatives import custom_jvp
-from ember.nn.functions import log_softmax, logsumexp, softmax
+from ember.nn.functions import logsumexp
 from ember.numpy._util import promote_args_inexact
 
 Array = Any
@@ -34,8 +35,14 @@ __all__ = [
 def _real(fn: str, *args: ArrayLike) -> list[Array]:
     out = promote_args_inexact(fn, *args)
     if jnp.issubdtype(out[0].dtype, np.complexfloating):
-        raise ValueError(f"{fn} does not support complex-valued inputs.")
+        raise TypeError(f"{fn} does not accept dtype {np.dtype(out[0].dtype)}. Accepted "
+                        "dtypes are subtypes of floating.")
     return out
+
+
+def _strong(x: Array) -> Array:
+    """``x`` without its weak type (JAX's results of these functions are never weak)."""
+    return lax.convert_element_type(x, x.dtype)
 
 
 def _c(x: Array, v: float) -> float:
@@ -70,7 +77,7 @@ def gammasgn(x: ArrayLike) -> Array:
     neg = x < 0
     pole = (neg & (x == fl)) | jnp.isnan(x)
     minus = (neg & (jnp.remainder(fl, 2) != 0)) | ((x == 0) & jnp.signbit(x))
-    return jnp.where(pole, _c(x, np.nan), jnp.where(minus, _c(x, -1.0), _c(x, 1.0)))
+    return _strong(jnp.where(pole, _c(x, np.nan), jnp.where(minus, _c(x, -1.0), _c(x, 1.0))))
 
 
 def gamma(x: ArrayLike) -> Array:
@@ -172,11 +179,26 @@ def _zeta_impl(s: Array, q: Array) -> Array:
         total = total + _c(s, b / math.factorial(2 * j)) * rising * w_pow
         rising = rising * (s + _c(s, 2 * j - 1)) * (s + _c(s, 2 * j))
         w_pow = w_pow * inv_w2
-    # s == 1 is the pole; q <= 0 is outside the domain (as JAX: NaN there).
+    # As JAX (XLA): s == 1 is the pole, s < 1 is NaN; for q <= 0 the sum is defined only
+    # for integer s, and at integer q (a term k + q == 0) it is +inf for even s, else NaN.
     nan = jnp.full_like(total, np.nan)
     inf = jnp.full_like(total, np.inf)
-    total = jnp.where(q <= 0, nan, total)
+    int_s = s == lax.floor(s)
+    even_s = int_s & (jnp.remainder(s, _c(s, 2.0)) == 0)
+    nonpos = q <= 0
+    total = jnp.where(nonpos & ~int_s, nan, total)
+    total = jnp.where(nonpos & (q == lax.floor(q)), jnp.where(even_s, inf, nan), total)
     return jnp.where(s == one, inf, jnp.where(s < one, nan, total))
+
+
+def _zeta_upcast(s: Array, q: Array) -> Array:
+    # Half precision overflows in the Euler-Maclaurin terms: evaluate in float32.
+    dt = np.dtype(s.dtype)
+    if dt.itemsize >= 4:
+        return _zeta_impl(s, q)
+    f32 = np.dtype(np.float32)
+    out = _zeta_impl(lax.convert_element_type(s, f32), lax.convert_element_type(q, f32))
+    return lax.convert_element_type(out, dt, weak_type=bool(getattr(s, "weak_type", False)))
 
 
 def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
@@ -195,7 +217,7 @@ def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
         raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
                                   "compute the Hurwitz Zeta function.")
     x, q = _real("zeta", x, q)
-    return _zeta_impl(x, q)
+    return _zeta_upcast(x, q)
 
 
 def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
@@ -217,7 +239,7 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     fact = lax.exp(lax.lgamma(n1))
     sign = jnp.where(jnp.remainder(n, 2) == 0, _c(x, -1.0), _c(x, 1.0))
     safe_n1 = jnp.where(n == 0, _c(n, 2.0), n1)
-    high = sign * fact * _zeta_impl(safe_n1, x)
+    high = sign * fact * _zeta_upcast(safe_n1, x)
     return jnp.where(n == 0, lax.digamma(x), high)
 
 
@@ -273,10 +295,17 @@ def _igamma_both(a: Array, x: Array) -> tuple[Array, Array, Array]:
 
 
 def _igamma_edges(a: Array, x: Array, value: Array, at_zero: float, at_inf: float) -> Array:
-    out = jnp.where(x == 0, _c(value, at_zero), value)
-    out = jnp.where(jnp.isinf(x) & (x > 0), _c(value, at_inf), out)
-    bad = (a <= 0) | (x < 0) | jnp.isnan(a) | jnp.isnan(x)
-    return jnp.where(bad, _c(value, np.nan), out)
+    # As JAX: x == 0 < a gives P = 0; a == 0 < x or x == inf gives P = 1; a == inf gives NaN
+    # except at x == 0 or inf; a == x == 0, a < 0, x < 0 and NaNs give NaN.
+    # (Comparisons with inf rather than isinf: lax's abs jvp fails on weak scalars.)
+    inf = _c(a, np.inf)
+    out = jnp.where(a == inf, _c(value, np.nan), value)
+    out = jnp.where((a == 0) | (x == inf), _c(value, at_inf), out)
+    out = jnp.where(x == 0, _c(value, at_zero), out)
+    bad = (a < 0) | (x < 0) | ((a == 0) & (x == 0)) | jnp.isnan(a) | jnp.isnan(x)
+    out = jnp.where(bad, _c(value, np.nan), out)
+    # The result is weakly typed exactly when the (promoted) arguments are.
+    return lax.convert_element_type(out, out.dtype, weak_type=bool(getattr(a, "weak_type", False)))
 
 
 def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
@@ -346,7 +375,7 @@ def _float_only(fn: str, x: ArrayLike) -> Array:
     if np.dtype(x.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"{fn}: x.dtype={np.dtype(x.dtype)} is not supported, only float32 "
                         "and float64.")
-    return x
+    return _strong(x)  # (JAX's results are never weakly typed here)
 
 
 def _ndtr(x: Array) -> Array:
@@ -664,3 +693,27 @@ def i1(x: ArrayLike) -> Array:
     (x,) = _real("i1", x)
     half = lax.exp(jnp.abs(x) / 2)
     return half * _i1e(x) * half
+
+
+# ---------------------------------------------------------------- softmax family
+# (scipy's signatures: keyword-only ``axis``, default None = over all axes, no ``where``)
+
+
+def softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``exp(x) / sum(exp(x))`` over ``axis`` (default: all axes).
+
+    Example:
+        >>> ember.scipy.special.softmax(jnp.array([0., 0.]))
+        Array([0.5, 0.5], dtype=float32)
+    """
+    return _nn.softmax(x, axis=axis)
+
+
+def log_softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``x - logsumexp(x)`` over ``axis`` (default: all axes).
+
+    Example:
+        >>> ember.scipy.special.log_softmax(jnp.array([0., 0.]))
+        Array([-0.6931472, -0.6931472], dtype=float32)
+    """
+    return _nn.log_softmax(x, axis=axis)
