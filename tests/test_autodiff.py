@@ -542,3 +542,10 @@ def test_jacobian_blocks_take_the_weak_type_of_their_leading_value():
     assert not ember.jacfwd(lambda x: jnp.ones(3) * x)(1.0).weak_type  # a strong output
     assert ember.jacrev(lambda x: jnp.ones(3) * x)(1.0).weak_type  # ... from a weak input
     np.testing.assert_allclose(ember.jacrev(lambda x: jnp.ones(3) * x)(1.0), np.ones(3))
+
+
+def test_jvp_of_abs_at_python_floats():
+    # (the rule compared a weakly typed float primal with an int 0: a dtype error)
+    for x, slope in [(1.5, 1.0), (-1.5, -1.0), (0.0, 1.0)]:
+        y, t = ember.jvp(jnp.abs, (x,), (1.0,))
+        assert (float(y), float(t)) == (abs(x), slope)

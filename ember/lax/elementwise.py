@@ -852,7 +852,7 @@ def _abs_jvp(g, ans, x):
     if dtypes.is_complex(core.get_aval(x).dtype):  # d|x| = re(conj(x) dx) / |x|
         safe = select(eq(ans, 0.0), full_of(core.get_aval(ans).shape, 1, ans.dtype), ans)
         return div(real(mul(conj(x), g)), safe)
-    return select(ge(x, 0), g, neg(g))  # JAX's convention: slope 1 at 0
+    return select(ge(x, 0.0), g, neg(g))  # JAX's convention: slope 1 at 0 (a float 0: x is real)
 
 
 ad.defjvp2(abs_p, _abs_jvp)
