@@ -18,22 +18,9 @@ from ember import core
 from ember.compiler.hlo import Builder, Computation, Instruction
 from ember.compiler.lower import lower_jaxpr_body, shape_of
 from ember.interpreters import partial_eval as pe
+from ember.interpreters.pjit import closure_convert
 from ember.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ember.tree_util import PyTreeDef, tree_flatten, tree_unflatten
-
-
-def _split_tracer_consts(closed: ClosedJaxpr) -> tuple[list[Var], list[Any], ClosedJaxpr]:
-    """The constvars holding tracers (with their values), and ``closed`` without them."""
-    t_vars, t_vals, k_vars, k_vals = [], [], [], []
-    for v, c in zip(closed.jaxpr.constvars, closed.consts):
-        if isinstance(c, core.Tracer):
-            t_vars.append(v)
-            t_vals.append(c)
-        else:
-            k_vars.append(v)
-            k_vals.append(c)
-    j = closed.jaxpr
-    return t_vars, t_vals, ClosedJaxpr(Jaxpr(k_vars, j.invars, j.outvars, j.eqns), k_vals)
 
 
 def trace_function(fun: Callable, in_tree: PyTreeDef, in_avals: Sequence[core.ShapedArray]
@@ -65,21 +52,23 @@ def trace_functions(funs: Sequence[Callable], in_tree: PyTreeDef,
             return leaves
 
         closed, _ = pe.trace_to_jaxpr(flat_fun, list(in_avals))
-        traced.append((_split_tracer_consts(closed), out_tree_box[0]))
+        # (closed-over tracers become the leading inputs, their values ``t_vals``)
+        converted, t_vals = closure_convert(closed)
+        traced.append((converted, t_vals, out_tree_box[0]))
     consts: list[Any] = []
     index: dict[int, int] = {}  # id of a tracer -> its position in consts
-    for (_, t_vals, _), _ in traced:
+    for _, t_vals, _ in traced:
         for c in t_vals:
             if id(c) not in index:
                 index[id(c)] = len(consts)
                 consts.append(c)
     jaxprs, out_trees = [], []
-    for (t_vars, t_vals, rest), out_tree in traced:
-        by_pos = {index[id(c)]: v for v, c in zip(t_vars, t_vals)}
+    for converted, t_vals, out_tree in traced:
+        j = converted.jaxpr
+        by_pos = {index[id(c)]: v for v, c in zip(j.invars, t_vals)}
         lead = [by_pos[i] if i in by_pos else Var(core.get_aval(c)) for i, c in enumerate(consts)]
-        j = rest.jaxpr
-        jaxprs.append(ClosedJaxpr(Jaxpr(j.constvars, lead + list(j.invars), j.outvars, j.eqns),
-                                  rest.consts))
+        jaxprs.append(ClosedJaxpr(Jaxpr(j.constvars, lead + list(j.invars[len(t_vals):]),
+                                        j.outvars, j.eqns), converted.consts))
         out_trees.append(out_tree)
     return jaxprs, consts, out_trees
 
