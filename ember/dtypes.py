@@ -364,6 +364,8 @@ def issubdtype(a: Any, b: Any) -> bool:
     if a is None:
         return False
     if isinstance(getattr(a, "type", None), type) and issubclass(a.type, extended):
+        if isinstance(getattr(b, "type", None), type) and not isinstance(b, type):
+            return a == b  # (a key dtype against a dtype instance: the same dtype)
         return isinstance(b, type) and issubclass(a.type, b)
     try:
         da = np.dtype(a)

@@ -175,3 +175,13 @@ def test_comparing_a_key_with_a_number_raises_and_keys_pass_through_jit_bare():
         key != 1.0  # noqa: B015
     out = ember.jit(lambda k: k)(key)
     assert bool(out == key) and bool(ember.jit(lambda k: k)(key) == key)
+
+
+def test_issubdtype_with_key_dtypes_on_either_side():
+    # As JAX: a key dtype is a subdtype of itself, of extended and prng_key, and of nothing
+    # else; nothing else is a subdtype of it.
+    kd = ember.random.key(0).dtype
+    assert jnp.issubdtype(kd, kd) and jnp.issubdtype(kd, ember.dtypes.prng_key)
+    assert jnp.issubdtype(kd, ember.dtypes.extended)
+    assert not jnp.issubdtype(kd, np.dtype("float32")) and not jnp.issubdtype(kd, jnp.integer)
+    assert not jnp.issubdtype(np.float32, kd) and not jnp.issubdtype(jnp.uint32, kd)

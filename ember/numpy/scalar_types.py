@@ -188,6 +188,8 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
     arg1 = _to_dtype_like(arg1)
     if isinstance(getattr(arg1, "type", None), type) and issubclass(arg1.type, dtypes.extended):
         return dtypes.issubdtype(arg1, arg2)  # (a PRNG key dtype)
+    if isinstance(getattr(arg2, "type", None), type) and issubclass(arg2.type, dtypes.extended):
+        return False  # (only a key dtype is a key dtype)
     if isinstance(arg2, _ScalarMeta):
         arg2 = arg2.dtype.type
     elif isinstance(arg2, np.dtype):
