@@ -63,3 +63,23 @@ RECORDS = [
     _r("polygamma1", lambda x: sp.polygamma(1, x + 0.5), _vec(lambda x: _zeta(2.0, x + 0.5)),
        rng="positive", tol=1e-5),
 ]
+
+# ember.scipy.special_more (references: mpmath and the math module).
+import mpmath as _mp  # noqa: E402
+
+RECORDS += [
+    _r("loggamma", sp.loggamma, _vec(math.lgamma), rng="positive"),
+    _r("erfcx", sp.erfcx, _vec(lambda x: math.exp(x * x) * math.erfc(x)), tol=1e-5),
+    _r("exp1", sp.exp1, _vec(lambda x: float(_mp.expint(1, x))), rng="positive", tol=1e-5),
+    _r("expi", sp.expi, _vec(lambda x: float(_mp.ei(x))), rng="positive", tol=1e-5),
+    _r("expn3", lambda x: sp.expn(3, x), _vec(lambda x: float(_mp.expint(3, x))),
+       rng="positive", tol=1e-5),
+    _r("spence", sp.spence, _vec(lambda x: float(_mp.polylog(2, 1 - x))), rng="positive",
+       tol=1e-5),
+    _r("poch", lambda z: sp.poch(z + 1, 1.5),
+       _vec(lambda z: math.gamma(z + 2.5) / math.gamma(z + 1)),
+       rng="positive", tol=1e-5),
+    _r("betainc_x", lambda x: sp.betainc(2.5, 1.5, x * 0.5 + 0.5),
+       _vec(lambda x: float(_mp.betainc(2.5, 1.5, 0, x * 0.5 + 0.5, regularized=True))),
+       shapes=(((5,),),), rng="unit", tol=1e-5),
+]
