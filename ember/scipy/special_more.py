@@ -130,7 +130,7 @@ def bernoulli(n: int) -> Array:
     """
     n = concrete_index("bernoulli", "n", n)
     if n < 0:
-        raise ValueError("bernoulli: n must be a non-negative integer, got {n}.")
+        raise ValueError(f"bernoulli: n must be a non-negative integer, got {n}.")
     vals = [float(b) if abs(b) < 1e300 else math.copysign(math.inf, b)
             for b in _bernoulli_exact(n)]
     return jnp.asarray(np.array(vals), dtype=jnp.result_type(float))
