@@ -111,22 +111,59 @@ custom_jvp_call_p.def_lowering(_call_lowering)
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, name, symbolic_zeros,
                          num_consts=0):
     _check_const_tangents(tangents[:num_consts], "custom_jvp")
-    return _apply_jvp_rule(jvp, primals[num_consts:], tangents[num_consts:])
+    return _apply_jvp_rule(jvp, primals[num_consts:], tangents[num_consts:], symbolic_zeros)
 
 
 custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
 
 
-def _apply_jvp_rule(jvp: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
-    tangents = [ad.instantiate_zeros(t) for t in tangents]
+class SymbolicZero:
+    """A zero tangent as a ``custom_jvp`` rule defined with ``symbolic_zeros=True`` sees it
+    (the argument is not differentiated); a rule may return one too.
+
+    Example:
+        >>> @ember.custom_jvp
+        ... def f(x, y):
+        ...     return x * y
+        >>> def f_jvp(primals, tangents):
+        ...     (x, y), (tx, ty) = primals, tangents
+        ...     if isinstance(ty, SymbolicZero):  # y is not differentiated
+        ...         return f(x, y), tx * y
+        ...     return f(x, y), tx * y + x * ty
+        >>> f.defjvp(f_jvp, symbolic_zeros=True)  # doctest: +SKIP
+    """
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: core.ShapedArray):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    @staticmethod
+    def from_primal_value(x: Any) -> SymbolicZero:
+        return SymbolicZero(ad.tangent_aval(core.get_aval(x)))
+
+    def __repr__(self) -> str:
+        return f"SymbolicZero({self.aval})"
+
+
+def _apply_jvp_rule(jvp: Callable, primals: Sequence[Any], tangents: Sequence[Any],
+                    symbolic_zeros: bool = False):
+    if symbolic_zeros:
+        tangents = [SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangents]
+    else:
+        tangents = [ad.instantiate_zeros(t) for t in tangents]
     outs, touts = jvp(list(primals), tangents)
-    return outs, [t if dtypes.is_inexact(core.get_aval(o).dtype)
+    return outs, [t if dtypes.is_inexact(core.get_aval(o).dtype) and type(t) is not SymbolicZero
                   else ad.Zero.from_primal_value(o) for o, t in zip(outs, touts)]
 
 
-def bind_custom_jvp(fun: Callable, jvp: Callable, args: Sequence[Any], name: str) -> list:
+def bind_custom_jvp(fun: Callable, jvp: Callable, args: Sequence[Any], name: str,
+                    symbolic_zeros: bool = False) -> list:
     """Calls ``fun`` (flat in, flat out) with ``jvp`` as its derivative rule, dispatching on
-    the current trace."""
+    the current trace (``symbolic_zeros``: the rule sees ``SymbolicZero`` tangents)."""
     trace = core.current_trace()
     if isinstance(trace, core.EvalTrace):
         return fun(*args)
@@ -138,10 +175,10 @@ def bind_custom_jvp(fun: Callable, jvp: Callable, args: Sequence[Any], name: str
             # carry tangents of this trace, so run it here.
             return fun(*primals)
         with core.set_current_trace(trace.parent):
-            outs, touts = _apply_jvp_rule(jvp, primals, tangents)
+            outs, touts = _apply_jvp_rule(jvp, primals, tangents, symbolic_zeros)
         return [trace.new(o, t) for o, t in zip(outs, touts)]
     return _stage_call(custom_jvp_call_p, fun, args, jvp=jvp, name=name,
-                       symbolic_zeros=False)
+                       symbolic_zeros=symbolic_zeros)
 
 
 class _CustomDerivative:
@@ -205,12 +242,14 @@ class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         super().__init__(fun, nondiff_argnums)
         self.jvp: Callable | None = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
-        """Sets the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_jvp.defjvp: symbolic_zeros=True is not supported")
+        """Sets the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``; with
+        ``symbolic_zeros=True`` the tangents of arguments not differentiated are
+        ``SymbolicZero`` objects (and the rule may return them)."""
         self.jvp = jvp
+        self.symbolic_zeros = bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *jvps: Callable | None) -> None:
@@ -253,7 +292,8 @@ class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
                                 "equal container (pytree) structures, but got "
                                 f"{out_tree} and {tout_tree} respectively.")
             for o, t in zip(out_flat, tout_flat):
-                oa, ta = core.get_aval(o), core.get_aval(t)
+                oa = core.get_aval(o)
+                ta = t.aval if type(t) is SymbolicZero else core.get_aval(t)
                 expected = ad.tangent_aval(oa)
                 if (ta.shape, ta.dtype) != (expected.shape, expected.dtype):
                     raise TypeError(
@@ -266,7 +306,7 @@ class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
             return out_flat, tout_flat
 
         flat_jvp.__name__ = _fun_name(self.jvp)
-        outs = bind_custom_jvp(flat_fun, flat_jvp, flat, name)
+        outs = bind_custom_jvp(flat_fun, flat_jvp, flat, name, self.symbolic_zeros)
         return tree_util.tree_unflatten(store["out_tree"], outs)
 
 
@@ -721,5 +761,5 @@ def _flatten_bwd_output(cts_in: Any, diff_args: list, flat_args: list) -> list:
     return out
 
 
-__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
+__all__ = ["SymbolicZero", "custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
            "custom_lin_p"]

@@ -140,3 +140,38 @@ def test_jit_and_vmap_match_eager():
     for fn in (sp.erfcx, sp.expi, sp.spence, lambda v: sp.betainc(2.0, 3.0, v / 40)):
         np.testing.assert_allclose(ember.jit(fn)(x), fn(x), rtol=1e-6)
         np.testing.assert_allclose(ember.vmap(fn)(x), fn(x), rtol=1e-6)
+
+
+def test_betainc_refuses_derivatives_in_a_and_b():
+    # As JAX: a ValueError (the rule sees which tangents are symbolic zeros), never a
+    # silent zero; the derivative in x is the beta density.
+    for argnums in (0, 1, (0, 2)):
+        with pytest.raises(ValueError, match="Betainc gradient with respect to a and b"):
+            ember.grad(sp.betainc, argnums=argnums)(2.0, 3.0, 0.5)
+    with pytest.raises(ValueError, match="Betainc gradient"):
+        ember.jit(ember.grad(sp.betainc))(2.0, 3.0, 0.5)
+    # d/dx I_x(2, 3) = x (1 - x)^2 / B(2, 3) = 12 x (1 - x)^2
+    assert abs(float(ember.grad(sp.betainc, argnums=2)(2.0, 3.0, 0.5)) - 1.5) < 1e-5
+    assert abs(float(ember.jacfwd(sp.betainc, argnums=2)(2.0, 3.0, 0.25)) - 1.6875) < 1e-5
+
+
+def test_custom_jvp_with_symbolic_zeros_sees_which_tangents_are_zero():
+    seen = []
+
+    @ember.custom_jvp
+    def f(x, y):
+        return x * y
+
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        seen.append((isinstance(tx, ember.custom_derivatives.SymbolicZero),
+                     isinstance(ty, ember.custom_derivatives.SymbolicZero)))
+        out = tx * y if not isinstance(tx, ember.custom_derivatives.SymbolicZero) else 0.0
+        if not isinstance(ty, ember.custom_derivatives.SymbolicZero):
+            out = out + x * ty
+        return f(x, y), out
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    assert float(ember.grad(f)(2.0, 3.0)) == 3.0 and seen[-1] == (False, True)
+    assert float(ember.grad(f, argnums=1)(2.0, 3.0)) == 2.0 and seen[-1] == (True, False)
+    assert float(ember.jit(ember.grad(f))(2.0, 5.0)) == 5.0 and seen[-1] == (False, True)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ember import lax
 from ember import numpy as jnp
-from ember.custom_derivatives import custom_jvp
+from ember.custom_derivatives import SymbolicZero, custom_jvp
 from ember.numpy._util import concrete_index, promote_args_inexact
 
 Array = Any
@@ -46,7 +46,7 @@ def _strong(x: Array) -> Array:
 
 
 def _is64(x: Array) -> bool:
-    return np.dtype(x.dtype) == np.float64
+    return np.dtype(jnp.result_type(x)) == np.float64  # (x may be a Python float in a rule)
 
 
 # ---------------------------------------------------------------- gamma relatives
@@ -376,21 +376,23 @@ def _betainc(a: Array, b: Array, x: Array) -> Array:
 
 def _betainc_jvp(primals, tangents):
     a, b, x = primals
-    _, _, dx = tangents
+    da, db, dx = tangents
+    if not (isinstance(da, SymbolicZero) and isinstance(db, SymbolicZero)):
+        raise ValueError("Betainc gradient with respect to a and b not supported.")
+    out = _betainc(a, b, x)
+    if isinstance(dx, SymbolicZero):
+        return out, dx
     lbeta = lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
     dens = lax.exp((b - 1) * lax.log1p(-x) + (a - 1) * lax.log(x) - lbeta)
-    return _betainc(a, b, x), dens * dx
+    return out, dens * dx
 
 
-_betainc.defjvp(_betainc_jvp)
+_betainc.defjvp(_betainc_jvp, symbolic_zeros=True)
 
 
 def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
-    """The regularized incomplete beta function ``I_x(a, b)``, differentiable in ``x``.
-
-    JAX raises ValueError for a gradient in ``a`` or ``b``; here ``a`` and ``b`` are
-    treated as constants (ember's custom_jvp rules see instantiated zero tangents, so the
-    rule cannot tell which arguments are differentiated).
+    """The regularized incomplete beta function ``I_x(a, b)``, differentiable in ``x``
+    (a derivative in ``a`` or ``b`` raises ValueError, as in JAX).
 
     Example:
         >>> ember.scipy.special.betainc(jnp.array([2.]), jnp.array([3.]), jnp.array([0.5]))
@@ -398,7 +400,7 @@ def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """
     a, b, x = _real("betainc", a, b, x)
     a, b, x = jnp.broadcast_arrays(a, b, x)
-    out = _betainc(lax.stop_gradient(a), lax.stop_gradient(b), x)
+    out = _betainc(a, b, x)
     # (weakly typed exactly when the promoted arguments are, as JAX's primitive)
     return lax.convert_element_type(out, out.dtype, weak_type=bool(getattr(a, "weak_type", 0)))
 
