@@ -9,7 +9,8 @@ import ember
 import ember.numpy as jnp
 import ember.scipy.special as sp
 
-mp.mp.dps = 30
+# (references at 30 digits, inside ``mp.workdps``: other test files in the same process set
+# mpmath's global precision, and expint(n, x) at large x needs the digits)
 
 X = np.array([1e-3, 0.1, 0.5, 1.0, 1.5, 3.0, 10.0, 30.0, 60.0], np.float32)
 CASES = {
@@ -34,7 +35,8 @@ def _ulps(got, ref, dtype):
 def test_values_vs_mpmath(name, dtype, x64):
     fn, ref = CASES[name]
     x = X.astype(dtype)
-    want = np.array([float(ref(mp.mpf(float(v)))) for v in x])
+    with mp.workdps(30):
+        want = np.array([float(ref(mp.mpf(float(v)))) for v in x])
     got = np.asarray(fn(jnp.asarray(x)))
     assert got.dtype == dtype
     finite = np.abs(want) < np.finfo(dtype).max
@@ -47,8 +49,9 @@ def test_betainc_vs_mpmath(dtype, x64):
     rng = np.random.default_rng(0)
     a, b = (rng.uniform(0.1, 10, 30).astype(dtype) for _ in range(2))
     x = rng.uniform(0, 1, 30).astype(dtype)
-    want = np.array([float(mp.betainc(float(p), float(q), 0, float(y), regularized=True))
-                     for p, q, y in zip(a, b, x)])
+    with mp.workdps(30):
+        want = np.array([float(mp.betainc(float(p), float(q), 0, float(y), regularized=True))
+                         for p, q, y in zip(a, b, x)])
     got = np.asarray(sp.betainc(a, b, x))
     # (the prefactor x^a (1-x)^b / B(a, b) amplifies the rounding of its logarithm)
     assert np.max(_ulps(got, want, dtype)) < 64
