@@ -58,3 +58,28 @@ RECORDS = [
              F32 + (np.dtype("int32"),), (((1, 2, 4, 4), (3, 2, 3, 3)),), differentiable=True,
              kind="lax", tol=1e-4),
 ]
+
+
+def _patches_ref(x, filter_shape):
+    # Each output feature c * prod(filter_shape) + k is input channel c at window offset k.
+    c, k = x.shape[1], int(np.prod(filter_shape))
+    w = np.eye(c * k).reshape(c * k, c, *filter_shape)
+    return conv_ref(x, w, (1,) * len(filter_shape), [(0, 0)] * len(filter_shape))
+
+
+RECORDS += [
+    OpRecord("lax.conv_with_general_padding",
+             lambda x, w: lax.conv_with_general_padding(x, w, (1, 2), [(1, 1), (0, 1)],
+                                                        (1, 1), (2, 1)),
+             lambda x, w: conv_ref(x, w, (1, 2), [(1, 1), (0, 1)], rhs_dil=(2, 1)),
+             F32, (((1, 2, 5, 4), (3, 2, 2, 2)),), differentiable=True, kind="lax", tol=1e-4),
+    OpRecord("lax.conv_transpose",
+             lambda x, w: lax.conv_transpose(x, w, (2,), "VALID",
+                                             dimension_numbers=("NCH", "OIH", "NCH")),
+             lambda x, w: conv_ref(x, w, (1,), [(2, 2)], lhs_dil=(2,)),
+             F32, (((2, 3, 4), (2, 3, 3)),), differentiable=True, kind="lax", tol=1e-4),
+    OpRecord("lax.conv_general_dilated_patches",
+             lambda x: lax.conv_general_dilated_patches(x, (2, 2), (1, 1), "VALID"),
+             lambda x: _patches_ref(x, (2, 2)),
+             F32, (((2, 3, 4, 3),),), differentiable=True, kind="lax", tol=1e-4),
+]

@@ -36,3 +36,23 @@ RECORDS = [
              _f32(lambda x: np.fft.irfft2(x, norm="forward")), F32, (((3, 4),),),
              differentiable=True, tol=1e-4),
 ]
+
+RECORDS += [
+    OpRecord("jnp.fft.ifft2", lambda x: jnp.fft.ifft2(x), _c64(lambda x: np.fft.ifft2(x)),
+             F32, (((3, 4),),), differentiable=True, tol=1e-4),
+    OpRecord("jnp.fft.ifftn", lambda x: jnp.fft.ifftn(x, axes=(0, 2)),
+             _c64(lambda x: np.fft.ifftn(x, axes=(0, 2))), F32, (((2, 3, 4),),),
+             differentiable=True, tol=1e-4),
+    OpRecord("jnp.fft.irfftn", lambda x: jnp.fft.irfftn(x, s=(3, 6), axes=(0, 1)),
+             _f32(lambda x: np.fft.irfftn(x, s=(3, 6), axes=(0, 1))), F32, (((3, 4),),),
+             differentiable=True, tol=1e-4),
+    OpRecord("jnp.fft.hfft", lambda x: jnp.fft.hfft(x, 6), _f32(lambda x: np.fft.hfft(x, 6)),
+             F32, (((4,),), ((2, 4),)), differentiable=True, tol=1e-4),
+    OpRecord("jnp.fft.ihfft", lambda x: jnp.fft.ihfft(x), _c64(lambda x: np.fft.ihfft(x)),
+             F32, (((5,),), ((2, 4),)), differentiable=True, tol=1e-4),
+    OpRecord("jnp.fft.fftshift", lambda x: jnp.fft.fftshift(x), np.fft.fftshift, F32,
+             (((5,),), ((2, 4),)), differentiable=True),
+    OpRecord("jnp.fft.ifftshift", lambda x: jnp.fft.ifftshift(x, axes=0),
+             lambda x: np.fft.ifftshift(x, axes=0), F32, (((5,),), ((3, 4),)),
+             differentiable=True),
+]

@@ -86,3 +86,20 @@ RECORDS = [
        lambda *a: nn.dot_product_attention(*(x.astype(np.float32) for x in a)), _attention,
        shapes=(((1, 3, 2, 4), (1, 5, 2, 4), (1, 5, 2, 4)),), tol=1e-5),
 ]
+
+# The remaining activations (JAX's formulas; inputs stay off the kinks' float neighbourhoods
+# only by chance of the draw, as for relu).
+RECORDS += [
+    _r("relu6", nn.relu6, lambda x: np.clip(x, 0, 6)),
+    _r("hard_tanh", nn.hard_tanh, lambda x: np.clip(x, -1, 1)),
+    _r("hard_sigmoid", nn.hard_sigmoid, lambda x: np.clip(x + 3, 0, 6) / 6),
+    _r("hard_silu", nn.hard_silu, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    _r("hard_swish", nn.hard_swish, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    _r("swish", nn.swish, lambda x: x * _sig(x)),
+    _r("sparse_plus", nn.sparse_plus,
+       lambda x: np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1) ** 2 / 4))),
+    _r("sparse_sigmoid", nn.sparse_sigmoid, lambda x: 0.5 * np.clip(x + 1, 0, 2)),
+    _r("log1mexp", nn.log1mexp, lambda x: np.log(-np.expm1(-x)), rng="positive", tol=1e-5),
+    _r("logmeanexp", lambda x: nn.logmeanexp(x, axis=-1),
+       lambda x: _lse(x)[..., 0] - np.log(x.shape[-1]), shapes=(((5,),), ((2, 3),))),
+]

@@ -83,3 +83,21 @@ RECORDS += [
        _vec(lambda x: float(_mp.betainc(2.5, 1.5, 0, x * 0.5 + 0.5, regularized=True))),
        shapes=(((5,),),), rng="unit", tol=1e-5),
 ]
+
+RECORDS += [
+    _r("erfinv", sp.erfinv, _vec(lambda x: float(_mp.erfinv(x))), rng="unit", tol=1e-5),
+    _r("gammaincc", sp.gammaincc, _vec(lambda a, x: 1 - _gammainc(a, x)), B, rng="positive",
+       tol=1e-5),
+    _r("ndtri", lambda p: sp.ndtri(p * 0.5 + 0.5),
+       _vec(lambda p: math.sqrt(2) * float(_mp.erfinv(2 * (p * 0.5 + 0.5) - 1))),
+       rng="unit", tol=1e-5),
+    _r("xlog1py", sp.xlog1py, lambda x, y: x * np.log1p(y), B, rng="positive"),
+    _r("kl_div", sp.kl_div, lambda p, q: p * np.log(p / q) - p + q, B, rng="positive"),
+    _r("multigammaln", lambda a: sp.multigammaln(a + 1.0, 2),
+       _vec(lambda a: math.log(math.pi) / 2 + math.lgamma(a + 1) + math.lgamma(a + 0.5)),
+       rng="positive", tol=1e-5),
+    _r("gammasgn", sp.gammasgn, _vec(lambda x: math.copysign(1.0, math.gamma(x))),
+       rng="nonzero", diff=False),
+    _r("factorial", sp.factorial, _vec(lambda n: math.gamma(n + 1)), rng="positive",
+       diff=False, tol=1e-5),
+]
