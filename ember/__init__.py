@@ -120,6 +120,18 @@ __all__ = [
 
 from ember import core as _core  # noqa: E402
 
+# Namespaces that load on first use (``ember.ops``, ``ember.image``, ``ember.scipy``), as
+# attributes or through ``import ember.image``: they define no primitives.
+_LAZY_MODULES = frozenset({"image", "ops", "scipy"})
+
+
+def __getattr__(name: str):
+    if name in _LAZY_MODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _core.seal_builtin_primitives()  # (every primitive of ember exists by now)
 
 # Loads the default backend's compiler now, as ``import jax`` loads XLA (``EMBER_PRELOAD=0``

@@ -11,9 +11,15 @@ from ember.lax.convolution import *
 from ember.lax.dot import *
 from ember.lax.elementwise import *
 from ember.lax.fft import *
+from ember.lax.linear_solve import *
+from ember.lax.parallel import *
 from ember.lax.prefix_scan import *
+from ember.lax.ragged import *
 from ember.lax.reduction import *
+from ember.lax.rng import *
 from ember.lax.shape import *
 from ember.lax.slicing import *
 from ember.lax.sorting import *
+from ember.lax.special import *
+from ember.lax.variadic_reduce import *
 from ember.lax.windowed import *
