@@ -7,6 +7,7 @@ from ember.lax.bits import *
 from ember.lax.control_flow.conditionals import *
 from ember.lax.control_flow.scan import *
 from ember.lax.control_flow.while_loop import *
+from ember.lax.conv_shapes import *
 from ember.lax.convolution import *
 from ember.lax.dot import *
 from ember.lax.elementwise import *
