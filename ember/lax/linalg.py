@@ -1000,3 +1000,9 @@ __all__ = [
     "cholesky_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p", "svd_p", "eigh_p", "eig_p",
     "triangular_solve_p", "tridiagonal_solve_p",
 ]
+
+# The rest of JAX's lax.linalg (Schur, Hessenberg, Householder products, ...), re-exported.
+from ember.lax.linalg_decomp import *  # noqa: E402, F403
+from ember.lax.linalg_decomp import __all__ as _decomp_all  # noqa: E402
+
+__all__ += _decomp_all
