@@ -1,0 +1,56 @@
+"""Records for ember.lax's special-function primitives (ember/lax/special.py) and
+ember.scipy.special_extra (references: mpmath and math-module loops)."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+
+from ember import lax
+from tests.op_records.base import OpRecord
+
+F32 = (np.dtype("float32"),)
+U = (((5,),),)
+B = (((5,), (5,)), ((), (4,)))
+
+
+def _vec(f):
+    return lambda *a: np.vectorize(lambda *v: float(f(*map(float, v))), otypes=[np.float64])(*a)
+
+
+def _r(name, fn, ref, shapes=U, rng="positive", diff=True, kind="lax", **kw):
+    return OpRecord(name, fn, ref, F32, shapes, rng=rng, differentiable=diff, kind=kind, **kw)
+
+
+def _reg_gammainc(a, x):
+    return mp.gammainc(a, 0, x, regularized=True)
+
+
+RECORDS = [
+    # (Second derivatives in a need igamma_grad_a's, which JAX does not define either: the
+    # derivative records differentiate in x; test_special_extra checks the first in a.)
+    _r("lax.igamma", lax.igamma, _vec(_reg_gammainc), B, tol=1e-5, diff=False),
+    _r("lax.igammac", lax.igammac, _vec(lambda a, x: 1 - _reg_gammainc(a, x)), B, tol=1e-5,
+       diff=False),
+    _r("lax.igamma_x", lambda x: lax.igamma(2.5, x), _vec(lambda x: _reg_gammainc(2.5, x)),
+       tol=1e-5),
+    _r("lax.igammac_x", lambda x: lax.igammac(0.5, x),
+       _vec(lambda x: 1 - _reg_gammainc(0.5, x)), tol=1e-5),
+    # (no derivatives of igamma_grad_a and random_gamma_grad, as in JAX)
+    _r("lax.igamma_grad_a", lax.igamma_grad_a,
+       _vec(lambda a, x: mp.diff(lambda t: _reg_gammainc(t, x), a)), B, tol=1e-4, diff=False),
+    _r("lax.random_gamma_grad", lax.random_gamma_grad,
+       _vec(lambda a, x: -mp.diff(lambda t: _reg_gammainc(t, x), a)
+            / (x ** (a - 1) * mp.exp(-x) / mp.gamma(a))), B, tol=1e-4, diff=False),
+    _r("lax.zeta", lambda s, q: lax.zeta(s + 1.5, q), _vec(lambda s, q: mp.zeta(s + 1.5, q)),
+       B, tol=1e-5, diff=False),
+    _r("lax.polygamma", lambda x: lax.polygamma(2.0, x + 0.5),
+       _vec(lambda x: mp.polygamma(2, x + 0.5)), tol=1e-5),
+    _r("lax.bessel_i0e", lax.bessel_i0e, _vec(lambda x: mp.besseli(0, x) * math.exp(-abs(x))),
+       rng="default"),
+    _r("lax.bessel_i1e", lax.bessel_i1e, _vec(lambda x: mp.besseli(1, x) * math.exp(-abs(x))),
+       rng="default"),
+    _r("lax.betainc", lambda x: lax.betainc(2.5, 1.5, x * 0.5 + 0.5),
+       _vec(lambda x: mp.betainc(2.5, 1.5, 0, x * 0.5 + 0.5, regularized=True)),
+       shapes=(((2, 3),),), rng="unit", tol=1e-5),
+]
