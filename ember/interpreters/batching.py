@@ -22,12 +22,93 @@ signature and cached.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember import core
 
 not_mapped = None
+
+
+# --------------------------------------------------------------------------- named axes
+# ``vmap(f, axis_name=n)`` binds the name ``n`` while ``f`` runs: collectives
+# (``ember.lax.parallel``) look its size up here when they are traced (abstract evaluation),
+# and the BatchTrace owning the name evaluates them (``collective_rules``).
+
+
+class _AxisEnv(threading.local):
+    def __init__(self):
+        self.frames: list[tuple[Any, int]] = []  # (name, size), innermost last
+        self.rule_trace: BatchTrace | None = None  # the trace whose batching rule is running
+
+
+_env = _AxisEnv()
+
+
+def axis_exists(name: Any) -> bool:
+    """Whether an enclosing ``vmap`` (or ``extend_axis_env``) binds the axis ``name``."""
+    return any(n == name for n, _ in _env.frames)
+
+
+def axis_frame_size(name: Any) -> int:
+    """The size of the innermost axis named ``name``; JAX's NameError when unbound."""
+    for n, size in reversed(_env.frames):
+        if n == name:
+            return size
+    raise NameError(f"unbound axis name: {name}")
+
+
+def axis_env_key() -> tuple:
+    """The bound axis names and sizes: what a cached trace of code with collectives
+    depends on beyond its arguments' types (for compile-cache keys)."""
+    return tuple(_env.frames)
+
+
+class extend_axis_env:  # noqa: N801 - used like a function
+    """Binds axis ``name`` with ``size`` for the block (like an enclosing ``vmap``), so that
+    collectives over it can be traced (``make_jaxpr(..., axis_env=...)``)."""
+
+    __slots__ = ("_frame",)
+
+    def __init__(self, name: Any, size: int):
+        self._frame = (name, int(size))
+
+    def __enter__(self) -> None:
+        _env.frames.append(self._frame)
+
+    def __exit__(self, *exc_info) -> None:
+        _env.frames.pop()
+
+
+# Collective primitives: ``collective_axes[prim](params)`` gives the axis names it works
+# over; ``collective_rules[prim](axis_size, axis_name, vals, dims, **params)`` is the batching
+# rule used by the trace owning one of them (even when every operand is unmapped). The
+# primitive's ordinary ``batch`` rule is used by traces of other names.
+collective_axes: dict[core.Primitive, Callable[[dict], tuple]] = {}
+collective_rules: dict[core.Primitive, Callable] = {}
+
+
+def _uses_axis(params: dict, name: Any) -> bool:
+    """Whether a jaxpr among ``params`` holds a collective over ``name``."""
+    from ember.jaxpr import ClosedJaxpr, Jaxpr
+
+    def in_value(v: Any) -> bool:
+        if isinstance(v, ClosedJaxpr):
+            v = v.jaxpr
+        if isinstance(v, Jaxpr):
+            return any(in_eqn(e) for e in v.eqns)
+        if isinstance(v, (tuple, list)):
+            return any(in_value(x) for x in v)
+        return False
+
+    def in_eqn(e: Any) -> bool:
+        axes = collective_axes.get(e.primitive)
+        if axes is not None and name in axes(e.params):
+            return True
+        return any(in_value(v) for v in e.params.values())
+
+    return any(in_value(v) for v in params.values())
 
 
 class BatchTracer(core.Tracer):
@@ -85,17 +166,27 @@ class BatchTrace(core.Trace):
             v, d = self.to_batch_info(x)
             vals.append(v)
             dims.append(d)
+        name = self.axis_name
         with core.set_current_trace(self.parent):
-            if all(d is not_mapped for d in dims):
+            collective = (name is not None and primitive in collective_rules
+                          and name in collective_axes[primitive](params))
+            if not collective and all(d is not_mapped for d in dims) and (
+                    name is None or not _uses_axis(params, name)):
                 return primitive.bind(*vals, **params)
-            trace_rule = batch_rules_with_trace.get(primitive)
-            if trace_rule is not None:
-                out, out_dim = trace_rule(self, vals, dims, **params)
-            elif primitive.batch is None:
-                raise NotImplementedError(
-                    f"Batching rule for '{primitive.name}' not implemented")
-            else:
-                out, out_dim = primitive.batch(vals, dims, **params)
+            previous, _env.rule_trace = _env.rule_trace, self
+            try:
+                if collective:
+                    out, out_dim = collective_rules[primitive](self.axis_size, name, vals,
+                                                               dims, **params)
+                elif (trace_rule := batch_rules_with_trace.get(primitive)) is not None:
+                    out, out_dim = trace_rule(self, vals, dims, **params)
+                elif primitive.batch is None:
+                    raise NotImplementedError(
+                        f"Batching rule for '{primitive.name}' not implemented")
+                else:
+                    out, out_dim = primitive.batch(vals, dims, **params)
+            finally:
+                _env.rule_trace = previous
         if primitive.multiple_results:
             return [self.new(v, d) for v, d in zip(out, out_dim)]
         return self.new(out, out_dim)
@@ -113,12 +204,16 @@ def batch_flat(fun: Callable, vals: Sequence[Any], dims: Sequence[int | None],
     """
     trace = BatchTrace(axis_size, axis_name, tag)
     ins = [trace.new(v, d) for v, d in zip(vals, dims)]
+    if axis_name is not None:
+        _env.frames.append((axis_name, axis_size))
     try:
         with core.set_current_trace(trace):
             outs = fun(*ins)
         pairs = [trace.to_batch_info(o) for o in outs]
     finally:
         trace.invalidate()
+        if axis_name is not None:
+            _env.frames.pop()
     return [v for v, _ in pairs], [d for _, d in pairs]
 
 
@@ -148,9 +243,12 @@ def sum_to_unmapped(x: Any, dim: int | None, size: int) -> Any:
     return reduce_sum(x, (dim,))
 
 
+_RULE_AXIS = object()  # batch_jaxpr's default axis name: that of the rule's trace
+
+
 def batch_jaxpr(closed: Any, axis_size: int, in_dims: Sequence[int | None],
                 out_dims: int | Sequence[int | None] | None = None,
-                axis_name: Any = None) -> tuple[Any, list[int | None]]:
+                axis_name: Any = _RULE_AXIS) -> tuple[Any, list[int | None]]:
     """``closed`` (a ClosedJaxpr) batched along ``in_dims`` of its inputs.
 
     The batched jaxpr takes each input with an axis of size ``axis_size`` inserted at its
@@ -159,6 +257,8 @@ def batch_jaxpr(closed: Any, axis_size: int, in_dims: Sequence[int | None],
     that does not depend on a mapped input stays unmapped); an int moves every output there,
     broadcasting unmapped ones; a sequence does that per output (a None entry keeps the
     natural dimension). Returns the batched ClosedJaxpr and its outputs' batch dimensions.
+    ``axis_name`` defaults to the name of the vmap whose batching rule calls this (so that
+    collectives in ``closed`` over that name are evaluated).
 
     Example:
         >>> batched, dims = batch_jaxpr(make_jaxpr(jnp.sin)(1.0), 3, [0], out_dims=0)
@@ -166,6 +266,9 @@ def batch_jaxpr(closed: Any, axis_size: int, in_dims: Sequence[int | None],
         ([ShapedArray(float32[3])], [0])
     """
     from ember.interpreters import ad
+    if axis_name is _RULE_AXIS:
+        rule = _env.rule_trace
+        axis_name = rule.axis_name if rule is not None and rule.axis_size == axis_size else None
     n_out = len(closed.out_avals)
     if out_dims is None or isinstance(out_dims, int):
         spec = [out_dims] * n_out
@@ -218,4 +321,6 @@ def axis_size_of(vals: Sequence[Any], dims: Sequence[int | None]) -> int:
     for v, d in zip(vals, dims):
         if d is not not_mapped:
             return core.get_aval(v).shape[d]
+    if _env.rule_trace is not None:  # (a jaxpr with a collective over the rule's axis)
+        return _env.rule_trace.axis_size
     raise ValueError("axis_size_of: no operand is mapped")
