@@ -111,7 +111,8 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     Args:
         a: an array of shape ``(..., m, n)``.
         mode: ``"reduced"`` (``Q`` is ``(..., m, k)``, ``k = min(m, n)``), ``"complete"``
-            (``Q`` is ``(..., m, m)``) or ``"r"``.
+            (``Q`` is ``(..., m, m)``), ``"r"``, or ``"raw"`` (LAPACK's compact
+            ``(h, taus)``, ``h`` transposed as in NumPy).
 
     Example:
         >>> q, r = jnp.linalg.qr(jnp.array([[3., 0.], [4., 5.]]))
@@ -120,9 +121,12 @@ def qr(a: Any, mode: str = "reduced") -> Any:
                [ 0.,  3.]], dtype=float32)
     """
     a, = _inexact("jnp.linalg.qr", a)
-    if mode not in ("reduced", "complete", "r"):
+    if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     _matrix("qr", a)
+    if mode == "raw":  # LAPACK's compact form, transposed as NumPy's: (h, taus)
+        h, taus = lax_linalg.geqrf(a)
+        return jnp.swapaxes(h, -1, -2), taus
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 

@@ -409,5 +409,28 @@ def toeplitz(c: Any, r: Any = None) -> Any:
     return vals[..., idx]
 
 
+# Decompositions, matrix functions and special matrices live in their own modules.
+from ember.scipy._linalg_decomp import *  # noqa: E402, F403
+from ember.scipy._linalg_decomp import __all__ as _decomp_all  # noqa: E402
+from ember.scipy._linalg_special import (  # noqa: E402
+    circulant,
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+)
+
 __all__ = ["block_diag", "cho_factor", "cho_solve", "det", "eigh", "expm", "inv", "lu",
-           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
+           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd", "toeplitz",
+           "circulant", "companion", "convolution_matrix", "dft", "fiedler",
+           "fiedler_companion", "hadamard", "hankel", "helmert", "hilbert", "invhilbert",
+           "invpascal", "leslie", "pascal", *_decomp_all]
