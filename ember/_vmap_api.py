@@ -215,7 +215,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         out_axes: a pytree prefix of the output giving where the mapped axis goes in each
             output leaf (negative counts from the end); None for outputs that do not depend
             on mapped inputs. Outputs that do not depend on mapped inputs are broadcast.
-        axis_name: a name for the mapped axis (kept on the batch trace).
+        axis_name: a name for the mapped axis, over which collectives in ``fun``
+            (``lax.psum``, ``lax.all_gather``, ``lax.axis_index``, ...) work.
         axis_size: the size of the mapped axis; needed when no argument is mapped.
         spmd_axis_name: accepted for compatibility; has no effect on one device.
 

@@ -284,3 +284,13 @@ def test_spmd_axis_name_still_accepted():
     out = ember.vmap(lambda v: lax.psum(v, "i"), axis_name="i", spmd_axis_name="d")(
         jnp.arange(3.0))
     np.testing.assert_array_equal(out, [3.0, 3.0, 3.0])
+
+
+def test_pmax_has_no_derivative_inside_the_vmap_as_in_jax(jax):
+    x = np.arange(3.0, dtype=np.float32)
+    for mod, lx in ((ember, lax), (jax, jax.lax)):
+        with pytest.raises(NotImplementedError, match="Differentiation rule for 'pmax'"):
+            mod.vmap(mod.grad(lambda v, lx=lx: lx.pmax(v, "i")), axis_name="i")(x)
+    # Outside the vmap it is a reduction, with the reduction's derivative.
+    g = ember.grad(lambda v: ember.vmap(lambda u: lax.pmax(u, "i"), axis_name="i")(v).sum())
+    np.testing.assert_array_equal(g(x), [0.0, 0.0, 3.0])
