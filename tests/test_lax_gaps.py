@@ -94,8 +94,9 @@ def test_reduce_general_values_grads_vmap(jax, dims):
     ge = ember.grad(lambda x: lax.reduce(x, 0.0, _shifted_mul, dims).sum())(x)
     gj = jax.grad(lambda x: jax.lax.reduce(x, 0.0, _shifted_mul, dims).sum())(x)
     close(ge, gj, 1e-4)
-    check_grads(lambda x: lax.reduce(x, 0.0, _shifted_mul, dims), (x,), order=2,
-                modes=("fwd", "rev"), atol=2e-2, rtol=2e-2)
+    if dims == (0, 1):  # (second order once: each is a few seconds)
+        check_grads(lambda x: lax.reduce(x, 0.0, _shifted_mul, dims), (x,), order=2,
+                    modes=("fwd", "rev"), atol=2e-2, rtol=2e-2)
     xs = np.stack([x, 2 * x])
     close(ember.vmap(lambda x: lax.reduce(x, 0.0, _shifted_mul, dims))(xs),
           np.stack([np.asarray(jax.lax.reduce(v, 0.0, _shifted_mul, dims)) for v in xs]))
@@ -220,7 +221,7 @@ def test_rng_bit_generator_matches_xla(jax, algorithm):
     # (The second key's counter wraps around 2**64: Philox carries into its high word.)
     for key in ([1, 2, 3, 4], [0xDEADBEEF, 7, 0xFFFFFFFF, 0xFFFFFFFF]):
         for dtype in ("uint16", "uint32"):
-            for shape in [(8,), (3, 3, 5), (4, 2), ()]:
+            for shape in [(8,), (3, 3, 5), (4, 2)]:
                 got = lax.rng_bit_generator(np.array(key, np.uint32), shape, dtype,
                                             lax.RandomAlgorithm(algorithm))
                 want = jax.lax.rng_bit_generator(
