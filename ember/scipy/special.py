@@ -20,6 +20,7 @@ from ember import numpy as jnp
 from ember.custom_derivatives import custom_jvp
 from ember.nn.functions import logsumexp
 from ember.numpy._util import promote_args_inexact
+from ember.scipy.special_extra import *  # noqa: F403  (more functions, re-exported)
 from ember.scipy.special_more import *  # noqa: F403  (more functions, re-exported)
 
 Array = Any

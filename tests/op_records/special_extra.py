@@ -54,3 +54,15 @@ RECORDS = [
        _vec(lambda x: mp.betainc(2.5, 1.5, 0, x * 0.5 + 0.5, regularized=True)),
        shapes=(((2, 3),),), rng="unit", tol=1e-5),
 ]
+
+# ember.scipy.special_extra
+import ember.scipy.special as sp  # noqa: E402
+
+RECORDS += [
+    _r("scipy.special.boxcox", lambda x: sp.boxcox(x, 0.5), lambda x: (np.sqrt(x) - 1) / 0.5,
+       kind="scipy"),
+    _r("scipy.special.boxcox1p", lambda x: sp.boxcox1p(x, -1.5),
+       lambda x: ((1 + x) ** -1.5 - 1) / -1.5, kind="scipy"),
+    _r("scipy.special.bessel_jn", lambda z: sp.bessel_jn(z, v=2)[2],
+       _vec(lambda z: mp.besselj(2, z)), rng="default", kind="scipy", tol=1e-5),
+]

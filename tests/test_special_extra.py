@@ -1,0 +1,139 @@
+"""lax's special-function primitives (ember/lax/special.py) and ember.scipy.special_extra,
+against JAX (oracle) and mpmath."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+import ember.scipy.special as sp
+from ember import lax
+from ember.test_util import check_grads
+
+# Grids with the special values: 0, inf, NaN, negative, and both series/fraction regions.
+A = np.array([0., 0., 1., np.inf, 1., -1., 0.5, 2., 10., 3., 120., np.nan, 1.], np.float32)
+X = np.array([1., 0., 0., 1., np.inf, 1., 0.1, 1.5, 9.5, 30., 100., 1., np.nan], np.float32)
+
+
+def _close(got, want, rtol, atol=0.0):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=atol)
+
+
+def test_igamma_family_matches_jax(jax):
+    for name in ("igamma", "igammac", "igamma_grad_a", "random_gamma_grad"):
+        got, want = getattr(lax, name)(A, X), getattr(jax.lax, name)(A, X)
+        _close(got, want, rtol=2e-4, atol=1e-6)
+    # jit (the lowering inlines the same math) on the interpreter backend too
+    for backend in ("cpu", "interpreter"):
+        _close(ember.jit(lax.igamma_grad_a, backend=backend)(A, X), lax.igamma_grad_a(A, X),
+               rtol=1e-5, atol=1e-7)
+
+
+def test_igamma_family_against_mpmath():
+    a, x = np.array([0.5, 3.0, 12.0]), np.array([0.7, 4.5, 9.0])
+    with mp.workdps(30):
+        p = [mp.gammainc(ai, 0, xi, regularized=True) for ai, xi in zip(a, x)]
+        dpa = [mp.diff(lambda t, xi=xi: mp.gammainc(t, 0, xi, regularized=True), ai)
+               for ai, xi in zip(a, x)]
+        pdf = [xi ** (ai - 1) * mp.exp(-xi) / mp.gamma(ai) for ai, xi in zip(a, x)]
+    with ember.enable_x64():
+        _close(lax.igamma(a, x), [float(v) for v in p], rtol=1e-12)
+        _close(lax.igammac(a, x), [float(1 - v) for v in p], rtol=1e-12)
+        _close(lax.igamma_grad_a(a, x), [float(v) for v in dpa], rtol=1e-10)
+        _close(lax.random_gamma_grad(a, x), [float(-d / f) for d, f in zip(dpa, pdf)],
+               rtol=1e-10)
+        # The jvp rules: a via igamma_grad_a, x via the density (first order, both modes).
+        check_grads(lax.igamma, (a, x), order=1)
+        check_grads(lax.igammac, (a, x), order=1)
+
+
+def test_zeta_polygamma_bessel_betainc_match_jax(jax):
+    s = np.array([2., 3., 1., 0.5, 4., 2., 3.], np.float32)
+    q = np.array([1., 0.3, 1., 1., -2., 50., 0.], np.float32)
+    _close(lax.zeta(s, q), jax.lax.zeta(s, q), rtol=1e-5)
+    m = np.array([0., 1., 2., 3., 1.5, -1., 1.], np.float32)
+    xs = np.array([0.7, 2., -1.5, 5., 1., 1., -1.], np.float32)
+    _close(lax.polygamma(m, xs), jax.lax.polygamma(m, xs), rtol=1e-5)
+    z = np.array([-40., -3., -1e-3, 0., 0.5, 7., 15., 16., 100.], np.float32)
+    for name in ("bessel_i0e", "bessel_i1e"):
+        _close(getattr(lax, name)(z), getattr(jax.lax, name)(z), rtol=1e-6, atol=1e-7)
+    a = np.array([0.5, 2., 5., 0., 1., -1., 2., 30.], np.float32)
+    b = np.array([0.5, 3., 1., 1., 0., 1., 2., 40.], np.float32)
+    x = np.array([0.3, 0.5, 0.9, 0.5, 0.5, 0.5, 1.5, 0.4], np.float32)
+    _close(lax.betainc(a, b, x), jax.lax.betainc(a, b, x), rtol=5e-5, atol=1e-6)
+    _close(ember.jit(lax.betainc)(a, b, x), lax.betainc(a, b, x), rtol=1e-6)
+
+
+def test_derivative_rules_match_jax(jax):
+    for f, args in [(lax.polygamma, (1.0, 1.5)), (lax.bessel_i0e, (-0.7,)),
+                    (lax.bessel_i1e, (0.0,)), (lax.bessel_i1e, (2.5,)),
+                    (lax.betainc, (2.0, 3.0, 0.4))]:
+        argnum = len(args) - 1
+        got = ember.grad(f, argnum)(*args)
+        want = getattr(jax.lax, f.__name__)  # the same lax function in JAX
+        _close(got, jax.grad(want, argnum)(*args), rtol=1e-5)
+    with pytest.raises(ValueError, match="polygamma gradient with respect to m"):
+        ember.grad(lax.polygamma)(1.0, 1.5)
+    with pytest.raises(ValueError, match="Betainc gradient with respect to a and b"):
+        ember.grad(lax.betainc)(2.0, 3.0, 0.4)
+    with pytest.raises(NotImplementedError):
+        ember.grad(lax.zeta, 1)(2.0, 1.0)
+
+
+def test_dtypes_weak_types_vmap_and_errors(jax):
+    h = lax.igamma(jnp.float16(2.0), jnp.float16(1.0))
+    assert h.dtype == np.float16
+    _close(h, jax.lax.igamma(np.float16(2.0), np.float16(1.0)), rtol=1e-3)
+    assert lax.igamma(1.0, 2.0).weak_type and not lax.igamma(np.float32(1.0), 2.0).weak_type
+    assert lax.betainc(np.ones(3, np.float32), 2.0, 0.5).shape == (3,)
+    a, x = np.array([1., 2., 3.], np.float32), np.array([0.5, 2., 4.], np.float32)
+    _close(ember.vmap(lax.igamma, (0, None))(a, np.float32(2.0)), lax.igamma(a, 2.0),
+           rtol=1e-6)
+    _close(ember.vmap(lax.random_gamma_grad)(a, x), lax.random_gamma_grad(a, x), rtol=1e-6)
+    assert "regularized_incomplete_beta" in str(ember.make_jaxpr(lax.betainc)(1., 2., .5))
+    with pytest.raises(TypeError, match="igamma"):
+        lax.igamma(np.int32(1), np.int32(2))
+    with pytest.raises(TypeError, match="bessel_i0e"):
+        lax.bessel_i0e(np.int32(1))
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.zeta(np.float32(2.0), np.float16(1.0))
+    with pytest.raises(TypeError, match="igamma"):
+        lax.igamma(np.ones(3, np.float32), np.ones(2, np.float32))
+
+
+# ---------------------------------------------------------------- scipy.special_extra
+
+
+def test_boxcox_matches_jax(jax):
+    x = np.array([0., 1e-6, 0.5, 1., 2., 50., -1.], np.float32)
+    for lmbda in (0.0, 0.5, -1.5, 1e-7, 2.0):
+        _close(sp.boxcox(x, lmbda), jax.scipy.special.boxcox(x, lmbda), rtol=1e-6)
+        _close(sp.boxcox1p(x - 0.5, lmbda), jax.scipy.special.boxcox1p(x - 0.5, lmbda),
+               rtol=1e-6)
+    assert sp.boxcox(np.int32(2), 0.5).dtype == np.float32
+    check_grads(lambda x, lm: sp.boxcox(x, lm), (np.float32(2.0), np.float32(0.5)), order=2)
+    check_grads(lambda x, lm: sp.boxcox1p(x, lm), (np.float32(0.3), np.float32(-0.5)), order=2)
+
+
+def test_bessel_jn_against_mpmath_and_jax(jax):
+    z = np.array([-3., 0., 1e-3, 0.5, 1., 5., 20.], np.float32)
+    got = sp.bessel_jn(z, v=3)
+    assert got.shape == (4, 7) and got.dtype == np.float32
+    with mp.workdps(30):
+        ref = [[float(mp.besselj(k, float(t))) for t in z] for k in range(4)]
+    _close(got, ref, rtol=0, atol=2e-6)
+    # (JAX's float32 recurrence overflows to NaN at small |z|; where it is finite we agree.)
+    want = np.asarray(jax.scipy.special.bessel_jn(z, v=3))
+    ok = np.isfinite(want)
+    assert ok[:, -1].all()
+    _close(np.asarray(got)[ok], want[ok], rtol=0, atol=2e-6)
+    _close(ember.jit(lambda t: sp.bessel_jn(t, v=3))(z), got, rtol=1e-6, atol=1e-7)
+    check_grads(lambda t: sp.bessel_jn(t, v=2)[2], (np.float32(1.7),), order=1)
+    with pytest.raises(TypeError, match="bessel_jn"):
+        sp.bessel_jn(z, v=1.5)
+    with pytest.raises(ValueError, match="complex"):
+        sp.bessel_jn(z.astype(np.complex64), v=1)
+    assert math.isclose(float(sp.bessel_jn(np.float32(2.0), v=0)[0]), 0.22389078, rel_tol=1e-5)
