@@ -24,6 +24,7 @@ import numpy as np
 from ember import core, dtypes, tree_util
 from ember.config import config as _config
 from ember.errors import UnexpectedTracerError
+from ember.interpreters import batching
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import bind_pjit
 from ember.jaxpr import ClosedJaxpr, eval_closed_jaxpr
@@ -86,8 +87,12 @@ def _arg_names(fun: Callable, args: Sequence[Any], kwargs: dict,
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[Any, int]] | None = None,
                return_shape: bool = False) -> Callable[..., ClosedJaxpr]:
     """Returns a function that traces ``fun`` on example arguments and gives its jaxpr.
+
+    ``axis_env``: ``(name, size)`` pairs binding axis names for collectives (``lax.psum``
+    and friends), as an enclosing ``vmap(..., axis_name=name)`` of that size would.
 
     Example:
         >>> print(ember.make_jaxpr(jnp.sin)(1.0))
@@ -123,7 +128,10 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             return out_flat
 
         names = _arg_names(fun, args, dyn_kwargs, dyn_positions)
-        closed, _ = pe.trace_to_jaxpr(flat_fun, in_avals, names)
+        with contextlib.ExitStack() as stack:
+            for name, size in axis_env or ():
+                stack.enter_context(batching.extend_axis_env(name, size))
+            closed, _ = pe.trace_to_jaxpr(flat_fun, in_avals, names)
         if return_shape:
             return closed, _shape_structs(out_trees[-1], closed.out_avals)
         return closed
@@ -643,8 +651,8 @@ def _fast_key(args: tuple) -> tuple | None:
     return tuple(key)
 
 
-def _execute_mixed(executable: Any, args: tuple) -> list:
-    """``_execute`` for a call whose ``_fast_key`` ends in ``_MIXED``."""
+def _execute_mixed(executable: Any, args: Sequence) -> list:
+    """``_execute`` for a call whose ``_fast_key`` ends in ``_MIXED`` (``args``: its leaves)."""
     values, callers = [], []
     for a in args:
         t = type(a)
@@ -661,6 +669,94 @@ def _execute_mixed(executable: Any, args: tuple) -> list:
     if not callers:
         return executable.execute(values)
     return _unshare(executable.execute_now(values), callers)
+
+
+# The first element of a ``_tree_fast_key``: its keys never equal ``_fast_key``'s.
+_TREE = object()
+
+
+def _tree_fast_key(args: tuple, kwargs: dict, static_nums: frozenset,
+                   static_names: frozenset) -> tuple | None:
+    """The fast path's ``(key, leaves, mixed)`` of a call with containers (tuples, lists,
+    dicts with sortable keys, None), keyword arguments or static arguments: the key holds
+    the structure, each leaf's ``_fast_key`` part and the static values; the leaves come in
+    ``tree_flatten``'s order, so they are the flat arguments the slow path would make. None
+    when something else (a custom pytree node, an unhashable static value, ...) is there:
+    the slow path takes those."""
+    key: list = [_TREE, _config.trace_key]
+    leaves: list = []
+    mixed = [False]
+    statics = False
+    n = len(args)
+    for i, a in enumerate(args):
+        if i in static_nums or (i - n) in static_nums:
+            key.append((i, type(a), a))
+            statics = True
+        elif not _add_tree(a, key, leaves, mixed):
+            return None
+    if kwargs:
+        dynamic = []
+        for name in sorted(kwargs):
+            value = kwargs[name]
+            if name in static_names:
+                key.append((name, type(value), value))
+                statics = True
+            else:
+                dynamic.append(name)
+        key.append(tuple(dynamic))
+        for name in dynamic:
+            if not _add_tree(kwargs[name], key, leaves, mixed):
+                return None
+    if mixed[0]:
+        key.append(_MIXED)
+    key = tuple(key)
+    if statics:
+        try:
+            hash(key)
+        except TypeError:  # (an unhashable static value: the slow path raises JAX's error)
+            return None
+    return key, leaves, mixed[0]
+
+
+def _add_tree(x: Any, key: list, leaves: list, mixed: list) -> bool:
+    t = type(x)
+    if t is Array:
+        key.append(x.aval)
+        leaves.append(x)
+        return True
+    if t is tuple or t is list:
+        key.append((t, len(x)))
+        for c in x:
+            if not _add_tree(c, key, leaves, mixed):
+                return False
+        return True
+    if t is dict:
+        try:
+            names = tuple(sorted(x))
+        except TypeError:
+            return False
+        key.append(names)
+        for k in names:
+            if not _add_tree(x[k], key, leaves, mixed):
+                return False
+        return True
+    if x is None:
+        key.append(None)
+        return True
+    mixed[0] = True
+    if t in _PY_SCALAR_DTYPES:
+        if t is int:
+            lo, hi = _INT_BOUNDS[dtypes.canonicalize_dtype(np.int64)]
+            if not lo <= x < hi:
+                return False
+        key.append(t)
+    elif (t is np.ndarray or isinstance(x, np.generic)) and \
+            dtypes.canonicalize_dtype(x.dtype) == x.dtype:
+        key.append((x.shape, x.dtype))
+    else:
+        return False
+    leaves.append(x)
+    return True
 
 
 def _unshare(outs: list, callers: list) -> list:
@@ -742,14 +838,23 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _config.jit_disabled:
             return self._fun(*args, **kwargs)
-        if self._plain and not kwargs and type(core._ctx.trace) is core.EvalTrace:
-            key = _fast_key(args)
-            if key is not None:
-                entry = self._cache.fast.get(key)
+        if type(core._ctx.trace) is core.EvalTrace:
+            if self._plain and not kwargs:
+                key = _fast_key(args)
+                if key is not None:
+                    entry = self._cache.fast.get(key)
+                    if entry is not None:
+                        if key[-1] is _MIXED:
+                            return entry.unflatten(_execute_mixed(entry.executable, args))
+                        return entry.unflatten(entry.executable.execute(list(args)))
+                    return self._call_slow(args, kwargs)
+            found = _tree_fast_key(args, kwargs, self._static_nums, self._static_names)
+            if found is not None:
+                entry = self._cache.fast.get(found[0])
                 if entry is not None:
-                    if key[-1] is _MIXED:
-                        return entry.unflatten(_execute_mixed(entry.executable, args))
-                    return entry.unflatten(entry.executable.execute(list(args)))
+                    if found[2]:
+                        return entry.unflatten(_execute_mixed(entry.executable, found[1]))
+                    return entry.unflatten(entry.executable.execute(found[1]))
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args: tuple, kwargs: dict) -> Any:
@@ -763,10 +868,14 @@ class JitFunction:
             self._compile(sig, entry)
         if _config.debug_checks:  # (jax_debug_nans/infs: never served by the fast path)
             return self._call_checked(sig, entry, args, kwargs)
-        if self._plain and not kwargs:
-            key = _fast_key(args)
-            if key is not None:
-                self._cache.fast[key] = entry
+        if batching.axis_env_key():  # (see ``_signature``: the fast keys do not hold it)
+            return entry.unflatten(_execute(entry.executable, sig))
+        key = _fast_key(args) if self._plain and not kwargs else None
+        if key is None:
+            found = _tree_fast_key(args, kwargs, self._static_nums, self._static_names)
+            key = found and found[0]
+        if key is not None:
+            self._cache.fast[key] = entry
         return entry.unflatten(_execute(entry.executable, sig))
 
     def _call_checked(self, sig: _Signature, entry: CacheEntry, args: tuple,
@@ -787,6 +896,12 @@ class JitFunction:
         dyn_args = []
         static_nums = self._static_nums
         if any(i < 0 for i in static_nums):  # (counted from the end of this call's arguments)
+            for i in static_nums:
+                if i < -len(args):
+                    raise ValueError(
+                        "Positional argument indices, e.g. for `static_argnums`, must have "
+                        "value greater than or equal to -len(args) and less than len(args), "
+                        f"but got value {i} for len(args) == {len(args)}")
             static_nums = {i + len(args) if i < 0 else i for i in static_nums}
         for i, a in enumerate(args):
             if i in static_nums:
@@ -816,6 +931,9 @@ class JitFunction:
                                 "Python value") from None
         static_key = tuple((w, type(v), v) for w, v in statics)
         key = (_config.trace_key, in_tree, tuple(avals), static_key)
+        axis_env = batching.axis_env_key()
+        if axis_env:  # (a trace with collectives depends on the bound axis names and sizes)
+            key += (axis_env,)
         try:
             hash(static_key)
         except TypeError:

@@ -37,12 +37,13 @@ class ShapedArray:
         'f32[2,3]'
     """
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self._hash = None
 
     @property
     def ndim(self) -> int:
@@ -68,7 +69,11 @@ class ShapedArray:
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.weak_type))
+        # (Cached: the jit fast path hashes the avals of every call's arguments.)
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return h
 
     def _long(self) -> str:
         return f"{self.dtype.name}[{','.join(str(d) for d in self.shape)}]"

@@ -215,10 +215,8 @@ def test_jaxpr_text():
 
 
 def test_extend_axis_env_and_jaxpr_of_all_gather():
-    from ember.interpreters import batching
-    with batching.extend_axis_env("i", 2):
-        text = str(ember.make_jaxpr(lambda y: lax.all_gather(y, "i", tiled=True))(
-            np.ones(3, np.float32)))
+    text = str(ember.make_jaxpr(lambda y: lax.all_gather(y, "i", tiled=True),
+                                axis_env=[("i", 2)])(np.ones(3, np.float32)))
     assert "f32[6] = all_gather[\n      all_gather_dimension=0\n      axis_index_groups=None\n" \
            "      axis_name=('i',)\n      axis_size=2\n      tiled=True\n    ] a" in text
 
@@ -294,3 +292,15 @@ def test_pmax_has_no_derivative_inside_the_vmap_as_in_jax(jax):
     # Outside the vmap it is a reduction, with the reduction's derivative.
     g = ember.grad(lambda v: ember.vmap(lambda u: lax.pmax(u, "i"), axis_name="i")(v).sum())
     np.testing.assert_array_equal(g(x), [0.0, 0.0, 3.0])
+
+
+def test_jit_cache_holds_the_bound_axis_sizes():
+    # A jit traced under a named vmap of one size is not reused under another size, nor
+    # outside any vmap (where the name is unbound).
+    f = ember.jit(lambda x: lax.all_gather(x, "i").sum(0))
+    for n in (3, 4, 3):
+        x = jnp.arange(n * 2.0).reshape(n, 2)
+        out = ember.vmap(f, axis_name="i")(x)
+        np.testing.assert_array_equal(out, np.broadcast_to(np.asarray(x).sum(0), (n, 2)))
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        f(jnp.ones(2))

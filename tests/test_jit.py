@@ -639,3 +639,48 @@ def test_jit_reads_a_numpy_argument_when_called():
     out = compiled(a)
     a[:] = 7.0
     np.testing.assert_array_equal(np.asarray(out)[:3], [10.0, 10.0, 10.0])
+
+
+def test_container_arguments_on_repeated_calls():
+    # Tuples, lists, dicts and None take the cached-call fast path from the second call;
+    # every call must still give the slow path's answer, retrace on a new structure, and
+    # read NumPy leaves when called.
+    f = ember.jit(lambda p, x: (p["w"] * x + p["b"][0] + p["b"][1], [p["w"], None]))
+    w, x = jnp.arange(3, dtype=jnp.float32), np.ones(3, np.float32)
+    for _ in range(3):
+        for b in [(1.0, 2.0), (np.float32(1), jnp.float32(2)), [1.0, 2.0]]:
+            out, (w_out, none) = f({"b": b, "w": w, "extra": None}, x)
+            np.testing.assert_array_equal(out, np.arange(3) + 3.0)
+            assert out.dtype == np.float32 and none is None
+            np.testing.assert_array_equal(w_out, w)
+    # (float weak scalars twice, float32 scalar and Array, a list instead of a tuple)
+    assert f._cache.compiles == 3
+    buf = np.zeros(3, np.float32)
+    out, _ = f({"b": (1.0, 2.0), "w": buf, "extra": None}, x)
+    buf[:] = 5.0  # (after the call: the result holds the values of the call)
+    np.testing.assert_array_equal(out, [3.0, 3.0, 3.0])
+    assert f._cache.compiles == 3
+    with pytest.raises(ValueError, match="sorting pytree dictionary keys"):
+        f({"b": (1.0, 2.0), "w": w, 1: None}, x)
+
+
+def test_static_and_keyword_arguments_on_repeated_calls():
+    f = ember.jit(lambda x, n, *, scale, shift: x * n * scale + shift,
+                  static_argnums=1, static_argnames="shift")
+    x = jnp.ones(2)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x, 2, scale=3.0, shift=1), [7.0, 7.0])
+        np.testing.assert_array_equal(f(x, 3, shift=1, scale=jnp.float32(3)), [10.0, 10.0])
+        np.testing.assert_array_equal(f(x, True, scale=3.0, shift=2), [5.0, 5.0])
+        np.testing.assert_array_equal(f(scale=1.0, shift=0, n=1.5, x=x), [1.5, 1.5])
+    # (n=2, n=3 with a strong scale, n=True (its type differs from 1's), keywords only)
+    assert f._cache.compiles == 4
+    g = ember.jit(lambda x, n: x * len(n), static_argnums=-1)
+    with pytest.raises(ValueError, match="hashable"):
+        g(x, [1, 2])
+    for _ in range(2):
+        np.testing.assert_array_equal(g(x, (1, 2)), [2.0, 2.0])
+        np.testing.assert_array_equal(g(x, (1, 2, 3)), [3.0, 3.0])
+        with pytest.raises(ValueError, match="greater than or equal to -len"):
+            g(x=x, n=(1, 2))  # (as JAX: a negative index needs positional arguments)
+    assert g._cache.compiles == 2
