@@ -1,0 +1,5 @@
+"""ember.scipy.spatial: ``transform`` (Rotation, Slerp)."""
+
+from ember.scipy.spatial import transform as transform
+
+__all__ = ["transform"]
