@@ -17,6 +17,7 @@ from ember import (
     tree_util,
     typing,
 )
+from ember.ad_checkpoint import checkpoint_policies
 from ember.api import (
     ShapeDtypeStruct,
     checkpoint,
@@ -116,6 +117,7 @@ __all__ = [
     "numpy_rank_promotion", "process_indices", "softmax_custom_jvp", "threefry_partitionable",
     "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device", "typing",
+    "checkpoint_policies",
 ]
 
 from ember import core as _core  # noqa: E402

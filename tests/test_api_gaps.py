@@ -1,0 +1,113 @@
+"""Top-level API gaps: checkpoint policies, custom_batching, pmap, dlpack and small names,
+checked against JAX (the oracle) and NumPy."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.ad_checkpoint import checkpoint_name
+from ember.lax.dot import dot_general_p
+
+# --------------------------------------------------------------------- checkpoint policies
+
+
+def _count(jaxpr, name):
+    """How many ``name`` equations ``jaxpr`` holds, nested jaxprs included."""
+    n = 0
+    for e in jaxpr.eqns:
+        n += e.primitive.name == name
+        for v in e.params.values():
+            for sub in v if isinstance(v, (list, tuple)) else [v]:
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    n += _count(inner, name)
+    return n
+
+
+def _three_layers(np_mod, cn):
+    def f(W, x):
+        y = cn(np_mod.sin(W @ x), "a")
+        z = cn(np_mod.sin(W @ y), "b")
+        return np_mod.sum(np_mod.sin(W @ z))
+    return f
+
+
+_POLICIES = [("everything_saveable", ()), ("nothing_saveable", ()), ("dots_saveable", ()),
+             ("checkpoint_dots", ()), ("dots_with_no_batch_dims_saveable", ()),
+             ("save_only_these_names", ("a",)), ("save_any_names_but_these", ("a",)),
+             ("save_anything_except_these_names", ("a",))]
+
+
+@pytest.mark.parametrize("name,args", _POLICIES)
+def test_checkpoint_policy_counts_and_values_match_jax(jax, name, args):
+    import jax.ad_checkpoint as jad
+    W = (np.arange(9.0).reshape(3, 3) / 10).astype(np.float32)
+    x = np.linspace(-1, 1, 3).astype(np.float32)
+    got = []
+    for lib, np_mod, cn in [(ember, jnp, checkpoint_name),
+                            (jax, jax.numpy, jad.checkpoint_name)]:
+        policy = getattr(lib.checkpoint_policies, name)
+        policy = policy(*args) if args else policy
+        g = lib.grad(lib.checkpoint(_three_layers(np_mod, cn), policy=policy))
+        j = lib.make_jaxpr(g)(W, x).jaxpr
+        got.append(([_count(j, p) for p in ("sin", "cos", "dot_general")], np.asarray(g(W, x))))
+    assert got[0][0] == got[1][0]
+    np.testing.assert_allclose(got[0][1], got[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_policy_saves_residuals():
+    f = ember.checkpoint(lambda x: jnp.sin(jnp.sin(jnp.sin(x))),
+                         policy=ember.checkpoint_policies.everything_saveable)
+    j = ember.make_jaxpr(ember.grad(f))(1.0).jaxpr
+    remat = [e for e in j.eqns if e.primitive.name == "remat2"]
+    assert len(remat) == 1 and _count(remat[0].params["jaxpr"].jaxpr, "sin") == 0
+    assert _count(j, "sin") == 3  # (nothing recomputed)
+    none = ember.make_jaxpr(ember.grad(ember.checkpoint(lambda x: jnp.sin(jnp.sin(x)))))(1.0)
+    assert _count(none.jaxpr, "sin") == 3  # (two forward, sin x recomputed)
+    np.testing.assert_allclose(ember.grad(f)(1.0),
+                               np.cos(np.sin(np.sin(1.0))) * np.cos(np.sin(1.0)) * np.cos(1.0),
+                               rtol=1e-6)
+
+
+def test_checkpoint_policy_under_jit_vmap_and_second_order(jax):
+    cp = ember.checkpoint_policies
+    W = np.full((3, 3), 0.1, np.float32)
+    xs = np.linspace(0, 1, 6).reshape(2, 3).astype(np.float32)
+
+    def make(lib, np_mod, policy):
+        f = lambda W, x: np_mod.sum(np_mod.sin(W @ np_mod.sin(W @ x)))  # noqa: E731
+        g = lib.grad(lib.checkpoint(f, policy=policy))
+        return lib.vmap(g, (None, 0)), lib.grad(lambda W, x: g(W, x).sum())
+    ev, eh = make(ember, jnp, cp.dots_saveable)
+    jv, jh = make(jax, jax.numpy, jax.checkpoint_policies.dots_saveable)
+    np.testing.assert_allclose(ember.jit(ev)(W, xs), jv(W, xs), rtol=1e-5)
+    np.testing.assert_allclose(ember.jit(eh)(W, xs[0]), jh(W, xs[0]), rtol=1e-5)
+
+
+def test_checkpoint_name_and_offload_policies():
+    x = jnp.arange(3.0)
+    assert checkpoint_name({"a": x}, "n")["a"] is not None
+    np.testing.assert_array_equal(checkpoint_name(x, "n"), x)
+    cp = ember.checkpoint_policies
+    pol = cp.offload_dot_with_no_batch_dims("device", "pinned_host")
+    pol2 = cp.save_and_offload_only_these_names(
+        names_which_can_be_saved=["a"], names_which_can_be_offloaded=["b"],
+        offload_src="device", offload_dst="pinned_host")
+    for p in (pol, pol2):
+        g = ember.grad(ember.checkpoint(_three_layers(jnp, checkpoint_name), policy=p))
+        np.testing.assert_allclose(
+            g(jnp.eye(3), x),
+            ember.grad(_three_layers(jnp, checkpoint_name))(jnp.eye(3), x), rtol=1e-6)
+    with pytest.raises(ValueError, match="exclusive"):
+        cp.save_and_offload_only_these_names(
+            names_which_can_be_saved=["a"], names_which_can_be_offloaded=["a"],
+            offload_src="device", offload_dst="pinned_host")
+    both = cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names("a"))
+    assert _count(ember.make_jaxpr(ember.grad(ember.checkpoint(
+        _three_layers(jnp, checkpoint_name), policy=both)))(jnp.eye(3), x).jaxpr, "sin") == 4
+    with pytest.raises(ValueError, match="booleans"):
+        cp.save_from_both_policies(pol, cp.dots_saveable)(
+            dot_general_p, dimension_numbers=(((0,), (0,)), ((), ())))
+    with pytest.raises(TypeError, match="policy"):
+        ember.checkpoint(jnp.sin, policy=3)
