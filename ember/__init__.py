@@ -2,6 +2,7 @@
 
 from ember import (
     ad_checkpoint,
+    custom_batching,
     custom_derivatives,
     debug,
     dtypes,
@@ -117,7 +118,7 @@ __all__ = [
     "numpy_rank_promotion", "process_indices", "softmax_custom_jvp", "threefry_partitionable",
     "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device", "typing",
-    "checkpoint_policies",
+    "checkpoint_policies", "custom_batching",
 ]
 
 from ember import core as _core  # noqa: E402
