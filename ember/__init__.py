@@ -18,6 +18,7 @@ from ember import (
     tree_util,
     typing,
 )
+from ember._pmap_api import pmap
 from ember.ad_checkpoint import checkpoint_policies
 from ember.api import (
     ShapeDtypeStruct,
@@ -118,7 +119,7 @@ __all__ = [
     "numpy_rank_promotion", "process_indices", "softmax_custom_jvp", "threefry_partitionable",
     "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device", "typing",
-    "checkpoint_policies", "custom_batching",
+    "checkpoint_policies", "custom_batching", "pmap",
 ]
 
 from ember import core as _core  # noqa: E402

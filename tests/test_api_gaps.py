@@ -177,3 +177,42 @@ def test_custom_vmap_closure_and_errors():
         ember.vmap(k)(x)
     with pytest.raises(TypeError, match="positional-only"):
         f(y=1.0)
+
+
+# --------------------------------------------------------------------- pmap
+
+
+def test_pmap_matches_jax(jax):
+    from ember import lax
+    x = np.arange(6.0, dtype=np.float32).reshape(1, 6)
+    res = []
+    for lib, lx in [(ember, lax), (jax, jax.lax)]:
+        res.append([
+            lib.pmap(lambda v, lx=lx: v / lx.psum(v, "i"), axis_name="i")(x),
+            lib.pmap(lambda v, lx=lx: lx.all_gather(v, "i"), axis_name="i")(x),
+            lib.pmap(lambda v, lx=lx: lx.axis_index("i") + v, axis_name="i")(x),
+            lib.pmap(lambda v, n: v * n, static_broadcasted_argnums=1)(x, 3),
+            lib.pmap(lambda v: v + 1, in_axes=1)(x.T),
+            *lib.pmap(lambda v: (v, v.sum()), out_axes=(1, None))(x),
+            lib.pmap(lambda v, w: v * w, in_axes=(0, None))(x, x[0]),
+            lib.pmap(lambda v: v, devices=lib.devices())(x),
+        ])
+    for a, b in zip(*res):
+        assert type(a) is ember.Array
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_pmap_errors_and_grad():
+    with pytest.raises(ValueError, match="requires 2 logical devices, but only 1"):
+        ember.pmap(lambda v: v)(jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="at least one argument with a mapped axis"):
+        ember.pmap(lambda v: v, in_axes=None)(jnp.ones(3))
+    with pytest.raises(TypeError, match="callable"):
+        ember.pmap(3)
+    g = ember.grad(lambda v: ember.pmap(lambda u: jnp.sin(u))(v).sum())(jnp.ones((1, 3)))
+    np.testing.assert_allclose(g, np.cos(np.ones((1, 3))), rtol=1e-6)
+    calls = []
+    f = ember.pmap(lambda v: calls.append(1) or v * 2)
+    f(jnp.ones((1, 2)))
+    f(jnp.ones((1, 2)))
+    assert len(calls) == 1  # (compiled once)
