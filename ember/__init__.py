@@ -5,6 +5,7 @@ from ember import (
     custom_batching,
     custom_derivatives,
     debug,
+    dlpack,
     dtypes,
     errors,
     experimental,
@@ -119,7 +120,7 @@ __all__ = [
     "numpy_rank_promotion", "process_indices", "softmax_custom_jvp", "threefry_partitionable",
     "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device", "typing",
-    "checkpoint_policies", "custom_batching", "pmap",
+    "checkpoint_policies", "custom_batching", "pmap", "dlpack",
 ]
 
 from ember import core as _core  # noqa: E402

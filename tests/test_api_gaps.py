@@ -216,3 +216,37 @@ def test_pmap_errors_and_grad():
     f(jnp.ones((1, 2)))
     f(jnp.ones((1, 2)))
     assert len(calls) == 1  # (compiled once)
+
+
+# --------------------------------------------------------------------- dlpack
+
+
+class _Producer:
+    """A minimal DLPack producer that is not a NumPy array."""
+
+    def __init__(self, a, device=(1, 0)):
+        self.a, self.device = a, device
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_dlpack_roundtrip_and_errors(jax):
+    from ember import dlpack
+    a = np.arange(6, dtype=np.int16).reshape(2, 3)
+    x = dlpack.from_dlpack(_Producer(a))
+    assert type(x) is ember.Array and x.dtype == np.int16
+    a[0, 0] = 7  # (a copy: the producer's later writes do not show)
+    np.testing.assert_array_equal(x, np.arange(6).reshape(2, 3))
+    y = dlpack.from_dlpack(np.linspace(0, 1, 4))
+    assert y.dtype == jax.dlpack.from_dlpack(np.linspace(0, 1, 4)).dtype == np.float32
+    np.testing.assert_array_equal(np.from_dlpack(jnp.arange(3.0)), [0.0, 1.0, 2.0])
+    for dt in [np.float32, jnp.bfloat16, np.complex64, np.bool_, "U3", np.object_]:
+        assert dlpack.is_supported_dtype(dt) == jax.dlpack.is_supported_dtype(dt)
+    with pytest.raises(TypeError, match="__dlpack__ and __dlpack_device__"):
+        dlpack.from_dlpack([1, 2])
+    with pytest.raises(ValueError, match="device type 2"):
+        dlpack.from_dlpack(_Producer(a, (2, 0)))
