@@ -62,6 +62,41 @@ def test_key_indexing_reshape_compare(jax):
     assert bool(er.key(0) == er.key(0)) and not bool(er.key(0) == er.key(1))
 
 
+def test_key_arrays_in_jnp_functions_that_move_elements(jax):
+    # As in JAX, jnp's stacking, reshaping, selecting and indexing functions take key
+    # arrays; eager, under jit and under vmap.
+    ks, jks = er.split(er.key(1), 4), jax.random.split(jax.random.key(1), 4)
+    mask = np.array([True, False, False, True])
+    cases = [
+        lambda m, a: m.stack([a, a[::-1]]), lambda m, a: m.concatenate([a, a[:2]]),
+        lambda m, a: m.where(mask, a, a[::-1]), lambda m, a: m.reshape(a, (2, 2)),
+        lambda m, a: m.take(a, np.array([3, 0])), lambda m, a: m.expand_dims(a, 0),
+        lambda m, a: m.squeeze(a[None]), lambda m, a: m.transpose(a.reshape(2, 2)),
+        lambda m, a: m.broadcast_to(a[0], (3,)), lambda m, a: m.ravel(a.reshape(2, 2)),
+        lambda m, a: m.swapaxes(a.reshape(2, 2), 0, 1), lambda m, a: m.flip(a),
+        lambda m, a: m.roll(a, 1), lambda m, a: m.tile(a, 2), lambda m, a: m.repeat(a, 2),
+        lambda m, a: m.split(a, 2)[1], lambda m, a: m.asarray(a), lambda m, a: m.copy(a),
+        lambda m, a: m.hstack([a, a]), lambda m, a: m.vstack([a, a]),
+        lambda m, a: m.moveaxis(a.reshape(2, 2), 0, 1), lambda m, a: m.atleast_2d(a),
+        lambda m, a: m.take_along_axis(a, np.array([2, 2, 0, 1]), axis=0),
+        lambda m, a: m.select([mask], [a], a[::-1]),
+        lambda m, a: a.at[1].set(a[3]), lambda m, a: a.take(np.array([1, 1])),
+        lambda m, a: a.swapaxes(0, 0),
+    ]
+    for f in cases:
+        expected = f(jax.numpy, jks)
+        _same_keys(f(jnp, ks), expected, jax)
+        _same_keys(ember.jit(lambda a, f=f: f(jnp, a))(ks), expected, jax)
+    stacked = ember.vmap(lambda a: jnp.stack([a, a]))(ks)
+    _same_keys(stacked, jax.vmap(lambda a: jax.numpy.stack([a, a]))(jks), jax)
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        jnp.stack([ks, [1, 2]])  # (no key array: the usual error)
+    with pytest.raises(TypeError, match="expected a key array"):
+        ks.at[0].set(0)
+    with pytest.raises(TypeError):
+        jnp.sin(ks)  # (arithmetic stays refused)
+
+
 def test_key_errors(jax):
     jr = jax.random
     k, ks = er.key(0), er.split(er.key(0), 4)

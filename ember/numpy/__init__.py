@@ -2,7 +2,7 @@
 
 import sys as _sys
 
-from ember.numpy import _fastpath, linalg
+from ember.numpy import _extended, _fastpath, linalg
 from ember.numpy import array_methods as _array_methods
 from ember.numpy import fft as fft  # the jnp.fft namespace
 from ember.numpy import ufunc_api as _ufunc_api
@@ -32,3 +32,4 @@ __array_api_version__ = "2024.12"  # (the namespace ``x.__array_namespace__()`` 
 _fastpath.install(_sys.modules[__name__])  # reductions, shapes, products: the eager fast path
 _array_methods.install(_sys.modules[__name__])
 _ufunc_api.install(_sys.modules[__name__])
+_extended.install(_sys.modules[__name__])  # key arrays in the functions that move elements

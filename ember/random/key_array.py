@@ -8,11 +8,13 @@ data as an ordinary leaf and rebuild the key array around their results. What th
 is JAX's: ``shape`` without the trailing 2, ``dtype`` printing as ``key<fry>`` (a subdtype of
 ``ember.dtypes.prng_key``), indexing, slicing, ``reshape``, ``==`` and JAX's ``repr``.
 
+The ``jnp`` functions that only move elements (``stack``, ``concatenate``, ``where``,
+``take``, ``reshape``, ...; see ``ember.numpy._extended``) take key arrays as in JAX, through
+:func:`on_key_data`; so do ``keys.at[...].set``/``get``, ``take`` and ``swapaxes``.
+
 Differences from JAX (by design): ``tree_leaves(key)`` is ``[key_data(key)]`` (JAX: ``[key]``);
-a key array is not an ``ember.Array`` (``isinstance`` is False) and ``jnp`` functions do not
-take it (``jnp.stack``/``concatenate``/``where`` of keys: use :func:`key_data` and
-:func:`wrap_key_data`); a negative ``vmap`` ``in_axes``/``out_axes`` counts the data's
-trailing axis of 2 words.
+a key array is not an ``ember.Array`` (``isinstance`` is False); ``lax`` functions do not take
+it; a negative ``vmap`` ``in_axes``/``out_axes`` counts the data's trailing axis of 2 words.
 """
 
 from __future__ import annotations
@@ -146,6 +148,20 @@ class PRNGKeyArray:
     def T(self) -> PRNGKeyArray:  # noqa: N802 (NumPy's name)
         return self.transpose()
 
+    def swapaxes(self, axis1: int, axis2: int) -> PRNGKeyArray:
+        return on_key_data(lambda k: k.swapaxes(axis1, axis2), (self,), {})
+
+    def take(self, indices: Any, axis: int | None = None, **kwargs: Any) -> PRNGKeyArray:
+        return on_key_data(lambda k: k.take(indices, axis=axis, **kwargs), (self,), {})
+
+    def copy(self) -> PRNGKeyArray:
+        return PRNGKeyArray(self._base_array.copy())
+
+    @property
+    def at(self) -> _KeyIndexUpdates:
+        """Functional updates, as ``Array.at``: ``keys.at[0].set(key)``."""
+        return _KeyIndexUpdates(self)
+
     def block_until_ready(self) -> PRNGKeyArray:
         return self
 
@@ -187,6 +203,55 @@ class PRNGKeyArray:
     __str__ = __repr__
 
 
+class _KeyIndexUpdates:
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: PRNGKeyArray):
+        self._keys = keys
+
+    def __getitem__(self, idx: Any) -> _KeyIndexRef:
+        return _KeyIndexRef(self._keys, idx)
+
+
+class _KeyIndexRef:
+    __slots__ = ("_keys", "_idx")
+
+    def __init__(self, keys: PRNGKeyArray, idx: Any):
+        self._keys, self._idx = keys, idx
+
+    def get(self, **kwargs: Any) -> PRNGKeyArray:
+        return on_key_data(lambda k: k.at[self._idx].get(**kwargs), (self._keys,), {})
+
+    def set(self, values: Any, **kwargs: Any) -> PRNGKeyArray:
+        if not isinstance(values, PRNGKeyArray):
+            raise TypeError(f"key_array.at[...].set: expected a key array of values, got "
+                            f"{type(values).__name__}")
+        return on_key_data(lambda k, v: k.at[self._idx].set(v, **kwargs),
+                           (self._keys, values), {})
+
+
+def on_key_data(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """``fn(*args, **kwargs)`` with its key arrays seen as arrays of their shape: ``fn`` runs
+    vmapped over the key data's trailing axis of words, and each output becomes a key array
+    again. Right for the functions that only move elements (stack, reshape, where, take,
+    ...); NotImplemented when no argument holds a key array."""
+    leaves, tree = tree_util.tree_flatten((args, kwargs), is_leaf=is_typed_key)
+    where = [i for i, x in enumerate(leaves) if isinstance(x, PRNGKeyArray)]
+    if not where:
+        return NotImplemented
+    from ember._vmap_api import vmap
+
+    def on_data(*data: Any) -> Any:
+        full = list(leaves)
+        for i, d in zip(where, data):
+            full[i] = d
+        a, kw = tree_util.tree_unflatten(tree, full)
+        return fn(*a, **kw)
+
+    out = vmap(on_data, in_axes=-1, out_axes=-1)(*[leaves[i]._base_array for i in where])
+    return tree_util.tree_map(PRNGKeyArray, out)
+
+
 def _has_dtype(x: Any) -> bool:
     return hasattr(x, "dtype") or isinstance(x, (int, float, complex, bool))
 
@@ -216,3 +281,11 @@ tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
 def is_typed_key(x: Any) -> bool:
     """Whether ``x`` is a typed key array (``random.key``), not legacy uint32 key data."""
     return isinstance(x, PRNGKeyArray)
+
+
+def _register_with_numpy() -> None:
+    from ember.numpy import _extended
+    _extended.register_handler(on_key_data)
+
+
+_register_with_numpy()
