@@ -635,20 +635,30 @@ def _fast_key(args: tuple) -> tuple | None:
             key.append(a.aval)
             continue
         mixed = True
-        if t in _PY_SCALAR_DTYPES:
-            if t is int:
-                lo, hi = _INT_BOUNDS[dtypes.canonicalize_dtype(np.int64)]
-                if not lo <= a < hi:
-                    return None
-            key.append(t)
-        elif (t is np.ndarray or isinstance(a, np.generic)) and \
-                dtypes.canonicalize_dtype(a.dtype) == a.dtype:
-            key.append((a.shape, a.dtype))
-        else:
+        part = _host_leaf_key(a)
+        if part is None:
             return None
+        key.append(part)
     if mixed:
         key.append(_MIXED)
     return tuple(key)
+
+
+def _host_leaf_key(x: Any) -> Any:
+    """A fast-path key's part for a leaf that is not an Array: a Python scalar's type, a
+    canonical NumPy array's or scalar's shape and dtype; None for anything else (or an int
+    out of its dtype's range: the slow path raises)."""
+    t = type(x)
+    if t in _PY_SCALAR_DTYPES:
+        if t is int:
+            lo, hi = _INT_BOUNDS[dtypes.canonicalize_dtype(np.int64)]
+            if not lo <= x < hi:
+                return None
+        return t
+    if (t is np.ndarray or isinstance(x, np.generic)) and \
+            dtypes.canonicalize_dtype(x.dtype) == x.dtype:
+        return (x.shape, x.dtype)
+    return None
 
 
 def _execute_mixed(executable: Any, args: Sequence) -> list:
@@ -743,18 +753,11 @@ def _add_tree(x: Any, key: list, leaves: list, mixed: list) -> bool:
     if x is None:
         key.append(None)
         return True
-    mixed[0] = True
-    if t in _PY_SCALAR_DTYPES:
-        if t is int:
-            lo, hi = _INT_BOUNDS[dtypes.canonicalize_dtype(np.int64)]
-            if not lo <= x < hi:
-                return False
-        key.append(t)
-    elif (t is np.ndarray or isinstance(x, np.generic)) and \
-            dtypes.canonicalize_dtype(x.dtype) == x.dtype:
-        key.append((x.shape, x.dtype))
-    else:
+    part = _host_leaf_key(x)
+    if part is None:
         return False
+    mixed[0] = True
+    key.append(part)
     leaves.append(x)
     return True
 
