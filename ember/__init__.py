@@ -20,6 +20,7 @@ from ember import (
     typing,
 )
 from ember._pmap_api import pmap
+from ember._runtime_api import Device, live_arrays
 from ember.ad_checkpoint import checkpoint_policies
 from ember.api import (
     ShapeDtypeStruct,
@@ -120,7 +121,7 @@ __all__ = [
     "numpy_rank_promotion", "process_indices", "softmax_custom_jvp", "threefry_partitionable",
     "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device", "typing",
-    "checkpoint_policies", "custom_batching", "pmap", "dlpack",
+    "checkpoint_policies", "custom_batching", "pmap", "dlpack", "Device", "live_arrays",
 ]
 
 from ember import core as _core  # noqa: E402

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import string
 import sys
 from collections.abc import Callable
@@ -25,7 +26,9 @@ import numpy as np
 
 from ember.lax.callback import bind_debug_callback, flatten_callback
 
-__all__ = ["callback", "print"]
+__all__ = ["callback", "log", "print", "visualize_array_sharding", "visualize_sharding"]
+
+_logger = logging.getLogger("ember.debug")
 
 
 def callback(callback: Callable[..., None] | None = None, *args: Any, ordered: bool = False,
@@ -73,10 +76,12 @@ class _UnusedArgumentCheck(string.Formatter):
 class _Printer:
     """Formats and writes one ``debug.print`` line with the print options of its trace."""
 
-    __slots__ = ("fmt", "printoptions", "has_placeholders")
+    __slots__ = ("fmt", "printoptions", "has_placeholders", "use_logging")
 
-    def __init__(self, fmt: str, printoptions: tuple, has_placeholders: bool):
+    def __init__(self, fmt: str, printoptions: tuple, has_placeholders: bool,
+                 use_logging: bool = False):
         self.fmt, self.printoptions, self.has_placeholders = fmt, printoptions, has_placeholders
+        self.use_logging = use_logging
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         if self.has_placeholders:
@@ -84,13 +89,16 @@ class _Printer:
                 text = self.fmt.format(*args, **kwargs)
         else:
             text = " ".join((self.fmt, *(str(a) for a in args)))
-        sys.stdout.write(text + "\n")
+        if self.use_logging:
+            _logger.info(text)
+        else:
+            sys.stdout.write(text + "\n")
 
     def __repr__(self) -> str:
         return f"debug_print(fmt={self.fmt!r})"
 
     def _key(self) -> tuple:
-        return (self.fmt, self.printoptions, self.has_placeholders)
+        return (self.fmt, self.printoptions, self.has_placeholders, self.use_logging)
 
     def __eq__(self, other: Any) -> bool:
         return type(other) is _Printer and other._key() == self._key()
@@ -101,7 +109,7 @@ class _Printer:
 
 def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A001
           partitioned: bool = False, skip_format_check: bool = False,
-          **kwargs: Any) -> Callable[..., None] | None:
+          _use_logging: bool = False, **kwargs: Any) -> Callable[..., None] | None:
     """Prints ``fmt.format(*args, **kwargs)`` when the program runs (not when it is traced).
 
     Pass values as arguments, not through an f-string: ``print("x = {x}", x=x)``. NumPy's
@@ -128,10 +136,59 @@ def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A0
         if not skip_format_check:
             _UnusedArgumentCheck().format(fmt, *c_args, **c_kwargs)
         has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
-        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders,
+                           _use_logging)
         _stage(printer, c_args, c_kwargs, "debug.print", ordered, partitioned)
 
     return _one_or_two_calls(stage, fmt, args, kwargs, "debug.print")
+
+
+def log(fmt: str | None = None, *args: Any, ordered: bool = False, partitioned: bool = False,
+        skip_format_check: bool = False, **kwargs: Any) -> Callable[..., None] | None:
+    """``debug.print``, written to the ``ember.debug`` logger at level INFO instead of
+    stdout.
+
+    Example:
+        >>> logging.basicConfig(level=logging.INFO)
+        >>> ember.jit(lambda x: ember.debug.log("x={}", x))(1.0)   # logs "x=1.0"
+    """
+    return print(fmt, *args, ordered=ordered, partitioned=partitioned,
+                 skip_format_check=skip_format_check, _use_logging=True, **kwargs)
+
+
+def visualize_array_sharding(arr: Any, **kwargs: Any) -> None:
+    """Prints how ``arr`` is laid out over the devices: here, whole on the one CPU device.
+
+    Args:
+        arr: a concrete array (not a tracer).
+        **kwargs: accepted for compatibility (colors, widths, ...).
+
+    Example:
+        >>> ember.debug.visualize_array_sharding(jnp.ones((2, 3)))
+        ┌───────┐
+        │ CPU 0 │
+        └───────┘
+    """
+    from ember.core import Tracer
+    if isinstance(arr, Tracer):
+        raise ValueError("visualize_array_sharding: the array must be concrete, not a "
+                         "tracer; call it outside jit or use debug.inspect_array_sharding")
+    if not hasattr(arr, "shape"):
+        raise TypeError(f"visualize_array_sharding: expected an array, got {type(arr).__name__}")
+    label = " CPU 0 "
+    sys.stdout.write(f"┌{'─' * len(label)}┐\n│{label}│\n└{'─' * len(label)}┘\n")
+
+
+def visualize_sharding(shape: Any, sharding: Any = None, **kwargs: Any) -> None:
+    """Prints the device layout of an array of ``shape`` (whole on the one CPU device).
+
+    Example:
+        >>> ember.debug.visualize_sharding((4, 4))
+        ┌───────┐
+        │ CPU 0 │
+        └───────┘
+    """
+    visualize_array_sharding(np.empty(shape, dtype=np.int8))
 
 
 def _stage(fn: Callable, args: tuple, kwargs: dict, name: str, ordered: bool,

@@ -433,3 +433,41 @@ def short_name(dt: np.dtype) -> str:
         return "float0"
     return {"f": "f", "i": "i", "u": "u", "c": "c"}[dt.kind] + str(dt.itemsize * 8)
 
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """The size of one element of ``dtype`` in bits (4 for ``int4``, 8 for ``bool``).
+
+    Example:
+        >>> itemsize_bits(np.float32), itemsize_bits(ml_dtypes.int4)
+        (32, 4)
+    """
+    if dtype is None:
+        raise ValueError("itemsize_bits: dtype cannot be None.")
+    dt = np.dtype(dtype)
+    if dt.kind == "V" and dt.itemsize == 1 and dt != float0:  # (ml_dtypes' sub-byte types)
+        try:
+            return int(ml_dtypes.iinfo(dt).bits)
+        except ValueError:
+            return int(ml_dtypes.finfo(dt).bits)
+    return dt.itemsize * 8
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (``bool``, ``int``, ``float`` or ``complex``) matching the
+    dtype of ``x``.
+
+    Example:
+        >>> scalar_type_of(np.int32(1)), scalar_type_of(jnp.ones(2))
+        (<class 'int'>, <class 'float'>)
+    """
+    dt = dtype(x)
+    if dt == np.dtype(bool):
+        return bool
+    if np.issubdtype(dt, np.integer):
+        return int
+    if np.issubdtype(dt, np.complexfloating):
+        return complex
+    if np.issubdtype(dt, np.inexact) or dt.kind == "V":
+        return float
+    raise TypeError(f"scalar_type_of: invalid scalar value {x!r}")

@@ -110,3 +110,26 @@ class NonConcreteBooleanIndexError(IndexError):
 class JaxRuntimeError(RuntimeError):
     """A failure while a program ran, such as a host callback that raised (its exception is
     the ``__cause__``); JAX's name."""
+
+
+class JAXTypeError(TypeError):
+    """Base of ember's own TypeErrors about misuse of the API (JAX's class name)."""
+
+
+class JAXIndexError(IndexError):
+    """Base of ember's own IndexErrors (JAX's class name)."""
+
+
+class KeyReuseError(JAXTypeError):
+    """A PRNG key was used twice while ``jax_debug_key_reuse`` checks are on."""
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A comparison or arithmetic on symbolic dimensions whose result is not determined."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "JaxprTypeError":  # (defined by ember.jaxpr, which imports this module's users)
+        from ember.jaxpr import JaxprTypeError
+        return JaxprTypeError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,6 +43,8 @@ from ember.tree_keys import (
 
 __all__ = [
     "DictKey",
+    "PyTreeRegistry",
+    "default_registry",
     "FlattenedIndexKey",
     "GetAttrKey",
     "KeyEntry",
@@ -1276,3 +1278,36 @@ _register_node(
     lambda func, xs: Partial(func, *xs[0], **xs[1]),
     None,
 )
+
+
+class PyTreeRegistry:
+    """The registry of pytree node types, as an object (``jax.tree_util.default_registry``):
+    its methods are the module's functions."""
+
+    def flatten(self, tree: Any, leaf_predicate: Callable[[Any], bool] | None = None
+                ) -> tuple[list[Any], PyTreeDef]:
+        return tree_flatten(tree, is_leaf=leaf_predicate)
+
+    def flatten_one_level(self, tree: Any) -> tuple[Iterable[Any], Any]:
+        return flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree: Any) -> tuple[Iterable[Any], Any]:
+        return flatten_one_level_with_keys(tree)
+
+    def flatten_with_path(self, tree: Any, leaf_predicate: Callable[[Any], bool] | None = None
+                          ) -> tuple[list[tuple[Any, Any]], PyTreeDef]:
+        return tree_flatten_with_path(tree, is_leaf=leaf_predicate)
+
+    def is_node(self, typ: type) -> bool:
+        return is_tree_node(typ)
+
+    def register_node(self, type: type, to_iterable: Callable, from_iterable: Callable,  # noqa: A002
+                      to_iterable_with_keys: Callable | None = None) -> None:
+        register_pytree_node(type, to_iterable, from_iterable, to_iterable_with_keys)
+
+    def register_dataclass_node(self, type: type, data_fields: list[str],  # noqa: A002
+                                meta_fields: list[str]) -> None:
+        register_dataclass(type, data_fields, meta_fields)
+
+
+default_registry = PyTreeRegistry()

@@ -250,3 +250,49 @@ def test_dlpack_roundtrip_and_errors(jax):
         dlpack.from_dlpack([1, 2])
     with pytest.raises(ValueError, match="device type 2"):
         dlpack.from_dlpack(_Producer(a, (2, 0)))
+
+
+# --------------------------------------------------------------------- small names
+
+
+def test_small_names_match_jax(jax):
+    import ml_dtypes
+    for name in ["JAXTypeError", "JAXIndexError", "KeyReuseError", "JaxprTypeError",
+                 "InconclusiveDimensionOperation"]:
+        ours, theirs = getattr(ember.errors, name), getattr(jax.errors, name)
+        for base in (TypeError, IndexError, Exception):
+            assert issubclass(ours, base) == issubclass(theirs, base), name
+    assert issubclass(ember.errors.KeyReuseError, ember.errors.JAXTypeError)
+    from ember.jaxpr import JaxprTypeError
+    assert ember.errors.JaxprTypeError is JaxprTypeError
+    for t in [np.float32, np.bool_, ml_dtypes.int4, ml_dtypes.uint2, ml_dtypes.float4_e2m1fn,
+              ml_dtypes.bfloat16, np.complex128, np.uint8]:
+        assert ember.dtypes.itemsize_bits(t) == jax.dtypes.itemsize_bits(t), t
+    for v in [1.0, 1, True, 1j, np.int32(1), np.uint8(3), jnp.ones(2, jnp.bfloat16),
+              jnp.ones(2, jnp.complex64)]:
+        assert ember.dtypes.scalar_type_of(v) is jax.dtypes.scalar_type_of(np.asarray(v)
+                                                                         if hasattr(v, "aval")
+                                                                         else v), v
+    leaves, tree = ember.tree_util.default_registry.flatten({"a": (1, [2])})
+    assert leaves == [1, 2] and tree == ember.tree_util.tree_structure({"a": (1, [2])})
+    assert ember.tree_util.default_registry.flatten((1, None), lambda x: x is None)[0] == [
+        1, None]
+    assert isinstance(ember.devices()[0], ember.Device)
+
+
+def test_live_arrays_and_debug_log(capsys, caplog):
+    import logging
+    x = jnp.arange(3.0)
+    y = ember.jit(lambda v: v * 2)(x)
+    live = ember.live_arrays()
+    assert any(a is x for a in live) and any(a is y for a in live)
+    assert all(type(a) is ember.Array for a in live)
+    with caplog.at_level(logging.INFO, logger="ember.debug"):
+        ember.jit(lambda v: ember.debug.log("v={}", v))(x)
+        ember.vmap(lambda v: ember.debug.log("e={e}", e=v))(jnp.arange(2))
+        ember.effects_barrier()
+    assert [r.getMessage() for r in caplog.records] == ["v=[0. 1. 2.]", "e=0", "e=1"]
+    ember.debug.visualize_array_sharding(jnp.ones((2, 3)))
+    assert "CPU 0" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="concrete"):
+        ember.jit(ember.debug.visualize_array_sharding)(jnp.ones(2))
