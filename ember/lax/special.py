@@ -32,7 +32,6 @@ from ember.interpreters.partial_eval import trace_to_jaxpr
 from ember.lax import base, batch_util
 from ember.lax import elementwise as E
 from ember.lax.base import float_dtypes
-from ember.lax.control_flow.scan import fori_loop
 from ember.lax.control_flow.while_loop import while_loop
 from ember.lax.elementwise import binop
 from ember.lax.reduction import reduce_or
@@ -459,8 +458,10 @@ def bessel_i1e(x: Any) -> Array:
 
 def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
     """1 / (1 + d1/(1 + d2/(1 + ...))) with DLMF 8.17.22's coefficients, by modified Lentz
-    (two coefficients per step); converges fast for x < (a + 1) / (a + b + 2)."""
-    tiny = float(_finfo(x).tiny) * 16
+    (two coefficients per step) until the fraction stops changing (every element), at most
+    ``steps`` steps; converges fast for x < (a + 1) / (a + b + 2)."""
+    fi = _finfo(x)
+    tiny, eps = float(fi.tiny) * 16, float(fi.eps)
     dt = core.get_aval(x).dtype
 
     def lentz(d_j, c, d, f):
@@ -468,19 +469,25 @@ def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
         d = 1.0 / _where(E.lt(E.abs(d), tiny), tiny, d)
         c = 1.0 + d_j / c
         c = _where(E.lt(E.abs(c), tiny), tiny, c)
-        return c, d, f * c * d
+        return c, d, f * c * d, c * d
 
-    def body(m, state):
-        c, d, f = state
-        m = E.convert_element_type(m, dt)
-        odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
-        c, d, f = lentz(odd, c, d, f)
-        m1 = m + 1.0
+    def cond(state):
+        m, _, _, _, delta = state
+        return E.bitwise_and(E.lt(m, steps), _any(E.gt(E.abs(delta - 1.0), eps)))
+
+    def body(state):
+        m, c, d, f, _ = state
+        mf = E.convert_element_type(m, dt)
+        odd = -(a + mf) * (a + b + mf) * x / ((a + 2.0 * mf) * (a + 2.0 * mf + 1.0))
+        c, d, f, delta1 = lentz(odd, c, d, f)
+        m1 = mf + 1.0
         even = m1 * (b - m1) * x / ((a + 2.0 * m1 - 1.0) * (a + 2.0 * m1))
-        return lentz(even, c, d, f)
+        c, d, f, delta2 = lentz(even, c, d, f)
+        return m + 1, c, d, f, delta1 * delta2
 
     one = _full(x, 1.0)
-    _, _, f = fori_loop(0, steps, body, (one, _full(x, 0.0), one))
+    _, _, _, f, _ = while_loop(cond, body, (np.int32(0), one, _full(x, 0.0), one,
+                                            _full(x, 2.0)))
     return 1.0 / f
 
 

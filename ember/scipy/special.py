@@ -1,9 +1,10 @@
 """``jax.scipy.special``: special functions written on lax (series, asymptotic expansions and
 continued fractions with fixed term counts, so they trace, jit, vmap and differentiate).
 
-Derivatives JAX fixes by hand (logit, xlogy, xlog1py, x*log(x), log_ndtr, the Bessel
-functions) are ``custom_jvp`` rules with the same formulas; the rest differentiate their
-formulas.
+The incomplete gamma, zeta, polygamma and scaled Bessel functions are lax's special-function
+primitives (``ember/lax/special.py``), as in JAX. Derivatives JAX fixes by hand (logit, xlogy,
+xlog1py, x*log(x), log_ndtr, zeta) are ``custom_jvp`` rules with the same formulas; the rest
+differentiate their formulas.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ember.custom_derivatives import custom_jvp
 from ember.nn.functions import logsumexp
 from ember.numpy._util import promote_args_inexact
 from ember.scipy.special_extra import *  # noqa: F403  (more functions, re-exported)
+from ember.scipy.special_extra import _real
 from ember.scipy.special_more import *  # noqa: F403  (more functions, re-exported)
 
 Array = Any
@@ -32,14 +34,6 @@ __all__ = [
     "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
     "ndtri", "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
 ]
-
-
-def _real(fn: str, *args: ArrayLike) -> list[Array]:
-    out = promote_args_inexact(fn, *args)
-    if jnp.issubdtype(out[0].dtype, np.complexfloating):
-        raise TypeError(f"{fn} does not accept dtype {np.dtype(out[0].dtype)}. Accepted "
-                        "dtypes are subtypes of floating.")
-    return out
 
 
 def _strong(x: Array) -> Array:
@@ -158,49 +152,22 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
     return jnp.sum(lax.lgamma(a[..., None] - halves), axis=-1) + const
 
 
-# Hurwitz zeta by Euler-Maclaurin summation: N direct terms, then the integral and
-# Bernoulli-number corrections at q + N.
-_ZETA_N = 12
-_BERNOULLI_2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
-                 43867 / 798, -174611 / 330]
+def _zeta_series(x: Array, q: Array) -> Array:
+    # lax.zeta's own lax-written sum (no primitive), differentiated by the custom_jvp below:
+    # JAX likewise differentiates a series expansion (lax.zeta has no derivative).
+    from ember.lax.special import _up_and_broadcast, _zeta_impl
+    return _up_and_broadcast(_zeta_impl)(x, q)
 
 
-def _zeta_impl(s: Array, q: Array) -> Array:
-    one = _c(s, 1.0)
-    total = jnp.zeros_like(s * q)
-    for k in range(_ZETA_N):
-        total = total + (q + _c(q, k)) ** (-s)
-    w = q + _c(q, _ZETA_N)
-    w_s = w ** (-s)
-    total = total + w * w_s / (s - one) + w_s / 2
-    # Corrections B_2j / (2j)! * s (s+1) ... (s+2j-2) * w^(-s-2j+1).
-    rising = s
-    w_pow = w_s / w
-    inv_w2 = one / (w * w)
-    for j, b in enumerate(_BERNOULLI_2K, start=1):
-        total = total + _c(s, b / math.factorial(2 * j)) * rising * w_pow
-        rising = rising * (s + _c(s, 2 * j - 1)) * (s + _c(s, 2 * j))
-        w_pow = w_pow * inv_w2
-    # As JAX (XLA): s == 1 is the pole, s < 1 is NaN; for q <= 0 the sum is defined only
-    # for integer s, and at integer q (a term k + q == 0) it is +inf for even s, else NaN.
-    nan = jnp.full_like(total, np.nan)
-    inf = jnp.full_like(total, np.inf)
-    int_s = s == lax.floor(s)
-    even_s = int_s & (jnp.remainder(s, _c(s, 2.0)) == 0)
-    nonpos = q <= 0
-    total = jnp.where(nonpos & ~int_s, nan, total)
-    total = jnp.where(nonpos & (q == lax.floor(q)), jnp.where(even_s, inf, nan), total)
-    return jnp.where(s == one, inf, jnp.where(s < one, nan, total))
+@custom_jvp
+def _zeta(x: Array, q: Array) -> Array:
+    return lax.zeta(x, q)
 
 
-def _zeta_upcast(s: Array, q: Array) -> Array:
-    # Half precision overflows in the Euler-Maclaurin terms: evaluate in float32.
-    dt = np.dtype(s.dtype)
-    if dt.itemsize >= 4:
-        return _zeta_impl(s, q)
-    f32 = np.dtype(np.float32)
-    out = _zeta_impl(lax.convert_element_type(s, f32), lax.convert_element_type(q, f32))
-    return lax.convert_element_type(out, dt, weak_type=bool(getattr(s, "weak_type", False)))
+@_zeta.defjvp
+def _zeta_jvp(primals, tangents):
+    from ember import jvp
+    return _zeta(*primals), jvp(_zeta_series, primals, tangents)[1]
 
 
 def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
@@ -219,7 +186,7 @@ def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
         raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
                                   "compute the Hurwitz Zeta function.")
     x, q = _real("zeta", x, q)
-    return _zeta_upcast(x, q)
+    return _zeta(*jnp.broadcast_arrays(x, q))
 
 
 def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
@@ -237,78 +204,10 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
         raise ValueError("Argument `n` to polygamma must be of integer type. Got dtype "
                          f"{jnp.result_type(n)}.")
     n, x = _real("polygamma", n, x)
-    n1 = n + _c(n, 1.0)
-    fact = lax.exp(lax.lgamma(n1))
-    sign = jnp.where(jnp.remainder(n, 2) == 0, _c(x, -1.0), _c(x, 1.0))
-    safe_n1 = jnp.where(n == 0, _c(n, 2.0), n1)
-    high = sign * fact * _zeta_upcast(safe_n1, x)
-    return jnp.where(n == 0, lax.digamma(x), high)
+    return lax.polygamma(*jnp.broadcast_arrays(n, x))
 
 
 # ---------------------------------------------------------------- incomplete gamma
-
-_IGAMMA_TERMS = 200
-
-
-def _igamma_series(a: Array, x: Array) -> Array:
-    """P(a, x) = x^a e^-x / Gamma(a+1) * sum_n x^n / ((a+1)...(a+n))."""
-    def body(_, state):
-        term, total, ap = state
-        ap = ap + 1
-        term = term * x / ap
-        return term, total + term, ap
-    one = jnp.ones_like(a * x)
-    _, total, _ = lax.fori_loop(0, _IGAMMA_TERMS, body, (one, one, a * one))
-    log_pref = a * lax.log(x) - x - lax.lgamma(a + 1)
-    return lax.exp(log_pref) * total
-
-
-def _igammac_cf(a: Array, x: Array) -> Array:
-    """Q(a, x) by the Legendre continued fraction (modified Lentz), valid for x > a + 1."""
-    tiny = _c(x, np.finfo(np.dtype(x.dtype)).tiny * 16)
-    one = jnp.ones_like(a * x)
-    b0 = x + 1 - a
-    c0 = one / tiny
-    d0 = one / b0
-    def body(i, state):
-        b, c, d, h = state
-        i = lax.convert_element_type(i + 1, b.dtype)
-        an = -i * (i - a)
-        b = b + 2
-        d = an * d + b
-        d = jnp.where(jnp.abs(d) < tiny, tiny, d)
-        c = b + an / c
-        c = jnp.where(jnp.abs(c) < tiny, tiny, c)
-        d = 1 / d
-        return b, c, d, h * d * c
-    _, _, _, h = lax.fori_loop(0, _IGAMMA_TERMS, body, (b0, c0, d0, d0))
-    return lax.exp(a * lax.log(x) - x - lax.lgamma(a)) * h
-
-
-def _igamma_both(a: Array, x: Array) -> tuple[Array, Array, Array]:
-    """(use the series?, series value P, continued-fraction value Q) on safe arguments."""
-    use_series = x < a + 1
-    safe = (a > 0) & (x > 0) & jnp.isfinite(x)
-    xs = jnp.where(safe, x, _c(x, 1.0))
-    as_ = jnp.where(safe, a, _c(a, 1.0))
-    xs_ser = jnp.where(use_series, xs, jnp.minimum(xs, as_))
-    xs_cf = jnp.where(use_series, as_ + 2, xs)
-    return use_series, _igamma_series(as_, xs_ser), _igammac_cf(as_, xs_cf)
-
-
-def _igamma_edges(a: Array, x: Array, value: Array, at_zero: float, at_inf: float) -> Array:
-    # As JAX: x == 0 < a gives P = 0; a == 0 < x or x == inf gives P = 1; a == inf gives NaN
-    # except at x == 0 or inf; a == x == 0, a < 0, x < 0 and NaNs give NaN.
-    # (Comparisons with inf rather than isinf: lax's abs jvp fails on weak scalars.)
-    inf = _c(a, np.inf)
-    out = jnp.where(a == inf, _c(value, np.nan), value)
-    out = jnp.where((a == 0) | (x == inf), _c(value, at_inf), out)
-    out = jnp.where(x == 0, _c(value, at_zero), out)
-    bad = (a < 0) | (x < 0) | ((a == 0) & (x == 0)) | jnp.isnan(a) | jnp.isnan(x)
-    out = jnp.where(bad, _c(value, np.nan), out)
-    # The result is weakly typed exactly when the (promoted) arguments are.
-    return lax.convert_element_type(out, out.dtype, weak_type=bool(getattr(a, "weak_type", False)))
-
 
 def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized lower incomplete gamma function ``P(a, x)``.
@@ -317,10 +216,7 @@ def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
         >>> ember.scipy.special.gammainc(jnp.array([1.]), jnp.array([1.]))
         Array([0.63212055], dtype=float32)
     """
-    a, x = _real("gammainc", a, x)
-    a, x = jnp.broadcast_arrays(a, x)
-    use_series, p, q = _igamma_both(a, x)
-    return _igamma_edges(a, x, jnp.where(use_series, p, 1 - q), 0.0, 1.0)
+    return lax.igamma(*jnp.broadcast_arrays(*_real("gammainc", a, x)))
 
 
 def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
@@ -330,10 +226,7 @@ def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
         >>> ember.scipy.special.gammaincc(jnp.array([1.]), jnp.array([1.]))
         Array([0.36787945], dtype=float32)
     """
-    a, x = _real("gammaincc", a, x)
-    a, x = jnp.broadcast_arrays(a, x)
-    use_series, p, q = _igamma_both(a, x)
-    return _igamma_edges(a, x, jnp.where(use_series, 1 - p, q), 1.0, 0.0)
+    return lax.igammac(*jnp.broadcast_arrays(*_real("gammaincc", a, x)))
 
 
 # ---------------------------------------------------------------- error function family
@@ -601,56 +494,6 @@ def kl_div(p: ArrayLike, q: ArrayLike) -> Array:
 
 # ---------------------------------------------------------------- modified Bessel I0, I1
 
-_BESSEL_SWITCH = 15.0   # series below, asymptotic expansion above (in |x|)
-_BESSEL_SERIES = 48
-_BESSEL_ASYMPT = 12
-
-
-def _bessel_ie(x: Array, nu: int) -> Array:
-    """exp(-|x|) I_nu(|x|) for nu in {0, 1}: power series for small |x| (all terms
-    positive: no cancellation), Hankel's asymptotic expansion for large |x|."""
-    ax = jnp.abs(x)
-    small = jnp.minimum(ax, _c(x, _BESSEL_SWITCH))
-    q = small * small / 4
-    term = (small / 2) ** nu
-    total = term
-    for k in range(1, _BESSEL_SERIES):
-        term = term * q / _c(x, k * (k + nu))
-        total = total + term
-    series = total * lax.exp(-small)
-    big = jnp.maximum(ax, _c(x, _BESSEL_SWITCH))
-    mu = 4.0 * nu * nu
-    term = jnp.ones_like(x)
-    total = term
-    for k in range(1, _BESSEL_ASYMPT):
-        term = term * _c(x, -(mu - (2 * k - 1) ** 2) / (8.0 * k)) / big
-        total = total + term
-    asympt = total * lax.rsqrt(_c(x, 2 * math.pi) * big)
-    return jnp.where(ax < _c(x, _BESSEL_SWITCH), series, asympt)
-
-
-@custom_jvp
-def _i0e(x: Array) -> Array:
-    return _bessel_ie(x, 0)
-
-
-@custom_jvp
-def _i1e(x: Array) -> Array:
-    return jnp.sign(x) * _bessel_ie(x, 1)
-
-
-_i0e.defjvps(lambda g, ans, x: g * (_i1e(x) - jnp.sign(x) * ans))
-
-
-def _i1e_deriv(x: Array, ans: Array) -> Array:
-    # d/dx i1e = i0e - i1e (sign(x) + 1/x); 1/2 at 0.
-    safe = jnp.where(x == 0, _c(x, 1.0), x)
-    return jnp.where(x == 0, _c(x, 0.5), _i0e(x) - ans * (jnp.sign(x) + 1 / safe))
-
-
-_i1e.defjvps(lambda g, ans, x: g * _i1e_deriv(x, ans))
-
-
 def i0e(x: ArrayLike) -> Array:
     """The exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I0(x)``.
 
@@ -659,7 +502,7 @@ def i0e(x: ArrayLike) -> Array:
         Array([1.        , 0.46575963], dtype=float32)
     """
     (x,) = _real("i0e", x)
-    return _i0e(x)
+    return lax.bessel_i0e(x)
 
 
 def i0(x: ArrayLike) -> Array:
@@ -671,7 +514,7 @@ def i0(x: ArrayLike) -> Array:
     """
     (x,) = _real("i0", x)
     half = lax.exp(jnp.abs(x) / 2)  # (two halves: exp(|x|) alone overflows first)
-    return half * _i0e(x) * half
+    return half * lax.bessel_i0e(x) * half
 
 
 def i1e(x: ArrayLike) -> Array:
@@ -682,7 +525,7 @@ def i1e(x: ArrayLike) -> Array:
         Array([0.20791042], dtype=float32)
     """
     (x,) = _real("i1e", x)
-    return _i1e(x)
+    return lax.bessel_i1e(x)
 
 
 def i1(x: ArrayLike) -> Array:
@@ -694,7 +537,7 @@ def i1(x: ArrayLike) -> Array:
     """
     (x,) = _real("i1", x)
     half = lax.exp(jnp.abs(x) / 2)
-    return half * _i1e(x) * half
+    return half * lax.bessel_i1e(x) * half
 
 
 # ---------------------------------------------------------------- softmax family

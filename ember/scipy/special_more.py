@@ -16,7 +16,7 @@ import numpy as np
 
 from ember import lax
 from ember import numpy as jnp
-from ember.custom_derivatives import SymbolicZero, custom_jvp
+from ember.custom_derivatives import custom_jvp
 from ember.numpy._util import concrete_index, promote_args_inexact
 
 Array = Any
@@ -43,10 +43,6 @@ def _c(x: Array, v: float) -> float:
 def _strong(x: Array) -> Array:
     """``x`` without its weak type (as JAX's results of these functions)."""
     return lax.convert_element_type(x, x.dtype)
-
-
-def _is64(x: Array) -> bool:
-    return np.dtype(jnp.result_type(x)) == np.float64  # (x may be a Python float in a rule)
 
 
 # ---------------------------------------------------------------- gamma relatives
@@ -315,81 +311,6 @@ def expi(x: ArrayLike) -> Array:
 # ---------------------------------------------------------------- incomplete beta
 
 
-def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
-    """1 / (1 + d1/(1 + d2/(1 + ...))) with DLMF 8.17.22's coefficients, by modified
-    Lentz (two coefficients per step); converges fast for x < (a + 1) / (a + b + 2)."""
-    tiny = _c(x, np.finfo(np.dtype(x.dtype)).tiny * 16)
-
-    def lentz(d_j, c, d, f):
-        d = 1 + d_j * d
-        d = 1 / jnp.where(jnp.abs(d) < tiny, tiny, d)
-        c = 1 + d_j / c
-        c = jnp.where(jnp.abs(c) < tiny, tiny, c)
-        return c, d, f * c * d
-
-    def body(m, state):
-        c, d, f = state
-        m = lax.convert_element_type(m, x.dtype)
-        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
-        c, d, f = lentz(odd, c, d, f)
-        m1 = m + 1
-        even = m1 * (b - m1) * x / ((a + 2 * m1 - 1) * (a + 2 * m1))
-        return lentz(even, c, d, f)
-
-    one = jnp.ones_like(x)
-    _, _, f = lax.fori_loop(0, steps, body, (one, jnp.zeros_like(x), one))
-    return 1 / f
-
-
-def _betainc_impl(a: Array, b: Array, x: Array) -> Array:
-    one = _c(x, 1.0)
-    # Edge values as JAX: a == 0 (or b == inf) puts all mass at 0, b == 0 (or a == inf)
-    # at 1; negative arguments, x outside [0, 1], a == b == 0 and NaNs give NaN.
-    a0 = (a == 0) | (b == _c(b, np.inf))
-    b0 = (b == 0) | (a == _c(a, np.inf))
-    nan = (a < 0) | (b < 0) | (x < 0) | (x > 1) | (a0 & b0) | jnp.isnan(a) | jnp.isnan(b) \
-        | jnp.isnan(x)
-    ok = ~(a0 | b0 | nan) & (x > 0) & (x < 1)
-    a_s = jnp.where(ok, a, one)
-    b_s = jnp.where(ok, b, one)
-    x_s = jnp.where(ok, x, _c(x, 0.5))
-    direct = x_s < (a_s + 1) / (a_s + b_s + 2)
-    # Otherwise the symmetry I_x(a, b) = 1 - I_{1-x}(b, a).
-    p = jnp.where(direct, a_s, b_s)
-    q = jnp.where(direct, b_s, a_s)
-    y = jnp.where(direct, x_s, 1 - x_s)
-    lbeta = lax.lgamma(p) + lax.lgamma(q) - lax.lgamma(p + q)
-    pref = lax.exp(p * lax.log(y) + q * lax.log1p(-y) - lbeta) / p
-    val = pref * _betainc_cf(p, q, y, 300 if _is64(x) else 100)
-    val = jnp.where(direct, val, 1 - val)
-    val = jnp.where(x <= 0, jnp.where(b0, _c(x, 0.0), jnp.where(a0, one, _c(x, 0.0))), val)
-    val = jnp.where(x >= 1, one, val)
-    val = jnp.where(a0 & (x > 0), one, val)
-    val = jnp.where(b0 & (x < 1), _c(x, 0.0), val)
-    return jnp.where(nan, _c(x, np.nan), val)
-
-
-@custom_jvp
-def _betainc(a: Array, b: Array, x: Array) -> Array:
-    return _betainc_impl(a, b, x)
-
-
-def _betainc_jvp(primals, tangents):
-    a, b, x = primals
-    da, db, dx = tangents
-    if not (isinstance(da, SymbolicZero) and isinstance(db, SymbolicZero)):
-        raise ValueError("Betainc gradient with respect to a and b not supported.")
-    out = _betainc(a, b, x)
-    if isinstance(dx, SymbolicZero):
-        return out, dx
-    lbeta = lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
-    dens = lax.exp((b - 1) * lax.log1p(-x) + (a - 1) * lax.log(x) - lbeta)
-    return out, dens * dx
-
-
-_betainc.defjvp(_betainc_jvp, symbolic_zeros=True)
-
-
 def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """The regularized incomplete beta function ``I_x(a, b)``, differentiable in ``x``
     (a derivative in ``a`` or ``b`` raises ValueError, as in JAX).
@@ -399,10 +320,7 @@ def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
         Array([0.6875], dtype=float32)
     """
     a, b, x = _real("betainc", a, b, x)
-    a, b, x = jnp.broadcast_arrays(a, b, x)
-    out = _betainc(a, b, x)
-    # (weakly typed exactly when the promoted arguments are, as JAX's primitive)
-    return lax.convert_element_type(out, out.dtype, weak_type=bool(getattr(a, "weak_type", 0)))
+    return lax.betainc(*jnp.broadcast_arrays(a, b, x))
 
 
 # ---------------------------------------------------------------- spence

@@ -57,7 +57,10 @@ RECORDS = [
     _r("rel_entr", sp.rel_entr, lambda p, q: p * np.log(p / q), B, rng="positive"),
     _r("betaln", sp.betaln, _vec(lambda a, b: math.lgamma(a) + math.lgamma(b)
                                  - math.lgamma(a + b)), B, rng="positive"),
-    _r("gammainc", sp.gammainc, _vec(_gammainc), B, rng="positive", tol=1e-5),
+    # (the second derivative in a needs igamma_grad_a's, which JAX does not define either)
+    _r("gammainc", sp.gammainc, _vec(_gammainc), B, rng="positive", tol=1e-5, diff=False),
+    _r("gammainc_x", lambda x: sp.gammainc(1.5, x), _vec(lambda x: _gammainc(1.5, x)),
+       (((5,),),), rng="positive", tol=1e-5),
     _r("zeta_q", lambda q: sp.zeta(3.0, q + 0.5), _vec(lambda q: _zeta(3.0, q + 0.5)),
        rng="positive", tol=1e-5),
     _r("polygamma1", lambda x: sp.polygamma(1, x + 0.5), _vec(lambda x: _zeta(2.0, x + 0.5)),
@@ -87,7 +90,7 @@ RECORDS += [
 RECORDS += [
     _r("erfinv", sp.erfinv, _vec(lambda x: float(_mp.erfinv(x))), rng="unit", tol=1e-5),
     _r("gammaincc", sp.gammaincc, _vec(lambda a, x: 1 - _gammainc(a, x)), B, rng="positive",
-       tol=1e-5),
+       tol=1e-5, diff=False),
     _r("ndtri", lambda p: sp.ndtri(p * 0.5 + 0.5),
        _vec(lambda p: math.sqrt(2) * float(_mp.erfinv(2 * (p * 0.5 + 0.5) - 1))),
        rng="unit", tol=1e-5),
