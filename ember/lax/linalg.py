@@ -48,8 +48,9 @@ def _library_primitive(name: str, impl: Callable, abstract_eval: Callable,
         avals = abstract_eval(*(ShapedArray(np.shape(a), np.asarray(a).dtype) for a in args),
                               **params)
         avals = avals if multiple_results else [avals]
-        if any(0 in a.shape for a in avals) or any(np.size(a) == 0 for a in args):
-            outs = _empty_outputs(name, avals, **params)
+        # Empty operands skip the kernel (a 1 x 1 matrix's empty taus are not a reason to).
+        if any(np.size(a) == 0 for a in args):
+            outs = _empty_outputs(name, avals, *args, **params)
         else:
             outs = impl(*(np.asarray(a) for a in args), **params)
             outs = outs if multiple_results else [outs]
@@ -83,8 +84,10 @@ def _library_primitive(name: str, impl: Callable, abstract_eval: Callable,
     return prim
 
 
-def _empty_outputs(name, avals, **params):
+def _empty_outputs(name, avals, *args, **params):
     # Empty operands: zeros, with identities where a factor is an orthogonal/unit matrix.
+    if name == "ormqr":  # no reflectors: Q = I
+        return [np.asarray(args[2])]
     outs = []
     for a in avals:
         o = np.zeros(a.shape, a.dtype)

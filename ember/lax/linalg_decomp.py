@@ -452,7 +452,7 @@ def qdwh(x: Any, *, is_hermitian: bool = False, max_iterations: int | None = Non
 
     Example:
         >>> u, h, _, ok = lax.linalg.qdwh(jnp.array([[2., 0.], [0., -3.]]))
-        >>> u
+        >>> jnp.round(u, 4)
         Array([[ 1.,  0.],
                [ 0., -1.]], dtype=float32)
     """

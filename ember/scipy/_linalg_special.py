@@ -23,6 +23,14 @@ def _vec(fn: str, *args: Any) -> list[Any]:
     return [jnp.atleast_1d(ensure_array(a)) for a in args]
 
 
+def _at_least_vector(fn: str, x: Any, name: str) -> Any:
+    check_arraylike(fn, x)
+    x = ensure_array(x)
+    if x.ndim == 0:
+        raise ValueError(f"{fn}: {name} must be at least 1-dimensional, got a scalar.")
+    return x
+
+
 def _size(fn: str, n: Any, name: str = "n") -> int:
     n = core.concrete_or_error(n, f"{fn}: {name} must be a concrete integer")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
@@ -72,7 +80,8 @@ def companion(a: Any) -> Any:
 
 def convolution_matrix(a: Any, n: int, mode: str = "full") -> Any:
     """The Toeplitz matrix ``A`` with ``A @ v == jnp.convolve(a, v, mode)`` for ``v`` of
-    length ``n``; ``mode`` is ``"full"``, ``"same"`` or ``"valid"``.
+    length ``n``; ``mode`` is ``"full"``, ``"same"`` or ``"valid"``. Leading dimensions of
+    ``a`` (``(..., m)``) are batch dimensions.
 
     Example:
         >>> jsp.linalg.convolution_matrix(jnp.array([1, 2]), 2)
@@ -80,14 +89,13 @@ def convolution_matrix(a: Any, n: int, mode: str = "full") -> Any:
                [2, 1],
                [0, 2]], dtype=int32)
     """
-    a, = _vec("convolution_matrix", a)
     n = _size("convolution_matrix", n)
     if n < 1:
-        raise ValueError(f"n must be a positive integer; got {n}")
-    if a.ndim != 1 or a.shape[0] == 0:
-        raise ValueError(f"convolution_matrix: a must be a non-empty 1-D array, got shape "
-                         f"{a.shape}")
-    m = a.shape[0]
+        raise ValueError(f"n must be a positive integer; got {n}.")
+    a = _at_least_vector("convolution_matrix", a, "a")
+    m = a.shape[-1]
+    if m < 1:
+        raise ValueError(f"len(a) must be at least 1; got shape {a.shape}.")
     if mode == "full":
         lo, rows = 0, m + n - 1
     elif mode == "same":
@@ -95,11 +103,11 @@ def convolution_matrix(a: Any, n: int, mode: str = "full") -> Any:
     elif mode == "valid":
         lo, rows = min(n, m) - 1, max(n, m) - min(n, m) + 1
     else:
-        raise ValueError(f"mode must be 'full', 'valid' or 'same'; got {mode!r}")
+        raise ValueError(f"mode must be one of 'full', 'valid', 'same'; got {mode!r}.")
     # Row i of the full matrix holds a[i - j] in column j.
     k = np.arange(lo, lo + rows)[:, None] - np.arange(n)[None, :]
     ok = (k >= 0) & (k < m)
-    return jnp.where(ok, a[np.clip(k, 0, m - 1)], jnp.zeros((), a.dtype))
+    return jnp.where(ok, a[..., np.clip(k, 0, m - 1)], jnp.zeros((), a.dtype))
 
 
 def dft(n: int, scale: str | None = None, *, dtype: Any = None) -> Any:
@@ -142,7 +150,8 @@ def fiedler(a: Any) -> Any:
 
 def fiedler_companion(a: Any) -> Any:
     """The Fiedler companion matrix of the polynomial with coefficients ``a`` (highest
-    first): pentadiagonal, with the same eigenvalues as ``companion(a)``.
+    first; leading dims are batch dims): pentadiagonal, with the same eigenvalues as
+    ``companion(a)``. A length-1 ``a`` gives a ``0 x 0`` matrix.
 
     Example:
         >>> jsp.linalg.fiedler_companion(jnp.array([1., 2., 3.]))
@@ -150,33 +159,33 @@ def fiedler_companion(a: Any) -> Any:
                [ 1.,  0.]], dtype=float32)
     """
     a, = _vec("fiedler_companion", a)
-    if a.ndim != 1:
-        raise ValueError(f"Input `a` must be a 1-D array; got shape {a.shape}.")
+    if a.shape[-1] == 0:
+        raise ValueError(f"fiedler_companion requires the last axis of 'a' to have nonzero "
+                         f"length, but got an array of shape {a.shape}.")
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         a = a.astype(_float_dtype())
-    if a.shape[0] <= 2:
-        if a.shape[0] == 2:
-            return jnp.reshape(-a[1] / a[0], (1, 1))
-        return jnp.zeros((0, 0), a.dtype)
-    return _fiedler_companion_dense(-a[1:] / a[0], a.dtype)
+    c = -a[..., 1:] / a[..., :1]
+    n = c.shape[-1]
+    # One gather from [c_1 .. c_n, 1, 0] through Fiedler's pentadiagonal index pattern.
+    ext = jnp.concatenate([c, jnp.ones(c.shape[:-1] + (1,), c.dtype),
+                           jnp.zeros(c.shape[:-1] + (1,), c.dtype)], axis=-1)
+    return ext[..., _fiedler_companion_index(n)]
 
 
-def _fiedler_companion_dense(c: Any, dt: Any) -> Any:
-    # Fiedler's pentadiagonal pattern: row 0 is (c0, c1, 1); an even row 2j holds c_2j at
-    # column 2j-1, c_2j+1 at 2j+1 and a one at 2j+2; odd row 2j+1 a one at max(2j-1, 0).
-    n = c.shape[0]
-    rows, cols, src = [0], [0], [0]  # (row, col, index into c)
-    for k in range(1, n):
-        rows.append(k - 1 if k % 2 else k)
-        cols.append(k)
-        src.append(k)
-    for k in range(2, n, 2):
-        rows[k], cols[k] = k, k - 1
-    ones_r = [2 * j for j in range(n) if 2 * j + 2 < n] + list(range(1, n, 2))
-    ones_c = [2 * j + 2 for j in range(n) if 2 * j + 2 < n] + \
-        [max(i - 2, 0) for i in range(1, n, 2)]
-    out = jnp.zeros((n, n), dt).at[np.array(rows), np.array(cols)].set(c[np.array(src)])
-    return out.at[np.array(ones_r, int), np.array(ones_c, int)].set(1)
+def _fiedler_companion_index(n: int) -> np.ndarray:
+    # Entry (r, k) of the map indexes ext: k < n picks c_(k+1), n a one, n + 1 a zero.
+    # Row 0 holds (c_1, c_2, 1); an even row r > 0 holds c_(r+1) at column r - 1, c_(r+2) at
+    # r + 1 and a one at r + 2; an odd row r a one at column r - 2 (column 0 for r = 1).
+    idx = np.full((n, n), n + 1)
+    for r in range(0, n, 2):
+        for col, val in ((r - 1, r), (r + 1, r + 1), (r + 2, n)):
+            if 0 <= col < n:
+                idx[r, col] = val
+        if r == 0:
+            idx[0, 0] = 0
+    for r in range(1, n, 2):
+        idx[r, max(r - 2, 0)] = n
+    return idx
 
 
 def hadamard(n: int, dtype: Any = int) -> Any:
@@ -197,8 +206,9 @@ def hadamard(n: int, dtype: Any = int) -> Any:
 
 
 def hankel(c: Any, r: Any = None) -> Any:
-    """The Hankel matrix with first column ``c`` and last row ``r`` (zeros by default;
-    ``r[0]`` is ignored).
+    """The Hankel matrix ``H[i, j] = v[i + j]`` with ``v = concatenate([c, r[1:]])``: first
+    column ``c`` (``(..., N)``), last row ``r`` (``(..., M)``, zeros by default; ``r[0]`` is
+    ignored); leading dimensions broadcast as batch dimensions.
 
     Example:
         >>> jsp.linalg.hankel(jnp.array([1, 2, 3]))
@@ -206,16 +216,14 @@ def hankel(c: Any, r: Any = None) -> Any:
                [2, 3, 0],
                [3, 0, 0]], dtype=int32)
     """
-    if r is None:
-        c, = _vec("hankel", c)
-        r = jnp.zeros_like(c)
-    else:
-        c, r = _vec("hankel", c, r)
-    c, r = jnp.ravel(c), jnp.ravel(r)
+    c = _at_least_vector("hankel", c, "c")
+    r = jnp.zeros_like(c) if r is None else _at_least_vector("hankel", r, "r")
+    batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
     dt = dtypes.result_type(c, r)
-    vals = jnp.concatenate([c.astype(dt), r[1:].astype(dt)])
-    idx = np.arange(c.shape[0])[:, None] + np.arange(r.shape[0])[None, :]
-    return vals[idx]
+    vals = jnp.concatenate([jnp.broadcast_to(c.astype(dt), batch + c.shape[-1:]),
+                            jnp.broadcast_to(r.astype(dt), batch + r.shape[-1:])[..., 1:]],
+                           axis=-1)
+    return vals[..., np.arange(c.shape[-1])[:, None] + np.arange(r.shape[-1])[None, :]]
 
 
 def helmert(n: int, full: bool = False) -> Any:
@@ -321,6 +329,9 @@ def leslie(f: Any, s: Any) -> Any:
                [0.5, 0. ]], dtype=float32)
     """
     f, s = _vec("leslie", f, s)
+    if f.shape[-1] < 2:
+        raise ValueError(f"The length of f along the last axis must be at least 2; got shape "
+                         f"{f.shape}.")
     if s.shape[-1] != f.shape[-1] - 1:
         raise ValueError(f"Incorrect lengths for f and s. The length of s along the last "
                          f"axis must be one less than the length of f; got f shape "

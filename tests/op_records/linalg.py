@@ -187,6 +187,15 @@ def np_fiedler_companion(a):
     return (odd @ even).astype(a.dtype)
 
 
+def _over_batch(ref):
+    # A reference of vectors applied to each vector of a batch.
+    def batched(a, *rest):
+        if a.ndim == 1:
+            return ref(a, *rest)
+        return np.stack([batched(x, *rest) for x in a])
+    return batched
+
+
 def np_matrix_function(a, f):
     # f(A) = V f(w) V^-1 in complex128 (the test matrices have distinct eigenvalues).
     w, v = np.linalg.eig(a.astype(np.complex128))
@@ -244,12 +253,13 @@ RECORDS += [
          differentiable=False),
     _rec("scipy.convolution_matrix",
          lambda a: tuple(jsl.convolution_matrix(a, 4, m) for m in ("full", "same", "valid")),
-         lambda a: tuple(np_convolution_matrix(a, 4, m) for m in ("full", "same", "valid")),
-         shapes=(((3,),), ((5,),))),
+         lambda a: tuple(_over_batch(np_convolution_matrix)(a, 4, m)
+                         for m in ("full", "same", "valid")),
+         shapes=(((3,),), ((2, 5),))),
     _rec("scipy.leslie", jsl.leslie, np_leslie, shapes=(((3,), (2,)), ((2, 4), (2, 3)))),
     _rec("scipy.fiedler", jsl.fiedler, np_fiedler, shapes=(((4,),), ((2, 3),))),
-    _rec("scipy.fiedler_companion", jsl.fiedler_companion, np_fiedler_companion,
-         shapes=(((5,),), ((6,),)), rng="nonzero"),
+    _rec("scipy.fiedler_companion", jsl.fiedler_companion, _over_batch(np_fiedler_companion),
+         shapes=(((5,),), ((2, 6),)), rng="nonzero"),
     _rec("scipy.cholesky", lambda x: jsl.cholesky(_spd(x, jnp)),
          lambda x: np.swapaxes(np.linalg.cholesky(_spd(x, np)), -1, -2)),
     _rec("lax.symmetric_product",
