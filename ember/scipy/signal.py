@@ -282,8 +282,10 @@ def detrend(data: ArrayLike, axis: int = -1, type: str = "linear",
         the detrended data, in its inexact dtype.
 
     Example:
-        >>> ember.scipy.signal.detrend(jnp.array([1., 3., 2., 6.]))
-        Array([ 0.4, -0.2, -1.8,  1.6], dtype=float32)
+        >>> ember.scipy.signal.detrend(jnp.array([1., 3., 2., 6.]), type="constant")
+        Array([-2.,  0., -1.,  3.], dtype=float32)
+        >>> jnp.allclose(ember.scipy.signal.detrend(jnp.arange(5.)), 0., atol=1e-6)
+        Array(True, dtype=bool)
     """
     if overwrite_data is not None:
         raise NotImplementedError("overwrite_data argument not implemented.")
@@ -658,7 +660,7 @@ def welch(x: ArrayLike, fs: ArrayLike = 1.0, window: Any = "hann",
     Example:
         >>> f, p = ember.scipy.signal.welch(jnp.array([1., -1.] * 4), nperseg=4)
         >>> p
-        Array([0.        , 0.        , 2.6666667], dtype=float32)
+        Array([0.       , 1.3333334, 2.6666667], dtype=float32)
     """
     freqs, pxx = csd(x, None, fs=fs, window=window, nperseg=nperseg, noverlap=noverlap,
                      nfft=nfft, detrend=detrend, return_onesided=return_onesided,
