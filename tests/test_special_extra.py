@@ -143,3 +143,70 @@ def test_bessel_jn_against_mpmath_and_jax(jax):
     with pytest.raises(ValueError, match="complex"):
         sp.bessel_jn(z.astype(np.complex64), v=1)
     assert math.isclose(float(sp.bessel_jn(np.float32(2.0), v=0)[0]), 0.22389078, rel_tol=1e-5)
+
+
+# ---------------------------------------------------------------- wofz, dawsn, fresnel, sici
+
+GRID = np.array([0., 1e-30, -0.3, 0.45, 0.55, 1.5, 1.59, 1.61, -3.9, 4.1, 7.3, 30., 1e7,
+                 np.inf, -np.inf, np.nan], np.float32)
+FINITE = np.array([1e-3, -0.3, 0.45, 0.55, 1.5, 1.61, -3.9, 4.1, 7.3, 30., 250.])
+
+
+def _mp_refs(x):
+    with mp.workdps(30):
+        return {
+            "dawsn": [mp.sqrt(mp.pi) / 2 * mp.exp(-t * t) * mp.erfi(t) for t in x],
+            "fresnel": ([mp.fresnels(t) for t in x], [mp.fresnelc(t) for t in x]),
+            # (Ci of a negative argument is Ci(|x|) here, as JAX)
+            "sici": ([mp.si(t) for t in x], [mp.ci(abs(t)) for t in x]),
+        }
+
+
+def test_wofz_dawsn_fresnel_sici_match_jax(jax):
+    js = jax.scipy.special
+    with np.errstate(all="ignore"):
+        for name in ("dawsn", "fresnel", "sici"):
+            got, want = getattr(sp, name)(GRID), getattr(js, name)(GRID)
+            for g, w in zip(np.atleast_2d(got), np.atleast_2d(want)):
+                assert g.dtype == np.float32 and not getattr(g, "weak_type", False)
+                _close(g, w, rtol=2e-6, atol=1e-7)
+    z = np.array([0, 1 + 1j, -3 - 2j, 5j, -2 + 0.1j, 10 - 10j, 0.5 - 3j, 40 + 1e-3j],
+                 np.complex64)
+    _close(sp.wofz(z), js.wofz(z), rtol=2e-6, atol=1e-7)
+    assert sp.wofz(2).dtype == np.complex64 and sp.dawsn(2).dtype == np.float32
+    with pytest.raises(ValueError, match="dawsn does not support complex"):
+        sp.dawsn(np.complex64(1))
+
+
+def test_wofz_dawsn_fresnel_sici_against_mpmath_x64():
+    refs = _mp_refs(FINITE)
+    with ember.enable_x64():
+        _close(sp.dawsn(FINITE), [float(v) for v in refs["dawsn"]], rtol=1e-12)
+        for name in ("fresnel", "sici"):
+            for got, want in zip(getattr(sp, name)(FINITE), refs[name]):
+                _close(got, [float(v) for v in want], rtol=1e-11, atol=1e-15)
+        z = np.array([0.3 + 0.2j, 1 + 1j, -3 - 2j, 6 + 0.5j, 0.1 - 7j])
+        with mp.workdps(30):
+            want = [complex(mp.exp(-t * t) * mp.erfc(-1j * t)) for t in z]
+        _close(sp.wofz(z), want, rtol=1e-12)
+
+
+def test_wofz_dawsn_fresnel_sici_grads_jit_vmap(jax):
+    js = jax.scipy.special
+    for name in ("dawsn", "fresnel", "sici"):
+        def f(v, mod=sp, name=name):
+            return sum(ember.tree_util.tree_leaves(getattr(mod, name)(v)))
+        want = jax.grad(lambda v, name=name: sum(jax.tree.leaves(getattr(js, name)(v))))(1.3)
+        _close(ember.grad(f)(1.3), want, rtol=1e-5)
+    _close(ember.grad(lambda v: jnp.imag(sp.wofz(v)))(1.5),
+           jax.grad(lambda v: jax.numpy.imag(js.wofz(v)))(1.5), rtol=1e-5)
+    with ember.enable_x64():
+        check_grads(sp.dawsn, (np.array([0.2, 1.3, -2.5]),), order=2)
+        check_grads(lambda v: sp.sici(v)[1], (np.array([0.7, 5.0]),), order=1)
+    x = GRID[:12]
+    fns = lambda v: (sp.dawsn(v), *sp.fresnel(v), *sp.sici(v), sp.wofz(v))  # noqa: E731
+    eager = fns(x)
+    for got, want in zip(ember.jit(fns)(x), eager):
+        _close(got, want, rtol=1e-6, atol=1e-7)
+    for got, want in zip(ember.vmap(fns)(x), eager):
+        _close(got, want, rtol=1e-6, atol=1e-7)

@@ -1,10 +1,13 @@
-"""More of ``jax.scipy.special``: the Box-Cox transforms and ``bessel_jn`` (Bessel functions of
-the first kind of integer order, by Miller's backward recurrence), written on lax and
-``ember.numpy`` so they trace, jit, vmap and differentiate.
+"""More of ``jax.scipy.special``: the Box-Cox transforms, ``bessel_jn`` (Bessel functions of
+the first kind of integer order, by Miller's backward recurrence), the Faddeeva function
+``wofz`` (Weideman's rational approximation) and what follows from it (``dawsn``,
+``fresnel``), and the sine/cosine integrals ``sici``; written on lax and ``ember.numpy`` so
+they trace, jit, vmap and differentiate.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -12,12 +15,13 @@ import numpy as np
 
 from ember import core, lax
 from ember import numpy as jnp
+from ember.custom_derivatives import custom_jvp
 from ember.numpy._util import promote_args_inexact
 
 Array = Any
 ArrayLike = Any
 
-__all__ = ["bessel_jn", "boxcox", "boxcox1p"]
+__all__ = ["bessel_jn", "boxcox", "boxcox1p", "dawsn", "fresnel", "sici", "wofz"]
 
 
 def _real(fn: str, *args: ArrayLike) -> list[Array]:
@@ -136,3 +140,224 @@ def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Array:
     vals = jnp.where(z < 0, vals * signs.astype(z.dtype), vals)
     at_zero = np.eye(v + 1, 1).reshape((v + 1,) + (1,) * z.ndim).astype(z.dtype)
     return lax.convert_element_type(jnp.where(zero, at_zero, vals), z.dtype)
+
+
+# ---------------------------------------------------------------- Faddeeva function
+
+_SQRT_PI = math.sqrt(math.pi)
+
+
+def _weideman_coefficients(n: int) -> tuple[np.ndarray, float]:
+    """Weideman's (1994) coefficients: w(z) = 2 p(Z) / (L - iz)^2 + 1 / (sqrt(pi) (L - iz))
+    with Z = (L + iz) / (L - iz) and p a polynomial of degree n - 1 (highest power first),
+    from the FFT of exp(-t^2) (L^2 + t^2) sampled at t = L tan(theta / 2)."""
+    m = 2 * n
+    big_l = math.sqrt(n / math.sqrt(2))
+    theta = np.arange(-m + 1, m) * np.pi / m
+    t = big_l * np.tan(theta / 2)
+    f = np.concatenate([[0.0], np.exp(-t * t) * (big_l * big_l + t * t)])
+    a = np.real(np.fft.fft(np.fft.fftshift(f))) / (2 * m)
+    return a[1:n + 1][::-1].copy(), big_l
+
+
+_WEIDEMAN_A, _WEIDEMAN_L = _weideman_coefficients(40)
+
+
+def _wofz_upper(z: Array) -> Array:
+    """w(z) for Im z >= 0."""
+    lz = _WEIDEMAN_L - 1j * z
+    big_z = (_WEIDEMAN_L + 1j * z) / lz
+    p = jnp.zeros_like(z)
+    for coef in _WEIDEMAN_A:  # (Horner)
+        p = p * big_z + coef
+    return 2 * p / (lz * lz) + (1 / _SQRT_PI) / lz
+
+
+@custom_jvp
+def _wofz(z: Array) -> Array:
+    # The lower half plane by w(z) = 2 exp(-z^2) - w(-z).
+    lower = jnp.imag(z) < 0
+    w = _wofz_upper(jnp.where(lower, -z, z))
+    return jnp.where(lower, 2 * jnp.exp(-z * z) - w, w)
+
+
+_wofz.defjvps(lambda g, ans, z: g * (2j / _SQRT_PI - 2 * z * ans))
+
+
+def _complex(fn: str, z: ArrayLike) -> Array:
+    (z,) = promote_args_inexact(fn, z)
+    z = lax.convert_element_type(z, jnp.promote_types(z.dtype, np.complex64))
+    return z
+
+
+def wofz(z: ArrayLike) -> Array:
+    """The Faddeeva function ``w(z) = exp(-z**2) erfc(-iz)`` (complex result).
+
+    Args:
+        z: real or complex input (promoted to complex).
+
+    Example:
+        >>> ember.scipy.special.wofz(jnp.complex64(1 + 1j))
+        Array(0.30474418+0.20821893j, dtype=complex64)
+    """
+    return _wofz(_complex("wofz", z))
+
+
+def _real_only(fn: str, x: ArrayLike) -> Array:
+    (x,) = promote_args_inexact(fn, x)
+    if jnp.issubdtype(x.dtype, np.complexfloating):
+        raise ValueError(f"{fn} does not support complex-valued inputs.")
+    return lax.convert_element_type(x, x.dtype)  # (JAX's results are never weak here)
+
+
+def _series(x: Array, coefs: list[float]) -> Array:
+    """sum_k coefs[k] x**k by Horner."""
+    out = jnp.zeros_like(x)
+    for c in coefs[::-1]:
+        out = out * x + c
+    return out
+
+
+@custom_jvp
+def _dawsn(x: Array) -> Array:
+    # Taylor series near 0 (where Im w(x) ~ 2x / sqrt(pi) would carry w's absolute error),
+    # sqrt(pi)/2 Im w(x) elsewhere; 1 / (2x) beyond where w's 1/x tail is exact.
+    ax = jnp.abs(x)
+    near = _series(x * x, [(-2.0) ** k / math.prod(range(1, 2 * k + 2, 2)) for k in range(9)])
+    far = (_SQRT_PI / 2) * jnp.imag(_wofz(lax.convert_element_type(
+        jnp.minimum(ax, 1e6), jnp.promote_types(x.dtype, np.complex64))))
+    out = jnp.where(ax < 0.5, x * near, jnp.sign(x) * jnp.where(ax > 1e6, 0.5 / ax, far))
+    return jnp.where(jnp.isinf(x), jnp.sign(x) * 0.0, out)
+
+
+_dawsn.defjvps(lambda g, ans, x: g * (1 - 2 * x * ans))
+
+
+def dawsn(x: ArrayLike) -> Array:
+    """Dawson's integral ``F(x) = exp(-x**2) * integral_0^x exp(t**2) dt``.
+
+    Example:
+        >>> ember.scipy.special.dawsn(jnp.float32(1.))
+        Array(0.5380795, dtype=float32)
+    """
+    x = _real_only("dawsn", x)
+    return jnp.where(jnp.isnan(x), x, _dawsn(x))
+
+
+_FRESNEL_SWITCH = 1.6  # power series below (in |x|), the Faddeeva function above
+
+
+def _fresnel_impl(x: Array) -> tuple[Array, Array]:
+    ax = jnp.abs(x)
+    # Series: C = sum (-1)^n (pi/2)^(2n) x^(4n+1) / ((2n)! (4n+1)), S likewise with 2n+1.
+    small = jnp.minimum(ax, _FRESNEL_SWITCH)
+    u = small ** 4
+    half_pi = math.pi / 2
+    c_co = [(-1) ** n * half_pi ** (2 * n) / (math.factorial(2 * n) * (4 * n + 1))
+            for n in range(18)]
+    s_co = [(-1) ** n * half_pi ** (2 * n + 1) / (math.factorial(2 * n + 1) * (4 * n + 3))
+            for n in range(18)]
+    c_small, s_small = small * _series(u, c_co), small ** 3 * _series(u, s_co)
+    # C + iS = (1 + i)/2 (1 - exp(i pi x^2 / 2) w((1 + i) sqrt(pi) x / 2)), x > 0.
+    big = jnp.maximum(ax, _FRESNEL_SWITCH)
+    cdt = jnp.promote_types(x.dtype, np.complex64)
+    big_c = lax.convert_element_type(big, cdt)
+    # (x^2 reduced mod 4 before scaling by pi/2: the phase of a large x keeps its digits)
+    sq = big * big
+    sq = lax.convert_element_type(sq - 4 * jnp.round(sq / 4), cdt)
+    phase = jnp.exp(1j * (half_pi * sq))
+    val = (0.5 + 0.5j) * (1 - phase * _wofz_upper((0.5 + 0.5j) * _SQRT_PI * big_c))
+    near = ax < _FRESNEL_SWITCH
+    sgn = jnp.sign(x)
+    c = sgn * jnp.where(near, c_small, jnp.where(jnp.isinf(ax), 0.5, jnp.real(val)))
+    s = sgn * jnp.where(near, s_small, jnp.where(jnp.isinf(ax), 0.5, jnp.imag(val)))
+    return s, c
+
+
+@custom_jvp
+def _fresnel(x: Array) -> tuple[Array, Array]:
+    return _fresnel_impl(x)
+
+
+@_fresnel.defjvp
+def _fresnel_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    arg = (math.pi / 2) * x * x
+    return _fresnel(x), (t * jnp.sin(arg), t * jnp.cos(arg))
+
+
+def fresnel(x: ArrayLike) -> tuple[Array, Array]:
+    """The Fresnel integrals ``S(x) = int_0^x sin(pi t^2 / 2) dt`` and
+    ``C(x) = int_0^x cos(pi t^2 / 2) dt``.
+
+    Returns:
+        The pair ``(S, C)``.
+
+    Example:
+        >>> ember.scipy.special.fresnel(jnp.float32(1.))
+        (Array(0.43825915, dtype=float32), Array(0.7798934, dtype=float32))
+    """
+    x = _real_only("fresnel", x)
+    s, c = _fresnel(x)
+    nan = jnp.isnan(x)
+    return jnp.where(nan, x, s), jnp.where(nan, x, c)
+
+
+# ---------------------------------------------------------------- sine and cosine integrals
+
+_EULER = 0.57721566490153286061
+_SICI_SWITCH = 4.0   # power series below (in |x|), E1(ix)'s continued fraction above
+_SICI_CF = 60
+
+
+def _sici_impl(x: Array) -> tuple[Array, Array]:
+    ax = jnp.abs(x)
+    small = jnp.minimum(ax, _SICI_SWITCH)
+    u = small * small
+    si_co = [(-1) ** n / ((2 * n + 1) * math.factorial(2 * n + 1)) for n in range(16)]
+    ci_co = [0.0] + [(-1) ** n / (2 * n * math.factorial(2 * n)) for n in range(1, 16)]
+    si_small = small * _series(u, si_co)
+    ci_small = _EULER + jnp.log(small) + _series(u, ci_co)
+    # E1(ix) = -Ci(x) + i (Si(x) - pi/2) = exp(-ix) / (ix + 1 - 1/(ix + 3 - 4/(ix + 5 - ...)))
+    # (evaluated backward, fixed depth: it converges fast for x >= 4).
+    big = jnp.maximum(ax, _SICI_SWITCH)
+    b0 = lax.complex(jnp.ones_like(big), big)  # 1 + ix
+    f = jnp.zeros_like(b0)
+    for k in range(_SICI_CF, 0, -1):
+        f = -(k * k) / (b0 + 2 * k + f)
+    e1 = jnp.exp(-1j * lax.convert_element_type(big, b0.dtype)) / (b0 + f)
+    near = ax < _SICI_SWITCH
+    si = jnp.where(near, si_small, jnp.where(jnp.isinf(ax), math.pi / 2,
+                                             jnp.imag(e1) + math.pi / 2))
+    ci = jnp.where(near, ci_small, jnp.where(jnp.isinf(ax), 0.0, -jnp.real(e1)))
+    return jnp.sign(x) * si, ci
+
+
+@custom_jvp
+def _sici(x: Array) -> tuple[Array, Array]:
+    return _sici_impl(x)
+
+
+@_sici.defjvp
+def _sici_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _sici(x), (t * jnp.sinc(x / math.pi), t * jnp.cos(x) / x)
+
+
+def sici(x: ArrayLike) -> tuple[Array, Array]:
+    """The sine and cosine integrals ``Si(x) = int_0^x sin(t)/t dt`` and
+    ``Ci(x) = gamma + log|x| + int_0^x (cos(t) - 1)/t dt`` (``Ci(-x) = Ci(x)``, NaN at -inf,
+    as JAX).
+
+    Returns:
+        The pair ``(Si, Ci)``.
+
+    Example:
+        >>> ember.scipy.special.sici(jnp.float32(1.))
+        (Array(0.9460831, dtype=float32), Array(0.3374039, dtype=float32))
+    """
+    x = _real_only("sici", x)
+    si, ci = _sici(x)
+    nan = jnp.isnan(x)
+    ci = jnp.where(x == 0, -np.inf, jnp.where(x == -np.inf, np.nan, ci))
+    return jnp.where(nan, x, si), jnp.where(nan, x, ci)

@@ -67,3 +67,17 @@ RECORDS += [
        _vec(lambda z: mp.besselj(2, z)), shapes=(((3,),),), rng="default", kind="scipy",
        tol=1e-5),
 ]
+
+RECORDS += [
+    _r("scipy.special.dawsn", sp.dawsn,
+       _vec(lambda x: mp.sqrt(mp.pi) / 2 * mp.exp(-x * x) * mp.erfi(x)), rng="default",
+       kind="scipy", tol=1e-5),
+    _r("scipy.special.fresnel", sp.fresnel,
+       lambda x: (_vec(mp.fresnels)(x), _vec(mp.fresnelc)(x)), rng="default", kind="scipy",
+       tol=1e-5),
+    _r("scipy.special.sici", sp.sici, lambda x: (_vec(mp.si)(x), _vec(mp.ci)(x)),
+       rng="positive", kind="scipy", tol=1e-5),
+    _r("scipy.special.wofz_real", lambda x: sp.wofz(x).imag,
+       _vec(lambda x: mp.im(mp.exp(-x * x) * mp.erfc(-1j * x))), rng="default", kind="scipy",
+       tol=1e-5),
+]
