@@ -354,7 +354,7 @@ def sici(x: ArrayLike) -> tuple[Array, Array]:
 
     Example:
         >>> ember.scipy.special.sici(jnp.float32(1.))
-        (Array(0.9460831, dtype=float32), Array(0.3374039, dtype=float32))
+        (Array(0.94608307, dtype=float32), Array(0.33740392, dtype=float32))
     """
     x = _real_only("sici", x)
     si, ci = _sici(x)
