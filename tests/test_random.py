@@ -58,6 +58,55 @@ def test_threefry2x32_known_answer_and_backends(jax):
         prng.threefry2x32(np.int32(0), np.uint32(0), np.uint32(0), np.uint32(0))
 
 
+def _numpy_threefry(k1, k2, x1, x2):
+    u32 = np.uint32
+    with np.errstate(over="ignore"):
+        return prng._hash(np.add, np.bitwise_xor, lambda v, r: (v << u32(r)) | (v >> u32(32 - r)),
+                          u32, *(np.asarray(a, u32) for a in (k1, k2, x1, x2)))
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (1, 7), (300, 301)])
+def test_eager_threefry_native_kernel_matches_numpy(shape):
+    # The eager impl runs the CPU backend's one-pass kernel (threaded for large arrays); its
+    # bits must be those of the NumPy rounds, counters broadcast or not.
+    from ember.backends.cpu import eager_threefry
+    assert eager_threefry.runner() is not None
+    rng = np.random.default_rng(len(shape))
+    k1, k2 = rng.integers(0, 2 ** 32, 2, dtype=np.uint32)
+    x1, x2 = (rng.integers(0, 2 ** 32, shape, dtype=np.uint32) for _ in range(2))
+    column = x1[..., :1] if shape else x1
+    for args in [(k1, k2, x1, x2), (k1, k2, np.uint32(3), x2), (k1, k2, column, x2)]:
+        got = prng._impl(*args)
+        for g, w in zip(got, _numpy_threefry(*args)):
+            _same(g, np.broadcast_to(w, g.shape))
+    got = prng._impl(np.full(2, k1), np.full(2, k2), np.uint32(1), np.uint32(2))  # (NumPy's)
+    for g, w in zip(got, _numpy_threefry(np.full(2, k1), np.full(2, k2), 1, 2)):
+        _same(g, w)
+
+
+def test_eager_sampler_fast_path_gives_the_ordinary_bits():
+    # From a signature's second call the samplers are replayed (ember.numpy's eager fast
+    # path); typed single keys go through their data. Every call equals the ordinary path.
+    from ember.numpy._fastpath import ordinary_path
+    calls = [lambda k: er.normal(k, (3, 4)), lambda k: er.uniform(k, (5,), minval=-2.0),
+             lambda k: er.bits(k, (6,)), lambda k: er.split(k, 3), lambda k: er.split(k),
+             lambda k: er.randint(k, (4,), 0, 9), lambda k: er.bernoulli(k, 0.3, (5,)),
+             lambda k: er.truncated_normal(k, -1.0, 2.0, (4,)),
+             lambda k: er.gumbel(k, (2,), dtype=np.float16)]
+    for key in (er.PRNGKey(7), er.key(7)):
+        for call in calls:
+            with ordinary_path():
+                want = call(key)
+            for _ in range(3):
+                got = call(key)
+                assert type(got) is type(want)
+                _same(er.key_data(got) if er.key_array.is_typed_key(got) else got,
+                      er.key_data(want) if er.key_array.is_typed_key(want) else want)
+    keys = er.split(er.key(1), 2)  # (a key array: the ordinary path, with its errors)
+    with pytest.raises(ValueError, match="normal accepts a single key"):
+        er.normal(keys, (2,))
+
+
 @pytest.mark.parametrize("seed", [0, 1, -1, 2 ** 31, 2 ** 32 + 5, -2 ** 40, 2 ** 63 - 1])
 def test_prng_key_seeds(jax, seed):
     _same(er.PRNGKey(seed), jax.random.PRNGKey(seed))

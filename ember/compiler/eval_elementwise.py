@@ -99,7 +99,8 @@ def register_native_math(provider: Callable[[str, np.dtype], Callable | None]) -
     _native_math = provider
 
 
-def _native_runner(opcode: str, dt: np.dtype) -> Callable | None:
+def native_runner(opcode: str, dt: np.dtype) -> Callable | None:
+    """The registered provider's kernel of ``opcode`` for ``dt``, or None."""
     if _native_math is None:
         return None
     if dt in LOW_FLOATS:  # computed in float32 and rounded once, as ``float_math`` does
@@ -120,7 +121,7 @@ def native_first(opcode: str, impl: Callable) -> Callable:
     def native_kernel(dt: np.dtype) -> Callable | None:
         run = kernels.get(dt, _UNKNOWN)
         if run is _UNKNOWN:
-            run = _native_runner(opcode, dt)
+            run = native_runner(opcode, dt)
             if _native_math is not None:  # (decided once the backend has registered)
                 kernels[dt] = run
         return run

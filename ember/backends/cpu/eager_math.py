@@ -63,6 +63,9 @@ def kernel(opcode: str, dtype: np.dtype) -> Callable | None:
         return _kernels[key]
     except KeyError:
         pass
+    if opcode == "threefry2x32":  # (four operands, two results: its own module)
+        from ember.backends.cpu import eager_threefry
+        return eager_threefry.runner() if dtype == np.uint32 else None
     if opcode not in OPCODES | BINARY_OPCODES or dtype not in DTYPES:
         return None
     with _lock:
