@@ -32,6 +32,25 @@ def test_igamma_family_matches_jax(jax):
                rtol=1e-5, atol=1e-7)
 
 
+def test_igamma_and_betainc_edge_values_match_jax(jax):
+    # Zeros, infinities, NaNs and out-of-domain arguments in every combination (XLA's
+    # choices, e.g. igamma(0, x) is NaN below x = 1 and 1 from there; betainc at x = 0 is 0).
+    vals = np.array([0.0, 1e-30, 0.5, 1.0, 2.0, 50.0, np.inf, np.nan, -1.0], np.float32)
+    a, x = (v.ravel() for v in np.meshgrid(vals, vals))
+    for name in ("igamma", "igammac"):
+        np.testing.assert_allclose(getattr(lax, name)(a, x), getattr(jax.lax, name)(a, x),
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    for name in ("gammainc", "gammaincc"):
+        np.testing.assert_allclose(getattr(sp, name)(a, x),
+                                   getattr(jax.scipy.special, name)(a, x), rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
+    ab = np.array([0.0, 0.5, 2.0, np.inf, np.nan, -1.0], np.float32)
+    a, b, x = (v.ravel() for v in np.meshgrid(ab, ab, np.array([0.0, 0.3, 1.0, -0.5, 1.5,
+                                                                  np.nan], np.float32)))
+    np.testing.assert_allclose(sp.betainc(a, b, x), jax.scipy.special.betainc(a, b, x),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_igamma_family_against_mpmath():
     a, x = np.array([0.5, 3.0, 12.0]), np.array([0.7, 4.5, 9.0])
     with mp.workdps(30):

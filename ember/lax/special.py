@@ -191,12 +191,14 @@ def _igamma_parts(a: Array, x: Array) -> tuple[Array, Array, Array]:
 
 
 def _igamma_domain(a: Array, x: Array) -> tuple[Array, Array, Array]:
-    """(NaN mask, safe a, safe x): a < 0, x < 0, a == x == 0, a == inf and NaNs give NaN."""
+    """(NaN mask, safe a, safe x): a < 0, x < 0, a == x == 0 and NaNs give NaN, and so does
+    a == inf with 1 <= x < inf (XLA's series there computes inf * log(x) - lgamma(inf))."""
     inf = float("inf")
     nan = E.bitwise_or(E.bitwise_or(E.lt(a, 0.0), E.lt(x, 0.0)),
                        E.bitwise_or(E.bitwise_and(E.eq(a, 0.0), E.eq(x, 0.0)),
                                     E.bitwise_or(_isnan(a), _isnan(x))))
-    nan = E.bitwise_or(nan, E.bitwise_and(E.eq(a, inf), E.ne(x, 0.0)))
+    nan = E.bitwise_or(nan, E.bitwise_and(E.eq(a, inf),
+                                          E.bitwise_and(E.ge(x, 1.0), E.ne(x, inf))))
     ok = E.bitwise_and(E.bitwise_and(E.gt(a, 0.0), E.gt(x, 0.0)),
                        E.bitwise_and(E.lt(x, inf), E.lt(a, inf)))
     return nan, _where(ok, a, 1.0), _where(ok, x, 1.0)
@@ -211,8 +213,11 @@ def _igamma_value(a: Array, x: Array, upper: bool) -> Array:
         out = 1.0 - out
         out = _where(series, out, part)  # (Q directly from the continued fraction)
     at_inf = 0.0 if upper else 1.0
+    out = _where(E.eq(a, float("inf")), 1.0 - at_inf, out)
     out = _where(E.bitwise_or(E.eq(a, 0.0), E.eq(x, float("inf"))), at_inf, out)
     out = _where(E.eq(x, 0.0), 1.0 - at_inf, out)
+    if not upper:  # (as XLA: its series divides by a == 0 where x < 1)
+        nan = E.bitwise_or(nan, E.bitwise_and(E.eq(a, 0.0), E.lt(x, 1.0)))
     return _where(nan, float("nan"), out)
 
 
@@ -493,7 +498,8 @@ def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
 
 def _betainc_impl(a: Array, b: Array, x: Array) -> Array:
     inf = float("inf")
-    # Edge values as XLA: a == 0 (or b == inf) puts all mass at 0, b == 0 (or a == inf) at 1;
+    # Edge values as XLA: a == 0 (or b == inf) puts all mass at 0, b == 0 (or a == inf) at 1
+    # (but I_0 is 0 whatever a and b);
     # negative arguments, x outside [0, 1], a == b == 0 and NaNs give NaN.
     a0 = E.bitwise_or(E.eq(a, 0.0), E.eq(b, inf))
     b0 = E.bitwise_or(E.eq(b, 0.0), E.eq(a, inf))
@@ -514,8 +520,7 @@ def _betainc_impl(a: Array, b: Array, x: Array) -> Array:
     steps = 300 if np.dtype(core.get_aval(x).dtype) == np.float64 else 100
     val = pref * _betainc_cf(p, q, y, steps)
     val = _where(direct, val, 1.0 - val)
-    val = _where(E.le(x, 0.0), _where(E.bitwise_and(a0, E.bitwise_not(b0)), _full(x, 1.0), 0.0),
-                 val)
+    val = _where(E.le(x, 0.0), 0.0, val)  # (as JAX 0.10: even where a == 0)
     val = _where(E.ge(x, 1.0), 1.0, val)
     val = _where(E.bitwise_and(a0, E.gt(x, 0.0)), 1.0, val)
     val = _where(E.bitwise_and(b0, E.lt(x, 1.0)), 0.0, val)
