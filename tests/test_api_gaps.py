@@ -244,6 +244,13 @@ def test_dlpack_roundtrip_and_errors(jax):
     y = dlpack.from_dlpack(np.linspace(0, 1, 4))
     assert y.dtype == jax.dlpack.from_dlpack(np.linspace(0, 1, 4)).dtype == np.float32
     np.testing.assert_array_equal(np.from_dlpack(jnp.arange(3.0)), [0.0, 1.0, 2.0])
+    # (JAX consumes with the DLPack protocol before 1.0, which cannot mark a buffer
+    # read-only: it gets a copy)
+    np.testing.assert_array_equal(jax.dlpack.from_dlpack(jnp.arange(3.0)), [0.0, 1.0, 2.0])
+    legacy = jnp.arange(3.0).__dlpack__()
+    assert type(legacy).__name__ == "PyCapsule"
+    with pytest.raises(BufferError, match="read-only"):
+        jnp.arange(3.0).__dlpack__(copy=False)
     for dt in [np.float32, jnp.bfloat16, np.complex64, np.bool_, "U3", np.object_]:
         assert dlpack.is_supported_dtype(dt) == jax.dlpack.is_supported_dtype(dt)
     with pytest.raises(TypeError, match="__dlpack__ and __dlpack_device__"):

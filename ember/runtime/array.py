@@ -205,9 +205,16 @@ class Array(core.AvalProperties, metaclass=_ArrayType):
         return value.view()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        # (NumPy's export of the read-only buffer: it marks the tensor read-only.)
-        return self._value.__dlpack__(stream=stream, max_version=max_version,
-                                      dl_device=dl_device, copy=copy)
+        # NumPy exports the read-only buffer marked read-only, which only DLPack 1.0 can
+        # say: a consumer of the older protocol (no ``max_version``) gets a copy.
+        value = self._value
+        if (max_version is None or tuple(max_version) < (1, 0)) and not value.flags.writeable:
+            if copy is False:
+                raise BufferError("__dlpack__: an ember Array is read-only; exporting it "
+                                  "under DLPack < 1.0 needs a copy (copy=False given)")
+            value = value.copy()
+        return value.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                                copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._value.__dlpack_device__()
