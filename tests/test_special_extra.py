@@ -229,3 +229,123 @@ def test_wofz_dawsn_fresnel_sici_grads_jit_vmap(jax):
         _close(got, want, rtol=1e-6, atol=1e-7)
     for got, want in zip(ember.vmap(fns)(x), eager):
         _close(got, want, rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------- hyp1f1, hyp2f1, owens_t,
+# sph_harm_y (ember/scipy/special_hyp.py)
+
+
+def _grid(*axes):
+    return [v.ravel().astype(np.float32) for v in np.meshgrid(*axes, indexing="ij")]
+
+
+def test_hypergeometric_and_owens_t_match_jax_on_grids(jax):
+    # Special values (a == 0, a == b, b == 0, NaN, the asymptotic region |x| >= 100). Not
+    # x < -1, where JAX's plain series cancels catastrophically, nor the polynomials
+    # (a = -3) at x >= 100, NaN in JAX (ember uses Kummer's transformation and sums the
+    # polynomial: checked against mpmath below).
+    args = _grid(np.array([0, 0.5, 1, 2.5, -1.5, -3, 7]), np.array([0, 0.5, 1, 2, 3.5, -1.5]),
+                 np.array([-0.5, 0, 0.3, 2, 20, 99, 120, np.nan]))
+    args = [v[~((args[0] == -3) & (args[2] >= 100))] for v in args]
+    _close(sp.hyp1f1(*args), jax.jit(jax.scipy.special.hyp1f1)(*args), rtol=1e-4, atol=1e-6)
+    # 2F1: terminating series, Euler's and the logarithmic transformation, x == 1, x > 1.
+    args = _grid(np.array([-3, -1.5, 0, 0.5, 1, 2.5]), np.array([-2, 0.5, 1, 3]),
+                 np.array([-2, 0, 0.5, 1, 2, 3.5, -1.5]),
+                 np.array([-0.9, -0.3, 0, 0.4, 0.92, 0.99, 1, 1.5]))
+    keep = ~((args[0] == 2.5) & (args[1] == -2) & (args[2] == -1.5) & (args[3] >= 0.99))
+    args = [v[keep] for v in args]  # (f32 rounding times (1-x)^-2, and 0 * inf at x == 1)
+    _close(sp.hyp2f1(*args), jax.jit(jax.scipy.special.hyp2f1)(*args), rtol=2e-4, atol=1e-6)
+    args = _grid(np.array([-3, -1, 0, 0.2, 0.5, 1, 2, 5, 10, np.inf, np.nan]),
+                 np.array([-5, -1, -0.3, 0, 0.5, 1, 1.5, 3, 20, np.inf, np.nan]))
+    _close(sp.owens_t(*args), jax.jit(jax.scipy.special.owens_t)(*args), rtol=1e-5,
+           atol=1e-7)
+
+
+def test_hypergeometric_and_owens_t_against_mpmath():
+    def owens(h, a):
+        return mp.quad(lambda t: mp.exp(-h * h * (1 + t * t) / 2) / (1 + t * t), [0, a]) / (
+            2 * mp.pi)
+    cases = [
+        (sp.hyp1f1, mp.hyp1f1, [(0.5, 1.5, -30.), (2.5, 1.5, 3.), (1., 2., 150.),
+                                (-2., 1.5, -200.), (0.3, 4., -500.), (3., 0.7, 40.),
+                                (7., -1.5, -4.), (-3., 2., 120.)], 1e-13),
+        # (series, Euler's transformation, the log form at c - a - b = 0 and 1, terminating)
+        (sp.hyp2f1, mp.hyp2f1, [(0.5, 1.5, 2., 0.3), (1., 1., 2., 0.95), (0.5, 0.5, 1., 0.999),
+                                (1., 2., 3., 0.93), (2.5, 1., 1., 0.5), (-3., 2., 1.5, -0.7),
+                                (1.5, 2.5, 1., 0.5)], 1e-13),
+        (sp.owens_t, owens, [(0.5, 2.), (1., 0.5), (3., 0.2), (0.1, 10.), (2., -3.),
+                             (0., 0.7)], 1e-13),
+    ]
+    with ember.enable_x64():
+        for f, ref, pts, rtol in cases:
+            with mp.workdps(40):
+                want = [float(ref(*map(mp.mpf, p))) for p in pts]
+            got = f(*(np.array(c, np.float64) for c in zip(*pts)))
+            assert got.dtype == np.float64
+            np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f.__name__)
+
+
+def test_hypergeometric_and_owens_t_derivatives_jit_vmap(jax):
+    jsp = jax.scipy.special
+    for f, args in [(sp.hyp1f1, (1.0, 2.0, 0.5)), (sp.hyp2f1, (1.0, 2.0, 3.0, 0.5)),
+                    (sp.owens_t, (0.5, 2.0)), (sp.owens_t, (-1.0, 0.3))]:
+        argnums = tuple(range(len(args)))
+        got = ember.grad(f, argnums)(*args)
+        want = jax.jit(jax.grad(getattr(jsp, f.__name__), argnums))(*args)
+        _close(got, want, rtol=1e-5, atol=1e-7)
+    _close(ember.grad(ember.grad(sp.hyp1f1, 2), 2)(1.0, 2.0, 0.5),
+           jax.jit(jax.grad(jax.grad(jsp.hyp1f1, 2), 2))(1.0, 2.0, 0.5), rtol=1e-5)
+    x = np.array([0.1, 0.5, 0.95, -0.5], np.float32)
+    a = np.array([0.5, 1.0, 2.5, 0.7], np.float32)
+    for backend in ("cpu", "interpreter"):
+        _close(ember.jit(sp.hyp2f1, backend=backend)(a, 1.5, 2.0, x), sp.hyp2f1(a, 1.5, 2.0, x),
+               rtol=1e-6)
+    _close(ember.jit(sp.hyp1f1, backend="interpreter")(a, 2.0, x * 150),
+           sp.hyp1f1(a, 2.0, x * 150), rtol=1e-5)
+    _close(ember.vmap(sp.hyp1f1, (0, None, 0))(a, 2.0, x * 30),
+           [sp.hyp1f1(ai, 2.0, xi * 30) for ai, xi in zip(a, x)], rtol=1e-6)
+    _close(ember.vmap(sp.owens_t)(x, a), [sp.owens_t(xi, ai) for xi, ai in zip(x, a)],
+           rtol=1e-6)
+    # In x: second order forward, first reverse (the parameter-derivative series are loops
+    # with data-dependent trip counts, not reverse-differentiable: as in JAX).
+    with ember.enable_x64():
+        for f in (lambda x: sp.hyp1f1(0.5, 1.5, x), lambda x: sp.hyp2f1(0.5, 1.5, 2.5, x)):
+            check_grads(f, (np.array([0.3, -0.4]),), order=2, modes=("fwd",))
+            check_grads(f, (np.array([0.3, -0.4]),), order=1, modes=("rev",))
+    assert sp.hyp1f1(1.0, 2.0, 0.5).dtype == np.float32
+    assert not sp.hyp1f1(1.0, 2.0, 0.5).weak_type and not sp.owens_t(0.5, 1.0).weak_type
+    with pytest.raises(ValueError, match="hyp2f1 does not support complex"):
+        sp.hyp2f1(1.0, 2.0, 3.0, 0.5j)
+
+
+def test_sph_harm_y_matches_jax_and_mpmath(jax):
+    n = np.array([0, 1, 2, 3, 3, 4, 5, 5, 2])
+    m = np.array([0, 1, -2, 2, -3, 0, 4, -1, 3])  # (|m| > n: 0)
+    theta = np.array([0.3, 0.7, 1.1, 2.0, 0.0, 3.1, 1.4, 0.5, 1.0], np.float32)
+    phi = np.array([0.1, 1.0, 2.0, 3.0, 0.5, 6.0, 4.0, 0.2, 1.0], np.float32)
+    got = sp.sph_harm_y(n, m, theta, phi)
+    assert got.dtype == np.complex64 and got.shape == (9,)
+    _close(got, jax.scipy.special.sph_harm_y(n, m, theta, phi), rtol=1e-5, atol=1e-6)
+    # scalar theta, n_max clipping, jit with a static n_max
+    _close(sp.sph_harm_y(n, m, 0.5, phi, n_max=2),
+           jax.scipy.special.sph_harm_y(n, m, 0.5, phi, n_max=2), rtol=1e-5, atol=1e-6)
+    jitted = ember.jit(lambda n, m, t, p: sp.sph_harm_y(n, m, t, p, n_max=5))
+    _close(jitted(n, m, theta, phi), got, rtol=1e-5, atol=1e-6)
+    with ember.enable_x64():
+        th, ph = np.array([0.4, 2.2, 1.3]), np.array([0.3, 5.0, 2.0])
+        nn, mm = np.array([7, 12, 20]), np.array([-3, 12, 5])
+        with mp.workdps(30):
+            # mpmath's spherharm has the same normalization and phase
+            want = [complex(mp.spherharm(int(a), int(b), float(t), float(p)))
+                    for a, b, t, p in zip(nn, mm, th, ph)]
+        got = sp.sph_harm_y(nn, mm, th, ph)
+        assert got.dtype == np.complex128
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        # d/dtheta through the recurrences, against finite differences
+        check_grads(lambda t: sp.sph_harm_y(nn, mm, t, ph).real, (th,), order=1)
+    with pytest.raises(NotImplementedError, match="diff_n"):
+        sp.sph_harm_y(n, m, theta, phi, diff_n=1)
+    with pytest.raises(TypeError, match="integer"):
+        sp.sph_harm_y(np.array([1.0]), np.array([0]), 0.5, 0.5)
+    with pytest.raises(ember.errors.ConcretizationTypeError):
+        ember.jit(sp.sph_harm_y)(n, m, theta, phi)

@@ -23,6 +23,7 @@ from ember.nn.functions import logsumexp
 from ember.numpy._util import promote_args_inexact
 from ember.scipy.special_extra import *  # noqa: F403  (more functions, re-exported)
 from ember.scipy.special_extra import _real
+from ember.scipy.special_hyp import *  # noqa: F403  (more functions, re-exported)
 from ember.scipy.special_more import *  # noqa: F403  (more functions, re-exported)
 
 Array = Any

@@ -81,3 +81,24 @@ RECORDS += [
        _vec(lambda x: mp.im(mp.exp(-x * x) * mp.erfc(-1j * x))), rng="default", kind="scipy",
        tol=1e-5),
 ]
+
+# ember.scipy.special_hyp (hyp1f1/hyp2f1 are differentiated in tests/test_special_extra.py:
+# their parameter-derivative series are while loops, not reverse-differentiable twice, as JAX)
+RECORDS += [
+    _r("scipy.special.hyp1f1", lambda x: sp.hyp1f1(0.5, 1.5, x),
+       _vec(lambda x: mp.hyp1f1(0.5, 1.5, x)), rng="default", kind="scipy", tol=1e-5,
+       diff=False),
+    _r("scipy.special.hyp2f1", lambda x: sp.hyp2f1(0.5, 1.5, 2.5, x * 0.4),
+       _vec(lambda x: mp.hyp2f1(0.5, 1.5, 2.5, x * 0.4)), rng="unit", kind="scipy",
+       tol=1e-5, diff=False),
+    _r("scipy.special.owens_t", sp.owens_t,
+       _vec(lambda h, a: mp.quad(lambda t: mp.exp(-h * h * (1 + t * t) / 2) / (1 + t * t),
+                                 [0, a]) / (2 * mp.pi)), B, rng="default", kind="scipy",
+       tol=1e-5),
+    _r("scipy.special.sph_harm_y",
+       lambda t: sp.sph_harm_y(np.array([0, 1, 2, 3, 4]), np.array([0, -1, 2, 1, -3]), t,
+                               0.7).real,
+       lambda t: np.array([float(mp.re(mp.spherharm(n, m, float(ti), 0.7)))
+                           for n, m, ti in zip([0, 1, 2, 3, 4], [0, -1, 2, 1, -3], t)]),
+       kind="scipy", tol=1e-5),
+]
