@@ -210,6 +210,12 @@ def _real_only(fn: str, x: ArrayLike) -> Array:
     return lax.convert_element_type(x, x.dtype)  # (JAX's results are never weak here)
 
 
+def _nan_through(x: Array, outs: tuple[Array, ...]) -> tuple[Array, ...]:
+    """Each of ``outs`` with NaN wherever ``x`` is NaN."""
+    nan = jnp.isnan(x)
+    return tuple(jnp.where(nan, x, v) for v in outs)
+
+
 def _series(x: Array, coefs: list[float]) -> Array:
     """sum_k coefs[k] x**k by Horner."""
     out = jnp.zeros_like(x)
@@ -274,9 +280,7 @@ def _fresnel_impl(x: Array) -> tuple[Array, Array]:
     return s, c
 
 
-@custom_jvp
-def _fresnel(x: Array) -> tuple[Array, Array]:
-    return _fresnel_impl(x)
+_fresnel = custom_jvp(_fresnel_impl)
 
 
 @_fresnel.defjvp
@@ -298,9 +302,7 @@ def fresnel(x: ArrayLike) -> tuple[Array, Array]:
         (Array(0.43825915, dtype=float32), Array(0.7798934, dtype=float32))
     """
     x = _real_only("fresnel", x)
-    s, c = _fresnel(x)
-    nan = jnp.isnan(x)
-    return jnp.where(nan, x, s), jnp.where(nan, x, c)
+    return _nan_through(x, _fresnel(x))
 
 
 # ---------------------------------------------------------------- sine and cosine integrals
@@ -333,9 +335,7 @@ def _sici_impl(x: Array) -> tuple[Array, Array]:
     return jnp.sign(x) * si, ci
 
 
-@custom_jvp
-def _sici(x: Array) -> tuple[Array, Array]:
-    return _sici_impl(x)
+_sici = custom_jvp(_sici_impl)
 
 
 @_sici.defjvp
@@ -358,6 +358,5 @@ def sici(x: ArrayLike) -> tuple[Array, Array]:
     """
     x = _real_only("sici", x)
     si, ci = _sici(x)
-    nan = jnp.isnan(x)
     ci = jnp.where(x == 0, -np.inf, jnp.where(x == -np.inf, np.nan, ci))
-    return jnp.where(nan, x, si), jnp.where(nan, x, ci)
+    return _nan_through(x, (si, ci))
