@@ -349,3 +349,10 @@ def test_sph_harm_y_matches_jax_and_mpmath(jax):
         sp.sph_harm_y(np.array([1.0]), np.array([0]), 0.5, 0.5)
     with pytest.raises(ember.errors.ConcretizationTypeError):
         ember.jit(sp.sph_harm_y)(n, m, theta, phi)
+
+
+def test_star_import_gives_every_jax_name(jax):
+    namespace: dict = {}
+    exec("from ember.scipy.special import *", namespace)
+    names = {n for n in dir(jax.scipy.special) if not n.startswith("_")}
+    assert names <= set(namespace), sorted(names - set(namespace))

@@ -21,6 +21,7 @@ from ember import numpy as jnp
 from ember.custom_derivatives import custom_jvp
 from ember.nn.functions import logsumexp
 from ember.numpy._util import promote_args_inexact
+from ember.scipy import special_extra, special_hyp, special_more
 from ember.scipy.special_extra import *  # noqa: F403  (more functions, re-exported)
 from ember.scipy.special_extra import _real
 from ember.scipy.special_hyp import *  # noqa: F403  (more functions, re-exported)
@@ -34,6 +35,7 @@ __all__ = [
     "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e",
     "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
     "ndtri", "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
+    *special_extra.__all__, *special_hyp.__all__, *special_more.__all__,
 ]
 
 
