@@ -681,8 +681,10 @@ def _execute_mixed(executable: Any, args: Sequence) -> list:
     return _unshare(executable.execute_now(values), callers)
 
 
-# The first element of a ``_tree_fast_key``: its keys never equal ``_fast_key``'s.
-_TREE = object()
+# The first element of a ``_tree_fast_key``: its keys never equal ``_fast_key``'s; and the
+# mark of its keyword part (each part of a key tells what it is: no two calls of different
+# structure share a key).
+_TREE, _KWARGS = object(), object()
 
 
 def _tree_fast_key(args: tuple, kwargs: dict, static_nums: frozenset,
@@ -693,11 +695,11 @@ def _tree_fast_key(args: tuple, kwargs: dict, static_nums: frozenset,
     ``tree_flatten``'s order, so they are the flat arguments the slow path would make. None
     when something else (a custom pytree node, an unhashable static value, ...) is there:
     the slow path takes those."""
-    key: list = [_TREE, _config.trace_key]
+    n = len(args)
+    key: list = [_TREE, _config.trace_key, n]
     leaves: list = []
     mixed = [False]
     statics = False
-    n = len(args)
     for i, a in enumerate(args):
         if i in static_nums or (i - n) in static_nums:
             key.append((i, type(a), a))
@@ -713,7 +715,7 @@ def _tree_fast_key(args: tuple, kwargs: dict, static_nums: frozenset,
                 statics = True
             else:
                 dynamic.append(name)
-        key.append(tuple(dynamic))
+        key.append((_KWARGS, tuple(dynamic)))
         for name in dynamic:
             if not _add_tree(kwargs[name], key, leaves, mixed):
                 return None
@@ -745,7 +747,7 @@ def _add_tree(x: Any, key: list, leaves: list, mixed: list) -> bool:
             names = tuple(sorted(x))
         except TypeError:
             return False
-        key.append(names)
+        key.append((dict, names))
         for k in names:
             if not _add_tree(x[k], key, leaves, mixed):
                 return False

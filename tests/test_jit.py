@@ -684,3 +684,17 @@ def test_static_and_keyword_arguments_on_repeated_calls():
         with pytest.raises(ValueError, match="greater than or equal to -len"):
             g(x=x, n=(1, 2))  # (as JAX: a negative index needs positional arguments)
     assert g._cache.compiles == 2
+
+
+def test_fast_path_keys_tell_positional_containers_from_keywords():
+    # f(x, {"y": a}) and f(x, y=a) have the same leaves in the same order: their cached
+    # calls must still be told apart.
+    f = ember.jit(lambda x, y=None, **kw: (x, y, kw))
+    x, a = jnp.ones(2), jnp.zeros(2)
+    for _ in range(3):
+        _, y, kw = f(x, {"y": a})
+        assert isinstance(y, dict) and kw == {}
+        _, y, kw = f(x, y=a)
+        assert type(y) is ember.Array and kw == {}
+        _, y, kw = f(x, z={"y": a})
+        assert y is None and isinstance(kw["z"], dict)
