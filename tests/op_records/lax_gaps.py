@@ -50,6 +50,12 @@ RECORDS = [
     OpRecord("ops.segment_max", lambda d: ember.ops.segment_max(d, _IDS, 3),
              _segment_ref(np.maximum, -np.inf), (F32,), (((8,),), ((8, 2),)),
              differentiable=True, kind="lax"),
+    OpRecord("ops.segment_min", lambda d: ember.ops.segment_min(d, _IDS, 3),
+             _segment_ref(np.minimum, np.inf), (F32,), (((8,),), ((8, 2),)),
+             differentiable=True, kind="lax"),
+    # (no gradient: JAX's segment_prod refuses it with repeated segment ids)
+    OpRecord("ops.segment_prod", lambda d: ember.ops.segment_prod(d, _IDS, 3),
+             _segment_ref(np.multiply, 1), (F32,), (((8,),), ((8, 2),)), kind="lax"),
     OpRecord("lax.ragged_dot", lambda lhs, rhs: lax.ragged_dot(lhs, rhs, _GROUPS),
              _ragged_ref, (F32,), (((6, 3), (3, 3, 4)),), tol=1e-4, differentiable=True,
              kind="lax"),

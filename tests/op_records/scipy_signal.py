@@ -93,6 +93,20 @@ def _mc(mode):
     return lambda x, c: snd.map_coordinates(x, list(c), order=1, mode=mode)
 
 
+def _idctn_ref(y):
+    # The inverse of the 2-d DCT: each axis's DCT matrix inverted.
+    inv = [np.linalg.inv(2 * np.cos(np.pi * np.arange(n)[:, None]
+                                    * (2 * np.arange(n)[None, :] + 1) / (2 * n)))
+           for n in y.shape]
+    return (inv[0] @ y.astype(np.float64) @ inv[1].T).astype(np.float32)
+
+
+def _detrend_ref(x):
+    t = np.arange(x.shape[-1])
+    slope, intercept = np.polyfit(t, x.astype(np.float64), 1)
+    return (x - (slope * t + intercept)).astype(np.float32)
+
+
 RECORDS = []
 for _mode in ("full", "same", "valid"):
     RECORDS += [
@@ -118,6 +132,12 @@ RECORDS += [
     OpRecord("scipy.fft.dctn", lambda x: sfft.dctn(x),
              lambda x: _dct_ref(None)(np.swapaxes(_dct_ref(None)(x), 0, 1)).T, F32,
              (((3, 4),),), differentiable=True, tol=1e-3),
+    OpRecord("scipy.fft.idctn", lambda y: sfft.idctn(y), _idctn_ref, F32, (((3, 4),),),
+             differentiable=True, tol=1e-3),
+    OpRecord("scipy.signal.convolve2d", lambda a, b: ssig.convolve2d(a, b),
+             _convolve_ref("full"), F32, (((4, 5), (2, 3)),), differentiable=True, tol=1e-4),
+    OpRecord("scipy.signal.detrend", lambda x: ssig.detrend(x), _detrend_ref, F32,
+             (((8,),),), differentiable=True, tol=1e-4),
     OpRecord("scipy.ndimage.map_coordinates_linear", _mc("nearest"),
              _map_coordinates_ref("nearest"), F32, (((4, 5), (2, 6)), ((5,), (1, 3, 2))),
              arg_rngs={1: "nonneg"}, differentiable=True, tol=1e-4),
