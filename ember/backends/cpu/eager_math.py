@@ -43,6 +43,8 @@ OPCODES = frozenset({"exponential", "exponential_minus_one", "logistic", "rsqrt"
 # single value: XLA's maximum and minimum (NaN propagates, -0 below +0) in one pass, where
 # NumPy's kernel needs a second pass to order the zeros (1e4 float32: 5.1-5.7 us -> ~2 us).
 BINARY_OPCODES = frozenset({"maximum", "minimum"})
+# Threefry-2x32 on uint32 counters (four operands, two results: ``eager_threefry``).
+THREEFRY = "threefry2x32"
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Elements from which a call is split across the parallel runtime's threads (each hand-off
 # costs a few microseconds; the cheapest functions take ~0.1 ns per element).
@@ -63,16 +65,17 @@ def kernel(opcode: str, dtype: np.dtype) -> Callable | None:
         return _kernels[key]
     except KeyError:
         pass
-    if opcode == "threefry2x32":  # (four operands, two results: its own module)
-        from ember.backends.cpu import eager_threefry
-        return eager_threefry.runner() if dtype == np.uint32 else None
-    if opcode not in OPCODES | BINARY_OPCODES or dtype not in DTYPES:
+    threefry = opcode == THREEFRY and dtype == np.uint32
+    if not threefry and (opcode not in OPCODES | BINARY_OPCODES or dtype not in DTYPES):
         return None
     with _lock:
         if key not in _kernels:
             try:
                 lib, name = _load(opcode, dtype)
-                make = _make_binary_runner if opcode in BINARY_OPCODES else _make_runner
+                if threefry:
+                    from ember.backends.cpu.eager_threefry import make_runner as make
+                else:
+                    make = _make_binary_runner if opcode in BINARY_OPCODES else _make_runner
                 _kernels[key] = make(lib, name, dtype)
             except Exception as e:  # noqa: BLE001 - NumPy's kernels still work
                 _log.debug("no native eager kernel for %s %s: %s", opcode, dtype, e)
@@ -90,54 +93,66 @@ def kernel_ir(opcode: str, dtype: np.dtype) -> str:
 
     from ember.backends.cpu import vecmath
 
-    ty = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
-    i64, i8p = ir.IntType(64), ir.IntType(8).as_pointer()
+    ptr = (ir.FloatType() if dtype == np.float32 else ir.DoubleType()).as_pointer()
     module = ir.Module(name=_symbol(opcode, dtype))
-    name = _symbol(opcode, dtype)
 
-    # The loop, on pointers that cannot alias (noalias: the caller's output is a new array).
-    loop_fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer(),
-                                                                 ty.as_pointer(), i64, i64]),
+    def body(b, pointers, i, _):
+        x, y = pointers
+        value = vecmath.emit_unary(b, opcode, b.load(b.gep(x, [i], inbounds=True)))
+        b.store(value, b.gep(y, [i], inbounds=True))
+
+    emit_kernel(module, _symbol(opcode, dtype), [ptr, ptr], body)
+    return str(module)
+
+
+def emit_kernel(module, name: str, pointer_types: list, body: Callable,
+                prologue: Callable | None = None) -> None:
+    """Adds to ``module`` an elementwise loop over buffers of ``pointer_types`` and its two
+    entry points (see the module docstring): ``name(*buffers, n)`` and
+    ``name_range(buffers, lo, hi)``. ``body(b, pointers, i, state)`` emits iteration ``i``;
+    ``state`` is what ``prologue(b, pointers)`` emitted once before the loop (or None). The
+    pointers are noalias: the outputs are new arrays."""
+    from llvmlite import ir
+
+    i64, i8p = ir.IntType(64), ir.IntType(8).as_pointer()
+    loop_fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [*pointer_types, i64, i64]),
                           name + "_loop")
     loop_fn.linkage = "internal"
     loop_fn.attributes.add("alwaysinline")
-    for arg in loop_fn.args[:2]:
+    *pointers, lo, hi = loop_fn.args
+    for arg in pointers:
         arg.add_attribute("noalias")
-    x, y, lo, hi = loop_fn.args
     entry = loop_fn.append_basic_block("entry")
-    body = loop_fn.append_basic_block("body")
+    loop = loop_fn.append_basic_block("body")
     done = loop_fn.append_basic_block("done")
     b = ir.IRBuilder(entry)
-    b.cbranch(b.icmp_signed("<", lo, hi), body, done)
-    b.position_at_end(body)
+    state = prologue(b, pointers) if prologue is not None else None
+    b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
+    b.position_at_end(loop)
     i = b.phi(i64)
     i.add_incoming(lo, entry)
-    value = vecmath.emit_unary(b, opcode, b.load(b.gep(x, [i], inbounds=True)))
-    b.store(value, b.gep(y, [i], inbounds=True))
+    body(b, pointers, i, state)
     nxt = b.add(i, ir.Constant(i64, 1), flags=["nsw"])
     i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, hi), body, done)
+    b.cbranch(b.icmp_signed("<", nxt, hi), loop, done)
     b.position_at_end(done)
     b.ret_void()
 
-    # name(x, y, n)
-    direct = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p, i8p, i64]), name)
+    k = len(pointer_types)
+    direct = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p] * k + [i64]), name)
     b = ir.IRBuilder(direct.append_basic_block("entry"))
-    b.call(loop_fn, [b.bitcast(direct.args[0], ty.as_pointer()),
-                     b.bitcast(direct.args[1], ty.as_pointer()), ir.Constant(i64, 0),
-                     direct.args[2]])
+    b.call(loop_fn, [b.bitcast(a, t) for a, t in zip(direct.args[:k], pointer_types)]
+           + [ir.Constant(i64, 0), direct.args[k]])
     b.ret_void()
 
-    # name_range(buffers, lo, hi)
     ranged = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64]),
                          name + "_range")
     bufs, lo, hi = ranged.args
     b = ir.IRBuilder(ranged.append_basic_block("entry"))
-    ptrs = [b.bitcast(b.load(b.gep(bufs, [ir.Constant(i64, k)], inbounds=True)),
-                      ty.as_pointer()) for k in (0, 1)]
-    b.call(loop_fn, [*ptrs, lo, hi])
+    loaded = [b.bitcast(b.load(b.gep(bufs, [ir.Constant(i64, j)], inbounds=True)), t)
+              for j, t in enumerate(pointer_types)]
+    b.call(loop_fn, [*loaded, lo, hi])
     b.ret_void()
-    return str(module)
 
 
 # Layouts of a binary kernel's operands: two arrays of one shape, or one of them a single
@@ -215,9 +230,13 @@ def _load(opcode: str, dtype: np.dtype):
     from ember.backends.cpu import _shared_libraries_enabled, _source_stamp, native_lib
 
     name = _symbol(opcode, dtype)
-    make_ir = binary_kernel_ir if opcode in BINARY_OPCODES else kernel_ir
-    lib = native_lib.load_or_build(f"ember-eager-math:{name}:{_source_stamp()}",
-                                   lambda: make_ir(opcode, dtype), 3,
+    if opcode == THREEFRY:
+        from ember.backends.cpu.eager_threefry import kernel_ir as threefry_ir
+        build = lambda: threefry_ir(name)  # noqa: E731
+    else:
+        make_ir = binary_kernel_ir if opcode in BINARY_OPCODES else kernel_ir
+        build = lambda: make_ir(opcode, dtype)  # noqa: E731
+    lib = native_lib.load_or_build(f"ember-eager-math:{name}:{_source_stamp()}", build, 3,
                                    _shared_libraries_enabled())
     return lib, name
 

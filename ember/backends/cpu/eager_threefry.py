@@ -6,13 +6,9 @@ rotations): ~150 us for 1e3 counters, where JAX's compiled samplers take ~100 us
 kernel does the hash in one pass (~1 us for 1e3 counters), from the same round function that
 the impl and the jit lowering use (``lax.prng._hash``), so the bits are the same everywhere.
 
-The library has two entry points over contiguous uint32 buffers, the keys being single words:
-
-- ``ember_eager_threefry2x32(k1, k2, x1, x2, y1, y2, n)``;
-- ``ember_eager_threefry2x32_range(buffers, lo, hi)`` with ``buffers`` = (k1, k2, x1, x2,
-  y1, y2), the parallel runtime's task signature, for arrays split across the cores.
-
-It is compiled at its first use and kept in the disk cache, like ``eager_math``'s kernels.
+``eager_math`` builds, caches and loads it like its own kernels (opcode ``threefry2x32`` on
+uint32), with the same two entry points over contiguous uint32 buffers, the keys being single
+words: ``name(k1, k2, x1, x2, y1, y2, n)`` and ``name_range(buffers, lo, hi)``.
 
 Example:
     >>> run = runner()
@@ -22,106 +18,55 @@ Example:
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable
 
 import numpy as np
 
-_log = logging.getLogger(__name__)
-
-NAME = "ember_eager_threefry2x32"
 _U32 = np.dtype(np.uint32)
-_runner: list = []  # [runner or None], once decided
-_lock = threading.Lock()
 
 
-def kernel_ir() -> str:
-    """The LLVM IR of the library (see the module docstring)."""
+def kernel_ir(name: str) -> str:
+    """The LLVM IR of the library, its entry points called ``name`` (module docstring)."""
     from llvmlite import ir
 
+    from ember.backends.cpu.eager_math import emit_kernel
     from ember.lax.prng import _hash
 
-    i32, i64, i8p = ir.IntType(32), ir.IntType(64), ir.IntType(8).as_pointer()
-    ptr = i32.as_pointer()
-    module = ir.Module(name=NAME)
+    i32 = ir.IntType(32)
+    module = ir.Module(name=name)
 
-    loop_fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * 6 + [i64, i64]),
-                          NAME + "_loop")
-    loop_fn.linkage = "internal"
-    loop_fn.attributes.add("alwaysinline")
-    for arg in loop_fn.args[4:6]:
-        arg.add_attribute("noalias")  # (the outputs are new arrays)
-    k1p, k2p, x1p, x2p, y1p, y2p, lo, hi = loop_fn.args
-    entry = loop_fn.append_basic_block("entry")
-    body = loop_fn.append_basic_block("body")
-    done = loop_fn.append_basic_block("done")
-    b = ir.IRBuilder(entry)
-    k1, k2 = b.load(k1p), b.load(k2p)
-    b.cbranch(b.icmp_signed("<", lo, hi), body, done)
-    b.position_at_end(body)
-    i = b.phi(i64)
-    i.add_incoming(lo, entry)
-    x1 = b.load(b.gep(x1p, [i], inbounds=True))
-    x2 = b.load(b.gep(x2p, [i], inbounds=True))
+    def keys(b, pointers):
+        return b.load(pointers[0]), b.load(pointers[1])
 
-    def rotl(v, r):
-        return b.or_(b.shl(v, ir.Constant(i32, r)), b.lshr(v, ir.Constant(i32, 32 - r)))
+    def body(b, pointers, i, key_words):
+        x1, x2 = (b.load(b.gep(p, [i], inbounds=True)) for p in pointers[2:4])
 
-    y1, y2 = _hash(b.add, b.xor, rotl, lambda c: ir.Constant(i32, c), k1, k2, x1, x2)
-    b.store(y1, b.gep(y1p, [i], inbounds=True))
-    b.store(y2, b.gep(y2p, [i], inbounds=True))
-    nxt = b.add(i, ir.Constant(i64, 1), flags=["nsw"])
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, hi), body, done)
-    b.position_at_end(done)
-    b.ret_void()
+        def rotl(v, r):
+            return b.or_(b.shl(v, ir.Constant(i32, r)), b.lshr(v, ir.Constant(i32, 32 - r)))
 
-    direct = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p] * 6 + [i64]), NAME)
-    b = ir.IRBuilder(direct.append_basic_block("entry"))
-    b.call(loop_fn, [b.bitcast(a, ptr) for a in direct.args[:6]]
-           + [ir.Constant(i64, 0), direct.args[6]])
-    b.ret_void()
+        y1, y2 = _hash(b.add, b.xor, rotl, lambda c: ir.Constant(i32, c), *key_words, x1, x2)
+        b.store(y1, b.gep(pointers[4], [i], inbounds=True))
+        b.store(y2, b.gep(pointers[5], [i], inbounds=True))
 
-    ranged = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64]),
-                         NAME + "_range")
-    bufs, lo, hi = ranged.args
-    b = ir.IRBuilder(ranged.append_basic_block("entry"))
-    ptrs = [b.bitcast(b.load(b.gep(bufs, [ir.Constant(i64, k)], inbounds=True)), ptr)
-            for k in range(6)]
-    b.call(loop_fn, [*ptrs, lo, hi])
-    b.ret_void()
+    emit_kernel(module, name, [i32.as_pointer()] * 6, body, prologue=keys)
     return str(module)
 
 
 def runner() -> Callable | None:
     """``run(k1, k2, x1, x2) -> [y1, y2]`` on uint32 NumPy arrays (single-word keys; the
     counters broadcast against each other), or None where no native code can be made."""
-    if _runner:
-        return _runner[0]
-    with _lock:
-        if not _runner:
-            try:
-                _runner.append(_make_runner(_load()))
-            except Exception as e:  # noqa: BLE001 - NumPy's impl still works
-                _log.debug("no native eager threefry2x32: %s", e)
-                _runner.append(None)
-    return _runner[0]
+    from ember.backends.cpu.eager_math import THREEFRY, kernel
+    return kernel(THREEFRY, _U32)
 
 
-def _load():
-    from ember.backends.cpu import _shared_libraries_enabled, _source_stamp, native_lib
-    return native_lib.load_or_build(f"ember-eager-threefry:{_source_stamp()}", kernel_ir, 3,
-                                    _shared_libraries_enabled())
-
-
-def _make_runner(lib) -> Callable:
+def make_runner(lib, name: str, dtype: np.dtype) -> Callable:
+    """The runner of a loaded library (``eager_math.kernel``'s maker for threefry)."""
     from ember.backends.cpu.eager_math import PARALLEL_MIN_ELEMENTS, _run_split
     from ember.backends.cpu.executable import _ffi
 
     direct = _ffi.cast("void(*)(char*, char*, char*, char*, char*, char*, long)",
-                       lib.address(NAME))
-    ranged = _ffi.cast("void(*)(char**, long, long)", lib.address(NAME + "_range"))
+                       lib.address(name))
+    ranged = _ffi.cast("void(*)(char**, long, long)", lib.address(name + "_range"))
     fb = _ffi.from_buffer
 
     def run(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> list:
