@@ -128,13 +128,22 @@ from ember import core as _core  # noqa: E402
 
 # Namespaces that load on first use (``ember.ops``, ``ember.image``, ``ember.scipy``), as
 # attributes or through ``import ember.image``: they define no primitives.
-_LAZY_MODULES = frozenset({"image", "ops", "scipy"})
+_LAZY_MODULES = frozenset({"image", "ops", "scipy", "sharding", "export", "stages",
+                           "profiler", "monitoring", "distributed", "version",
+                           "example_libraries"})
+# Top-level names defined in a namespace that loads on first use: name -> module.
+_LAZY_NAMES = {name: "ember._sharding_api" for name in (
+    "make_mesh", "set_mesh", "shard_map", "NamedSharding", "P", "reshard", "Shard",
+    "make_array_from_callback", "make_array_from_single_device_arrays",
+    "make_array_from_process_local_data")}
 
 
 def __getattr__(name: str):
+    import importlib
     if name in _LAZY_MODULES:
-        import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

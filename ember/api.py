@@ -1046,12 +1046,13 @@ class JitFunction:
         return f"<ember.jit of {self._fun!r}>"
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None,
-        keep_unused: bool = False, inline: bool = False,
-        backend: str | None = None) -> Any:
+        keep_unused: bool = False, device: Any = None, inline: bool = False,
+        backend: str | None = None, compiler_options: dict | None = None) -> Any:
     """Compiles ``fun``: traced once per argument signature, then run as an executable.
 
     Arguments are pytrees of arrays and scalars; the compiled code is reused while every
@@ -1072,10 +1073,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         Array([1.682942, 1.682942, 1.682942], dtype=float32)
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 keep_unused=keep_unused, inline=inline, backend=backend)
+                                 keep_unused=keep_unused, device=device, inline=inline,
+                                 backend=backend, compiler_options=compiler_options)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}: {fun!r}")
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
