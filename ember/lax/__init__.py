@@ -4,6 +4,7 @@ from ember.lax import linalg  # noqa: F401  (the lax.linalg namespace)
 from ember.lax.ad_util import *
 from ember.lax.barrier import *
 from ember.lax.bits import *
+from ember.lax.checks import *
 from ember.lax.control_flow.conditionals import *
 from ember.lax.control_flow.scan import *
 from ember.lax.control_flow.while_loop import *
