@@ -108,9 +108,20 @@ def function_cache(fun: Callable, options: Any) -> FunctionCache:
         return cache
 
 
+# Other caches of compiled code (eager loops' executables...) that ``clear_caches`` empties.
+_clear_hooks: list[Callable[[], None]] = []
+
+
+def on_clear(hook: Callable[[], None]) -> None:
+    """Makes ``clear_caches`` call ``hook`` too."""
+    _clear_hooks.append(hook)
+
+
 def clear_caches() -> None:
     """Forgets every compiled function (``ember.clear_caches``)."""
     with _lock:
         for per_fun in list(_caches.values()):
             for cache in per_fun.values():
                 cache.clear()
+    for hook in _clear_hooks:
+        hook()

@@ -29,6 +29,7 @@ from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
 from ember.lax.control_flow.common import lower_to_computation, trace_function
+from ember.lax.control_flow.eager_loops import EagerLoop
 from ember.tree_util import (
     DictKey,
     SequenceKey,
@@ -250,12 +251,25 @@ def _structure_diffs(x, y, path, component) -> list[str]:
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     # Each iteration evaluates the jaxprs op by op (each equation runs eagerly); values are
-    # wrapped with their avals so weakly typed carries stay weak.
-    cconsts, bconsts, carry = _split(args, cond_nconsts, body_nconsts)
+    # wrapped with their avals so weakly typed carries stay weak. A loop that has run long
+    # enough continues compiled, from the current carry (``eager_loops``).
+    params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                  body_nconsts=body_nconsts)
+    in_avals = cond_jaxpr.in_avals[:cond_nconsts] + body_jaxpr.in_avals
+    loop = EagerLoop(while_p, params, in_avals, body_jaxpr.out_avals)
+    values = [np.asarray(x) for x in args]
+    exe = loop.compiled()
+    if exe is not None:
+        return exe.execute_values(values)
+    cconsts, bconsts, carry = _split(values, cond_nconsts, body_nconsts)
     avals = body_jaxpr.in_avals[body_nconsts:]
-    carry = [core.concrete_array(np.asarray(x), a) for x, a in zip(carry, avals)]
+    carry = [core.concrete_array(x, a) for x, a in zip(carry, avals)]
     while bool(eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, *cconsts, *carry)[0]):
         carry = eval_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts, *bconsts, *carry)
+        if loop.over_budget():
+            state = [np.asarray(x) for x in carry]
+            return loop.compile().execute_values([*cconsts, *bconsts, *state])
+    loop.finished_op_by_op()
     return [np.asarray(x) for x in carry]
 
 

@@ -1,0 +1,115 @@
+"""Eager loops that compile themselves once they have run long enough.
+
+Outside ``jit``, ``while_loop``, ``fori_loop`` and ``scan`` start by evaluating their body
+jaxpr op by op: ~3-5 µs per operation, nothing to compile, the right choice for short loops.
+A long loop (or a short one called over and over, as in a training loop) pays that on every
+iteration; JAX instead compiles every eager loop before its first iteration (~60 ms here)
+and then runs it at compiled speed. ember does both, the way a tiered JIT does: each loop,
+identified by the lowering fingerprint of its one-equation jaxpr (the primitive, its body
+jaxprs and the operand types: ``compiler.lowering_fingerprint``, ~25 µs), keeps count of the
+seconds it has spent op by op, across calls. Once that passes ``COMPILE_AFTER_S`` the loop is
+compiled like a jitted function (disk cache included) and every later run of it is
+compiled:
+
+- a ``while`` switches in the middle of a run: the compiled loop starts from the current
+  carry;
+- a ``scan`` starts over compiled (at most ``COMPILE_AFTER_S`` of work is redone), so the
+  program compiled is the whole scan, which the next call reuses; one with side effects
+  would finish op by op (it must not run twice) and be compiled from its next call.
+
+Loops stay op by op under ``disable_jit``, with ``jax_debug_nans``/``jax_debug_infs`` (which
+name the failing primitive op by op), when the default backend is not the native ``cpu``
+one, and when the fingerprint cannot vouch for the lowering: a user-defined primitive or a
+host callback (its Python function) in the body.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+from ember import core
+from ember.compiler.lowering_fingerprint import lowering_fingerprint
+from ember.config import config
+from ember.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from ember.runtime import compile_cache
+
+# Seconds of op-by-op evaluation after which a loop is compiled (ski rental: about one
+# compile's cost, so no loop pays more than twice the better of the two strategies).
+COMPILE_AFTER_S = 0.03
+_MAX_LOOPS = 256  # loops remembered (their time spent, their executables)
+
+_spent: OrderedDict[str, float] = OrderedDict()  # fingerprint -> op-by-op seconds so far
+_compiled: OrderedDict[str, Any] = OrderedDict()  # fingerprint -> LoadedExecutable
+
+
+class EagerLoop:
+    """One eager run of a loop primitive: ``compiled()`` gives its executable when it has
+    one, ``over_budget(seconds)`` says whether to compile now, ``compile()`` compiles it."""
+
+    __slots__ = ("_closed", "_name", "_key", "_spent_before", "_start")
+
+    def __init__(self, prim: core.Primitive, params: dict, in_avals: list,
+                 out_avals: list):
+        self._key = None
+        if _eligible():
+            invars = [Var(a) for a in in_avals]
+            outvars = [Var(a) for a in out_avals]
+            self._closed = ClosedJaxpr(
+                Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)]), [])
+            self._name = f"eager_{prim.name}"
+            self._key = lowering_fingerprint(self._closed, self._name)
+        self._spent_before = _spent.get(self._key, 0.0) if self._key is not None else 0.0
+        self._start = time.perf_counter()
+
+    def compiled(self) -> Any | None:
+        """The loop's executable if it has one, or if it has spent its budget (then it is
+        compiled now); None to run op by op."""
+        if self._key is None:
+            return None
+        exe = _compiled.get(self._key)
+        if exe is None and self._spent_before >= COMPILE_AFTER_S:
+            exe = self.compile()
+        return exe
+
+    def over_budget(self) -> bool:
+        """Whether the loop, op by op so far, has spent more than its budget."""
+        return (self._key is not None
+                and self._spent_before + time.perf_counter() - self._start >= COMPILE_AFTER_S)
+
+    def compile(self) -> Any:
+        from ember.runtime.dispatch import compile_closed_jaxpr
+        exe = compile_closed_jaxpr(self._closed, self._name)
+        _remember(_compiled, self._key, exe)
+        _spent.pop(self._key, None)
+        return exe
+
+    def finished_op_by_op(self) -> None:
+        """Records the time this run spent op by op."""
+        if self._key is not None:
+            _remember(_spent, self._key,
+                      self._spent_before + time.perf_counter() - self._start)
+
+
+def clear() -> None:
+    """Forgets every loop's time and executable (``ember.clear_caches`` calls it)."""
+    _spent.clear()
+    _compiled.clear()
+
+
+compile_cache.on_clear(clear)
+
+
+def _eligible() -> bool:
+    if config.jit_disabled or config.debug_checks:
+        return False
+    from ember.backends import canonical_name
+    return canonical_name(config.read("jax_default_backend")) == "cpu"
+
+
+def _remember(table: OrderedDict, key: str, value: Any) -> None:
+    table[key] = value
+    table.move_to_end(key)
+    if len(table) > _MAX_LOOPS:
+        table.popitem(last=False)
