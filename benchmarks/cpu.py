@@ -12,9 +12,10 @@ Workloads: (a) ``sum(x + y*z)``, 1e7 float32; (b) selu, 1e7; (c) ``exp(sin(a)*2+
 step (value_and_grad + SGD, batch 128; the forward loss if ember has no ``value_and_grad``);
 (f) a cached jit call on 4 elements; (g) trace + compile + run of a small function and of the
 MLP step in a fresh process, disk caches off/empty; (h) (g) again for ember with its disk cache
-warm; (i) eager op-by-op code: one ``add`` on 4 elements, a 20-op chain on 1e4 elements;
-(j) control flow under jit: a ``fori_loop`` of 1,000 small elementwise steps on 16 elements,
-and an RNN ``scan`` (100 steps of ``tanh(h @ W + x_t @ U)``, batch 8, 32 -> 64), NumPy as
+warm; (i) eager op-by-op code: one ``add`` on 4 elements, a 20-op chain on 1e4 elements, and
+an eager ``fori_loop`` of 1,000 small steps whose body is a new lambda on every call (ember and
+JAX only); (j) control flow under jit: a ``fori_loop`` of 1,000 small elementwise steps on 16
+elements, and an RNN ``scan`` (100 steps of ``tanh(h @ W + x_t @ U)``, batch 8, 32 -> 64), NumPy as
 plain Python loops (PyTorch not run).
 """
 
@@ -383,14 +384,21 @@ def _chain20(m, x, y):
 def workload_i(engines, quick):
     x4, y4 = _rng_arrays(4, 4)
     x, y = _rng_arrays(10**4, 10**4, seed=1)
-    add, chain = {}, {}
+    (v16,) = _rng_arrays(16, seed=2)
+    add, chain, loop = {}, {}, {}
     for name, eng in engines.items():
         a, b = eng.put(x4), eng.put(y4)
         add[name] = lambda a=a, b=b, eng=eng: eng.block(eng.m.add(a, b))
         c, d = eng.put(x), eng.put(y)
         chain[name] = lambda c=c, d=d, eng=eng: eng.block(_chain20(eng.m, c, d))
+        lax = _lax_of(name)
+        if lax is not None:  # (an eager loop: traced on every call, as user code does)
+            v = eng.put(v16)
+            loop[name] = lambda v=v, eng=eng, lax=lax: eng.block(lax.fori_loop(
+                0, 1000, lambda i, t: eng.m.tanh(t) * 0.9 + 0.1, v))
     return [Workload("i1", "eager add, 4 f32", add),
-            Workload("i2", "eager 20-op chain, 1e4 f32", chain)]
+            Workload("i2", "eager 20-op chain, 1e4 f32", chain),
+            Workload("i3", "eager fori_loop 1000 x (tanh(x)*0.9+0.1), 16 f32", loop)]
 
 
 def _lax_of(name: str):
