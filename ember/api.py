@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, tree_util
+from ember import monitoring as _monitoring
 from ember.config import config as _config
 from ember.errors import UnexpectedTracerError
 from ember.interpreters import batching
@@ -976,7 +977,8 @@ class JitFunction:
         dyn_positions = [i for i in range(n_pos) if i not in static_pos]
         names = _arg_names(self._fun, sig.args, {k: v for k, v in sig.kwargs.items()
                                                  if k not in static_kw}, dyn_positions)
-        closed, _ = pe.trace_to_jaxpr(flat_fun, sig.avals, names)
+        closed, _ = _monitoring._timed(_monitoring.JAXPR_TRACE_EVENT, self.__name__,
+                                       pe.trace_to_jaxpr, flat_fun, sig.avals, names)
         return CacheEntry(closed, out_trees[-1], [])
 
     def _compile(self, sig: _Signature, entry: CacheEntry) -> None:

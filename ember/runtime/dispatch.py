@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember import monitoring as _monitoring
 from ember.backends import canonical_name, get_backend
 from ember.compiler.cost_analysis import cost_analysis
 from ember.compiler.host_callbacks import calls_host
@@ -297,6 +298,8 @@ class LoadedExecutable:
         return self._run(values)
 
     def _run(self, args: list) -> list[np.ndarray]:
+        if _monitoring._span_sink and _monitoring._span_turn():  # (a profiler trace runs)
+            return _monitoring._execution_span(self, args)
         values = [kernel_value(a) if type(a) is Array else a for a in args]
         if self.consts:
             values.extend(self.consts)
@@ -378,26 +381,31 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
     # module compiled before.
     caching = (dumper is None and hasattr(backend_obj, "caches_lowered")
                and backend_obj.caches_lowered())
+    _monitoring._cache_request(caching)
     fkey = lkey = None
     if caching:
         fingerprint = lowering_fingerprint(closed, module_name)
         if fingerprint is not None:
             fkey = backend_obj.fingerprint_key(fingerprint)
-            hit = backend_obj.load_lowered(fkey)
+            hit = _monitoring._cache_read(backend_obj.load_lowered, fkey)
             if hit is not None:
                 return _loaded_hit(hit, module_name, backend_name, closed.in_avals,
                                    closed.out_avals, consts)
-    lowered = lower_closed_jaxpr(closed, name=module_name)
+    lowered = _monitoring._timed(_monitoring.JAXPR_TO_MODULE_EVENT, name, lower_closed_jaxpr,
+                                 closed, name=module_name)
     if caching:
         lkey = backend_obj.lowered_key(lowered.module.to_text())
-        hit = backend_obj.load_lowered(lkey)
+        hit = _monitoring._cache_read(backend_obj.load_lowered, lkey)
         if hit is not None:
             if fkey is not None:
                 backend_obj.alias_lowered(fkey, lkey)
             return _loaded_hit(hit, module_name, backend_name, closed.in_avals,
                                closed.out_avals, consts)
-    module = optimize(lowered.module, dump=dumper.stage if dumper is not None else None)
-    executable = backend_obj.compile(module, dump=dumper.write if dumper is not None else None)
+    _monitoring._cache_miss(caching)
+    module = _monitoring._timed(_monitoring.HLO_OPTIMIZE_EVENT, name, optimize, lowered.module,
+                                dump=dumper.stage if dumper is not None else None)
+    executable = _monitoring._timed(_monitoring.BACKEND_COMPILE_EVENT, name, backend_obj.compile,
+                                    module, dump=dumper.write if dumper is not None else None)
     cost = dict(cost_analysis(module))
     if caching:
         backend_obj.remember_lowered([k for k in (lkey, fkey) if k is not None], executable,

@@ -44,6 +44,7 @@ from collections.abc import Callable
 import numpy as np
 
 import ember
+from ember import monitoring as _monitoring
 from ember.backends.cpu import eager_math, native_lib, object_cache, parallel_runtime
 from ember.backends.cpu.executable import (
     PARALLEL_MIN_WORK,
@@ -379,7 +380,7 @@ class CpuBackend:
         """Starts ``work`` on a listed background thread (the caller holds ``_lock``)."""
         def run():
             _lower_thread_priority()
-            work()
+            _monitoring._timed(_monitoring.BACKGROUND_WORK_EVENT, nkey or "", work)
         # Not a daemon: the process waits for it at exit, so the entry gets written.
         thread = threading.Thread(target=run, name="ember-cpu-cache", daemon=False)
         thread.native_key = nkey
