@@ -387,6 +387,14 @@ class Exported:
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name}, ...)"
 
+    def in_shardings_jax(self, mesh: Any) -> tuple[None, ...]:
+        """The arguments' shardings for ``mesh``: unspecified (``None``) on one device."""
+        return (None,) * len(self.in_avals)
+
+    def out_shardings_jax(self, mesh: Any) -> tuple[None, ...]:
+        """The results' shardings for ``mesh``: unspecified (``None``) on one device."""
+        return (None,) * len(self.out_avals)
+
     def has_vjp(self) -> bool:
         """Whether the VJP is available (``vjp()``)."""
         return self._get_vjp is not None
@@ -558,27 +566,52 @@ def _check_args(exp: Exported, in_tree: Any, avals: Sequence[core.ShapedArray]) 
 
 def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     from ember.api import _abstractify
-    from ember.interpreters.batching import BatchTracer
     _check_platform(exp)
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     flat = [x if isinstance(x, (core.Tracer, np.ndarray)) or hasattr(x, "aval")
             else np.asarray(x, dtypes.dtype(x, canonicalize=True)) for x in flat]
     _check_args(exp, in_tree, [_abstractify(x) for x in flat])
-    if any(isinstance(x, BatchTracer) for x in flat):
-        raise NotImplementedError("Batching rule for 'call_exported' not implemented")
     # float0 values carry no data: the module neither takes nor makes them, and they stay
     # out of the traced call (a float0 constant cannot be lowered).
-    outs = iter(_flat_call(exp)(*[flat[i] for i in exp.module_kept_var_idx]))
+    kept = [flat[i] for i in exp.module_kept_var_idx]
+    if core.is_eval_context() and not any(isinstance(x, core.Tracer) for x in kept):
+        # Eagerly, nothing to differentiate or batch: run the executable directly.
+        from ember.runtime.array import Array
+        exe = exp._executable()
+        outs = iter(exe.execute([x if type(x) is Array else np.asarray(x, a.dtype)
+                                 for x, a in zip(kept, exe.in_avals)]))
+    else:
+        outs = iter(_flat_call(exp)(*kept))
     outs = [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else next(outs)
             for a in exp.out_avals]
     return tree_util.tree_unflatten(exp.out_tree, outs)
 
 
 def _bind(exp: Exported, kept: Sequence[Any]) -> list:
+    return list(_host_call(exp)(*kept))
+
+
+def _host_call(exp: Exported) -> Callable:
+    """The module as a pure host call of the kept arguments, which vmap refuses with JAX's
+    error (a batch dimension would have to be symbolic in the exported shapes)."""
+    from ember.custom_batching import custom_vmap
     from ember.lax.callback import pure_callback_p
+    cached = exp.__dict__.get("_host")
+    if cached is not None:
+        return cached
     avals = tuple(a for a in exp.out_avals if a.dtype != dtypes.float0)
-    return list(pure_callback_p.bind(*kept, callback=exp._run, result_avals=avals,
-                                     vmap_method=None))
+
+    @custom_vmap
+    def host(*kept):
+        return list(pure_callback_p.bind(*kept, callback=exp._run, result_avals=avals,
+                                         vmap_method=None))
+
+    @host.def_vmap
+    def _refuse(axis_size, in_batched, *kept):
+        raise NotImplementedError("Batching rule for 'call_exported' not implemented")
+
+    object.__setattr__(exp, "_host", host)
+    return host
 
 
 def _flat_call(exp: Exported) -> Callable:

@@ -136,6 +136,8 @@ def test_grad_through_vjp():
 def test_vmap_not_supported(exported):
     with pytest.raises(NotImplementedError, match="call_exported"):
         ember.vmap(exported.call)(jnp.ones((2, 3)), jnp.ones(2))
+    with pytest.raises(NotImplementedError, match="call_exported"):
+        ember.vmap(ember.jit(exported.call), in_axes=(0, None))(jnp.ones((2, 3)), 1.0)
 
 
 def test_pytrees_and_registration():
