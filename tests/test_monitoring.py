@@ -224,6 +224,7 @@ def test_version(jax):
 # --------------------------------------------------------------------------- compilation cache
 
 def test_compilation_cache_dir_is_used(tmp_path, cache_config):
+    assert ember.experimental.compilation_cache.compilation_cache is cc
     cc.set_cache_dir(tmp_path / "cc")
     assert ember.config.read("jax_compilation_cache_dir") == str(tmp_path / "cc")
     assert cc.is_initialized()
