@@ -91,7 +91,8 @@ class Array(core.AvalProperties, metaclass=_ArrayType):
     # ``_value`` slot unset and holds ``_pending = (future, output index)``; reading
     # ``_value`` then falls through to ``__getattr__``, which waits. Ready arrays never set
     # ``_pending``, so the eager path pays nothing for asynchrony.
-    __slots__ = ("_value", "_pending", "aval", "__weakref__")
+    # ``_sharding`` is set only by ``device_put`` with a sharding (unset: the default one).
+    __slots__ = ("_value", "_pending", "aval", "_sharding", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: Any, weak_type: bool = False):
@@ -124,7 +125,7 @@ class Array(core.AvalProperties, metaclass=_ArrayType):
         # Only reached when normal lookup fails: an unset slot (pending value, no _pending).
         if name == "_value":
             return self._resolve()
-        if name == "_pending":
+        if name == "_pending" or name == "_sharding":
             return None
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
@@ -148,6 +149,34 @@ class Array(core.AvalProperties, metaclass=_ArrayType):
 
     def devices(self) -> set[CpuDevice]:
         return {_CPU}
+
+    @property
+    def sharding(self):
+        """The array's ``Sharding`` (``ember.sharding``): a ``SingleDeviceSharding`` unless
+        it was placed with another (``device_put``, ``jit``'s ``out_shardings``)."""
+        s = self._sharding
+        if s is None:
+            from ember.sharding import default_sharding
+            return default_sharding()
+        return s
+
+    @property
+    def committed(self) -> bool:
+        """Whether the array was placed explicitly (``device_put`` with a device/sharding)."""
+        return self._sharding is not None
+
+    @property
+    def addressable_shards(self) -> list:
+        """The shards on this process's devices (ember: one, the whole array)."""
+        from ember._sharding_api import shards_of
+        return shards_of(self)
+
+    global_shards = addressable_shards
+
+    @property
+    def format(self):
+        from ember._sharding_api import Format
+        return Format(None, self.sharding)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -380,15 +409,18 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
                may_alias: bool | None = None) -> Any:
     """Copies a pytree of arrays/scalars onto the device as ``ember.Array``s. An ``Array``
     already there is returned as it is unless ``may_alias=False`` or ``donate=True`` ask for
-    a new one (as JAX on CPU); ``src`` is accepted for JAX's sake (one device).
+    a new one (as JAX on CPU); ``src`` is accepted for JAX's sake (one device). ``device``
+    may be a device, a ``Sharding`` or a pytree prefix of them: the result's ``.sharding``.
 
     Example:
         >>> ember.device_put(np.ones(2))
         Array([1., 1.], dtype=float32)
     """
-    for where, d in (("device", device), ("src", src)):
-        if d is not None and not isinstance(d, CpuDevice):
-            raise ValueError(f"device_put: unsupported {where} {d!r}; use ember.devices()[0]")
+    if src is not None and not isinstance(src, CpuDevice):
+        raise ValueError(f"device_put: unsupported src {src!r}; use ember.devices()[0]")
+    if device is not None:  # (a device or sharding, or a pytree prefix of them: commits)
+        from ember._sharding_api import device_put_placed
+        return device_put_placed(x, device, may_alias, donate)
     copy = may_alias is False or bool(donate)
 
     def put(leaf):
