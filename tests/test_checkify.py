@@ -164,6 +164,10 @@ def test_vmap_of_checkify_reports_each_element(jax_programs):
     err, _ = ember.vmap(ember.vmap(checkify.checkify(_user)))(xs)
     assert err.get() == want
     assert want.startswith("at mapped index 0, 1: bad -2.0")
+    # Thrown, a batched error reports one element: the last failing one, as JAX.
+    err, _ = ember.vmap(checkify.checkify(_user))(jnp.array([1.0, -2.0, -3.0, 4.0]))
+    with pytest.raises(checkify.JaxRuntimeError, match=r"^bad -3.0 \(`check` failed\)$"):
+        err.throw()
     ok, _ = ember.vmap(checkify.checkify(_user))(jnp.array([1.0, 2.0]))
     assert ok.get() is None and ok.get_exception() is None
 
@@ -249,6 +253,9 @@ def test_staged_check_and_gradients():
     # A checkified function differentiates as the original; a custom_vjp keeps its rule.
     g = ember.grad(lambda x: checkify.checkify(_user)(x)[1])(jnp.float32(2.0))
     assert float(g) == pytest.approx(0.5)
+    # (a function closing over a differentiated value)
+    g = ember.grad(lambda y: checkify.checkify(lambda x: jnp.log(x * y))(jnp.float32(2.0))[1])
+    assert float(g(jnp.float32(3.0))) == pytest.approx(1 / 3)
 
     @ember.custom_vjp
     def f(x):
