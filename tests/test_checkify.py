@@ -184,6 +184,10 @@ def test_check_outside_checkify():
     with pytest.raises(checkify.JaxRuntimeError, match=r"^eager -1.0 \(`check` failed\)$"):
         checkify.check(jnp.float32(-1.0) > 0, "eager {}", jnp.float32(-1.0))
     checkify.check(jnp.float32(1.0) > 0, "fine")  # passes: nothing raised
+    with pytest.raises(checkify.JaxRuntimeError,
+                       match=r"^v=-1.50 w=Array\(-1.5, dtype=float32\) \(`check` failed\)$"):
+        checkify.check(jnp.float32(-1.5) > 0, "v={:.2f} w={w!r}", jnp.float32(-1.5),
+                       w=jnp.float32(-1.5))
     # The class is both JAX's checkify error (a ValueError) and ember's runtime error.
     assert issubclass(checkify.JaxRuntimeError, ValueError)
     assert issubclass(checkify.JaxRuntimeError, ember.errors.JaxRuntimeError)

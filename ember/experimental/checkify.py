@@ -150,6 +150,8 @@ class ErrorTree:
         return Error(pred, code, payload)
 
     def throw(self, vals: Sequence[Any]) -> None:
+        # (The eager impl gets NumPy buffers: messages format ember arrays, as under jit.)
+        vals = [jnp.asarray(v) if isinstance(v, np.ndarray | np.generic) else v for v in vals]
         exc = self.unflatten(vals).get_exception()
         if exc is not None:
             raise JaxRuntimeError(str(exc)) from exc
