@@ -1,0 +1,141 @@
+"""ember.experimental.ode.odeint against jax.experimental.ode.odeint, analytic solutions and
+finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as ejnp
+from ember.experimental.ode import odeint
+from ember.test_util import check_grads
+
+
+@pytest.fixture(scope="module")
+def jode(jax):
+    from jax.experimental.ode import odeint as jax_odeint
+    return jax_odeint
+
+
+def _close(got, want, rtol, atol):
+    got_leaves = ember.tree_util.tree_leaves(got)
+    want_leaves = ember.tree_util.tree_leaves(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def _decay(y, t, k):
+    return -k * y
+
+
+def _oscillator(state, t, w):
+    x, v = state
+    return v, -w ** 2 * x
+
+
+def _coupled(np_):
+    # A nonlinear, time-dependent system on a dict state with dict parameters.
+    def f(y, t, p):
+        return {"a": -p["k"] * y["a"] + np_.sin(t) * y["b"],
+                "b": p["w"] * y["a"] - 0.3 * y["b"] ** 2}
+    return f
+
+
+_TS = np.array([0., 0.5, 1.2, 2.0], np.float32)
+_Y0 = {"a": np.array([1.0, 0.5], np.float32), "b": np.array([0.2, -0.1], np.float32)}
+_P = {"k": np.float32(0.8), "w": np.array([0.3, 0.6], np.float32)}
+
+
+def test_exponential_decay_matches_analytic_and_jax(jax, jode):
+    t = np.linspace(0., 3., 7).astype(np.float32)
+    y0 = np.array([1.0, -2.0, 0.5], np.float32)
+    got = odeint(_decay, ejnp.asarray(y0), ejnp.asarray(t), 0.7)
+    assert got.shape == (7, 3) and got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), np.exp(-0.7 * t)[:, None] * y0,
+                               rtol=2e-6, atol=2e-6)
+    want = jode(_decay, jax.numpy.asarray(y0), jax.numpy.asarray(t), 0.7)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=2e-6)
+
+
+def test_harmonic_oscillator_pytree_state(jax, jode):
+    t = np.linspace(0., 4., 9).astype(np.float32)
+    got = odeint(_oscillator, (ejnp.float32(1.), ejnp.float32(0.)), ejnp.asarray(t), 1.5)
+    assert isinstance(got, tuple) and got[0].shape == (9,)
+    np.testing.assert_allclose(np.asarray(got[0]), np.cos(1.5 * t), atol=5e-6)
+    np.testing.assert_allclose(np.asarray(got[1]), -1.5 * np.sin(1.5 * t), atol=5e-6)
+    want = jode(_oscillator, (np.float32(1.), np.float32(0.)), jax.numpy.asarray(t), 1.5)
+    _close(got, want, rtol=1e-5, atol=5e-6)
+
+
+def test_step_limits_match_jax(jax, jode):
+    # hmax and loose tolerances change the step sequence: this pins down the step-size
+    # controller and the interpolation.
+    t = np.array([0., 1., 2.5], np.float32)
+    y0 = {"a": np.array([1.0, 0.3], np.float32), "b": np.array([0.3, 1.0], np.float32)}
+    results = []
+    for kwargs in ({"rtol": 1e-3, "atol": 1e-4}, {"rtol": 1e-3, "atol": 1e-4, "hmax": 0.4}):
+        got = odeint(_coupled(ejnp), y0, ejnp.asarray(t), _P, **kwargs)
+        want = jode(_coupled(jax.numpy), y0, jax.numpy.asarray(t), _P, **kwargs)
+        _close(got, want, rtol=1e-5, atol=1e-6)
+        results.append(np.asarray(got["a"]))
+    # hmax did bind (the two step sequences differ).
+    assert np.abs(results[0] - results[1]).max() > 1e-5
+
+
+def test_mxstep_stops_early():
+    # One step from the initial step size, then the step's polynomial is extrapolated to
+    # t = 1 (the comparison with JAX is ill-conditioned there: the extrapolation magnifies
+    # rounding, so only the semantics are checked).
+    t = ejnp.array([0., 1.])
+    full = odeint(_decay, ejnp.ones(2), t, 1.0, mxstep=1000)
+    np.testing.assert_allclose(np.asarray(full[1]), np.exp(-1.0), rtol=2e-6)
+    limited = np.asarray(odeint(_decay, ejnp.ones(2), t, 1.0, mxstep=1)[1])
+    assert np.isfinite(limited).all() and np.abs(limited - np.exp(-1.0)).min() > 1e-2
+
+
+def _loss(np_, ode):
+    def loss(y0, ts, p):
+        ys = ode(_coupled(np_), y0, ts, p)
+        return np_.sum(ys["a"] ** 2) + np_.sum(ys["b"] * ts[:, None])
+    return loss
+
+
+def test_jit_grad_matches_jax(jax, jode):
+    want = jax.grad(_loss(jax.numpy, jode), argnums=(0, 1, 2))(_Y0, _TS, _P)
+    grad = ember.jit(ember.grad(_loss(ejnp, odeint), argnums=(0, 1, 2)))
+    _close(grad(_Y0, _TS, _P), want, rtol=2e-5, atol=2e-5)
+
+
+def test_grad_matches_finite_differences(x64):
+    # func closes over the differentiated k: closure conversion hands it to the adjoint.
+    def solve(y0, k):
+        return odeint(lambda y, t: ejnp.sin(k * y) - 0.5 * y * ejnp.cos(t), y0,
+                      ejnp.array([0., 0.7, 1.5]))
+
+    check_grads(solve, (ejnp.array([0.3, 1.1]), ejnp.float64(1.3)), order=1, modes=["rev"],
+                atol=1e-5, rtol=1e-5)
+
+
+def test_vmap_matches_jax_and_loop(jax, jode):
+    rs = np.random.RandomState(0)
+    y0s = {"a": rs.rand(3, 2).astype(np.float32), "b": rs.rand(3, 2).astype(np.float32)}
+    got = ember.vmap(lambda y: odeint(_coupled(ejnp), y, _TS, _P))(y0s)
+    want = jax.vmap(lambda y: jode(_coupled(jax.numpy), y, _TS, _P))(y0s)
+    _close(got, want, rtol=1e-5, atol=1e-6)
+    one = odeint(_coupled(ejnp), {k: v[1] for k, v in y0s.items()}, _TS, _P)
+    _close({k: v[1] for k, v in got.items()}, one, rtol=1e-6, atol=1e-7)
+
+
+def test_bad_arguments_raise_jax_errors():
+    t = ejnp.linspace(0., 1., 3)
+    for bad in (lambda x: x, "abc", {"a": object()}):
+        with pytest.raises(TypeError, match="odeint \\*args must be arrays or scalars"):
+            odeint(_decay, ejnp.ones(2), t, bad)
+    with pytest.raises(TypeError, match="t must be an array of floats"):
+        odeint(_decay, ejnp.ones(2), ejnp.arange(3), 1.0)
+    with pytest.raises(ValueError, match="1-D"):
+        odeint(_decay, ejnp.ones(2), ejnp.ones((2, 2)), 1.0)
