@@ -45,10 +45,10 @@ from ember.sharding import (
 
 P = PartitionSpec
 
-__all__ = ["Format", "NamedSharding", "P", "Shard", "check_jit_shardings",
+__all__ = ["Format", "NamedSharding", "P", "Shard", "ShardedJit", "check_jit_shardings",
            "make_array_from_callback", "make_array_from_process_local_data",
            "make_array_from_single_device_arrays", "make_mesh", "place_outputs", "reshard",
-           "set_mesh", "shard_map"]
+           "set_mesh", "shard_map", "with_jit_shardings"]
 
 
 class Shard:
@@ -496,3 +496,36 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         return tree_util.tree_unflatten(tree, outs)
 
     return sharded
+
+
+class ShardedJit:
+    """A jitted function with ``in_shardings``/``out_shardings``: arguments are checked
+    against ``in_shardings`` (ranks, as JAX does) and outputs placed with ``out_shardings``
+    (their ``.sharding``). Every other attribute is the jitted function's (``lower``...)."""
+
+    def __init__(self, jitted: Callable, in_shardings: Any, out_shardings: Any):
+        check_jit_shardings(in_shardings, out_shardings)
+        self._jitted = jitted
+        self._in = in_shardings
+        self._out = out_shardings
+        functools.update_wrapper(self, jitted, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        static = getattr(self._jitted, "_static_nums", frozenset())
+        check_jit_args([a for i, a in enumerate(args) if i not in static], self._in)
+        return place_outputs(self._jitted(*args, **kwargs), self._out)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jitted, name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        import types
+        return self if obj is None else types.MethodType(self, obj)
+
+
+def with_jit_shardings(jitted: Callable, in_shardings: Any, out_shardings: Any) -> Callable:
+    """``jitted`` itself when both shardings are None (no cost on the common path), else a
+    ``ShardedJit`` applying them. ``ember.jit`` calls it on the JitFunction it builds."""
+    if in_shardings is None and out_shardings is None:
+        return jitted
+    return ShardedJit(jitted, in_shardings, out_shardings)

@@ -28,7 +28,8 @@ from ember.runtime.array import CpuDevice
 from ember.runtime.array import devices as _devices
 
 __all__ = ["AbstractMesh", "AxisType", "DuplicateSpecError", "Mesh", "NamedSharding",
-           "PartitionSpec", "Sharding", "SingleDeviceSharding", "get_abstract_mesh",
+           "PartitionSpec", "Sharding", "SingleDeviceSharding", "auto_axes", "explicit_axes",
+           "get_abstract_mesh",
            "get_mesh", "make_single_device_sharding", "reshard", "set_mesh", "use_mesh",
            "use_abstract_mesh"]
 
@@ -303,13 +304,17 @@ class Mesh(_MeshBase):
             return "Mesh()"
         return f"Mesh({self._axes_text()}, {_types_text(self.axis_types)})"
 
-    # ``with mesh:`` makes it the context mesh (as ``set_mesh``) for the block.
+    # ``with mesh:`` (JAX's older context) lets bare ``PartitionSpec``s name this mesh in
+    # the block; unlike ``set_mesh`` it leaves ``get_mesh``/``get_abstract_mesh`` empty.
     def __enter__(self) -> Mesh:
-        _state.stack.append(self)
+        import warnings
+        warnings.warn("`with mesh:` context manager has been deprecated. Please use `with "
+                      "jax.set_mesh(mesh):` instead.", DeprecationWarning, stacklevel=2)
+        _state.legacy.append(self)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        _state.stack.pop()
+        _state.legacy.pop()
 
 
 class AbstractMesh(_MeshBase):
@@ -360,7 +365,8 @@ _EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
 
 class _MeshState(threading.local):
     def __init__(self):
-        self.stack: list[Mesh] = []
+        self.stack: list[Mesh] = []  # set_mesh
+        self.legacy: list[Mesh] = []  # ``with mesh:``
 
 
 _state = _MeshState()
@@ -369,6 +375,15 @@ _state = _MeshState()
 def get_mesh() -> Mesh:
     """The concrete mesh set by ``set_mesh`` (an empty ``Mesh`` when none is)."""
     return _state.stack[-1] if _state.stack else _EMPTY_MESH
+
+
+def context_mesh() -> Mesh | AbstractMesh:
+    """The mesh a staged sharding constraint records: ``set_mesh``'s (abstract), else that
+    of an enclosing ``with mesh:``, else an empty ``Mesh`` (what JAX prints)."""
+    mesh = get_mesh()
+    if not mesh.empty:
+        return mesh.abstract_mesh
+    return _state.legacy[-1] if _state.legacy else mesh
 
 
 def get_abstract_mesh() -> AbstractMesh:
@@ -638,6 +653,8 @@ def resolve_sharding(s: Any, api: str, what: str = "shardings") -> Sharding | No
         return SingleDeviceSharding(s)
     if isinstance(s, PartitionSpec):
         mesh = get_mesh()
+        if mesh.empty and _state.legacy:
+            mesh = _state.legacy[-1]
         if mesh.empty:
             raise RuntimeError(
                 f"{api} requires a non-empty mesh in context if you are passing "
@@ -695,3 +712,43 @@ def placed(x: Any, s: Sharding | None) -> Any:
     out = Array._wrap(x._value, x.aval)
     out._sharding = s
     return out
+
+
+def _axes_wrapper(f: Any, kind: str, sharding: Any) -> Any:
+    import functools
+    if f is None:
+        return lambda g: _axes_wrapper(g, kind, sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        if kind == "in" and sharding is not None:
+            args = reshard(args, sharding)
+        out = f(*args, **kwargs)
+        return reshard(out, sharding) if kind == "out" and sharding is not None else out
+    return wrapped
+
+
+def auto_axes(f: Any = None, /, *, axes: Any = None, out_sharding: Any = None) -> Any:
+    """Runs ``f`` with mesh ``axes`` made automatic and reshards its result to
+    ``out_sharding`` (on one device axis types change no value: only the result's
+    sharding is set).
+
+    Example:
+        >>> with ember.set_mesh(ember.make_mesh((1,), ('x',))):
+        ...     y = ember.sharding.auto_axes(jnp.sin, out_sharding=P('x'))(jnp.zeros(2))
+        >>> y.sharding.spec
+        P('x',)
+    """
+    return _axes_wrapper(f, "out", out_sharding)
+
+
+def explicit_axes(f: Any = None, /, *, axes: Any = None, in_sharding: Any = None) -> Any:
+    """Runs ``f`` with mesh ``axes`` made explicit, its arguments resharded to
+    ``in_sharding`` first (on one device only their shardings change).
+
+    Example:
+        >>> with ember.set_mesh(ember.make_mesh((1,), ('x',))):
+        ...     ember.sharding.explicit_axes(jnp.sin, in_sharding=P('x'))(jnp.zeros(2))
+        Array([0., 0.], dtype=float32)
+    """
+    return _axes_wrapper(f, "in", in_sharding)

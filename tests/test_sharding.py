@@ -74,8 +74,9 @@ def test_set_mesh_and_abstract_mesh(jax):
         assert got is m
         assert repr(shd.get_abstract_mesh()) == repr(jax.sharding.get_abstract_mesh())
     assert shd.get_abstract_mesh().empty
-    with m:
-        assert shd.get_mesh() is m
+    with pytest.warns(DeprecationWarning), m:  # (the older context: no context mesh)
+        assert shd.get_mesh().empty
+        assert shd.resolve_sharding(P("x"), "test") == NamedSharding(m, P("x"))
     assert shd.get_mesh().empty
 
 
@@ -171,8 +172,15 @@ def test_device_put_and_array_sharding(jax):
     a, b = ember.device_put((X, {"k": X[0]}), (s, None))
     assert a.sharding == s and not b["k"].committed
     assert ember.device_put(X, ember.devices()[0]).committed
-    with ember.set_mesh(m):
+    with ember.set_mesh(m), jax.set_mesh(jm):
         assert ember.sharding.reshard(x, P("x")).sharding.spec == P("x")
+        JP = jax.sharding.PartitionSpec
+        got = shd.auto_axes(lambda a: a * 2, out_sharding=P("x"))(x)
+        want = jax.sharding.auto_axes(lambda a: a * 2, out_sharding=JP("x"))(
+            jax.numpy.asarray(X))
+        np.testing.assert_array_equal(got, want)
+        got = shd.explicit_axes(lambda a: a + 1, in_sharding=P("x"))(x)
+        np.testing.assert_array_equal(got, X + 1)
     np.testing.assert_array_equal(ember.device_put(x, s) * 2, X * 2)
 
 
@@ -214,6 +222,13 @@ def test_sharding_constraint_jaxpr_matches_jax(jax):
         text = _jaxpr_text(ember, lambda x: lax.with_sharding_constraint(x, P("x")), X)
         want = _jaxpr_text(jax, lambda x: jax.lax.with_sharding_constraint(
             x, jax.sharding.PartitionSpec("x")), X)
+    assert text == want
+    # JAX's older ``with mesh:``: bare specs name that mesh, recorded as the context mesh.
+    with pytest.warns(DeprecationWarning), m, jm:
+        text = _jaxpr_text(ember, lambda x: lax.with_sharding_constraint(x, P("x")), X)
+        want = _jaxpr_text(jax, lambda x: jax.lax.with_sharding_constraint(
+            x, jax.sharding.PartitionSpec("x")), X)
+        assert repr(shd.get_abstract_mesh()) == repr(jax.sharding.get_abstract_mesh())
     assert text == want
     # The cotangent is constrained too (JAX's grad jaxpr differs by its own reshard ops).
     grad_text = _jaxpr_text(ember, ember.grad(
@@ -416,6 +431,25 @@ def test_jit_sharding_helpers(jax):
     np.testing.assert_array_equal(out[0], want_out[0])
     with pytest.raises(ValueError, match="rank at least 1"):
         place_outputs(jnp.float32(1), s)
+
+
+def test_sharded_jit_wrapper(jax):
+    from ember._sharding_api import with_jit_shardings
+    m, jm = _both(jax)
+    s, js = NamedSharding(m, P("x")), _jsharding(jax, jm, "x")
+    f = lambda x, y: {"a": x * y, "b": x}  # noqa: E731
+    jitted = ember.jit(f)
+    assert with_jit_shardings(jitted, None, None) is jitted
+    g = with_jit_shardings(jitted, (s, None), {"a": s, "b": None})
+    jg = jax.jit(f, in_shardings=(js, None), out_shardings={"a": js, "b": None})
+    got, want = g(X, X), jg(X, X)
+    np.testing.assert_array_equal(got["a"], want["a"])
+    assert repr(got["a"].sharding) == repr(want["a"].sharding)
+    np.testing.assert_allclose(ember.grad(lambda x: g(x, X)["a"].sum())(X), X)
+    with pytest.raises(ValueError, match="rank at least 2"):
+        with_jit_shardings(jitted, NamedSharding(m, P("x", "y")), None)(jnp.ones(3), 1.0)
+    with pytest.raises(TypeError, match="out_shardings leaf"):
+        with_jit_shardings(jitted, None, "x")
 
 
 @pytest.mark.xfail(strict=False, reason="needs ember.jit to call check_jit_shardings and "

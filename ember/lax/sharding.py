@@ -94,7 +94,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     per_leaf = shd.broadcast_shardings(shardings, x, "with_sharding_constraint",
                                        "shardings")
     mesh = shd.get_mesh()
-    context_mesh = mesh.abstract_mesh if not mesh.empty else mesh
+    context_mesh = shd.context_mesh()
     outs = []
     for i, (leaf, s) in enumerate(zip(leaves, per_leaf)):
         leaf = base.as_operand(leaf, "with_sharding_constraint", f"x leaf {i}")
