@@ -14,6 +14,7 @@ from ember.lax.dot import *
 from ember.lax.dot_algorithms import *
 from ember.lax.elementwise import *
 from ember.lax.fft import *
+from ember.lax.internal_prims import *
 from ember.lax.linear_solve import *
 from ember.lax.local_conv import *
 from ember.lax.parallel import *

@@ -24,6 +24,12 @@ from ember.lax import base
 from ember.lax import elementwise as E
 from ember.lax.base import standard_primitive
 from ember.lax.batch_util import batched_axis
+from ember.lax.dot_algorithms import (
+    DotAlgorithmPreset,
+    algorithm_compute_types,
+    check_cpu_algorithm,
+    is_algorithm,
+)
 from ember.lax.elementwise import convert_element_type, lower_convert
 from ember.lax.reduction import accumulation_dtype
 from ember.lax.shape import int_tuple, transpose
@@ -55,13 +61,19 @@ def _one_precision(fn: str, p: Any) -> Precision | None:
     if isinstance(p, str) and p.lower() in _PRECISION_STRINGS:
         return _PRECISION_STRINGS[p.lower()]
     raise ValueError(f"{fn}: precision must be None, a lax.Precision, one of "
-                     f"{sorted(_PRECISION_STRINGS)} or a pair of them, got {p!r}")
+                     f"{sorted(_PRECISION_STRINGS)}, a pair of them, a lax.DotAlgorithm, or "
+                     f"a lax.DotAlgorithmPreset or its name, got {p!r}")
 
 
 def canonicalize_precision(precision: Any, fn: str = "dot_general") -> Any:
-    """None, or a pair (lhs, rhs) of Precision values (hashable, as a primitive param)."""
+    """None, a pair (lhs, rhs) of Precision values, or a DotAlgorithm/DotAlgorithmPreset
+    (hashable, as a primitive param)."""
     if precision is None:
         return None
+    if is_algorithm(precision):
+        return precision
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
     if isinstance(precision, (tuple, list)):
         if len(precision) != 2:
             raise ValueError(f"{fn}: precision must be a single value or a pair, "
@@ -134,11 +146,13 @@ def _result_dtype(lhs_dtype: np.dtype, rhs_dtype: np.dtype) -> np.dtype:
 def _dot_general_dtype(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     base.check_dtype("dot_general", "lhs", lhs.dtype, base.all_dtypes)
     base.check_dtype("dot_general", "rhs", rhs.dtype, base.all_dtypes)
+    if is_algorithm(precision):
+        check_cpu_algorithm(precision)
     result = _result_dtype(lhs.dtype, rhs.dtype)
     if preferred_element_type is None:
         return result
     out = np.dtype(preferred_element_type)
-    if (out != result and not dtypes.is_float(result)
+    if (out != result and not dtypes.is_float(result) and not is_algorithm(precision)
             and _precision_key(out)[3] < _precision_key(result)[3]):
         raise TypeError(f"dot_general: preferred_element_type must not be narrower than the "
                         f"original type, got preferred_element_type of {out} for result type "
@@ -160,14 +174,27 @@ def _dot_general_weak_type(lhs, rhs, **_):
     return lhs.weak_type and rhs.weak_type
 
 
+def _algorithm_types(precision, lhs_dtype, rhs_dtype, out_dtype):
+    """(lhs, rhs, product) types of a dot: with a dot algorithm, its operand storage and
+    accumulation types (the operands are converted to them); else the operands' own and the
+    output type."""
+    if not is_algorithm(precision):
+        return lhs_dtype, rhs_dtype, out_dtype
+    check_cpu_algorithm(precision)
+    lt, rt, acc = algorithm_compute_types(precision, lhs_dtype, rhs_dtype, out_dtype)
+    return lt, rt, out_dtype if acc is None else acc
+
+
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    out_dtype = (_result_dtype(lhs.dtype, rhs.dtype) if preferred_element_type is None
-                 else np.dtype(preferred_element_type))
+    final = (_result_dtype(lhs.dtype, rhs.dtype) if preferred_element_type is None
+             else np.dtype(preferred_element_type))
+    lt, rt, out_dtype = _algorithm_types(precision, lhs.dtype, rhs.dtype, final)
+    lhs, rhs = _convert(lhs, lt), _convert(rhs, rt)
     compute = _compute_dtype(lhs.dtype, rhs.dtype, out_dtype)
     acc = accumulation_dtype(compute)
     lhs, rhs = (_convert(_convert(x, compute), acc) for x in (lhs, rhs))
     out = K.dot_general(lhs, rhs, dimension_numbers, acc)
-    return _convert(_convert(out, compute), out_dtype)
+    return _convert(_convert(_convert(out, compute), out_dtype), final)
 
 
 def _convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -186,7 +213,10 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
     # result type, as the eager impl does.
     b = ctx.b
     out = ctx.aval_out
-    compute = _compute_dtype(ctx.avals_in[0].dtype, ctx.avals_in[1].dtype, out.dtype)
+    lt, rt, out_dtype = _algorithm_types(precision, ctx.avals_in[0].dtype,
+                                         ctx.avals_in[1].dtype, out.dtype)
+    lhs, rhs = lower_convert(b, lhs, lt), lower_convert(b, rhs, rt)
+    compute = _compute_dtype(lt, rt, out_dtype)
     acc = accumulation_dtype(compute)
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = (lower_convert(b, lower_convert(b, x, compute), acc) for x in (lhs, rhs))
@@ -194,7 +224,8 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                 shape=Shape(acc, out.shape), lhs_batching_dimensions=tuple(lb),
                 rhs_batching_dimensions=tuple(rb), lhs_contracting_dimensions=tuple(lc),
                 rhs_contracting_dimensions=tuple(rc))
-    return lower_convert(b, lower_convert(b, prod, compute), out.dtype)
+    prod = lower_convert(b, lower_convert(b, prod, compute), out_dtype)
+    return lower_convert(b, prod, out.dtype)
 
 
 # ---------------------------------------------------------------- dot_general autodiff
@@ -352,4 +383,89 @@ def batch_matmul(lhs: Any, rhs: Any, precision: Any = None,
                        preferred_element_type)
 
 
-__all__ = ["Precision", "dot_general", "dot", "batch_matmul"]
+# ---------------------------------------------------------------- scaled_dot
+
+
+def _check_scale(side: str, shape: tuple, scale_shape: tuple, contracting: Sequence[int]) -> None:
+    for i, size in enumerate(shape):
+        if i in contracting:
+            if scale_shape[i] == 0 or size % scale_shape[i]:
+                raise TypeError(f"{side} contracting dim {i} of size {size} must be divisible "
+                                f"by its scale's dim size {scale_shape[i]}.")
+            if size // scale_shape[i] < 2:
+                raise TypeError(f"The ratio of {side} contracting dim {i} to its scale's dim "
+                                f"size ({size // scale_shape[i]}) must be at least 2.")
+        elif scale_shape[i] != size:
+            raise TypeError(f"{side} dim {i} of size {size} does not match scale dim size "
+                            f"{scale_shape[i]}.")
+
+
+def _apply_scale(x: Any, scale: Any, contracting: Sequence[int]) -> Any:
+    """``x * scale`` in bfloat16, each scale entry repeated over its block of contracting
+    elements."""
+    from ember.lax.shape import broadcast_in_dim, reshape
+    x = convert_element_type(x, dtypes.bfloat16)
+    if scale is None:
+        return x
+    shape = core.get_aval(x).shape
+    scale = convert_element_type(scale, dtypes.bfloat16)
+    for i in contracting:
+        s_shape = core.get_aval(scale).shape
+        block = shape[i] // s_shape[i]
+        if block != 1:
+            wide = s_shape[:i + 1] + (block,) + s_shape[i + 1:]
+            dims = tuple(d if d <= i else d + 1 for d in range(len(s_shape)))
+            scale = reshape(broadcast_in_dim(scale, wide, dims),
+                            s_shape[:i] + (shape[i],) + s_shape[i + 1:])
+    return E.mul(x, scale)
+
+
+def scaled_dot(lhs: Any, rhs: Any, *, lhs_scale: Any = None, rhs_scale: Any = None,
+               dimension_numbers: Any = None, preferred_element_type: Any = None) -> Any:
+    """``dot_general(lhs * lhs_scale, rhs * rhs_scale)``, with block scales: each scale entry
+    covers a block of ``operand size // scale size`` (at least 2) contracting elements.
+
+    As XLA's reference expansion does, operands and scales are rounded to bfloat16 and
+    multiplied there; the product accumulates in ``preferred_element_type`` (default
+    bfloat16). Without ``dimension_numbers``, rank-``n`` operands contract lhs's last axis
+    with rhs's axis ``n - 2`` and batch over the leading ``n - 2``.
+
+    Example:
+        >>> lax.scaled_dot(jnp.ones((2, 4)), jnp.ones((4, 3)), lhs_scale=jnp.full((2, 2), 2.0),
+        ...                preferred_element_type=jnp.float32)
+        Array([[8., 8., 8.],
+               [8., 8., 8.]], dtype=float32)
+    """
+    fn = "scaled_dot"
+    lhs = base.as_operand(lhs, fn, "lhs")
+    rhs = base.as_operand(rhs, fn, "rhs")
+    la, ra = core.get_aval(lhs), core.get_aval(rhs)
+    if dimension_numbers is None:
+        if la.ndim < 2:
+            raise TypeError("scaled_dot does not support 0-rank and 1-rank operands.")
+        n = la.ndim
+        batch = tuple(range(n - 2))
+        dimension_numbers = (((n - 1,), (n - 2,)), (batch, batch))
+    (lc, rc), (lb, rb) = canonicalize_dimension_numbers(dimension_numbers, fn)
+    scales = [core.get_aval(base.as_operand(s, fn, name)) if s is not None else None
+              for s, name in ((lhs_scale, "lhs_scale"), (rhs_scale, "rhs_scale"))]
+    ranks = [la.ndim, ra.ndim] + [s.ndim for s in scales if s is not None]
+    if len(set(ranks)) != 1:
+        raise TypeError(f"All input tensors must have the same rank. Got ranks {ranks} "
+                        "(lhs, rhs, then the scales given).")
+    for i, j in zip(lb, rb):
+        sizes = {la.shape[i], ra.shape[j]} | {s.shape[d] for s, d in zip(scales, (i, j))
+                                              if s is not None}
+        if len(sizes) != 1:
+            raise TypeError(f"All input tensors must have the same batch dimension size for "
+                            f"batch dims ({i}, {j}).")
+    if scales[0] is not None:
+        _check_scale("LHS", la.shape, scales[0].shape, lc)
+    if scales[1] is not None:
+        _check_scale("RHS", ra.shape, scales[1].shape, rc)
+    out_dtype = dtypes.bfloat16 if preferred_element_type is None else preferred_element_type
+    return dot_general(_apply_scale(lhs, lhs_scale, lc), _apply_scale(rhs, rhs_scale, rc),
+                       ((lc, rc), (lb, rb)), preferred_element_type=out_dtype)
+
+
+__all__ = ["Precision", "dot_general", "dot", "batch_matmul", "dot_general_p", "scaled_dot"]

@@ -25,7 +25,16 @@ from ember import core, dtypes, tree_util
 from ember.interpreters import ad, batching
 from ember.interpreters.batching import not_mapped
 from ember.lax import base, batch_util
-from ember.lax.elementwise import add, convert_element_type, div, eq, mul, select_n
+from ember.lax.elementwise import (
+    add,
+    clamp,
+    convert_element_type,
+    div,
+    eq,
+    ge,
+    mul,
+    select_n,
+)
 from ember.lax.reduction import reduce_max, reduce_min, reduce_sum
 from ember.lax.shape import broadcast_in_dim, expand_dims, full_like, iota, reshape, squeeze
 from ember.lax.slicing import index_in_dim, index_take
@@ -755,3 +764,230 @@ def pswapaxes(x: Any, axis_name: AxisName, axis: int, *, axis_index_groups: Any 
                [1., 3.]], dtype=float32)
     """
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+# --------------------------------------------------------------------------- ragged_all_to_all
+# Member k's result is its ``output`` with, for every sender i and each of the K / size slices
+# i addresses to k (entries k * per + s of i's offset/size arrays), rows
+# output_offsets[i][.] ... + send_sizes[i][.] overwritten by rows input_offsets[i][.] ... of
+# i's ``operand``. Under vmap this is a gather: for every output row, the last slice covering
+# it names the source member and row.
+
+
+ragged_all_to_all_p = _collective("ragged_all_to_all", "axis_name")
+__all__ += ["ragged_all_to_all", "ragged_all_to_all_p", "pcast"]
+
+_RAGGED_ARGS = ("input_offsets", "send_sizes", "output_offsets", "recv_sizes")
+
+
+def _ragged_abstract_eval(operand, output, *index_avals, axis_name, axis_index_groups):
+    for arg, aval in zip(_RAGGED_ARGS, index_avals):
+        if not dtypes.is_integer(aval.dtype):
+            raise ValueError(f"ragged_all_to_all {arg} must be integer type.")
+        if aval.ndim != 1 or aval.shape[0] < 1:
+            raise ValueError(f"ragged_all_to_all {arg} must be rank 1 with positive dimension "
+                             f"size, but got shape {aval.shape}")
+    if len({a.shape for a in index_avals}) != 1:
+        raise ValueError("ragged_all_to_all input_offsets, send_sizes, output_offsets and "
+                         "recv_sizes must have the same length, got shapes "
+                         f"{[a.shape for a in index_avals]}")
+    if operand.dtype != output.dtype or operand.shape[1:] != output.shape[1:] or \
+            operand.ndim < 1:
+        raise TypeError("ragged_all_to_all: operand and output must have the same dtype and "
+                        f"the same trailing dimensions, got {operand.str_short()} and "
+                        f"{output.str_short()}")
+    _check_bound(axis_name, "ragged_all_to_all")
+    return core.ShapedArray(output.shape, output.dtype)
+
+
+def _ragged_check(vals, dims, params) -> None:
+    """The abstract evaluation's checks on the members' values (a BatchTrace evaluates the
+    collective without abstract evaluation of the unbatched operands)."""
+    _ragged_abstract_eval(*(core.ShapedArray(batch_util.unbatched_shape(v, d),
+                                             core.get_aval(v).dtype)
+                            for v, d in zip(vals, dims)), **params)
+
+
+def _ragged_collective(size, name, vals, dims, *, axis_name, axis_index_groups):
+    _ragged_check(vals, dims, dict(axis_name=axis_name, axis_index_groups=axis_index_groups))
+    _no_groups(axis_index_groups)
+    _one_name(axis_name, name)
+    operand, output, *idx = (_materialize(v, d, size) for v, d in zip(vals, dims))
+    n_in, n_out = core.get_aval(operand).shape[1], core.get_aval(output).shape[1]
+    k = core.get_aval(idx[0]).shape[1]
+    if k % size:
+        raise ValueError(f"ragged_all_to_all: the length {k} of the offset and size arrays "
+                         f"must be divisible by the size {size} of axis {name!r}")
+    per = k // size
+    in_off, sizes, out_off = (convert_element_type(a, np.int32) for a in idx[:3])
+
+    def by_receiver(a):  # [sender i, k*per + s] -> [receiver k, slice p = i*per + s]
+        a = reshape(a, (size, size, per))                     # [i, k, s]
+        return reshape(batch_util.moveaxis(a, 1, 0), (size, size * per))
+
+    in_off, sizes, out_off = by_receiver(in_off), by_receiver(sizes), by_receiver(out_off)
+    rows = broadcast_in_dim(iota(np.int32, n_out), (size, size * per, n_out), (2,))
+    lo = broadcast_in_dim(out_off, (size, size * per, n_out), (0, 1))
+    hi = add(lo, broadcast_in_dim(sizes, (size, size * per, n_out), (0, 1)))
+    hit = mul(convert_element_type(ge(rows, lo), np.int32),
+              convert_element_type(ge(hi, add(rows, np.int32(1))), np.int32))
+    piece = broadcast_in_dim(iota(np.int32, size * per), (size, size * per, n_out), (1,))
+    last = add(reduce_max(mul(hit, add(piece, np.int32(1))), (1,)), np.int32(-1))  # -1: none
+    written = ge(last, np.int32(0))
+    last = select_n(written, full_like(last, 0), last)
+    member = div(last, np.int32(per))
+    start = _take_rows(in_off, last)
+    dest = _take_rows(out_off, last)
+    src_row = add(start, add(_iota_rows(size, n_out), mul(dest, np.int32(-1))))
+    src_row = clamp(np.int32(0), src_row, np.int32(max(n_in - 1, 0)))
+    flat = reshape(add(mul(member, np.int32(n_in)), src_row), (size * n_out,))
+    tail = core.get_aval(operand).shape[2:]
+    got = index_take(reshape(operand, (size * n_in,) + tail), (flat,), (0,))
+    got = reshape(got, (size, n_out) + tail)
+    mask = broadcast_in_dim(written, (size, n_out) + tail, (0, 1))
+    return select_n(mask, output, got), 0
+
+
+def _iota_rows(size: int, n: int) -> Any:
+    return broadcast_in_dim(iota(np.int32, n), (size, n), (1,))
+
+
+def _take_rows(table: Any, idx: Any) -> Any:
+    """``table[r, idx[r, j]]`` for a [R, P] table and [R, J] indices."""
+    r, p = core.get_aval(table).shape
+    j = core.get_aval(idx).shape[1]
+    flat = add(mul(broadcast_in_dim(iota(np.int32, r), (r, j), (0,)), np.int32(p)), idx)
+    return reshape(index_take(reshape(table, (r * p,)), (reshape(flat, (r * j,)),), (0,)),
+                   (r, j))
+
+
+def _ragged_batch(vals, dims, *, axis_name, axis_index_groups):
+    # A vmap not naming the axis: its members become more rows of one ragged exchange (the
+    # offsets shifted by each member's block), as JAX's rule does.
+    if axis_index_groups:
+        raise NotImplementedError("Please open a feature request!")
+    size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    operand, output, *idx = (_materialize(v, d, size) for v, d in zip(vals, dims))
+    n_in, n_out = core.get_aval(operand).shape[1], core.get_aval(output).shape[1]
+    in_off, sizes, out_off, recv = (batch_util.moveaxis(a, 0, 1) for a in idx)  # [K, b]
+    k = core.get_aval(in_off).shape[0]
+    member = broadcast_in_dim(iota(core.get_aval(in_off).dtype, size), (k, size), (1,))
+    in_off = add(in_off, mul(member, _scalar_like(in_off, n_in)))
+    member = convert_element_type(member, core.get_aval(out_off).dtype)
+    out_off = add(out_off, mul(member, _scalar_like(out_off, n_out)))
+
+    def merge(x):
+        shape = core.get_aval(x).shape
+        return reshape(x, (shape[0] * shape[1],) + shape[2:])
+
+    out = ragged_all_to_all_p.bind(merge(operand), merge(output), merge(in_off), merge(sizes),
+                                   merge(out_off), merge(recv), axis_name=axis_name,
+                                   axis_index_groups=axis_index_groups)
+    shape = core.get_aval(out).shape
+    return reshape(out, (size, shape[0] // size) + shape[1:]), 0
+
+
+def _ragged_jvp(primals, tangents, *, axis_name, axis_index_groups):
+    params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups)
+    out = ragged_all_to_all_p.bind(*primals, **params)
+    if all(type(t) is ad.Zero for t in tangents[:2]):
+        return out, ad.Zero.from_primal_value(out)
+    t_op, t_out = (ad.instantiate_zeros(t) for t in tangents[:2])
+    return out, ragged_all_to_all_p.bind(t_op, t_out, *primals[2:], **params)
+
+
+def _ragged_transpose(ct, operand, output, in_off, sizes, out_off, recv, *, axis_name,
+                      axis_index_groups):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None,
+                ad.Zero(output.aval) if ad.is_undefined_primal(output) else None,
+                None, None, None, None]
+    # Each received slice goes back to its sender's operand rows; the rest of ct is output's.
+    out_off_here = all_to_all(out_off, axis_name, 0, 0, tiled=True)
+    in_off_there = all_to_all(in_off, axis_name, 0, 0, tiled=True)
+    op_aval = operand.aval if ad.is_undefined_primal(operand) else core.get_aval(operand)
+    zeros = full_like(broadcast_in_dim(_scalar_like(ct, 0), op_aval.shape, ()), 0)
+    operand_t = ragged_all_to_all_p.bind(ct, zeros, out_off_here, recv, in_off_there, sizes,
+                                         axis_name=axis_name,
+                                         axis_index_groups=axis_index_groups)
+    shape = core.get_aval(ct).shape
+    k = core.get_aval(recv).shape[0]
+    rows = broadcast_in_dim(iota(np.int32, shape[0]), (k, shape[0]), (1,))
+    lo = broadcast_in_dim(convert_element_type(out_off_here, np.int32), (k, shape[0]), (0,))
+    hi = add(lo, broadcast_in_dim(convert_element_type(recv, np.int32), (k, shape[0]), (0,)))
+    covered = mul(convert_element_type(ge(rows, lo), np.int32),
+                  convert_element_type(ge(hi, add(rows, np.int32(1))), np.int32))
+    written = ge(reduce_max(covered, (0,)), np.int32(1))
+    mask = broadcast_in_dim(written, shape, (0,))
+    output_t = select_n(mask, ct, full_like(ct, 0))
+    return [operand_t if ad.is_undefined_primal(operand) else None,
+            output_t if ad.is_undefined_primal(output) else None, None, None, None, None]
+
+
+ragged_all_to_all_p.def_abstract_eval(_ragged_abstract_eval)
+ragged_all_to_all_p.def_batching(_ragged_batch)
+ragged_all_to_all_p.def_jvp(_ragged_jvp)
+ragged_all_to_all_p.def_transpose(_ragged_transpose)
+batching.collective_rules[ragged_all_to_all_p] = _ragged_collective
+
+
+def ragged_all_to_all(operand: Any, output: Any, input_offsets: Any, send_sizes: Any,
+                      output_offsets: Any, recv_sizes: Any, *, axis_name: AxisName,
+                      axis_index_groups: Any = None) -> Any:
+    """Exchanges ragged slices (runs of leading-axis rows) between the members of a mapped
+    axis.
+
+    The four index arrays have one length ``K``, a multiple of the axis size; entries
+    ``j * K // size ...`` describe what this member sends to member ``j``: rows
+    ``input_offsets[e] : input_offsets[e] + send_sizes[e]`` of ``operand``, written to member
+    ``j``'s result at row ``output_offsets[e]``. ``recv_sizes`` gives the sizes received (it
+    must agree with the senders' ``send_sizes``). The result is ``output`` with every received
+    slice written into it.
+
+    Args:
+        operand: ``[N, ...]`` rows to send.
+        output: ``[M, ...]`` the array received slices are written into.
+        input_offsets, send_sizes, output_offsets, recv_sizes: 1-D integer arrays.
+        axis_name: a name bound by an enclosing ``vmap``.
+        axis_index_groups: JAX's replica groups; not supported under vmap.
+
+    Example:
+        >>> f = lambda *a: lax.ragged_all_to_all(*a, axis_name='i')
+        >>> ember.vmap(f, axis_name='i')(
+        ...     jnp.array([[1, 2, 2], [3, 4, 0]]), jnp.zeros((2, 4), int),
+        ...     jnp.array([[0, 1], [0, 1]]), jnp.array([[1, 2], [1, 1]]),
+        ...     jnp.array([[0, 0], [1, 2]]), jnp.array([[1, 1], [2, 1]]))
+        Array([[1, 3, 0, 0],
+               [2, 2, 4, 0]], dtype=int32)
+    """
+    fn = "ragged_all_to_all"
+    args = [base.as_operand(a, fn, n) for a, n in zip(
+        (operand, output, input_offsets, send_sizes, output_offsets, recv_sizes),
+        ("operand", "output") + _RAGGED_ARGS)]
+    return ragged_all_to_all_p.bind(*args, axis_name=_names(axis_name),
+                                    axis_index_groups=_groups(axis_index_groups))
+
+
+# --------------------------------------------------------------------------- pcast
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x: Any, axis_name: AxisName, *, to: str) -> Any:
+    """JAX's cast between varying/invariant types over named axes. ember does not track
+    which values vary over a mapped axis, so after checking its arguments this is the
+    identity.
+
+    Example:
+        >>> ember.vmap(lambda x: lax.pcast(x, 'i', to='varying'), axis_name='i')(jnp.ones(2))
+        Array([1., 1.], dtype=float32)
+    """
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
+    if not axis_name:
+        return x
+    if to not in _PCAST_TO:
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: "
+                         f"{set(_PCAST_TO)}")
+    _check_bound(_names(axis_name), "pcast")
+    return tree_util.tree_map(lambda leaf: base.as_operand(leaf, "pcast", "x"), x)

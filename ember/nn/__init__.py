@@ -3,3 +3,4 @@
 from ember.nn import initializers  # noqa: F401
 from ember.nn.attention import *
 from ember.nn.functions import *
+from ember.nn.scaled import *
