@@ -321,7 +321,10 @@ def _flat_specs(specs: Any, tree: Any, kind: str) -> list:
         if spec is None:
             spec = PartitionSpec()
         if not isinstance(spec, PartitionSpec):
-            raise TypeError(f"shard_map {kind}: expected PartitionSpec leaves, got {spec!r}")
+            raise TypeError(
+                f"shard_map {kind} argument must be a pytree of `jax.sharding.PartitionSpec` "
+                f"instances, but:\n\n  {kind} is {spec} of type {type(spec).__name__}, \n\n"
+                f"Check the {kind} values passed to shard_map.")
         out.extend([spec] * len(tree_util.tree_leaves(sub)))
     return out
 
@@ -439,7 +442,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs,
                                  mesh=mesh, axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
-        raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
+        raise TypeError(f"shard_map requires a callable for its first argument, but got {f} "
+                        f"of type {type(f)}.")
 
     @functools.wraps(f)
     def sharded(*args):
@@ -448,11 +452,14 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         from ember.jaxpr import eval_jaxpr
         m = get_mesh() if mesh is None else mesh
         if m.empty:
-            raise ValueError("shard_map requires a mesh: pass `mesh=` or call it under "
-                             "`jax.set_mesh(mesh)`")
+            raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to "
+                             "enter into a mesh context")
         if m.size != 1:
             raise ValueError(f"shard_map: {m} has {m.size} devices; ember has 1")
         manual = frozenset(axis_names) or frozenset(m.axis_names)
+        if not manual <= frozenset(m.axis_names):
+            raise ValueError(f"jax.shard_map requires axis_names={manual} to be a subset of "
+                             f"mesh.axis_names={frozenset(m.axis_names)}")
         names = [n for n in m.axis_names if n in manual]
         flat, in_tree = tree_util.tree_flatten(args)
         avals = [core.get_aval(x) for x in flat]

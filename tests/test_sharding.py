@@ -363,8 +363,19 @@ def test_shard_map_errors_match_jax(jax):
     with pytest.raises(NameError, match="unbound axis name: q"):
         ember.shard_map(lambda a: lax.psum(a, "q"), mesh=m, in_specs=P("x"),
                         out_specs=P())(X)
-    with pytest.raises(ValueError, match="mesh"):
-        ember.shard_map(ident, in_specs=P(), out_specs=P())(X)
+    for jfn, efn in [
+            (lambda: jax.shard_map(ident, in_specs=JP(), out_specs=JP())(X),
+             lambda: ember.shard_map(ident, in_specs=P(), out_specs=P())(X)),
+            (lambda: jax.shard_map(3, in_specs=JP(), out_specs=JP()),
+             lambda: ember.shard_map(3, in_specs=P(), out_specs=P())),
+            (lambda: jax.shard_map(ident, mesh=jm, in_specs="x", out_specs=JP())(X),
+             lambda: ember.shard_map(ident, mesh=m, in_specs="x", out_specs=P())(X)),
+            (lambda: jax.shard_map(ident, mesh=jm, in_specs=JP(), out_specs=JP(),
+                                   axis_names={"q"})(X),
+             lambda: ember.shard_map(ident, mesh=m, in_specs=P(), out_specs=P(),
+                                     axis_names={"q"})(X))]:
+        want, got = _raises_like(jfn, efn)
+        assert got.replace("'y', 'x'", "'x', 'y'") == want.replace("'y', 'x'", "'x', 'y'")
 
 
 # --------------------------------------------------------------------------- utils
