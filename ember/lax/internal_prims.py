@@ -3,7 +3,8 @@
 ``stack_p``/``unstack_p``/``tile_p`` (shape primitives with JAX's params), the comparison
 primitives ``eq_to_p``/``le_to_p``/``lt_to_p`` (JAX uses them for dimension comparisons; here
 they compare like ``eq``/``le``/``lt``), ``stage``, ``dce_sink`` and ``shape_as_value``, and
-JAX's names for primitives ember defines under another name (``linear_solve_p``).
+JAX's names for primitives ember defines under another name (``linear_solve_p``), and
+``device_put_p`` (an identity on ember's one device).
 """
 
 from __future__ import annotations
@@ -216,6 +217,20 @@ def dce_sink(val: Any, *, prevent_mlir_dce: bool = False) -> None:
                         prevent_mlir_dce=bool(prevent_mlir_dce))
 
 
+# ---------------------------------------------------------------- device_put_p
+# JAX's device_put primitive: on ember's single device a (copying) identity on its operands,
+# with JAX's params (``devices``, ``srcs``, ``copy_semantics``: one entry per operand).
+
+device_put_p = core.MultipleResultsPrimitive("device_put")
+device_put_p.def_impl(lambda *xs, **_: [np.array(x, copy=True) for x in xs])
+device_put_p.def_abstract_eval(lambda *avals, **_: list(avals))
+device_put_p.def_lowering(lambda ctx, *xs, **_: list(xs))
+device_put_p.def_batching(lambda vals, dims, **params: (device_put_p.bind(*vals, **params),
+                                                        list(dims)))
+ad.deflinear(device_put_p, lambda cts, **params: [
+    ad.instantiate_zeros(c) for c in cts])
+
+
 def shape_as_value(shape: Sequence[int]) -> Any:
     """A shape as a 1-D integer array (int32 unless a size needs int64).
 
@@ -233,5 +248,5 @@ def shape_as_value(shape: Sequence[int]) -> Any:
     return np.asarray(shape, dtype=dtype)
 
 
-__all__ = ["dce_sink", "dce_sink_p", "eq_to_p", "le_to_p", "linear_solve_p", "lt_to_p",
-           "shape_as_value", "stack_p", "stage", "stage_p", "tile_p", "unstack_p"]
+__all__ = ["dce_sink", "dce_sink_p", "device_put_p", "eq_to_p", "le_to_p", "linear_solve_p",
+           "lt_to_p", "shape_as_value", "stack_p", "stage", "stage_p", "tile_p", "unstack_p"]
