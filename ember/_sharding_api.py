@@ -349,8 +349,7 @@ def _varying_axes(jaxpr: Any, in_vma: list[frozenset]) -> list[frozenset]:
         ins = frozenset().union(*[read(a) for a in eqn.invars])
         name = eqn.primitive.name
         axes_of = batching.collective_axes.get(eqn.primitive)
-        subs = [p.jaxpr if isinstance(p, jx.ClosedJaxpr) else p
-                for p in eqn.params.values() if isinstance(p, (jx.Jaxpr, jx.ClosedJaxpr))]
+        subs = _sub_jaxprs(eqn.params)
         if axes_of is not None:
             axes = frozenset(axes_of(eqn.params))
             outs = [ins - axes if name in _INVARIANT_COLLECTIVES else ins | axes]
@@ -367,20 +366,23 @@ def _varying_axes(jaxpr: Any, in_vma: list[frozenset]) -> list[frozenset]:
     return [read(a) for a in jaxpr.outvars]
 
 
-def _has_reduction(jaxpr: Any) -> bool:
+def _sub_jaxprs(params: dict) -> list:
+    """The jaxprs an equation's params hold (directly or in a tuple: cond's branches)."""
     from ember import jaxpr as jx
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in _INVARIANT_COLLECTIVES:
-            return True
-        for p in eqn.params.values():
-            sub = p.jaxpr if isinstance(p, jx.ClosedJaxpr) else p
-            if isinstance(sub, jx.Jaxpr) and _has_reduction(sub):
-                return True
-            if isinstance(p, tuple) and any(
-                    isinstance(b, (jx.Jaxpr, jx.ClosedJaxpr)) and _has_reduction(
-                        b.jaxpr if isinstance(b, jx.ClosedJaxpr) else b) for b in p):
-                return True
-    return False
+    out = []
+    for p in params.values():
+        for q in (p if isinstance(p, tuple) else (p,)):
+            if isinstance(q, jx.ClosedJaxpr):
+                out.append(q.jaxpr)
+            elif isinstance(q, jx.Jaxpr):
+                out.append(q)
+    return out
+
+
+def _has_reduction(jaxpr: Any) -> bool:
+    return any(eqn.primitive.name in _INVARIANT_COLLECTIVES
+               or any(_has_reduction(s) for s in _sub_jaxprs(eqn.params))
+               for eqn in jaxpr.eqns)
 
 
 def _check_vma(f: Callable, mesh: Mesh, out_specs: list, out_vma: list) -> None:

@@ -324,6 +324,10 @@ def test_shard_map_transforms_and_pytrees(jax):
                                 jnp.zeros(3), a)[0]
     np.testing.assert_allclose(ember.shard_map(scan_f, mesh=m, in_specs=P("x"),
                                                out_specs=P())(X), X.sum(0))
+    cond_f = lambda a: lax.cond(a.sum() > 0, lambda v: lax.psum(v, "x"),  # noqa: E731
+                                lambda v: lax.pmax(v, "x"), a)
+    np.testing.assert_array_equal(ember.shard_map(cond_f, mesh=m, in_specs=P("x"),
+                                                  out_specs=P())(X), X)
     jit_f = ember.shard_map(ember.jit(lambda a: lax.psum(a, "x")), mesh=m, in_specs=P("x"),
                             out_specs=P())
     np.testing.assert_array_equal(jit_f(X), X)
