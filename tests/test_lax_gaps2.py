@@ -157,6 +157,19 @@ def test_stage_dce_sink_shape_as_value(jax):
     assert lax.dot_general_p.name == "dot_general"
 
 
+@pytest.mark.parametrize("is_max_k", [True, False])
+@pytest.mark.parametrize("aggregate", [True, False])
+def test_approx_top_k_p_matches_jax(jax, is_max_k, aggregate):
+    x = RNG.standard_normal((3, 2000)).astype(np.float32)
+    p = dict(k=3, reduction_dimension=1, recall_target=0.9, is_max_k=is_max_k,
+             reduction_input_size_override=-1, aggregate_to_topk=aggregate)
+    want = jax.lax.approx_top_k_p.bind(x, **p)
+    for f in (lambda v: lax.approx_top_k_p.bind(v, **p),
+              ember.jit(lambda v: lax.approx_top_k_p.bind(v, **p))):
+        for got, w in zip(f(x), want):
+            np.testing.assert_array_equal(got, w)
+
+
 def test_pcast():
     x = jnp.arange(3.0)
     out = ember.vmap(lambda v: lax.pcast(v, "i", to="varying") * 2, axis_name="i")(x)

@@ -4,7 +4,8 @@
 primitives ``eq_to_p``/``le_to_p``/``lt_to_p`` (JAX uses them for dimension comparisons; here
 they compare like ``eq``/``le``/``lt``), ``stage``, ``dce_sink`` and ``shape_as_value``, and
 JAX's names for primitives ember defines under another name (``linear_solve_p``), and
-``device_put_p`` (an identity on ember's one device).
+``device_put_p`` (an identity on ember's one device) and ``approx_top_k_p`` (the exact top-k
+of ``approx_max_k``/``approx_min_k`` behind JAX's primitive and params).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from ember import core, dtypes, tree_util
 from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
 from ember.interpreters import ad
+from ember.interpreters.partial_eval import trace_to_jaxpr
 from ember.lax import base, batch_util
 from ember.lax import elementwise as E
+from ember.lax import sorting as S
 from ember.lax.linear_solve import linear_solve_p
 from ember.lax.reduction import reduce_sum
 from ember.lax.shape import broadcast_in_dim, reshape
@@ -231,6 +234,58 @@ ad.deflinear(device_put_p, lambda cts, **params: [
     ad.instantiate_zeros(c) for c in cts])
 
 
+# ---------------------------------------------------------------- approx_top_k_p
+# JAX's approximate top-k primitive (params as JAX's). Its impl and lowering evaluate
+# approx_max_k/approx_min_k's exact computation (see sorting.py).
+
+
+def _approx_body(x, *, k, reduction_dimension, recall_target, is_max_k,
+                 reduction_input_size_override, aggregate_to_topk):
+    return S._approx_top_k("approx_top_k", x, k, reduction_dimension, recall_target,
+                           reduction_input_size_override, aggregate_to_topk, is_max_k)
+
+
+def _approx_trace(aval, params):
+    closed, _ = trace_to_jaxpr(lambda x: list(_approx_body(x, **params)), [aval])
+    return closed
+
+
+def _approx_impl(x, **params):
+    arg = core.concrete_array(np.asarray(x), ShapedArray(np.shape(x), np.asarray(x).dtype))
+    return [np.asarray(o) for o in _approx_body(arg, **params)]
+
+
+def _approx_lowering(ctx, x, **params):
+    aval = ctx.avals_in[0]
+    closed = _approx_trace(ShapedArray(aval.shape, aval.dtype), params)
+    consts = [ctx.constant(np.asarray(c), np.asarray(c).dtype) for c in closed.consts]
+    return list(ctx.lower_jaxpr(closed.jaxpr, consts, [x]))
+
+
+def _approx_jvp(primals, tangents, **params):
+    values, idx = approx_top_k_p.bind(*primals, **params)
+    (t,), dim = tangents, params["reduction_dimension"]
+    t_values = (ad.Zero.from_primal_value(values) if type(t) is ad.Zero
+                else S._take_along(t, idx, dim))
+    return [values, idx], [t_values, ad.Zero.from_primal_value(idx)]
+
+
+def _approx_batch(vals, dims, **params):
+    (x,), (d,) = vals, dims
+    dim = params["reduction_dimension"]
+    params = dict(params, reduction_dimension=dim + (d <= dim))
+    return approx_top_k_p.bind(x, **params), [d, d]
+
+
+approx_top_k_p = core.MultipleResultsPrimitive("approx_top_k")
+approx_top_k_p.def_impl(_approx_impl)
+approx_top_k_p.def_abstract_eval(
+    lambda aval, **params: _approx_trace(ShapedArray(aval.shape, aval.dtype), params).out_avals)
+approx_top_k_p.def_lowering(_approx_lowering)
+approx_top_k_p.def_jvp(_approx_jvp)
+approx_top_k_p.def_batching(_approx_batch)
+
+
 def shape_as_value(shape: Sequence[int]) -> Any:
     """A shape as a 1-D integer array (int32 unless a size needs int64).
 
@@ -248,5 +303,6 @@ def shape_as_value(shape: Sequence[int]) -> Any:
     return np.asarray(shape, dtype=dtype)
 
 
-__all__ = ["dce_sink", "dce_sink_p", "device_put_p", "eq_to_p", "le_to_p", "linear_solve_p",
-           "lt_to_p", "shape_as_value", "stack_p", "stage", "stage_p", "tile_p", "unstack_p"]
+__all__ = ["approx_top_k_p", "dce_sink", "dce_sink_p", "device_put_p", "eq_to_p", "le_to_p",
+           "linear_solve_p", "lt_to_p", "shape_as_value", "stack_p", "stage", "stage_p",
+           "tile_p", "unstack_p"]

@@ -154,6 +154,12 @@ RECORDS = [
                                                       copy_semantics=(None, None))),
              lambda a, b: (a, b), (F32, I32), (((3,), (2, 2)),), differentiable=True,
              kind="lax"),
+    OpRecord("lax.approx_top_k_p",
+             lambda a: tuple(lax.approx_top_k_p.bind(
+                 a, k=2, reduction_dimension=0, recall_target=0.95, is_max_k=False,
+                 reduction_input_size_override=-1, aggregate_to_topk=True)),
+             lambda a: (np.sort(a, 0)[:2], np.argsort(a, 0, kind="stable")[:2].astype(I32)),
+             (F32,), (((5,),), ((6, 3),)), differentiable=True, kind="lax"),
     OpRecord("lax.ragged_all_to_all", _ragged, _ragged_ref, (F32, I32),
              (((2, 5, 2), (2, 6, 2)),), differentiable=True, kind="lax"),
     OpRecord("lax.scaled_dot",
