@@ -1062,10 +1062,15 @@ def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings:
     the same. Static arguments (``static_argnums``/``static_argnames``) are Python values
     the function may branch on; they must be hashable. ``donate_argnums`` and
     ``donate_argnames`` are accepted and have no effect yet; so are JAX's ``keep_unused``
-    (ember's executables always take every argument) and ``inline`` (a jit called inside
-    another is compiled as part of it either way). ``backend``: ``"interpreter"`` (the NumPy
-    reference backend) or ``"cpu"`` (native code compiled by LLVM; the default). Used as
-    ``@jit``, ``jit(f)`` or ``functools.partial(jit, static_argnames=...)``.
+    (ember's executables always take every argument), ``inline`` (a jit called inside
+    another is compiled as part of it either way) and ``compiler_options`` (XLA's flags).
+    ``in_shardings``/``out_shardings`` (``ember.sharding`` objects, pytree prefixes of the
+    arguments and outputs) are checked as JAX checks them, and the outputs carry
+    ``out_shardings`` as their ``.sharding``; on ember's one device every sharding holds
+    the whole array. ``device``: the device to run on (there is one). ``backend``:
+    ``"interpreter"`` (the NumPy reference backend) or ``"cpu"`` (native code compiled by
+    LLVM; the default). Used as ``@jit``, ``jit(f)`` or
+    ``functools.partial(jit, static_argnames=...)``.
 
     Example:
         >>> @ember.jit
@@ -1083,8 +1088,15 @@ def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings:
                                  backend=backend, compiler_options=compiler_options)
     if not callable(fun):
         raise TypeError(f"jit: expected a callable, got {type(fun).__name__}: {fun!r}")
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       backend)
+    if device is not None and backend is not None:
+        raise ValueError("can't specify both a device and a backend for jit, got "
+                         f"device={device!r} and backend={backend!r}")
+    jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                         backend)
+    if in_shardings is None and out_shardings is None:
+        return jitted
+    from ember._sharding_api import with_jit_shardings
+    return with_jit_shardings(jitted, in_shardings, out_shardings)
 
 
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:

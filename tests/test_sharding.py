@@ -467,11 +467,20 @@ def test_sharded_jit_wrapper(jax):
         with_jit_shardings(jitted, None, "x")
 
 
-@pytest.mark.xfail(strict=False, reason="needs ember.jit to call check_jit_shardings and "
-                                        "place_outputs (the lead's wiring in ember/api.py)")
 def test_jit_out_shardings_end_to_end(jax):
     m = _mesh(ember, types=(AxisType.Auto,) * 2)
     s = NamedSharding(m, P("x"))
-    assert ember.jit(lambda x: x * 2, out_shardings=s)(X).sharding == s
+    f = ember.jit(lambda x: x * 2, in_shardings=s, out_shardings=s)
+    out = f(X)
+    assert out.sharding == s
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(X) * 2)
+    assert "mul" in str(f.trace(X).jaxpr)  # (the stages are the jitted function's)
+    # inside another trace the shardings pass through
+    np.testing.assert_array_equal(np.asarray(ember.jit(lambda x: f(x) + 1)(X)),
+                                  np.asarray(X) * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(ember.grad(lambda x: f(x).sum())(X)),
+                                  np.full(np.shape(X), 2.0))
     with pytest.raises(TypeError):
         ember.jit(lambda x: x, in_shardings="x")
+    with pytest.raises(ValueError, match="both a device and a backend"):
+        ember.jit(lambda x: x, device=ember.devices()[0], backend="cpu")
