@@ -146,8 +146,6 @@ def _result_dtype(lhs_dtype: np.dtype, rhs_dtype: np.dtype) -> np.dtype:
 def _dot_general_dtype(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     base.check_dtype("dot_general", "lhs", lhs.dtype, base.all_dtypes)
     base.check_dtype("dot_general", "rhs", rhs.dtype, base.all_dtypes)
-    if is_algorithm(precision):
-        check_cpu_algorithm(precision)
     result = _result_dtype(lhs.dtype, rhs.dtype)
     if preferred_element_type is None:
         return result
