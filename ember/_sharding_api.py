@@ -124,11 +124,9 @@ def put_sharded(x: Any, shardings: Any, api: str, what: str,
                 "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
                 "`jax.Device`, `Format`, `jax.memory.Space` or a pytree of these values. "
                 f"Received invalid value: {s}")
-        # (An ember Array put on the device itself stays as it is, as before shardings.)
-        keep = isinstance(s, CpuDevice) and type(leaf) is Array
         s = resolve_sharding(s, api, what)
         out = _device_put(leaf, may_alias=may_alias, donate=donate)
-        if s is not None and not keep and getattr(out, "_sharding", None) != s:
+        if s is not None and getattr(out, "_sharding", None) != s:
             s.check_rank(core.get_aval(out).ndim, f"{api} args")
             out = placed(out, s)
         outs.append(out)

@@ -263,7 +263,9 @@ def test_devices_and_device_put_get():
     assert isinstance(put["a"], ember.Array) and put["a"].dtype == np.float32
     assert put["b"][0].weak_type and put["b"][1].dtype == np.int8
     assert ember.device_put(x) is x
-    assert ember.device_put(x, dev) is x
+    on_dev = ember.device_put(x, dev)  # (as JAX: a new array, committed to the device)
+    assert on_dev is not x and on_dev.committed and not x.committed
+    np.testing.assert_array_equal(np.asarray(on_dev), np.asarray(x))
     got = ember.device_get(put)
     assert isinstance(got["a"], np.ndarray)
     np.testing.assert_array_equal(got["b"][1], np.arange(3))

@@ -295,3 +295,27 @@ def test_masked_arrays_are_refused():
     for f in (jnp.asarray, jnp.sum, ember.jit(lambda x: x), lambda x: jnp.add(x, 1)):
         with pytest.raises(ValueError, match="masked"):
             f(m)
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: jnp.zeros(3, device=d), lambda d: jnp.ones((2, 2), device=d),
+    lambda d: jnp.full(2, 7, device=d), lambda d: jnp.empty(2, device=d),
+    lambda d: jnp.arange(4, device=d), lambda d: jnp.linspace(0, 1, 5, device=d),
+    lambda d: jnp.eye(3, device=d), lambda d: jnp.array([1, 2], device=d),
+    lambda d: jnp.asarray(np.ones(3), device=d),
+    lambda d: jnp.zeros_like(np.ones(2), device=d), lambda d: jnp.ones_like(np.ones(2), device=d),
+    lambda d: jnp.full_like(np.ones(2), 3, device=d), lambda d: jnp.empty_like(np.ones(2), device=d),
+])
+def test_creation_device_keyword(make):
+    # JAX's ``device=``: a device or a sharding the result is placed on (its ``.sharding``).
+    mesh = ember.make_mesh((1,), ("x",))
+    sharding = ember.sharding.NamedSharding(mesh, ember.sharding.PartitionSpec())
+    plain = make(None)
+    for target, want in ((ember.devices()[0], ember.sharding.SingleDeviceSharding(
+            ember.devices()[0])), (sharding, sharding)):
+        out = make(target)
+        assert out.sharding == want and out.committed
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(plain))
+        assert out.dtype == plain.dtype
+    with pytest.raises((TypeError, ValueError)):
+        make("cpu:0")

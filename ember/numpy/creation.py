@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,23 @@ from ember.compiler import eval_elementwise
 from ember.core import ShapedArray, Tracer
 from ember.numpy import _util, ufuncs
 from ember.numpy.shape import broadcast_arrays, broadcast_to, moveaxis, ravel, stack, static_int
-from ember.runtime.array import Array, device_buffer, device_empty
+from ember.runtime.array import Array, device_buffer, device_empty, device_put
+
+
+def _takes_device(fn):
+    """Adds JAX's keyword-only ``device`` argument to a creation function: a device or a
+    ``Sharding`` the result is placed on (``device_put``: its ``.sharding``, committed);
+    None leaves it as it is."""
+    @functools.wraps(fn)
+    def with_device(*args, device=None, **kwargs):
+        out = fn(*args, **kwargs)
+        return out if device is None else device_put(out, device)
+
+    sig = inspect.signature(fn)
+    with_device.__signature__ = sig.replace(parameters=[
+        *sig.parameters.values(),
+        inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
+    return with_device
 
 
 def _concrete(value: np.ndarray, weak_type: bool = False) -> Any:
@@ -21,6 +39,7 @@ def _concrete(value: np.ndarray, weak_type: bool = False) -> Any:
     return core.concrete_array(value, ShapedArray(value.shape, dt, weak_type))
 
 
+@_takes_device
 def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
           ndmin: int = 0) -> Any:
     """Creates an array from an array-like or a (nested) list of them.
@@ -101,6 +120,7 @@ def _leaves_result_type(leaves: list[Any]) -> np.dtype:
     return dtypes.canonicalize_dtype(dtypes.result_type(*distinct.values()))
 
 
+@_takes_device
 def asarray(a: Any, dtype: Any = None, order: Any = None, copy: bool | None = None) -> Any:
     """Converts ``a`` to an array without copying when it already is one.
 
@@ -145,6 +165,7 @@ def _concrete_value(x: Any) -> Any:
     return np.asarray(x) if hasattr(x, "aval") else x
 
 
+@_takes_device
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (a scalar or a broadcastable array).
 
@@ -169,6 +190,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     return lax.full(shape, fill_value, dt)
 
 
+@_takes_device
 def zeros(shape: Any, dtype: Any = None) -> Any:
     """An array of zeros (default dtype float32).
 
@@ -180,6 +202,7 @@ def zeros(shape: Any, dtype: Any = None) -> Any:
     return full(shape, 0, dtype if dtype is not None else dtypes.default_float_dtype())
 
 
+@_takes_device
 def ones(shape: Any, dtype: Any = None) -> Any:
     """An array of ones (default dtype float32).
 
@@ -191,6 +214,7 @@ def ones(shape: Any, dtype: Any = None) -> Any:
     return full(shape, 1, dtype if dtype is not None else dtypes.default_float_dtype())
 
 
+@_takes_device
 def empty(shape: Any, dtype: Any = None) -> Any:
     """Like ``zeros`` (arrays are immutable, so there is no uninitialized memory).
 
@@ -210,6 +234,7 @@ def _like_aval(fn: str, a: Any) -> ShapedArray:
     return core.get_aval(a)
 
 
+@_takes_device
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
     """An array like ``a`` (shape and dtype, unless overridden) filled with ``fill_value``.
 
@@ -235,6 +260,7 @@ def _full_like(fn: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Any:
     return lax.broadcast(lax.convert_element_type(fill_value, dt, weak), shp)
 
 
+@_takes_device
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
     """Zeros with the shape and dtype of ``a`` (unless overridden).
 
@@ -245,6 +271,7 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
     return _full_like("zeros_like", a, 0, dtype, shape)
 
 
+@_takes_device
 def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
     """Ones with the shape and dtype of ``a`` (unless overridden).
 
@@ -255,6 +282,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
     return _full_like("ones_like", a, 1, dtype, shape)
 
 
+@_takes_device
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Any:
     """Like ``zeros_like``.
 
@@ -293,6 +321,7 @@ def _static_scalar(fn: str, arg: str, x: Any) -> Any:
     return x
 
 
+@_takes_device
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
     """Evenly spaced values in ``[start, stop)``; integer arguments give int32, any float
     float32 (with 64-bit off). Arguments must be concrete.
@@ -436,6 +465,7 @@ def _all_concrete(*xs: Any) -> bool:
     return all(not isinstance(x, Tracer) and not hasattr(x, "aval") for x in xs)
 
 
+@_takes_device
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
     """``num`` evenly spaced samples from ``start`` to ``stop`` (array bounds give a new axis).
@@ -537,6 +567,7 @@ def _offset_mask(n: int, m: int, k: Any, compare: Any) -> Any:
     return compare(lax.add(i, lax.broadcast_in_dim(k, (n, m), ())), j)
 
 
+@_takes_device
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     """A 2-d array with ones on the ``k``-th diagonal and zeros elsewhere.
 
