@@ -96,8 +96,7 @@ from ember.runtime.topology import (
     process_index,
     process_indices,
 )
-
-__version__ = "0.1.0"
+from ember.version import __version__  # (one source: ember.version)
 
 jacobian = jacrev  # (``jax.jacobian`` is reverse mode too)
 
@@ -129,8 +128,7 @@ from ember import core as _core  # noqa: E402
 # Namespaces that load on first use (``ember.ops``, ``ember.image``, ``ember.scipy``), as
 # attributes or through ``import ember.image``: they define no primitives.
 _LAZY_MODULES = frozenset({"image", "ops", "scipy", "sharding", "export", "stages",
-                           "profiler", "monitoring", "distributed", "version",
-                           "example_libraries"})
+                           "profiler", "distributed", "example_libraries"})
 # Top-level names defined in a namespace that loads on first use: name -> module.
 _LAZY_NAMES = {name: "ember._sharding_api" for name in (
     "make_mesh", "set_mesh", "shard_map", "NamedSharding", "P", "reshard", "Shard",
