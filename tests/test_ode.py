@@ -71,19 +71,23 @@ def test_harmonic_oscillator_pytree_state(jax, jode):
     _close(got, want, rtol=1e-5, atol=5e-6)
 
 
+def _tight_coupled(y0, t):
+    return odeint(_coupled(ejnp), y0, ejnp.asarray(t), _P)
+
+
 def test_step_limits_match_jax(jax, jode):
     # hmax and loose tolerances change the step sequence: this pins down the step-size
     # controller and the interpolation.
     t = np.array([0., 1., 2.5], np.float32)
     y0 = {"a": np.array([1.0, 0.3], np.float32), "b": np.array([0.3, 1.0], np.float32)}
-    results = []
-    for kwargs in ({"rtol": 1e-3, "atol": 1e-4}, {"rtol": 1e-3, "atol": 1e-4, "hmax": 0.4}):
-        got = odeint(_coupled(ejnp), y0, ejnp.asarray(t), _P, **kwargs)
-        want = jode(_coupled(jax.numpy), y0, jax.numpy.asarray(t), _P, **kwargs)
-        _close(got, want, rtol=1e-5, atol=1e-6)
-        results.append(np.asarray(got["a"]))
-    # hmax did bind (the two step sequences differ).
-    assert np.abs(results[0] - results[1]).max() > 1e-5
+    kwargs = {"rtol": 1e-3, "atol": 1e-4, "hmax": 0.4}
+    got = odeint(_coupled(ejnp), y0, ejnp.asarray(t), _P, **kwargs)
+    want = jode(_coupled(jax.numpy), y0, jax.numpy.asarray(t), _P, **kwargs)
+    _close(got, want, rtol=1e-5, atol=1e-6)
+    # Both limits did bind: without hmax, and with the default tolerances, the answers differ.
+    no_hmax = odeint(_coupled(ejnp), y0, ejnp.asarray(t), _P, rtol=1e-3, atol=1e-4)
+    assert np.abs(np.asarray(got["a"]) - np.asarray(no_hmax["a"])).max() > 1e-5
+    assert np.abs(np.asarray(no_hmax["a"]) - np.asarray(_tight_coupled(y0, t)["a"])).max() > 1e-5
 
 
 def test_mxstep_stops_early():
@@ -120,14 +124,19 @@ def test_grad_matches_finite_differences(x64):
                 atol=1e-5, rtol=1e-5)
 
 
-def test_vmap_matches_jax_and_loop(jax, jode):
+def test_vmap_matches_analytic_and_unbatched():
+    # Each batch member takes its own step sequence (the while loop's predicate is batched).
+    t = np.linspace(0., 2., 5).astype(np.float32)
+    y0s = np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 0.1]], np.float32)
+    ks = np.array([0.1, 1.0, 3.0], np.float32)
+    got = ember.vmap(lambda y0, k: odeint(_decay, y0, t, k))(y0s, ks)
+    want = y0s[:, None, :] * np.exp(-ks[:, None, None] * t[None, :, None])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=5e-6, atol=5e-6)
     rs = np.random.RandomState(0)
-    y0s = {"a": rs.rand(3, 2).astype(np.float32), "b": rs.rand(3, 2).astype(np.float32)}
+    y0s = {"a": rs.rand(3, 2).astype(np.float32), "b": 3 * rs.rand(3, 2).astype(np.float32)}
     got = ember.vmap(lambda y: odeint(_coupled(ejnp), y, _TS, _P))(y0s)
-    want = jax.vmap(lambda y: jode(_coupled(jax.numpy), y, _TS, _P))(y0s)
-    _close(got, want, rtol=1e-5, atol=1e-6)
-    one = odeint(_coupled(ejnp), {k: v[1] for k, v in y0s.items()}, _TS, _P)
-    _close({k: v[1] for k, v in got.items()}, one, rtol=1e-6, atol=1e-7)
+    one = odeint(_coupled(ejnp), {k: v[2] for k, v in y0s.items()}, _TS, _P)
+    _close({k: v[2] for k, v in got.items()}, one, rtol=1e-6, atol=1e-7)
 
 
 def test_bad_arguments_raise_jax_errors():
