@@ -410,3 +410,18 @@ def test_scaled_dot_general_without_configs_and_errors():
         enn.scaled_dot_general(x, y, dn, preferred_element_type=np.int32, configs=cfg)
     with pytest.raises(ValueError, match="multiple of the block size"):
         enn.scaled_dot_general(x[:40], y[:40], dn, configs=cfg)
+
+
+@pytest.mark.parametrize("name", ["cbrt", "cos", "exp", "exp2", "expm1", "log", "log1p",
+                                  "logistic", "rsqrt", "sin", "sqrt", "tan", "tanh"])
+def test_accuracy_keyword(jax, name):
+    # JAX's ``accuracy=``: accepted as a Tolerance or AccuracyMode, refused otherwise.
+    x = np.array([0.3, 1.7], np.float32)
+    plain = np.asarray(getattr(lax, name)(x))
+    for accuracy in (lax.Tolerance(atol=1e-4, rtol=0, ulps=0), lax.AccuracyMode.HIGHEST):
+        np.testing.assert_array_equal(np.asarray(getattr(lax, name)(x, accuracy=accuracy)),
+                                      plain)
+    want = np.asarray(getattr(jax.lax, name)(x, accuracy=jax.lax.AccuracyMode.HIGHEST))
+    np.testing.assert_allclose(plain, want, rtol=2e-6)
+    with pytest.raises(NotImplementedError, match="Accuracy 3 not supported"):
+        getattr(lax, name)(x, accuracy=3)
