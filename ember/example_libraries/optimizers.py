@@ -485,8 +485,8 @@ def piecewise_constant(boundaries: Any, values: Any) -> Schedule:
         ValueError: if the arguments are not sequences of compatible lengths.
 
     Example:
-        >>> float(piecewise_constant([10], [1.0, 0.1])(11))
-        0.1
+        >>> float(piecewise_constant([10], [1.0, 0.5])(11))
+        0.5
     """
     boundaries = jnp.array(boundaries)
     values = jnp.array(values)

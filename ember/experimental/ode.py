@@ -213,24 +213,27 @@ def _odeint_flat(func, rtol, atol, mxstep, hmax, y0, ts, *args):
     return vmap(unravel)(ys)
 
 
-# closure_convert's result for (func, argument structure): reusing it for the same function
-# and argument types lets _odeint_flat's jit cache hit on repeated calls (as JAX's cache does).
+# closure_convert's result per (func, argument structure and types), so that repeated calls
+# hit _odeint_flat's jit cache (as JAX's closure_convert cache does). Only outside every
+# transformation: under one, func may close over that trace's tracers (integer ones stay
+# inside the converted function), which a later call must not see.
 _CONVERTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _convert(func: Callable, *example_args: Any) -> tuple[Callable, list]:
+    if not isinstance(core.current_trace(), core.EvalTrace):
+        return closure_convert(func, *example_args)
     leaves, tree = tree_util.tree_flatten(example_args)
     key = (tree, tuple(core.get_aval(x) for x in leaves))
     try:
         per_func = _CONVERTED.setdefault(func, {})
     except TypeError:  # not weakly referenceable: convert afresh each call
         return closure_convert(func, *example_args)
-    if key in per_func:
-        return per_func[key], []
-    converted, consts = closure_convert(func, *example_args)
-    if not consts:  # hoisted consts are tracers of the current trace: never reuse those
+    if key not in per_func:
+        converted, consts = closure_convert(func, *example_args)
+        assert not consts, "no tracers outside a transformation"
         per_func[key] = converted
-    return converted, consts
+    return per_func[key], []
 
 
 def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
