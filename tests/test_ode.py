@@ -165,5 +165,7 @@ def test_bad_arguments_raise_jax_errors():
             odeint(_decay, ejnp.ones(2), t, bad)
     with pytest.raises(TypeError, match="t must be an array of floats"):
         odeint(_decay, ejnp.ones(2), ejnp.arange(3), 1.0)
+    with pytest.raises(TypeError, match="y0 must hold floating-point"):
+        odeint(_decay, {"a": ejnp.ones(2), "b": ejnp.arange(2)}, t, 1.0)
     with pytest.raises(ValueError, match="1-D"):
         odeint(_decay, ejnp.ones(2), ejnp.ones((2, 2)), 1.0)

@@ -260,7 +260,8 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
         The solution at each time: ``y0``'s structure with a new leading axis of ``len(t)``.
 
     Raises:
-        TypeError: if an ``args`` leaf is not an array or scalar, or ``t`` is not floating.
+        TypeError: if an ``args`` leaf is not an array or scalar, ``t`` is not floating, or
+            ``y0`` holds integers.
 
     Example:
         >>> ys = odeint(lambda y, t: -y, jnp.ones(2), jnp.linspace(0., 1., 3))
@@ -274,6 +275,10 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
     t = jnp.asarray(t)
     if not jnp.issubdtype(t.dtype, jnp.floating):
         raise TypeError(f"t must be an array of floats, but got {t}.")
+    for leaf in tree_util.tree_leaves(y0):
+        if not jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
+            raise TypeError("odeint: y0 must hold floating-point or complex arrays, got "
+                            f"{jnp.result_type(leaf)}")
     if t.ndim != 1 or t.shape[0] < 1:
         raise ValueError(f"odeint: t must be a non-empty 1-D array of times, got shape {t.shape}")
     converted, consts = _convert(func, y0, t[0], *args)
