@@ -170,13 +170,16 @@ def _solve_fwd(func, rtol, atol, mxstep, hmax, y0, ts, *args):
 
 def _solve_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
     ys, ts, args = residuals
+    # args are leaves; integer ones get no cotangent (and stay out of the adjoint state).
+    inexact = [jnp.issubdtype(jnp.result_type(a), jnp.inexact) for a in args]
 
     def adjoint_dynamics(state, neg_t, *args):
         # Integrated over negative time so the solver runs forward: d/d(-t) of (y, a, ...)
         # is (-f, a^T df/dy, a^T df/dt, a^T df/dargs).
         y, y_bar, *_ = state
         y_dot, pullback = vjp(func, y, -neg_t, *args)
-        return (-y_dot, *pullback(y_bar))
+        y_ct, t_ct, *args_ct = pullback(y_bar)
+        return -y_dot, y_ct, t_ct, [c for c, d in zip(args_ct, inexact) if d]
 
     def back_one_interval(carry, i):
         y_bar, t0_bar, args_bar = carry
@@ -191,11 +194,12 @@ def _solve_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
         return (y_bar + g[i - 1], t0_bar, args_bar), t_bar
 
     with default_matmul_precision("highest"):
-        init = (g[-1], 0., tree_util.tree_map(jnp.zeros_like, args))
+        init = (g[-1], 0., [jnp.zeros_like(a) for a, d in zip(args, inexact) if d])
         (y_bar, t0_bar, args_bar), ts_bar_rev = lax.scan(
             back_one_interval, init, jnp.arange(len(ts) - 1, 0, -1))
         ts_bar = jnp.concatenate([jnp.array([t0_bar]), ts_bar_rev[::-1]])
-    return (y_bar, ts_bar, *args_bar)
+    diff_bars = iter(args_bar)
+    return (y_bar, ts_bar, *(next(diff_bars) if d else None for d in inexact))
 
 
 _solve.defvjp(_solve_fwd, _solve_bwd)
@@ -203,13 +207,16 @@ _solve.defvjp(_solve_fwd, _solve_bwd)
 
 @partial(jit, static_argnums=(0, 1, 2, 3, 4))
 def _odeint_flat(func, rtol, atol, mxstep, hmax, y0, ts, *args):
-    # The solver works on one flat vector; the user's pytree is restored on the way out.
+    # The solver works on one flat vector and the args' leaves; the user's pytree is
+    # restored on the way out.
     y0_flat, unravel = ravel_pytree(y0)
+    arg_leaves, args_tree = tree_util.tree_flatten(args)
 
-    def flat_func(y, t, *args):
+    def flat_func(y, t, *arg_leaves):
+        args = tree_util.tree_unflatten(args_tree, arg_leaves)
         return ravel_pytree(func(unravel(y), t, *args))[0]
 
-    ys = _solve(flat_func, rtol, atol, mxstep, hmax, y0_flat, ts, *args)
+    ys = _solve(flat_func, rtol, atol, mxstep, hmax, y0_flat, ts, *arg_leaves)
     return vmap(unravel)(ys)
 
 
@@ -261,7 +268,7 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
 
     Raises:
         TypeError: if an ``args`` leaf is not an array or scalar, ``t`` is not floating, or
-            ``y0`` holds integers.
+            ``y0`` holds only integers.
 
     Example:
         >>> ys = odeint(lambda y, t: -y, jnp.ones(2), jnp.linspace(0., 1., 3))
@@ -275,10 +282,11 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
     t = jnp.asarray(t)
     if not jnp.issubdtype(t.dtype, jnp.floating):
         raise TypeError(f"t must be an array of floats, but got {t}.")
-    for leaf in tree_util.tree_leaves(y0):
-        if not jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
-            raise TypeError("odeint: y0 must hold floating-point or complex arrays, got "
-                            f"{jnp.result_type(leaf)}")
+    # The solver works on y0's leaves raveled into one vector of their common dtype.
+    y0_leaves = tree_util.tree_leaves(y0)
+    if not y0_leaves or not jnp.issubdtype(jnp.result_type(*y0_leaves), jnp.inexact):
+        raise TypeError("odeint: y0 must hold floating-point or complex arrays, got "
+                        f"{[str(jnp.result_type(x)) for x in y0_leaves]}")
     if t.ndim != 1 or t.shape[0] < 1:
         raise ValueError(f"odeint: t must be a non-empty 1-D array of times, got shape {t.shape}")
     converted, consts = _convert(func, y0, t[0], *args)
