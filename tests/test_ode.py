@@ -162,6 +162,10 @@ def test_vmap_matches_analytic_and_unbatched():
     got = ember.vmap(lambda y0, k: odeint(_decay, y0, t, k))(y0s, ks)
     want = y0s[:, None, :] * np.exp(-ks[:, None, None] * t[None, :, None])
     np.testing.assert_allclose(np.asarray(got), want, rtol=5e-6, atol=5e-6)
+    # The batched adjoint: d/dk y(2) = -2 y0 exp(-2k).
+    grads = ember.vmap(ember.grad(lambda k, y0: odeint(_decay, y0, t, k)[-1, 1]))
+    np.testing.assert_allclose(np.asarray(grads(ks, y0s)), -2 * y0s[:, 1] * np.exp(-2 * ks),
+                               rtol=5e-6, atol=5e-6)
     rs = np.random.RandomState(0)
     y0s = {"a": rs.rand(3, 2).astype(np.float32), "b": 3 * rs.rand(3, 2).astype(np.float32)}
     got = ember.vmap(lambda y: odeint(_coupled(ejnp), y, _TS, _P))(y0s)
