@@ -304,7 +304,8 @@ def test_masked_arrays_are_refused():
     lambda d: jnp.eye(3, device=d), lambda d: jnp.array([1, 2], device=d),
     lambda d: jnp.asarray(np.ones(3), device=d),
     lambda d: jnp.zeros_like(np.ones(2), device=d), lambda d: jnp.ones_like(np.ones(2), device=d),
-    lambda d: jnp.full_like(np.ones(2), 3, device=d), lambda d: jnp.empty_like(np.ones(2), device=d),
+    lambda d: jnp.full_like(np.ones(2), 3, device=d),
+    lambda d: jnp.empty_like(np.ones(2), device=d),
 ])
 def test_creation_device_keyword(make):
     # JAX's ``device=``: a device or a sharding the result is placed on (its ``.sharding``).
