@@ -190,6 +190,9 @@ def _types_text(types: tuple) -> str:
 class _MeshBase:
     """What a concrete and an abstract mesh share: axis names, sizes and types."""
 
+    def lowering_fingerprint(self) -> str:  # (see ``Sharding.lowering_fingerprint``)
+        return repr(self)
+
     axis_names: tuple
     axis_sizes: tuple
     axis_types: tuple
@@ -459,6 +462,11 @@ class Sharding:
     the whole array on that device; subclasses differ in what they record."""
 
     _memory_kind: str | None = None
+
+    def lowering_fingerprint(self) -> str:
+        """A stable text of the sharding, for ``compiler.lowering_fingerprint`` (as a param
+        of ``sharding_constraint``): its repr, which names every field."""
+        return repr(self)
 
     @property
     def device_set(self) -> set:

@@ -310,8 +310,16 @@ def _cases():
                                id=f"{rec.name}-{np.dtype(dtype).name}-{shapes}")
 
 
+# Records whose JAX counterpart cannot be called from a test (record name -> reason).
+NO_JAX_CALL: dict = {
+    "lax.device_put_p": "JAX's device_put primitive needs its internal CopySemantics params",
+}
+
+
 def record_diffs(rec, dtype, shapes):
     """Differences between ember and JAX for one record case (raises Unsupported to skip)."""
+    if rec.name in NO_JAX_CALL:
+        raise Unsupported(NO_JAX_CALL[rec.name])
     j_fn = jax_counterpart(rec.fn)
     args = make_args(rec, dtype, shapes)
     e_args = [ejnp.asarray(a) for a in args]

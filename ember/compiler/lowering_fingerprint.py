@@ -9,7 +9,9 @@ of each one it hoists into a parameter. Walking the equations costs a tenth of l
 
 It is None where it cannot vouch for the lowering: a primitive that is not one of ember's own
 (``core.is_builtin``: a user's primitive, or a replaced lowering rule), a param of a type it
-does not know, or an aval that is not a ``ShapedArray``.
+does not know (a param object may vouch for itself with a ``lowering_fingerprint()`` method
+giving a stable text of what lowering reads from it), or an aval that is not a
+``ShapedArray``.
 """
 
 from __future__ import annotations
@@ -144,5 +146,8 @@ def _param(value: Any, out: list) -> None:
         for x in value:
             _param(x, out)
         out.append(")")
+    elif callable(getattr(value, "lowering_fingerprint", None)):
+        # (a param object that states what lowering reads from it: shardings, meshes)
+        out.append(f"{t.__module__}.{t.__qualname__}:{value.lowering_fingerprint()}")
     else:
         raise _Unknown(t.__name__)

@@ -33,6 +33,9 @@ class _Dims(frozenset):
 
     __str__ = __repr__
 
+    def lowering_fingerprint(self) -> str:  # (see ``compiler.lowering_fingerprint``)
+        return repr(self)
+
 
 sharding_constraint_p = core.Primitive("sharding_constraint")
 sharding_constraint_p.def_impl(lambda x, **params: x)
