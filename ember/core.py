@@ -76,7 +76,8 @@ class ShapedArray:
         return h
 
     def _long(self) -> str:
-        return f"{self.dtype.name}[{','.join(str(d) for d in self.shape)}]"
+        name = "float0" if self.dtype == dtypes.float0 else self.dtype.name  # (NumPy: "void")
+        return f"{name}[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self) -> str:  # as JAX: ShapedArray(float32[2,3], weak_type=True)
         weak = ", weak_type=True" if self.weak_type else ""

@@ -298,6 +298,10 @@ _result_type_cache: dict = {}
 def _lattice_result_type(pairs) -> tuple[np.dtype, bool]:
     for dt, _ in pairs:
         _check_supported(dt, "result_type")
+    if any(dt == float0 for dt, _ in pairs):  # (float0 joins only itself, as in JAX)
+        if all(dt == float0 for dt, _ in pairs):
+            return float0, False
+        raise ValueError(f"dtype={float0!r} is not a valid dtype for JAX type promotion.")
     x64 = x64_enabled()
     if not x64:  # as in JAX, inputs are canonicalized before they meet in the x32 lattice
         pairs = tuple((_TO_32.get(dt, dt), w) for dt, w in pairs)

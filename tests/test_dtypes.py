@@ -310,3 +310,16 @@ def test_array_creation_keeps_64_bits_under_x64(x64):
     assert jnp.zeros(2, np.uint64).dtype == np.uint32
     assert ember.device_put(np.ones(2)).dtype == np.float32
     assert ember.Array(np.ones(2, np.int64)).dtype == np.int32
+
+
+def test_float0_prints_and_promotes_as_in_jax(jax):
+    from ember.core import ShapedArray
+    aval = ShapedArray((3,), dtypes.float0)
+    want = jax.core.ShapedArray((3,), jax.dtypes.float0)
+    assert repr(aval) == repr(want) and str(aval) == str(want) == "float0[3]"
+    assert jnp.result_type(dtypes.float0) == dtypes.float0
+    assert jnp.result_type(dtypes.float0, dtypes.float0) == dtypes.float0
+    with pytest.raises(ValueError, match="not a valid dtype for JAX type promotion"):
+        jnp.result_type(dtypes.float0, np.float32)
+    with pytest.raises(ValueError):
+        jax.numpy.result_type(jax.dtypes.float0, np.float32)
