@@ -25,6 +25,7 @@ host callback (its Python function) in the body.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from typing import Any
@@ -42,6 +43,7 @@ _MAX_LOOPS = 256  # loops remembered (their time spent, their executables)
 
 _spent: OrderedDict[str, float] = OrderedDict()  # fingerprint -> op-by-op seconds so far
 _compiled: OrderedDict[str, Any] = OrderedDict()  # fingerprint -> LoadedExecutable
+_lock = threading.Lock()
 
 
 class EagerLoop:
@@ -82,7 +84,8 @@ class EagerLoop:
         from ember.runtime.dispatch import compile_closed_jaxpr
         exe = compile_closed_jaxpr(self._closed, self._name)
         _remember(_compiled, self._key, exe)
-        _spent.pop(self._key, None)
+        with _lock:
+            _spent.pop(self._key, None)
         return exe
 
     def finished_op_by_op(self) -> None:
@@ -109,7 +112,8 @@ def _eligible() -> bool:
 
 
 def _remember(table: OrderedDict, key: str, value: Any) -> None:
-    table[key] = value
-    table.move_to_end(key)
-    if len(table) > _MAX_LOOPS:
-        table.popitem(last=False)
+    with _lock:  # (eager loops may run on several threads)
+        table[key] = value
+        table.move_to_end(key)
+        if len(table) > _MAX_LOOPS:
+            table.popitem(last=False)
