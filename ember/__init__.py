@@ -32,6 +32,7 @@ from ember.api import (
     disable_jit,
     ensure_compile_time_eval,
     eval_shape,
+    fwd_and_bwd,
     grad,
     hessian,
     jacfwd,
@@ -121,6 +122,7 @@ __all__ = [
     "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device", "typing",
     "checkpoint_policies", "custom_batching", "pmap", "dlpack", "Device", "live_arrays",
+    "fwd_and_bwd",
 ]
 
 from ember import core as _core  # noqa: E402

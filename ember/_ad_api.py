@@ -594,4 +594,41 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
                   has_aux=has_aux, holomorphic=holomorphic)
 
 
-__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "value_and_grad", "vjp"]
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """``vjp`` split into a forward and a backward function that can be jitted once each.
+
+    ``fwd(*args)`` returns ``(out, residuals)`` (``(out, residuals, aux)`` with ``has_aux``):
+    ``fun``'s value and its VJP with respect to the arguments at ``argnums``, as a pytree
+    that crosses ``jit``. ``bwd(residuals, cotangent)`` returns the cotangents of those
+    arguments (one, for an int ``argnums``; a tuple for a sequence). ``jitted`` (default)
+    returns both jitted, so a training loop compiles each once.
+
+    Example:
+        >>> fwd, bwd = ember.fwd_and_bwd(lambda x, w: x @ w, argnums=1)
+        >>> y, res = fwd(jnp.ones((2, 2)), jnp.eye(2))
+        >>> bwd(res, jnp.ones((2, 2)))
+        Array([[2., 2.],
+               [2., 2.]], dtype=float32)
+    """
+    if not callable(fun):
+        raise TypeError(f"fwd_and_bwd: expected a callable, got {_type_desc(fun)}")
+    _argnums_tuple(argnums, "fwd_and_bwd")
+    single = isinstance(argnums, (int, np.integer))
+
+    def fwd(*args: Any, **kwargs: Any) -> tuple:
+        f_partial, dyn_args = _split_args(fun, args, kwargs, argnums, "fwd_and_bwd")
+        return vjp(f_partial, *dyn_args, has_aux=has_aux)
+
+    def bwd(residuals: Any, cotangent: Any) -> Any:
+        cts = residuals(cotangent)
+        return cts[0] if single else cts
+
+    if jitted:
+        from ember.api import jit
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
+
+
+__all__ = ["fwd_and_bwd", "grad", "hessian", "jacfwd", "jacrev", "jvp", "linearize",
+           "value_and_grad", "vjp"]

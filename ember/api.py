@@ -1218,6 +1218,7 @@ def _no_op_scope():
 # --------------------------------------------------------------------------- autodiff
 # Implemented in ember._ad_api, ember.custom_derivatives and ember.ad_checkpoint.
 from ember._ad_api import (  # noqa: E402, F401 - re-exported
+    fwd_and_bwd,
     grad,
     hessian,
     jacfwd,

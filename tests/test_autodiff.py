@@ -549,3 +549,32 @@ def test_jvp_of_abs_at_python_floats():
     for x, slope in [(1.5, 1.0), (-1.5, -1.0), (0.0, 1.0)]:
         y, t = ember.jvp(jnp.abs, (x,), (1.0,))
         assert (float(y), float(t)) == (abs(x), slope)
+
+
+def test_fwd_and_bwd_matches_jax_and_compiles_once(jax):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((3, 4), np.float32), rng.standard_normal((4, 2), np.float32)
+    ct = rng.standard_normal((3, 2), np.float32)
+
+    def f(m):
+        return lambda x, w: (m.tanh(x @ w), m.sum(x))
+
+    for argnums in (0, 1, (0, 1)):
+        for jitted in (True, False):
+            ours = ember.fwd_and_bwd(f(jnp), argnums, has_aux=True, jitted=jitted)
+            theirs = jax.fwd_and_bwd(f(jax.numpy), argnums, has_aux=True, jitted=jitted)
+            (y, res, aux), (jy, jres, jaux) = ours[0](x, w), theirs[0](x, w)
+            np.testing.assert_allclose(np.asarray(y), np.asarray(jy), rtol=1e-6)
+            np.testing.assert_allclose(float(aux), float(jaux), rtol=1e-6)
+            got, want = ours[1](res, ct), theirs[1](jres, ct)
+            assert isinstance(got, tuple) == isinstance(want, tuple) == (
+                not isinstance(argnums, int))
+            for g, h in zip(ember.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-5, atol=1e-6)
+    fwd, bwd = ember.fwd_and_bwd(lambda x, w: jnp.tanh(x @ w), argnums=(0, 1))
+    for i in range(3):
+        _, res = fwd(x, w * i)
+        bwd(res, ct)
+    assert fwd._cache.compiles == 1 and bwd._cache.compiles == 1
+    with pytest.raises(TypeError, match="fwd_and_bwd"):
+        ember.fwd_and_bwd(3, 0)
