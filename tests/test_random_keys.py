@@ -220,3 +220,38 @@ def test_issubdtype_with_key_dtypes_on_either_side():
     assert jnp.issubdtype(kd, ember.dtypes.extended)
     assert not jnp.issubdtype(kd, np.dtype("float32")) and not jnp.issubdtype(kd, jnp.integer)
     assert not jnp.issubdtype(np.float32, kd) and not jnp.issubdtype(jnp.uint32, kd)
+
+
+_LAX_MOVES = {
+    "select": lambda l, k, p, i: l.select(p, k, k[::-1]),
+    "select_n": lambda l, k, p, i: l.select_n(p, k, k[::-1]),
+    "dynamic_slice": lambda l, k, p, i: l.dynamic_slice(k, (1,), (2,)),
+    "dynamic_update_slice": lambda l, k, p, i: l.dynamic_update_slice(k, k[:1], (1,)),
+    "dynamic_index_in_dim": lambda l, k, p, i: l.dynamic_index_in_dim(k, 1),
+    "concatenate": lambda l, k, p, i: l.concatenate([k, k], 0),
+    "reshape": lambda l, k, p, i: l.reshape(k, (3, 1)),
+    "broadcast": lambda l, k, p, i: l.broadcast(k[0], (2,)),
+    "broadcast_in_dim": lambda l, k, p, i: l.broadcast_in_dim(k, (2, 3), (1,)),
+    "squeeze": lambda l, k, p, i: l.squeeze(k[None], (0,)),
+    "expand_dims": lambda l, k, p, i: l.expand_dims(k, (0,)),
+    "transpose": lambda l, k, p, i: l.transpose(k[None], (1, 0)),
+    "rev": lambda l, k, p, i: l.rev(k, (0,)),
+    "slice": lambda l, k, p, i: l.slice(k, (0,), (2,)),
+    "index_take": lambda l, k, p, i: l.index_take(k, (i,), (0,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LAX_MOVES))
+def test_lax_functions_that_move_elements_take_keys(jax, name):
+    # As in JAX: eagerly and under jit, with JAX's key data.
+    f = _LAX_MOVES[name]
+    pred, idx = np.array([True, False, True]), np.array([0, 2])
+    keys = ember.random.split(ember.random.key(0), 3)
+    want = f(jax.lax, jax.random.split(jax.random.key(0), 3), pred, idx)
+    for got in (f(ember.lax, keys, pred, idx),
+                ember.jit(lambda k: f(ember.lax, k, pred, idx))(keys)):
+        assert got.dtype == ember.random.key(0).dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(ember.random.key_data(got)),
+                                      np.asarray(jax.random.key_data(want)))
+    with pytest.raises(TypeError):  # (functions that compute still refuse keys)
+        ember.lax.add(keys, keys)

@@ -1,5 +1,8 @@
 """ember.lax: primitives with JAX's names and semantics (no implicit promotion)."""
 
+import sys as _sys
+
+from ember import _extended_types
 from ember.lax import linalg  # noqa: F401  (the lax.linalg namespace)
 from ember.lax.ad_util import *
 from ember.lax.barrier import *
@@ -30,3 +33,10 @@ from ember.lax.special import *
 from ember.lax.tokens import *
 from ember.lax.variadic_reduce import *
 from ember.lax.windowed import *
+
+# The functions that only move elements take typed PRNG key arrays, as in JAX.
+_extended_types.install(_sys.modules[__name__], (
+    "broadcast", "broadcast_in_dim", "concatenate", "dynamic_index_in_dim", "dynamic_slice",
+    "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
+    "dynamic_update_slice_in_dim", "expand_dims", "index_in_dim", "index_take", "reshape",
+    "rev", "select", "select_n", "slice", "slice_in_dim", "squeeze", "transpose"))

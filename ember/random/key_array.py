@@ -8,13 +8,15 @@ data as an ordinary leaf and rebuild the key array around their results. What th
 is JAX's: ``shape`` without the trailing 2, ``dtype`` printing as ``key<fry>`` (a subdtype of
 ``ember.dtypes.prng_key``), indexing, slicing, ``reshape``, ``==`` and JAX's ``repr``.
 
-The ``jnp`` functions that only move elements (``stack``, ``concatenate``, ``where``,
-``take``, ``reshape``, ...; see ``ember.numpy._extended``) take key arrays as in JAX, through
-:func:`on_key_data`; so do ``keys.at[...].set``/``get``, ``take`` and ``swapaxes``.
+The ``jnp`` and ``lax`` functions that only move elements (``stack``, ``concatenate``,
+``where``, ``take``, ``reshape``, ``lax.select``, ``lax.dynamic_slice``, ...; see
+``ember._extended_types``) take key arrays as in JAX, through :func:`on_key_data`; so do
+``keys.at[...].set``/``get``, ``take`` and ``swapaxes``.
 
 Differences from JAX (by design): ``tree_leaves(key)`` is ``[key_data(key)]`` (JAX: ``[key]``);
-a key array is not an ``ember.Array`` (``isinstance`` is False); ``lax`` functions do not take
-it; a negative ``vmap`` ``in_axes``/``out_axes`` counts the data's trailing axis of 2 words.
+a key array is not an ``ember.Array`` (``isinstance`` is False); ``lax`` functions that
+compute (``add``, ``sort``, ...) do not take it; a negative ``vmap``
+``in_axes``/``out_axes`` counts the data's trailing axis of 2 words.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes, tree_util
+from ember import _extended_types, dtypes, tree_util
 
 IMPL_NAME = "threefry2x32"
 
@@ -283,9 +285,4 @@ def is_typed_key(x: Any) -> bool:
     return isinstance(x, PRNGKeyArray)
 
 
-def _register_with_numpy() -> None:
-    from ember.numpy import _extended
-    _extended.register_handler(on_key_data)
-
-
-_register_with_numpy()
+_extended_types.register_handler(on_key_data)
