@@ -386,6 +386,12 @@ class Tracer(AvalProperties):
         """A concrete value behind this tracer when there is one (JVP primals), else None."""
         return None
 
+    @property
+    def sharding(self):
+        raise AttributeError(f"The 'sharding' attribute is not available on traced array with "
+                             f"shape {self.aval._long()}. To query sharding information on "
+                             "tracers, use `jax.typeof(x)`.")
+
     # The conversions check as JAX's do: a concrete value converts; otherwise the shape is
     # checked (the NumPy error) before the tracer error. ``float`` and ``complex`` never use
     # a concrete value (JAX 0.10 raises for them even under ``grad``).

@@ -484,3 +484,11 @@ def test_jit_out_shardings_end_to_end(jax):
         ember.jit(lambda x: x, in_shardings="x")
     with pytest.raises(ValueError, match="both a device and a backend"):
         ember.jit(lambda x: x, device=ember.devices()[0], backend="cpu")
+
+
+def test_tracer_sharding_error_matches_jax(jax):
+    def message(lib, np_lib):
+        with pytest.raises(AttributeError) as info:
+            lib.jit(lambda x: x.sharding)(np_lib.ones(2))
+        return str(info.value)
+    assert message(ember, jnp) == message(jax, jax.numpy)
