@@ -425,3 +425,22 @@ def test_accuracy_keyword(jax, name):
     np.testing.assert_allclose(plain, want, rtol=2e-6)
     with pytest.raises(NotImplementedError, match="Accuracy 3 not supported"):
         getattr(lax, name)(x, accuracy=3)
+
+
+def test_approx_max_min_k_bind_approx_top_k_as_jax(jax):
+    # lax.approx_max_k/min_k stage JAX's approx_top_k equation (same jaxpr text).
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for f in (lambda l: lambda a: l.approx_max_k(a, 2),
+              lambda l: lambda a: l.approx_min_k(a, 2, reduction_dimension=0,
+                                                 aggregate_to_topk=False)):
+        assert str(ember.make_jaxpr(f(lax))(x)) == str(jax.make_jaxpr(f(jax.lax))(x))
+    # negative dimensions under vmap (batch axis after the reduced one) and jvp
+    y = RNG.standard_normal((4, 3, 5)).astype(np.float32)
+    g = lambda a: lax.approx_max_k(a, 2, reduction_dimension=-2)  # noqa: E731
+    got = ember.vmap(g, in_axes=2)(y)
+    for j in range(2):
+        want = np.stack([np.asarray(g(y[:, :, i])[j]) for i in range(5)])
+        np.testing.assert_array_equal(np.asarray(got[j]), want)
+    ours = ember.grad(lambda a: lax.approx_max_k(a, 2)[0].sum())(y[:, :, 0])
+    theirs = jax.grad(lambda a: jax.lax.approx_max_k(a, 2)[0].sum())(y[:, :, 0])
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))

@@ -264,7 +264,7 @@ def _approx_lowering(ctx, x, **params):
 
 def _approx_jvp(primals, tangents, **params):
     values, idx = approx_top_k_p.bind(*primals, **params)
-    (t,), dim = tangents, params["reduction_dimension"]
+    (t,), dim = tangents, params["reduction_dimension"] % np.ndim(primals[0])
     t_values = (ad.Zero.from_primal_value(values) if type(t) is ad.Zero
                 else S._take_along(t, idx, dim))
     return [values, idx], [t_values, ad.Zero.from_primal_value(idx)]
@@ -272,7 +272,7 @@ def _approx_jvp(primals, tangents, **params):
 
 def _approx_batch(vals, dims, **params):
     (x,), (d,) = vals, dims
-    dim = params["reduction_dimension"]
+    dim = params["reduction_dimension"] % (np.ndim(x) - 1)  # (of the unbatched operand)
     params = dict(params, reduction_dimension=dim + (d <= dim))
     return approx_top_k_p.bind(x, **params), [d, d]
 

@@ -316,9 +316,9 @@ def _approx_output_size(name: str, n: int, rank: int, k: int, recall_target: flo
     return -(-lanes // (1 << log2_reduction)) * tiling
 
 
-def _approx_top_k(name: str, operand: Any, k: int, reduction_dimension: int,
-                  recall_target: float, reduction_input_size_override: int,
-                  aggregate_to_topk: bool, is_max_k: bool) -> list[Any]:
+def _approx_check(name: str, operand: Any, k: Any, reduction_dimension: Any,
+                  recall_target: Any, reduction_input_size_override: Any) -> tuple:
+    """``approx_max_k``/``approx_min_k``'s argument checks: ``(operand, k, dim, recall)``."""
     operand = base.as_operand(operand, name)
     aval = core.get_aval(operand)
     if aval.ndim == 0:
@@ -354,8 +354,18 @@ def _approx_top_k(name: str, operand: Any, k: int, reduction_dimension: int,
             reduction_input_size_override, (int, np.integer)):
         raise TypeError(f"{name}: reduction_input_size_override must be an integer, got "
                         f"{reduction_input_size_override!r}")
+    return operand, k, dim, recall
+
+
+def _approx_top_k(name: str, operand: Any, k: int, reduction_dimension: int,
+                  recall_target: float, reduction_input_size_override: int,
+                  aggregate_to_topk: bool, is_max_k: bool) -> list[Any]:
+    """The exact computation behind ``approx_top_k_p`` (``lax.internal_prims``)."""
+    operand, k, dim, recall = _approx_check(name, operand, k, reduction_dimension,
+                                            recall_target, reduction_input_size_override)
+    aval = core.get_aval(operand)
     size = k if aggregate_to_topk else _approx_output_size(
-        name, n, aval.ndim, k, recall, int(reduction_input_size_override))
+        name, aval.shape[dim], aval.ndim, k, recall, int(reduction_input_size_override))
     if is_max_k:
         return top_k(operand, size, axis=dim)  # a list, as JAX's
     # The smallest first: top_k of the negation, with NaNs (greatest, as in sort) last.
@@ -363,6 +373,20 @@ def _approx_top_k(name: str, operand: Any, k: int, reduction_dimension: int,
     key = E.select(nan, E.full_of(aval.shape, -np.inf, aval.dtype), E.neg(operand))
     _, idx = top_k(key, size, axis=dim)
     return [_take_along(operand, idx, dim), idx]
+
+
+def _bind_approx(name: str, operand: Any, k: Any, reduction_dimension: Any,
+                 recall_target: Any, reduction_input_size_override: Any,
+                 aggregate_to_topk: Any, is_max_k: bool) -> list[Any]:
+    # JAX's ``approx_top_k`` primitive, with its params as given (checked first, so errors
+    # name the function called).
+    from ember.lax.internal_prims import approx_top_k_p
+    operand, k, _, recall = _approx_check(name, operand, k, reduction_dimension,
+                                          recall_target, reduction_input_size_override)
+    return approx_top_k_p.bind(
+        operand, k=k, reduction_dimension=int(reduction_dimension), recall_target=recall,
+        is_max_k=is_max_k, reduction_input_size_override=int(reduction_input_size_override),
+        aggregate_to_topk=bool(aggregate_to_topk))
 
 
 def approx_max_k(operand: Any, k: int, reduction_dimension: int = -1,
@@ -392,8 +416,8 @@ def approx_max_k(operand: Any, k: int, reduction_dimension: int = -1,
         >>> lax.approx_max_k(jnp.array([1., 5., 3.]), 2)
         [Array([5., 3.], dtype=float32), Array([1, 2], dtype=int32)]
     """
-    return _approx_top_k("approx_max_k", operand, k, reduction_dimension, recall_target,
-                         reduction_input_size_override, aggregate_to_topk, True)
+    return _bind_approx("approx_max_k", operand, k, reduction_dimension, recall_target,
+                        reduction_input_size_override, aggregate_to_topk, True)
 
 
 def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1,
@@ -406,8 +430,8 @@ def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1,
         >>> lax.approx_min_k(jnp.array([1., 5., 3.]), 2)
         [Array([1., 3.], dtype=float32), Array([0, 2], dtype=int32)]
     """
-    return _approx_top_k("approx_min_k", operand, k, reduction_dimension, recall_target,
-                         reduction_input_size_override, aggregate_to_topk, False)
+    return _bind_approx("approx_min_k", operand, k, reduction_dimension, recall_target,
+                        reduction_input_size_override, aggregate_to_topk, False)
 
 
 __all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p", "approx_max_k",
