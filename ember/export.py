@@ -495,19 +495,16 @@ _compile_lock = threading.Lock()
 
 
 def _compile(exp: Exported) -> Any:
-    from ember.backends import canonical_name, get_backend
-    from ember.compiler.cost_analysis import cost_analysis
+    from ember.backends import canonical_name
     from ember.compiler.parser import parse_module
-    from ember.compiler.pipeline import optimize
     from ember.config import config
-    from ember.runtime.dispatch import LoadedExecutable
-    backend = canonical_name(config.read("jax_default_backend"))
-    module = optimize(parse_module(exp.mlir_module()))
-    executable = get_backend(backend).compile(module)
+    from ember.runtime.dispatch import compile_module
     kept = [exp.in_avals[i] for i in exp.module_kept_var_idx]
     outs = [a for a in exp.out_avals if a.dtype != dtypes.float0]
-    return LoadedExecutable(f"exported_{exp.fun_name}", backend, module, executable, kept,
-                            outs, list(exp._hoisted_consts), dict(cost_analysis(module)))
+    return compile_module(parse_module(exp.mlir_module()), exp.fun_name,
+                          f"exported_{exp.fun_name}",
+                          canonical_name(config.read("jax_default_backend")), kept, outs,
+                          list(exp._hoisted_consts))
 
 
 class _RunExported:

@@ -83,12 +83,16 @@ _errstate = K.quiet
 _math = K.float_math
 
 
+def _unary_doc(prim) -> str:
+    return (f"Elementwise ``{prim.name}`` (lax semantics: no dtype promotion).\n\n"
+            f"Example:\n    >>> lax.{prim.name}(x)")
+
+
 def _unary(prim, doc: str | None = None):
     def fn(x: Any) -> Any:
         return prim.bind(base.as_operand(x, prim.name, "x"))
     fn.__name__ = fn.__qualname__ = prim.name
-    fn.__doc__ = doc or (f"Elementwise ``{prim.name}`` (lax semantics: no dtype promotion).\n\n"
-                         f"Example:\n    >>> lax.{prim.name}(x)")
+    fn.__doc__ = doc or _unary_doc(prim)
     return fn
 
 
@@ -192,16 +196,14 @@ def _unary_with_accuracy(prim):
     implementation must meet. ember's vector math is within 4 ulp everywhere (its accuracy
     tests), which meets every request XLA's CPU backend accepts, so one implementation
     serves them all; other values raise JAX's NotImplementedError."""
-    plain = _unary(prim)
-
     def fn(x: Any, accuracy: Any = None) -> Any:
         if accuracy is not None:
             from ember.lax.dot_algorithms import AccuracyMode, Tolerance
             if not isinstance(accuracy, (Tolerance, AccuracyMode)):
                 raise NotImplementedError(f"Accuracy {accuracy} not supported")
-        return plain(x)
+        return prim.bind(base.as_operand(x, prim.name, "x"))
     fn.__name__ = fn.__qualname__ = prim.name
-    fn.__doc__ = plain.__doc__
+    fn.__doc__ = _unary_doc(prim)
     return fn
 
 

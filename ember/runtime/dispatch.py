@@ -402,16 +402,28 @@ def compile_closed_jaxpr(closed: Any, name: str, backend: str | None = None) -> 
             return _loaded_hit(hit, module_name, backend_name, closed.in_avals,
                                closed.out_avals, consts)
     _monitoring._cache_miss(caching)
-    module = _monitoring._timed(_monitoring.HLO_OPTIMIZE_EVENT, name, optimize, lowered.module,
-                                dump=dumper.stage if dumper is not None else None)
-    executable = _monitoring._timed(_monitoring.BACKEND_COMPILE_EVENT, name, backend_obj.compile,
-                                    module, dump=dumper.write if dumper is not None else None)
-    cost = dict(cost_analysis(module))
+    loaded = compile_module(lowered.module, name, module_name, backend_name,
+                            list(closed.in_avals), list(closed.out_avals), consts, dumper)
     if caching:
-        backend_obj.remember_lowered([k for k in (lkey, fkey) if k is not None], executable,
-                                     cost)
-    return LoadedExecutable(module_name, backend_name, module, executable,
-                            list(closed.in_avals), list(closed.out_avals), consts, cost)
+        backend_obj.remember_lowered([k for k in (lkey, fkey) if k is not None],
+                                     loaded.executable, loaded.cost)
+    return loaded
+
+
+def compile_module(module: Any, name: str, module_name: str, backend_name: str,
+                   in_avals: list, out_avals: list, consts: list,
+                   dumper: Any = None) -> LoadedExecutable:
+    """Optimizes and compiles a lowered HLO ``module`` (what ``compile_closed_jaxpr`` does
+    after lowering; ``ember.export`` compiles a parsed module with it) for ``backend_name``;
+    ``name`` is the function's (for the monitoring events), ``consts`` are the hoisted
+    constants its trailing parameters take."""
+    module = _monitoring._timed(_monitoring.HLO_OPTIMIZE_EVENT, name, optimize, module,
+                                dump=dumper.stage if dumper is not None else None)
+    executable = _monitoring._timed(
+        _monitoring.BACKEND_COMPILE_EVENT, name, get_backend(backend_name).compile, module,
+        dump=dumper.write if dumper is not None else None)
+    return LoadedExecutable(module_name, backend_name, module, executable, in_avals, out_avals,
+                            consts, dict(cost_analysis(module)))
 
 
 # --------------------------------------------------------------------------- float0 values
