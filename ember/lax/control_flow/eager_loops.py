@@ -8,14 +8,10 @@ and then runs it at compiled speed. ember does both, the way a tiered JIT does: 
 identified by the lowering fingerprint of its one-equation jaxpr (the primitive, its body
 jaxprs and the operand types: ``compiler.lowering_fingerprint``, ~25 µs), keeps count of the
 seconds it has spent op by op, across calls. Once that passes ``COMPILE_AFTER_S`` the loop is
-compiled like a jitted function (disk cache included) and every later run of it is
-compiled:
-
-- a ``while`` switches in the middle of a run: the compiled loop starts from the current
-  carry;
-- a ``scan`` starts over compiled (at most ``COMPILE_AFTER_S`` of work is redone), so the
-  program compiled is the whole scan, which the next call reuses; one with side effects
-  would finish op by op (it must not run twice) and be compiled from its next call.
+compiled like a jitted function (disk cache included), and every later run of it is compiled
+from its start. A run never switches midway: its result is either the op-by-op one or the
+compiled one (which ``jit`` of the same loop gives), never a mix that would depend on when
+the switch happened.
 
 Loops stay op by op under ``disable_jit``, with ``jax_debug_nans``/``jax_debug_infs`` (which
 name the failing primitive op by op), when the default backend is not the native ``cpu``
@@ -48,7 +44,8 @@ _lock = threading.Lock()
 
 class EagerLoop:
     """One eager run of a loop primitive: ``compiled()`` gives its executable when it has
-    one, ``over_budget(seconds)`` says whether to compile now, ``compile()`` compiles it."""
+    one (compiling it once the loop has spent its budget op by op), else the run goes op by
+    op and ``finished_op_by_op()`` records its time."""
 
     __slots__ = ("_closed", "_name", "_key", "_spent_before", "_start")
 
@@ -74,11 +71,6 @@ class EagerLoop:
         if exe is None and self._spent_before >= COMPILE_AFTER_S:
             exe = self.compile()
         return exe
-
-    def over_budget(self) -> bool:
-        """Whether the loop, op by op so far, has spent more than its budget."""
-        return (self._key is not None
-                and self._spent_before + time.perf_counter() - self._start >= COMPILE_AFTER_S)
 
     def compile(self) -> Any:
         from ember.runtime.dispatch import compile_closed_jaxpr

@@ -32,7 +32,7 @@ from ember.config import config
 from ember.errors import ConcretizationTypeError
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
-from ember.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, has_side_effect
+from ember.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from ember.lax.control_flow.common import lower_to_computation, trace_function
 from ember.lax.control_flow.eager_loops import EagerLoop
 from ember.lax.control_flow.while_loop import _structure_diffs
@@ -511,8 +511,7 @@ scan_p.pp_param_order = ("jaxpr", "length", "num_carry", "num_consts", "reverse"
 def _scan_impl(*values, reverse, length, jaxpr, num_consts, num_carry, unroll):
     # Values arrive as NumPy arrays: each is rewrapped with the body's aval (weak types
     # included, so promotion inside the body is as traced) and the body runs op by op. A scan
-    # that has run long enough is compiled (``eager_loops``): one without side effects starts
-    # over compiled, one with them is compiled from its next run.
+    # that has run long enough op by op, over its calls, runs compiled (``eager_loops``).
     params = dict(reverse=reverse, length=length, jaxpr=jaxpr, num_consts=num_consts,
                   num_carry=num_carry, unroll=unroll)
     in_avals = jaxpr.in_avals
@@ -524,7 +523,6 @@ def _scan_impl(*values, reverse, length, jaxpr, num_consts, num_carry, unroll):
     exe = loop.compiled()
     if exe is not None:
         return exe.execute_values([np.asarray(v) for v in values])
-    restartable = not any(has_side_effect(e) for e in jaxpr.jaxpr.eqns)
     head = [core.concrete_array(np.asarray(v), a) for v, a in zip(values[:n_head], in_avals)]
     consts, carry = head[:num_consts], head[num_consts:]
     xs = [np.asarray(v) for v in values[n_head:]]
@@ -537,8 +535,6 @@ def _scan_impl(*values, reverse, length, jaxpr, num_consts, num_carry, unroll):
         carry = outs[:num_carry]
         for buf, y in zip(ys, outs[num_carry:]):
             buf[i] = np.asarray(y)
-        if restartable and loop.over_budget():
-            return loop.compile().execute_values([np.asarray(v) for v in values])
     loop.finished_op_by_op()
     return [*[np.asarray(c) for c in carry], *ys]
 

@@ -252,7 +252,7 @@ def _structure_diffs(x, y, path, component) -> list[str]:
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     # Each iteration evaluates the jaxprs op by op (each equation runs eagerly); values are
     # wrapped with their avals so weakly typed carries stay weak. A loop that has run long
-    # enough continues compiled, from the current carry (``eager_loops``).
+    # enough op by op, over its calls, runs compiled (``eager_loops``).
     params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
                   body_nconsts=body_nconsts)
     in_avals = cond_jaxpr.in_avals[:cond_nconsts] + body_jaxpr.in_avals
@@ -266,9 +266,6 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     carry = [core.concrete_array(x, a) for x, a in zip(carry, avals)]
     while bool(eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, *cconsts, *carry)[0]):
         carry = eval_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts, *bconsts, *carry)
-        if loop.over_budget():
-            state = [np.asarray(x) for x in carry]
-            return loop.compile().execute_values([*cconsts, *bconsts, *state])
     loop.finished_op_by_op()
     return [np.asarray(x) for x in carry]
 
