@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import ember
-import ember.numpy as jnp
 from ember import lax
 from ember.backends import get_backend
 from ember.backends.cpu.executable import KernelPlan, LibraryPlan

@@ -19,10 +19,11 @@ A work item is a row. An insertion costs ``k`` lanes of work (rounded up to a po
 two), so a large ``k`` on short rows is left to the library routine (``sort_order.top_k``, a
 partition and a sort of ``k`` entries, ~6 ns an element): ``k`` up to ``MAX_K`` always
 takes the kernel, a larger one up to ``LARGEST_K`` when the expected work of a random row,
-``k * (1 + ln(n / k))`` insertions of ``lanes`` lanes (of 32 bits), stays below ``LANES_PER_ELEMENT``
-lanes per element (1e6 float32, k=100: 0.19 ms native, 2.8 ms library; rows of 1000, k=100:
-7 us native, 6 us library a row). ``k == 0`` keeps the library routine. A sorted ascending
-row inserts every element (1e6, k=100: 12 ms; XLA's TopK takes 34 ms there).
+``k * (1 + ln(n / k))`` insertions of ``lanes`` lanes (of 32 bits), stays below
+``LANES_PER_ELEMENT`` lanes per element (1e6 float32, k=100: 0.19 ms native, 2.8 ms
+library; rows of 1000, k=100: 7 us native, 6 us library a row). ``k == 0`` keeps the
+library routine. A sorted ascending row inserts every element (1e6, k=100: 12 ms; XLA's
+TopK takes 34 ms there).
 """
 
 from __future__ import annotations
