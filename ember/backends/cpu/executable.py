@@ -17,12 +17,14 @@ branch its index picks.
 
 from __future__ import annotations
 
+import copy
 import io
 import logging
 import math
 import os
 import pickle
 import threading
+import time
 
 import _cffi_backend
 import numpy as np
@@ -47,6 +49,10 @@ PARALLEL_MIN_WORK = 1 << 16
 TASKS_PER_THREAD = 8
 # Programs with less total work than this run as one native call when they can.
 SINGLE_CALL_MAX_WORK = 1 << 16
+# Tiered programs: while the optimized code compiles, a run whose quick code took at most this
+# many seconds the first time runs the quick code again instead of waiting (both give the same
+# bits), so a caller's loop goes on meanwhile; a slower quick code waits for the optimized one.
+QUICK_RERUN_MAX_SECONDS = 0.01
 # A parallel reduction with partial results (a full reduction; a column reduction with few
 # work items: ``KernelInfo.partial_reducers``) is cut into ranges that each write their own:
 # one per PARALLEL_MIN_WORK elements of work, at most PARTIAL_RANGES. The count depends on
@@ -446,20 +452,29 @@ class CpuExecutable:
     def upgrade_when_ready(self, future, after_first_run=None) -> None:
         """Tiered compilation: this executable runs quickly compiled code; ``future`` gives
         ``(plan, lib)`` of optimized code for the same program. The first call runs the quick
-        code; later calls wait for the optimized code and switch to it for good (so a run
-        after the first never uses the quick code). If the optimized compile fails, the quick
+        code; later calls switch to the optimized code for good once it is ready, and until
+        then run the quick code again when its first run was short
+        (``QUICK_RERUN_MAX_SECONDS``: both codes give the same bits) or wait for the
+        optimized code when it was not. If the optimized compile fails, the quick
         code stays (its error is logged). ``after_first_run``, if given, starts the
         optimizing compile: ``after_first_run.soon()`` when the first run ends (so that the
         first run has the cores to itself), ``after_first_run()`` (at once) when a later run
         needs the optimized code."""
+        # Quick runs go through a copy holding the quick code's state, which ``_install``
+        # never replaces: a quick run in flight while another thread installs the optimized
+        # code reads one program throughout.
+        self._quick = quick = copy.copy(self)
+        self._fast_exact = getattr(quick, self.execute_exact.__name__)
         self._tier = (future, threading.Lock(), [])
         self._tier_pid = os.getpid()
         self._after_first_run = after_first_run
         self._first_run_done = False
-        self._fast_exact = self.execute_exact
+        self._quick_seconds: float | None = None  # the first run's, on the quick code
         self.execute_exact = self._tiered_exact
 
-    def _first_run_ended(self) -> None:
+    def _first_run_ended(self, seconds: float) -> None:
+        if self._quick_seconds is None:
+            self._quick_seconds = seconds
         hook = self._after_first_run
         if hook is not None and not self._first_run_done:
             self._first_run_done = True
@@ -481,28 +496,33 @@ class CpuExecutable:
                 return
         callback()
 
-    def _tier_gate(self) -> None:
-        """Before a run while an upgrade is pending: the first run goes ahead on the quick
-        code; later runs wait for the optimized code and install it."""
+    def _tier_gate(self) -> bool:
+        """Before a run while an upgrade is pending; True when the run takes the quick code.
+        The first run goes ahead on the quick code. A later run installs the optimized code
+        when it is ready; until then it runs the quick code again if that took at most
+        ``QUICK_RERUN_MAX_SECONDS`` the first time, or waits for the optimized code."""
         tier = self._tier
         if tier is None:
-            return
+            return False
         future, lock, listeners = tier
         with lock:
             if self._tier is not tier:
-                return
+                return False
             if self._tier_runs == 0:
                 self._tier_runs = 1
-                return
+                return True
             if os.getpid() != self._tier_pid:
                 # A forked child: the optimizing thread stayed in the parent. The quick code
                 # computes the same results, so it stays.
                 self.execute_exact = self._fast_exact
                 self._tier = None
                 listeners.clear()
-                return
+                return False
         if self._after_first_run is not None:
             self._after_first_run()  # (the optimizing compile must start now, if it has not)
+        quick = self._quick_seconds
+        if not future.done() and quick is not None and quick <= QUICK_RERUN_MAX_SECONDS:
+            return True
         try:
             plan, lib = future.result()
             upgraded = CpuExecutable(plan, lib, self.module)
@@ -512,7 +532,7 @@ class CpuExecutable:
             upgraded = None
         with lock:
             if self._tier is not tier:
-                return
+                return False
             if upgraded is not None:
                 self._install(upgraded)
             else:
@@ -521,6 +541,7 @@ class CpuExecutable:
             callbacks, listeners[:] = list(listeners), []
         for callback in callbacks:
             callback()
+        return False
 
     def _install(self, other: CpuExecutable) -> None:
         # Each attribute is replaced whole; a run in flight keeps the objects it read (the
@@ -539,13 +560,13 @@ class CpuExecutable:
                               else other._runner or other._make_runner())
 
     def _tiered_exact(self, values):
-        self._tier_gate()
-        if self._tier is None:
+        if not self._tier_gate():
             return self.execute_exact(values)
+        start = time.perf_counter()
         try:
             return self._fast_exact(values)
         finally:
-            self._first_run_ended()
+            self._first_run_ended(time.perf_counter() - start)
 
     def _until_runner(self, values):
         """``execute_exact`` of a single-call program until its generated runner exists.
@@ -633,11 +654,13 @@ class CpuExecutable:
         """Runs the program on ``args`` (one array per parameter); returns the outputs."""
         if self._tier is None:
             return self._execute(args)
-        self._tier_gate()
-        try:
+        if not self._tier_gate():
             return self._execute(args)
+        start = time.perf_counter()
+        try:
+            return self._quick._execute(args)
         finally:
-            self._first_run_ended()
+            self._first_run_ended(time.perf_counter() - start)
 
     def _execute(self, args) -> list[np.ndarray]:
         prog = self.program

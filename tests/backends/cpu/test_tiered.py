@@ -10,6 +10,7 @@ import pytest
 
 import ember
 import ember.backends.cpu as cpu
+import ember.backends.cpu.executable as cpu_executable_module
 import ember.numpy as jnp
 from ember.backends import get_backend
 from ember.backends.cpu.executable import KernelPlan
@@ -20,6 +21,9 @@ from tests.backends.cpu.helpers import run_in_threads
 @pytest.fixture(autouse=True)
 def tiered(monkeypatch):
     monkeypatch.setattr(cpu, "TIERED_COMPILATION", True)
+    # Later runs wait for the optimized code (as a slow quick code does), so these tests see
+    # the switch at the second call; the quick reruns have tests of their own below.
+    monkeypatch.setattr(cpu_executable_module, "QUICK_RERUN_MAX_SECONDS", 0.0)
     get_backend("cpu").wait_for_background()  # (earlier tests' compiles would count here)
 
 
@@ -376,3 +380,79 @@ def test_one_optimizing_compile_makes_both_the_running_and_the_cached_code(cache
     assert exe.program.entry_name.startswith("m") and exe._tier is None
     assert isinstance(exe._lib, cpu.native_lib.NativeLibrary)
     assert [k for k in compiles if k[0] == 3] == [(3, True)]
+
+
+class _HeldCompile:
+    """Holds the optimizing compile back until ``release()``: the quick code's reruns are
+    seen before it ends."""
+
+    def __init__(self, monkeypatch):
+        self.gate = threading.Event()
+        backend = get_backend("cpu")
+        build = backend._build_native
+
+        def held_build(*args, **kwargs):
+            assert self.gate.wait(60)
+            return build(*args, **kwargs)
+        monkeypatch.setattr(backend, "_build_native", held_build)
+
+    def release(self):
+        self.gate.set()
+        get_backend("cpu").wait_for_background()
+
+
+def test_fast_quick_code_runs_again_while_the_optimized_code_compiles(cache_dir, monkeypatch):
+    monkeypatch.setattr(cpu_executable_module, "QUICK_RERUN_MAX_SECONDS", 60.0)
+    held = _HeldCompile(monkeypatch)
+    try:
+        f, c = fresh_function()
+        first = np.asarray(f(X))
+        np.testing.assert_allclose(first, reference(X, c), rtol=2e-5)
+        exe = cpu_executable(f)
+        for _ in range(3):  # no waiting: the quick code again, the same bits
+            np.testing.assert_array_equal(np.asarray(f(X)), first)
+        assert exe._tier is not None and exe.program.entry_name.startswith("q")
+        assert exe._quick_seconds is not None and exe._quick_seconds < 60.0
+    finally:
+        held.release()
+    np.testing.assert_array_equal(np.asarray(f(X)), first)  # now the optimized code
+    assert exe._tier is None and exe.program.entry_name.startswith("m")
+    assert f._cache.last.executable._exact_run == exe.execute_exact
+
+
+def test_slow_quick_code_waits_for_the_optimized_code(cache_dir, monkeypatch):
+    monkeypatch.setattr(cpu_executable_module, "QUICK_RERUN_MAX_SECONDS", 60.0)
+    f, c = fresh_function()
+    first = np.asarray(f(X))
+    exe = cpu_executable(f)
+    exe._quick_seconds = 61.0  # (as if the first run had taken longer than the limit)
+    np.testing.assert_array_equal(np.asarray(f(X)), first)
+    assert exe._tier is None and exe.program.entry_name.startswith("m")
+
+
+def test_quick_reruns_through_execute_and_concurrent_calls(cache_dir, monkeypatch):
+    """The general ``execute`` path reruns the quick code too, and threads calling while the
+    optimized code is installed all get the right results."""
+    monkeypatch.setattr(cpu_executable_module, "QUICK_RERUN_MAX_SECONDS", 60.0)
+    held = _HeldCompile(monkeypatch)
+    f, c = fresh_function()
+    expected = np.asarray(f(X))
+    exe = cpu_executable(f)
+    out = exe.execute([X])
+    np.testing.assert_array_equal(out[0], expected)
+    assert exe._tier is not None
+    results = []
+
+    def worker():
+        for _ in range(20):
+            results.append(np.asarray(f(X)))
+    releaser = threading.Timer(0.01, held.gate.set)
+    releaser.start()
+    errors = run_in_threads(worker, 4)
+    releaser.join()
+    held.release()
+    assert not errors and len(results) == 80
+    for r in results:
+        np.testing.assert_array_equal(r, expected)
+    np.testing.assert_array_equal(exe.execute([X])[0], expected)
+    assert exe._tier is None and exe.program.entry_name.startswith("m")
