@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
-from ember import core, dtypes
+from ember import _scratch, core, dtypes
 from ember.compiler import eval_elementwise as K
 from ember.compiler.evaluator import register_custom_call_target
 from ember.compiler.hlo import Shape
@@ -172,7 +172,7 @@ def _pad_dilate(x: np.ndarray, axes: Sequence[int], pads: Sequence[tuple[int, in
         start = lo + first * d
         src[ax] = slice(first, last)
         dst[ax] = slice(start, start + (last - first - 1) * d + 1, d)
-    out = np.zeros(shape, x.dtype)
+    out = _scratch.zeros(shape, x.dtype)
     if not empty:
         out[tuple(dst)] = x[tuple(src)]
     return out
@@ -237,7 +237,8 @@ def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:
     res = res.transpose(np.argsort(out_spec))
     if out_dtype == dtypes.bool_:
         return np.ascontiguousarray(res != 0)
-    return np.ascontiguousarray(res.astype(compute, copy=False).astype(out_dtype, copy=False))
+    res = res.astype(compute, copy=False).astype(out_dtype, copy=False)
+    return res if res.flags.c_contiguous else _scratch.copy(res)
 
 
 # The patches of one chunk (rows x taps*features elements) are at most about this many
@@ -266,7 +267,7 @@ def _patch_chunks(view: np.ndarray, nrow: int):
         chunks = [((i, slice(j, min(j + per, rdims[1]))), i * r1 + j * r2,
                    i * r1 + min(j + per, rdims[1]) * r2)
                   for i in range(rdims[0]) for j in range(0, rdims[1], per)]
-    buf = np.empty(max(q1 - q0 for _, q0, q1 in chunks) * cols, view.dtype)
+    buf = _scratch.empty(max(q1 - q0 for _, q0, q1 in chunks) * cols, view.dtype)
     for index, q0, q1 in chunks:
         sub = view[index]
         patches = buf[:(q1 - q0) * cols]
@@ -313,7 +314,7 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
                           writeable=False)
         wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0))).reshape(
             -1, o)
-        out = np.empty((n_major * math.prod(out_sp), o), x.dtype)
+        out = _scratch.empty((n_major * math.prod(out_sp), o), x.dtype)
         for q0, q1, patches in _patch_chunks(view, 1 + nsp):
             np.matmul(patches, wm, out=out[q0:q1])
         out = out.reshape((n_major,) + out_sp + (o,))

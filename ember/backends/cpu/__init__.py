@@ -44,8 +44,15 @@ from collections.abc import Callable
 import numpy as np
 
 import ember
+from ember import _scratch
 from ember import monitoring as _monitoring
-from ember.backends.cpu import eager_math, native_lib, object_cache, parallel_runtime
+from ember.backends.cpu import (
+    buffer_pool,
+    eager_math,
+    native_lib,
+    object_cache,
+    parallel_runtime,
+)
 from ember.backends.cpu.executable import (
     PARALLEL_MIN_WORK,
     CpuExecutable,
@@ -60,6 +67,8 @@ _log = logging.getLogger(__name__)
 
 # Eager float math (exp, logistic, erf, ...) runs this backend's vector math: see eager_math.
 eval_elementwise.register_native_math(eager_math.kernel)
+# Library kernels' large temporaries (``ember._scratch``) come from the buffer pool.
+_scratch.register_allocator(buffer_pool.empty)
 
 # Bump when generated code changes for the same HLO (invalidates cached object code).
 CODEGEN_VERSION = "3"
@@ -72,9 +81,9 @@ FAST_COMPILE_MAX_WORK = 512
 # IR optimization (~30-50x faster to compile), while the optimized code compiles in a
 # low-priority background thread; from its second run on it uses the optimized code, once
 # ready (until then a run whose quick code was fast runs it again, a slower one waits:
-# ``executable.QUICK_RERUN_MAX_SECONDS``). Both compile the same IR, whose float sums fix their order (``kernel_gen.LaneSums``),
-# so the first call's results equal later calls' bit for bit. ``EMBER_CPU_TIERED=0``
-# optimizes before the first call instead.
+# ``executable.QUICK_RERUN_MAX_SECONDS``). Both compile the same IR, whose float sums fix
+# their order (``kernel_gen.LaneSums``), so the first call's results equal later calls' bit
+# for bit. ``EMBER_CPU_TIERED=0`` optimizes before the first call instead.
 TIERED_COMPILATION = os.environ.get("EMBER_CPU_TIERED", "1") == "1"
 # ``EMBER_CPU_SHARED_LIBRARIES=0`` stops linking programs into shared libraries for the disk
 # cache (each costs a second compile and a ``cc`` run in the background); cached object code
