@@ -3,8 +3,10 @@
 ``tridiagonal_solve``.
 
 Every operand is a stack of matrices: leading dimensions are batch dimensions. Eagerly each
-primitive runs NumPy's LAPACK-backed routines (``np.linalg``; LU and the triangular solves are
-written here with NumPy, as NumPy has neither). Under jit each lowers to a ``custom_call`` of a
+primitive runs LAPACK: ``getrf``, ``trsm``, ``potrf`` and ``gtsv`` through
+``ember.lax._lapack`` (the library NumPy loaded, bound with cffi), the other decompositions
+through ``np.linalg``; without a usable library LU, the triangular and tridiagonal solves fall
+back to NumPy code written here and Cholesky to ``np.linalg``. Under jit each lowers to a ``custom_call`` of a
 library target (``ember.linalg.<name>``) that the HLO evaluator runs with the same function, so
 both backends give the eager answers. Batching moves the batch dimension to the front.
 Failures follow LAPACK as JAX does: a non positive definite matrix has a NaN Cholesky factor,
@@ -24,7 +26,7 @@ from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
 from ember.interpreters import ad
 from ember.interpreters.batching import axis_size_of
-from ember.lax import base, batch_util
+from ember.lax import _lapack, base, batch_util
 from ember.lax import elementwise as E
 from ember.lax.dot import dot_general
 from ember.lax.reduction import reduce_sum
@@ -206,6 +208,8 @@ def _scalar(x: Any, value: Any) -> Any:
 
 
 def _cholesky_impl(x):
+    if _lapack.available(x.dtype):
+        return _lapack.potrf(x)
     try:
         return np.linalg.cholesky(x)
     except np.linalg.LinAlgError:  # per matrix: a failed factorization is all NaN (JAX's)
@@ -273,6 +277,9 @@ def symmetrize(x: Any) -> Any:
 
 
 def _lu_impl(x):
+    if _lapack.available(x.dtype):
+        lu_, pivots = _lapack.getrf(x)
+        return [lu_, pivots, _pivots_to_permutation(pivots, x.shape[-2])]
     # Right-looking LU with partial pivoting, as LAPACK's getrf: the pivot is the first entry
     # of largest |re| + |im| (i?amax) in the column; a zero pivot leaves the column unscaled.
     a = _flat(x).copy()
@@ -298,6 +305,15 @@ def _lu_impl(x):
 
 def _pivots_to_permutation(pivots, size):
     flat = pivots.reshape(-1, pivots.shape[-1]) if pivots.ndim else pivots.reshape(1, 0)
+    if flat.shape[0] <= 32:  # Python lists beat a NumPy step per pivot for small batches
+        out = []
+        for row in flat.tolist():
+            perm = list(range(size))
+            for i, p in enumerate(row):
+                if 0 <= p < size:  # out-of-range pivots are ignored
+                    perm[i], perm[p] = perm[p], perm[i]
+            out.append(perm)
+        return np.array(out, np.int32).reshape(pivots.shape[:-1] + (size,))
     perm = np.tile(np.arange(size, dtype=np.int32), (flat.shape[0], 1))
     rows = np.arange(flat.shape[0])
     for i in range(flat.shape[1]):
@@ -775,6 +791,9 @@ def _substitute(t, b, lower):
 
 def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
                            unit_diagonal):
+    if _lapack.available(b.dtype):
+        return _lapack.trsm(a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+                            conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
     t, low = _effective_triangle(a, lower, transpose_a, conjugate_a, unit_diagonal)
     if left_side:
         return _substitute(t, b, low).reshape(b.shape)
@@ -889,6 +908,8 @@ def lu_solve_matrix(a: Any, b: Any) -> Any:
 
 
 def _tridiagonal_solve_impl(dl, d, du, b, *, perturb_singular):
+    if _lapack.available(b.dtype):
+        return _lapack.gtsv(dl, d, du, b)
     m = d.shape[-1]
     a = np.zeros(d.shape + (m,), d.dtype)
     i = np.arange(m)

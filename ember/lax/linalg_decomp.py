@@ -2,8 +2,9 @@
 ``tridiagonal``, ``schur``, ``geqrf`` (QR in LAPACK's compact form), ``symmetric_product``,
 ``cholesky_update``, ``qdwh`` and the implementation enums.
 
-The decompositions are library primitives like those of ``ember.lax.linalg`` (NumPy kernels
-from ``ember.lax._linalg_kernels`` eagerly, ``custom_call`` targets under jit, batching by
+The decompositions are library primitives like those of ``ember.lax.linalg`` (LAPACK through
+``ember.lax._lapack`` eagerly, or the NumPy kernels of ``ember.lax._linalg_kernels`` when no
+LAPACK library is bound; ``custom_call`` targets under jit, batching by
 moving the batch dimension to the front). As in JAX, the LAPACK-style reductions have no
 derivative rules; ``symmetric_product`` and ``qdwh`` are differentiable.
 """
@@ -18,8 +19,8 @@ import numpy as np
 from ember import core, dtypes
 from ember.core import ShapedArray
 from ember.interpreters import ad
+from ember.lax import _lapack, base
 from ember.lax import _linalg_kernels as K
-from ember.lax import base
 from ember.lax import elementwise as E
 from ember.lax.linalg import (
     _H,
@@ -72,6 +73,17 @@ def _per_matrix(fn, *arrays, **kw):
     return [np.stack(col).reshape(batch + col[0].shape) for col in zip(*outs)]
 
 
+def _kernel(lapack_fn, numpy_fn, **kw):
+    """An impl running LAPACK (one call per matrix) when bound, else the NumPy kernel
+    ``numpy_fn`` matrix by matrix; both return a list of outputs."""
+    def impl(x, *rest):
+        if _lapack.available(x.dtype):
+            out = lapack_fn(x, *rest, **kw)
+            return list(out) if isinstance(out, (tuple, list)) else [out]
+        return _per_matrix(numpy_fn, x, *rest, **kw)
+    return impl
+
+
 def _same_batch(prim, *operands):
     """``operands``: (aval, core rank) pairs whose leading (batch) dimensions must agree."""
     if len({a.shape[:a.ndim - r] for a, r in operands}) != 1:
@@ -94,7 +106,7 @@ def _geqrf_abstract_eval(x):
             ShapedArray(x.shape[:-2] + (min(x.shape[-2:]),), x.dtype)]
 
 
-geqrf_p = _library_primitive("geqrf", lambda x: _per_matrix(K.geqrf, x),
+geqrf_p = _library_primitive("geqrf", _kernel(_lapack.geqrf, K.geqrf),
                              _geqrf_abstract_eval, True)
 
 
@@ -116,7 +128,7 @@ def _hessenberg_abstract_eval(x):
             ShapedArray(x.shape[:-2] + (max(x.shape[-1] - 1, 0),), x.dtype)]
 
 
-hessenberg_p = _library_primitive("hessenberg", lambda x: _per_matrix(K.gehrd, x),
+hessenberg_p = _library_primitive("hessenberg", _kernel(_lapack.gehrd, K.gehrd),
                                   _hessenberg_abstract_eval, True)
 
 
@@ -152,7 +164,8 @@ def _householder_product_abstract_eval(a, taus):
 
 
 householder_product_p = _library_primitive(
-    "householder_product", lambda a, t: _per_matrix(K.householder_product, a, t)[0],
+    "householder_product",
+    lambda a, t: _kernel(_lapack.orgqr, K.householder_product)(a, t)[0],
     _householder_product_abstract_eval, False)
 
 
@@ -192,8 +205,8 @@ def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
 
 
 ormqr_p = _library_primitive(
-    "ormqr", lambda a, t, c, *, left, transpose: _per_matrix(
-        K.ormqr, a, t, c, left=left, transpose=transpose)[0],
+    "ormqr", lambda a, t, c, *, left, transpose: _kernel(
+        _lapack.ormqr, K.ormqr, left=left, transpose=transpose)(a, t, c)[0],
     _ormqr_abstract_eval, False)
 
 
@@ -228,7 +241,7 @@ def _tridiagonal_abstract_eval(x, *, lower):
 
 
 tridiagonal_p = _library_primitive(
-    "tridiagonal", lambda x, *, lower: _per_matrix(K.sytrd, x, lower=lower),
+    "tridiagonal", lambda x, *, lower: _kernel(_lapack.sytrd, K.sytrd, lower=lower)(x),
     _tridiagonal_abstract_eval, True)
 
 
@@ -250,6 +263,8 @@ def tridiagonal(a: Any, *, lower: bool = True) -> tuple[Any, Any, Any, Any]:
 
 
 def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    if _lapack.available(x.dtype):
+        return _lapack.gees(x, compute_schur_vectors)
     outs = _per_matrix(K.gees, x)
     return outs if compute_schur_vectors else outs[:1]
 

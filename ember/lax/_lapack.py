@@ -1,0 +1,440 @@
+"""A LAPACK/BLAS binding for the linear-algebra primitives' kernels.
+
+NumPy's ``numpy.linalg`` links a full LAPACK (OpenBLAS in the wheels, MKL or Accelerate in
+other builds) but exposes only a few drivers. This module finds the library NumPy loaded,
+probes its symbol naming (``scipy_sgetrf_64_``, ``sgetrf_64_``, ``sgetrf_``, ...) and
+integer width, and binds the routines with cffi in ABI mode (calls release the GIL).
+
+Every kernel takes C-ordered NumPy stacks of matrices (leading batch dimensions) and makes
+one LAPACK call per matrix. LAPACK is column-major, so a C-ordered buffer is the transposed
+matrix: the kernels either use that (``trsm``/``potrf`` flip their ``side``/``uplo``/``trans``
+arguments) or hand LAPACK a transposed copy (the factorizations that overwrite their input
+need a copy anyway). When no library matches, ``available()`` is False and the callers keep
+their NumPy code; tests force that with ``disable()``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+_LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+           np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+
+# Signatures with the routine name as {}: I is the LAPACK integer type; each char argument
+# gets a hidden trailing length (gfortran's convention, harmless where unused).
+_SIGNATURES = {
+    "getrf": "void {}(I*, I*, void*, I*, void*, I*);",
+    "trsm": "void {}(char*, char*, char*, char*, I*, I*, void*, void*, I*, void*, I*, "
+            "size_t, size_t, size_t, size_t);",
+    "potrf": "void {}(char*, I*, void*, I*, I*, size_t);",
+    "geqrf": "void {}(I*, I*, void*, I*, void*, void*, I*, I*);",
+    "orgqr": "void {}(I*, I*, I*, void*, I*, void*, void*, I*, I*);",
+    "ormqr": "void {}(char*, char*, I*, I*, I*, void*, I*, void*, void*, I*, void*, I*, I*, "
+             "size_t, size_t);",
+    "gehrd": "void {}(I*, I*, I*, void*, I*, void*, void*, I*, I*);",
+    "sytrd": "void {}(char*, I*, void*, I*, void*, void*, void*, void*, I*, I*, size_t);",
+    "gtsv": "void {}(I*, I*, void*, void*, void*, void*, I*, I*);",
+    # real: jobvs, sort, select, n, a, lda, sdim, wr, wi, vs, ldvs, work, lwork, bwork, info
+    "gees_r": "void {}(char*, char*, void*, I*, void*, I*, I*, void*, void*, void*, I*, "
+              "void*, I*, void*, I*, size_t, size_t);",
+    # complex: jobvs, sort, select, n, a, lda, sdim, w, vs, ldvs, work, lwork, rwork, bwork,
+    # info
+    "gees_c": "void {}(char*, char*, void*, I*, void*, I*, I*, void*, void*, I*, void*, I*, "
+              "void*, void*, I*, size_t, size_t);",
+}
+
+
+def _routine_names(kind: str, letter: str) -> str:
+    """The LAPACK name of ``kind`` for a dtype letter (``orgqr`` is ``ungqr`` for complex)."""
+    cplx = letter in "cz"
+    base = {"orgqr": "ungqr" if cplx else "orgqr", "ormqr": "unmqr" if cplx else "ormqr",
+            "sytrd": "hetrd" if cplx else "sytrd", "gees_r": "gees", "gees_c": "gees"}
+    return letter + base.get(kind, kind)
+
+
+# (prefix, suffix, integer type): the naming conventions probed, most specific first.
+_CONVENTIONS = [("scipy_", "_64_", "int64_t"), ("scipy_", "64_", "int64_t"),
+                ("", "_64_", "int64_t"), ("", "64_", "int64_t"), ("", "_", "int32_t"),
+                ("", "", "int32_t")]
+
+
+class _Binding:
+    def __init__(self, ffi, lib, prefix, suffix, itype):
+        self.ffi, self.lib, self.itype = ffi, lib, itype
+        self.idtype = np.dtype(np.int64 if itype == "int64_t" else np.int32)
+        self.prefix, self.suffix = prefix, suffix
+        self.cache: dict = {}
+
+    def fn(self, kind: str, dtype: np.dtype):
+        key = (kind, dtype)
+        f = self.cache.get(key)
+        if f is None:
+            name = self.prefix + _routine_names(kind, _LETTER[np.dtype(dtype)]) + self.suffix
+            f = self.cache[key] = getattr(self.lib, name)
+        return f
+
+
+def _loaded_lapack_paths() -> list[str]:
+    import numpy.linalg._umath_linalg  # noqa: F401  (loads NumPy's LAPACK)
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                p = line.split()[-1]
+                low = os.path.basename(p).lower()
+                if ("blas" in low or "lapack" in low or "mkl" in low) and p not in paths:
+                    paths.append(p)
+    except OSError:  # not Linux: let the dynamic loader search the already-loaded images
+        pass
+    return paths + [None]  # None: dlopen(NULL), the symbols already in the process
+
+
+def _bind() -> _Binding | None:
+    try:
+        import cffi
+    except ImportError:
+        return None
+    for path in _loaded_lapack_paths():
+        for prefix, suffix, itype in _CONVENTIONS:
+            ffi = cffi.FFI()
+            decls = []
+            for kind, sig in _SIGNATURES.items():
+                for letter in "sdcz":
+                    if kind == "gees_r" and letter in "cz" or kind == "gees_c" and letter in "sd":
+                        continue
+                    name = prefix + _routine_names(kind, letter) + suffix
+                    decls.append(sig.replace("I*", itype + "*").format(name))
+            try:
+                ffi.cdef("\n".join(dict.fromkeys(decls)))
+                lib = ffi.dlopen(path)
+                binding = _Binding(ffi, lib, prefix, suffix, itype)
+                for kind in ("getrf", "trsm", "potrf"):
+                    binding.fn(kind, np.dtype(np.float64))
+            except (OSError, AttributeError, cffi.FFIError):
+                continue
+            if _self_test(binding):
+                return binding
+    return None
+
+
+def _self_test(b: _Binding) -> bool:
+    # A wrong integer width shows up as garbage: factor a known 2 x 2 matrix.
+    try:
+        a = np.array([[1., 3.], [2., 4.]])  # column-major [[1, 2], [3, 4]]
+        ipiv = np.zeros(2, b.idtype)
+        info = b.ffi.new(b.itype + "*")
+        n = b.ffi.new(b.itype + "*", 2)
+        b.fn("getrf", a.dtype)(n, n, b.ffi.from_buffer(a), n, b.ffi.from_buffer(ipiv), info)
+        return info[0] == 0 and list(ipiv) == [2, 2] and np.allclose(a, [[3., 1 / 3], [4., 2 / 3]])
+    except Exception:  # pragma: no cover - any failure means "do not use"
+        return False
+
+
+_LOCK = threading.Lock()
+_STATE: dict = {}
+
+
+def binding() -> _Binding | None:
+    if "b" not in _STATE:
+        with _LOCK:
+            if "b" not in _STATE:
+                _STATE["b"] = None if _STATE.get("disabled") else _bind()
+    return _STATE["b"]
+
+
+def available(dtype=None) -> bool:
+    """Whether the LAPACK kernels run (for ``dtype``, when given)."""
+    return binding() is not None and (dtype is None or np.dtype(dtype) in _LETTER)
+
+
+def disable(off: bool = True) -> None:
+    """Turns the binding off (the callers fall back to NumPy) or back on; for tests."""
+    _STATE.clear()
+    _STATE["disabled"] = off
+
+
+# ---------------------------------------------------------------- helpers
+
+
+class _Call:
+    """Per-call scratch: integer cells and pointers into a batch of matrices."""
+
+    def __init__(self, b: _Binding):
+        self.b = b
+        self.ffi = b.ffi
+
+    def i(self, v: int = 0):
+        return self.ffi.new(self.b.itype + "*", int(v))
+
+    def ptrs(self, arr: np.ndarray):
+        """Pointers to each matrix/vector of a C-contiguous stack ``arr`` (batch, ...)."""
+        base = self.ffi.cast("char*", self.ffi.from_buffer(arr))
+        step = arr.strides[0] if arr.ndim and arr.shape[0] > 1 else 0
+        return [base + k * step for k in range(arr.shape[0])]
+
+
+def _flat_t(x: np.ndarray) -> np.ndarray:
+    """A fresh stack (nb, n, m) whose matrices, read column-major, are ``x``'s (m, n)."""
+    return np.array(np.swapaxes(x.reshape((-1,) + x.shape[-2:]), -1, -2), order="C")
+
+
+def _back(f: np.ndarray, shape: tuple) -> np.ndarray:
+    """The inverse of ``_flat_t``: the C-ordered (..., m, n) array."""
+    return np.swapaxes(f, -1, -2).reshape(shape)
+
+
+def _lwork(c: _Call, query, dtype) -> tuple:
+    """Runs a workspace query (``query(work, lwork, info)``); returns (work, lwork cell)."""
+    w = np.zeros(1, dtype)
+    info = c.i()
+    query(c.ffi.from_buffer(w), c.i(-1), info)
+    n = max(1, int(np.real(w[0])))
+    return np.empty(n, dtype), c.i(n)
+
+
+# ---------------------------------------------------------------- kernels
+
+
+def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LU with partial pivoting: ``(lu, pivots)`` with 0-based int32 pivots. A singular
+    matrix gets its factorization with a zero pivot (``info > 0`` is not an error)."""
+    b = binding()
+    c = _Call(b)
+    m, n = x.shape[-2:]
+    f = _flat_t(x)
+    nb, k = f.shape[0], min(m, n)
+    ipiv = np.empty((nb, k), b.idtype)
+    fn = b.fn("getrf", x.dtype)
+    M, N, LD, info = c.i(m), c.i(n), c.i(max(1, m)), c.i()
+    for pa, pp in zip(c.ptrs(f), c.ptrs(ipiv)):
+        fn(M, N, pa, LD, pp, info)
+    pivots = ipiv.astype(np.int32)
+    pivots -= 1
+    return _back(f, x.shape), pivots.reshape(x.shape[:-2] + (k,))
+
+
+def trsm(a: np.ndarray, b_: np.ndarray, *, left_side: bool, lower: bool, transpose_a: bool,
+         conjugate_a: bool, unit_diagonal: bool) -> np.ndarray:
+    """Solves ``op(a) x = b`` (``left_side``) or ``x op(a) = b``; a and b share batch dims."""
+    b = binding()
+    c = _Call(b)
+    m, n = b_.shape[-2:]
+    k = a.shape[-1]
+    x = np.array(b_.reshape((-1, m, n)), order="C", copy=True)
+    at = a.reshape((-1, k, k))
+    # The C buffers read column-major are S = a^T and x^T; x^T op(a)^T = b^T (left side) or
+    # op(a)^T x^T = b^T, with op(a)^T = S (N), S^T (T) or S^H (C) in terms of S.
+    if conjugate_a and not transpose_a:
+        at = np.conj(at)
+    at = np.ascontiguousarray(at)
+    trans = (b"C" if conjugate_a else b"T") if transpose_a else b"N"
+    side = b"R" if left_side else b"L"
+    uplo = b"U" if lower else b"L"
+    diag = b"U" if unit_diagonal else b"N"
+    alpha = np.ones(1, x.dtype)
+    fn = b.fn("trsm", x.dtype)
+    M, N, LDA, LDB = c.i(n), c.i(m), c.i(max(1, k)), c.i(max(1, n))
+    pal = c.ffi.from_buffer(alpha)
+    for pa, px in zip(c.ptrs(at), c.ptrs(x)):
+        fn(side, uplo, trans, diag, M, N, pal, pa, LDA, px, LDB, 1, 1, 1, 1)
+    return x.reshape(b_.shape)
+
+
+_MASKS: dict = {}
+
+
+def _strict_upper(n: int) -> np.ndarray:
+    m = _MASKS.get(n)
+    if m is None:
+        m = _MASKS[n] = np.triu(np.ones((n, n), bool), 1)
+        if len(_MASKS) > 16:
+            _MASKS.pop(next(iter(_MASKS)))
+    return m
+
+
+def potrf(x: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor (reading x's lower triangle; zeros above the diagonal); a
+    matrix that is not positive definite gives all NaNs."""
+    b = binding()
+    c = _Call(b)
+    n = x.shape[-1]
+    # Column-major, the buffer is x^T: its upper triangle is x's lower one, and potrf's
+    # upper factor U (x^T = U^H U) read row-major is L = U^T with x = L L^H.
+    f = np.array(x.reshape((-1, n, n)), order="C", copy=True)
+    fn = b.fn("potrf", x.dtype)
+    N, info = c.i(n), c.i()
+    failed = []
+    for i, pa in enumerate(c.ptrs(f)):
+        fn(b"U", N, pa, N, info, 1)
+        if info[0] != 0:
+            failed.append(i)
+    np.copyto(f, 0, where=_strict_upper(n))
+    for i in failed:
+        f[i] = np.nan
+    return f.reshape(x.shape)
+
+
+def geqrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """QR in LAPACK's compact form: ``(a, taus)``."""
+    b = binding()
+    c = _Call(b)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    f = _flat_t(x)
+    taus = np.empty((f.shape[0], k), x.dtype)
+    fn = b.fn("geqrf", x.dtype)
+    M, N, LD, info = c.i(m), c.i(n), c.i(max(1, m)), c.i()
+    pa, pt = c.ptrs(f), c.ptrs(taus)
+    work, lw = _lwork(c, lambda w, l, i: fn(M, N, pa[0], LD, pt[0], w, l, i), x.dtype)
+    pw = c.ffi.from_buffer(work)
+    for a_, t_ in zip(pa, pt):
+        fn(M, N, a_, LD, t_, pw, lw, info)
+    return _back(f, x.shape), taus.reshape(x.shape[:-2] + (k,))
+
+
+def orgqr(a: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """The product of the Householder reflectors stored in ``a`` (m >= n) and ``taus``."""
+    b = binding()
+    c = _Call(b)
+    m, n = a.shape[-2:]
+    k = taus.shape[-1]
+    f = _flat_t(a)
+    t = np.ascontiguousarray(taus.reshape(-1, k))
+    fn = b.fn("orgqr", a.dtype)
+    M, N, K, LD, info = c.i(m), c.i(n), c.i(k), c.i(max(1, m)), c.i()
+    pa, pt = c.ptrs(f), c.ptrs(t)
+    work, lw = _lwork(c, lambda w, l, i: fn(M, N, K, pa[0], LD, pt[0], w, l, i), a.dtype)
+    pw = c.ffi.from_buffer(work)
+    for a_, t_ in zip(pa, pt):
+        fn(M, N, K, a_, LD, t_, pw, lw, info)
+    return _back(f, a.shape)
+
+
+def ormqr(a: np.ndarray, taus: np.ndarray, cm: np.ndarray, *, left: bool,
+          transpose: bool) -> np.ndarray:
+    """``Q c``, ``c Q`` or with ``Q^H`` (``transpose``), Q from the reflectors in a, taus."""
+    b = binding()
+    c = _Call(b)
+    m = a.shape[-2]
+    k = taus.shape[-1]
+    fa = _flat_t(a[..., :k] if a.shape[-1] > k else a)
+    t = np.ascontiguousarray(taus.reshape(-1, k))
+    fc = _flat_t(cm)
+    mc, nc = cm.shape[-2:]
+    fn = b.fn("ormqr", a.dtype)
+    side = b"L" if left else b"R"
+    trans = (b"C" if a.dtype.kind == "c" else b"T") if transpose else b"N"
+    M, N, K, LDA, LDC, info = c.i(mc), c.i(nc), c.i(k), c.i(max(1, m)), c.i(max(1, mc)), c.i()
+    pa, pt, pc = c.ptrs(fa), c.ptrs(t), c.ptrs(fc)
+    work, lw = _lwork(c, lambda w, l, i: fn(side, trans, M, N, K, pa[0], LDA, pt[0], pc[0],
+                                            LDC, w, l, i, 1, 1), a.dtype)
+    pw = c.ffi.from_buffer(work)
+    for a_, t_, c_ in zip(pa, pt, pc):
+        fn(side, trans, M, N, K, a_, LDA, t_, c_, LDC, pw, lw, info, 1, 1)
+    return _back(fc, cm.shape)
+
+
+def gehrd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hessenberg reduction: ``(a, taus)`` (n - 1 taus)."""
+    b = binding()
+    c = _Call(b)
+    n = x.shape[-1]
+    f = _flat_t(x)
+    taus = np.zeros((f.shape[0], max(n - 1, 1)), x.dtype)
+    fn = b.fn("gehrd", x.dtype)
+    N, ILO, IHI, info = c.i(n), c.i(1), c.i(n), c.i()
+    pa, pt = c.ptrs(f), c.ptrs(taus)
+    work, lw = _lwork(c, lambda w, l, i: fn(N, ILO, IHI, pa[0], N, pt[0], w, l, i), x.dtype)
+    pw = c.ffi.from_buffer(work)
+    for a_, t_ in zip(pa, pt):
+        fn(N, ILO, IHI, a_, N, t_, pw, lw, info)
+    return _back(f, x.shape), taus[:, :n - 1].reshape(x.shape[:-2] + (max(n - 1, 0),))
+
+
+def sytrd(x: np.ndarray, *, lower: bool) -> tuple:
+    """Tridiagonal reduction of Hermitian matrices: ``(a, d, e, taus)``."""
+    b = binding()
+    c = _Call(b)
+    n = x.shape[-1]
+    f = _flat_t(x)
+    nb = f.shape[0]
+    rdt = np.empty(0, x.dtype).real.dtype
+    d = np.empty((nb, n), rdt)
+    e = np.zeros((nb, max(n - 1, 1)), rdt)
+    taus = np.zeros((nb, max(n - 1, 1)), x.dtype)
+    fn = b.fn("sytrd", x.dtype)
+    uplo = b"L" if lower else b"U"
+    N, info = c.i(n), c.i()
+    pa, pd, pe, pt = c.ptrs(f), c.ptrs(d), c.ptrs(e), c.ptrs(taus)
+    work, lw = _lwork(c, lambda w, l, i: fn(uplo, N, pa[0], N, pd[0], pe[0], pt[0], w, l, i,
+                                            1), x.dtype)
+    pw = c.ffi.from_buffer(work)
+    for args in zip(pa, pd, pe, pt):
+        fn(uplo, N, args[0], N, args[1], args[2], args[3], pw, lw, info, 1)
+    batch = x.shape[:-2]
+    return (_back(f, x.shape), d.reshape(batch + (n,)),
+            e[:, :n - 1].reshape(batch + (n - 1,)), taus[:, :n - 1].reshape(batch + (n - 1,)))
+
+
+def gees(x: np.ndarray, compute_vectors: bool) -> list[np.ndarray]:
+    """Schur form ``[T]`` or ``[T, Q]`` (LAPACK's standardized 2 x 2 blocks for real x)."""
+    b = binding()
+    c = _Call(b)
+    n = x.shape[-1]
+    f = _flat_t(x)
+    nb = f.shape[0]
+    vs = np.empty_like(f) if compute_vectors else np.empty((1, 1, 1), x.dtype)
+    job = b"V" if compute_vectors else b"N"
+    N, LDV, sdim, info = c.i(n), c.i(n if compute_vectors else 1), c.i(), c.i()
+    pa, pv = c.ptrs(f), c.ptrs(vs)
+    pv = pv if compute_vectors else pv * nb
+    null = c.ffi.NULL
+    if x.dtype.kind == "c":
+        fn = b.fn("gees_c", x.dtype)
+        w = np.empty(n, x.dtype)
+        rwork = np.empty(n, w.real.dtype)
+        pwv, prw = c.ffi.from_buffer(w), c.ffi.from_buffer(rwork)
+        work, lw = _lwork(c, lambda wk, l, i: fn(job, b"N", null, N, pa[0], N, sdim, pwv,
+                                                 pv[0], LDV, wk, l, prw, null, i, 1, 1),
+                          x.dtype)
+        pw = c.ffi.from_buffer(work)
+        for a_, v_ in zip(pa, pv):
+            fn(job, b"N", null, N, a_, N, sdim, pwv, v_, LDV, pw, lw, prw, null, info, 1, 1)
+    else:
+        fn = b.fn("gees_r", x.dtype)
+        wr, wi = np.empty(n, x.dtype), np.empty(n, x.dtype)
+        pr, pi = c.ffi.from_buffer(wr), c.ffi.from_buffer(wi)
+        work, lw = _lwork(c, lambda wk, l, i: fn(job, b"N", null, N, pa[0], N, sdim, pr, pi,
+                                                 pv[0], LDV, wk, l, null, i, 1, 1), x.dtype)
+        pw = c.ffi.from_buffer(work)
+        for a_, v_ in zip(pa, pv):
+            fn(job, b"N", null, N, a_, N, sdim, pr, pi, v_, LDV, pw, lw, null, info, 1, 1)
+    out = [_back(f, x.shape)]
+    if compute_vectors:
+        out.append(_back(vs, x.shape))
+    return out
+
+
+def gtsv(dl: np.ndarray, d: np.ndarray, du: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solves tridiagonal systems (``dl[..., 0]``, ``du[..., -1]`` unused); a singular
+    system's solution is all NaN."""
+    b = binding()
+    c = _Call(b)
+    n = d.shape[-1]
+    k = rhs.shape[-1]
+    dd = np.array(d.reshape(-1, n), order="C", copy=True)
+    lo = np.array(dl.reshape(-1, n)[:, 1:], order="C")  # copies: gtsv overwrites them
+    up = np.array(du.reshape(-1, n)[:, :-1], order="C")
+    if n == 1:  # keep one element so that the pointers stay valid
+        lo, up = np.zeros((dd.shape[0], 1), d.dtype), np.zeros((dd.shape[0], 1), d.dtype)
+    f = _flat_t(rhs)
+    fn = b.fn("gtsv", d.dtype)
+    N, K, info = c.i(n), c.i(k), c.i()
+    for i, (pl, pd, pu, pb) in enumerate(zip(c.ptrs(lo), c.ptrs(dd), c.ptrs(up), c.ptrs(f))):
+        fn(N, K, pl, pd, pu, pb, N, info)
+        if info[0] != 0:
+            f[i] = np.nan
+    return _back(f, rhs.shape)
