@@ -510,6 +510,14 @@ def _dot_without_contraction(lhs_dims, rhs_dims, out_dims, dtype=F32, out=F32, *
     return build
 
 
+def _dot_of_splat(value, splat_dims, x_dims, out_dims, splat_first=True, dtype=F32, **dims):
+    def build(b):
+        c, x = bcast(b, value, dtype, splat_dims), _x(b, dtype, x_dims)
+        lhs, rhs = (c, x) if splat_first else (x, c)
+        return b.op("dot_general", lhs, rhs, shape=Shape(dtype, out_dims), **dims)
+    return build
+
+
 def _reduce_of_concatenate(reduce_dims, init=0.0, opcode="add", pieces=((1, 3), (2, 3), (1, 3))):
     def build(b):
         rb = Builder(b.module, b.module.new_name("region"))
@@ -712,6 +720,22 @@ ALGEBRAIC_CASES = {
         (3, 4), (3, 4), (3,), dtype=np.dtype("bfloat16"), out=np.dtype("bfloat16"),
         lhs_batching_dimensions=(0,), rhs_batching_dimensions=(0,),
         lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(1,)),
+    "dot_of_splat": _dot_of_splat(
+        1.0, (2, 4, 3), (2, 3, 5), (2, 4, 5), lhs_batching_dimensions=(0,),
+        rhs_batching_dimensions=(0,), lhs_contracting_dimensions=(2,),
+        rhs_contracting_dimensions=(1,)),
+    "dot_of_splat_scaled_rhs": _dot_of_splat(
+        0.25, (3, 6), (4, 3), (4, 6), splat_first=False, dtype=np.dtype(np.float64),
+        lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+        lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,)),
+    "dot_of_splat_batch_after_free": _dot_of_splat(
+        -1.0, (2, 4, 3), (5, 2, 3), (2, 4, 5), lhs_batching_dimensions=(0,),
+        rhs_batching_dimensions=(1,), lhs_contracting_dimensions=(2,),
+        rhs_contracting_dimensions=(2,)),
+    "keep_dot_of_infinite_splat": _dot_of_splat(
+        np.inf, (4, 3), (3, 5), (4, 5), lhs_batching_dimensions=(),
+        rhs_batching_dimensions=(), lhs_contracting_dimensions=(1,),
+        rhs_contracting_dimensions=(0,)),
     "reduce_of_concatenate": _reduce_of_concatenate((0,)),
     "reduce_of_concatenate_all_dims": _reduce_of_concatenate((0, 1), opcode="maximum",
                                                              init=-np.inf),
@@ -1492,6 +1516,63 @@ ALGEBRAIC_GOLDEN = {
           %Arg_0.5 = c64[2,3] parameter(0)
           %constant.6 = c64[] constant((0,0))
           ROOT %reduce_window.7 = c64[2,3] reduce_window(%Arg_0.5, %constant.6), base_dilations={1,1}, padding={{0,0},{2,0}}, window_dilations={1,1}, window_dimensions={1,3}, window_strides={1,1}, calls={%region.1}
+        }
+    """,
+    "dot_of_splat": """
+        %add_reducer.6 (Arg_0.7: f32[], Arg_1.8: f32[]) -> f32[] {
+          %Arg_0.7 = f32[] parameter(0)
+          %Arg_1.8 = f32[] parameter(1)
+          ROOT %add.9 = f32[] add(%Arg_0.7, %Arg_1.8)
+        }
+
+        ENTRY %main (Arg_0.3: f32[2,3,5]) -> f32[2,4,5] {
+          %Arg_0.3 = f32[2,3,5] parameter(0)
+          %constant.5 = f32[] constant(0)
+          %reduce.10 = f32[2,5] reduce(%Arg_0.3, %constant.5), dimensions={1}, calls={%add_reducer.6}
+          ROOT %broadcast_in_dim.11 = f32[2,4,5] broadcast_in_dim(%reduce.10), broadcast_dimensions={0,2}
+        }
+    """,
+    "dot_of_splat_scaled_rhs": """
+        %add_reducer.6 (Arg_0.7: f64[], Arg_1.8: f64[]) -> f64[] {
+          %Arg_0.7 = f64[] parameter(0)
+          %Arg_1.8 = f64[] parameter(1)
+          ROOT %add.9 = f64[] add(%Arg_0.7, %Arg_1.8)
+        }
+
+        ENTRY %main (Arg_0.3: f64[4,3]) -> f64[4,6] {
+          %Arg_0.3 = f64[4,3] parameter(0)
+          %constant.5 = f64[] constant(0)
+          %reduce.10 = f64[4] reduce(%Arg_0.3, %constant.5), dimensions={1}, calls={%add_reducer.6}
+          %constant.11 = f64[] constant(0.25)
+          %broadcast_in_dim.12 = f64[4] broadcast_in_dim(%constant.11), broadcast_dimensions={}
+          %multiply.13 = f64[4] multiply(%reduce.10, %broadcast_in_dim.12)
+          ROOT %broadcast_in_dim.14 = f64[4,6] broadcast_in_dim(%multiply.13), broadcast_dimensions={0}
+        }
+    """,
+    "dot_of_splat_batch_after_free": """
+        %add_reducer.6 (Arg_0.7: f32[], Arg_1.8: f32[]) -> f32[] {
+          %Arg_0.7 = f32[] parameter(0)
+          %Arg_1.8 = f32[] parameter(1)
+          ROOT %add.9 = f32[] add(%Arg_0.7, %Arg_1.8)
+        }
+
+        ENTRY %main (Arg_0.3: f32[5,2,3]) -> f32[2,4,5] {
+          %Arg_0.3 = f32[5,2,3] parameter(0)
+          %constant.5 = f32[] constant(0)
+          %reduce.10 = f32[5,2] reduce(%Arg_0.3, %constant.5), dimensions={2}, calls={%add_reducer.6}
+          %constant.11 = f32[] constant(-1)
+          %broadcast_in_dim.12 = f32[5,2] broadcast_in_dim(%constant.11), broadcast_dimensions={}
+          %multiply.13 = f32[5,2] multiply(%reduce.10, %broadcast_in_dim.12)
+          %transpose.14 = f32[2,5] transpose(%multiply.13), permutation={1,0}
+          ROOT %broadcast_in_dim.15 = f32[2,4,5] broadcast_in_dim(%transpose.14), broadcast_dimensions={0,2}
+        }
+    """,
+    "keep_dot_of_infinite_splat": """
+        ENTRY %main (Arg_0.3: f32[3,5]) -> f32[4,5] {
+          %Arg_0.3 = f32[3,5] parameter(0)
+          %constant.1 = f32[] constant(inf)
+          %broadcast_in_dim.2 = f32[4,3] broadcast_in_dim(%constant.1), broadcast_dimensions={}
+          ROOT %dot_general.4 = f32[4,5] dot_general(%broadcast_in_dim.2, %Arg_0.3), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
         }
     """,
     "keep_add_one": """

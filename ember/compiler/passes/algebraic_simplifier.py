@@ -24,7 +24,7 @@ reduction's combinations (which HLO leaves unspecified), and so is
 ``complex_sum_as_parts`` (and ``complex_window_sum_as_parts``), which sum a complex array's
 real and imaginary parts as two float reductions (scans), and
 ``dot_without_free_dims``, which sums a batch of dot products as a reduce (in its order, not
-BLAS's).
+BLAS's), and ``dot_of_splat``, which sums the other operand of a dot with a constant one.
 
 To add a rule, append a ``Rewrite`` to ``REWRITES`` and a case of the same name to the
 pattern table of ``tests/compiler/test_passes.py``.
@@ -444,6 +444,58 @@ def _dot_as_reduce(m: Match) -> Instruction:
                   dimensions=tuple(range(nb, product.shape.rank)))
 
 
+def _splat_side(dot: Instruction) -> int | None:
+    """Which operand (0 or 1) of a float ``dot_general`` holds one finite value in every
+    element (``splat_value``), when the other has the dot's type and something is summed;
+    None otherwise."""
+    if dot.dtype.kind != "f" or dot.dtype.itemsize < 4 or not _sums_something(dot):
+        return None
+    for side, (operand, _, _) in enumerate(_dot_sides(dot)):
+        value = splat_value(operand)
+        other = dot.operands[1 - side]
+        if value is not None and np.isfinite(value) and other.dtype == dot.dtype:
+            return side
+    return None
+
+
+def _sums_something(dot: Instruction) -> bool:
+    lhs = dot.operands[0]
+    return math.prod(lhs.dims[d] for d in dot.attrs["lhs_contracting_dimensions"]) > 1
+
+
+def _dot_of_splat(m: Match) -> Instruction | None:
+    """A ``dot_general`` one of whose operands is a constant ``c`` everywhere (the ones
+    cotangent of ``grad(lambda x: f(x).sum())`` meeting a matmul) as ``c`` times the other
+    operand summed over its contracting dims, broadcast over the constant's free dims: one
+    pass over the other operand instead of a matrix product. Inexact like
+    ``dot_without_free_dims`` (the sum's order is not BLAS's; ``c`` multiplies the sum, not
+    each term)."""
+    dot = m.inst
+    side = _splat_side(dot)
+    if side is None:
+        return None
+    c = splat_value(dot.operands[side])
+    x, batch, contracting = _dot_sides(dot)[1 - side]
+    rest = [d for d in range(x.shape.rank) if d not in contracting]
+    free = [d for d in rest if d not in batch]
+    lhs, lhs_batch, lhs_contracting = _dot_sides(dot)[0]
+    # Where each kept dim of ``x`` lands in the output: (batch..., lhs free..., rhs free...).
+    free_start = len(batch) + (0 if side == 1 else
+                               lhs.shape.rank - len(lhs_batch) - len(lhs_contracting))
+    where = [list(batch).index(d) if d in batch else free_start + free.index(d) for d in rest]
+    kept = Shape(dot.dtype, [x.dims[d] for d in rest])
+    summed = m.emit("reduce", [x, m.splat(0, Shape(dot.dtype, ()))], kept,
+                    calls=(_add_reducer(m, dot.dtype),), dimensions=tuple(contracting))
+    if c != 1:
+        summed = m.emit("multiply", [summed, m.splat(c, kept)], kept)
+    order = tuple(sorted(range(len(where)), key=where.__getitem__))
+    if order != tuple(range(len(order))):
+        summed = m.emit("transpose", [summed], Shape(dot.dtype, [kept.dims[i] for i in order]),
+                        permutation=order)
+    return m.emit("broadcast_in_dim", [summed], dot.shape,
+                  broadcast_dimensions=tuple(sorted(where)))
+
+
 def _add_reducer(m: Match, dtype: np.dtype) -> Computation:
     """A new reducer computation ``add(p0, p1)`` on scalars of ``dtype``."""
     body = Builder(m.module, m.module.new_name("add_reducer"))
@@ -790,6 +842,8 @@ REWRITES: tuple[Rewrite, ...] = (
             _dot_as_multiply),
     Rewrite("dot_without_free_dims", Op("dot_general", where=_no_free_dims), _dot_as_reduce,
             exact=False),
+    Rewrite("dot_of_splat", Op("dot_general", where=lambda d: _splat_side(d) is not None),
+            _dot_of_splat, exact=False),
     Rewrite("complex_sum_as_parts", Op("reduce", Any("x"), Any("init")),
             _complex_sum_as_parts, exact=False),
     Rewrite("complex_window_sum_as_parts", Op("reduce_window", Any("x"), Any("init")),
