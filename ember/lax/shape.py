@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,11 +25,21 @@ def hlo_shape(aval: Any) -> Shape:
 # ---------------------------------------------------------------- broadcast_in_dim
 
 
+# Eager broadcasts to at most this many elements are copied: ``np.broadcast_to`` costs ~4 µs
+# a call, a small copy ~0.5 µs (eager ``random.normal(key, (100,))`` makes seven).
+_COPIED_BROADCAST_MAX = 1 << 12
+
+
 def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
     for src, dst in enumerate(broadcast_dimensions):
         expanded[dst] = x.shape[src]
-    return np.broadcast_to(np.reshape(x, expanded), shape)
+    x = np.reshape(x, expanded)
+    if math.prod(shape) <= _COPIED_BROADCAST_MAX:
+        out = np.empty(shape, x.dtype)
+        np.copyto(out, x)
+        return out
+    return np.broadcast_to(x, shape)
 
 
 def _broadcast_in_dim_shape(x, *, shape, broadcast_dimensions):
