@@ -167,6 +167,9 @@ def test_decompositions_match_jax(jax64, dtype):
         for tr in (False, True):
             pairs.append(([el.ormqr(h, t, c, left=left, transpose=tr)],
                           [jl.ormqr(h, t, c, left=left, transpose=tr)]))
+    for x in (tall, np.swapaxes(tall, -1, -2)):
+        for full in (True, False):
+            pairs.append((el.qr(x, full_matrices=full), jl.qr(x, full_matrices=full)))
     for got, want in pairs:
         assert len(got) == len(want)
         for g, w in zip(got, want):
@@ -239,3 +242,23 @@ def test_numpy_fallback_agrees(x64, dtype):
             np.testing.assert_array_equal(g, w)
         else:
             _close(g, w, dtype)
+
+
+@needs_lapack
+def test_small_problems_run_on_the_calling_thread_and_restore_its_setting():
+    set_threads = _lapack.binding().set_local_threads
+    if set_threads is None:
+        pytest.skip("the library has no per-thread thread count")
+    seen = []
+    previous = set_threads(3)
+    try:
+        with _lapack.single_threaded(np.zeros((4, 4))):
+            seen.append(set_threads(1))  # inside: one thread
+        el.lu(_mat((8, 8), np.float32))
+        el.eigh(_mat((8, 8), np.float32))
+        big = np.zeros((2, _lapack.SINGLE_THREAD_MAX_DIM + 1), np.float32)
+        with _lapack.single_threaded(big):  # too large: left alone
+            seen.append(set_threads(3))
+    finally:
+        seen.append(set_threads(previous))
+    assert seen == [1, 3, 3]

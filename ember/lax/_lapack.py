@@ -15,6 +15,8 @@ their NumPy code; tests force that with ``disable()``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
 
@@ -67,6 +69,15 @@ class _Binding:
         self.idtype = np.dtype(np.int64 if itype == "int64_t" else np.int32)
         self.prefix, self.suffix = prefix, suffix
         self.cache: dict = {}
+        self.set_local_threads = None  # OpenBLAS's per-thread thread count, where it has one
+
+    def bind_thread_control(self, ffi_module) -> None:
+        ffi = ffi_module.FFI()
+        ffi.cdef("int openblas_set_num_threads_local(int);")
+        try:
+            self.set_local_threads = ffi.dlopen(self.path).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            self.set_local_threads = None
 
     def fn(self, kind: str, dtype: np.dtype):
         key = (kind, dtype)
@@ -111,11 +122,13 @@ def _bind() -> _Binding | None:
                 ffi.cdef("\n".join(dict.fromkeys(decls)))
                 lib = ffi.dlopen(path)
                 binding = _Binding(ffi, lib, prefix, suffix, itype)
+                binding.path = path
                 for kind in ("getrf", "trsm", "potrf"):
                     binding.fn(kind, np.dtype(np.float64))
             except (OSError, AttributeError, cffi.FFIError):
                 continue
             if _self_test(binding):
+                binding.bind_thread_control(cffi)
                 return binding
     return None
 
@@ -154,6 +167,40 @@ def disable(off: bool = True) -> None:
     """Turns the binding off (the callers fall back to NumPy) or back on; for tests."""
     _STATE.clear()
     _STATE["disabled"] = off
+
+
+# ---------------------------------------------------------------- threads
+
+# Up to this size LAPACK runs on the calling thread: OpenBLAS's threads gain little on these
+# matrices and, busy-waiting, lose badly when the cores are shared (a 512 x 512 getrf took
+# 1.7 ms on one thread against 2-230 ms on two on a loaded 2-core machine).
+SINGLE_THREAD_MAX_DIM = 1024
+
+
+@contextlib.contextmanager
+def single_threaded(*arrays: np.ndarray):
+    """Runs the LAPACK calls inside (ours or NumPy's) on the calling thread when the
+    matrices of ``arrays`` are at most ``SINGLE_THREAD_MAX_DIM`` on a side."""
+    b = binding()
+    fn = b.set_local_threads if b is not None else None
+    if fn is None or max((max(a.shape[-2:], default=0) for a in arrays), default=0) > \
+            SINGLE_THREAD_MAX_DIM:
+        yield
+        return
+    previous = fn(1)
+    try:
+        yield
+    finally:
+        fn(previous)
+
+
+def threads_kernel(f):
+    """A kernel run under ``single_threaded`` for its array arguments."""
+    @functools.wraps(f)
+    def run(*args, **kw):
+        with single_threaded(*(a for a in args if isinstance(a, np.ndarray) and a.ndim >= 2)):
+            return f(*args, **kw)
+    return run
 
 
 # ---------------------------------------------------------------- helpers
@@ -198,6 +245,7 @@ def _lwork(c: _Call, query, dtype) -> tuple:
 # ---------------------------------------------------------------- kernels
 
 
+@threads_kernel
 def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """LU with partial pivoting: ``(lu, pivots)`` with 0-based int32 pivots. A singular
     matrix gets its factorization with a zero pivot (``info > 0`` is not an error)."""
@@ -216,6 +264,7 @@ def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _back(f, x.shape), pivots.reshape(x.shape[:-2] + (k,))
 
 
+@threads_kernel
 def trsm(a: np.ndarray, b_: np.ndarray, *, left_side: bool, lower: bool, transpose_a: bool,
          conjugate_a: bool, unit_diagonal: bool) -> np.ndarray:
     """Solves ``op(a) x = b`` (``left_side``) or ``x op(a) = b``; a and b share batch dims."""
@@ -255,6 +304,7 @@ def _strict_upper(n: int) -> np.ndarray:
     return m
 
 
+@threads_kernel
 def potrf(x: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor (reading x's lower triangle; zeros above the diagonal); a
     matrix that is not positive definite gives all NaNs."""
@@ -277,6 +327,7 @@ def potrf(x: np.ndarray) -> np.ndarray:
     return f.reshape(x.shape)
 
 
+@threads_kernel
 def geqrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """QR in LAPACK's compact form: ``(a, taus)``."""
     b = binding()
@@ -295,6 +346,7 @@ def geqrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _back(f, x.shape), taus.reshape(x.shape[:-2] + (k,))
 
 
+@threads_kernel
 def orgqr(a: np.ndarray, taus: np.ndarray) -> np.ndarray:
     """The product of the Householder reflectors stored in ``a`` (m >= n) and ``taus``."""
     b = binding()
@@ -313,6 +365,7 @@ def orgqr(a: np.ndarray, taus: np.ndarray) -> np.ndarray:
     return _back(f, a.shape)
 
 
+@threads_kernel
 def ormqr(a: np.ndarray, taus: np.ndarray, cm: np.ndarray, *, left: bool,
           transpose: bool) -> np.ndarray:
     """``Q c``, ``c Q`` or with ``Q^H`` (``transpose``), Q from the reflectors in a, taus."""
@@ -337,6 +390,7 @@ def ormqr(a: np.ndarray, taus: np.ndarray, cm: np.ndarray, *, left: bool,
     return _back(fc, cm.shape)
 
 
+@threads_kernel
 def gehrd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Hessenberg reduction: ``(a, taus)`` (n - 1 taus)."""
     b = binding()
@@ -354,6 +408,7 @@ def gehrd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _back(f, x.shape), taus[:, :n - 1].reshape(x.shape[:-2] + (max(n - 1, 0),))
 
 
+@threads_kernel
 def sytrd(x: np.ndarray, *, lower: bool) -> tuple:
     """Tridiagonal reduction of Hermitian matrices: ``(a, d, e, taus)``."""
     b = binding()
@@ -379,6 +434,7 @@ def sytrd(x: np.ndarray, *, lower: bool) -> tuple:
             e[:, :n - 1].reshape(batch + (n - 1,)), taus[:, :n - 1].reshape(batch + (n - 1,)))
 
 
+@threads_kernel
 def gees(x: np.ndarray, compute_vectors: bool) -> list[np.ndarray]:
     """Schur form ``[T]`` or ``[T, Q]`` (LAPACK's standardized 2 x 2 blocks for real x)."""
     b = binding()
@@ -418,6 +474,7 @@ def gees(x: np.ndarray, compute_vectors: bool) -> list[np.ndarray]:
     return out
 
 
+@threads_kernel
 def gtsv(dl: np.ndarray, d: np.ndarray, du: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Solves tridiagonal systems (``dl[..., 0]``, ``du[..., -1]`` unused); a singular
     system's solution is all NaN."""

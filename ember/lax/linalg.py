@@ -433,8 +433,19 @@ def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
 
 
 def _qr_impl(x, *, pivoting, full_matrices, use_magma):
-    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
-    return [q, r]
+    if not _lapack.available(x.dtype):
+        q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+        return [q, r]
+    # geqrf, then orgqr on the reflectors (padded to m columns for a full, tall Q).
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    a, taus = _lapack.geqrf(x)
+    r = np.triu(a if full_matrices else a[..., :k, :])
+    if full_matrices and m > n:
+        qa = np.concatenate([a, np.zeros(a.shape[:-1] + (m - n,), a.dtype)], -1)
+    else:
+        qa = a[..., :k]
+    return [_lapack.orgqr(qa, taus), r]
 
 
 def _qr_abstract_eval(x, *, pivoting, full_matrices, use_magma):
@@ -506,6 +517,7 @@ def _subset(subset_by_index, k):
     return lo, hi
 
 
+@_lapack.threads_kernel
 def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     k = min(x.shape[-2:])
     lo, hi = _subset(subset_by_index, k)
@@ -610,6 +622,7 @@ def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
 # ---------------------------------------------------------------- eigh
 
 
+@_lapack.threads_kernel
 def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
     w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
     if subset_by_index is not None:
@@ -690,6 +703,7 @@ def _normalize_columns(v):
     return v * (np.conj(big) / np.abs(big))
 
 
+@_lapack.threads_kernel
 def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
               enable_eigvec_derivs, implementation):
     w, vr = np.linalg.eig(x)
