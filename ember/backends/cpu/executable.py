@@ -433,12 +433,9 @@ class CpuExecutable:
             elif t is CopyPlan or t is UpdatePlan:
                 out.append((step, None))
             elif t is WhilePlan:
-                # (A loop with big kernels loops here, where they can use the threads.)
-                loop = None
-                if step.loop is not None and step.work < PARALLEL_MIN_WORK:
-                    loop = _ffi.cast("void(*)(char*)", lib.address(step.loop))
                 out.append((step, (CpuExecutable._prepare(step.cond, lib),
-                                   CpuExecutable._prepare(step.body, lib), loop)))
+                                   CpuExecutable._prepare(step.body, lib),
+                                   _native_loop(step, lib))))
             elif t is CasePlan:
                 out.append((step, [CpuExecutable._prepare(b, lib) for b in step.branches]))
             elif step.inst.opcode in ("fusion", "call"):
@@ -703,12 +700,25 @@ class CpuExecutable:
                     start = int(self._array(ref, args, outs, arena, values))
                     start = min(max(start, 0), dim - size)
                     window.append(slice(start, start + size))
-                dst[tuple(window)] = self._array(step.update, args, outs, arena, values)
+                update = self._array(step.update, args, outs, arena, values)
+                # (an update may name a loop state's buffer in another shape)
+                dst[tuple(window)] = update.reshape(step.update.dims)
             elif t is WhilePlan:
                 cond, body, loop = plan
                 if loop is not None:
-                    loop(arena_ptr if arena_ptr is not None else _ffi.NULL)
-                    continue
+                    fn, threaded, tables = loop
+                    run, tasks = _ffi.NULL, 0
+                    runtime = parallel_runtime.ready() if threaded else None
+                    if runtime is not None:
+                        run = _ffi.cast("char*", runtime.run)
+                        tasks = runtime.size * TASKS_PER_THREAD
+                    if runtime is not None or not threaded:
+                        p = o = _ffi.NULL
+                        if tables:
+                            p = _ffi.new("char*[]", [_fb(a) for a in args])
+                            o = _ffi.new("char*[]", [_fb(a) for a in outs])
+                        fn(arena_ptr if arena_ptr is not None else _ffi.NULL, p, o, run, tasks)
+                        continue
                 pred = step.pred
                 while True:
                     self._run(cond, args, outs, arena, arena_ptr, values)
@@ -833,6 +843,37 @@ class CpuExecutable:
                 outs[ref.index] = _contiguous(np.broadcast_to(value, ref.dims))
             else:
                 values[ref.index] = np.broadcast_to(value, ref.dims)
+
+
+def _plan_refs(step) -> list:
+    """The buffers a step of a native loop names (its nested steps' not included)."""
+    t = type(step)
+    if t is KernelPlan:
+        return [*step.inputs, *step.outputs]
+    if t is CopyPlan:
+        return [step.src, step.dst]
+    if t is UpdatePlan:
+        return [step.update, step.dst, *step.starts]
+    return [step.pred] if t is WhilePlan else [step.index]
+
+
+def _native_loop(step: WhilePlan, lib):
+    """``(function, threaded, tables)`` running a while loop whole in native code
+    (``program._emit_loop``), or None where it loops in Python. A loop with kernels of
+    ``PARALLEL_MIN_WORK`` elements or more is *threaded*: they run on the parallel runtime
+    (the loop runs in Python while the runtime is not ready), unless a reduction in it
+    writes partial results (combined in Python, so the loop stays here). ``tables``:
+    whether the loop reads the program's parameters or outputs."""
+    if step.loop is None:
+        return None
+    inner = list(nested_steps(step.cond + step.body))
+    threaded = step.work >= PARALLEL_MIN_WORK
+    if threaded and any(type(s) is KernelPlan and s.partial_reducers
+                        and len(partial_ranges(s.extent, s.work)) > 1 for s in inner):
+        return None
+    tables = any(r.kind in ("param", "output") for s in inner for r in _plan_refs(s))
+    fn = _ffi.cast("void(*)(char*, char**, char**, char*, long)", lib.address(step.loop))
+    return fn, threaded, tables
 
 
 def _flatten(value) -> list:

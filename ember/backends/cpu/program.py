@@ -42,6 +42,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
+from ember.backends.cpu.executable import PARALLEL_MIN_WORK
 from ember.backends.cpu.kernel_gen import (
     I8P,
     SMALL_DOT_K,
@@ -86,6 +87,9 @@ class KernelStep:
     info: KernelInfo
     inputs: list[BufferRef]
     outputs: list[BufferRef]
+    # Inputs read only at the element written (``_same_index_params``): the kernel may
+    # write over them.
+    same_index: frozenset = frozenset()
 
 
 @dataclass
@@ -351,11 +355,13 @@ class ProgramBuilder:
                        has_entry, self.n_values, self.entry_name, self.short_row_kernels)
 
     def _plan(self, comp: Computation, param_refs: list[list[BufferRef]],
-              output_of: dict, in_place: frozenset[int] = frozenset()) -> list:
+              output_of: dict, in_place: frozenset[int] = frozenset(),
+              views: frozenset[int] = frozenset()) -> list:
         """The steps running ``comp`` whose parameters live in ``param_refs`` (the leaves of
         each); its temporaries take a new region of the arena. Leaves ``self.refs`` naming
         the buffers of ``comp``'s instructions (its root's among them). The
-        ``dynamic_update_slice`` ops in ``in_place`` (ids) write their operand's buffer."""
+        ``dynamic_update_slice`` ops in ``in_place`` (ids) write their operand's buffer;
+        the reshapes in ``views`` (ids) name their operand's buffer."""
         assignment = assign_buffers(comp)
         offsets = self._layout(assignment, self.arena_end)
         self.arena_end = offsets["end"]
@@ -377,7 +383,12 @@ class ProgramBuilder:
                 self.refs[id(inst)] = self._gte_refs(inst)
                 continue
             if op in CONTROL_FLOW:
-                steps.extend(self._control_flow(inst, assignment, offsets, output_of))
+                steps.extend(self._control_flow(inst, assignment, offsets, output_of, comp,
+                                                steps))
+                continue
+            if id(inst) in views:
+                (src,) = self.refs[id(inst.operands[0])]
+                self.refs[id(inst)] = [BufferRef(src.kind, src.index, src.dtype, inst.dims)]
                 continue
             if id(inst) in in_place:
                 (dst,) = self.refs[id(inst.operands[0])]
@@ -391,32 +402,33 @@ class ProgramBuilder:
 
     # ------------------------------------------------------------------ control flow
 
-    def _control_flow(self, inst, assignment, offsets, output_of) -> list:
+    def _control_flow(self, inst, assignment, offsets, output_of, comp, prior) -> list:
         """The steps of a ``while``, ``case`` or ``call``; its results land in the buffers
         the enclosing computation's assignment gave it."""
         outs = self._result_refs(inst, assignment, offsets, output_of)
         operands = [self.refs[id(o)] for o in inst.operands]
         if inst.opcode == "while":
-            state = [[self._scratch(r) for r in refs] for refs in operands]
-            flat = [r for refs in state for r in refs]
-            steps = [CopyStep(s, d) for refs, new in zip(operands, state)
-                     for s, d in zip(refs, new)]
             cond_comp, body_comp = inst.calls
+            state, steps, after = self._loop_state(inst, operands, outs, comp, prior)
+            flat = [r for refs in state for r in refs]
             # (The body's region may reuse the condition's: the pred is read in between.)
             base = self.arena_end
             self.loop_depth += 1
             cond = self._plan(cond_comp, state, {})
             pred = self.refs[id(cond_comp.root)][0]
             cond_end, self.arena_end = self.arena_end, base
-            body = self._plan(body_comp, state, {}, _in_place_updates(body_comp))
+            in_place = _in_place_updates(body_comp)
+            body = self._plan(body_comp, state, {}, in_place,
+                              _update_views(body_comp, in_place))
             self.loop_depth -= 1
-            body += self._state_update(self.refs[id(body_comp.root)], flat)
+            results = _write_results_in_place(body, list(self.refs[id(body_comp.root)]), flat)
+            body += self._state_update(results, flat)
             self.arena_end = max(self.arena_end, cond_end)
             loop = None
             if pred.kind != "value" and all(is_native(s) for s in cond + body):
                 loop = self._emit_loop(cond, pred, body)
             steps.append(WhileStep(cond, pred, body, loop))
-            steps += [CopyStep(s, d) for s, d in zip(flat, outs)]
+            steps += after
         else:
             branches = []
             base = end = self.arena_end  # (one branch runs: their regions overlap)
@@ -432,6 +444,46 @@ class ProgramBuilder:
         self.refs[id(inst)] = outs
         return steps
 
+    def _loop_state(self, inst, operands, outs, comp, prior) -> tuple[list, list, list]:
+        """The buffers holding a while's state (the leaves of each operand), the copies into
+        them before the loop and the copies out of them after it. An element the body passes
+        on unchanged stays in its operand's buffer, which the loop only reads, and is copied
+        out only when the while's result is read; an element the loop changes lives in the
+        while's result buffer when that overlaps no operand (no copy after the loop), else
+        in a buffer of its own, and the kernel computing its initial value (in ``prior``,
+        the steps so far) writes it there when nothing else reads that value."""
+        root, params = inst.calls[1].root, {p.attrs["index"]: p for p in inst.calls[1].parameters}
+        used = _used_results(inst, comp)
+        flat = [r for refs in operands for r in refs]
+        # (A library value may be a view of an arena buffer whose memory the results reuse.)
+        own_results = all(r.kind != "value" for r in flat)
+        taken = list(flat)
+        state, before, after, pos = [], [], [], 0
+        for j, refs in enumerate(operands):
+            results, pos = outs[pos:pos + len(refs)], pos + len(refs)
+            if (root.opcode == "tuple" and j < len(root.operands)
+                    and root.operands[j] is params.get(j)
+                    and all(r.kind in ("param", "const", "temp", "output") for r in refs)):
+                state.append(list(refs))
+                if used is None or j in used:
+                    after += [CopyStep(s, d) for s, d in zip(refs, results) if s != d]
+                continue
+            new = []
+            for ref, out in zip(refs, results):
+                if own_results and out.kind in ("temp", "output") and not any(
+                        _overlaps(out, t) for t in taken):
+                    dst = out
+                else:
+                    dst = self._scratch(ref)
+                    after.append(CopyStep(dst, out))
+                taken.append(dst)
+                new.append(dst)
+                if not (len(refs) == 1 and _only_user(inst.operands[j], inst, comp)
+                        and _write_into(prior, ref, dst)):
+                    before.append(CopyStep(ref, dst))
+            state.append(new)
+        return state, before, after
+
     def _scratch(self, like: BufferRef) -> BufferRef:
         """A new arena buffer of ``like``'s dtype and dims."""
         offset = self.arena_end
@@ -444,12 +496,11 @@ class ProgramBuilder:
         buffer (the body passing a state element on, maybe to another slot: a swap) or a
         library value (which may be a view of one) is first copied aside, so no copy
         overwrites a state buffer that a later copy still reads."""
-        state_offsets = {r.index for r in state}
         aside, copies = [], []
         for src, dst in zip(results, state):
             if src == dst:
                 continue
-            if src.kind == "value" or src.kind == "temp" and src.index in state_offsets:
+            if src.kind == "value" or any(_overlaps(src, s) for s in state):
                 tmp = self._scratch(src)
                 aside.append(CopyStep(src, tmp))
                 src = tmp
@@ -518,7 +569,9 @@ class ProgramBuilder:
             if None not in infos and all(len(r) == 1 for r in inputs):
                 outs = self._result_refs(inst, assignment, offsets, output_of)
                 self.refs[id(inst)] = outs
-                return [KernelStep(info, [r[0] for r in inputs], outs) for info in infos]
+                same = _same_index_params(fused) if self.loop_depth and len(infos) == 1 \
+                    else frozenset()
+                return [KernelStep(info, [r[0] for r in inputs], outs, same) for info in infos]
         if inst.opcode == "dot_general" and self.loop_depth and all(len(r) == 1 for r in inputs):
             fused = _loop_dot_computation(inst)
             info = self._try_kernel(fused) if fused is not None else None
@@ -574,28 +627,44 @@ class ProgramBuilder:
             if ref.kind == "output":
                 return args[n_params + ref.index]
             return self._arena_pointer(b, ref, args[-1])
-        self._emit_steps(b, steps, pointer, args[-1])
+        # (the tables of parameters and outputs a loop function takes)
+        tables = []
+        for first, n in ((0, n_params), (n_params, n_outputs)):
+            at = ir.IRBuilder(entry)
+            at.position_at_start(entry)
+            table = at.alloca(ir.ArrayType(I8P, max(n, 1)))
+            for k in range(n):
+                b.store(args[first + k], b.gep(table, [_i32(0), _i32(k)]))
+            tables.append(b.bitcast(table, I8P.as_pointer()))
+        loop_args = [args[-1], *tables, ir.Constant(I8P, None), _i64(0)]
+        self._emit_steps(b, steps, pointer, loop_args)
         b.ret_void()
 
     def _emit_loop(self, cond: list, pred: BufferRef, body: list) -> str:
-        """``void loop_N(i8* arena)``: runs a while loop whose buffers are all in the arena
-        (or constants)."""
+        """``void loop_N(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks)``: runs a
+        while loop. ``params`` and ``outputs`` hold the program's parameter and output
+        buffers. ``run``, when not null, is the parallel runtime's ``ember_rt_run``: kernels
+        of at least ``PARALLEL_MIN_WORK`` elements then run as up to ``tasks`` tasks on its
+        threads, without leaving native code (which results never depend on)."""
         name = f"{self.prefix}_loop_{self.loop_count}"
         self.loop_count += 1
-        fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), [I8P]), name)
-        arena = fn.args[0]
+        fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), _LOOP_ARGS), name)
+        arena, params, outputs = fn.args[:3]
         blocks = [fn.append_basic_block(n) for n in ("entry", "cond", "body", "done")]
         entry, test, loop, done = blocks
         ir.IRBuilder(entry).branch(test)
         b = ir.IRBuilder(test)
 
         def pointer(b, ref):
+            if ref.kind in ("param", "output"):
+                table = params if ref.kind == "param" else outputs
+                return b.load(b.gep(table, [_i64(ref.index)]))
             return self._arena_pointer(b, ref, arena)
-        self._emit_steps(b, cond, pointer, arena)
+        self._emit_steps(b, cond, pointer, list(fn.args), threaded=True)
         flag = b.load(pointer(b, pred))
         b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(S.I8, 0)), loop, done)
         b.position_at_end(loop)
-        self._emit_steps(b, body, pointer, arena)
+        self._emit_steps(b, body, pointer, list(fn.args), threaded=True)
         b.branch(test)
         b.position_at_end(done)
         b.ret_void()
@@ -607,10 +676,13 @@ class ProgramBuilder:
         assert ref.kind == "temp", ref
         return b.gep(arena, [ir.Constant(S.I64, ref.index)])
 
-    def _emit_steps(self, b: ir.IRBuilder, steps: list, pointer, arena) -> None:
+    def _emit_steps(self, b: ir.IRBuilder, steps: list, pointer, loop_args: list,
+                    threaded: bool = False) -> None:
         """Emits ``steps`` at ``b``'s position; ``pointer(b, ref)`` gives a buffer's
-        address. Stack slots go to the function's entry block, which holds nothing else
-        (a loop must not grow the stack)."""
+        address; ``loop_args`` are the arguments of a loop function (``_emit_loop``), and
+        ``threaded`` says whether their ``run`` may be set. Stack slots go to the
+        function's entry block, which holds nothing else (a loop must not grow the
+        stack)."""
         fn = b.function
         slots = ir.IRBuilder(fn.entry_basic_block)
         for step in steps:
@@ -624,7 +696,23 @@ class ProgramBuilder:
                     slot = b.gep(arr, [ir.Constant(S.I64, 0), ir.Constant(S.I32, k)])
                     b.store(pointer(b, ref), slot)
                 bufs = b.bitcast(arr, I8P.as_pointer())
-                b.call(kfn, [bufs, ir.Constant(S.I64, 0), ir.Constant(S.I64, info.extent)])
+                call = [bufs, ir.Constant(S.I64, 0), ir.Constant(S.I64, info.extent)]
+                if not (threaded and info.extent > 1 and not info.partial_reducers
+                        and info.extent * info.work_per_item >= PARALLEL_MIN_WORK):
+                    b.call(kfn, call)
+                    continue
+                run, tasks = loop_args[3], loop_args[4]
+                table = slots.alloca(I8P.as_pointer())
+                b.store(bufs, table)
+                with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (
+                        par, serial):
+                    with par:
+                        extent = _i64(info.extent)
+                        n = b.select(b.icmp_signed("<", tasks, extent), tasks, extent)
+                        b.call(b.bitcast(run, _RUN.as_pointer()),
+                               [b.bitcast(kfn, I8P), table, _i64(0), extent, n])
+                    with serial:
+                        b.call(kfn, call)
             elif isinstance(step, CopyStep):
                 nbytes = _nbytes(step.dst)
                 if nbytes:
@@ -636,7 +724,7 @@ class ProgramBuilder:
             elif isinstance(step, UpdateStep):
                 self._emit_update(b, step, pointer)
             elif isinstance(step, WhileStep):
-                b.call(self.ir_module.globals[step.loop], [arena])
+                b.call(self.ir_module.globals[step.loop], loop_args)
             elif isinstance(step, CaseStep):
                 n = len(step.branches)
                 index = b.load(b.bitcast(pointer(b, step.index), S.I32.as_pointer()))
@@ -650,7 +738,7 @@ class ProgramBuilder:
                     switch.add_case(ir.Constant(S.I32, k), blocks[k])
                 for block, branch in zip(blocks, step.branches):
                     b.position_at_end(block)
-                    self._emit_steps(b, branch, pointer, arena)
+                    self._emit_steps(b, branch, pointer, loop_args, threaded)
                     b.branch(done)
                 b.position_at_end(done)
             else:
@@ -710,6 +798,16 @@ def _i64(v: int) -> ir.Constant:
     return ir.Constant(S.I64, int(v))
 
 
+def _i32(v: int) -> ir.Constant:
+    return ir.Constant(S.I32, int(v))
+
+
+# A loop function's arguments (``_emit_loop``) and the parallel runtime's ``ember_rt_run``.
+_LOOP_ARGS = [I8P, I8P.as_pointer(), I8P.as_pointer(), I8P, S.I64]
+_RUN = ir.FunctionType(ir.VoidType(), [I8P, I8P.as_pointer().as_pointer(), S.I64, S.I64,
+                                       S.I64])
+
+
 def _in_place_updates(body: Computation) -> frozenset[int]:
     """The ``dynamic_update_slice`` ops of a loop body that may write the state in place:
     each updates a parameter that nothing else reads and lands in that parameter's slot of
@@ -731,6 +829,183 @@ def _in_place_updates(body: Computation) -> frozenset[int]:
                 and p not in dus.operands[1:] and root.operands[k] is dus):
             found.add(id(dus))
     return frozenset(found)
+
+
+def _used_results(inst: Instruction, comp: Computation) -> set[int] | None:
+    """The indices of ``inst``'s result elements that ``comp`` reads (None: all)."""
+    if comp.root is inst:
+        return None
+    used = set()
+    for user in comp.instructions:
+        if any(o is inst for o in user.operands):
+            if user.opcode != "get_tuple_element":
+                return None
+            used.add(user.attrs["index"])
+    return used
+
+
+def _only_user(value: Instruction, user: Instruction, comp: Computation) -> bool:
+    """Whether ``user`` is the one reader of ``value`` in ``comp``, reading it once."""
+    return comp.root is not value and sum(
+        o is value for inst in comp.instructions for o in inst.operands) == 1
+
+
+def _write_into(prior: list, ref: BufferRef, dst: BufferRef) -> bool:
+    """Makes the kernel step of ``prior`` writing ``ref`` write ``dst`` instead, when that
+    kernel is ``ref``'s one writer and no step from it on reads ``ref`` or touches ``dst``
+    (whose memory buffer assignment may have given to values live before the loop).
+    Returns whether it did."""
+    writers = [i for i, s in enumerate(prior)
+               if any(_overlaps(w, ref) for w in _step_refs(s)[1])]
+    if len(writers) != 1 or ref.kind != "temp":
+        return False
+    kernel = prior[writers[0]]
+    if not isinstance(kernel, KernelStep) or kernel.outputs != [ref]:
+        return False
+    for s in prior[writers[0]:]:
+        reads, writes = _step_refs(s)
+        if any(_overlaps(r, dst) for r in reads + writes) or (
+                s is not kernel and any(_overlaps(r, ref) for r in reads)):
+            return False
+    kernel.outputs = [dst]
+    return True
+
+
+def _update_views(body: Computation, in_place: frozenset[int]) -> frozenset[int]:
+    """The reshapes (``reshape``, or ``broadcast_in_dim`` adding unit dims) of a body
+    parameter that only in-place updates (``in_place``) read as their update: the update
+    then reads the parameter's buffer, as its bytes are the reshape's (scan's stacking of
+    an output row), instead of a copy made by a kernel."""
+    users = body.users()
+    found = set()
+    for inst in body.instructions:
+        if id(inst) not in in_place:
+            continue
+        u = inst.operands[1]
+        x = u.operands[0] if u.operands else None
+        if x is None or x.opcode != "parameter" or x.shape.is_tuple or u.shape.is_tuple:
+            continue
+        if u.opcode == "broadcast_in_dim":
+            dims = list(u.attrs["broadcast_dimensions"])
+            if x.shape.size != u.shape.size or dims != sorted(dims):
+                continue
+        elif u.opcode != "reshape":
+            continue
+        if all(id(r) in in_place and r.operands[1] is u and u not in r.operands[2:]
+               and r.operands[0] is not u for r in users.get(u, [])):
+            found.add(id(u))
+    return frozenset(found)
+
+
+def _overlaps(a: BufferRef, b: BufferRef) -> bool:
+    """Whether two buffers may share memory."""
+    if a.kind != b.kind:
+        return False
+    if a.kind != "temp":
+        return a.index == b.index
+    return (a.index < b.index + max(_nbytes(b), 1)
+            and b.index < a.index + max(_nbytes(a), 1))
+
+
+# Ops whose kernel code computes each output element from loads of its inputs alone (no
+# accumulator, nothing written before all of an element's loads).
+_INDEX_MAP_OPS = ELEMENTWISE | frozenset({
+    "parameter", "constant", "broadcast_in_dim", "reshape", "transpose", "slice",
+    "dynamic_slice", "iota", "concatenate", "pad", "reverse", "gather"})
+
+
+def _same_index_params(fused: Computation) -> frozenset[int]:
+    """Parameters of ``fused`` that its kernel reads only at the element it writes (shaped
+    like the result, reaching it through elementwise ops alone): the kernel may write its
+    result over such a parameter's buffer."""
+    root = fused.root
+    if root.shape.is_tuple or any(i.opcode not in _INDEX_MAP_OPS for i in fused.instructions):
+        return frozenset()
+    users = fused.users()
+    found = set()
+    for p in fused.parameters:
+        if p.shape.is_tuple or p.dims != root.dims:
+            continue
+        stack, ok = [p], True
+        while stack and ok:
+            for u in users.get(stack.pop(), []):
+                if u.opcode not in ELEMENTWISE or u.shape.is_tuple or u.dims != root.dims:
+                    ok = False
+                    break
+                stack.append(u)
+        if ok:
+            found.add(p.attrs["index"])
+    return frozenset(found)
+
+
+def _step_refs(step) -> tuple[list, list]:
+    """(buffers ``step`` reads, buffers it writes), nested steps included."""
+    if isinstance(step, KernelStep):
+        return list(step.inputs), list(step.outputs)
+    if isinstance(step, CopyStep):
+        return [step.src], [step.dst]
+    if isinstance(step, UpdateStep):
+        return [step.update, step.dst, *step.starts], [step.dst]
+    if isinstance(step, DotStep):
+        return list(step.inputs), [step.output]
+    if isinstance(step, LibraryStep):
+        return [r for leaves in step.inputs for r in leaves], list(step.outputs)
+    nested = step.cond + step.body if isinstance(step, WhileStep) else \
+        [s for b in step.branches for s in b]
+    reads, writes = [step.pred if isinstance(step, WhileStep) else step.index], []
+    for s in nested:
+        r, w = _step_refs(s)
+        reads += r
+        writes += w
+    return reads, writes
+
+
+def _write_results_in_place(body: list, results: list, state: list) -> list:
+    """Makes the kernel computing a loop body's result write it straight into its state
+    buffer, which saves a copy per iteration, where that cannot change what is computed:
+    the kernel is the result's only writer and reads the state buffer at most at the element
+    it writes, no later step (and no other result) reads the state buffer, and no loop or
+    case follows (their native code is already emitted). Returns the results' buffers."""
+    for k, (src, dst) in enumerate(zip(results, state)):
+        if (src.kind != "temp" or _overlaps(src, dst)
+                or sum(_overlaps(r, src) for r in results) != 1
+                or any(_overlaps(r, dst) for r in results)):
+            continue
+        writers = [i for i, s in enumerate(body)
+                   if any(_overlaps(w, src) for w in _step_refs(s)[1])]
+        if len(writers) != 1 or not isinstance(body[writers[0]], KernelStep):
+            continue
+        i = writers[0]
+        kernel, later = body[i], body[i + 1:]
+        if len(kernel.outputs) != 1 or any(
+                _overlaps(r, dst) and j not in kernel.same_index
+                for j, r in enumerate(kernel.inputs)):
+            continue
+        if any(isinstance(s, (WhileStep, CaseStep))
+               or any(_overlaps(r, dst) for r in _step_refs(s)[0]) for s in later):
+            continue
+        kernel.outputs = [dst]
+        for s in later:
+            _redirect_reads(s, src, dst)
+        results[k] = dst
+    return results
+
+
+def _redirect_reads(step, src: BufferRef, dst: BufferRef) -> None:
+    """Makes ``step`` (not control flow) read ``dst`` where it read ``src``."""
+    def swap(refs):
+        return [dst if r == src else r for r in refs]
+    if isinstance(step, KernelStep):
+        step.inputs = swap(step.inputs)
+    elif isinstance(step, CopyStep):
+        step.src = dst if step.src == src else step.src
+    elif isinstance(step, UpdateStep):
+        step.update = dst if step.update == src else step.update
+        step.starts = swap(step.starts)
+    elif isinstance(step, DotStep):
+        step.inputs = swap(step.inputs)
+    elif isinstance(step, LibraryStep):
+        step.inputs = [swap(leaves) for leaves in step.inputs]
 
 
 def _nbytes(ref: BufferRef) -> int:
