@@ -336,14 +336,20 @@ def _lu_abstract_eval(x):
 lu_p = _library_primitive("lu", _lu_impl, _lu_abstract_eval, True)
 
 
-def _permutation_matrix(perm: Any, dtype: Any) -> Any:
-    """P with ``P[..., i, j] = (perm[..., i] == j)``, so ``P @ a`` is ``a[..., perm, :]``."""
-    shape = core.get_aval(perm).shape
-    m = shape[-1]
-    full = shape + (m,)
-    rows = _bcast_last(perm, full, -1)
-    return E.convert_element_type(E.eq(rows, broadcasted_iota(np.int32, full, len(full) - 1)),
-                                  dtype)
+def _permute_rows(x: Any, perm: Any) -> Any:
+    """``x[..., perm, :]`` (a gather with the batch dimensions as batching dimensions)."""
+    from ember.lax.shape import expand_dims
+    from ember.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
+    shape = core.get_aval(x).shape
+    if 0 in shape:  # nothing to move (and a gather's batch slices need a size of 1)
+        return x
+    nb = len(shape) - 2
+    batch = tuple(range(nb))
+    dnums = GatherDimensionNumbers(offset_dims=(nb + 1,), collapsed_slice_dims=(nb,),
+                                   start_index_map=(nb,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    return gather(x, expand_dims(perm, (nb + 1,)), dnums, (1,) * (nb + 1) + (shape[-1],),
+                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _lu_jvp(primals, tangents):
@@ -358,7 +364,7 @@ def _lu_jvp(primals, tangents):
     k = min(m, n)
     nb = len(batch)
     dt = aval.dtype
-    pg = _mm(_permutation_matrix(perm, dt), g)
+    pg = _permute_rows(g, perm)
     # L (m x m, unit lower) and U (n x n, upper, with an identity block past k).
     l_part = _tril(lax_slice(lu, (0,) * (nb + 2), tuple(batch) + (m, k)), -1)
     zero = E.full_of((), 0, dt)
@@ -914,7 +920,7 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
 def lu_solve_matrix(a: Any, b: Any) -> Any:
     """``a^-1 b`` for square ``a`` and matrices ``b`` with a's batch dims (via ``lu``)."""
     lu_, _, perm = lu_p.bind(a)
-    pb = _mm(_permutation_matrix(perm, core.get_aval(b).dtype), b)
+    pb = _permute_rows(b, perm)
     y = triangular_solve(lu_, pb, left_side=True, lower=True, unit_diagonal=True)
     return triangular_solve(lu_, y, left_side=True, lower=False)
 
