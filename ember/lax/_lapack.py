@@ -292,22 +292,11 @@ def trsm(a: np.ndarray, b_: np.ndarray, *, left_side: bool, lower: bool, transpo
     return x.reshape(b_.shape)
 
 
-_MASKS: dict = {}
-
-
-def _strict_upper(n: int) -> np.ndarray:
-    m = _MASKS.get(n)
-    if m is None:
-        m = _MASKS[n] = np.triu(np.ones((n, n), bool), 1)
-        if len(_MASKS) > 16:
-            _MASKS.pop(next(iter(_MASKS)))
-    return m
-
-
 @threads_kernel
 def potrf(x: np.ndarray) -> np.ndarray:
-    """The lower Cholesky factor (reading x's lower triangle; zeros above the diagonal); a
-    matrix that is not positive definite gives all NaNs."""
+    """The lower Cholesky factor, reading x's lower triangle; above the diagonal x is left
+    as it was (as JAX's primitive does: ``lax.linalg.cholesky`` zeroes it). A matrix that
+    is not positive definite gives all NaNs."""
     b = binding()
     c = _Call(b)
     n = x.shape[-1]
@@ -321,7 +310,6 @@ def potrf(x: np.ndarray) -> np.ndarray:
         fn(b"U", N, pa, N, info, 1)
         if info[0] != 0:
             failed.append(i)
-    np.copyto(f, 0, where=_strict_upper(n))
     for i in failed:
         f[i] = np.nan
     return f.reshape(x.shape)

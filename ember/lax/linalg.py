@@ -235,7 +235,7 @@ cholesky_p = _library_primitive("cholesky", _cholesky_impl, _cholesky_abstract_e
 def _cholesky_jvp(primals, tangents):
     x, = primals
     g, = tangents
-    L = cholesky_p.bind(x)
+    L = _tril(cholesky_p.bind(x))  # the primitive leaves x's upper triangle in place
     if type(g) is ad.Zero:
         return L, ad.Zero.from_primal_value(L)
     g = E.mul(E.add(g, _H(g)), _scalar(g, 0.5))
