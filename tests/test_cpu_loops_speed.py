@@ -167,6 +167,20 @@ def test_initial_value_read_elsewhere_keeps_its_copy():
     run_both(fn, f32(8, 16))
 
 
+@pytest.mark.parametrize("returned", [False, True])
+def test_constant_initial_values_are_computed_into_the_state(returned):
+    # One iota starts two state elements (computed again into each); returned, it is
+    # kept as well.
+    def fn(x):
+        r = jnp.arange(4096, dtype=jnp.float32)
+        a, b = lax.fori_loop(0, 3, lambda i, s: (s[0] * 0.5 + x, s[1] - s[0]), (r, r))
+        return (a, b, r) if returned else (a, b)
+    exe = run_both(fn, f32(4096))
+    (loop,) = loops_of(exe)
+    before = exe.program.steps[:exe.program.steps.index(loop)]
+    assert not any(type(s) is CopyPlan and s.dst.dims == (4096,) for s in before)
+
+
 def test_loop_with_a_library_step_runs_from_python():
     # A sort has no kernel: the loop runs its steps from Python, with the state in the
     # parameter and result buffers and a scan row stored from the carry.

@@ -458,7 +458,7 @@ class ProgramBuilder:
         # (A library value may be a view of an arena buffer whose memory the results reuse.)
         own_results = all(r.kind != "value" for r in flat)
         taken = list(flat)
-        state, before, after, pos = [], [], [], 0
+        state, before, after, refilled, pos = [], [], [], [], 0
         for j, refs in enumerate(operands):
             results, pos = outs[pos:pos + len(refs)], pos + len(refs)
             if (root.opcode == "tuple" and j < len(root.operands)
@@ -478,10 +478,19 @@ class ProgramBuilder:
                     after.append(CopyStep(dst, out))
                 taken.append(dst)
                 new.append(dst)
-                if not (len(refs) == 1 and _only_user(inst.operands[j], inst, comp)
-                        and _write_into(prior, ref, dst)):
-                    before.append(CopyStep(ref, dst))
+                if len(refs) == 1 and _only_user(inst.operands[j], inst, comp) \
+                        and _write_into(prior, ref, dst):
+                    continue
+                refill = _refill(prior, ref, dst)
+                before.append(refill or CopyStep(ref, dst))
+                if refill is not None and all(u is inst for u in comp.users()[inst.operands[j]]) \
+                        and comp.root is not inst.operands[j]:
+                    refilled.append(ref)  # (its first computation is then dead)
             state.append(new)
+        for ref in refilled:
+            if not any(_overlaps(r, ref) for s in prior + before for r in _step_refs(s)[0]):
+                prior[:] = [s for s in prior if not (isinstance(s, KernelStep)
+                                                     and s.outputs == [ref])]
         return state, before, after
 
     def _scratch(self, like: BufferRef) -> BufferRef:
@@ -869,6 +878,18 @@ def _write_into(prior: list, ref: BufferRef, dst: BufferRef) -> bool:
             return False
     kernel.outputs = [dst]
     return True
+
+
+def _refill(prior: list, ref: BufferRef, dst: BufferRef) -> KernelStep | None:
+    """A step computing ``ref`` again into ``dst``, when ``ref``'s one writer in ``prior``
+    is a kernel reading only constants (a broadcast of a scalar, an iota): writing its
+    result costs less than copying it."""
+    writers = [s for s in prior if any(_overlaps(w, ref) for w in _step_refs(s)[1])]
+    if (len(writers) != 1 or not isinstance(writers[0], KernelStep)
+            or writers[0].outputs != [ref]
+            or any(r.kind != "const" for r in writers[0].inputs)):
+        return None
+    return KernelStep(writers[0].info, list(writers[0].inputs), [dst])
 
 
 def _update_views(body: Computation, in_place: frozenset[int]) -> frozenset[int]:
