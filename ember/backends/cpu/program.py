@@ -145,6 +145,9 @@ class CaseStep:
 
 
 _NATIVE_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
+# A loop-invariant parameter or output smaller than this is copied into the arena, 64-byte
+# aligned, rather than read where it is (NumPy aligns arrays to 16 bytes).
+INVARIANT_ALIAS_MIN_BYTES = 1 << 16
 # A guess of a loop's trip count, for the work measures that decide the optimization level.
 LOOP_TRIPS_ESTIMATE = 1024
 
@@ -463,7 +466,8 @@ class ProgramBuilder:
             results, pos = outs[pos:pos + len(refs)], pos + len(refs)
             if (root.opcode == "tuple" and j < len(root.operands)
                     and root.operands[j] is params.get(j)
-                    and all(r.kind in ("param", "const", "temp", "output") for r in refs)):
+                    and all(r.kind in ("const", "temp") or r.kind in ("param", "output")
+                            and _nbytes(r) >= INVARIANT_ALIAS_MIN_BYTES for r in refs)):
                 state.append(list(refs))
                 if used is None or j in used:
                     after += [CopyStep(s, d) for s, d in zip(refs, results) if s != d]
