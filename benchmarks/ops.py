@@ -308,6 +308,86 @@ def complex_cumsum(m, lax):
     return (lambda a: m.cumsum(a, axis=1)), (a,), lambda a: np.cumsum(a, axis=1)
 
 
+def solve_512(m, lax):
+    rng = _rng()
+    a = (rng.standard_normal((512, 512)) + 30 * np.eye(512)).astype(np.float32)
+    b = rng.standard_normal((512, 16)).astype(np.float32)
+    return m.linalg.solve, (a, b), np.linalg.solve
+
+
+def cholesky_512(m, lax):
+    a = _rng().standard_normal((512, 512)).astype(np.float32)
+    spd = (a @ a.T + 512 * np.eye(512)).astype(np.float32)
+    return m.linalg.cholesky, (spd,), np.linalg.cholesky
+
+
+def inv_256(m, lax):
+    a = (_rng().standard_normal((256, 256)) + 20 * np.eye(256)).astype(np.float32)
+    return m.linalg.inv, (a,), np.linalg.inv
+
+
+def scan_small_body(m, lax):
+    xs = _rng().standard_normal((1000, 256)).astype(np.float32)
+    return (lambda xs: lax.scan(lambda c, x: (c * 0.99 + x, c), m.zeros(256, m.float32),
+                                xs)), (xs,), None
+
+
+def while_newton(m, lax):
+    x = (np.abs(_rng().standard_normal(10**5)) + 1).astype(np.float32)
+
+    def sqrt_newton(x):
+        return lax.while_loop(lambda c: c[1] < 20,
+                              lambda c: ((c[0] + x / c[0]) * 0.5, c[1] + 1), (x, 0))[0]
+    return sqrt_newton, (x,), None
+
+
+def _attention(m, softmax):
+    def attention(q, k, v):
+        s = m.einsum("bhqd,bhkd->bhqk", q, k) / 8.0
+        return m.einsum("bhqk,bhkd->bhqd", softmax(s, axis=-1), v)
+    return attention
+
+
+def attention(m, lax, engine):
+    qkv = tuple(_rng().standard_normal((3, 4, 8, 256, 64)).astype(np.float32))
+    return _attention(m, engine.nn.softmax), qkv, None
+
+
+def attention_grad(m, lax, engine):
+    qkv = tuple(_rng().standard_normal((3, 4, 8, 256, 64)).astype(np.float32))
+    attend = _attention(m, engine.nn.softmax)
+    return engine.grad(lambda q, k, v: attend(q, k, v).sum(), argnums=(0, 1, 2)), qkv, None
+
+
+def _conv(lax, x, k):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME",
+                                    dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def conv_3x3(m, lax):
+    rng = _rng()
+    x = rng.standard_normal((8, 56, 56, 64)).astype(np.float32)
+    k = (rng.standard_normal((3, 3, 64, 64)) * 0.05).astype(np.float32)
+    return (lambda x, k: _conv(lax, x, k)), (x, k), None
+
+
+def conv_3x3_grad(m, lax, engine):
+    rng = _rng()
+    x = rng.standard_normal((8, 56, 56, 64)).astype(np.float32)
+    k = (rng.standard_normal((3, 3, 64, 64)) * 0.05).astype(np.float32)
+    return engine.grad(lambda k, x: m.sum(_conv(lax, x, k) ** 2)), (k, x), None
+
+
+def gelu(m, lax, engine):
+    x = _rng().standard_normal(10**7).astype(np.float32)
+    return engine.nn.gelu, (x,), None
+
+
+def top_k_1d(m, lax):
+    x = _rng().standard_normal(10**6).astype(np.float32)
+    return (lambda x: lax.top_k(x, 100)), (x,), None
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -349,7 +429,21 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "row12_sum": ("sum over rows of 12 (200000, 12)", row12_sum),
     "row_max": ("max over rows (4096, 1024)", row_max),
     "total_min": ("min of all (4096, 1024)", total_min),
+    "solve": ("linalg.solve (512, 512) with 16 right-hand sides", solve_512),
+    "cholesky": ("linalg.cholesky (512, 512)", cholesky_512),
+    "inv": ("linalg.inv (256, 256)", inv_256),
+    "scan_small": ("scan 1000 steps of c*0.99+x, 256 f32", scan_small_body),
+    "while_newton": ("while_loop: 20 Newton steps of sqrt on 1e5 f32", while_newton),
+    "attention": ("attention b4 h8 s256 d64", attention),
+    "attention_grad": ("grad of attention(q, k, v).sum()", attention_grad),
+    "conv": ("conv 3x3 64->64 b8 56x56 NHWC", conv_3x3),
+    "conv_grad": ("grad of conv 3x3 (kernel)", conv_3x3_grad),
+    "gelu": ("gelu 1e7 f32", gelu),
+    "top_k_1d": ("top_k 100 of 1e6 f32", top_k_1d),
 }
+
+# Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
+_NEEDS_LIBRARY = {per_example_grads, attention, attention_grad, conv_3x3_grad, gelu}
 
 
 def _modules(name: str):
@@ -364,7 +458,7 @@ def _modules(name: str):
 
 def _program(builder, eng, name):
     lib, lax = _modules(name)
-    if builder is per_example_grads:
+    if builder in _NEEDS_LIBRARY:
         return builder(eng.m, lax, lib)
     return builder(eng.m, lax)
 
