@@ -29,6 +29,7 @@ _LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
 # gets a hidden trailing length (gfortran's convention, harmless where unused).
 _SIGNATURES = {
     "getrf": "void {}(I*, I*, void*, I*, void*, I*);",
+    "laswp": "void {}(I*, void*, I*, I*, I*, void*, I*);",
     "trsm": "void {}(char*, char*, char*, char*, I*, I*, void*, void*, I*, void*, I*, "
             "size_t, size_t, size_t, size_t);",
     "potrf": "void {}(char*, I*, void*, I*, I*, size_t);",
@@ -246,9 +247,10 @@ def _lwork(c: _Call, query, dtype) -> tuple:
 
 
 @threads_kernel
-def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """LU with partial pivoting: ``(lu, pivots)`` with 0-based int32 pivots. A singular
-    matrix gets its factorization with a zero pivot (``info > 0`` is not an error)."""
+def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LU with partial pivoting: ``(lu, pivots, permutation)`` with 0-based int32 pivots and
+    permutation. A singular matrix gets its factorization with a zero pivot (``info > 0``
+    is not an error)."""
     b = binding()
     c = _Call(b)
     m, n = x.shape[-2:]
@@ -257,11 +259,20 @@ def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ipiv = np.empty((nb, k), b.idtype)
     fn = b.fn("getrf", x.dtype)
     M, N, LD, info = c.i(m), c.i(n), c.i(max(1, m)), c.i()
-    for pa, pp in zip(c.ptrs(f), c.ptrs(ipiv)):
+    # The permutation: the row swaps applied (dlaswp) to a column holding 0..m-1 (exact in
+    # float64), one call per matrix instead of a Python step per pivot.
+    perm = np.empty((nb, m), np.float64)
+    perm[:] = np.arange(m, dtype=np.float64)
+    swap = b.fn("laswp", np.dtype(np.float64))
+    one, K1, K2 = c.i(1), c.i(1), c.i(k)
+    for pa, pp, pr in zip(c.ptrs(f), c.ptrs(ipiv), c.ptrs(perm)):
         fn(M, N, pa, LD, pp, info)
+        swap(one, pr, LD, K1, K2, pp, one)
     pivots = ipiv.astype(np.int32)
     pivots -= 1
-    return _back(f, x.shape), pivots.reshape(x.shape[:-2] + (k,))
+    batch = x.shape[:-2]
+    return (_back(f, x.shape), pivots.reshape(batch + (k,)),
+            perm.astype(np.int32).reshape(batch + (m,)))
 
 
 @threads_kernel

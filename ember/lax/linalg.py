@@ -279,8 +279,7 @@ def symmetrize(x: Any) -> Any:
 
 def _lu_impl(x):
     if _lapack.available(x.dtype):
-        lu_, pivots = _lapack.getrf(x)
-        return [lu_, pivots, _pivots_to_permutation(pivots, x.shape[-2])]
+        return list(_lapack.getrf(x))
     # Right-looking LU with partial pivoting, as LAPACK's getrf: the pivot is the first entry
     # of largest |re| + |im| (i?amax) in the column; a zero pivot leaves the column unscaled.
     a = _flat(x).copy()
