@@ -834,7 +834,7 @@ class KernelBuilder:
                  short_rows: bool = True, scatter_phase: str | None = None):
         self.module = module
         # A scatter's kernel copies the operand, then applies the updates; "copy" or
-        # "update" builds one of the two (``_build_scatter``).
+        # "update" builds one of the two (``scatter_kernel``).
         self.scatter_phase = scatter_phase
         self.short_rows = short_rows  # (may take ``short_rows.ShortRowKernel``)
         self.short_row_kernel = False  # (whether it did)
@@ -894,7 +894,8 @@ class KernelBuilder:
         elif space is not None:
             info = RowKernel(self, space).build(lo, hi)
         elif self.fused.root.opcode == "scatter":
-            info = self._build_scatter(self.fused.root, lo, hi)
+            from ember.backends.cpu.scatter_kernel import ScatterKernel
+            info = ScatterKernel(self, self.fused.root).build(lo, hi)
         elif self.fused.root.opcode == "reduce_window":
             info = self._build_scan(self.fused.root, lo, hi)
         elif self.fused.root.opcode == "custom_call":  # (only top_k has a kernel)
@@ -1071,73 +1072,6 @@ class KernelBuilder:
             else:
                 loops.loop(lo, hi, lambda i: level(d + 1, acc + [i]), name=f"d{d}")
         level(0, [])
-
-    # ------------------------------------------------------------------ scatter
-
-    def _build_scatter(self, inst, lo, hi) -> KernelInfo:
-        """StableHLO scatter of one operand: the operand copied to the output, then every
-        update element in row-major order of (scatter dims, window dims) combined into its
-        position by the update computation, skipping windows not wholly in bounds (no operand
-        batching dims). By default one kernel does both in one call (work item 0);
-        ``scatter_phase`` "copy" builds the copy alone, split across calls by elements, and
-        "update" the updates alone (one call, on an output already holding the operand): two
-        kernels run one after the other, so a large operand is copied by every thread."""
-        b, loops, a = self.b, self.loops, inst.attrs
-        if len(inst.operands) != 3 or a["input_batching_dims"]:
-            raise UnsupportedOp("scatter of several operands or with batching dims")
-        operand, indices, updates = inst.operands
-        dims = operand.dims
-
-        def copy(i):
-            at = Index(dims, linear=i)
-            self._store(0, self._emitter().emit(operand, at), at)
-        if self.scatter_phase == "copy":
-            lo, hi = self._clamp_range(lo, hi, operand.shape.size)
-            loops.loop(lo, hi, copy, name="copy")
-            return KernelInfo(self.name, operand.shape.size, 1, ())
-        window_dims = list(a["update_window_dims"])
-        scatter_dims = [d for d in range(updates.shape.rank) if d not in window_dims]
-        inserted = set(a["inserted_window_dims"])
-        index_map = list(a["scatter_dims_to_operand_dims"])
-        vector_dim = a["index_vector_dim"]
-        kept = [d for d in range(len(dims)) if d not in inserted]  # window dims, in order
-        sizes = {d: updates.dims[w] for d, w in zip(kept, window_dims)}
-        lo, hi = self._clamp_range(lo, hi, 1)
-        with b.if_then(b.icmp_signed("<", lo, hi)):
-            if self.scatter_phase != "update":
-                loops.loop(_c(0), _c(operand.shape.size), copy, name="copy")
-
-            def update(position):
-                multi = [None] * updates.shape.rank
-                for d, m in zip(scatter_dims + window_dims, position):
-                    multi[d] = m
-                batch = [multi[d] for d in scatter_dims]
-                em = self._emitter()
-                valid = ir.Constant(S.I1, 1)
-                target = []
-                window = iter(multi[w] for w in window_dims)
-                for d, dim in enumerate(dims):
-                    offset = _c(0) if d in inserted else next(window)
-                    if d in index_map:
-                        start = em.index_vector_entry(indices, batch, vector_dim,
-                                                      index_map.index(d))
-                        fits = b.and_(b.icmp_signed(">=", start, _c(0)), b.icmp_signed(
-                            "<=", start, _c(dim - sizes.get(d, 1))))
-                        valid = b.and_(valid, fits)
-                        offset = b.add(start, offset)
-                    target.append(offset)
-                with b.if_then(valid):
-                    at = Index(dims, multi=tuple(target))
-                    ptr = b.gep(self.out_ptrs[0], [at.get_linear(b)], inbounds=True)
-                    current = S.load(b, ptr, inst.dtype)
-                    value = em.emit(updates, Index(updates.dims, multi=tuple(multi)))
-                    new, = emit_computation(b, inst.calls[0], [current, value],
-                                            self.module_consts)
-                    S.store(b, new, ptr, inst.dtype)
-            order = scatter_dims + window_dims
-            loops.nest([(_c(0), _c(updates.dims[d])) for d in order], update, prefix="u")
-        copied = operand.shape.size if self.scatter_phase != "update" else 0
-        return KernelInfo(self.name, 1, copied + updates.shape.size, ())
 
     # ------------------------------------------------------------------ concatenates
 
