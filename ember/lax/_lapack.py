@@ -60,8 +60,8 @@ def _routine_names(kind: str, letter: str) -> str:
 
 # (prefix, suffix, integer type): the naming conventions probed, most specific first.
 _CONVENTIONS = [("scipy_", "_64_", "int64_t"), ("scipy_", "64_", "int64_t"),
-                ("", "_64_", "int64_t"), ("", "64_", "int64_t"), ("", "_", "int32_t"),
-                ("", "", "int32_t")]
+                ("", "_64_", "int64_t"), ("", "64_", "int64_t"), ("", "_64", "int64_t"),
+                ("", "_", "int32_t"), ("", "_", "int64_t"), ("", "", "int32_t")]
 
 
 class _Binding:
@@ -124,8 +124,10 @@ def _bind() -> _Binding | None:
                 lib = ffi.dlopen(path)
                 binding = _Binding(ffi, lib, prefix, suffix, itype)
                 binding.path = path
-                for kind in ("getrf", "trsm", "potrf"):
-                    binding.fn(kind, np.dtype(np.float64))
+                for kind in _SIGNATURES:  # every routine the kernels call must be there
+                    for dt in _LETTER:
+                        if kind[-2:] not in ("_r", "_c") or (kind[-1] == "c") == (dt.kind == "c"):
+                            binding.fn(kind, dt)
             except (OSError, AttributeError, cffi.FFIError):
                 continue
             if _self_test(binding):
@@ -135,14 +137,17 @@ def _bind() -> _Binding | None:
 
 
 def _self_test(b: _Binding) -> bool:
-    # A wrong integer width shows up as garbage: factor a known 2 x 2 matrix.
+    # A wrong integer width shows up as wrong pivots: factor a known 2 x 2 matrix. Every
+    # integer gets 8 bytes of room, so that a library reading or writing 64-bit integers
+    # where we declared 32 stays inside them (on a little-endian machine it reads our 2).
     try:
         a = np.array([[1., 3.], [2., 4.]])  # column-major [[1, 2], [3, 4]]
-        ipiv = np.zeros(2, b.idtype)
-        info = b.ffi.new(b.itype + "*")
-        n = b.ffi.new(b.itype + "*", 2)
+        ipiv = np.zeros(4, b.idtype)  # room for two 64-bit pivots either way
+        n = b.ffi.new(b.itype + "[2]", [2, 0])
+        info = b.ffi.new(b.itype + "[2]")
         b.fn("getrf", a.dtype)(n, n, b.ffi.from_buffer(a), n, b.ffi.from_buffer(ipiv), info)
-        return info[0] == 0 and list(ipiv) == [2, 2] and np.allclose(a, [[3., 1 / 3], [4., 2 / 3]])
+        return info[0] == 0 and list(ipiv[:2]) == [2, 2] and \
+            np.allclose(a, [[3., 1 / 3], [4., 2 / 3]])
     except Exception:  # pragma: no cover - any failure means "do not use"
         return False
 
