@@ -317,8 +317,13 @@ def _symmetric_product_abstract_eval(a, c, *, alpha, beta):
     return ShapedArray(c.shape, c.dtype)
 
 
+@_lapack.threads_kernel
 def _symmetric_product_impl(a, c, *, alpha, beta):
-    return (alpha * (a @ np.swapaxes(a, -1, -2)) + beta * c).astype(c.dtype)
+    out = np.matmul(a, np.swapaxes(a, -1, -2))  # in place from here: one temporary less
+    if alpha != 1:
+        out *= alpha
+    out += beta * c
+    return out.astype(c.dtype, copy=False)
 
 
 symmetric_product_p = _library_primitive("symmetric_product", _symmetric_product_impl,
