@@ -169,6 +169,9 @@ def test_decompositions_match_jax(jax64, dtype):
         for tr in (False, True):
             pairs.append(([el.ormqr(h, t, c, left=left, transpose=tr)],
                           [jl.ormqr(h, t, c, left=left, transpose=tr)]))
+    for low in (True, False):
+        kw = dict(lower=low, symmetrize_input=False)
+        pairs.append((el.eigh(a, **kw), jl.eigh(a, **kw)))
     for x in (tall, np.swapaxes(tall, -1, -2)):
         for full in (True, False):
             pairs.append((el.qr(x, full_matrices=full), jl.qr(x, full_matrices=full)))
@@ -226,7 +229,7 @@ def test_numpy_fallback_agrees(x64, dtype):
         return [*el.lu(a), el.cholesky(herm), el.triangular_solve(a, b, **kw),
                 el.tridiagonal_solve(dl, d, du, b), h, t, el.householder_product(h, t),
                 el.ormqr(h, t, b, left=True, transpose=True), *el.hessenberg(a),
-                *el.tridiagonal(herm),
+                *el.tridiagonal(herm), el.eigh(herm)[1],
                 # Hermitian: T is diagonal; the eigenvalues' order may differ
                 np.sort(np.diagonal(np.asarray(el.schur(herm)[0]), 0, -2, -1).real, -1)]
 

@@ -45,6 +45,11 @@ _SIGNATURES = {
               "void*, I*, void*, I*, size_t, size_t);",
     # complex: jobvs, sort, select, n, a, lda, sdim, w, vs, ldvs, work, lwork, rwork, bwork,
     # info
+    "syevd_r": "void {}(char*, char*, I*, void*, I*, void*, void*, I*, void*, I*, I*, size_t, "
+               "size_t);",
+    # jobz, uplo, n, a, lda, w, work, lwork, rwork, lrwork, iwork, liwork, info
+    "syevd_c": "void {}(char*, char*, I*, void*, I*, void*, void*, I*, void*, I*, void*, I*, "
+               "I*, size_t, size_t);",
     "gees_c": "void {}(char*, char*, void*, I*, void*, I*, I*, void*, void*, I*, void*, I*, "
               "void*, void*, I*, size_t, size_t);",
 }
@@ -54,7 +59,8 @@ def _routine_names(kind: str, letter: str) -> str:
     """The LAPACK name of ``kind`` for a dtype letter (``orgqr`` is ``ungqr`` for complex)."""
     cplx = letter in "cz"
     base = {"orgqr": "ungqr" if cplx else "orgqr", "ormqr": "unmqr" if cplx else "ormqr",
-            "sytrd": "hetrd" if cplx else "sytrd", "gees_r": "gees", "gees_c": "gees"}
+            "sytrd": "hetrd" if cplx else "sytrd", "gees_r": "gees", "gees_c": "gees",
+            "syevd_r": "syevd", "syevd_c": "heevd"}
     return letter + base.get(kind, kind)
 
 
@@ -499,3 +505,43 @@ def gtsv(dl: np.ndarray, d: np.ndarray, du: np.ndarray, rhs: np.ndarray) -> np.n
         if info[0] != 0:
             f[i] = np.nan
     return _back(f, rhs.shape)
+
+
+@threads_kernel
+def syevd(x: np.ndarray, *, lower: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvectors (columns) and ascending eigenvalues of Hermitian matrices, reading the
+    ``lower`` (or upper) triangle; a matrix where LAPACK fails gets NaNs."""
+    b = binding()
+    c = _Call(b)
+    n = x.shape[-1]
+    f = _flat_t(x)
+    nb = f.shape[0]
+    w = np.empty((nb, n), np.empty(0, x.dtype).real.dtype)
+    uplo = b"L" if lower else b"U"
+    N, info = c.i(n), c.i()
+    pa, pw = c.ptrs(f), c.ptrs(w)
+    q_work, q_iwork = np.zeros(1, x.dtype), np.zeros(1, b.idtype)
+    if x.dtype.kind == "c":
+        fn = b.fn("syevd_c", x.dtype)
+        q_rwork = np.zeros(1, w.dtype)
+        fn(b"V", uplo, N, pa[0], N, pw[0], c.ffi.from_buffer(q_work), c.i(-1),
+           c.ffi.from_buffer(q_rwork), c.i(-1), c.ffi.from_buffer(q_iwork), c.i(-1), info, 1, 1)
+        rwork = np.empty(max(1, int(q_rwork[0])), w.dtype)
+        extra = [c.ffi.from_buffer(rwork), c.i(rwork.size)]
+    else:
+        fn = b.fn("syevd_r", x.dtype)
+        fn(b"V", uplo, N, pa[0], N, pw[0], c.ffi.from_buffer(q_work), c.i(-1),
+           c.ffi.from_buffer(q_iwork), c.i(-1), info, 1, 1)
+        extra = []
+    work = np.empty(max(1, int(np.real(q_work[0]))), x.dtype)
+    iwork = np.empty(max(1, int(q_iwork[0])), b.idtype)
+    args = [c.ffi.from_buffer(work), c.i(work.size), *extra, c.ffi.from_buffer(iwork),
+            c.i(iwork.size), info]
+    failed = []
+    for i, (a_, w_) in enumerate(zip(pa, pw)):
+        fn(b"V", uplo, N, a_, N, w_, *args, 1, 1)
+        if info[0] != 0:
+            failed.append(i)
+    for i in failed:
+        f[i], w[i] = np.nan, np.nan
+    return _back(f, x.shape), w.reshape(x.shape[:-1])

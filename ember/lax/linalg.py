@@ -629,7 +629,10 @@ def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
 
 @_lapack.threads_kernel
 def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
-    w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    if _lapack.available(x.dtype):
+        v, w = _lapack.syevd(x, lower=lower)
+    else:
+        w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
     if subset_by_index is not None:
         lo, hi = _subset(subset_by_index, x.shape[-1])
         w, v = w[..., lo:hi], v[..., lo:hi]
