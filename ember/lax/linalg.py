@@ -3,15 +3,15 @@
 ``tridiagonal_solve``.
 
 Every operand is a stack of matrices: leading dimensions are batch dimensions. Eagerly each
-primitive runs LAPACK: ``getrf``, ``trsm``, ``potrf`` and ``gtsv`` through
-``ember.lax._lapack`` (the library NumPy loaded, bound with cffi), the other decompositions
-through ``np.linalg``; without a usable library LU, the triangular and tridiagonal solves fall
-back to NumPy code written here and Cholesky to ``np.linalg``. Under jit each lowers to a
-``custom_call`` of a library target (``ember.linalg.<name>``) that the HLO evaluator runs with
-the same function, so both backends give the eager answers. Batching moves the batch
-dimension to the front. Failures follow LAPACK as JAX does: a non positive definite matrix has
-a NaN Cholesky factor, a singular triangular solve divides by zero, a singular LU keeps its
-zero pivot.
+primitive runs LAPACK: ``getrf``, ``trsm``, ``potrf``, ``gtsv``, ``geqrf``/``orgqr`` (qr) and
+``syevd`` (eigh) through ``ember.lax._lapack`` (the library NumPy loaded, bound with cffi),
+svd and eig through ``np.linalg``; without a usable library LU, the triangular and tridiagonal
+solves fall back to NumPy code written here and the rest to ``np.linalg``. Under jit each
+lowers to a ``custom_call`` of a library target (``ember.linalg.<name>``) that the HLO
+evaluator runs with the same function, so both backends give the eager answers. Batching
+moves the batch dimension to the front. Failures follow LAPACK as JAX does: a non positive
+definite matrix has a NaN Cholesky factor, a singular triangular solve divides by zero, a
+singular LU keeps its zero pivot.
 """
 
 from __future__ import annotations
