@@ -184,6 +184,16 @@ def test_constant_initial_values_are_computed_into_the_state(returned):
                    for s in before)
 
 
+def test_constant_initial_value_also_an_invariant_element():
+    # The iota starts a changing element and is itself an invariant one: its first
+    # computation must stay (the loop reads it).
+    def fn(x):
+        r = jnp.arange(300, dtype=jnp.float32) * 0.5
+        a, b = lax.fori_loop(0, 4, lambda i, s: (s[0], s[1] * 0.5 + s[0] + x), (r, r))
+        return b
+    run_both(fn, f32(300))
+
+
 def test_loop_with_a_library_step_runs_from_python():
     # A sort has no kernel: the loop runs its steps from Python, with the state in the
     # parameter and result buffers and a scan row stored from the carry.

@@ -456,7 +456,7 @@ class ProgramBuilder:
         in a buffer of its own, and the kernel computing its initial value (in ``prior``,
         the steps so far) writes it there when nothing else reads that value."""
         root, params = inst.calls[1].root, {p.attrs["index"]: p for p in inst.calls[1].parameters}
-        used = _used_results(inst, comp)
+        used, users = _used_results(inst, comp), comp.users()
         flat = [r for refs in operands for r in refs]
         # (A library value may be a view of an arena buffer whose memory the results reuse.)
         own_results = all(r.kind != "value" for r in flat)
@@ -487,12 +487,14 @@ class ProgramBuilder:
                     continue
                 refill = _refill(prior, ref, dst)
                 before.append(refill or CopyStep(ref, dst))
-                if refill is not None and all(u is inst for u in comp.users()[inst.operands[j]]) \
+                if refill is not None and all(u is inst for u in users[inst.operands[j]]) \
                         and comp.root is not inst.operands[j]:
-                    refilled.append(ref)  # (its first computation is then dead)
+                    refilled.append(ref)  # (its first computation may then be dead)
             state.append(new)
+        live = [r for refs in state for r in refs]  # (an invariant element reads its operand)
         for ref in refilled:
-            if not any(_overlaps(r, ref) for s in prior + before for r in _step_refs(s)[0]):
+            if not any(_overlaps(r, ref) for r in live) and not any(
+                    _overlaps(r, ref) for s in prior + before + after for r in _step_refs(s)[0]):
                 prior[:] = [s for s in prior if not (isinstance(s, KernelStep)
                                                      and s.outputs == [ref])]
         return state, before, after
