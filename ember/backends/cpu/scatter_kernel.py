@@ -59,7 +59,7 @@ class ScatterKernel:
         sizes = {d: updates.dims[w] for d, w in zip(kept, window_dims)}
         out = kb.out_ptrs[0]
         # Scalar windows: a run in registers (its position ``run_at``, its value ``run_value``).
-        runs = not window_dims and updates.shape.size > 1 and operand.shape.size
+        runs = not window_dims and updates.shape.size > 1 and operand.shape.size > 0
         if runs:
             run_at = loops.alloca(I64, name="run.at")
             run_value = loops.alloca(S.memory_type(inst.dtype), name="run.value")
