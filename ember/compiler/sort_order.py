@@ -215,6 +215,9 @@ def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     key = _descending_key(x)
     if key is None:
         order = stable_order([x], x.ndim - 1, descending=True)[..., :k]
+    elif key.ndim == 1 and 0 < k and n >= PREFILTER_MIN_N and k * 64 <= n < 2**32 and \
+            (found := _top_k_prefiltered(x, key, k)) is not None:
+        return found
     elif key.dtype != np.uint32 or not 0 < k < n < 2**32:
         order = np.argsort(np.invert(key), axis=-1, kind="stable")[..., :k]
     else:
@@ -224,6 +227,30 @@ def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         smallest = np.sort(packed[..., :k], axis=-1)
         order = (smallest & np.uint64(0xFFFFFFFF)).astype(np.intp)
     return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
+
+
+# One long row: the k-th largest key of every 16th element bounds the row's k-th largest key
+# from below (k elements of the row reach it), so only the elements reaching it can be among
+# the k largest; they are few on most rows (1e6 float32, k=1000: ~16000), and only they are
+# packed and partitioned.
+PREFILTER_MIN_N = 1 << 16
+
+
+def _top_k_prefiltered(x: np.ndarray, key: np.ndarray, k: int):
+    sample = key[::16].copy()
+    bound = np.partition(sample, sample.size - k)[sample.size - k]  # (the k-th largest)
+    reach = key >= bound
+    if np.count_nonzero(reach) > key.size // 8:  # (many ties at the bound: no gain)
+        return None
+    where = np.flatnonzero(reach)
+    if key.dtype == np.uint32:
+        packed = _pack(np.invert(key[where]), where.astype(np.uint32))
+        if packed.size > k:
+            packed.partition(k - 1)
+        order = (np.sort(packed[:k]) & np.uint64(0xFFFFFFFF)).astype(np.intp)
+    else:  # (a stable sort of the few candidates, in position order: ties stay in order)
+        order = where[np.argsort(np.invert(key[where]), kind="stable")[:k]]
+    return x[order], order.astype(np.int32)
 
 
 register_custom_call_target("ember.top_k", lambda x, *, k: top_k(x, int(k)))

@@ -232,3 +232,34 @@ def test_jitted_top_k_matches_a_python_reference():
         want = sorted(range(50), key=lambda i: rank(x[r, i]))[:7]
         np.testing.assert_array_equal(np.asarray(positions)[r], want)
         assert_same_bits(np.asarray(values)[r], x[r, want])
+
+
+def _long_rows(dtype):
+    """Long single rows for the prefiltered top_k: random, ascending, tie-heavy, specials."""
+    rng = np.random.default_rng(5)
+    n = 1 << 17
+    rows = {"random": rng.standard_normal(n), "ascending": np.linspace(-3e4, 3e4, n),
+            "ties": rng.integers(0, 40, n).astype(np.float64),
+            "few values on top": np.where(rng.random(n) < 0.001, 7.0, rng.random(n))}
+    if np.dtype(dtype).kind == "f":
+        special = rng.standard_normal(n)
+        special[::97] = np.nan
+        special[::89] = np.inf
+        special[1::89] = -0.0
+        rows["specials"] = special
+    return {name: row.astype(dtype) for name, row in rows.items()}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16])
+@pytest.mark.parametrize("k", [1, 100, 2048])
+def test_prefiltered_top_k_of_a_long_row_equals_the_full_path(dtype, k, monkeypatch):
+    from ember.compiler import sort_order
+    for name, row in _long_rows(dtype).items():
+        values, positions = top_k(row, k)
+        monkeypatch.setattr(sort_order, "PREFILTER_MIN_N", 1 << 62)  # the full path
+        full_values, full_positions = top_k(row, k)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(positions, full_positions, err_msg=name)
+        assert_same_bits(values, full_values)
+        order = top_k_order(row[None])[0, :k]
+        np.testing.assert_array_equal(positions, order, err_msg=name)

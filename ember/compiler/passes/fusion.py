@@ -113,12 +113,20 @@ def _is_scalar_constant(inst: Instruction) -> bool:
     return inst.opcode == "constant" and not inst.shape.is_tuple and inst.shape.rank == 0
 
 
+def _fusible_scatter(inst: Instruction) -> bool:
+    """A scatter of one operand without batching dims: the root of its own fusion, whose
+    kernel computes fused producers of its operand, indices and updates where it reads them
+    (``segment_sum``'s index wrap no longer makes a pass of its own)."""
+    return (inst.opcode == "scatter" and len(inst.operands) == 3
+            and not inst.attrs.get("input_batching_dims"))
+
+
 def _groupable(inst: Instruction) -> bool:
     """Whether ``inst`` may be a (home) member of a fusion group."""
     if inst.shape.is_tuple:
         # Only a variadic reduce (the root of its own fusion) has a tuple result here.
         return inst.opcode == "reduce"
-    return inst.opcode in LOOP_FUSIBLE or inst.opcode == "reduce"
+    return inst.opcode in LOOP_FUSIBLE or inst.opcode == "reduce" or _fusible_scatter(inst)
 
 
 def _unique(objs: Iterable) -> list:
@@ -390,8 +398,13 @@ class _ComputationFuser:
     def _last_pos(self, g: _Group) -> int:
         return max(self.pos[k] for k in g.home)
 
+    def _has_scatter(self, g: _Group) -> bool:
+        return any(m.opcode == "scatter" for m in g.home.values())
+
     def _can_merge(self, a: _Group, b: _Group) -> bool:
         both = [a, b]
+        if self._has_scatter(a) or self._has_scatter(b):
+            return False  # (a scatter is the only output of its fusion)
         if a.cost + b.cost > MAX_FUSION_COST:
             return False
         if any(_wide_concatenate(m) for g in both for m in g.home.values()):
@@ -441,6 +454,8 @@ class _ComputationFuser:
     def _can_merge_rows(self, a: _Group, b: _Group) -> bool:
         both = [a, b]
         if not (self._has_reduce(a) or self._has_reduce(b)):
+            return False
+        if self._has_scatter(a) or self._has_scatter(b):
             return False
         if a.cost + b.cost > MAX_FUSION_COST or self.graph.would_cycle(a, b):
             return False
