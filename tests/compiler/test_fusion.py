@@ -423,6 +423,38 @@ def test_dynamic_slices_and_gathers_fuse_with_producers_and_consumers():
     assert "dynamic_slice" not in opcodes(m.entry) and "gather" not in opcodes(m.entry)
 
 
+def test_scatter_is_the_root_of_its_own_fusion_with_its_producers():
+    """segment_sum's shape: the index wrap and the zero operand fuse into the scatter, which
+    stays the only output of its fusion (a consumer is not fused with it)."""
+    m = Module("scatter")
+    b = Builder(m, "main")
+    v = b.parameter(0, Shape(F32, (6,)))
+    ids = b.parameter(1, Shape(S32, (6,)))
+    n = b.op("broadcast_in_dim", b.constant(np.int32(4)), shape=Shape(S32, (6,)),
+             broadcast_dimensions=())
+    zero_ids = b.op("broadcast_in_dim", b.constant(np.int32(0)), shape=Shape(S32, (6,)),
+                    broadcast_dimensions=())
+    wrapped = b.op("select", b.op("compare", ids, zero_ids, comparison_direction="LT"),
+                   b.op("add", ids, n), ids)
+    zeros = b.op("broadcast_in_dim", b.constant(np.float32(0)), shape=Shape(F32, (4,)),
+                 broadcast_dimensions=())
+    rb = Builder(m, "scatter_add")
+    body = rb.build(rb.op("add", rb.parameter(0, Shape(F32, ())),
+                          rb.parameter(1, Shape(F32, ()))))
+    summed = b.op("scatter", zeros, b.op("reshape", wrapped, shape=Shape(S32, (6, 1))),
+                  b.op("exponential", v), update_window_dims=(), inserted_window_dims=(0,),
+                  scatter_dims_to_operand_dims=(0,), input_batching_dims=(),
+                  scatter_indices_batching_dims=(), index_vector_dim=1,
+                  indices_are_sorted=False, unique_indices=False, calls=[body],
+                  shape=Shape(F32, (4,)))
+    b.build(b.op("negate", summed), entry=True)
+    check_fusion(m, [rand(6), np.array([0, -1, 3, 3, 9, -4], np.int32)])
+    assert opcodes(m.entry) == ["parameter", "parameter", "fusion", "fusion"]
+    scatter_fusion = m.entry.instructions[2].calls[0]
+    assert scatter_fusion.root.opcode == "scatter"
+    assert {"select", "exponential"} <= set(opcodes(scatter_fusion))
+
+
 def test_lone_data_movement_is_not_fused_but_lone_elementwise_is():
     m = Module("lone")
     b = Builder(m, "main")
