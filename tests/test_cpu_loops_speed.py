@@ -13,12 +13,12 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember.backends import cpu as cpu_backend
-from ember.backends import get_backend
 from ember.backends.cpu import parallel_runtime
 from ember.backends.cpu.executable import CopyPlan, WhilePlan, nested_steps
 from ember.backends.cpu.program import INVARIANT_ALIAS_MIN_BYTES
 from ember.compiler.parser import parse_module
 from ember.compiler.pipeline import optimize
+from tests.backends.test_cpu_control_flow import run_both as run_text_on_both
 
 RNG = np.random.default_rng(0)
 
@@ -32,18 +32,7 @@ def run_both(fn, *args, runs: int = 3):
     the first on quick code) against the interpreter's, bit for bit; returns the CPU
     executable."""
     text = ember.jit(fn).lower(*args).as_text()
-    args = [np.asarray(a) for a in args]
-    want = get_backend("interpreter").compile(parse_module(text)).execute(args)
-    module = parse_module(text)
-    optimize(module, verify=True)
-    exe = cpu_backend.CpuBackend().compile(module)
-    for _ in range(runs):
-        got = exe.execute([a.copy() for a in args])
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            assert g.dtype == w.dtype and g.shape == w.shape
-            np.testing.assert_array_equal(g, w)
-    return exe
+    return run_text_on_both(text, [np.asarray(a) for a in args], runs)
 
 
 def loops_of(exe):

@@ -11,25 +11,12 @@ from ember import lax
 from ember.backends import get_backend
 from ember.backends.cpu.executable import KernelPlan, LibraryPlan
 from ember.backends.cpu.topk_kernel import LARGEST_K, MAX_K
-from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.sort_order import top_k
+from tests.backends.cpu.test_topk_kernel import top_k_module
 from tests.bits import assert_same_bits, top_k_order
 
 # (NaN updates: the interpreter's NumPy min/max warn)
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
-
-
-def top_k_module(shape, dt, k):
-    m = Module("m")
-    b = Builder(m, "main")
-    x = b.parameter(0, Shape(np.dtype(dt), shape))
-    dims = tuple(shape[:-1]) + (k,)
-    out = b.op("custom_call", x, shape=Shape.tuple([Shape(np.dtype(dt), dims),
-                                                    Shape(np.int32, dims)]),
-               call_target_name="ember.top_k", k=k)
-    b.build(b.op("tuple", *(b.op("get_tuple_element", out, index=i) for i in range(2))),
-            entry=True)
-    return m
 
 
 def check_top_k(x, k, native):
