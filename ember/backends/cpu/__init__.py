@@ -71,9 +71,9 @@ eval_elementwise.register_native_math(eager_math.kernel)
 _scratch.register_allocator(buffer_pool.empty)
 
 # Bump when generated code changes for the same HLO (invalidates cached object code).
-CODEGEN_VERSION = "3"
+CODEGEN_VERSION = "4"
 # Bump when the native cache entry's layout (the pickled dict, ``RunPlan``) changes.
-NATIVE_FORMAT = "1"
+NATIVE_FORMAT = "2"
 # Programs whose biggest kernel computes at most this many elements compile without IR
 # optimization (see ``llvm_support.compile_ir``): their run time is all call overhead.
 FAST_COMPILE_MAX_WORK = 512
