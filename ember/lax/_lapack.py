@@ -40,6 +40,9 @@ _SIGNATURES = {
     "gehrd": "void {}(I*, I*, I*, void*, I*, void*, void*, I*, I*);",
     "sytrd": "void {}(char*, I*, void*, I*, void*, void*, void*, void*, I*, I*, size_t);",
     "gtsv": "void {}(I*, I*, void*, void*, void*, void*, I*, I*);",
+    # transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc (BLAS, column-major)
+    "gemm": "void {}(char*, char*, I*, I*, I*, void*, void*, I*, void*, I*, void*, void*, I*, "
+            "size_t, size_t);",
     # real: jobvs, sort, select, n, a, lda, sdim, wr, wi, vs, ldvs, work, lwork, bwork, info
     "gees_r": "void {}(char*, char*, void*, I*, void*, I*, I*, void*, void*, void*, I*, "
               "void*, I*, void*, I*, size_t, size_t);",
@@ -545,3 +548,13 @@ def syevd(x: np.ndarray, *, lower: bool) -> tuple[np.ndarray, np.ndarray]:
     for i in failed:
         f[i], w[i] = np.nan, np.nan
     return _back(f, x.shape), w.reshape(x.shape[:-1])
+
+
+def gemm_fn(dtype):
+    """A raw column-major BLAS ``gemm`` for ``dtype`` and the binding's cffi objects:
+    ``(fn, ffi, itype)`` (None when unavailable). For kernels that call it on pointers into
+    their own buffers (``C = alpha op(A) op(B) + beta C``)."""
+    b = binding()
+    if b is None or np.dtype(dtype) not in _LETTER:
+        return None
+    return b.fn("gemm", np.dtype(dtype)), b.ffi, b.itype

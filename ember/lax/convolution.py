@@ -15,6 +15,7 @@ dilations (the adjoint of a strided, padded, dilated correlation).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -27,7 +28,7 @@ from ember.compiler.evaluator import register_custom_call_target
 from ember.compiler.hlo import Shape
 from ember.interpreters import ad
 from ember.interpreters.batching import not_mapped
-from ember.lax import base
+from ember.lax import _lapack, base
 from ember.lax import elementwise as E
 from ember.lax.base import standard_primitive
 from ember.lax.batch_util import moveaxis
@@ -242,18 +243,20 @@ def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:
 
 
 # The patches of one chunk (rows x taps*features elements) are at most about this many
-# elements (32 MiB of float32), each chunk one BLAS call. Large chunks, few calls: cache-sized
-# chunks were faster on an idle machine, but every call synchronizes BLAS's threads, and on
-# a loaded one a small CNN's fwd+bwd went from 29 ms (one chunk per conv) to 180 ms (1 MiB
-# chunks) at the median.
-_CHUNK_ELEMENTS = 1 << 23
+# elements (512 KiB of float32, cache-sized), gathered and multiplied by one thread of ours
+# running single-threaded BLAS; the chunks are spread over as many threads as there are
+# cores. (One BLAS call per chunk with BLAS's own threads synchronizes them per call: on a
+# loaded machine a small CNN's fwd+bwd went from 29 ms with one chunk per conv to 180 ms
+# with 1 MiB chunks.)
+_CHUNK_ELEMENTS = 1 << 17
 
 
-def _patch_chunks(view: np.ndarray, nrow: int):
-    """Chunks ``(q0, q1, patches)`` of the matrix whose rows are the first ``nrow`` axes of
-    ``view`` (an overlapping strided view) and whose columns are the others, flattened
-    row-major: ``patches`` holds rows ``[q0, q1)``, gathered by one copy. Chunks split the
-    first axis, or the second within one index of the first when that is too big."""
+def _patch_chunks(view: np.ndarray, nrow: int, work) -> None:
+    """Calls ``work(part, q0, q1, patches)`` for chunks of the matrix whose rows are the
+    first ``nrow`` axes of ``view`` (an overlapping strided view) and whose columns are the
+    others, flattened row-major: ``patches`` holds rows ``[q0, q1)``, gathered by one copy.
+    Chunks split the first axis, or the second within one index of the first when that is
+    too big; thread ``part`` (of ``_chunk_parts``) handles every ``parts``-th chunk."""
     rdims = view.shape[:nrow]
     cols = math.prod(view.shape[nrow:])
     step = max(64, _CHUNK_ELEMENTS // max(cols, 1))
@@ -267,12 +270,25 @@ def _patch_chunks(view: np.ndarray, nrow: int):
         chunks = [((i, slice(j, min(j + per, rdims[1]))), i * r1 + j * r2,
                    i * r1 + min(j + per, rdims[1]) * r2)
                   for i in range(rdims[0]) for j in range(0, rdims[1], per)]
-    buf = _scratch.empty(max(q1 - q0 for _, q0, q1 in chunks) * cols, view.dtype)
-    for index, q0, q1 in chunks:
-        sub = view[index]
-        patches = buf[:(q1 - q0) * cols]
-        np.copyto(patches.reshape(sub.shape), sub)
-        yield q0, q1, patches.reshape(q1 - q0, cols)
+    parts = _chunk_parts(view, nrow)
+    size = max(q1 - q0 for _, q0, q1 in chunks) * cols
+
+    def run(part):
+        buf = np.empty(size, view.dtype)
+        for index, q0, q1 in chunks[part::parts]:
+            sub = view[index]
+            patches = buf[:(q1 - q0) * cols]
+            np.copyto(patches.reshape(sub.shape), sub)
+            work(part, q0, q1, patches.reshape(q1 - q0, cols))
+
+    _in_threads(run, parts)
+
+
+def _chunk_parts(view: np.ndarray, nrow: int) -> int:
+    """How many threads ``_patch_chunks`` uses for ``view``: one per core, while each gets
+    at least a few chunks' work."""
+    total = math.prod(view.shape)
+    return max(1, min(_threads(), total // (4 * _CHUNK_ELEMENTS)))
 
 
 def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec):
@@ -302,6 +318,9 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
     major, minor = (lhs_spec[0], lhs_spec[1]) if taps_form else (lhs_spec[1], lhs_spec[0])
     x = lhs.transpose((major,) + tuple(lhs_spec[2:]) + (minor,))
     x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
+    res = _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec)
+    if res is not None:
+        return res
     sp = x.strides[1:-1]
     by_out = tuple(st * s for st, s in zip(sp, strides))
     by_tap = tuple(st * d for st, d in zip(sp, rhs_dilation))
@@ -315,21 +334,166 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
         wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0))).reshape(
             -1, o)
         out = _scratch.empty((n_major * math.prod(out_sp), o), x.dtype)
-        for q0, q1, patches in _patch_chunks(view, 1 + nsp):
+
+        def product(part, q0, q1, patches):
             np.matmul(patches, wm, out=out[q0:q1])
+
+        _patch_chunks(view, 1 + nsp, product)
         out = out.reshape((n_major,) + out_sp + (o,))
         return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
     view = as_strided(x, shape=(n_major,) + ks + out_sp + (n_minor,),
                       strides=(x.strides[0],) + by_tap + by_out + (x.strides[-1],),
                       writeable=False)
     kern = np.ascontiguousarray(w.transpose(tuple(range(1, 2 + nsp)) + (0,))).reshape(-1, o)
-    acc = np.zeros((math.prod(out_sp) * n_minor, o), x.dtype)
-    part = np.empty_like(acc)
-    for q0, q1, patches in _patch_chunks(view, 1 + nsp):
-        np.matmul(patches.T, kern[q0:q1], out=part)
-        acc += part
-    res = acc.reshape(out_sp + (n_minor, o))
+    parts = _chunk_parts(view, 1 + nsp)
+    acc = np.zeros((parts, math.prod(out_sp) * n_minor, o), x.dtype)
+    tmp = np.empty_like(acc)
+
+    def accumulate(part, q0, q1, patches):
+        np.matmul(patches.T, kern[q0:q1], out=tmp[part])
+        acc[part] += tmp[part]
+
+    _patch_chunks(view, 1 + nsp, accumulate)
+    res = (acc.sum(0) if parts > 1 else acc[0]).reshape(out_sp + (n_minor, o))
     return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))
+
+
+# The shifted-rows kernel (below) computes over the whole padded grid: it is used while that
+# wastes at most this fraction of the work over the valid positions, and (taps form) for at
+# least this many input features (with few features a GEMM per tap is memory-bound on its
+# output, and im2col's one long GEMM wins).
+_SHIFTED_MAX_WASTE = 1.6
+_SHIFTED_MIN_FEATURES = 16
+_TAPS_BLOCK_ELEMENTS = 1 << 17
+_USE_SHIFTED = True  # tests turn it off to compare with im2col
+
+
+def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec):
+    """``_conv_flat``'s product as one BLAS GEMM per tap over shifted rows, without im2col
+    (None where it does not apply or would be slower).
+
+    With the padded lhs ``x`` flattened to rows (major, padded spatial...) of ``minor``
+    features, the rows a tap reads for consecutive output positions are consecutive when the
+    positions are (stride 1): computed over the whole padded grid (the positions past the
+    valid ones are dropped), tap ``t`` reads rows ``r + off(t)``, a plain matrix.
+
+    - taps form (strides 1): ``out[r] += x[r + off(t)] @ W[t]`` accumulated by GEMM's beta;
+    - outputs form (tap dilation 1: the kernel-gradient taps are the outputs here): the
+      small result ``res[t] = x[r + off(t)].T @ ct[r]`` with ``ct`` zero-padded to the grid.
+    """
+    if not _USE_SHIFTED:
+        return None
+    step = strides if taps_form else rhs_dilation
+    if any(v != 1 for v in step):
+        return None
+    blas = _lapack.gemm_fn(x.dtype)
+    if blas is None:
+        return None
+    gemm, ffi, itype = blas
+    nsp = x.ndim - 2
+    n_major, padded, minor = x.shape[0], x.shape[1:-1], x.shape[-1]
+    rows_per = [math.prod(padded[d + 1:]) for d in range(nsp)]  # row strides of the grid
+    valid = math.prod(out_sp) if taps_form else math.prod(ks)
+    if math.prod(padded) > _SHIFTED_MAX_WASTE * valid:
+        return None
+    if taps_form and minor < _SHIFTED_MIN_FEATURES:
+        return None
+    w = rhs.transpose(rhs_spec)  # (O, I, K...)
+    o = w.shape[0]
+    rows = n_major * math.prod(padded)
+    # Offsets (in rows) of the taps (taps form) or of the small outputs (outputs form).
+    small, dil = (ks, rhs_dilation) if taps_form else (out_sp, strides)
+    offs = [sum(i * dv * rp for i, dv, rp in zip(idx, dil, rows_per))
+            for idx in np.ndindex(*small)]
+    m = rows - offs[-1]
+    sz = x.itemsize
+    cell = lambda v: ffi.new(itype + "*", int(v))  # noqa: E731
+    one, zero = np.ones(1, x.dtype), np.zeros(1, x.dtype)
+    p_one, p_zero = ffi.from_buffer(one), ffi.from_buffer(zero)
+    px = ffi.cast("char*", ffi.from_buffer(x))
+    if taps_form:
+        # Column-major view: out^T (O x m) = W[t]^T (O x I) @ x_t^T (I x m).
+        wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0)))
+        out = _scratch.empty((rows, o), x.dtype)
+        pw = ffi.cast("char*", ffi.from_buffer(wm))
+        pout = ffi.cast("char*", ffi.from_buffer(out))
+        M, K, LDO, LDI = cell(o), cell(minor), cell(o), cell(minor)
+        # Row blocks small enough that a block of the output stays in cache over the taps,
+        # spread over our threads, each running single-threaded BLAS (no per-call
+        # synchronization of BLAS's threads).
+        block = max(256, _TAPS_BLOCK_ELEMENTS // max(o, minor))
+        starts = list(range(0, m, block))
+        parts = max(1, min(_threads(), len(starts)))
+
+        def run(i):
+            for r0 in starts[i::parts]:
+                N = cell(min(block, m - r0))
+                for t, off in enumerate(offs):
+                    gemm(b"N", b"N", M, N, K, p_one, pw + t * minor * o * sz, LDO,
+                         px + (r0 + off) * minor * sz, LDI, p_zero if t == 0 else p_one,
+                         pout + r0 * o * sz, LDO, 1, 1)
+
+        _in_threads(run, parts)
+        if m < rows:
+            out[m:] = 0  # never read (past the valid positions); keep the buffer defined
+        out = out.reshape((n_major,) + tuple(padded) + (o,))
+        out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
+        return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
+    # Outputs form: ct (I = n_major, K..., O) laid on the padded grid, zeros elsewhere.
+    ct = _scratch.zeros((n_major,) + tuple(padded) + (o,), x.dtype)
+    ct[(slice(None),) + tuple(slice(0, k) for k in ks)] = \
+        w.transpose((1,) + tuple(range(2, 2 + nsp)) + (0,))
+    # Column-major: res[t]^T (O x I) = ct^T (O x m) @ x_t (m x I), x_t stored as its
+    # transpose (I x m). A long contraction with a small result: OpenBLAS synchronizes its
+    # threads once per block of the contraction (hundreds of times here, ruinous on a
+    # loaded machine), so each thread of ours runs single-threaded BLAS over a slice of the
+    # rows into its own partial result.
+    pct = ffi.cast("char*", ffi.from_buffer(ct))
+    parts = max(1, min(_threads(), m // 4096))
+    bounds = [m * i // parts for i in range(parts + 1)]
+    res = np.empty((parts, len(offs), minor, o), x.dtype)
+    pres = ffi.cast("char*", ffi.from_buffer(res))
+    M, N, LDO, LDI = cell(o), cell(minor), cell(o), cell(minor)
+
+    def run(i):
+        r0, r1 = bounds[i], bounds[i + 1]
+        K = cell(r1 - r0)
+        for t, off in enumerate(offs):
+            gemm(b"N", b"T", M, N, K, p_one, pct + r0 * o * sz, LDO,
+                 px + (r0 + off) * minor * sz, LDI, p_zero,
+                 pres + (i * len(offs) + t) * minor * o * sz, LDO, 1, 1)
+
+    _in_threads(run, parts)
+    res = res.sum(0) if parts > 1 else res[0]
+    res = res.reshape(tuple(out_sp) + (minor, o))
+    return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+_POOL: list = []
+
+
+def _in_threads(fn, parts: int) -> None:
+    """``fn(i)`` for ``i < parts``, on a shared pool of threads (BLAS releases the GIL)."""
+    if parts == 1:
+        fn(0)
+        return
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL.append(ThreadPoolExecutor(_threads(), thread_name_prefix="ember-conv"))
+
+    def single(i):
+        with _lapack.single_threaded():
+            fn(i)
+
+    for f in [_POOL[0].submit(single, i) for i in range(parts)]:
+        f.result()
 
 
 def _target(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec,
