@@ -179,7 +179,7 @@ class Primitive:
         return self.name
 
     def bind(self, *args, **params):
-        return current_trace().process_primitive(self, args, params)
+        return _ctx.trace.process_primitive(self, args, params)  # (current_trace(), inlined)
 
     def def_impl(self, impl: Callable) -> Callable:
         self.impl = impl

@@ -60,10 +60,19 @@ def is_undefined_primal(x: Any) -> bool:
     return type(x) is UndefinedPrimal
 
 
+_inexact: dict[Any, bool] = {}  # dtype -> dtypes.is_inexact(dtype), memoized
+
+
 def tangent_aval(aval: core.ShapedArray) -> core.ShapedArray:
     """The abstract value of tangents of ``aval``: float0 for integer and bool values."""
-    if dtypes.is_inexact(aval.dtype):
-        return core.ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+    dt = aval.dtype
+    inexact = _inexact.get(dt)
+    if inexact is None:
+        inexact = _inexact[dt] = dtypes.is_inexact(dt)
+    if inexact:
+        # (avals are immutable: a plain ShapedArray is its own tangent aval)
+        return aval if type(aval) is core.ShapedArray else core.ShapedArray(
+            aval.shape, dt, aval.weak_type)
     return core.ShapedArray(aval.shape, dtypes.float0)
 
 
@@ -174,7 +183,8 @@ class JVPTracer(core.Tracer):
 
     @property
     def aval(self) -> core.ShapedArray:
-        return core.get_aval(self.primal)
+        p = self.primal
+        return p.aval if isinstance(p, core.Tracer) else core.get_aval(p)
 
     def to_concrete_value(self):
         p = self.primal
@@ -201,12 +211,17 @@ class JVPTrace(core.Trace):
 
     def process_primitive(self, primitive, args, params):
         primals, tangents = [], []
-        for x in args:
-            p, t = self.to_primal_tangent_pair(x)
-            primals.append(p)
-            tangents.append(t)
+        all_zero = True
+        for x in args:  # (to_primal_tangent_pair, inlined)
+            if type(x) is JVPTracer and x._trace is self:
+                primals.append(x.primal)
+                tangents.append(x.tangent)
+                all_zero = False
+            else:
+                primals.append(x)
+                tangents.append(Zero.from_primal_value(x))
         with core.set_current_trace(self.parent):
-            if all(type(t) is Zero for t in tangents):
+            if all_zero:
                 return primitive.bind(*primals, **params)
             if primitive.jvp is None:
                 raise NotImplementedError(
@@ -384,14 +399,18 @@ def backward_pass(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any],
             primal_env[v.id] = x
     linear_eqns = []
     for eqn in jaxpr.eqns:
-        if any(type(a) is not Literal and a.id in linear for a in eqn.invars):
-            linear_eqns.append(eqn)
-            linear.update(v.id for v in eqn.outvars)
-        else:
+        for a in eqn.invars:
+            if type(a) is not Literal and a.id in linear:
+                linear_eqns.append(eqn)
+                linear.update(v.id for v in eqn.outvars)
+                break
+        else:  # no linear input: evaluate forward
             outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
-            outs = outs if eqn.primitive.multiple_results else [outs]
-            for v, x in zip(eqn.outvars, outs):
-                primal_env[v.id] = x
+            if eqn.primitive.multiple_results:
+                for v, x in zip(eqn.outvars, outs):
+                    primal_env[v.id] = x
+            else:
+                primal_env[eqn.outvars[0].id] = outs
     for v, ct in zip(jaxpr.outvars, cts_out):
         add_ct(v, ct)
     for eqn in reversed(linear_eqns):

@@ -6,6 +6,7 @@ Values that are not tracers of the staging trace are lifted: scalars become Lite
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ember import core
+from ember.config import config
 from ember.core import ShapedArray, Trace, Tracer, get_aval
 from ember.errors import UnexpectedTracerError
 from ember.jaxpr import (
@@ -90,26 +92,95 @@ class DynamicJaxprTrace(Trace):
             with core.set_current_trace(core.eval_trace()):  # ``ensure_compile_time_eval``
                 return primitive.bind(*args, **params)
         origin = None
-        for x in args:  # outputs remember which argument they derive from (for errors)
-            if type(x) is JaxprTracer and x._debug_origin is not None:
-                origin = x._debug_origin
-                break
-        atoms = [self.to_atom(x) for x in args]
-        avals = [a.aval for a in atoms]
-        out = primitive.abstract_eval(*avals, **params)
-        out_avals = out if primitive.multiple_results else [out]
-        outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(atoms, outvars, primitive, params))
-        tracers = [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
-        if origin is not None:
-            for t in tracers:
-                t._debug_origin = origin
-        return tracers if primitive.multiple_results else tracers[0]
+        atoms = []
+        for x in args:
+            if type(x) is JaxprTracer and x._trace is self:
+                atoms.append(x._var)
+                if origin is None:  # outputs remember which argument they derive from
+                    origin = x._debug_origin
+            else:
+                if origin is None and type(x) is JaxprTracer:
+                    origin = x._debug_origin
+                atoms.append(self.to_atom(x))
+        out = abstract_eval(primitive, [a.aval for a in atoms], params)
+        if primitive.multiple_results:
+            outvars = [Var(a) for a in out]
+            self.eqns.append(JaxprEqn(atoms, outvars, primitive, params))
+            tracers = [JaxprTracer(self, a, v) for a, v in zip(out, outvars)]
+            if origin is not None:
+                for t in tracers:
+                    t._debug_origin = origin
+            return tracers
+        var = Var(out)
+        self.eqns.append(JaxprEqn(atoms, [var], primitive, params))
+        tracer = JaxprTracer(self, out, var)
+        tracer._debug_origin = origin
+        return tracer
 
     def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
         outvars = [self.to_atom(x) for x in outs]
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
         return ClosedJaxpr(jaxpr, self.consts)
+
+
+# ---------------------------------------------------------------- cached abstract evaluation
+# Tracing evaluates the same rule on the same avals and params over and over (every layer of
+# a network, every JVP and transpose of it): results are kept per (rule, config, avals,
+# params) when the params are plain data whose equality implies equal behaviour (ints, strs,
+# dtypes, enums, tuples of ints and strs; each value's type is part of the key, so 1, 1.0 and
+# True never share an entry). Errors are never cached: a bad call raises on every call.
+
+_aval_cache: dict[tuple, Any] = {}
+_AVAL_CACHE_MAX = 8192
+_plain_types: dict[type, bool] = {}  # top-level param types whose values key the cache
+
+
+def _is_plain_type(t: type) -> bool:
+    return t in (int, bool, float, str, type(None)) or issubclass(t, (np.dtype, enum.Enum))
+
+
+def _plain_tuple(v: tuple) -> bool:
+    for e in v:
+        t = type(e)
+        if t is int or t is str or e is None:
+            continue
+        if isinstance(e, tuple) and _plain_tuple(e):  # (namedtuples of ints too)
+            continue
+        return False
+    return True
+
+
+def _cache_key(rule: Callable, avals: list, params: dict) -> tuple | None:
+    for a in avals:
+        if type(a) is not ShapedArray:
+            return None
+    types = []
+    for v in params.values():
+        t = type(v)
+        plain = _plain_types.get(t)
+        if plain is None:
+            plain = _plain_types[t] = _is_plain_type(t)
+        if not plain and not (isinstance(v, tuple) and _plain_tuple(v)):
+            return None
+        types.append(t)
+    return (rule, config.trace_key, *avals, *params.items(), *types)
+
+
+def abstract_eval(primitive: core.Primitive, avals: list, params: dict) -> Any:
+    """``primitive.abstract_eval(*avals, **params)``, cached when the params allow it."""
+    rule = primitive.abstract_eval
+    key = _cache_key(rule, avals, params)
+    if key is None:
+        return rule(*avals, **params)
+    out = _aval_cache.get(key)
+    if out is None:
+        out = rule(*avals, **params)
+        if primitive.multiple_results:
+            out = tuple(out)
+        if len(_aval_cache) >= _AVAL_CACHE_MAX:
+            _aval_cache.clear()
+        _aval_cache[key] = out
+    return out
 
 
 def _is_plain_scalar(x: Any) -> bool:
@@ -156,7 +227,10 @@ class PartialEvalTrace(DynamicJaxprTrace):
         return type(x) is JaxprTracer and x._trace is self
 
     def process_primitive(self, primitive, args, params):
-        if not any(type(x) is JaxprTracer and x._trace is self for x in args):
+        for x in args:
+            if type(x) is JaxprTracer and x._trace is self:
+                break
+        else:  # no unknown input: run on the parent
             with core.set_current_trace(self.parent):
                 return primitive.bind(*args, **params)
         rule = partial_eval_rules.get(primitive)
