@@ -203,6 +203,10 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
     x = lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],))
     w = rhs.transpose(rhs_spec)
     x = _pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation)
+    if gb == 1 and w.shape[1] == 1 and _USE_SHIFTED:
+        res = _conv_depthwise(np.ascontiguousarray(x), w, window_strides, rhs_dilation)
+        if res is not None:
+            return _finish(res, out_spec, compute, out_dtype)
     n, c = x.shape[0], x.shape[-1]
     o, i_feat, ks = w.shape[0], w.shape[1], w.shape[2:]
     eff = _dilate(ks, rhs_dilation)
@@ -467,6 +471,50 @@ def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec
     res = res.sum(0) if parts > 1 else res[0]
     res = res.reshape(tuple(out_sp) + (minor, o))
     return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))
+
+
+def _conv_depthwise(x, w, strides, rhs_dilation):
+    """A stride-1 depthwise convolution (one input feature per group) as a multiply-add per
+    tap over shifted rows of the padded ``x`` (N, padded..., C), row blocks that stay in
+    cache spread over our threads; None where it does not apply. ``w`` is (C*m, 1, K...);
+    returns the logical (N, C*m, out...) result."""
+    nsp = x.ndim - 2
+    n, padded, c = x.shape[0], x.shape[1:-1], x.shape[-1]
+    ks = w.shape[2:]
+    eff = _dilate(ks, rhs_dilation)
+    out_sp = tuple(p - k + 1 for p, k in zip(padded, eff))
+    if any(s != 1 for s in strides) or min(out_sp, default=1) <= 0 or 0 in x.shape or \
+            0 in w.shape or math.prod(padded) > _SHIFTED_MAX_WASTE * math.prod(out_sp):
+        return None
+    mult = w.shape[0] // c
+    wt = np.ascontiguousarray(w.reshape((c, mult) + ks).transpose(
+        tuple(range(2, 2 + nsp)) + (0, 1))).reshape(-1, c, mult)
+    rows_per = [math.prod(padded[d + 1:]) for d in range(nsp)]
+    offs = [sum(i * dv * rp for i, dv, rp in zip(idx, rhs_dilation, rows_per))
+            for idx in np.ndindex(*ks)]
+    rows = n * math.prod(padded)
+    m = rows - offs[-1]
+    xf = x.reshape(rows, c, 1)
+    out = _scratch.empty((rows, c, mult), x.dtype)
+    out[m:] = 0  # past the valid positions: never read
+    block = max(64, _CHUNK_ELEMENTS // (c * mult))
+    starts = list(range(0, m, block))
+    parts = max(1, min(_threads(), len(starts) // 2))
+
+    def run(i):
+        tmp = np.empty((block, c, mult), x.dtype)
+        for r0 in starts[i::parts]:
+            r1 = min(r0 + block, m)
+            dst, t_ = out[r0:r1], tmp[:r1 - r0]
+            np.multiply(xf[r0 + offs[0]:r1 + offs[0]], wt[0], out=dst)
+            for t in range(1, len(offs)):
+                np.multiply(xf[r0 + offs[t]:r1 + offs[t]], wt[t], out=t_)
+                dst += t_
+
+    _in_threads(run, parts)
+    out = out.reshape((n,) + tuple(padded) + (c * mult,))
+    out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
+    return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
 
 
 def _threads() -> int:

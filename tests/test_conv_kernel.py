@@ -1,0 +1,199 @@
+"""The NumPy/BLAS convolution kernel's paths (``ember/lax/convolution.py``): the shifted-rows
+GEMM per tap (forward/input-gradient and kernel-gradient forms), the threaded im2col chunks
+and the stride-1 depthwise kernel, against a float64 reference by taps and against the
+im2col path forced on, over layouts, batch and channel counts, kernels, strides, dilations,
+padding modes and feature groups."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember import lax
+from ember.lax import _lapack
+from ember.lax import convolution as C
+
+NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def ref_conv(x, w, strides, pads, rhs_dil=(1, 1), groups=1):
+    """NHWC/HWIO convolution in float64: a sum over taps of shifted, strided slices."""
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    xp = np.pad(x, [(0, 0), *pads, (0, 0)])
+    kh, kw, cin, cout = w.shape
+    ho = (xp.shape[1] - (kh - 1) * rhs_dil[0] - 1) // strides[0] + 1
+    wo = (xp.shape[2] - (kw - 1) * rhs_dil[1] - 1) // strides[1] + 1
+    out = np.zeros((x.shape[0], ho, wo, cout))
+    og = cout // groups
+    for i in range(kh):
+        for j in range(kw):
+            h0, w0 = i * rhs_dil[0], j * rhs_dil[1]
+            sl = xp[:, h0:h0 + (ho - 1) * strides[0] + 1:strides[0],
+                    w0:w0 + (wo - 1) * strides[1] + 1:strides[1]]
+            for g in range(groups):
+                out[..., g * og:(g + 1) * og] += sl[..., g * cin:(g + 1) * cin] @ \
+                    w[i, j, :, g * og:(g + 1) * og]
+    return out
+
+
+def ref_grads(x, w, ct, strides, pads, rhs_dil=(1, 1), groups=1):
+    """Gradients ``(dx, dw)`` of ``sum(conv(x, w) * ct)`` in float64, tap by tap: each tap's
+    slice of the padded input meets ``ct`` (dw) and scatters ``ct @ w.T`` back (dx)."""
+    x, w, ct = (np.asarray(a, np.float64) for a in (x, w, ct))
+    xp = np.pad(x, [(0, 0), *pads, (0, 0)])
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    kh, kw, cin, cout = w.shape
+    ho, wo = ct.shape[1:3]
+    og = cout // groups
+    for i in range(kh):
+        for j in range(kw):
+            h0, w0 = i * rhs_dil[0], j * rhs_dil[1]
+            idx = (slice(None), slice(h0, h0 + (ho - 1) * strides[0] + 1, strides[0]),
+                   slice(w0, w0 + (wo - 1) * strides[1] + 1, strides[1]))
+            for g in range(groups):
+                ci, co = slice(g * cin, (g + 1) * cin), slice(g * og, (g + 1) * og)
+                dw[i, j, :, co] += np.einsum("nhwc,nhwo->co", xp[idx][..., ci], ct[..., co])
+                dxp[idx + (ci,)] += ct[..., co] @ w[i, j, :, co].T
+    h, wd = x.shape[1:3]
+    return dxp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd], dw
+
+
+def _pads(padding, x_shape, w_shape, strides, rhs_dil):
+    if not isinstance(padding, str):
+        return list(padding)
+    ksp = [(k - 1) * d + 1 for k, d in zip(w_shape[:2], rhs_dil)]
+    return lax.padtype_to_pads(x_shape[1:3], ksp, strides, padding)
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Counts the calls of the fast kernels that produced a result."""
+    hits = {"shifted": 0, "depthwise": 0, "forms": []}
+    for name, fn in (("shifted", C._conv_shifted), ("depthwise", C._conv_depthwise)):
+        def wrapped(*a, _fn=fn, _name=name, **k):
+            res = _fn(*a, **k)
+            hits[_name] += res is not None
+            if res is not None and _name == "shifted":
+                hits["forms"].append("taps" if a[2] else "outputs")
+            return res
+        monkeypatch.setattr(C, "_conv_" + name, wrapped)
+    return hits
+
+
+# (batch, H, W, C_in, C_out, kernel, strides, padding, rhs dilation, groups, fast path used
+# by the forward conv: "shifted", "depthwise" or None for im2col)
+CASES = [
+    (2, 12, 11, 64, 32, (3, 3), (1, 1), "SAME", (1, 1), 1, "shifted"),
+    (1, 9, 9, 16, 8, (1, 1), (1, 1), "VALID", (1, 1), 1, "shifted"),
+    (3, 10, 9, 32, 16, (3, 2), (1, 1), [(2, 1), (0, 2)], (2, 1), 1, "shifted"),
+    (2, 14, 14, 17, 5, (7, 7), (1, 1), "SAME", (1, 1), 1, None),  # too much padding
+    (32, 6, 6, 3, 8, (3, 3), (1, 1), "SAME_LOWER", (1, 1), 1, None),  # few features
+    (2, 15, 13, 3, 16, (7, 7), (2, 2), "SAME", (1, 1), 1, None),  # strided
+    (2, 16, 16, 256, 8, (3, 3), (2, 1), "VALID", (1, 1), 1, None),
+    (2, 12, 12, 16, 16, (3, 3), (1, 1), "SAME", (1, 1), 16, "depthwise"),
+    (2, 12, 12, 8, 24, (3, 3), (1, 1), "SAME", (1, 2), 8, "depthwise"),  # multiplier 3
+    (2, 12, 12, 32, 16, (3, 3), (1, 1), "SAME", (1, 1), 4, None),  # grouped, 8 per group
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"case{i}" for i in range(len(CASES))])
+def test_conv_paths_match_reference_and_im2col(case, spy, monkeypatch):
+    n, h, wd, cin, cout, ks, strides, padding, rd, groups, path = case
+    rng = np.random.RandomState(sum(ks) + cin)
+    x = rng.randn(n, h, wd, cin).astype(np.float32)
+    w = rng.randn(*ks, cin // groups, cout).astype(np.float32)
+    pads = _pads(padding, x.shape, w.shape, strides, rd)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=rd,
+                                        dimension_numbers=NHWC, feature_group_count=groups)
+
+    out = np.asarray(conv(x, w))
+    assert (spy["shifted"], spy["depthwise"]) == \
+        (int(path == "shifted"), int(path == "depthwise"))
+    ref = ref_conv(x, w, strides, pads, rd, groups)
+    np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+    ct = rng.randn(*out.shape).astype(np.float32)
+    _, vjp = ember.vjp(conv, x, w)
+    dx, dw = (np.asarray(g) for g in vjp(ct))
+    rdx, rdw = ref_grads(x, w, ct, strides, pads, rd, groups)
+    np.testing.assert_allclose(dx, rdx, rtol=2e-5, atol=2e-5 * np.abs(rdx).max())
+    np.testing.assert_allclose(dw, rdw, rtol=2e-5, atol=2e-5 * np.abs(rdw).max())
+    # The im2col path (one thread, large chunks: the previous kernel) agrees.
+    monkeypatch.setattr(C, "_USE_SHIFTED", False)
+    monkeypatch.setattr(C, "_threads", lambda: 1)
+    monkeypatch.setattr(C, "_CHUNK_ELEMENTS", 1 << 23)
+    old = np.asarray(conv(x, w))
+    np.testing.assert_allclose(out, old, rtol=1e-5, atol=1e-5 * np.abs(old).max())
+    odx, odw = (np.asarray(g) for g in ember.vjp(conv, x, w)[1](ct))
+    np.testing.assert_allclose(dx, odx, rtol=1e-5, atol=1e-5 * np.abs(odx).max())
+    np.testing.assert_allclose(dw, odw, rtol=1e-5, atol=1e-5 * np.abs(odw).max())
+
+
+def test_kernel_gradient_and_input_gradient_take_the_shifted_path(spy):
+    # Stride-1 3x3: forward, input gradient (taps form) and kernel gradient (outputs form).
+    rng = np.random.RandomState(0)
+    x = rng.randn(4, 20, 20, 32).astype(np.float32)
+    w = rng.randn(3, 3, 32, 32).astype(np.float32)
+    conv = ember.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                           dimension_numbers=NHWC))
+    ct = rng.randn(4, 20, 20, 32).astype(np.float32)
+    dx, dw = (np.asarray(g) for g in ember.vjp(conv, x, w)[1](ct))
+    # The forward conv, the input gradient (taps form), the kernel gradient (outputs form).
+    assert sorted(spy["forms"]) == ["outputs", "taps", "taps"]
+    rdx, rdw = ref_grads(x, w, ct, (1, 1), [(1, 1), (1, 1)])
+    np.testing.assert_allclose(dx, rdx, rtol=2e-5, atol=2e-5 * np.abs(rdx).max())
+    np.testing.assert_allclose(dw, rdw, rtol=2e-5, atol=2e-5 * np.abs(rdw).max())
+
+
+@pytest.mark.parametrize("dn", [NHWC, ("NCHW", "OIHW", "NCHW")])
+def test_layouts_threads_and_chunks(dn, monkeypatch):
+    # NCHW operands, many small chunks over two threads (ragged last chunk), the im2col
+    # path, and the BLAS binding turned off: all the same values.
+    rng = np.random.RandomState(1)
+    x = rng.randn(3, 11, 10, 24).astype(np.float32)
+    w = rng.randn(3, 3, 24, 20).astype(np.float32)
+    ref = ref_conv(x, w, (1, 1), [(1, 1), (1, 1)])
+    if dn[0] == "NCHW":
+        x, w = x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)
+        ref = ref.transpose(0, 3, 1, 2)
+
+    def run():
+        return np.asarray(lax.conv_general_dilated(np.ascontiguousarray(x),
+                                                   np.ascontiguousarray(w), (1, 1), "SAME",
+                                                   dimension_numbers=dn))
+
+    tol = dict(rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+    np.testing.assert_allclose(run(), ref, **tol)
+    monkeypatch.setattr(C, "_threads", lambda: 2)
+    monkeypatch.setattr(C, "_CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(C, "_TAPS_BLOCK_ELEMENTS", 1000)
+    np.testing.assert_allclose(run(), ref, **tol)
+    monkeypatch.setattr(C, "_USE_SHIFTED", False)  # the threaded im2col chunks
+    np.testing.assert_allclose(run(), ref, **tol)
+    monkeypatch.setattr(C, "_USE_SHIFTED", True)
+    _lapack.disable()
+    try:
+        assert _lapack.gemm_fn(np.float32) is None
+        np.testing.assert_allclose(run(), ref, **tol)
+    finally:
+        _lapack.disable(False)
+
+
+def test_integer_and_complex_operands():
+    # No BLAS for integers (im2col in NumPy) and complex GEMMs on the shifted path.
+    rng = np.random.RandomState(2)
+    x = rng.randint(-3, 4, (2, 9, 9, 16)).astype(np.int32)
+    w = rng.randint(-3, 4, (3, 3, 16, 4)).astype(np.int32)
+    out = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=NHWC)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(out),
+                                  ref_conv(x, w, (1, 1), [(1, 1), (1, 1)]).astype(np.int32))
+    xc = (rng.randn(2, 9, 9, 16) + 1j * rng.randn(2, 9, 9, 16)).astype(np.complex64)
+    wc = (rng.randn(3, 3, 16, 4) + 1j * rng.randn(3, 3, 16, 4)).astype(np.complex64)
+    out = np.asarray(lax.conv_general_dilated(xc, wc, (1, 1), "SAME",
+                                              dimension_numbers=NHWC))
+    ref = sum(ref_conv(a, b, (1, 1), [(1, 1), (1, 1)]) * s
+              for a, b, s in ((xc.real, wc.real, 1), (xc.imag, wc.imag, -1),
+                              (xc.real, wc.imag, 1j), (xc.imag, wc.real, 1j)))
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
