@@ -220,13 +220,17 @@ class JVPTrace(core.Trace):
             else:
                 primals.append(x)
                 tangents.append(Zero.from_primal_value(x))
-        with core.set_current_trace(self.parent):
+        ctx = core._ctx  # (set_current_trace(self.parent), inlined)
+        previous, ctx.trace = ctx.trace, self.parent
+        try:
             if all_zero:
-                return primitive.bind(*primals, **params)
+                return self.parent.process_primitive(primitive, primals, params)
             if primitive.jvp is None:
                 raise NotImplementedError(
                     f"Differentiation rule for '{primitive.name}' not implemented")
             out, tangent_out = primitive.jvp(primals, tangents, **params)
+        finally:
+            ctx.trace = previous
         if primitive.multiple_results:
             return [self.new(p, t) for p, t in zip(out, tangent_out)]
         return self.new(out, tangent_out)

@@ -230,9 +230,13 @@ class PartialEvalTrace(DynamicJaxprTrace):
         for x in args:
             if type(x) is JaxprTracer and x._trace is self:
                 break
-        else:  # no unknown input: run on the parent
-            with core.set_current_trace(self.parent):
-                return primitive.bind(*args, **params)
+        else:  # no unknown input: run on the parent (set_current_trace + bind, inlined)
+            ctx = core._ctx
+            previous, ctx.trace = ctx.trace, self.parent
+            try:
+                return self.parent.process_primitive(primitive, args, params)
+            finally:
+                ctx.trace = previous
         rule = partial_eval_rules.get(primitive)
         if rule is not None:
             return rule(self, args, params)
