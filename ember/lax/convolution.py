@@ -253,6 +253,7 @@ def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:
 # loaded machine a small CNN's fwd+bwd went from 29 ms with one chunk per conv to 180 ms
 # with 1 MiB chunks.)
 _CHUNK_ELEMENTS = 1 << 17
+_MIN_CHUNK_ROWS = 256  # a GEMM needs some rows to be efficient
 
 
 def _patch_chunks(view: np.ndarray, nrow: int, work) -> None:
@@ -263,7 +264,7 @@ def _patch_chunks(view: np.ndarray, nrow: int, work) -> None:
     too big; thread ``part`` (of ``_chunk_parts``) handles every ``parts``-th chunk."""
     rdims = view.shape[:nrow]
     cols = math.prod(view.shape[nrow:])
-    step = max(64, _CHUNK_ELEMENTS // max(cols, 1))
+    step = max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // max(cols, 1))
     r1, r2 = math.prod(rdims[1:]), math.prod(rdims[2:])
     if r1 <= step:
         per = max(1, step // r1)
@@ -362,115 +363,74 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
     return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))
 
 
-# The shifted-rows kernel (below) computes over the whole padded grid: it is used while that
-# wastes at most this fraction of the work over the valid positions, and (taps form) for at
-# least this many input features (with few features a GEMM per tap is memory-bound on its
-# output, and im2col's one long GEMM wins).
+# The shifted-rows kernels (below) compute over the whole padded grid: they are used while
+# that wastes at most this fraction of the work over the valid positions, and (GEMM per tap)
+# for at least this many input features: with fewer, im2col's longer GEMM (its chunks in
+# cache) was as fast or faster on a 2-core machine (the two were within noise at 64).
 _SHIFTED_MAX_WASTE = 1.6
-_SHIFTED_MIN_FEATURES = 16
+_SHIFTED_MIN_FEATURES = 64
+# Rows per block of the GEMMs per tap: the block of the output stays in cache over the taps.
 _TAPS_BLOCK_ELEMENTS = 1 << 17
 _USE_SHIFTED = True  # tests turn it off to compare with im2col
 
 
 def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec):
-    """``_conv_flat``'s product as one BLAS GEMM per tap over shifted rows, without im2col
+    """``_conv_flat``'s taps form as one BLAS GEMM per tap over shifted rows, without im2col
     (None where it does not apply or would be slower).
 
-    With the padded lhs ``x`` flattened to rows (major, padded spatial...) of ``minor``
-    features, the rows a tap reads for consecutive output positions are consecutive when the
-    positions are (stride 1): computed over the whole padded grid (the positions past the
-    valid ones are dropped), tap ``t`` reads rows ``r + off(t)``, a plain matrix.
-
-    - taps form (strides 1): ``out[r] += x[r + off(t)] @ W[t]`` accumulated by GEMM's beta;
-    - outputs form (tap dilation 1: the kernel-gradient taps are the outputs here): the
-      small result ``res[t] = x[r + off(t)].T @ ct[r]`` with ``ct`` zero-padded to the grid.
+    With the padded lhs ``x`` flattened to rows (batch, padded spatial...) of features, the
+    rows a tap reads for consecutive output positions are consecutive when the positions are
+    (stride 1): computed over the whole padded grid (the positions past the valid ones are
+    dropped), tap ``t`` reads the plain matrix of rows ``r + off(t)`` and
+    ``out[r] += x[r + off(t)] @ W[t]`` accumulates through GEMM's beta. Row blocks are spread
+    over our threads, each running single-threaded BLAS.
     """
-    if not _USE_SHIFTED:
+    if not (_USE_SHIFTED and taps_form) or any(v != 1 for v in strides):
         return None
-    step = strides if taps_form else rhs_dilation
-    if any(v != 1 for v in step):
+    nsp = x.ndim - 2
+    n_major, padded, minor = x.shape[0], x.shape[1:-1], x.shape[-1]
+    if minor < _SHIFTED_MIN_FEATURES or \
+            math.prod(padded) > _SHIFTED_MAX_WASTE * math.prod(out_sp):
         return None
     blas = _lapack.gemm_fn(x.dtype)
     if blas is None:
         return None
     gemm, ffi, itype = blas
-    nsp = x.ndim - 2
-    n_major, padded, minor = x.shape[0], x.shape[1:-1], x.shape[-1]
     rows_per = [math.prod(padded[d + 1:]) for d in range(nsp)]  # row strides of the grid
-    valid = math.prod(out_sp) if taps_form else math.prod(ks)
-    if math.prod(padded) > _SHIFTED_MAX_WASTE * valid:
-        return None
-    if taps_form and minor < _SHIFTED_MIN_FEATURES:
-        return None
+    offs = [sum(i * dv * rp for i, dv, rp in zip(idx, rhs_dilation, rows_per))
+            for idx in np.ndindex(*ks)]
+    rows = n_major * math.prod(padded)
+    m = rows - offs[-1]  # the last valid position's row is below this
     w = rhs.transpose(rhs_spec)  # (O, I, K...)
     o = w.shape[0]
-    rows = n_major * math.prod(padded)
-    # Offsets (in rows) of the taps (taps form) or of the small outputs (outputs form).
-    small, dil = (ks, rhs_dilation) if taps_form else (out_sp, strides)
-    offs = [sum(i * dv * rp for i, dv, rp in zip(idx, dil, rows_per))
-            for idx in np.ndindex(*small)]
-    m = rows - offs[-1]
+    wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0)))  # (K..., I, O)
+    out = _scratch.empty((rows, o), x.dtype)
+    out[m:] = 0  # never read (past the valid positions); keep the buffer defined
     sz = x.itemsize
-    cell = lambda v: ffi.new(itype + "*", int(v))  # noqa: E731
     one, zero = np.ones(1, x.dtype), np.zeros(1, x.dtype)
     p_one, p_zero = ffi.from_buffer(one), ffi.from_buffer(zero)
     px = ffi.cast("char*", ffi.from_buffer(x))
-    if taps_form:
-        # Column-major view: out^T (O x m) = W[t]^T (O x I) @ x_t^T (I x m).
-        wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0)))
-        out = _scratch.empty((rows, o), x.dtype)
-        pw = ffi.cast("char*", ffi.from_buffer(wm))
-        pout = ffi.cast("char*", ffi.from_buffer(out))
-        M, K, LDO, LDI = cell(o), cell(minor), cell(o), cell(minor)
-        # Row blocks small enough that a block of the output stays in cache over the taps,
-        # spread over our threads, each running single-threaded BLAS (no per-call
-        # synchronization of BLAS's threads).
-        block = max(256, _TAPS_BLOCK_ELEMENTS // max(o, minor))
-        starts = list(range(0, m, block))
-        parts = max(1, min(_threads(), len(starts)))
-
-        def run(i):
-            for r0 in starts[i::parts]:
-                N = cell(min(block, m - r0))
-                for t, off in enumerate(offs):
-                    gemm(b"N", b"N", M, N, K, p_one, pw + t * minor * o * sz, LDO,
-                         px + (r0 + off) * minor * sz, LDI, p_zero if t == 0 else p_one,
-                         pout + r0 * o * sz, LDO, 1, 1)
-
-        _in_threads(run, parts)
-        if m < rows:
-            out[m:] = 0  # never read (past the valid positions); keep the buffer defined
-        out = out.reshape((n_major,) + tuple(padded) + (o,))
-        out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
-        return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
-    # Outputs form: ct (I = n_major, K..., O) laid on the padded grid, zeros elsewhere.
-    ct = _scratch.zeros((n_major,) + tuple(padded) + (o,), x.dtype)
-    ct[(slice(None),) + tuple(slice(0, k) for k in ks)] = \
-        w.transpose((1,) + tuple(range(2, 2 + nsp)) + (0,))
-    # Column-major: res[t]^T (O x I) = ct^T (O x m) @ x_t (m x I), x_t stored as its
-    # transpose (I x m). A long contraction with a small result: OpenBLAS synchronizes its
-    # threads once per block of the contraction (hundreds of times here, ruinous on a
-    # loaded machine), so each thread of ours runs single-threaded BLAS over a slice of the
-    # rows into its own partial result.
-    pct = ffi.cast("char*", ffi.from_buffer(ct))
-    parts = max(1, min(_threads(), m // 4096))
-    bounds = [m * i // parts for i in range(parts + 1)]
-    res = np.empty((parts, len(offs), minor, o), x.dtype)
-    pres = ffi.cast("char*", ffi.from_buffer(res))
-    M, N, LDO, LDI = cell(o), cell(minor), cell(o), cell(minor)
+    pw = ffi.cast("char*", ffi.from_buffer(wm))
+    pout = ffi.cast("char*", ffi.from_buffer(out))
+    cell = lambda v: ffi.new(itype + "*", int(v))  # noqa: E731
+    # Column-major: out^T (O x rows) = W[t]^T (O x I) @ x_t^T (I x rows).
+    M, K, LDO, LDI = cell(o), cell(minor), cell(o), cell(minor)
+    block = max(256, _TAPS_BLOCK_ELEMENTS // max(o, minor))
+    starts = list(range(0, m, block))
+    parts = max(1, min(_threads(), len(starts)))
 
     def run(i):
-        r0, r1 = bounds[i], bounds[i + 1]
-        K = cell(r1 - r0)
-        for t, off in enumerate(offs):
-            gemm(b"N", b"T", M, N, K, p_one, pct + r0 * o * sz, LDO,
-                 px + (r0 + off) * minor * sz, LDI, p_zero,
-                 pres + (i * len(offs) + t) * minor * o * sz, LDO, 1, 1)
+        for r0 in starts[i::parts]:
+            N = cell(min(block, m - r0))
+            for t, off in enumerate(offs):
+                gemm(b"N", b"N", M, N, K, p_one, pw + t * minor * o * sz, LDO,
+                     px + (r0 + off) * minor * sz, LDI, p_zero if t == 0 else p_one,
+                     pout + r0 * o * sz, LDO, 1, 1)
 
     _in_threads(run, parts)
-    res = res.sum(0) if parts > 1 else res[0]
-    res = res.reshape(tuple(out_sp) + (minor, o))
-    return res.transpose((nsp, nsp + 1) + tuple(range(nsp)))
+    out = out.reshape((n_major,) + tuple(padded) + (o,))
+    out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
+    return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
 
 
 def _conv_depthwise(x, w, strides, rhs_dilation):
