@@ -1,8 +1,8 @@
 """The NumPy/BLAS convolution kernel's paths (``ember/lax/convolution.py``): the shifted-rows
-GEMM per tap (forward convolutions, input gradients), the threaded im2col chunks
-and the stride-1 depthwise kernel, against a float64 reference by taps and against the
-im2col path forced on, over layouts, batch and channel counts, kernels, strides, dilations,
-padding modes and feature groups."""
+GEMM per tap (forward convolutions, input gradients), the threaded im2col chunks and the
+stride-1 depthwise kernels (forward and input gradient, kernel gradient), against a float64
+reference by taps and against the im2col path forced on, over layouts, batch and channel
+counts, kernels, strides, dilations, padding modes and feature groups."""
 
 import numpy as np
 import pytest
@@ -68,8 +68,10 @@ def _pads(padding, x_shape, w_shape, strides, rhs_dil):
 @pytest.fixture
 def spy(monkeypatch):
     """Counts the calls of the fast kernels that produced a result."""
-    hits = {"shifted": 0, "depthwise": 0}
-    for name, fn in (("shifted", C._conv_shifted), ("depthwise", C._conv_depthwise)):
+    hits = {"shifted": 0, "depthwise": 0, "depthwise_kernel_grad": 0}
+    for name in hits:
+        fn = getattr(C, "_conv_" + name)
+
         def wrapped(*a, _fn=fn, _name=name, **k):
             res = _fn(*a, **k)
             hits[_name] += res is not None
@@ -115,6 +117,7 @@ def test_conv_paths_match_reference_and_im2col(case, spy, monkeypatch):
     ct = rng.randn(*out.shape).astype(np.float32)
     _, vjp = ember.vjp(conv, x, w)
     dx, dw = (np.asarray(g) for g in vjp(ct))
+    assert spy["depthwise_kernel_grad"] == int(path == "depthwise")
     rdx, rdw = ref_grads(x, w, ct, strides, pads, rd, groups)
     np.testing.assert_allclose(dx, rdx, rtol=2e-5, atol=2e-5 * np.abs(rdx).max())
     np.testing.assert_allclose(dw, rdw, rtol=2e-5, atol=2e-5 * np.abs(rdw).max())
@@ -196,3 +199,29 @@ def test_integer_and_complex_operands():
               for a, b, s in ((xc.real, wc.real, 1), (xc.imag, wc.imag, -1),
                               (xc.real, wc.imag, 1j), (xc.imag, wc.real, 1j)))
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("dn,shape,ks,mult", [
+    (("NCHW", "OIHW", "NCHW"), (2, 16, 10, 9), (3, 3), 1),
+    (("NWC", "WIO", "NWC"), (3, 20, 8), (5,), 2)])
+def test_depthwise_layouts_match_jax(jax, spy, dn, shape, ks, mult):
+    # The depthwise kernels in other layouts and ranks, with gradients, against JAX (with a
+    # channel multiplier the input gradient has two features per group: not depthwise).
+    rng = np.random.RandomState(3)
+    c = shape[dn[0].index("C")]
+    x = rng.randn(*shape).astype(np.float32)
+    sizes = dict(zip([ch for ch in dn[1] if ch not in "IO"], ks), I=1, O=mult * c)
+    wshape = tuple(sizes[ch] for ch in dn[1])
+    w = rng.randn(*wshape).astype(np.float32)
+
+    def loss(lx):
+        return lambda x, w: (lx.conv_general_dilated(x, w, (1,) * len(ks), "SAME",
+                                                     dimension_numbers=dn,
+                                                     feature_group_count=c) ** 3).sum()
+
+    got = ember.value_and_grad(loss(lax), argnums=(0, 1))(x, w)
+    want = jax.value_and_grad(loss(jax.lax), argnums=(0, 1))(x, w)
+    assert spy["depthwise"] == 1 + (mult == 1) and spy["depthwise_kernel_grad"] == 1
+    for g, r in zip([got[0], *got[1]], [want[0], *want[1]]):
+        r = np.asarray(r)
+        np.testing.assert_allclose(np.asarray(g), r, rtol=2e-4, atol=2e-4 * np.abs(r).max())

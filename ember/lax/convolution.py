@@ -199,6 +199,11 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
                          lhs_spec, rhs_spec)
     if res is not None:
         return _finish(res, out_spec, compute, out_dtype)
+    if gb > 1 and lhs.shape[lhs_spec[0]] == gb and _USE_SHIFTED:
+        res = _conv_depthwise_kernel_grad(lhs, rhs, window_strides, pads, lhs_dilation,
+                                          rhs_dilation, lhs_spec, rhs_spec)
+        if res is not None:
+            return _finish(res, out_spec, compute, out_dtype)
     # lhs as (N, S..., C); rhs as (O, I, K...).
     x = lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],))
     w = rhs.transpose(rhs_spec)
@@ -475,6 +480,58 @@ def _conv_depthwise(x, w, strides, rhs_dilation):
     out = out.reshape((n,) + tuple(padded) + (c * mult,))
     out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
     return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
+
+
+def _conv_depthwise_kernel_grad(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation,
+                                lhs_spec, rhs_spec):
+    """The kernel gradient of a depthwise convolution: one batch group per lhs "batch" entry
+    (the gradient's batch groups are the forward's feature groups, its lhs batch the
+    forward's features). With the lhs laid out (forward batch, padded..., features) and
+    the cotangent (``rhs``) zero-padded onto the same grid, each kernel tap ``t`` is
+    ``sum_r x[r + off(t)] * ct[r]`` per feature: a multiply and a column sum per tap over
+    cache-sized row blocks spread over our threads (stride-1 forward convolutions; None
+    otherwise). Returns the logical (1, O, out...) result."""
+    nsp = lhs.ndim - 2
+    if any(d != 1 for d in rhs_dilation):
+        return None
+    x = lhs.transpose((lhs_spec[1],) + tuple(lhs_spec[2:]) + (lhs_spec[0],))
+    w = rhs.transpose(rhs_spec)  # (C*mult, N, K...): K are the cotangent's positions
+    ks = w.shape[2:]
+    lsp = x.shape[1:-1]
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(_dilate(lsp, lhs_dilation), pads))
+    out_sp = tuple((p - k) // s + 1 if p >= k else 0 for p, k, s in zip(padded, ks, strides))
+    if 0 in out_sp or 0 in x.shape or 0 in w.shape or \
+            math.prod(padded) > _SHIFTED_MAX_WASTE * math.prod(ks):
+        return None
+    x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
+    n, c = x.shape[0], x.shape[-1]
+    mult = w.shape[0] // c
+    ct = _scratch.zeros((n,) + padded + (c, mult), x.dtype)
+    ct[(slice(None),) + tuple(slice(0, k) for k in ks)] = \
+        w.reshape((c, mult, n) + ks).transpose((2,) + tuple(range(3, 3 + nsp)) + (0, 1))
+    rows_per = [math.prod(padded[d + 1:]) for d in range(nsp)]
+    offs = [sum(i * s * rp for i, s, rp in zip(idx, strides, rows_per))
+            for idx in np.ndindex(*out_sp)]
+    rows = n * math.prod(padded)
+    m = rows - offs[-1]  # rows past this hold no cotangent
+    xf, cf = x.reshape(rows, c, 1), ct.reshape(rows, c, mult)
+    block = max(64, _CHUNK_ELEMENTS // (c * mult))
+    starts = list(range(0, m, block))
+    parts = max(1, min(_threads(), len(starts) // 2))
+    res = np.zeros((parts, len(offs), c, mult), x.dtype)
+
+    def run(i):
+        tmp = np.empty((block, c, mult), x.dtype)
+        for r0 in starts[i::parts]:
+            r1 = min(r0 + block, m)
+            t_, cb = tmp[:r1 - r0], cf[r0:r1]
+            for t, off in enumerate(offs):
+                np.multiply(xf[r0 + off:r1 + off], cb, out=t_)
+                res[i, t] += t_.sum(0)
+
+    _in_threads(run, parts)
+    res = (res.sum(0) if parts > 1 else res[0]).reshape(out_sp + (c * mult,))
+    return res.transpose((nsp,) + tuple(range(nsp)))[None]
 
 
 def _threads() -> int:
