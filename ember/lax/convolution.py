@@ -202,16 +202,34 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
                          lhs_spec, rhs_spec)
     if res is not None:
         return _finish(res, out_spec, compute, out_dtype)
-    if gb > 1 and lhs.shape[lhs_spec[0]] == gb and _USE_SHIFTED:
+    if gb > 1 and lhs.shape[lhs_spec[0]] == gb and _FAST_PATHS:
         res = _conv_depthwise_kernel_grad(lhs, rhs, window_strides, pads, lhs_dilation,
                                           rhs_dilation, lhs_spec, rhs_spec)
         if res is not None:
             return _finish(res, out_spec, compute, out_dtype)
+    groups = max(gb, gf)
+    in_feat, taps = rhs.shape[rhs_spec[1]], math.prod(rhs.shape[d] for d in rhs_spec[2:])
+    if _FAST_PATHS and groups <= _MAX_GROUP_LOOP and in_feat * taps >= _MIN_GROUP_CONTRACTION:
+        # A few groups with real work each: one ungrouped convolution per group (each takes
+        # the fast paths above), slicing the lhs's features (or batch, for batch groups).
+        axis = lhs_spec[1] if gf > 1 else lhs_spec[0]
+        lg, og = lhs.shape[axis] // groups, rhs.shape[rhs_spec[0]] // groups
+        outs = []
+        for g in range(groups):
+            part = _conv_flat(np.take(lhs, range(g * lg, (g + 1) * lg), axis),
+                              np.take(rhs, range(g * og, (g + 1) * og), rhs_spec[0]),
+                              window_strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
+                              rhs_spec)
+            if part is None:
+                break
+            outs.append(part)
+        else:
+            return _finish(np.concatenate(outs, 1), out_spec, compute, out_dtype)
     # lhs as (N, S..., C); rhs as (O, I, K...).
     x = lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],))
     w = rhs.transpose(rhs_spec)
     x = _pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation)
-    if gb == 1 and w.shape[1] == 1 and _USE_SHIFTED:
+    if gb == 1 and w.shape[1] == 1 and _FAST_PATHS:
         res = _conv_depthwise(np.ascontiguousarray(x), w, window_strides, rhs_dilation)
         if res is not None:
             return _finish(res, out_spec, compute, out_dtype)
@@ -253,6 +271,12 @@ def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:
     res = res.astype(compute, copy=False).astype(out_dtype, copy=False)
     return res if res.flags.c_contiguous else _scratch.copy(res)
 
+
+# Grouped convolutions run one ungrouped convolution per group for at most this many groups
+# with at least this long a contraction (features per group x taps) each; the others (many
+# small groups) take one batched im2col matmul.
+_MAX_GROUP_LOOP = 16
+_MIN_GROUP_CONTRACTION = 32
 
 # The patches of one chunk (rows x taps*features elements) are at most about this many
 # elements (512 KiB of float32, cache-sized), gathered and multiplied by one thread of ours
@@ -379,7 +403,7 @@ _SHIFTED_MAX_WASTE = 1.6
 _SHIFTED_MIN_FEATURES = 64
 # Rows per block of the GEMMs per tap: the block of the output stays in cache over the taps.
 _TAPS_BLOCK_ELEMENTS = 1 << 17
-_USE_SHIFTED = True  # tests turn it off to compare with im2col
+_FAST_PATHS = True  # tests turn the paths below and the group loop off (plain im2col)
 
 
 def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec):
@@ -393,7 +417,7 @@ def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec
     ``out[r] += x[r + off(t)] @ W[t]`` accumulates through GEMM's beta. Row blocks are spread
     over our threads, each running single-threaded BLAS.
     """
-    if not (_USE_SHIFTED and taps_form) or any(v != 1 for v in strides):
+    if not (_FAST_PATHS and taps_form) or any(v != 1 for v in strides):
         return None
     nsp = x.ndim - 2
     n_major, padded, minor = x.shape[0], x.shape[1:-1], x.shape[-1]
