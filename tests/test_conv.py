@@ -181,6 +181,7 @@ def test_conv_flat_kernels_match_reference(monkeypatch, case, dtype):
                                    ld, rd, dimension_numbers=dn)
     np.testing.assert_allclose(np.asarray(out, np.float64), ref.transpose(perm), rtol=1e-5)
     monkeypatch.setattr(C, "_CHUNK_ELEMENTS", 64)  # many chunks, a ragged last one
+    monkeypatch.setattr(C, "_MIN_CHUNK_ROWS", 1)
     np.testing.assert_allclose(np.asarray(C._conv_flat(x, w, strides, pads, ld, rd, spec,
                                                        spec), np.float64), ref, rtol=1e-5)
 
