@@ -65,7 +65,7 @@ class ShapedArray:
         return f"{dtypes.short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
 
     def __eq__(self, other) -> bool:
-        return (type(other) is ShapedArray and self.shape == other.shape
+        return other is self or (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self) -> int:

@@ -212,3 +212,52 @@ def test_multiple_results_and_debug_origin():
     for _ in range(2):
         with pytest.raises(ember.errors.TracerBoolConversionError, match="argument 'x'"):
             ember.jit(f)(np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("transform", ["jvp", "grad", "vmap", "vmap_unmapped"])
+def test_current_trace_restored_after_a_failing_rule(transform):
+    prim = core.Primitive("trace_speed_fails")
+    prim.def_impl(lambda x: (_ for _ in ()).throw(ValueError("impl failed")))
+    prim.def_abstract_eval(lambda x: (_ for _ in ()).throw(ValueError("abstract eval failed")))
+    prim.def_jvp(lambda primals, tangents: (_ for _ in ()).throw(ValueError("jvp failed")))
+    prim.def_batching(lambda vals, dims: (_ for _ in ()).throw(ValueError("batch failed")))
+    x = np.ones(3, np.float32)
+    runs = {
+        "jvp": lambda: ember.jvp(lambda x: prim.bind(x), (x,), (x,)),
+        "grad": lambda: ember.grad(lambda x: prim.bind(jnp.sin(x)).sum())(x),
+        "vmap": lambda: ember.vmap(lambda x: prim.bind(x))(x),
+        # (an operand that is not mapped goes straight to the parent trace: eager here)
+        "vmap_unmapped": lambda: ember.vmap(lambda x: prim.bind(np.ones(2)) + x)(x),
+    }
+    expected = {"jvp": "jvp failed", "grad": "jvp failed", "vmap": "batch failed",
+                "vmap_unmapped": "abstract eval failed"}
+    before = core.current_trace()
+    with pytest.raises(ValueError, match=expected[transform]):
+        runs[transform]()
+    assert core.current_trace() is before and core.is_eval_context()
+    assert float(jnp.sum(jnp.sin(x))) == pytest.approx(3 * np.sin(1.0), rel=1e-6)
+
+
+@pytest.mark.parametrize("shape, message", [
+    ((2, -3), "must be non-negative"), ((2, True), "must contain only integers"),
+    ((2.0, 3), "must contain only integers"), (5, "must be a sequence of integers")])
+def test_shape_checks_keep_their_errors(shape, message):
+    x = np.ones(6, np.float32)
+    with pytest.raises(TypeError, match=message):
+        ember.make_jaxpr(lambda x: lax.broadcast_in_dim(x, shape, (0,)))(x)
+    assert lax.broadcast_in_dim(x, (np.int64(2), 6), (1,)).shape == (2, 6)
+    np.testing.assert_array_equal(np.asarray(lax.broadcast_in_dim(x, (2, 6), (1,))),
+                                  np.broadcast_to(x, (2, 6)))
+
+
+def test_rules_reading_bound_axis_names_are_not_cached():
+    # axis_index's abstract eval checks that its name is bound: after a traced call with the
+    # name bound, the same call without it must still raise.
+    x = np.ones(3, np.float32)
+    f = lambda x: lax.axis_index("i") + x  # noqa: E731
+    text = str(ember.make_jaxpr(f, axis_env=[("i", 3)])(x))
+    assert "axis_index[axis_name=i]" in text
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        ember.make_jaxpr(f)(x)
+    np.testing.assert_array_equal(np.asarray(ember.vmap(lambda v: f(v[0]), axis_name="i")(
+        x.reshape(3, 1))), np.arange(3, dtype=np.float32) + 1)

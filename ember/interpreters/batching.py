@@ -167,12 +167,14 @@ class BatchTrace(core.Trace):
             vals.append(v)
             dims.append(d)
         name = self.axis_name
-        with core.set_current_trace(self.parent):
+        ctx = core._ctx  # (set_current_trace(self.parent), inlined)
+        previous_trace, ctx.trace = ctx.trace, self.parent
+        try:
             collective = (name is not None and primitive in collective_rules
                           and name in collective_axes[primitive](params))
             if not collective and all(d is not_mapped for d in dims) and (
                     name is None or not _uses_axis(params, name)):
-                return primitive.bind(*vals, **params)
+                return self.parent.process_primitive(primitive, vals, params)
             previous, _env.rule_trace = _env.rule_trace, self
             try:
                 if collective:
@@ -187,6 +189,8 @@ class BatchTrace(core.Trace):
                     out, out_dim = primitive.batch(vals, dims, **params)
             finally:
                 _env.rule_trace = previous
+        finally:
+            ctx.trace = previous_trace
         if primitive.multiple_results:
             return [self.new(v, d) for v, d in zip(out, out_dim)]
         return self.new(out, out_dim)

@@ -17,6 +17,7 @@ from ember import core
 from ember.config import config
 from ember.core import ShapedArray, Trace, Tracer, get_aval
 from ember.errors import UnexpectedTracerError
+from ember.interpreters.batching import _env as _axis_env
 from ember.jaxpr import (
     ClosedJaxpr,
     Jaxpr,
@@ -128,7 +129,9 @@ class DynamicJaxprTrace(Trace):
 # a network, every JVP and transpose of it): results are kept per (rule, config, avals,
 # params) when the params are plain data whose equality implies equal behaviour (ints, strs,
 # dtypes, enums, tuples of ints and strs; each value's type is part of the key, so 1, 1.0 and
-# True never share an entry). Errors are never cached: a bad call raises on every call.
+# True never share an entry). Errors are never cached: a bad call raises on every call. Rules
+# may read the config (its trace key is part of the key) and the bound axis names (nothing is
+# cached while a name is bound), nothing else.
 
 _aval_cache: dict[tuple, Any] = {}
 _AVAL_CACHE_MAX = 8192
@@ -151,6 +154,8 @@ def _plain_tuple(v: tuple) -> bool:
 
 
 def _cache_key(rule: Callable, avals: list, params: dict) -> tuple | None:
+    if _axis_env.frames:  # (collectives' rules read the bound axis names: no cache under them)
+        return None
     for a in avals:
         if type(a) is not ShapedArray:
             return None

@@ -101,6 +101,12 @@ def check_axis(prim: str, arg: str, axis: Any, ndim: int) -> int:
 
 
 def check_shape(prim: str, arg: str, shape: Any) -> tuple[int, ...]:
+    if type(shape) is tuple:  # (fast path: a tuple of non-negative Python ints is returned)
+        for d in shape:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return shape
     try:
         shape = tuple(shape)
     except TypeError:
@@ -158,7 +164,10 @@ def concrete_dtype_like(x: Any, dtype: np.dtype, weak_type: bool) -> Any:
 
 def scalars_like(prim: str, *args: Any) -> list[Any]:
     """Python scalars among the operands take the dtype of the first array operand."""
-    if all(hasattr(a, "aval") for a in args):  # arrays and tracers: nothing to convert
+    for a in args:
+        if not hasattr(a, "aval"):
+            break
+    else:  # arrays and tracers: nothing to convert
         return list(args)
     args = [as_operand(a, prim) for a in args]
     ref = next((a for a in args if not dtypes.is_python_scalar(a)), None)
