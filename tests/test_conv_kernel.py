@@ -228,3 +228,32 @@ def test_depthwise_layouts_match_jax(jax, spy, dn, shape, ks, mult):
     for g, r in zip([got[0], *got[1]], [want[0], *want[1]]):
         r = np.asarray(r)
         np.testing.assert_allclose(np.asarray(g), r, rtol=2e-4, atol=2e-4 * np.abs(r).max())
+
+
+def test_forked_child_runs_threaded_chunks(monkeypatch):
+    """The chunk pool's threads stay in the parent: a forked child makes its own pool
+    instead of queueing its chunks on the parent's (idle-counted, absent) threads."""
+    import os
+    monkeypatch.setattr(C, "_threads", lambda: 2)
+    monkeypatch.setattr(C, "_CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(C, "_FAST_PATHS", False)  # the threaded im2col chunks
+    rng = np.random.RandomState(2)
+    x = rng.randn(2, 9, 9, 8).astype(np.float32)
+    w = rng.randn(3, 3, 8, 4).astype(np.float32)
+    expected = np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                   dimension_numbers=NHWC))
+    assert C._POOL  # the parent's pool exists
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        try:
+            import signal
+            signal.alarm(20)  # (a hang fails the test instead of blocking it)
+            got = np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                      dimension_numbers=NHWC))
+            os._exit(0 if np.array_equal(got, expected) else 3)
+        finally:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    np.testing.assert_allclose(expected, ref_conv(x, w, (1, 1), [(1, 1), (1, 1)]),
+                               rtol=2e-5, atol=1e-4)

@@ -569,6 +569,10 @@ def _threads() -> int:
 
 
 _POOL: list = []
+if hasattr(os, "register_at_fork"):
+    # (A forked child has none of the pool's threads, and its executor would count the
+    # parent's as idle and start none, leaving the child's chunks queued forever.)
+    os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def _in_threads(fn, parts: int) -> None:
