@@ -231,7 +231,7 @@ def test_depthwise_layouts_match_jax(jax, spy, dn, shape, ks, mult):
 
 
 def test_forked_child_runs_threaded_chunks(monkeypatch):
-    """The chunk pool's threads stay in the parent: a forked child makes its own pool
+    """The thread pool's threads stay in the parent: a forked child makes its own pool
     instead of queueing its chunks on the parent's (idle-counted, absent) threads."""
     import os
     monkeypatch.setattr(C, "_threads", lambda: 2)
@@ -242,7 +242,8 @@ def test_forked_child_runs_threaded_chunks(monkeypatch):
     w = rng.randn(3, 3, 8, 4).astype(np.float32)
     expected = np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME",
                                                    dimension_numbers=NHWC))
-    assert C._POOL  # the parent's pool exists
+    from ember import _threads
+    assert _threads._POOL is not None  # the parent's pool exists
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through its exit code
         try:

@@ -18,7 +18,6 @@ dilated correlation).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -26,6 +25,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ember import _scratch, core, dtypes
+from ember import _threads as _threads_pool
 from ember.compiler import eval_elementwise as K
 from ember.compiler.evaluator import register_custom_call_target
 from ember.compiler.hlo import Shape
@@ -428,9 +428,7 @@ def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec
     if blas is None:
         return None
     gemm, ffi, itype = blas
-    rows_per = [math.prod(padded[d + 1:]) for d in range(nsp)]  # row strides of the grid
-    offs = [sum(i * dv * rp for i, dv, rp in zip(idx, rhs_dilation, rows_per))
-            for idx in np.ndindex(*ks)]
+    offs = _tap_offsets(padded, ks, rhs_dilation)
     rows = n_major * math.prod(padded)
     m = rows - offs[-1]  # the last valid position's row is below this
     w = rhs.transpose(rhs_spec)  # (O, I, K...)
@@ -460,9 +458,7 @@ def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec
                      pout + r0 * o * sz, LDO, 1, 1)
 
     _in_threads(run, parts)
-    out = out.reshape((n_major,) + tuple(padded) + (o,))
-    out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
-    return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
+    return _valid_positions(out, n_major, padded, out_sp)
 
 
 def _conv_depthwise(x, w, strides, rhs_dilation):
@@ -481,9 +477,7 @@ def _conv_depthwise(x, w, strides, rhs_dilation):
     mult = w.shape[0] // c
     wt = np.ascontiguousarray(w.reshape((c, mult) + ks).transpose(
         tuple(range(2, 2 + nsp)) + (0, 1))).reshape(-1, c, mult)
-    rows_per = [math.prod(padded[d + 1:]) for d in range(nsp)]
-    offs = [sum(i * dv * rp for i, dv, rp in zip(idx, rhs_dilation, rows_per))
-            for idx in np.ndindex(*ks)]
+    offs = _tap_offsets(padded, ks, rhs_dilation)
     rows = n * math.prod(padded)
     m = rows - offs[-1]
     xf = x.reshape(rows, c, 1)
@@ -504,9 +498,7 @@ def _conv_depthwise(x, w, strides, rhs_dilation):
                 dst += t_
 
     _in_threads(run, parts)
-    out = out.reshape((n,) + tuple(padded) + (c * mult,))
-    out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
-    return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
+    return _valid_positions(out.reshape(rows, c * mult), n, padded, out_sp)
 
 
 def _conv_depthwise_kernel_grad(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation,
@@ -536,9 +528,7 @@ def _conv_depthwise_kernel_grad(lhs, rhs, strides, pads, lhs_dilation, rhs_dilat
     ct = _scratch.zeros((n,) + padded + (c, mult), x.dtype)
     ct[(slice(None),) + tuple(slice(0, k) for k in ks)] = \
         w.reshape((c, mult, n) + ks).transpose((2,) + tuple(range(3, 3 + nsp)) + (0, 1))
-    rows_per = [math.prod(padded[d + 1:]) for d in range(nsp)]
-    offs = [sum(i * s * rp for i, s, rp in zip(idx, strides, rows_per))
-            for idx in np.ndindex(*out_sp)]
+    offs = _tap_offsets(padded, out_sp, strides)
     rows = n * math.prod(padded)
     m = rows - offs[-1]  # rows past this hold no cotangent
     xf, cf = x.reshape(rows, c, 1), ct.reshape(rows, c, mult)
@@ -562,34 +552,38 @@ def _conv_depthwise_kernel_grad(lhs, rhs, strides, pads, lhs_dilation, rhs_dilat
 
 
 def _threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-_POOL: list = []
-if hasattr(os, "register_at_fork"):
-    # (A forked child has none of the pool's threads, and its executor would count the
-    # parent's as idle and start none, leaving the child's chunks queued forever.)
-    os.register_at_fork(after_in_child=_POOL.clear)
+    return _threads_pool.cpu_count()
 
 
 def _in_threads(fn, parts: int) -> None:
-    """``fn(i)`` for ``i < parts``, on a shared pool of threads (BLAS releases the GIL)."""
+    """``fn(i)`` for ``i < parts``, on ember's thread pool (BLAS releases the GIL), each
+    with single-threaded BLAS."""
     if parts == 1:
         fn(0)
         return
-    if not _POOL:
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL.append(ThreadPoolExecutor(_threads(), thread_name_prefix="ember-conv"))
 
-    def single(i):
+    def single(i, _):
         with _lapack.single_threaded():
             fn(i)
 
-    for f in [_POOL[0].submit(single, i) for i in range(parts)]:
-        f.result()
+    _threads_pool.pool().run(single, [(i, i + 1) for i in range(parts)])
+
+
+def _tap_offsets(padded, ks, steps) -> list[int]:
+    """Row offsets, in the flattened grid ``padded``, of the positions of a window of
+    ``ks`` taps ``steps`` apart (row-major over the taps)."""
+    rows_per = [math.prod(padded[d + 1:]) for d in range(len(padded))]
+    return [sum(i * st * rp for i, st, rp in zip(idx, steps, rows_per))
+            for idx in np.ndindex(*ks)]
+
+
+def _valid_positions(out, n_major, padded, out_sp):
+    """A result computed over the whole padded grid, (rows, features), as the logical
+    (major, features, out...) array of its valid positions."""
+    nsp = len(padded)
+    out = out.reshape((n_major,) + tuple(padded) + (-1,))
+    out = out[(slice(None),) + tuple(slice(0, v) for v in out_sp)]
+    return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
 
 
 def _target(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec,

@@ -249,7 +249,8 @@ def _run_split(ranged, pointers: list, n: int) -> None:
     """``ranged(buffers, lo, hi)`` over ``[0, n)`` split across the cores: on the native
     runtime, loaded from the disk cache, or built in the background while the Python pool
     runs the ranges (the same results either way)."""
-    from ember.backends.cpu import parallel_runtime, threads
+    from ember import _threads as threads
+    from ember.backends.cpu import parallel_runtime
     from ember.backends.cpu.executable import _ffi
 
     parallel_runtime.prepare(_start_thread)

@@ -29,7 +29,8 @@ import time
 import _cffi_backend
 import numpy as np
 
-from ember.backends.cpu import buffer_pool, parallel_runtime, threads
+from ember import _threads as threads
+from ember.backends.cpu import buffer_pool, parallel_runtime
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, simple_reduce
 from ember.compiler.evaluator import Plan, evaluate_instruction
 from ember.compiler.hlo import Instruction

@@ -155,7 +155,8 @@ def _load_cached() -> bool | None:
 
 
 def _load(build: bool = True) -> Runtime | None:
-    from ember.backends.cpu import native_lib, threads
+    from ember import _threads as threads
+    from ember.backends.cpu import native_lib
     size = threads.cpu_count()
     machine = platform.machine()
     if size < 2 or machine not in _FUTEX or not native_lib.available():

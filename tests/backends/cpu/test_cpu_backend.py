@@ -16,10 +16,11 @@ import pytest
 import ember
 import ember.backends.cpu as cpu_backend
 import ember.numpy as jnp
+from ember import _threads as threads
 from ember import lax
 from ember.backends import get_backend
 from ember.backends.cpu import executable as cpu_exe
-from ember.backends.cpu import llvm_support, parallel_runtime, threads
+from ember.backends.cpu import llvm_support, parallel_runtime
 from tests.backends.cpu.helpers import optimized, x64
 
 rng = np.random.default_rng(0)

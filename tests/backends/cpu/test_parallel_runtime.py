@@ -137,7 +137,7 @@ def test_a_forked_child_makes_its_own_python_pool():
     # that thread, which it does not have (the child would wait forever).
     program = """
 import os, threading
-from ember.backends.cpu import threads
+from ember import _threads as threads
 done = []
 threads.pool().run(lambda lo, hi: done.append((lo, hi)), [(0, 1), (1, 2)])
 assert sorted(done) == [(0, 1), (1, 2)] and threads.pool().size == 2

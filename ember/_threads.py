@@ -1,7 +1,9 @@
-"""A pool of worker threads that run kernel ranges in parallel.
+"""A pool of worker threads that run ranges of work in parallel: the CPU backend's kernel
+ranges, and library kernels' pieces (convolution chunks). Below every layer (it imports
+nothing from ember), so ``lax`` kernels share it with the backend.
 
-Kernel calls go through cffi, which releases the GIL, so threads really run at once. The
-calling thread takes the first range itself; the others go to the workers.
+Kernel calls go through cffi and NumPy/BLAS calls release the GIL, so threads really run at
+once. The calling thread takes the first range itself; the others go to the workers.
 
 Example:
     >>> pool().run(lambda lo, hi: kernel(bufs, lo, hi), split(extent, pool().size))
