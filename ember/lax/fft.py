@@ -4,10 +4,11 @@
 ``IFFT`` (complex -> complex, divided by the size), ``RFFT`` (real -> the non-negative
 frequencies of the last axis, ``n // 2 + 1``) and ``IRFFT`` (its inverse, real output of the
 ``fft_lengths``). Single precision stays single (float32 <-> complex64), as in JAX; the
-kernel is ``numpy.fft``, run by compiled code as a library step (the ``ember.fft`` custom
-call). All four are linear: the transpose of FFT/IFFT is itself, RFFT's is the real part of
-an FFT of the zero-extended cotangent, IRFFT's a weighted RFFT (conjugated: JAX's convention
-for the transpose of a complex-to-real map).
+kernel (eager, and run by compiled code as a library step: the ``ember.fft`` custom call) is
+a backend's native FFT where one is registered for the case (the CPU backend's handles
+power-of-two lengths), else ``numpy.fft``. All four are linear: the transpose of FFT/IFFT is
+itself, RFFT's is the real part of an FFT of the zero-extended cotangent, IRFFT's a weighted
+RFFT (conjugated: JAX's convention for the transpose of a complex-to-real map).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
-from ember.compiler.evaluator import register_custom_call_target
+from ember.compiler.evaluator import CUSTOM_CALL_TARGETS, register_custom_call_target
 from ember.compiler.hlo import Shape
 from ember.interpreters import ad
 from ember.lax import base
@@ -30,6 +31,9 @@ from ember.lax.batch_util import moveaxis
 from ember.lax.shape import broadcast_in_dim, pad
 
 _TARGET = "ember.fft"
+# A backend's faster kernel: ``fn(x, fft_type, fft_lengths)`` -> the result, or None where
+# it has no kernel for the case (see ``fft_kernel``).
+NATIVE_TARGET = "ember.fft.native"
 
 
 class FftType(enum.IntEnum):
@@ -67,8 +71,22 @@ def fft_numpy(x: np.ndarray, fft_type: Any, fft_lengths: Sequence[int]) -> np.nd
     return np.ascontiguousarray(out.astype(dt, copy=False))
 
 
+def fft_kernel(x: np.ndarray, fft_type: Any, fft_lengths: Sequence[int]) -> np.ndarray:
+    """The transform: the native kernel a backend registered as ``NATIVE_TARGET`` where it
+    has one for these lengths and dtype (it answers None otherwise), else NumPy's.
+
+    The kernel is found through the evaluator's registry of custom-call targets, so this
+    layer never imports a backend (the CPU backend registers ``fft_kernel.transform``)."""
+    native = CUSTOM_CALL_TARGETS.get(NATIVE_TARGET)
+    if native is not None:
+        out = native(x, int(fft_type), tuple(fft_lengths))
+        if out is not None:
+            return out
+    return fft_numpy(x, fft_type, fft_lengths)
+
+
 register_custom_call_target(
-    _TARGET, lambda x, *, fft_type, fft_lengths: fft_numpy(x, fft_type, fft_lengths))
+    _TARGET, lambda x, *, fft_type, fft_lengths: fft_kernel(x, fft_type, fft_lengths))
 
 
 def _fft_shape(x, *, fft_type, fft_lengths):
@@ -101,7 +119,7 @@ def _fft_dtype(x, *, fft_type, fft_lengths):
 
 
 fft_p = standard_primitive(
-    "fft", lambda x, *, fft_type, fft_lengths: fft_numpy(x, fft_type, fft_lengths),
+    "fft", lambda x, *, fft_type, fft_lengths: fft_kernel(x, fft_type, fft_lengths),
     _fft_shape, _fft_dtype, lambda x, **_: False)
 
 

@@ -49,6 +49,7 @@ from ember import monitoring as _monitoring
 from ember.backends.cpu import (
     buffer_pool,
     eager_math,
+    fft_kernel,
     native_lib,
     object_cache,
     parallel_runtime,
@@ -61,12 +62,15 @@ from ember.backends.cpu.executable import (
 )
 from ember.backends.cpu.executable import dumps as executable_dumps
 from ember.compiler import eval_elementwise
+from ember.compiler.evaluator import register_custom_call_target
 from ember.compiler.hlo import Module
 
 _log = logging.getLogger(__name__)
 
 # Eager float math (exp, logistic, erf, ...) runs this backend's vector math: see eager_math.
 eval_elementwise.register_native_math(eager_math.kernel)
+# FFTs of power-of-two lengths run native code (the ``lax.fft`` kernel: see fft_kernel).
+register_custom_call_target(fft_kernel.NATIVE_TARGET, fft_kernel.transform)
 # Library kernels' large temporaries (``ember._scratch``) come from the buffer pool.
 _scratch.register_allocator(buffer_pool.empty)
 

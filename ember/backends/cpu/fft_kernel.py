@@ -1,0 +1,786 @@
+"""Native power-of-two FFTs: the CPU backend's implementation of the ``ember.fft`` target.
+
+``lax.fft`` runs NumPy's pocketfft (scalar C++) unless a backend registers a faster kernel
+(``lax.fft.register_fft_kernel``); the CPU backend registers ``transform``, which handles
+complex64/complex128 (float32/float64 for RFFT) transforms whose lengths are all powers of
+two, and answers None for anything else (NumPy then computes it).
+
+The algorithm: every transform is made of *column FFTs*: the FFT along the rows of an
+``(n, lanes)`` block, computed for all lanes at once. Each of its stages is a Stockham
+radix-4 (or one radix-2) pass whose butterflies load whole rows of lanes as vectors, so each
+twiddle factor is one value for a whole vector and no stage shuffles data between lanes.
+The lanes are taken ``CHUNK`` at a time through a scratch block that stays in the L1/L2
+cache, so a column FFT reads and writes the array about once, whatever ``n``.
+
+- An axis that is not the last one is a column FFT over (rows = that axis, lanes = the
+  axes after it).
+- The last axis (length ``n = n1 * n2``) takes the four-step route: a column FFT of each
+  row viewed as an ``(n1, n2)`` matrix, a transposition that multiplies by the twiddles
+  ``W_n^(k1 n2)`` (8x8 or 4x4 tiles of vectors), and a column FFT of the ``(n2, n1)``
+  result, which is the transform in natural order.
+- A real transform of length ``2h`` is the complex FFT of length ``h`` of its pairs of values
+  (the float array viewed as complex), followed by the usual split into even and odd
+  parts (``rfft``; ``irfft`` runs the inverse steps backwards). ``irfft`` ignores the
+  imaginary parts of frequency 0 and ``h``, as NumPy and JAX do.
+
+Twiddle factors are computed in float64 and rounded once. Inverse transforms conjugate the
+twiddles and fold the ``1 / prod(fft_lengths)`` scale into their first stage. Rows (or the
+chunks of a single large transform's phases) are split across the parallel runtime's threads;
+each task has its own scratch memory.
+
+The library (per precision) is compiled once per machine and kept in the disk cache
+(``native_lib.load_or_build``). Its entry points have the parallel runtime's task signature
+``fn(buffers, lo, hi)``; ``params`` is an int64 array whose float slots hold float64 bits.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+_log = logging.getLogger(__name__)
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_C64, _C128 = np.dtype(np.complex64), np.dtype(np.complex128)
+_COMPLEX_OF = {_F32: _C64, _F64: _C128}
+_REAL_OF = {_C64: _F32, _C128: _F64}
+# Complex numbers per vector (a 512-bit vector; LLVM splits it on narrower machines) and
+# lanes per column-FFT chunk (two vectors: 128 bytes per row).
+VECTOR = {_C64: 8, _C128: 4}
+CHUNK = {_C64: 16, _C128: 8}
+# Largest supported length along one axis (the twiddle tables hold about 2n values).
+MAX_LENGTH = 1 << 26
+# Transforms of fewer elements run on the calling thread alone.
+PARALLEL_MIN_ELEMENTS = 1 << 15
+TASKS_PER_THREAD = 4
+# A last-axis transform of at least this length, with fewer rows than threads, splits its
+# own phases (column chunks, transposition tiles) across the threads.
+PHASED_MIN_LENGTH = 1 << 14
+
+# The custom-call target name ``lax.fft`` looks its native kernel up by.
+NATIVE_TARGET = "ember.fft.native"
+# Row kinds of ``rows`` (see ``_emit_rows``).
+C2C, R2C, C2R = 0, 1, 2
+# Slots of the params array.
+P_N, P_LOG, P_INNER, P_TMUL, P_CHUNKS, P_OUTER_IN, P_OUTER_OUT, P_SCALE, P_ROT = range(9)
+P_KIND, P_N1, P_N2, P_LOG1, P_LOG2, P_IN_ROW, P_OUT_ROW, P_H = range(9, 17)
+N_PARAMS = 17
+
+
+# ---------------------------------------------------------------- IR generation
+
+
+class _Gen:
+    """Emits the library of one complex dtype into an llvmlite module."""
+
+    def __init__(self, dtype: np.dtype):
+        from llvmlite import ir
+        self.ir = ir
+        self.dtype = dtype
+        self.f = ir.FloatType() if dtype == _C64 else ir.DoubleType()
+        self.fp = self.f.as_pointer()
+        self.i64 = ir.IntType(64)
+        self.vl = VECTOR[dtype]
+        self.chunk = CHUNK[dtype]
+        self.align = 4 if dtype == _C64 else 8
+        self.module = ir.Module(name=_symbol(dtype, "lib"))
+
+    # -- small helpers
+    def c(self, v: int):
+        return self.ir.Constant(self.i64, v)
+
+    def fc(self, v: float):
+        return self.ir.Constant(self.f, v)
+
+    def vty(self, w: int):
+        return self.ir.VectorType(self.f, 2 * w)
+
+    def function(self, name: str, args: list, internal: bool = True):
+        ir = self.ir
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name)
+        if internal:
+            fn.linkage = "internal"
+        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def loop(self, b, lo, hi, step: int = 1):
+        """A counted loop ``for i in range(lo, hi, step)``; returns ``(i, close)``: emit the
+        body, then call ``close()``."""
+        ir = self.ir
+        pre = b.block
+        fn = pre.function
+        head, body, end = (fn.append_basic_block(s) for s in ("head", "body", "end"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(self.i64)
+        i.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), body, end)
+        b.position_at_end(body)
+
+        def close():
+            i.add_incoming(b.add(i, ir.Constant(self.i64, step), flags=["nsw"]), b.block)
+            b.branch(head)
+            b.position_at_end(end)
+        return i, close
+
+    def ptr(self, b, base, cidx):
+        """Address of complex number ``cidx`` of the complex array at ``base`` (float*)."""
+        return b.gep(base, [b.shl(cidx, self.c(1))], inbounds=True)
+
+    def load(self, b, base, cidx, w: int):
+        p = b.bitcast(self.ptr(b, base, cidx), self.vty(w).as_pointer())
+        return b.load(p, align=self.align)
+
+    def store(self, b, value, base, cidx, w: int):
+        p = b.bitcast(self.ptr(b, base, cidx), self.vty(w).as_pointer())
+        b.store(value, p, align=self.align)
+
+    def shuffle(self, b, x, y, mask):
+        ir = self.ir
+        return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(ir.IntType(32), len(mask)),
+                                                  [ir.Constant(ir.IntType(32), m)
+                                                   for m in mask]))
+
+    def swap(self, b, v, w: int):
+        """(re, im) -> (im, re) in every complex number of ``v``."""
+        return self.shuffle(b, v, v, [k ^ 1 for k in range(2 * w)])
+
+    def pair(self, b, x, y, w: int):
+        """The vector (x, y, x, y, ...) of ``w`` complex numbers."""
+        ir = self.ir
+        v = ir.Constant(self.vty(1), ir.Undefined)
+        v = b.insert_element(b.insert_element(v, x, ir.Constant(ir.IntType(32), 0)), y,
+                             ir.Constant(ir.IntType(32), 1))
+        return self.shuffle(b, v, v, [k & 1 for k in range(2 * w)])
+
+    def cmul_scalar(self, b, v, wr, wi, w: int):
+        """``v`` times the complex number ``wr + i wi`` (each lane)."""
+        re = self.pair(b, wr, wr, w)
+        im = self.pair(b, b.fneg(wi), wi, w)
+        return b.fadd(b.fmul(v, re), b.fmul(self.swap(b, v, w), im))
+
+    def cmul(self, b, v, t, w: int):
+        """``v`` times ``t``, lane by lane."""
+        tr = self.shuffle(b, t, t, [k & ~1 for k in range(2 * w)])
+        ti = self.shuffle(b, t, t, [k | 1 for k in range(2 * w)])
+        signs = self.ir.Constant(self.vty(w), [self.fc(-1.0 if k % 2 == 0 else 1.0)
+                                               for k in range(2 * w)])
+        return b.fadd(b.fmul(v, tr), b.fmul(self.swap(b, v, w), b.fmul(ti, signs)))
+
+    def twiddle(self, b, tw, k):
+        p = self.ptr(b, tw, k)
+        return b.load(p), b.load(b.gep(p, [self.c(1)], inbounds=True))
+
+    # -- the Stockham stages
+    def emit_stage(self, radix: int, scaled: bool):
+        """``stage(src, ss, dst, ds, lanes, s, m, tw, tmul, rot, scale)``: one radix-2/4
+        Stockham pass over rows of ``lanes`` complex numbers (row strides ``ss``, ``ds``):
+        input rows ``q + s (p + j m)``, output rows ``q + s (radix p + j)``, twiddles
+        ``tw[j p s tmul]``; ``rot`` is +1 forward, -1 inverse; ``scaled`` multiplies the
+        inputs by ``scale``."""
+        fp, i64, f = self.fp, self.i64, self.f
+        name = f"stage{radix}{'s' if scaled else ''}"
+        fn, b = self.function(name, [fp, i64, fp, i64, i64, i64, i64, fp, i64, f, f])
+        src, ss, dst, ds, lanes, s, m, tw, tmul, rot, scale = fn.args
+        for a in (src, dst, tw):
+            a.add_attribute("noalias")
+        nvec = b.and_(lanes, self.c(-self.vl))
+        p, close_p = self.loop(b, self.c(0), m)
+        k1 = b.mul(b.mul(p, s), tmul)
+        ws = [self.twiddle(b, tw, b.mul(k1, self.c(j))) for j in range(1, radix)]
+        q, close_q = self.loop(b, self.c(0), s)
+        rows_in = [b.add(q, b.mul(s, b.add(p, b.mul(m, self.c(j))))) for j in range(radix)]
+        out0 = b.add(q, b.mul(s, b.mul(p, self.c(radix))))
+        rows_out = [b.add(out0, b.mul(s, self.c(j))) for j in range(radix)]
+        ins = [b.mul(r, ss) for r in rows_in]
+        outs = [b.mul(r, ds) for r in rows_out]
+
+        def butterfly(lane, w):
+            xs = [self.load(b, src, b.add(o, lane), w) for o in ins]
+            if scaled:
+                sv = self.pair(b, scale, scale, w)
+                xs = [b.fmul(x, sv) for x in xs]
+            if radix == 2:
+                a, c = xs
+                ys = [b.fadd(a, c), self.cmul_scalar(b, b.fsub(a, c), *ws[0], w)]
+            else:
+                a, bb, c, d = xs
+                apc, amc, bpd, bmd = b.fadd(a, c), b.fsub(a, c), b.fadd(bb, d), b.fsub(bb, d)
+                jb = b.fmul(self.swap(b, bmd, w), self.pair(b, rot, b.fneg(rot), w))
+                ys = [b.fadd(apc, bpd),
+                      self.cmul_scalar(b, b.fadd(amc, jb), *ws[0], w),
+                      self.cmul_scalar(b, b.fsub(apc, bpd), *ws[1], w),
+                      self.cmul_scalar(b, b.fsub(amc, jb), *ws[2], w)]
+            for y, o in zip(ys, outs):
+                self.store(b, y, dst, b.add(o, lane), w)
+
+        lane, close = self.loop(b, self.c(0), nvec, self.vl)
+        butterfly(lane, self.vl)
+        close()
+        lane, close = self.loop(b, nvec, lanes)
+        butterfly(lane, 1)
+        close()
+        close_q()
+        close_p()
+        b.ret_void()
+        return fn
+
+    def emit_column(self):
+        """``column(x, xs, y, ys, lanes, n, logn, tw, tmul, scr, rot, scale)``: the FFT along
+        the ``n`` rows of ``lanes`` (at most ``CHUNK``) columns, ``x`` to ``y`` (which must
+        not overlap), through ``scr`` (``n * CHUNK`` complex numbers)."""
+        fp, i64, f = self.fp, self.i64, self.f
+        st2s = self.emit_stage(2, True)
+        st4, st4s = self.emit_stage(4, False), self.emit_stage(4, True)
+        fn, b = self.function("column", [fp, i64, fp, i64, i64, i64, i64, fp, i64, fp, f, f])
+        x, xs, y, ys, lanes, n, logn, tw, tmul, scr, rot, scale = fn.args
+        stages = b.add(b.lshr(logn, self.c(1)), b.and_(logn, self.c(1)))
+        odd = b.icmp_signed("!=", b.and_(logn, self.c(1)), self.c(0))
+        with b.if_then(b.icmp_signed("==", stages, self.c(0))):  # n == 1: a scaled copy
+            lane, close = self.loop(b, self.c(0), lanes)
+            v = self.load(b, x, lane, 1)
+            self.store(b, b.fmul(v, self.pair(b, scale, scale, 1)), y, lane, 1)
+            close()
+            b.ret_void()
+        # State across stages: source, its stride, s, the stage index.
+        cur, cur_s = b.alloca(fp), b.alloca(i64)
+        sv, tv = b.alloca(i64), b.alloca(i64)
+        b.store(x, cur)
+        b.store(xs, cur_s)
+        b.store(self.c(1), sv)
+        b.store(self.c(0), tv)
+        chunk = self.c(self.chunk)
+
+        def destination(t):
+            to_y = b.icmp_signed("==", b.and_(b.sub(b.sub(stages, t), self.c(1)), self.c(1)),
+                                 self.c(0))
+            return b.select(to_y, y, scr), b.select(to_y, ys, chunk)
+
+        with b.if_then(odd):
+            d, ds = destination(self.c(0))
+            b.call(st2s, [x, xs, d, ds, lanes, self.c(1), b.lshr(n, self.c(1)), tw, tmul,
+                          rot, scale])
+            b.store(d, cur)
+            b.store(ds, cur_s)
+            b.store(self.c(2), sv)
+            b.store(self.c(1), tv)
+        fn_ = b.block.function
+        head, body, end = (fn_.append_basic_block(s) for s in ("shead", "sbody", "send"))
+        b.branch(head)
+        b.position_at_end(head)
+        t = b.load(tv)
+        b.cbranch(b.icmp_signed("<", t, stages), body, end)
+        b.position_at_end(body)
+        s = b.load(sv)
+        d, ds = destination(t)
+        m = b.udiv(n, b.mul(s, self.c(4)))
+        args = [b.load(cur), b.load(cur_s), d, ds, lanes, s, m, tw, tmul, rot, scale]
+        first = b.icmp_signed("==", t, self.c(0))
+        with b.if_else(first) as (then, other):
+            with then:
+                b.call(st4s, args)
+            with other:
+                b.call(st4, args)
+        b.store(d, cur)
+        b.store(ds, cur_s)
+        b.store(b.mul(s, self.c(4)), sv)
+        b.store(b.add(t, self.c(1)), tv)
+        b.branch(head)
+        b.position_at_end(end)
+        b.ret_void()
+        return fn
+
+    def emit_columns(self, column):
+        """``columns(x, y, tw, scr, p, lo, hi)``: chunks ``[lo, hi)`` of the column FFTs of
+        an ``(outer, n, inner)`` array (chunk ``k``: block ``k // chunks``, lanes from
+        ``CHUNK * (k % chunks)``)."""
+        fp, i64 = self.fp, self.i64
+        ip = i64.as_pointer()
+        fn, b = self.function("columns", [fp, fp, fp, fp, ip, i64, i64])
+        x, y, tw, scr, p, lo, hi = fn.args
+        n, logn, inner, tmul, chunks, oin, oout, scale, rot = self.params(
+            b, p, [P_N, P_LOG, P_INNER, P_TMUL, P_CHUNKS, P_OUTER_IN, P_OUTER_OUT], [P_SCALE,
+                                                                                   P_ROT])
+        k, close = self.loop(b, lo, hi)
+        blk, part = b.udiv(k, chunks), b.urem(k, chunks)
+        first = b.mul(part, self.c(self.chunk))
+        lanes = b.sub(inner, first)
+        lanes = b.select(b.icmp_signed("<", lanes, self.c(self.chunk)), lanes,
+                         self.c(self.chunk))
+        xo = b.add(b.mul(blk, oin), first)
+        yo = b.add(b.mul(blk, oout), first)
+        b.call(column, [self.ptr(b, x, xo), inner, self.ptr(b, y, yo), inner, lanes, n, logn,
+                        tw, tmul, scr, rot, scale])
+        close()
+        b.ret_void()
+        return fn
+
+    def params(self, b, p, ints: list, floats: list):
+        out = [b.load(b.gep(p, [self.c(i)], inbounds=True)) for i in ints]
+        fptr = b.bitcast(p, self.ir.DoubleType().as_pointer())
+        for i in floats:
+            v = b.load(b.gep(fptr, [self.c(i)], inbounds=True))
+            out.append(b.fptrunc(v, self.f) if self.dtype == _C64 else v)
+        return out
+
+    def emit_transpose(self):
+        """``transpose(a, n1, n2, t, out, lo, hi)``: ``out[c, r] = a[r, c] * t[c, r]`` for the
+        rows ``r`` of ``a`` (``n1 x n2``) in ``[lo, hi)``; tiles of vectors where both sides
+        hold whole vectors (``lo``, ``hi`` then multiples of ``VECTOR``)."""
+        fp, i64 = self.fp, self.i64
+        fn, b = self.function("transpose", [fp, i64, i64, fp, fp, i64, i64])
+        a, n1, n2, t, out, lo, hi = fn.args
+        for arg in (a, t, out):
+            arg.add_attribute("noalias")
+        vl = self.vl
+        tiled = b.and_(b.icmp_signed(">=", n1, self.c(vl)), b.icmp_signed(">=", n2, self.c(vl)))
+        with b.if_else(tiled) as (then, other):
+            with then:
+                r0, close_r = self.loop(b, lo, hi, vl)
+                c0, close_c = self.loop(b, self.c(0), n2, vl)
+                rows = [self.load(b, a, b.add(b.mul(b.add(r0, self.c(i)), n2), c0), vl)
+                        for i in range(vl)]
+                h = vl // 2
+                while h >= 1:  # swap the off-diagonal h x h blocks of each 2h x 2h block
+                    new = list(rows)
+                    for i in range(vl):
+                        if i & h:
+                            continue
+                        lo_mask, hi_mask = [], []
+                        for blk in range(0, vl, 2 * h):
+                            lo_mask += [blk + j for j in range(h)] + \
+                                [vl + blk + j for j in range(h)]
+                            hi_mask += [blk + h + j for j in range(h)] + \
+                                [vl + blk + h + j for j in range(h)]
+                        new[i] = self.shuffle(b, rows[i], rows[i + h], _floats(lo_mask))
+                        new[i + h] = self.shuffle(b, rows[i], rows[i + h], _floats(hi_mask))
+                    rows = new
+                    h //= 2
+                for j in range(vl):
+                    at = b.add(b.mul(b.add(c0, self.c(j)), n1), r0)
+                    self.store(b, self.cmul(b, rows[j], self.load(b, t, at, vl), vl), out, at,
+                               vl)
+                close_c()
+                close_r()
+            with other:
+                r, close_r = self.loop(b, lo, hi)
+                c, close_c = self.loop(b, self.c(0), n2)
+                at = b.add(b.mul(c, n1), r)
+                v = self.load(b, a, b.add(b.mul(r, n2), c), 1)
+                self.store(b, self.cmul(b, v, self.load(b, t, at, 1), 1), out, at, 1)
+                close_c()
+                close_r()
+        b.ret_void()
+        return fn
+
+    def emit_real_steps(self):
+        """``post(z, h, rt, out, lo, hi)``: the rfft of a real signal of length ``2h`` from
+        the FFT ``z`` of its pairs, for the frequency pairs (k, h - k), ``k`` in
+        ``[lo, hi)`` (k <= h / 2). ``pre(x, h, rt, z, lo, hi)``: its inverse (up to the
+        factor 2h), from ``x`` (``h + 1`` frequencies) to ``z``. ``rt[k] = W_2h^k``
+        (conjugated for ``pre``)."""
+        fp, i64 = self.fp, self.i64
+        fns = []
+        for name in ("post", "pre"):
+            fn, b = self.function(name, [fp, i64, fp, fp, i64, i64])
+            src, h, rt, dst, lo, hi = fn.args
+            for arg in (src, rt, dst):
+                arg.add_attribute("noalias")
+            half = self.pair(b, self.fc(0.5), self.fc(0.5), 1)
+            conj = self.ir.Constant(self.vty(1), [self.fc(1.0), self.fc(-1.0)])
+            k, close = self.loop(b, lo, hi)
+            mk = b.urem(b.sub(h, k), h)  # (h - k) mod h: z[h] is z[0]
+            wk, wm = self.load(b, rt, k, 1), self.load(b, rt, mk, 1)
+            is0 = b.icmp_signed("==", k, self.c(0))
+            if name == "post":
+                # X[k] = (zk + conj zm) / 2 - i W^k (zk - conj zm) / 2, and X[h - k] alike.
+                zk, zm = self.load(b, src, k, 1), self.load(b, src, mk, 1)
+                for (u, v, wv, at) in ((zk, zm, wk, k), (zm, zk, wm, mk)):
+                    cv = b.fmul(v, conj)
+                    even = b.fmul(b.fadd(u, cv), half)
+                    odd = b.fmul(b.fsub(u, cv), half)
+                    rot = b.fmul(self.swap(b, odd, 1), conj)  # -i * odd = (im, -re)
+                    self.store(b, b.fadd(even, self.cmul(b, rot, wv, 1)), dst, at, 1)
+                with b.if_then(is0):  # X[0] and X[h] are real
+                    re = b.extract_element(zk, self.ir.Constant(self.ir.IntType(32), 0))
+                    im = b.extract_element(zk, self.ir.Constant(self.ir.IntType(32), 1))
+                    self.store(b, self.pair(b, b.fadd(re, im), self.fc(0.0), 1), dst, k, 1)
+                    self.store(b, self.pair(b, b.fsub(re, im), self.fc(0.0), 1), dst, h, 1)
+            else:
+                # z[k] = (X[k] + conj X[h-k]) + i conj(W^k) (X[k] - conj X[h-k]); frequencies
+                # 0 and h count by their real parts only. (z[h - k] first: for k = 0 both
+                # are z[0], and the k = 0 formula is the one that holds.)
+                xk = self.load(b, src, k, 1)
+                xm = self.load(b, src, b.sub(h, k), 1)
+                zero = self.ir.Constant(self.vty(1), [self.fc(0.0), self.fc(0.0)])
+                xk = b.select(is0, self.shuffle(b, xk, zero, [0, 2]), xk)
+                xm = b.select(is0, self.shuffle(b, xm, zero, [0, 2]), xm)
+                for (u, v, wv, at) in ((xm, xk, wm, mk), (xk, xm, wk, k)):
+                    cv = b.fmul(v, conj)
+                    odd = self.cmul(b, b.fsub(u, cv), wv, 1)
+                    rot = b.fmul(self.swap(b, odd, 1), b.fneg(conj))  # i * odd = (-im, re)
+                    self.store(b, b.fadd(b.fadd(u, cv), rot), dst, at, 1)
+            close()
+            b.ret_void()
+            fns.append(fn)
+        return fns
+
+    def emit_rows(self, column, transpose, post, pre):
+        """``rows(x, y, tw, scr, p, tt, rt, lo, hi)``: the last-axis transforms of rows
+        ``[lo, hi)`` (kind C2C, R2C or C2R), each by the four-step route; ``scr`` holds
+        ``2 n + n2 * CHUNK`` complex numbers."""
+        fp, i64 = self.fp, self.i64
+        ip = i64.as_pointer()
+        fn, b = self.function("rows", [fp, fp, fp, fp, ip, fp, fp, i64, i64])
+        x, y, tw, scr, p, tt, rt, lo, hi = fn.args
+        (kind, n, n1, n2, log1, log2, in_row, out_row, h, scale, rot) = self.params(
+            b, p, [P_KIND, P_N, P_N1, P_N2, P_LOG1, P_LOG2, P_IN_ROW, P_OUT_ROW, P_H],
+            [P_SCALE, P_ROT])
+        a = scr
+        bt = self.ptr(b, scr, n)
+        cs = self.ptr(b, scr, b.mul(n, self.c(2)))
+        tmul1 = b.udiv(n2, n1)
+        r, close = self.loop(b, lo, hi)
+        src = self.ptr(b, x, b.mul(r, in_row))
+        dst = self.ptr(b, y, b.mul(r, out_row))
+        is_r2c = b.icmp_signed("==", kind, self.c(R2C))
+        is_c2r = b.icmp_signed("==", kind, self.c(C2R))
+        with b.if_then(is_c2r):
+            b.call(pre, [src, h, rt, bt, self.c(0), b.add(b.lshr(h, self.c(1)), self.c(1))])
+        inp = b.select(is_c2r, bt, src)
+        self.chunks(b, column, inp, n2, a, n2, n1, log1, tw, tmul1, cs, rot, scale)
+        b.call(transpose, [a, n1, n2, tt, bt, self.c(0), n1])
+        last = b.select(is_r2c, a, dst)
+        one = self.fc(1.0)
+        self.chunks(b, column, bt, n1, last, n1, n2, log2, tw, self.c(1), cs, rot, one)
+        with b.if_then(is_r2c):
+            b.call(post, [a, h, rt, dst, self.c(0), b.add(b.lshr(h, self.c(1)), self.c(1))])
+        close()
+        b.ret_void()
+        return fn
+
+    def chunks(self, b, column, x, xs, y, ys, n, logn, tw, tmul, scr, rot, scale):
+        """Calls ``column`` over all the lanes (``xs`` of them) in chunks."""
+        k, close = self.loop(b, self.c(0), xs, self.chunk)
+        lanes = b.sub(xs, k)
+        lanes = b.select(b.icmp_signed("<", lanes, self.c(self.chunk)), lanes,
+                         self.c(self.chunk))
+        b.call(column, [self.ptr(b, x, k), xs, self.ptr(b, y, k), ys, lanes, n, logn, tw,
+                        tmul, scr, rot, scale])
+        close()
+
+    def entry(self, name: str, inner, n_pointers: int, extra: Callable | None = None):
+        """The exported ``name(buffers, lo, hi)``: calls ``inner(*buffers, lo, hi)`` with
+        ``n_pointers`` float buffers and the params array as the fifth one."""
+        ir, i64 = self.ir, self.i64
+        i8p = ir.IntType(8).as_pointer()
+        fn, b = self.function(_symbol(self.dtype, name), [i8p.as_pointer(), i64, i64],
+                              internal=False)
+        bufs, lo, hi = fn.args
+        args = []
+        for j, ty in enumerate(t.type for t in inner.args[:n_pointers]):
+            args.append(b.bitcast(b.load(b.gep(bufs, [self.c(j)], inbounds=True)), ty))
+        b.call(inner, args + [lo, hi])
+        b.ret_void()
+
+    def build(self) -> str:
+        column = self.emit_column()
+        columns = self.emit_columns(column)
+        transpose = self.emit_transpose()
+        post, pre = self.emit_real_steps()
+        rows = self.emit_rows(column, transpose, post, pre)
+        self.entry("columns", columns, 5)
+        self.entry("rows", rows, 7)
+        self.entry("transpose", transpose_entry(self, transpose), 4)
+        self.entry("post", real_entry(self, post), 4)
+        self.entry("pre", real_entry(self, pre), 4)
+        return str(self.module)
+
+
+def transpose_entry(g: _Gen, transpose):
+    """``(a, t, out, p, lo, hi)`` -> ``transpose`` of rows ``[lo * unit, hi * unit)``, with
+    ``n1``, ``n2`` and ``unit`` from ``p``."""
+    fp, i64 = g.fp, g.i64
+    fn, b = g.function("transpose_p", [fp, fp, fp, i64.as_pointer(), i64, i64])
+    a, t, out, p, lo, hi = fn.args
+    n1, n2, unit = g.params(b, p, [P_N1, P_N2, P_TMUL], [])  # (rows per task slot)
+    b.call(transpose, [a, n1, n2, t, out, b.mul(lo, unit), b.mul(hi, unit)])
+    b.ret_void()
+    return fn
+
+
+def real_entry(g: _Gen, step):
+    """``(src, rt, dst, p, lo, hi)`` -> ``step`` with ``h`` from ``p``."""
+    fp, i64 = g.fp, g.i64
+    fn, b = g.function(step.name + "_p", [fp, fp, fp, i64.as_pointer(), i64, i64])
+    src, rt, dst, p, lo, hi = fn.args
+    (h,) = g.params(b, p, [P_H], [])
+    b.call(step, [src, h, rt, dst, lo, hi])
+    b.ret_void()
+    return fn
+
+
+def _floats(complex_mask: list) -> list:
+    """A shuffle mask over complex numbers as one over their floats."""
+    return [2 * m + k for m in complex_mask for k in (0, 1)]
+
+
+def _symbol(dtype: np.dtype, name: str) -> str:
+    return f"ember_fft_{dtype.name}_{name}"
+
+
+def library_ir(dtype: np.dtype) -> str:
+    """The LLVM IR of the FFT library of ``dtype`` (complex64 or complex128)."""
+    return _Gen(np.dtype(dtype)).build()
+
+
+# ---------------------------------------------------------------- running it
+
+
+class _Library:
+    """The loaded library of one complex dtype: its entry points as C function pointers."""
+
+    def __init__(self, lib, dtype: np.dtype):
+        from ember.backends.cpu.executable import _ffi
+        self._lib = lib  # keeps the code loaded
+        self.dtype = dtype
+        for name in ("columns", "rows", "transpose", "post", "pre"):
+            setattr(self, name, _ffi.cast("void(*)(char**, long, long)",
+                                          lib.address(_symbol(dtype, name))))
+
+
+_libraries: dict[np.dtype, _Library | None] = {}
+_lock = threading.Lock()
+
+
+def library(dtype: np.dtype) -> _Library | None:
+    """The FFT library of complex ``dtype``, loaded (or built once per machine), or None
+    where no native code can be made."""
+    try:
+        return _libraries[dtype]
+    except KeyError:
+        pass
+    with _lock:
+        if dtype not in _libraries:
+            try:
+                from ember.backends.cpu import (
+                    _shared_libraries_enabled,
+                    _source_stamp,
+                    native_lib,
+                )
+                lib = native_lib.load_or_build(
+                    f"ember-fft:{dtype.name}:{_source_stamp()}", lambda: library_ir(dtype), 3,
+                    _shared_libraries_enabled())
+                _libraries[dtype] = _Library(lib, dtype)
+            except Exception as e:  # noqa: BLE001 - NumPy's FFT still works
+                _log.debug("no native FFT for %s: %s", dtype, e)
+                _libraries[dtype] = None
+    return _libraries[dtype]
+
+
+def _exp_table(k: np.ndarray, n: int, inverse: bool, dtype: np.dtype) -> np.ndarray:
+    """``W_n^k = exp(-+2 pi i k / n)`` (``k`` reduced mod n first), computed in float64."""
+    angle = (2.0 * np.pi / n) * (k % n)
+    out = np.empty(k.shape, np.complex128)
+    out.real = np.cos(angle)
+    out.imag = np.sin(angle) if inverse else -np.sin(angle)
+    return out.astype(dtype)
+
+
+_tables: dict[tuple, np.ndarray] = {}
+_TABLES_KEPT = 32
+
+
+def _table(kind: str, n1: int, n2: int, inverse: bool, dtype: np.dtype) -> np.ndarray:
+    """Twiddle tables (kept for the last ``_TABLES_KEPT`` uses): ``roots`` ``W_n1^k``,
+    ``k < n1``; ``transpose`` ``W_(n1 n2)^(r c)`` at ``[c, r]`` (``n2 x n1``); ``real``
+    ``W_(2 n1)^k``, ``k < n1``."""
+    key = (kind, n1, n2, inverse, dtype)
+    t = _tables.get(key)
+    if t is None:
+        if kind == "roots":
+            t = _exp_table(np.arange(n1, dtype=np.int64), n1, inverse, dtype)
+        elif kind == "transpose":
+            c = np.arange(n2, dtype=np.int64)[:, None]
+            t = _exp_table(c * np.arange(n1, dtype=np.int64), n1 * n2, inverse, dtype)
+        else:
+            t = _exp_table(np.arange(n1, dtype=np.int64), 2 * n1, inverse, dtype)
+        if len(_tables) >= _TABLES_KEPT:
+            _tables.pop(next(iter(_tables)))
+        _tables[key] = t
+    return t
+
+
+def _params(**values) -> np.ndarray:
+    p = np.zeros(N_PARAMS, np.int64)
+    f = p.view(np.float64)
+    for name, v in values.items():
+        slot = globals()["P_" + name.upper()]
+        if name in ("scale", "rot"):
+            f[slot] = v
+        else:
+            p[slot] = v
+    return p
+
+
+def _run(fn, pointers: list, extent: int, work: int, scratch: int, dtype: np.dtype) -> None:
+    """``fn(buffers, lo, hi)`` over ``[0, extent)``, split into tasks when ``work``
+    (elements) is large; ``pointers`` has None where each task's own scratch memory of
+    ``scratch`` complex numbers goes."""
+    from ember import _scratch
+    from ember.backends.cpu import parallel_runtime
+    from ember.backends.cpu.eager_math import _start_thread
+    from ember.backends.cpu.executable import _ffi
+
+    runtime = None
+    if work >= PARALLEL_MIN_ELEMENTS and extent > 1:
+        parallel_runtime.prepare(_start_thread)
+        runtime = parallel_runtime.ready()
+    n_tasks = 1 if runtime is None else min(extent, runtime.size * TASKS_PER_THREAD)
+    keep = []
+    if None in pointers:
+        space = _scratch.empty((n_tasks, max(scratch, 1)), dtype)
+        keep.append(space)
+        at = pointers.index(None)
+        tables = []
+        for t in range(n_tasks):
+            ptrs = list(pointers)
+            ptrs[at] = _ffi.from_buffer(space[t])
+            tables.append(_ffi.new("char*[]", ptrs))
+    else:
+        tables = [_ffi.new("char*[]", pointers)]
+    if n_tasks == 1:
+        fn(tables[0], 0, extent)
+    else:
+        runtime.run(fn, _ffi.new("char**[]", tables), int(len(tables) > 1), extent, n_tasks)
+    del keep
+
+
+def _columns(lib: _Library, src: np.ndarray, dst: np.ndarray, shape: tuple, axis: int,
+             inverse: bool, scale: float) -> None:
+    """The FFT along ``axis`` of the complex array ``src`` (of ``shape``) into ``dst``."""
+    from ember.backends.cpu.executable import _ffi
+    fb = _ffi.from_buffer
+    outer, n = math.prod(shape[:axis]), shape[axis]
+    inner = math.prod(shape[axis + 1:])
+    chunk = CHUNK[lib.dtype]
+    chunks = -(-inner // chunk)
+    p = _params(n=n, log=n.bit_length() - 1, inner=inner, tmul=1, chunks=chunks,
+                outer_in=n * inner, outer_out=n * inner, scale=scale,
+                rot=-1.0 if inverse else 1.0)
+    tw = _table("roots", n, 1, inverse, lib.dtype)
+    _run(lib.columns, [fb(src), fb(dst), fb(tw), None, fb(p)], outer * chunks, src.size,
+         n * chunk, lib.dtype)
+
+
+def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, rows: int,
+          inverse: bool, scale: float) -> None:
+    """The last-axis transforms of ``rows`` rows, each of complex length ``n`` (for R2C and
+    C2R, ``n`` is half the real length)."""
+    from ember import _scratch
+    from ember.backends.cpu import parallel_runtime
+    from ember.backends.cpu.executable import _ffi
+    fb, dt = _ffi.from_buffer, lib.dtype
+    log = n.bit_length() - 1
+    n1, n2 = 1 << (log // 2), 1 << (log - log // 2)
+    in_row = n + 1 if kind == C2R else n
+    out_row = n + 1 if kind == R2C else n
+    p = _params(kind=kind, n=n, n1=n1, n2=n2, log1=log // 2, log2=log - log // 2,
+                in_row=in_row, out_row=out_row, h=n, scale=scale, rot=-1.0 if inverse else 1.0)
+    tw = _table("roots", n2, 1, inverse, dt)
+    tt = _table("transpose", n1, n2, inverse, dt)
+    rt = _table("real", n, 1, kind == C2R, dt) if kind != C2C else tw
+    runtime = parallel_runtime.ready()
+    threads = runtime.size if runtime is not None else 1
+    if n < PHASED_MIN_LENGTH or rows >= threads:
+        _run(lib.rows, [fb(src), fb(dst), fb(tw), None, fb(p), fb(tt), fb(rt)], rows,
+             rows * n, 2 * n + n2 * CHUNK[dt], dt)
+        return
+    # A few long rows: each row's phases split across the threads.
+    a, bt = _scratch.empty(n, dt), _scratch.empty(n, dt)
+    chunk, vl = CHUNK[dt], VECTOR[dt]
+    src_c = src.reshape(rows, -1).view(dt) if kind == R2C else src.reshape(rows, -1)
+    dst_c = dst.reshape(rows, -1).view(dt) if kind == C2R else dst.reshape(rows, -1)
+    first = _params(n=n1, log=log // 2, inner=n2, tmul=n2 // n1, chunks=-(-n2 // chunk),
+                    scale=scale, rot=p.view(np.float64)[P_ROT])
+    second = _params(n=n2, log=log - log // 2, inner=n1, tmul=1, chunks=-(-n1 // chunk),
+                     scale=1.0, rot=p.view(np.float64)[P_ROT])
+    unit = vl if n1 >= vl and n2 >= vl else 1
+    tp = _params(n1=n1, n2=n2, tmul=unit, h=n)
+    for r in range(rows):
+        x, y = src_c[r], dst_c[r]
+        if kind == C2R:
+            _run(lib.pre, [fb(x), fb(rt), fb(bt), fb(tp)], n // 2 + 1, n, 0, dt)
+            x = bt
+        _run(lib.columns, [fb(x), fb(a), fb(tw), None, fb(first)], -(-n2 // chunk), n,
+             n1 * chunk, dt)
+        _run(lib.transpose, [fb(a), fb(tt), fb(bt), fb(tp)], n1 // unit, n, 0, dt)
+        last = a if kind == R2C else y
+        _run(lib.columns, [fb(bt), fb(last), fb(tw), None, fb(second)], -(-n1 // chunk), n,
+             n2 * chunk, dt)
+        if kind == R2C:
+            _run(lib.post, [fb(a), fb(rt), fb(y), fb(tp)], n // 2 + 1, n, 0, dt)
+
+
+def _power_of_two(n: int) -> bool:
+    return 1 <= n <= MAX_LENGTH and n & (n - 1) == 0
+
+
+def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
+    """``lax.fft``'s transform of ``x`` (FFT 0, IFFT 1, RFFT 2, IRFFT 3) over its last
+    ``len(fft_lengths)`` axes, or None where this module has no kernel for it (lengths that
+    are not powers of two, a real length below 2, other dtypes, empty arrays)."""
+    kind = int(fft_type)
+    lengths = tuple(int(n) for n in fft_lengths)
+    x = np.asarray(x)
+    if not lengths or not all(_power_of_two(n) for n in lengths) or x.size == 0:
+        return None
+    if kind == 2:
+        cdt = _COMPLEX_OF.get(x.dtype)
+    else:
+        cdt = x.dtype if x.dtype in _REAL_OF else None
+    if cdt is None or (kind >= 2 and lengths[-1] < 2):
+        return None
+    lib = library(cdt)
+    if lib is None:
+        return None
+    from ember import _scratch
+    x = np.ascontiguousarray(x)
+    inverse = kind in (1, 3)
+    scale = 1.0 / math.prod(lengths) if inverse else 1.0
+    k, nd = len(lengths), x.ndim
+    cols = list(range(nd - 2, nd - k - 1, -1))  # the axes before the last one
+    if kind == 3:
+        shape = x.shape
+        out = np.empty(shape[:-1] + (lengths[-1],), _REAL_OF[cdt])
+        src = x
+        if cols:
+            tmp = [_scratch.empty(shape, cdt) for _ in range(min(2, len(cols)))]
+            for i, axis in enumerate(cols):
+                dst = tmp[i % 2]
+                _columns(lib, src, dst, shape, axis, True, scale if i == 0 else 1.0)
+                src = dst
+        rows = math.prod(shape[:-1])
+        _rows(lib, src, out, C2R, lengths[-1] // 2, rows, True, 1.0 if cols else scale)
+        return out
+    if kind == 2:
+        h = lengths[-1] // 2
+        shape = x.shape[:-1] + (h + 1,)
+        rows_kind, n = R2C, h
+    else:
+        shape = x.shape
+        rows_kind, n = C2C, lengths[-1]
+    out = np.empty(shape, cdt)
+    passes = 1 + len(cols)
+    tmp = _scratch.empty(shape, cdt) if passes > 1 else None
+    dst = out if passes % 2 == 1 else tmp
+    _rows(lib, x, dst, rows_kind, n, math.prod(shape[:-1]), inverse, scale)
+    src = dst
+    for i, axis in enumerate(cols):
+        dst = out if (passes - 2 - i) % 2 == 0 else tmp
+        _columns(lib, src, dst, shape, axis, inverse, 1.0)
+        src = dst
+    return out
