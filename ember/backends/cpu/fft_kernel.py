@@ -676,12 +676,19 @@ def _columns(lib: _Library, src: np.ndarray, dst: np.ndarray, shape: tuple, axis
          n * chunk, lib.dtype)
 
 
+def _phased(n: int, rows: int) -> bool:
+    """Whether rows of length ``n`` run phase by phase, each phase split across threads
+    (long rows, fewer than the threads), rather than row by row."""
+    from ember.backends.cpu import parallel_runtime
+    runtime = parallel_runtime.ready()
+    return n >= PHASED_MIN_LENGTH and runtime is not None and rows < runtime.size
+
+
 def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, rows: int,
           inverse: bool, scale: float) -> None:
     """The last-axis transforms of ``rows`` rows, each of complex length ``n`` (for R2C and
     C2R, ``n`` is half the real length)."""
     from ember import _scratch
-    from ember.backends.cpu import parallel_runtime
     from ember.backends.cpu.executable import _ffi
     fb, dt = _ffi.from_buffer, lib.dtype
     log = n.bit_length() - 1
@@ -693,9 +700,7 @@ def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, ro
     tw = _table("roots", n2, 1, inverse, dt)
     tt = _table("transpose", n1, n2, inverse, dt)
     rt = _table("real", n, 1, kind == C2R, dt) if kind != C2C else tw
-    runtime = parallel_runtime.ready()
-    threads = runtime.size if runtime is not None else 1
-    if n < PHASED_MIN_LENGTH or rows >= threads:
+    if not _phased(n, rows):
         _run(lib.rows, [fb(src), fb(dst), fb(tw), None, fb(p), fb(tt), fb(rt)], rows,
              rows * n, 2 * n + n2 * CHUNK[dt], dt)
         return

@@ -1,0 +1,130 @@
+"""The CPU backend's native FFT (``backends/cpu/fft_kernel``) against NumPy in float64."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.backends.cpu import fft_kernel as fk
+
+rng = np.random.default_rng(0)
+FFT, IFFT, RFFT, IRFFT = 0, 1, 2, 3
+
+
+def _complex(shape, dtype):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def _rel_rms(got, want):
+    return float(np.sqrt(np.mean(np.abs(got - want) ** 2) / np.mean(np.abs(want) ** 2)))
+
+
+def _bound(dtype, lengths):
+    # Float32 transforms: comparable to JAX's; float64: a few ulps per stage.
+    unit = 1e-6 if np.dtype(dtype) in (np.complex64, np.float32) else 4e-16
+    return unit * max(1, math.log2(math.prod(lengths)))
+
+
+def _reference(x, kind, lengths):
+    axes = tuple(range(-len(lengths), 0))
+    wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    fn = (np.fft.fftn, np.fft.ifftn, np.fft.rfftn, np.fft.irfftn)[kind]
+    return fn(wide, lengths, axes)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _native():
+    if fk.library(np.dtype(np.complex64)) is None:
+        pytest.skip("no native code on this machine")
+
+
+CASES = [((8,), (8,)), ((3, 16), (16,)), ((2, 1024), (1024,)), ((1, 2), (2,)), ((3, 1), (1,)),
+         ((5, 4, 32), (4, 32)), ((4, 8, 16), (4, 8, 16)), ((2, 3, 64, 8), (64, 8)),
+         ((1, 1 << 15), (1 << 15,)), ((6, 2, 128), (2, 128)), ((300, 4), (4,))]
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("shape, lengths", CASES)
+def test_complex_transforms_match_numpy(dtype, shape, lengths):
+    x = _complex(shape, dtype)
+    for kind in (FFT, IFFT):
+        got = fk.transform(x, kind, lengths)
+        assert got is not None and got.dtype == dtype and got.shape == shape
+        assert _rel_rms(got, _reference(x, kind, lengths)) < _bound(dtype, lengths)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, lengths", [
+    ((2,), (2,)), ((4,), (4,)), ((3, 16), (16,)), ((64, 64), (64, 64)), ((2, 8, 64), (8, 64)),
+    ((1, 1 << 16), (1 << 16,)), ((3, 4, 2, 32), (4, 2, 32)), ((5, 16, 512), (512,))])
+def test_real_transforms_match_numpy(dtype, shape, lengths):
+    x = rng.standard_normal(shape).astype(dtype)
+    got = fk.transform(x, RFFT, lengths)
+    want = _reference(x, RFFT, lengths)
+    assert got.dtype == np.result_type(dtype, np.complex64) and got.shape == want.shape
+    assert _rel_rms(got, want) < _bound(dtype, lengths)
+    spectrum = want.astype(got.dtype)
+    back = fk.transform(spectrum, IRFFT, lengths)
+    assert back.dtype == dtype and back.shape == shape
+    assert _rel_rms(back, _reference(spectrum, IRFFT, lengths)) < _bound(dtype, lengths)
+
+
+def test_irfft_ignores_imaginary_parts_of_zero_and_nyquist():
+    x = _complex((3, 9), np.complex128)  # (not a real signal's spectrum)
+    got = fk.transform(x, IRFFT, (16,))
+    np.testing.assert_allclose(got, np.fft.irfft(x, 16), rtol=1e-13, atol=1e-15)
+
+
+def test_single_long_rows_split_into_phases(monkeypatch):
+    # (A row's phases run as separate parallel steps when rows are fewer than threads.)
+    monkeypatch.setattr(fk, "_phased", lambda n, rows: True)
+    n = 1 << 14
+    x = _complex((2, n), np.complex64)
+    for kind in (FFT, IFFT):
+        assert _rel_rms(fk.transform(x, kind, (n,)), _reference(x, kind, (n,))) < 2e-6
+    r = rng.standard_normal((1, 2 * n)).astype(np.float32)
+    spectrum = fk.transform(r, RFFT, (2 * n,))
+    assert _rel_rms(spectrum, _reference(r, RFFT, (2 * n,))) < 2e-6
+    assert _rel_rms(fk.transform(spectrum, IRFFT, (2 * n,)), r) < 2e-6
+
+
+def test_special_values_propagate():
+    x = _complex((2, 256), np.complex64)
+    x[0, 7] = np.nan
+    x[1, 3] = np.inf
+    got = fk.transform(x, FFT, (256,))
+    assert np.isnan(got[0]).all()
+    assert not np.isfinite(got[1]).any() or np.isinf(got[1]).all()
+    r = rng.standard_normal(64)
+    r[5] = np.nan
+    assert np.isnan(fk.transform(r, RFFT, (64,))).all()
+
+
+def test_unsupported_cases_answer_none():
+    x = _complex((4, 6), np.complex64)
+    assert fk.transform(x, FFT, (6,)) is None  # (not a power of two: NumPy's)
+    assert fk.transform(x.astype(np.complex64)[:, :4], FFT, (3, 4)) is None
+    assert fk.transform(np.ones(4, np.float16), RFFT, (4,)) is None
+    assert fk.transform(np.ones((2, 1), np.float32), RFFT, (1,)) is None
+    assert fk.transform(np.ones((0, 8), np.complex64), FFT, (8,)) is None
+
+
+def test_lax_and_jnp_run_the_native_kernel():
+    x = _complex((8, 128), np.complex64)
+    want = fk.transform(x, FFT, (128,))
+    np.testing.assert_array_equal(np.asarray(lax.fft(x, "FFT", (128,))), want)
+    np.testing.assert_array_equal(np.asarray(ember.jit(jnp.fft.fft)(x)), want)
+    r = rng.standard_normal((64, 64)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(ember.jit(jnp.fft.rfft2)(r)),
+                                  fk.transform(r, RFFT, (64, 64)))
+
+
+def test_jit_matches_jax(jax):
+    x = rng.standard_normal((16, 512)).astype(np.float32)
+    for name in ("rfft2", "fft2", "ifft"):
+        got = ember.jit(getattr(jnp.fft, name))(x)
+        want = getattr(jax.numpy.fft, name)(x)
+        assert _rel_rms(np.asarray(got), np.asarray(want)) < 2e-6
