@@ -6,7 +6,10 @@ Every operand is a stack of matrices: leading dimensions are batch dimensions. E
 primitive runs LAPACK: ``getrf``, ``trsm``, ``potrf``, ``gtsv``, ``geqrf``/``orgqr`` (qr) and
 ``syevd`` (eigh) through ``ember.lax._lapack`` (the library NumPy loaded, bound with cffi),
 svd and eig through ``np.linalg``; without a usable library LU, the triangular and tridiagonal
-solves fall back to NumPy code written here and the rest to ``np.linalg``. Under jit each
+solves fall back to NumPy code written here and the rest to ``np.linalg``. Large batches of
+small real matrices run LU, Cholesky and triangular solves vectorized over the batch instead
+(``ember.lax._small_batch``: a LAPACK call per 4 x 4 matrix costs more than its arithmetic),
+with LAPACK's pivoting and failure conventions. Under jit each
 lowers to a ``custom_call`` of a library target (``ember.linalg.<name>``) that the HLO
 evaluator runs with the same function, so both backends give the eager answers. Batching
 moves the batch dimension to the front. Failures follow LAPACK as JAX does: a non positive
@@ -27,7 +30,7 @@ from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
 from ember.interpreters import ad
 from ember.interpreters.batching import axis_size_of
-from ember.lax import _lapack, base, batch_util
+from ember.lax import _lapack, _small_batch, base, batch_util
 from ember.lax import elementwise as E
 from ember.lax.dot import dot_general
 from ember.lax.reduction import reduce_sum
@@ -209,6 +212,8 @@ def _scalar(x: Any, value: Any) -> Any:
 
 
 def _cholesky_impl(x):
+    if _small_batch.worth_it("potrf", x):
+        return _small_batch.potrf(x)
     if _lapack.available(x.dtype):
         return _lapack.potrf(x)
     try:
@@ -278,6 +283,8 @@ def symmetrize(x: Any) -> Any:
 
 
 def _lu_impl(x):
+    if _small_batch.worth_it("getrf", x):
+        return list(_small_batch.getrf(x))
     if _lapack.available(x.dtype):
         return list(_lapack.getrf(x))
     # Right-looking LU with partial pivoting, as LAPACK's getrf: the pivot is the first entry
@@ -814,6 +821,10 @@ def _substitute(t, b, lower):
 
 def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
                            unit_diagonal):
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                  conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+    if _small_batch.worth_it("trsm", a, b.shape[-1] if left_side else b.shape[-2]):
+        return _small_batch.trsm(a, b, **params)
     if _lapack.available(b.dtype):
         return _lapack.trsm(a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
                             conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
