@@ -15,8 +15,10 @@ Eager kernels are NumPy loops over the window offsets (never over output positio
 operand is base-dilated and padded with the reducer's identity once, then every offset is one
 strided view combined into the accumulators in row-major window order, from the init value,
 as the HLO evaluator combines them. Under ``jit`` the first four lower to the HLO
-``reduce_window`` (variadic for ``select_and_gather_add``), ``select_and_scatter_add`` to the
-``ember.select_and_scatter_add`` library custom call.
+``reduce_window`` (variadic for ``select_and_gather_add``), ``select_and_scatter_add`` to two
+custom calls: ``ember.window_select`` (the offset each window selects) and
+``ember.window_scatter_selected`` (the source values added at those offsets), which the CPU
+backend compiles to native kernels.
 """
 
 from __future__ import annotations
@@ -228,36 +230,72 @@ def select_and_scatter_add_numpy(source: np.ndarray, operand: np.ndarray, *, sel
     """Each window's ``source`` value added at the element of ``operand`` it selects."""
     source, operand = np.asarray(source), np.asarray(operand)
     ones = (1,) * operand.ndim
+    which = np.zeros(source.shape, np.int32)
+    if math.prod(source.shape):
+        which = _selected_offsets(operand, select_prim, window_dimensions, window_strides,
+                                  padding, ones, ones, source.shape)
+    return _scatter_selected(source, which, operand.shape, window_dimensions, window_strides,
+                             padding)
+
+
+def _scatter_selected(source: np.ndarray, which: np.ndarray, operand_shape, window_dimensions,
+                      window_strides, padding) -> np.ndarray:
+    """Each window's ``source`` value added at its element at offset ``which`` (row-major in
+    the window) in an array of ``operand_shape``. An element's sum takes its windows in
+    increasing order (XLA's), from zero: the window offsets decreasing."""
+    ones = (1,) * len(operand_shape)
     out_shape = source.shape
     acc = np.zeros(tuple(n + max(lo, 0) + max(hi, 0) for n, (lo, hi)
-                         in zip(operand.shape, padding)), source.dtype)
+                         in zip(operand_shape, padding)), source.dtype)
     if math.prod(out_shape):
         # (negative pads crop; an all-positive frame keeps indexing simple)
         crop = tuple(slice(max(-lo, 0), n - max(-hi, 0))
                      for (lo, hi), n in zip(padding, acc.shape))
-        which = _selected_offsets(operand, select_prim, window_dimensions, window_strides,
-                                  padding, ones, ones, out_shape)
         view = acc[crop]
         take = np.empty(out_shape, bool)
-        for k, index in enumerate(_offsets(window_dimensions, window_strides, ones,
-                                           out_shape)):
+        offsets = list(_offsets(window_dimensions, window_strides, ones, out_shape))
+        for k in reversed(range(len(offsets))):
             # For one offset the windows' elements are distinct: adding in place is safe.
             np.equal(which, k, out=take)
-            target = view[index]
+            target = view[offsets[k]]
             target += _masked(source, _masks(take, source.dtype), take)
     lo = tuple(max(lo, 0) for lo, _ in padding)
-    return np.ascontiguousarray(acc[tuple(slice(p, p + n) for p, n in zip(lo, operand.shape))])
+    return np.ascontiguousarray(acc[tuple(slice(p, p + n) for p, n in zip(lo, operand_shape))])
+
+
+def _pairs(flat) -> tuple[tuple[int, int], ...]:
+    return tuple(zip(flat[::2], flat[1::2]))
 
 
 def _scatter_target(source, operand, *, select_prim, window_dimensions, window_strides,
                     padding):
-    pads = tuple(zip(padding[::2], padding[1::2]))
     return select_and_scatter_add_numpy(source, operand, select_prim=select_prim,
                                         window_dimensions=window_dimensions,
-                                        window_strides=window_strides, padding=pads)
+                                        window_strides=window_strides, padding=_pairs(padding))
 
 
+def _select_target(operand, *, select_prim, window_dimensions, window_strides, padding):
+    operand = np.asarray(operand)
+    ones = (1,) * operand.ndim
+    pads = _pairs(padding)
+    out_shape = reduce_window_shape_tuple(operand.shape, window_dimensions, window_strides,
+                                          pads)
+    if not math.prod(out_shape):
+        return np.zeros(out_shape, np.int32)
+    return _selected_offsets(operand, select_prim, window_dimensions, window_strides, pads,
+                             ones, ones, out_shape)
+
+
+def _scatter_selected_target(source, which, *, operand_shape, window_dimensions,
+                             window_strides, padding):
+    return _scatter_selected(np.asarray(source), np.asarray(which), tuple(operand_shape),
+                             window_dimensions, window_strides, _pairs(padding))
+
+
+# (The one-step target of earlier lowerings, kept for modules serialized with it.)
 register_custom_call_target("ember.select_and_scatter_add", _scatter_target)
+register_custom_call_target("ember.window_select", _select_target)
+register_custom_call_target("ember.window_scatter_selected", _scatter_selected_target)
 
 
 # ---------------------------------------------------------------- shape and dtype rules
@@ -474,12 +512,18 @@ select_and_scatter_add_p = standard_primitive(
 
 @select_and_scatter_add_p.def_lowering
 def _scatter_lowering(ctx, s, x, *, select_prim, window_dimensions, window_strides, padding):
+    # Two steps, each parallel over its own result: the offset each window selects, then
+    # per operand element the sum of the source values of the windows that selected it.
     out = ctx.aval_out
-    return ctx.b.op("custom_call", s, x, shape=Shape(out.dtype, tuple(out.shape)),
-                    call_target_name="ember.select_and_scatter_add", select_prim=select_prim,
-                    window_dimensions=tuple(window_dimensions),
-                    window_strides=tuple(window_strides),
-                    padding=tuple(int(v) for p in padding for v in p))
+    window = dict(window_dimensions=tuple(window_dimensions),
+                  window_strides=tuple(window_strides),
+                  padding=tuple(int(v) for p in padding for v in p))
+    which = ctx.b.op("custom_call", x, shape=Shape(np.dtype(np.int32), tuple(s.shape.dims)),
+                     call_target_name="ember.window_select", select_prim=select_prim,
+                     **window)
+    return ctx.b.op("custom_call", s, which, shape=Shape(out.dtype, tuple(out.shape)),
+                    call_target_name="ember.window_scatter_selected",
+                    operand_shape=tuple(out.shape), **window)
 
 
 def _scatter_jvp(primals, tangents, **params):

@@ -48,7 +48,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import complex_ops as C
-from ember.backends.cpu import llvm_support
+from ember.backends.cpu import llvm_support, window_kernel
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
 from ember.compiler.arg_reducer import arg_reducer_kind
@@ -337,6 +337,10 @@ class ElementEmitter:
             return self._dynamic_update_slice(inst, index)
         if op == "dot_general" and is_small_dot(inst):
             return self._small_dot(inst, index)
+        if op == "reduce_window":
+            return window_kernel.emit_reduce_window(self, inst, index)
+        if op == "custom_call" and window_kernel.is_window_call(inst):
+            return window_kernel.emit_window_call(self, inst, index)
         raise UnsupportedOp(op)
 
     def _small_dot(self, inst, index):
@@ -896,9 +900,10 @@ class KernelBuilder:
         elif self.fused.root.opcode == "scatter":
             from ember.backends.cpu.scatter_kernel import ScatterKernel
             info = ScatterKernel(self, self.fused.root).build(lo, hi)
-        elif self.fused.root.opcode == "reduce_window":
+        elif self.fused.root.opcode == "reduce_window" and window_kernel.is_scan(self.fused.root):
             info = self._build_scan(self.fused.root, lo, hi)
-        elif self.fused.root.opcode == "custom_call":  # (only top_k has a kernel)
+        elif (self.fused.root.opcode == "custom_call"
+              and not window_kernel.is_window_call(self.fused.root)):  # (top_k)
             from ember.backends.cpu.topk_kernel import TopKKernel
             info = TopKKernel(self, self.fused.root).build(lo, hi)
         elif self.fused.root.opcode == "concatenate":
@@ -907,6 +912,10 @@ class KernelBuilder:
             info = self._build_reduce(reduces, lo, hi)
         else:
             info = self._build_loop(lo, hi)
+            work = window_kernel.window_work(self.fused)  # (per output element)
+            if work > 1:
+                info = KernelInfo(info.name, info.extent, info.work_per_item * work,
+                                  info.partial_reducers)
         b.ret_void()
         self._mark_outputs_disjoint(fn)
         return info
@@ -1118,13 +1127,16 @@ class KernelBuilder:
     # ------------------------------------------------------------------ scans
 
     def _build_scan(self, inst, lo, hi) -> KernelInfo:
-        """A cumulative scan (``scan_kernel``); other ``reduce_window``s have no kernel."""
+        """A cumulative scan from the identity (``scan_kernel``), whose float sums follow the
+        evaluator's scan rule; a scan's windows from another init run in the library, as the
+        kernel cannot see a parameter's value. Other ``reduce_window``s are element ops
+        (``window_kernel``)."""
         from ember.backends.cpu.scan_kernel import ScanKernel
-        from ember.compiler.reduce_window import scan_axis
+        from ember.compiler.reduce_window import prefix_scan
 
-        scan = scan_axis(inst)
+        scan = prefix_scan(inst)
         if scan is None:
-            raise UnsupportedOp("reduce_window that is not a scan")
+            raise UnsupportedOp("a scan's windows from an init that is not the identity")
         return ScanKernel(self, inst, *scan).build(lo, hi)
 
     # ------------------------------------------------------------------ input fusions

@@ -3,8 +3,8 @@
 Every instruction of the entry computation becomes a *step*:
 
 - ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice or update,
-  single-operand scatter, cumulative scan or ``ember.top_k`` custom call) compiled to a
-  native kernel;
+  single-operand scatter, ``reduce_window``, ``ember.top_k`` custom call or a custom call of
+  ``select_and_scatter_add``) compiled to a native kernel;
 - ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``);
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
   several operands or with batching dims, custom calls, and fusions whose
@@ -52,9 +52,9 @@ from ember.backends.cpu.kernel_gen import (
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.backends.cpu.topk_kernel import is_native_top_k
+from ember.backends.cpu.window_kernel import is_window_call
 from ember.compiler.buffer_assignment import assign_buffers, leaf_range
 from ember.compiler.hlo import CONTROL_FLOW, ELEMENTWISE, Computation, Instruction, Module
-from ember.compiler.reduce_window import prefix_scan
 
 ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
@@ -222,11 +222,10 @@ class ConstantPool:
 
 def _has_kernel(inst: Instruction) -> bool:
     """Whether a lone ``inst`` of ``STANDALONE_KERNEL_OPS`` may get a kernel: a
-    ``reduce_window`` only when it is a cumulative scan from the identity, a ``dot_general``
-    only when it contracts few elements (others go to BLAS)."""
+    ``dot_general`` only when it contracts few elements (others go to BLAS)."""
     if inst.opcode == "dot_general":
         return is_small_dot(inst)
-    return inst.opcode != "reduce_window" or prefix_scan(inst) is not None
+    return True
 
 
 # A dot in a loop body contracting up to LOOP_DOT_MAX_K elements, with at most
@@ -277,12 +276,22 @@ def _loop_dot_computation(inst: Instruction) -> Computation | None:
 
 
 def _single_op_computation(inst: Instruction) -> Computation:
-    """A fused computation holding just ``inst`` (parameters for its operands)."""
+    """A fused computation holding just ``inst`` (parameters for its operands). A
+    ``reduce_window`` reads a scalar constant init as that constant (the parameter is left
+    unread): its kernel needs the value to tell a cumulative scan from the identity
+    (``scan_kernel``) from other windows."""
     params = [Instruction("parameter", [], op.shape, {"index": i}, name=f"p{i}")
               for i, op in enumerate(inst.operands)]
-    body = Instruction(inst.opcode, params, inst.shape, inst.attrs, inst.calls,
+    operands, consts = list(params), []
+    if inst.opcode == "reduce_window":
+        for k, op in enumerate(inst.operands):
+            if op.opcode == "constant" and op.shape.rank == 0 and not op.shape.is_tuple:
+                consts.append(Instruction("constant", [], op.shape, dict(op.attrs),
+                                          name=f"c{k}"))
+                operands[k] = consts[-1]
+    body = Instruction(inst.opcode, operands, inst.shape, inst.attrs, inst.calls,
                        name=inst.name or "op")
-    return Computation(f"single.{inst.name}", params + [body], body)
+    return Computation(f"single.{inst.name}", params + consts + [body], body)
 
 
 @dataclass
@@ -574,7 +583,7 @@ class ProgramBuilder:
         inputs = [self.refs[id(o)] for o in inst.operands]
         if inst.opcode == "fusion" or (inst.opcode in STANDALONE_KERNEL_OPS
                                        and not inst.shape.is_tuple and _has_kernel(inst)) \
-                or is_native_top_k(inst):
+                or is_native_top_k(inst) or is_window_call(inst):
             fused = inst.calls[0] if inst.opcode == "fusion" else _single_op_computation(inst)
             phases = [None]
             if (fused.root.opcode == "scatter"
