@@ -210,3 +210,45 @@ def test_batched_solve_gradient_matches_jax():
     got = ember.grad(lambda a, b: jnp.sum(jnp.linalg.solve(a, b) ** 2), (0, 1))(a, b)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_small_det_formula_value_and_gradient_match_jax(n):
+    jax = _jax()
+    import jax.numpy as jjnp
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((50, n, n)).astype(np.float32)
+    a[3] = 0  # singular: zero determinant, finite gradient
+    np.testing.assert_allclose(ember.jit(jnp.linalg.det)(a), jax.jit(jjnp.linalg.det)(a),
+                               rtol=1e-5, atol=1e-6)
+    got = ember.grad(lambda x: jnp.sum(jnp.linalg.det(x)))(a)
+    want = jax.grad(lambda x: jjnp.sum(jjnp.linalg.det(x)))(a)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("scale,max_squarings", [(0.01, 16), (1.0, 16), (40.0, 16), (40.0, 2)])
+def test_expm_squarings_match_jax(scale, max_squarings):
+    """No squaring, a few, and more than ``max_squarings`` (NaN), with jvp and grad (taken
+    through the scan formulation) against JAX."""
+    jax = _jax()
+    from jax.scipy import linalg as jsl
+
+    from ember.scipy import linalg as esl
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal((6, 6)) * scale / 6).astype(np.float32)
+    got = np.asarray(ember.jit(lambda x: esl.expm(x, max_squarings=max_squarings))(a))
+    want = np.asarray(jsl.expm(a, max_squarings=max_squarings))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    scale_ = np.nanmax(np.abs(want)) if np.isfinite(want).any() else 1.0
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5 * scale_)
+    if max_squarings != 16:
+        return
+    t = rng.standard_normal((6, 6)).astype(np.float32)
+    _, g_t = ember.jvp(esl.expm, (a,), (t,))
+    _, w_t = jax.jvp(jsl.expm, (a,), (t,))
+    np.testing.assert_allclose(np.asarray(g_t), np.asarray(w_t), rtol=1e-3,
+                               atol=1e-4 * np.abs(np.asarray(w_t)).max())
+    g = ember.grad(lambda x: jnp.sum(esl.expm(x) * t))(a)
+    w = jax.grad(lambda x: jax.numpy.sum(jsl.expm(x) * t))(a)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-3,
+                               atol=1e-4 * np.abs(np.asarray(w)).max())

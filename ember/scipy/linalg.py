@@ -6,12 +6,14 @@ arguments are accepted and ignored, as in JAX.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 import ember.numpy as jnp
 from ember import dtypes, lax
+from ember.custom_derivatives import custom_jvp
 from ember.lax import linalg as lax_linalg
 from ember.numpy import linalg as jnp_linalg
 from ember.numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
@@ -336,6 +338,12 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
         return jnp.vectorize(lambda x: expm(x, upper_triangular=upper_triangular,
                                             max_squarings=max_squarings),
                              signature="(n,n)->(n,n)")(A)
+    return _expm(A, bool(upper_triangular), int(max_squarings))
+
+
+def _expm_parts(A: Any, upper_triangular: bool) -> tuple[Any, Any]:
+    """The Padé approximant of the scaled ``A`` and the number of squarings that undo the
+    scaling."""
     double = A.dtype in (np.float64, np.complex128)
     conds, degrees, maxnorm = _BOUNDS64 if double else _BOUNDS32
     norm1 = jnp.max(jnp.sum(jnp.abs(A), axis=-2))
@@ -345,12 +353,37 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     U, V = lax.switch(idx, [lambda x, m=m: _pade(m, x) for m in degrees], A)
     P, Q = U + V, V - U
     R = solve_triangular(Q, P) if upper_triangular else jnp_linalg.solve(Q, P)
+    return R, n_sq
+
+
+def _expm_scan(A: Any, upper_triangular: bool, max_squarings: int) -> Any:
+    """expm squaring in a scan of ``max_squarings`` conditional steps (JAX's formulation:
+    differentiable in both modes)."""
+    R, n_sq = _expm_parts(A, upper_triangular)
 
     def square(r, i):
         return lax.cond(i < n_sq, lambda x: x @ x, lambda x: x, r), None
 
     R, _ = lax.scan(square, R, jnp.arange(max_squarings, dtype=n_sq.dtype))
     return jnp.where(n_sq > max_squarings, jnp.full_like(R, np.nan), R)
+
+
+@partial(custom_jvp, nondiff_argnums=(1, 2))
+def _expm(A: Any, upper_triangular: bool, max_squarings: int) -> Any:
+    # The same squarings as ``_expm_scan`` in a while loop that runs only the n_sq needed
+    # (usually none or a few) instead of max_squarings conditionals; the derivatives are
+    # ``_expm_scan``'s (a while loop has no transpose).
+    R, n_sq = _expm_parts(A, upper_triangular)
+    steps = jnp.minimum(n_sq, max_squarings).astype(np.int32)
+    R, _ = lax.while_loop(lambda c: c[1] < steps, lambda c: (c[0] @ c[0], c[1] + 1),
+                          (R, jnp.zeros((), np.int32)))
+    return jnp.where(n_sq > max_squarings, jnp.full_like(R, np.nan), R)
+
+
+@_expm.defjvp
+def _expm_jvp(upper_triangular, max_squarings, primals, tangents):
+    from ember import jvp
+    return jvp(lambda a: _expm_scan(a, upper_triangular, max_squarings), primals, tangents)
 
 
 # ---------------------------------------------------------------- constructions
