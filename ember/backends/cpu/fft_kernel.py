@@ -52,6 +52,8 @@ _REAL_OF = {_C64: _F32, _C128: _F64}
 # lanes per column-FFT chunk (two vectors: 128 bytes per row).
 VECTOR = {_C64: 8, _C128: 4}
 CHUNK = {_C64: 16, _C128: 8}
+# Columns per block of the four-step transposition.
+TRANSPOSE_BLOCK = 64
 # Largest supported length along one axis (the twiddle tables hold about 2n values).
 MAX_LENGTH = 1 << 26
 # Transforms of fewer elements run on the calling thread alone.
@@ -188,6 +190,19 @@ class _Gen:
         for a in (src, dst, tw):
             a.add_attribute("noalias")
         nvec = b.and_(lanes, self.c(-self.vl))
+        full = b.icmp_signed("==", lanes, self.c(self.chunk))
+        with b.if_else(full) as (then, other):
+            with then:  # (the usual case: whole chunks, the lane loop unrolled)
+                self.stage_nest(b, fn, radix, scaled, None)
+            with other:
+                self.stage_nest(b, fn, radix, scaled, nvec)
+        b.ret_void()
+        return fn
+
+    def stage_nest(self, b, fn, radix: int, scaled: bool, nvec):
+        """The loops of ``emit_stage``'s function ``fn``: over whole chunks (``nvec`` None)
+        or over any ``lanes``, ``nvec`` of them in vectors."""
+        src, ss, dst, ds, lanes, s, m, tw, tmul, rot, scale = fn.args
         p, close_p = self.loop(b, self.c(0), m)
         k1 = b.mul(b.mul(p, s), tmul)
         ws = [self.twiddle(b, tw, b.mul(k1, self.c(j))) for j in range(1, radix)]
@@ -217,16 +232,18 @@ class _Gen:
             for y, o in zip(ys, outs):
                 self.store(b, y, dst, b.add(o, lane), w)
 
-        lane, close = self.loop(b, self.c(0), nvec, self.vl)
-        butterfly(lane, self.vl)
-        close()
-        lane, close = self.loop(b, nvec, lanes)
-        butterfly(lane, 1)
-        close()
+        if nvec is None:
+            for k in range(0, self.chunk, self.vl):
+                butterfly(self.c(k), self.vl)
+        else:
+            lane, close = self.loop(b, self.c(0), nvec, self.vl)
+            butterfly(lane, self.vl)
+            close()
+            lane, close = self.loop(b, nvec, lanes)
+            butterfly(lane, 1)
+            close()
         close_q()
         close_p()
-        b.ret_void()
-        return fn
 
     def emit_column(self):
         """``column(x, xs, y, ys, lanes, n, logn, tw, tmul, scr, rot, scale)``: the FFT along
@@ -327,7 +344,7 @@ class _Gen:
         return out
 
     def emit_transpose(self):
-        """``transpose(a, n1, n2, t, out, lo, hi)``: ``out[c, r] = a[r, c] * t[c, r]`` for the
+        """``transpose(a, n1, n2, t, out, lo, hi)``: ``out[c, r] = a[r, c] * W_n^(c r)`` for the
         rows ``r`` of ``a`` (``n1 x n2``) in ``[lo, hi)``; tiles of vectors where both sides
         hold whole vectors (``lo``, ``hi`` then multiples of ``VECTOR``)."""
         fp, i64 = self.fp, self.i64
@@ -336,11 +353,22 @@ class _Gen:
         for arg in (a, t, out):
             arg.add_attribute("noalias")
         vl = self.vl
+        # The twiddles W_n^(c r) = t[c, r % unit] * t[n2 unit + c (n1 / unit) + r // unit]
+        # (unit = min(n1, VECTOR)): two small tables instead of one of n values.
+        unit = b.select(b.icmp_signed("<", n1, self.c(vl)), n1, self.c(vl))
+        per = b.udiv(n1, unit)
+        v_tab = self.ptr(b, t, b.mul(n2, unit))
         tiled = b.and_(b.icmp_signed(">=", n1, self.c(vl)), b.icmp_signed(">=", n2, self.c(vl)))
         with b.if_else(tiled) as (then, other):
             with then:
+                # (Blocks of TRANSPOSE_BLOCK columns: the writes then go to that many rows
+                # of ``out`` at a time, advancing along them.)
+                cb, close_b = self.loop(b, self.c(0), n2, TRANSPOSE_BLOCK)
+                c_end = b.add(cb, self.c(TRANSPOSE_BLOCK))
+                c_end = b.select(b.icmp_signed("<", c_end, n2), c_end, n2)
                 r0, close_r = self.loop(b, lo, hi, vl)
-                c0, close_c = self.loop(b, self.c(0), n2, vl)
+                r_hi = b.udiv(r0, self.c(vl))
+                c0, close_c = self.loop(b, cb, c_end, vl)
                 rows = [self.load(b, a, b.add(b.mul(b.add(r0, self.c(i)), n2), c0), vl)
                         for i in range(vl)]
                 h = vl // 2
@@ -360,17 +388,24 @@ class _Gen:
                     rows = new
                     h //= 2
                 for j in range(vl):
-                    at = b.add(b.mul(b.add(c0, self.c(j)), n1), r0)
-                    self.store(b, self.cmul(b, rows[j], self.load(b, t, at, vl), vl), out, at,
-                               vl)
+                    c = b.add(c0, self.c(j))
+                    at = b.add(b.mul(c, n1), r0)
+                    tv = self.cmul_scalar(b, self.load(b, t, b.mul(c, self.c(vl)), vl),
+                                          *self.twiddle(b, v_tab, b.add(b.mul(c, per), r_hi)),
+                                          vl)
+                    self.store(b, self.cmul(b, rows[j], tv, vl), out, at, vl)
                 close_c()
                 close_r()
+                close_b()
             with other:
                 r, close_r = self.loop(b, lo, hi)
                 c, close_c = self.loop(b, self.c(0), n2)
                 at = b.add(b.mul(c, n1), r)
                 v = self.load(b, a, b.add(b.mul(r, n2), c), 1)
-                self.store(b, self.cmul(b, v, self.load(b, t, at, 1), 1), out, at, 1)
+                lo_r, hi_r = b.urem(r, unit), b.udiv(r, unit)
+                tv = self.cmul_scalar(b, self.load(b, t, b.add(b.mul(c, unit), lo_r), 1),
+                                      *self.twiddle(b, v_tab, b.add(b.mul(c, per), hi_r)), 1)
+                self.store(b, self.cmul(b, v, tv, 1), out, at, 1)
                 close_c()
                 close_r()
         b.ret_void()
@@ -596,16 +631,20 @@ _TABLES_KEPT = 32
 
 def _table(kind: str, n1: int, n2: int, inverse: bool, dtype: np.dtype) -> np.ndarray:
     """Twiddle tables (kept for the last ``_TABLES_KEPT`` uses): ``roots`` ``W_n1^k``,
-    ``k < n1``; ``transpose`` ``W_(n1 n2)^(r c)`` at ``[c, r]`` (``n2 x n1``); ``real``
+    ``k < n1``; ``transpose`` the factors of ``W_(n1 n2)^(r c)`` (``emit_transpose``); ``real``
     ``W_(2 n1)^k``, ``k < n1``."""
     key = (kind, n1, n2, inverse, dtype)
     t = _tables.get(key)
     if t is None:
         if kind == "roots":
             t = _exp_table(np.arange(n1, dtype=np.int64), n1, inverse, dtype)
-        elif kind == "transpose":
+        elif kind == "transpose":  # (see ``emit_transpose``)
+            unit = min(n1, VECTOR[dtype])
             c = np.arange(n2, dtype=np.int64)[:, None]
-            t = _exp_table(c * np.arange(n1, dtype=np.int64), n1 * n2, inverse, dtype)
+            small = c * np.arange(unit, dtype=np.int64)
+            big = c * np.arange(0, n1, unit, dtype=np.int64)
+            t = _exp_table(np.concatenate([small.ravel(), big.ravel()]), n1 * n2, inverse,
+                           dtype)
         else:
             t = _exp_table(np.arange(n1, dtype=np.int64), 2 * n1, inverse, dtype)
         if len(_tables) >= _TABLES_KEPT:
