@@ -412,56 +412,69 @@ class _Gen:
         return fn
 
     def emit_real_steps(self):
-        """``post(z, h, rt, out, lo, hi)``: the rfft of a real signal of length ``2h`` from
-        the FFT ``z`` of its pairs, for the frequency pairs (k, h - k), ``k`` in
-        ``[lo, hi)`` (k <= h / 2). ``pre(x, h, rt, z, lo, hi)``: its inverse (up to the
-        factor 2h), from ``x`` (``h + 1`` frequencies) to ``z``. ``rt[k] = W_2h^k``
-        (conjugated for ``pre``)."""
-        fp, i64 = self.fp, self.i64
-        fns = []
-        for name in ("post", "pre"):
-            fn, b = self.function(name, [fp, i64, fp, fp, i64, i64])
-            src, h, rt, dst, lo, hi = fn.args
-            for arg in (src, rt, dst):
-                arg.add_attribute("noalias")
-            half = self.pair(b, self.fc(0.5), self.fc(0.5), 1)
-            conj = self.ir.Constant(self.vty(1), [self.fc(1.0), self.fc(-1.0)])
-            k, close = self.loop(b, lo, hi)
-            mk = b.urem(b.sub(h, k), h)  # (h - k) mod h: z[h] is z[0]
-            wk, wm = self.load(b, rt, k, 1), self.load(b, rt, mk, 1)
-            is0 = b.icmp_signed("==", k, self.c(0))
+        """``post(z, h, rt, out, lo, hi)``: frequencies ``k`` in ``[lo, hi)`` (``k < h``; with
+        ``k = 0`` also ``h``) of the rfft of a real signal of length ``2h``, from the FFT
+        ``z`` of its pairs of values: ``X[k] = (z[k] + conj z[h-k]) / 2 - i W^k (z[k] -
+        conj z[h-k]) / 2`` with ``rt[k] = W_2h^k``. ``pre(x, h, rt, z, lo, hi)``: its inverse
+        (up to the factor 2h), ``z[k] = (x[k] + conj x[h-k]) + i rt[k] (x[k] - conj x[h-k])``
+        with ``rt`` conjugated, from ``x`` (``h + 1`` frequencies; 0 and ``h`` count by their
+        real parts only). Each ``k`` reads ``k`` and its mirror, so the loop runs in vectors
+        (the mirrors' reversed)."""
+        return [self.emit_real_step("post"), self.emit_real_step("pre")]
+
+    def emit_real_step(self, name: str):
+        """``emit_real_steps``'s function ``name``."""
+        fp, i64, i32 = self.fp, self.i64, self.ir.IntType(32)
+        fn, b = self.function(name, [fp, i64, fp, fp, i64, i64])
+        src, h, rt, dst, lo, hi = fn.args
+        for arg in (src, rt, dst):
+            arg.add_attribute("noalias")
+
+        def value(k, w):
+            u = self.load(b, src, k, w)
+            v = self.load(b, src, b.sub(b.sub(h, k), self.c(w - 1)), w)
+            if w > 1:  # (the mirrors, in the order of their k)
+                v = self.shuffle(b, v, v, _floats(list(range(w - 1, -1, -1))))
+            conj = self.ir.Constant(self.vty(w), [self.fc(1.0 - 2 * (j % 2))
+                                                  for j in range(2 * w)])
+            cv = b.fmul(v, conj)
+            t = self.load(b, rt, k, w)
             if name == "post":
-                # X[k] = (zk + conj zm) / 2 - i W^k (zk - conj zm) / 2, and X[h - k] alike.
-                zk, zm = self.load(b, src, k, 1), self.load(b, src, mk, 1)
-                for (u, v, wv, at) in ((zk, zm, wk, k), (zm, zk, wm, mk)):
-                    cv = b.fmul(v, conj)
-                    even = b.fmul(b.fadd(u, cv), half)
-                    odd = b.fmul(b.fsub(u, cv), half)
-                    rot = b.fmul(self.swap(b, odd, 1), conj)  # -i * odd = (im, -re)
-                    self.store(b, b.fadd(even, self.cmul(b, rot, wv, 1)), dst, at, 1)
-                with b.if_then(is0):  # X[0] and X[h] are real
-                    re = b.extract_element(zk, self.ir.Constant(self.ir.IntType(32), 0))
-                    im = b.extract_element(zk, self.ir.Constant(self.ir.IntType(32), 1))
-                    self.store(b, self.pair(b, b.fadd(re, im), self.fc(0.0), 1), dst, k, 1)
-                    self.store(b, self.pair(b, b.fsub(re, im), self.fc(0.0), 1), dst, h, 1)
+                half = self.pair(b, self.fc(0.5), self.fc(0.5), w)
+                rot = b.fmul(self.swap(b, b.fsub(u, cv), w), conj)  # -i (u - conj v)
+                out = b.fmul(b.fadd(b.fadd(u, cv), self.cmul(b, rot, t, w)), half)
             else:
-                # z[k] = (X[k] + conj X[h-k]) + i conj(W^k) (X[k] - conj X[h-k]); frequencies
-                # 0 and h count by their real parts only. (z[h - k] first: for k = 0 both
-                # are z[0], and the k = 0 formula is the one that holds.)
-                xk = self.load(b, src, k, 1)
-                xm = self.load(b, src, b.sub(h, k), 1)
-                zero = self.ir.Constant(self.vty(1), [self.fc(0.0), self.fc(0.0)])
-                xk = b.select(is0, self.shuffle(b, xk, zero, [0, 2]), xk)
-                xm = b.select(is0, self.shuffle(b, xm, zero, [0, 2]), xm)
-                for (u, v, wv, at) in ((xm, xk, wm, mk), (xk, xm, wk, k)):
-                    cv = b.fmul(v, conj)
-                    odd = self.cmul(b, b.fsub(u, cv), wv, 1)
-                    rot = b.fmul(self.swap(b, odd, 1), b.fneg(conj))  # i * odd = (-im, re)
-                    self.store(b, b.fadd(b.fadd(u, cv), rot), dst, at, 1)
-            close()
-            b.ret_void()
-            fns.append(fn)
-        return fns
+                odd = self.cmul(b, b.fsub(u, cv), t, w)
+                rot = b.fmul(self.swap(b, odd, w), b.fneg(conj))  # i * odd
+                out = b.fadd(b.fadd(u, cv), rot)
+            self.store(b, out, dst, k, w)
+
+        with b.if_then(b.icmp_signed("==", lo, self.c(0))):
+            first = self.load(b, src, self.c(0), 1)
+            re = b.extract_element(first, self.ir.Constant(i32, 0))
+            if name == "post":  # X[0] and X[h] are real
+                im = b.extract_element(first, self.ir.Constant(i32, 1))
+                zero = self.fc(0.0)
+                self.store(b, self.pair(b, b.fadd(re, im), zero, 1), dst, self.c(0), 1)
+                self.store(b, self.pair(b, b.fsub(re, im), zero, 1), dst, h, 1)
+            else:
+                last = b.extract_element(self.load(b, src, h, 1), self.ir.Constant(i32, 0))
+                self.store(b, self.pair(b, b.fadd(re, last), b.fsub(re, last), 1), dst,
+                           self.c(0), 1)
+        start = b.select(b.icmp_signed("==", lo, self.c(0)), self.c(1), lo)
+        vec_end = b.sub(hi, self.c(self.vl - 1))
+        k, close = self.loop(b, start, vec_end, self.vl)
+        value(k, self.vl)
+        close()
+        # (Then the k the vector loop left: from the first one it did not run.)
+        steps = b.udiv(b.add(b.sub(vec_end, start), self.c(self.vl - 1)), self.c(self.vl))
+        ran = b.icmp_signed("<", start, vec_end)
+        rest = b.select(ran, b.add(start, b.mul(steps, self.c(self.vl))), start)
+        k, close = self.loop(b, rest, hi)
+        value(k, 1)
+        close()
+        b.ret_void()
+        return fn
 
     def emit_rows(self, column, transpose, post, pre):
         """``rows(x, y, tw, scr, p, tt, rt, lo, hi)``: the last-axis transforms of rows
@@ -484,7 +497,7 @@ class _Gen:
         is_r2c = b.icmp_signed("==", kind, self.c(R2C))
         is_c2r = b.icmp_signed("==", kind, self.c(C2R))
         with b.if_then(is_c2r):
-            b.call(pre, [src, h, rt, bt, self.c(0), b.add(b.lshr(h, self.c(1)), self.c(1))])
+            b.call(pre, [src, h, rt, bt, self.c(0), h])
         inp = b.select(is_c2r, bt, src)
         self.chunks(b, column, inp, n2, a, n2, n1, log1, tw, tmul1, cs, rot, scale)
         b.call(transpose, [a, n1, n2, tt, bt, self.c(0), n1])
@@ -492,7 +505,7 @@ class _Gen:
         one = self.fc(1.0)
         self.chunks(b, column, bt, n1, last, n1, n2, log2, tw, self.c(1), cs, rot, one)
         with b.if_then(is_r2c):
-            b.call(post, [a, h, rt, dst, self.c(0), b.add(b.lshr(h, self.c(1)), self.c(1))])
+            b.call(post, [a, h, rt, dst, self.c(0), h])
         close()
         b.ret_void()
         return fn
@@ -757,7 +770,7 @@ def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, ro
     for r in range(rows):
         x, y = src_c[r], dst_c[r]
         if kind == C2R:
-            _run(lib.pre, [fb(x), fb(rt), fb(bt), fb(tp)], n // 2 + 1, n, 0, dt)
+            _run(lib.pre, [fb(x), fb(rt), fb(bt), fb(tp)], n, n, 0, dt)
             x = bt
         _run(lib.columns, [fb(x), fb(a), fb(tw), None, fb(first)], -(-n2 // chunk), n,
              n1 * chunk, dt)
@@ -766,7 +779,7 @@ def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, ro
         _run(lib.columns, [fb(bt), fb(last), fb(tw), None, fb(second)], -(-n1 // chunk), n,
              n2 * chunk, dt)
         if kind == R2C:
-            _run(lib.post, [fb(a), fb(rt), fb(y), fb(tp)], n // 2 + 1, n, 0, dt)
+            _run(lib.post, [fb(a), fb(rt), fb(y), fb(tp)], n, n, 0, dt)
 
 
 def _power_of_two(n: int) -> bool:
@@ -799,7 +812,7 @@ def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     cols = list(range(nd - 2, nd - k - 1, -1))  # the axes before the last one
     if kind == 3:
         shape = x.shape
-        out = np.empty(shape[:-1] + (lengths[-1],), _REAL_OF[cdt])
+        out = _scratch.empty(shape[:-1] + (lengths[-1],), _REAL_OF[cdt])
         src = x
         if cols:
             tmp = [_scratch.empty(shape, cdt) for _ in range(min(2, len(cols)))]
@@ -817,7 +830,7 @@ def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     else:
         shape = x.shape
         rows_kind, n = C2C, lengths[-1]
-    out = np.empty(shape, cdt)
+    out = _scratch.empty(shape, cdt)
     passes = 1 + len(cols)
     tmp = _scratch.empty(shape, cdt) if passes > 1 else None
     dst = out if passes % 2 == 1 else tmp
