@@ -23,7 +23,11 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    ``slice``, ``concatenate``, ``pad``, ``reverse``, ``iota``, ``gather`` and
    ``dynamic_slice``; a ``reduce`` can only be the root of its group (an "input" fusion), fed
    by fusible producers; a variadic (tuple-shaped) reduce is always the only output of its
-   fusion.
+   fusion. A one-operand ``reduce_window`` of at most ``FUSED_WINDOW_MAX`` window elements
+   that is not a cumulative scan (``_fusible_window``: pooling) is a loop-fusion member too:
+   the kernel computes each window where it is read, its fused producers at every window
+   position (counted as ``_window_reads`` evaluations), and it is never copied into a
+   second group.
 2. **Multi-output fusion**: sibling groups that read the same (non-scalar) value are merged,
    and a producer group is merged into a consumer group (its value becoming an extra output
    when something outside still needs it), as long as no cycle appears, no reduce result is
@@ -73,6 +77,8 @@ from ember.compiler.hlo import (
     Shape,
 )
 from ember.compiler.passes import hlo_pass
+from ember.compiler.reduce_window import scan_axis
+from ember.compiler.shape_inference import reduce_window_attrs
 
 # Ops that may live inside a loop fusion (as producers or consumers).
 LOOP_FUSIBLE = ELEMENTWISE | frozenset({
@@ -81,6 +87,9 @@ LOOP_FUSIBLE = ELEMENTWISE | frozenset({
 })
 # Ops that may read an element of an operand for several elements of their result.
 _EXPANDING = frozenset({"broadcast_in_dim", "gather"})
+# The most window elements of a fused ``reduce_window`` (``_fusible_window``): its kernel
+# unrolls the window (``window_kernel.UNROLL_MAX``).
+FUSED_WINDOW_MAX = 64
 # Ops whose called computations run as instruction sequences (and so are fused too).
 # How deep a chain of cheap producers may be copied into one consumer (bounds the copies).
 _MAX_DUPLICATION_DEPTH = 4
@@ -121,12 +130,33 @@ def _fusible_scatter(inst: Instruction) -> bool:
             and not inst.attrs.get("input_batching_dims"))
 
 
+def _fusible_window(inst: Instruction) -> bool:
+    """A ``reduce_window`` computed elementwise in a loop fusion: one operand, at most
+    ``FUSED_WINDOW_MAX`` window elements, not a cumulative scan (whose kernel and float
+    precision rule are its own)."""
+    if inst.opcode != "reduce_window" or len(inst.operands) != 2 or inst.shape.is_tuple:
+        return False
+    window = reduce_window_attrs(inst.attrs, inst.operands[0].shape.rank)
+    return (math.prod(window["window_dimensions"]) <= FUSED_WINDOW_MAX
+            and scan_axis(inst) is None)
+
+
+def _window_reads(inst: Instruction) -> int:
+    """Times a fused ``reduce_window`` computes each element of its operand, on average
+    (rounded up): its window's elements per result element, times the result's elements per
+    operand element (a 3x3 max pool of stride 2 reads each element 2.25 times)."""
+    window = reduce_window_attrs(inst.attrs, inst.operands[0].shape.rank)
+    reads = math.prod(window["window_dimensions"]) * inst.shape.size
+    return max(1, -(-reads // max(inst.operands[0].shape.size, 1)))
+
+
 def _groupable(inst: Instruction) -> bool:
     """Whether ``inst`` may be a (home) member of a fusion group."""
     if inst.shape.is_tuple:
         # Only a variadic reduce (the root of its own fusion) has a tuple result here.
         return inst.opcode == "reduce"
-    return inst.opcode in LOOP_FUSIBLE or inst.opcode == "reduce" or _fusible_scatter(inst)
+    return (inst.opcode in LOOP_FUSIBLE or inst.opcode == "reduce" or _fusible_scatter(inst)
+            or _fusible_window(inst))
 
 
 def _unique(objs: Iterable) -> list:
@@ -269,7 +299,8 @@ class _ComputationFuser:
     def _fuse_operands(self, inst: Instruction, g: _Group, depth: int = 0) -> None:
         for op in _unique(inst.operands):
             reused = id(inst) in g.reused or (inst.opcode in _EXPANDING
-                                              and inst.shape.size > op.shape.size)
+                                              and inst.shape.size > op.shape.size) or (
+                inst.opcode == "reduce_window" and _window_reads(inst) > 1)
             self._try_fuse(op, g, depth, reused)
 
     def _try_fuse(self, producer: Instruction, g: _Group, depth: int,
@@ -281,7 +312,8 @@ class _ComputationFuser:
         if _is_scalar_constant(producer):
             self._add_private(producer, g)
             return
-        if producer.opcode not in LOOP_FUSIBLE or producer.shape.is_tuple:
+        window = _fusible_window(producer)
+        if (producer.opcode not in LOOP_FUSIBLE and not window) or producer.shape.is_tuple:
             return
         if g.cost + _code_cost(producer) > MAX_FUSION_COST:
             return
@@ -293,7 +325,7 @@ class _ComputationFuser:
             return
         users = self.users[id(producer)]
         home = id(producer) not in self.home and all(self.home.get(id(u)) is g for u in users)
-        if not home and (producer.opcode in EXPENSIVE_ELEMENTWISE
+        if not home and (producer.opcode in EXPENSIVE_ELEMENTWISE or window
                          or depth >= _MAX_DUPLICATION_DEPTH):
             return
         if self._too_many_evaluations(g, producer):
@@ -332,7 +364,8 @@ class _ComputationFuser:
         """Whether the union of ``groups`` (plus ``extra``) would compute some member more
         often per element than ``MAX_EVALUATIONS`` (``MAX_EXPENSIVE_EVALUATIONS``). With
         one group and no merge, the group keeps the index sources found."""
-        if merging and any(self._has_reduce(g) for g in groups):
+        if merging and any(self._has_reduce(g) for g in groups) and not any(
+                m.opcode == "reduce_window" for g in groups for m in g.home.values()):
             return False  # (reduce groups: row fusion's passes are planned by ``row_space``)
         members = _unique([m for g in groups for m in g.members() if m.opcode != "constant"]
                           + ([extra] if extra is not None else []))
@@ -647,8 +680,10 @@ def evaluation_sources(members: list[Instruction], users_inside,
     (as do readers that read the element of their own linear index: ``_read_at_own_index``);
     any other reader (a pad, a slice, a broadcast...) asks at indices of its own, one source
     per operand slot, as often as it is computed itself; reduces over the same dims read
-    their operands at one index, once. An output of the fusion is one more source. A
-    log-step scan, ``y = y + shift(y)`` repeated, doubles the count per step.
+    their operands at one index, once; a ``reduce_window`` reads its operand
+    ``_window_reads`` times per element of it, as often as it is computed itself. An
+    output of the fusion is one more source. A log-step scan, ``y = y + shift(y)``
+    repeated, doubles the count per step.
 
     Args:
         members: the fused instructions, producers before readers.
@@ -679,6 +714,9 @@ def _index_sources(inst: Instruction, readers: list[Instruction],
             mine.update(sources[id(u)])
         elif u.opcode == "reduce":
             mine[("reduce", tuple(sorted(u.attrs["dimensions"])))] = 1
+        elif u.opcode == "reduce_window" and u.operands[0] is inst:
+            times = sum(sources[id(u)].values())
+            mine[(id(u), 0)] = times * _window_reads(u)
         else:
             times = sum(sources[id(u)].values())
             mine.update(((id(u), k), times) for k, op in enumerate(u.operands) if op is inst)
@@ -703,6 +741,9 @@ def _code_cost(inst: Instruction) -> int:
     ``EXPENSIVE_CODE_COST`` simple ops; constants are free."""
     if inst.opcode == "constant":
         return 0
+    if inst.opcode == "reduce_window":  # (an unrolled window)
+        window = reduce_window_attrs(inst.attrs, inst.operands[0].shape.rank)
+        return math.prod(window["window_dimensions"])
     return EXPENSIVE_CODE_COST if inst.opcode in EXPENSIVE_ELEMENTWISE else 1
 
 
