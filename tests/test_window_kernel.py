@@ -19,6 +19,7 @@ from ember.backends.cpu.executable import KernelPlan, LibraryPlan
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.lax.windowed import select_and_scatter_add_numpy, select_and_scatter_add_p
+from tests.backends.cpu.helpers import optimized, x64
 
 BIG = {"maximum": True, "minimum": False}
 
@@ -211,6 +212,20 @@ def test_threaded_and_single_threaded_runs_agree_exactly(shape, monkeypatch):
     np.testing.assert_array_equal(threaded, evaluate_computation(m.entry, [x]))
 
 
+def test_threaded_max_pool_gradient_agrees_with_single_threaded(monkeypatch):
+    x = np.random.default_rng(13).integers(0, 5, (8, 40, 40, 32)).astype(np.float32)
+    g = np.random.default_rng(14).standard_normal((8, 40, 40, 32)).astype(np.float32)
+
+    def f(x):  # (stride 1 and ties: several windows select one element)
+        pooled = lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 1, 1, 1), "SAME")
+        return (pooled * g).sum()
+    threaded = np.asarray(ember.jit(ember.grad(f))(x))
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = np.asarray(ember.jit(ember.grad(lambda x: f(x)))(x))
+    np.testing.assert_array_equal(threaded.view(np.uint32), single.view(np.uint32))
+    np.testing.assert_array_equal(threaded, np.asarray(ember.grad(f)(x)))
+
+
 def test_empty_outputs_and_operands():
     for shape, window, padding in (((0, 4), (1, 2), ((0, 0), (0, 0))),
                                    ((3, 1), (1, 2), ((0, 0), (0, 0))),
@@ -288,6 +303,24 @@ def test_select_and_scatter_add_native_matches_slow_loops(case, select_prim):
     np.testing.assert_array_equal(got, np.asarray(f(s, x)))  # (eager)
     steps = ember.jit(f).lower(s, x).compile().as_text()
     assert "ember.window_select" in steps and "ember.window_scatter_selected" in steps
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float16, dtypes.bfloat16])
+def test_select_and_scatter_add_on_other_floats_matches_numpy_bit_for_bit(dt):
+    rng = np.random.default_rng(12)
+    x = rng.integers(-4, 4, (2, 9, 9, 3)).astype(dt)
+    s = rng.standard_normal((2, 8, 8, 3)).astype(dt)
+    params = dict(select_prim="ge", window_dimensions=(1, 3, 3, 1),
+                  window_strides=(1, 1, 1, 1), padding=((0, 0), (1, 0), (0, 1), (0, 0)))
+
+    def f(s, x):
+        return select_and_scatter_add_p.bind(s, x, **params)
+    with x64(dt == np.float64):
+        got = np.asarray(ember.jit(f)(s, x))
+    assert got.dtype == np.dtype(dt)
+    want = _scatter_ref(s, x, "ge", params["window_dimensions"], params["window_strides"],
+                        params["padding"])
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
 def test_select_and_scatter_add_runs_native_kernels_on_ints():
@@ -391,7 +424,6 @@ def test_fused_windows_match_the_evaluator_bit_for_bit():
         return m * m - s * 0.5
     got = np.asarray(ember.jit(f)(x))
     np.testing.assert_allclose(got, np.asarray(f(x)), rtol=1e-6)
-    from tests.backends.cpu.helpers import optimized
     module = optimized(f, x)
     (want,) = evaluate_computation(module.entry, [x])
     exe = get_backend("cpu").compile(module)
