@@ -732,6 +732,19 @@ ALGEBRAIC_CASES = {
         -1.0, (2, 4, 3), (5, 2, 3), (2, 4, 5), lhs_batching_dimensions=(0,),
         rhs_batching_dimensions=(1,), lhs_contracting_dimensions=(2,),
         rhs_contracting_dimensions=(2,)),
+    "dot_with_vector_side": _dot_without_contraction(
+        (1, 4), (4, 6), (1, 6), lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+        lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,)),
+    "dot_with_vector_side_batched_rhs": _dot_without_contraction(
+        (2, 8, 9), (9, 2), (2, 8), lhs_batching_dimensions=(0,), rhs_batching_dimensions=(1,),
+        lhs_contracting_dimensions=(2,), rhs_contracting_dimensions=(0,)),
+    "dot_with_vector_side_widening": _dot_without_contraction(
+        (3,), (4, 3), (4,), dtype=np.dtype("bfloat16"), out=F32, lhs_batching_dimensions=(),
+        rhs_batching_dimensions=(), lhs_contracting_dimensions=(0,),
+        rhs_contracting_dimensions=(1,)),
+    "keep_dot_with_large_vector_side": _dot_without_contraction(
+        (256, 256), (256,), (256,), lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+        lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,)),
     "keep_dot_of_infinite_splat": _dot_of_splat(
         np.inf, (4, 3), (3, 5), (4, 5), lhs_batching_dimensions=(),
         rhs_batching_dimensions=(), lhs_contracting_dimensions=(1,),
@@ -1164,6 +1177,66 @@ ALGEBRAIC_GOLDEN = {
           %convert.8 = f32[4] convert(%reshape.7)
           %broadcast_in_dim.9 = f32[3,4] broadcast_in_dim(%convert.8), broadcast_dimensions={1}
           ROOT %multiply.10 = f32[3,4] multiply(%broadcast_in_dim.6, %broadcast_in_dim.9)
+        }
+    """,
+    "dot_with_vector_side": """
+        %add_reducer.8 (Arg_0.9: f32[], Arg_1.10: f32[]) -> f32[] {
+          %Arg_0.9 = f32[] parameter(0)
+          %Arg_1.10 = f32[] parameter(1)
+          ROOT %add.11 = f32[] add(%Arg_0.9, %Arg_1.10)
+        }
+
+        ENTRY %main (Arg_0.1: f32[1,4], Arg_1.2: f32[4,6]) -> f32[1,6] {
+          %Arg_0.1 = f32[1,4] parameter(0)
+          %Arg_1.2 = f32[4,6] parameter(1)
+          %reshape.4 = f32[4] reshape(%Arg_0.1)
+          %broadcast_in_dim.5 = f32[4,6] broadcast_in_dim(%reshape.4), broadcast_dimensions={0}
+          %multiply.6 = f32[4,6] multiply(%Arg_1.2, %broadcast_in_dim.5)
+          %constant.7 = f32[] constant(0)
+          %reduce.12 = f32[6] reduce(%multiply.6, %constant.7), dimensions={0}, calls={%add_reducer.8}
+          ROOT %reshape.13 = f32[1,6] reshape(%reduce.12)
+        }
+    """,
+    "dot_with_vector_side_batched_rhs": """
+        %add_reducer.8 (Arg_0.9: f32[], Arg_1.10: f32[]) -> f32[] {
+          %Arg_0.9 = f32[] parameter(0)
+          %Arg_1.10 = f32[] parameter(1)
+          ROOT %add.11 = f32[] add(%Arg_0.9, %Arg_1.10)
+        }
+
+        ENTRY %main (Arg_0.1: f32[2,8,9], Arg_1.2: f32[9,2]) -> f32[2,8] {
+          %Arg_0.1 = f32[2,8,9] parameter(0)
+          %Arg_1.2 = f32[9,2] parameter(1)
+          %transpose.4 = f32[2,9] transpose(%Arg_1.2), permutation={1,0}
+          %broadcast_in_dim.5 = f32[2,8,9] broadcast_in_dim(%transpose.4), broadcast_dimensions={0,2}
+          %multiply.6 = f32[2,8,9] multiply(%Arg_0.1, %broadcast_in_dim.5)
+          %constant.7 = f32[] constant(0)
+          ROOT %reduce.12 = f32[2,8] reduce(%multiply.6, %constant.7), dimensions={2}, calls={%add_reducer.8}
+        }
+    """,
+    "dot_with_vector_side_widening": """
+        %add_reducer.9 (Arg_0.10: f32[], Arg_1.11: f32[]) -> f32[] {
+          %Arg_0.10 = f32[] parameter(0)
+          %Arg_1.11 = f32[] parameter(1)
+          ROOT %add.12 = f32[] add(%Arg_0.10, %Arg_1.11)
+        }
+
+        ENTRY %main (Arg_0.1: bf16[3], Arg_1.2: bf16[4,3]) -> f32[4] {
+          %Arg_0.1 = bf16[3] parameter(0)
+          %Arg_1.2 = bf16[4,3] parameter(1)
+          %convert.4 = f32[3] convert(%Arg_0.1)
+          %convert.5 = f32[4,3] convert(%Arg_1.2)
+          %broadcast_in_dim.6 = f32[4,3] broadcast_in_dim(%convert.4), broadcast_dimensions={1}
+          %multiply.7 = f32[4,3] multiply(%convert.5, %broadcast_in_dim.6)
+          %constant.8 = f32[] constant(0)
+          ROOT %reduce.13 = f32[4] reduce(%multiply.7, %constant.8), dimensions={1}, calls={%add_reducer.9}
+        }
+    """,
+    "keep_dot_with_large_vector_side": """
+        ENTRY %main (Arg_0.1: f32[256,256], Arg_1.2: f32[256]) -> f32[256] {
+          %Arg_0.1 = f32[256,256] parameter(0)
+          %Arg_1.2 = f32[256] parameter(1)
+          ROOT %dot_general.3 = f32[256] dot_general(%Arg_0.1, %Arg_1.2), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
         }
     """,
     "dot_without_free_dims": """

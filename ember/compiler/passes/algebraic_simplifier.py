@@ -24,7 +24,8 @@ reduction's combinations (which HLO leaves unspecified), and so is
 ``complex_sum_as_parts`` (and ``complex_window_sum_as_parts``), which sum a complex array's
 real and imaginary parts as two float reductions (scans), and
 ``dot_without_free_dims``, which sums a batch of dot products as a reduce (in its order, not
-BLAS's), and ``dot_of_splat``, which sums the other operand of a dot with a constant one.
+BLAS's), ``dot_of_splat``, which sums the other operand of a dot with a constant one, and
+``dot_with_vector_side``, which sums a small matrix times a broadcast vector.
 
 To add a rule, append a ``Rewrite`` to ``REWRITES`` and a case of the same name to the
 pattern table of ``tests/compiler/test_passes.py``.
@@ -444,6 +445,89 @@ def _dot_as_reduce(m: Match) -> Instruction:
                   dimensions=tuple(range(nb, product.shape.rank)))
 
 
+# ``dot_with_vector_side`` applies while the matrix side has at most this many elements: a
+# fused multiply and sum beat a BLAS call below it (a (64, 256) matrix times a vector 5.5
+# against 9.7 us, mostly the call's fixed cost) and lost above ((1024, 1024): 80 against 43
+# us, where BLAS's matrix-vector kernel streams faster than a reduction's).
+VECTOR_DOT_MAX_ELEMENTS = 1 << 15
+# Batched products of matrices this small (per batch element) are left as dots: the CPU
+# backend runs those as batched small-dot kernels, one product per vector lane.
+VECTOR_DOT_MIN_BATCHED_MATRIX = 64
+
+
+def _vector_side(dot: Instruction) -> int | None:
+    """Which operand (0 or 1) of a small float ``dot_general`` is a vector per batch
+    element (its free dims hold one element) while the other is a matrix of at most
+    ``VECTOR_DOT_MAX_ELEMENTS`` elements (and, batched, at least
+    ``VECTOR_DOT_MIN_BATCHED_MATRIX`` per batch element) with free dims to keep; None
+    otherwise."""
+    if dot.dtype.kind != "f" or dot.dtype.itemsize < 4 or not _sums_something(dot):
+        return None
+    free = []
+    for operand, batch, contracting in _dot_sides(dot):
+        free.append(math.prod(operand.dims[d] for d in range(operand.shape.rank)
+                              if d not in batch and d not in contracting))
+    batch = math.prod(dot.operands[0].dims[d] for d in dot.attrs["lhs_batching_dimensions"])
+    for side in (0, 1):
+        matrix = dot.operands[1 - side]
+        if free[side] == 1 and free[1 - side] > 1 \
+                and matrix.shape.size <= VECTOR_DOT_MAX_ELEMENTS \
+                and (batch == 1 or matrix.shape.size >= batch * VECTOR_DOT_MIN_BATCHED_MATRIX):
+            return side
+    return None
+
+
+def _dot_with_vector_side(m: Match) -> Instruction:
+    """A small ``dot_general`` of a matrix and a vector (per batch element: ``A @ v``,
+    ``x @ W`` with one row, ``vmap`` of those) as the vector broadcast into the matrix's
+    layout, the product, and its sum over the contracting dims: one fused pass over the
+    matrix, in place (no transpose), instead of a BLAS call whose fixed cost dominates at
+    these sizes, as XLA reduces such dots too. Each operand is converted to the output type
+    first, as the dot computes. The sum is in another order than BLAS's (inexact, like
+    ``dot_without_free_dims``)."""
+    dot = m.inst
+    side = _vector_side(dot)
+    (x, x_batch, x_contracting), (v, v_batch, v_contracting) = \
+        _dot_sides(dot)[1 - side], _dot_sides(dot)[side]
+    # The vector without its unit free dims, as (its batch dims..., contracting dims...).
+    kept = tuple(v_batch) + tuple(v_contracting)
+    kept_dims = [v.dims[d] for d in kept]
+    vector = v
+    permutation = kept + tuple(d for d in range(v.shape.rank) if d not in kept)
+    if list(kept) != sorted(kept):  # (dropping unit dims keeps the others' order)
+        vector = m.simplified(m.emit("transpose", [v],
+                                     Shape(v.dtype, [v.dims[d] for d in permutation]),
+                                     permutation=permutation))
+    if len(kept) != v.shape.rank:
+        vector = m.emit("reshape", [vector], Shape(v.dtype, kept_dims))
+    # Where each of those lands in the matrix's layout.
+    where = [x_batch[i] for i in range(len(v_batch))] + list(x_contracting)
+    order = tuple(sorted(range(len(where)), key=where.__getitem__))
+    if order != tuple(range(len(order))):
+        vector = m.simplified(m.emit("transpose", [vector],
+                                     Shape(v.dtype, [kept_dims[i] for i in order]),
+                                     permutation=order))
+    if vector.dtype != dot.dtype:
+        vector = m.emit("convert", [vector], Shape(dot.dtype, vector.dims))
+    matrix = x if x.dtype == dot.dtype else m.emit("convert", [x], Shape(dot.dtype, x.dims))
+    spread = m.emit("broadcast_in_dim", [vector], Shape(dot.dtype, x.dims),
+                    broadcast_dimensions=tuple(sorted(where)))
+    product = m.emit("multiply", [matrix, spread], Shape(dot.dtype, x.dims))
+    rest = [d for d in range(x.shape.rank) if d not in x_contracting]
+    summed = m.emit("reduce", [product, m.splat(0, Shape(dot.dtype, ()))],
+                    Shape(dot.dtype, [x.dims[d] for d in rest]),
+                    calls=(_add_reducer(m, dot.dtype),), dimensions=tuple(x_contracting))
+    # The dot's layout: (batch dims..., lhs free dims..., rhs free dims...); the vector's
+    # free dims hold one element, so only the matrix's batch and free dims need ordering.
+    x_free = [d for d in rest if d not in x_batch]
+    wanted = [rest.index(d) for d in tuple(x_batch) + tuple(x_free)]
+    if wanted != list(range(len(wanted))):
+        summed = m.emit("transpose", [summed],
+                        Shape(dot.dtype, [summed.dims[i] for i in wanted]),
+                        permutation=tuple(wanted))
+    return m.emit("reshape", [summed], dot.shape)
+
+
 def _splat_side(dot: Instruction) -> int | None:
     """Which operand (0 or 1) of a float ``dot_general`` holds one finite value in every
     element (``splat_value``), when the other has the dot's type and something is summed;
@@ -844,6 +928,9 @@ REWRITES: tuple[Rewrite, ...] = (
             exact=False),
     Rewrite("dot_of_splat", Op("dot_general", where=lambda d: _splat_side(d) is not None),
             _dot_of_splat, exact=False),
+    Rewrite("dot_with_vector_side",
+            Op("dot_general", where=lambda d: _vector_side(d) is not None),
+            _dot_with_vector_side, exact=False),
     Rewrite("complex_sum_as_parts", Op("reduce", Any("x"), Any("init")),
             _complex_sum_as_parts, exact=False),
     Rewrite("complex_window_sum_as_parts", Op("reduce_window", Any("x"), Any("init")),

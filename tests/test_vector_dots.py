@@ -1,0 +1,122 @@
+"""Small matrix-vector products (``dot_with_vector_side``): jitted as a fused multiply and sum
+instead of a BLAS call. Results against float64 NumPy, on both backends, with batch dims,
+transposed layouts, widening inputs and gradients; large ones stay dots."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.compiler.passes.algebraic_simplifier import VECTOR_DOT_MAX_ELEMENTS
+
+RNG = np.random.default_rng(7)
+
+# (lhs dims, rhs dims, ((lhs contracting, rhs contracting), (lhs batch, rhs batch)))
+CASES = [
+    ((64, 256), (256,), (((1,), (0,)), ((), ()))),             # A @ v
+    ((64,), (64, 256), (((0,), (0,)), ((), ()))),              # v @ W
+    ((1, 64), (64, 256), (((1,), (0,)), ((), ()))),            # one row times W
+    ((256, 64), (1, 64), (((1,), (1,)), ((), ()))),            # W @ x.T with x one row
+    ((64, 128), (64,), (((0,), (0,)), ((), ()))),              # A.T @ v (a column sum)
+    ((8, 16, 32), (8, 32), (((2,), (1,)), ((0,), (0,)))),      # batched A @ v
+    ((16, 8, 32), (16, 8), (((0,), (0,)), ((1,), (1,)))),      # batch and k in other places
+    ((4, 6, 5), (6, 5), (((1, 2), (0, 1)), ((), ()))),         # two contracting dims
+    ((3, 1, 7), (7, 3, 10), (((2,), (0,)), ((0,), (1,)))),     # unit free dim, batched
+]
+
+
+def _reference(a, b, dims):
+    (lc, rc), (lb, rb) = dims
+    letters = iter("abcdefghijklmnop")
+    la = [next(letters) for _ in a.shape]
+    ra = [next(letters) for _ in b.shape]
+    for x, y in zip(lc + lb, rc + rb):
+        ra[y] = la[x]
+    out = [la[d] for d in lb] + [la[d] for d in range(a.ndim) if d not in lc + lb] + \
+        [ra[d] for d in range(b.ndim) if d not in rc + rb]
+    spec = f"{''.join(la)},{''.join(ra)}->{''.join(out)}"
+    return np.einsum(spec, a.astype(np.float64), b.astype(np.float64))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_dot_matches_numpy(case, dtype, backend, x64):
+    lhs, rhs, dims = CASES[case]
+    a = RNG.standard_normal(lhs).astype(dtype)
+    b = RNG.standard_normal(rhs).astype(dtype)
+    f = ember.jit(lambda x, y: lax.dot_general(x, y, dims), backend=backend)
+    got = np.asarray(f(a, b))
+    want = _reference(a, b, dims)
+    assert got.dtype == dtype and got.shape == want.shape
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    text = f.lower(a, b).compile().as_text()
+    assert "dot_general" not in text  # (fused: a multiply and a reduce)
+
+
+def test_widening_vector_dot_converts_first():
+    a = RNG.standard_normal((40, 24)).astype(jnp.bfloat16)
+    v = RNG.standard_normal(24).astype(jnp.bfloat16)
+    f = ember.jit(lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ())),
+                                               preferred_element_type=jnp.float32))
+    got = np.asarray(f(a, v))
+    assert got.dtype == np.float32
+    want = a.astype(np.float64) @ v.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_vector_dot_nan_and_inf_propagate():
+    a = RNG.standard_normal((16, 8)).astype(np.float32)
+    v = RNG.standard_normal(8).astype(np.float32)
+    a[3, 2], a[5, 0], v[7] = np.nan, np.inf, 0.0
+    a[9, 7] = np.inf  # inf * 0 is NaN
+    got = np.asarray(ember.jit(jnp.dot)(a, v))
+    want = a.astype(np.float64) @ v.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+def test_large_matrix_vector_product_stays_a_dot():
+    n = int(np.sqrt(VECTOR_DOT_MAX_ELEMENTS)) * 2
+    a = RNG.standard_normal((n, n)).astype(np.float32)
+    v = RNG.standard_normal(n).astype(np.float32)
+    f = ember.jit(jnp.dot)
+    assert "dot_general" in f.lower(a, v).compile().as_text()
+    np.testing.assert_allclose(f(a, v), a.astype(np.float64) @ v, rtol=1e-4, atol=1e-4)
+
+
+def test_small_mlp_with_one_row_and_its_gradient():
+    w1 = RNG.standard_normal((16, 64)).astype(np.float32) * 0.3
+    w2 = RNG.standard_normal((64, 8)).astype(np.float32) * 0.3
+    x = RNG.standard_normal((1, 16)).astype(np.float32)
+
+    def f(w1, w2, x):
+        return jnp.sum(jnp.tanh(jnp.tanh(x @ w1) @ w2) ** 2)
+
+    def f64(w1, w2, x):
+        return np.sum(np.tanh(np.tanh(x @ w1) @ w2) ** 2)
+
+    value, (g1, g2) = ember.jit(ember.value_and_grad(f, argnums=(0, 1)))(w1, w2, x)
+    p = [w.astype(np.float64) for w in (w1, w2, x)]
+    np.testing.assert_allclose(value, f64(*p), rtol=1e-5)
+    eps = 1e-6
+    for k, g in ((0, g1), (1, g2)):
+        for idx in [(0, 0), (3, 5), (7, 2)]:
+            up = [q.copy() for q in p]
+            down = [q.copy() for q in p]
+            up[k][idx] += eps
+            down[k][idx] -= eps
+            fd = (f64(*up) - f64(*down)) / (2 * eps)
+            np.testing.assert_allclose(np.asarray(g)[idx], fd, rtol=1e-3, atol=1e-4)
+
+
+def test_vmapped_matrix_vector_products():
+    a = RNG.standard_normal((10, 12, 20)).astype(np.float32)
+    v = RNG.standard_normal((10, 20)).astype(np.float32)
+    got = ember.jit(ember.vmap(jnp.dot))(a, v)
+    want = np.einsum("bij,bj->bi", a.astype(np.float64), v)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
