@@ -185,6 +185,41 @@ def test_a_general_body_and_a_runtime_init():
         check_native(m, [x, init])
 
 
+def test_variadic_windows_run_natively():
+    # A (value, index) argmax window through ``lax.reduce_window`` on a pytree, and
+    # ``select_and_gather_add`` (max pooling's JVP): tuple-shaped reduce_window kernels.
+    rng = np.random.default_rng(15)
+    x = rng.integers(0, 4, (3, 10, 7)).astype(np.float32)
+    x[0, 0, 0] = np.nan
+    i = np.arange(x.size, dtype=np.int32).reshape(x.shape)
+
+    def argmax_window(x, i):
+        def body(a, b):
+            keep = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
+            return lax.select(keep, a[0], b[0]), lax.select(keep, a[1], b[1])
+        return lax.reduce_window((x, i), (-jnp.inf, np.int32(2**31 - 1)), body, (1, 3, 2),
+                                 (1, 2, 1), ((0, 0), (1, 1), (0, 1)))
+    module = optimized(argmax_window, x, i)
+    exe = get_backend("cpu").compile(module)
+    assert [type(s) for s in exe.program.steps] == [KernelPlan]
+    got = exe.execute([x, i])
+    want = evaluate_computation(module.entry, [x, i])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+    t = rng.standard_normal(x.shape).astype(np.float32)
+
+    def jvp(x, t):
+        return ember.jvp(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3),
+                                                     (1, 2, 2), "SAME"), (x,), (t,))[1]
+    module = optimized(jvp, x, t)
+    exe = get_backend("cpu").compile(module)
+    assert all(type(s) is KernelPlan for s in exe.program.steps)
+    (want,) = evaluate_computation(module.entry, [x, t])
+    np.testing.assert_array_equal(exe.execute([x, t])[0], want)
+    np.testing.assert_array_equal(want, np.asarray(jvp(x, t)))  # (eager)
+
+
 def test_scans_keep_their_kernel_and_their_rule():
     # A cumulative sum: ``scan_kernel`` (float64 accumulation); from another init (a
     # parameter, or a non-identity constant) the library runs the evaluator's general rule.
@@ -357,6 +392,8 @@ POOLS = {
         x, -m.inf, lx.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME") ** 2).sum()),
     "min_grad_dilated": lambda j, m, lx: j.grad(lambda x: lx.reduce_window(
         x, m.inf, lx.min, (2, 2), (1, 1), "VALID", base_dilation=(2, 1)).sum()),
+    "max_jvp": lambda j, m, lx: lambda x: j.jvp(lambda x: lx.reduce_window(
+        x, -m.inf, lx.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"), (x,), (m.cos(x),))[1],
 }
 
 

@@ -1037,7 +1037,10 @@ class KernelBuilder:
             em = self._emitter()
             index = Index(dims, multi=multi)
             for k, root in zip(ks, roots):
-                self._store(k, em.emit(root, index), index)
+                value = em.emit(root, index)
+                if isinstance(value, window_kernel.Leaves):  # (a variadic reduce_window)
+                    value = value[self.outputs[k][1]]
+                self._store(k, value, index)
         tiled = _transposed_dim(self.fused, dims, roots)
         if tiled is None:
             self.loops.nest(ranges, nest_body, splits=_minor_splits(roots, dims[-1]))

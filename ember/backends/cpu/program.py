@@ -582,7 +582,9 @@ class ProgramBuilder:
     def _step(self, inst, assignment, offsets, output_of):
         inputs = [self.refs[id(o)] for o in inst.operands]
         if inst.opcode == "fusion" or (inst.opcode in STANDALONE_KERNEL_OPS
-                                       and not inst.shape.is_tuple and _has_kernel(inst)) \
+                                       and (not inst.shape.is_tuple
+                                            or inst.opcode == "reduce_window")
+                                       and _has_kernel(inst)) \
                 or is_native_top_k(inst) or is_window_call(inst):
             fused = inst.calls[0] if inst.opcode == "fusion" else _single_op_computation(inst)
             phases = [None]

@@ -115,16 +115,19 @@ def _gather_taps(b: ir.IRBuilder, taps):
 # --------------------------------------------------------------------------- reduce_window
 
 
+class Leaves(tuple):
+    """The elements of a variadic ``reduce_window``, one per result leaf."""
+
+
 def check_reduce_window(inst: Instruction) -> None:
     """Raises ``UnsupportedOp`` unless ``emit_reduce_window`` computes ``inst``."""
-    if len(inst.operands) != 2 or inst.shape.is_tuple:
-        raise UnsupportedOp("reduce_window of several operands")
     body = inst.calls[0]
     for b_inst in body.instructions:
         C.check_instruction(b_inst)
     window = reduce_window_attrs(inst.attrs, inst.operands[0].shape.rank)
-    if math.prod(window["window_dimensions"]) > UNROLL_MAX and C.is_complex(inst.dtype):
-        raise UnsupportedOp("complex reduce_window over a large window")
+    large = math.prod(window["window_dimensions"]) > UNROLL_MAX
+    if large and (len(inst.operands) != 2 or C.is_complex(inst.dtype)):
+        raise UnsupportedOp("a variadic or complex reduce_window over a large window")
 
 
 def is_scan(inst: Instruction) -> bool:
@@ -152,11 +155,13 @@ def window_work(fused: Computation) -> int:
     return most
 
 
-def emit_reduce_window(em, inst: Instruction, index) -> ir.Value:
-    """The element of ``inst`` (a one-operand ``reduce_window``) at ``index`` (an
-    ``kernel_gen.Index``), emitted by the ``ElementEmitter`` ``em``."""
-    from ember.backends.cpu.kernel_gen import Index, _scalar_index
+def emit_reduce_window(em, inst: Instruction, index) -> ir.Value | Leaves:
+    """The element of ``inst`` (a ``reduce_window``) at ``index`` (a ``kernel_gen.Index``),
+    emitted by the ``ElementEmitter`` ``em``: a value, or ``Leaves`` for several operands."""
     check_reduce_window(inst)
+    if len(inst.operands) > 2:
+        return _emit_variadic(em, inst, index)
+    from ember.backends.cpu.kernel_gen import Index, _scalar_index
     b = em.b
     operand, init_inst = inst.operands
     rank = operand.shape.rank
@@ -187,6 +192,36 @@ def emit_reduce_window(em, inst: Instruction, index) -> ir.Value:
             acc = combine(acc, value(em, position))
         return acc
     return _window_loop(em, inst, w["window_dilations"], init, combine, tap, value)
+
+
+def _emit_variadic(em, inst: Instruction, index) -> Leaves:
+    """A variadic window (``select_and_gather_add``'s (value, tangent) pairs): the body
+    combines every operand's accumulator with its element at each position, unrolled."""
+    from ember.backends.cpu.kernel_gen import Index, _scalar_index, emit_computation
+    b = em.b
+    n = len(inst.operands) // 2
+    operands, init_insts = inst.operands[:n], inst.operands[n:]
+    w = reduce_window_attrs(inst.attrs, operands[0].shape.rank)
+    sizes = w["window_dimensions"]
+    inits = [em.emit(i, _scalar_index()) for i in init_insts]
+    out = index.get_multi(b)
+    out_dims = inst.shape.tuple_shapes[0].dims
+    taps = [[_tap(b, out[d], w["window_strides"][d],
+                  k * w["window_dilations"][d] - w["padding"][d][0], out_dims[d],
+                  w["base_dilations"][d], operands[0].dims[d]) for k in range(size)]
+            for d, size in enumerate(sizes)]
+    accs = list(inits)
+    for offset in itertools.product(*(range(size) for size in sizes)):
+        position = _gather_taps(b, [taps[d][k] for d, k in enumerate(offset)])
+        if position is _NEVER:
+            xs = list(inits)
+        else:
+            multi, valid = position
+            xs = [em.emit(o, Index(o.dims, multi=multi)) for o in operands]
+            if valid is not None:
+                xs = [C.select(b, valid, x, i) for x, i in zip(xs, inits)]
+        accs = emit_computation(b, inst.calls[0], accs + xs, em.module_consts)
+    return Leaves(accs)
 
 
 def _window_loop(em, inst, dilations, init, combine, tap, value) -> ir.Value:
