@@ -1,18 +1,20 @@
 """Native code for windowed reductions: ``reduce_window`` (pooling) as an element op of fused
 kernels, and the two custom calls max pooling's gradient (``select_and_scatter_add``) lowers to.
 
-**reduce_window** (one operand, any reducer body): an output element is its window's
-reduction, computed where it is needed, like any other element op (``ElementEmitter`` calls
-``emit_reduce_window``): the window's elements are combined into an accumulator starting
-from the init value, in row-major window order, each padding position or base-dilation hole
-combining the init value itself, exactly as the HLO evaluator's general path does (so results
-are bit-identical to it: same operations in the same order). Reading the operand through the
-emitter means fused producers are computed at the window's positions instead of being
-materialized. Windows of at most ``UNROLL_MAX`` elements are unrolled: the loop nest over
-the output then has a straight-line body, which LLVM vectorizes along the output's minor dim
-(a pooling window over NHWC reads contiguous channels). Larger windows run as a loop nest
-with the accumulator in a stack slot. Cumulative scans keep their own kernel
-(``scan_kernel``), whose float sums follow the evaluator's scan rule.
+**reduce_window** (any reducer body; several operands too, whose element is ``Leaves``:
+max pooling's JVP, ``select_and_gather_add``, reduces (value, tangent) pairs): an output
+element is its window's reduction, computed where it is needed, like any other element op
+(``ElementEmitter`` calls ``emit_reduce_window``): the window's elements are combined into
+an accumulator starting from the init value, in row-major window order, each padding
+position or base-dilation hole combining the init value itself, exactly as the HLO
+evaluator's general path does (so results are bit-identical to it: same operations in the
+same order). Reading the operand through the emitter means fused producers are computed at
+the window's positions instead of being materialized. Windows of at most ``UNROLL_MAX``
+elements are unrolled: the loop nest over the output then has a straight-line body, which
+LLVM vectorizes along the output's minor dim (a pooling window over NHWC reads contiguous
+channels). Larger one-operand windows run as a loop nest with the accumulator in a stack
+slot. Cumulative scans keep their own kernel (``scan_kernel``), whose float sums follow the
+evaluator's scan rule.
 
 Each window position along a dim is a *tap* (``_tap``): the operand index is an affine
 function of the output index that is valid only inside the operand (and, under base dilation,

@@ -1,6 +1,6 @@
 """Cumulative scans (``reduce_window`` over a whole dim from one end) compile to native
 kernels that follow the evaluator's precision rule bit for bit (``scan_accumulate``); other
-``reduce_window``s run as library steps."""
+``reduce_window``s are element ops of fused kernels (``test_window_kernel.py``)."""
 
 import numpy as np
 import pytest
