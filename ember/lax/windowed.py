@@ -178,7 +178,7 @@ def _select_into(dst: np.ndarray, src: np.ndarray, take: np.ndarray) -> None:
         np.copyto(dst, src, where=take)
         return
     d = dst.view(mask.dtype)
-    diff = np.bitwise_xor(d, src.view(mask.dtype))
+    diff = np.asarray(np.bitwise_xor(d, src.view(mask.dtype)))  # (an array even at rank 0)
     np.bitwise_and(diff, mask, out=diff)
     np.bitwise_xor(d, diff, out=d)
 
@@ -251,16 +251,16 @@ def _scatter_selected(source: np.ndarray, which: np.ndarray, operand_shape, wind
         # (negative pads crop; an all-positive frame keeps indexing simple)
         crop = tuple(slice(max(-lo, 0), n - max(-hi, 0))
                      for (lo, hi), n in zip(padding, acc.shape))
-        view = acc[crop]
+        view = acc[crop + (Ellipsis,)]
         take = np.empty(out_shape, bool)
         offsets = list(_offsets(window_dimensions, window_strides, ones, out_shape))
         for k in reversed(range(len(offsets))):
             # For one offset the windows' elements are distinct: adding in place is safe.
             np.equal(which, k, out=take)
-            target = view[offsets[k]]
+            target = view[offsets[k] + (Ellipsis,)]  # (a view even at rank 0)
             target += _masked(source, _masks(take, source.dtype), take)
     lo = tuple(max(lo, 0) for lo, _ in padding)
-    return np.ascontiguousarray(acc[tuple(slice(p, p + n) for p, n in zip(lo, operand_shape))])
+    return acc[tuple(slice(p, p + n) for p, n in zip(lo, operand_shape)) + (Ellipsis,)].copy()
 
 
 def _pairs(flat) -> tuple[tuple[int, int], ...]:

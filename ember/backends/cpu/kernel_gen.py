@@ -902,6 +902,8 @@ class KernelBuilder:
             info = ScatterKernel(self, self.fused.root).build(lo, hi)
         elif self.fused.root.opcode == "reduce_window" and window_kernel.is_scan(self.fused.root):
             info = self._build_scan(self.fused.root, lo, hi)
+        elif window_kernel.is_scatter_call(self.fused.root):
+            info = window_kernel.ScatterSelectedKernel(self, self.fused.root).build(lo, hi)
         elif (self.fused.root.opcode == "custom_call"
               and not window_kernel.is_window_call(self.fused.root)):  # (top_k)
             from ember.backends.cpu.topk_kernel import TopKKernel

@@ -25,13 +25,15 @@ outside.
 
 **select_and_scatter_add** (each window's source value added at the element it selects, the
 first maximum in row-major window order, XLA's ``select(ge(best, x), best, x)`` from the
-identity) runs as two element kernels, each fully parallel:
+identity) runs as two kernels, each parallel over its own result (no write conflicts):
 
-- ``ember.window_select`` (over the windows): the row-major offset, int32, of the element
-  each window selects, padding reading as the selection identity;
-- ``ember.window_scatter_selected`` (over the operand): each element sums the source values
-  of the windows that hold it and chose it, in increasing window order (XLA's order: the
-  window offsets decreasing), from zero.
+- ``ember.window_select`` (an element op over the windows): the row-major offset, int32, of
+  the element each window selects, padding reading as the selection identity;
+- ``ember.window_scatter_selected`` (``ScatterSelectedKernel``, over the operand): each
+  element sums the source values of the windows that hold it and chose it, in increasing
+  window order (XLA's order: the window offsets decreasing), from zero; the operand is
+  walked by residues of the strides, so each element's code holds only the windows that can
+  hold it.
 """
 
 from __future__ import annotations
@@ -254,6 +256,12 @@ def _window_loop(em, inst, dilations, init, combine, tap, value) -> ir.Value:
 # --------------------------------------------------------------------------- select/scatter
 
 
+def is_scatter_call(inst: Instruction) -> bool:
+    """Whether ``inst`` is an ``ember.window_scatter_selected`` custom call (whose kernel is
+    ``ScatterSelectedKernel``)."""
+    return is_window_call(inst) and inst.attrs["call_target_name"] == SCATTER_TARGET
+
+
 def is_window_call(inst: Instruction) -> bool:
     """Whether a lone ``inst`` is one of the custom calls of ``select_and_scatter_add`` that
     ``emit_window_call`` computes natively."""
@@ -286,10 +294,11 @@ def _select_identity(select_prim: str, dt: np.dtype):
 
 
 def emit_window_call(em, inst: Instruction, index) -> ir.Value:
-    """The element at ``index`` of a ``WINDOW_TARGETS`` custom call (see module doc)."""
-    if inst.attrs["call_target_name"] == SELECT_TARGET:
-        return _emit_select(em, inst, index)
-    return _emit_scatter_selected(em, inst, index)
+    """The element at ``index`` of an ``ember.window_select`` custom call (see module doc;
+    the scatter step has a kernel of its own, ``ScatterSelectedKernel``)."""
+    if inst.attrs["call_target_name"] != SELECT_TARGET:
+        raise UnsupportedOp("window_scatter_selected outside its own kernel")
+    return _emit_select(em, inst, index)
 
 
 def _emit_select(em, inst: Instruction, index) -> ir.Value:
@@ -319,29 +328,101 @@ def _emit_select(em, inst: Instruction, index) -> ir.Value:
     return which
 
 
-def _emit_scatter_selected(em, inst: Instruction, index) -> ir.Value:
-    from ember.backends.cpu.kernel_gen import Index
-    b, a = em.b, inst.attrs
-    source, which = inst.operands
-    dt = np.dtype(inst.dtype)
-    sizes, strides, pads = a["window_dimensions"], a["window_strides"], _pads(a)
-    at = index.get_multi(b)
-    # The window ``o`` holds this element at offset ``k`` when ``o * stride + k`` is its
-    # padded position ``i + lo``.
-    taps = [[_tap(b, at[d], 1, pads[d][0] - k, inst.dims[d], strides[d], source.dims[d])
-             for k in range(n)] for d, n in enumerate(sizes)]
-    offsets = list(enumerate(itertools.product(*(range(n) for n in sizes))))
-    zero = C.const(dt, 0)
-    acc = zero
-    for k, offset in reversed(offsets):
-        position = _gather_taps(b, [taps[d][j] for d, j in enumerate(offset)])
-        if position is _NEVER:
-            continue
-        multi, valid = position
-        window = Index(source.dims, multi=multi)
-        chosen = b.icmp_signed("==", em.emit(which, window), ir.Constant(S.I32, k))
-        if valid is not None:
-            chosen = b.and_(valid, chosen)
-        term = C.select(b, chosen, em.emit(source, window), zero)
-        acc = C.binary(b, "add", acc, term, dt, dt, {})
-    return acc
+class ScatterSelectedKernel:
+    """The loops of ``ember.window_scatter_selected`` in a ``KernelBuilder``'s function.
+
+    An operand element ``i`` lies in window ``o`` at offset ``k`` along a dim where
+    ``o * stride + k == i + lo``: only offsets ``k`` of ``i``'s residue mod the stride can
+    hold it. So each dim is walked by residue ``r`` (unrolled) and quotient ``q``
+    (``i = q * stride + r``): within a residue the offsets that never hold its elements are
+    left out of the code, and the others read window ``o = q + (r + lo - k) / stride``,
+    with a check only where ``o`` may leave the windows' range (a 3x3 window of stride 2
+    holds an element in 2.25 windows on average: 2.25 terms per element instead of 9
+    selects). The parallel dim is dim 0's quotient; an element's sum takes its windows in
+    increasing order, from zero."""
+
+    def __init__(self, kb, inst: Instruction):
+        self.kb, self.b, self.inst = kb, kb.b, inst
+        a = inst.attrs
+        self.sizes, self.strides, self.pads = a["window_dimensions"], a["window_strides"], \
+            _pads(a)
+        self.dtype = np.dtype(inst.dtype)
+
+    def build(self, lo, hi):
+        from ember.backends.cpu.kernel_gen import Index, KernelInfo
+        b, kb, inst = self.b, self.kb, self.inst
+        dims = inst.dims
+        if not dims:
+            return self._scalar(lo, hi)
+        if not math.prod(dims):
+            return KernelInfo(kb.name, 0, 0, ())
+        s0 = self.strides[0]
+        extent = -(-dims[0] // s0)
+        lo, hi = kb._clamp_range(lo, hi, extent)
+        out = kb.out_ptrs[0]
+        window_count = math.prod(self.sizes)
+
+        def level(d, at):
+            if d == len(dims):
+                index = Index(dims, multi=tuple(i for i, _, _ in at))
+                value = self._element(kb._emitter(), at)
+                C.store(b, value, b.gep(out, [index.get_linear(b)], inbounds=True),
+                        self.dtype)
+                return
+            s, n = self.strides[d], dims[d]
+            for r in range(min(s, n)):
+                count = -(-(n - r) // s)  # (the quotients of residue r)
+
+                def body(q, r=r, count=count):
+                    i = q if s == 1 else b.add(b.mul(q, _c(s)), _c(r))
+                    level(d + 1, at + [(i, q, (r, count))])
+                if d == 0:  # (the caller's quotients; the last may lack this residue)
+                    self._parallel_residue(lo, hi, r, count, body)
+                else:
+                    kb.loops.loop(_c(0), _c(count), body, name=f"q{d}")
+        level(0, [])
+        return KernelInfo(kb.name, extent, math.prod(dims[1:]) * s0 * window_count, ())
+
+    def _parallel_residue(self, lo, hi, r, count, body):
+        """Quotients ``[lo, hi)`` of dim 0 that residue ``r`` has (those below ``count``)."""
+        b = self.b
+        end = b.select(b.icmp_signed("<", hi, _c(count)), hi, _c(count))
+        self.kb.loops.loop(lo, end, body, name=f"q0r{r}")
+
+    def _scalar(self, lo, hi):
+        from ember.backends.cpu.kernel_gen import KernelInfo
+        b, kb = self.b, self.kb
+        lo, hi = kb._clamp_range(lo, hi, 1)
+        with b.if_then(b.icmp_signed("<", lo, hi)):
+            C.store(b, self._element(kb._emitter(), []), kb.out_ptrs[0], self.dtype)
+        return KernelInfo(kb.name, 1, math.prod(self.sizes), ())
+
+    def _element(self, em, at):
+        """The sum at the element ``at`` (per dim: index, quotient, (residue, quotients))."""
+        from ember.backends.cpu.kernel_gen import Index
+        b = self.b
+        source, which = self.inst.operands
+        taps = []
+        for d, (_, q, (r, count)) in enumerate(at):
+            s, lo = self.strides[d], self.pads[d][0]
+            per_k = []
+            for k in range(self.sizes[d]):
+                shift = r + lo - k
+                per_k.append(_NEVER if shift % s else
+                             _tap(b, q, 1, shift // s, count, 1, source.dims[d]))
+            taps.append(per_k)
+        zero = C.const(self.dtype, 0)
+        acc = zero
+        offsets = list(enumerate(itertools.product(*(range(n) for n in self.sizes))))
+        for k, offset in reversed(offsets):
+            position = _gather_taps(b, [taps[d][j] for d, j in enumerate(offset)])
+            if position is _NEVER:
+                continue
+            multi, valid = position
+            window = Index(source.dims, multi=multi)
+            chosen = b.icmp_signed("==", em.emit(which, window), ir.Constant(S.I32, k))
+            if valid is not None:
+                chosen = b.and_(valid, chosen)
+            term = C.select(b, chosen, em.emit(source, window), zero)
+            acc = C.binary(b, "add", acc, term, self.dtype, self.dtype, {})
+        return acc
