@@ -471,3 +471,77 @@ def test_fused_windows_match_the_evaluator_bit_for_bit():
     ops = [i.opcode for i in module.entry.instructions]
     assert "pad" not in ops and "reduce_window" not in ops and ops.count("fusion") == 3, ops
     np.testing.assert_array_equal(exe.execute([x])[0], want)
+
+
+# ------------------------------------------------------------------ memory bounds
+
+
+def _guarded_run(module, arrays):
+    """Runs each kernel of ``module``'s program with every buffer against an inaccessible
+    page, after its end and then before its start (an access outside faults), and returns
+    the last kernel's output."""
+    from ember.backends.cpu import llvm_support
+    from ember.backends.cpu.executable import CpuExecutable
+    from ember.backends.cpu.program import KernelStep, ProgramBuilder
+    from tests.backends.cpu.test_short_rows import _guarded, _kernel_runner
+
+    program = ProgramBuilder(module, prefix=f"guard{next(_guard_names)}").build()
+    lib = llvm_support.LoadedObject(llvm_support.compile_ir(program.ir_text).object_code)
+    exe = CpuExecutable(program, lib, module)
+    assert all(type(s) is KernelStep for s in program.steps)
+    for at_end in (True, False):
+        results, keep = {}, []  # (the steps' outputs by buffer)
+        for step in program.steps:
+            run = _kernel_runner(program, exe, step.info.name)
+            ins = []
+            for ref in step.inputs:
+                if ref.kind == "param":
+                    value = arrays[ref.index]
+                elif ref.kind == "const":
+                    value = program.constants[ref.index]
+                else:
+                    value = results[(ref.kind, ref.index)]
+                arr, k = _guarded(np.ascontiguousarray(value, ref.dtype).reshape(ref.dims),
+                                  at_end)
+                ins.append(arr)
+                keep.append(k)
+            (ref,) = step.outputs
+            out, k = _guarded(np.zeros(ref.dims, ref.dtype), at_end)
+            keep.append(k)
+            run(ins + [out], 0, step.info.extent)
+            results[(ref.kind, ref.index)] = out.copy()
+        yield results[(ref.kind, ref.index)]
+
+
+_guard_names = itertools.count()
+
+
+@pytest.mark.parametrize("case", [
+    ((5, 7, 3), (2, 3, 1), (2, 2, 1), ((1, 2), (3, 1), (0, 0)), (1, 2, 1), (2, 1, 1)),
+    ((9, 4), (3, 2), (3, 1), ((-1, 2), (1, -1)), (1, 1), (1, 3)),
+    ((4, 33), (1, 9), (1, 1), ((0, 0), (4, 4)), (1, 1), (1, 9)),  # a large window: loops
+])
+def test_window_kernels_stay_inside_their_buffers(case):
+    shape, window, strides, padding, base, dilation = case
+    x = np.random.default_rng(16).standard_normal(shape).astype(np.float32)
+    m = window_module(shape, np.float32, "add", 0.5, window, strides, padding, base, dilation)
+    want = evaluate_computation(m.entry, [x])
+    for got in _guarded_run(m, [x, np.float32(0.5)]):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", SCATTER_CASES[:6])
+def test_select_and_scatter_kernels_stay_inside_their_buffers(case):
+    shape, window, strides, padding = case
+    rng = np.random.default_rng(17)
+    x = rng.integers(-3, 3, shape).astype(np.float32)
+    s = rng.standard_normal(lax.reduce_window_shape_tuple(shape, window, strides, padding))
+    s = s.astype(np.float32)
+
+    def f(s, x):
+        return select_and_scatter_add_p.bind(s, x, select_prim="ge",
+                                             window_dimensions=window, window_strides=strides,
+                                             padding=padding)
+    module = optimized(f, s, x)
+    for got in _guarded_run(module, [s, x]):
+        np.testing.assert_array_equal(got, _scatter_ref(s, x, "ge", window, strides, padding))
