@@ -545,3 +545,20 @@ def test_select_and_scatter_kernels_stay_inside_their_buffers(case):
     module = optimized(f, s, x)
     for got in _guarded_run(module, [s, x]):
         np.testing.assert_array_equal(got, _scatter_ref(s, x, "ge", window, strides, padding))
+
+
+def test_long_producer_chains_are_not_copied_into_every_window_position():
+    # A fused window emits its producers once per window element: a chain of 200 ops under
+    # an 8x8 window stays a kernel of its own (the fused code would be past the kernel's
+    # size budget and run in the library).
+    x = np.random.default_rng(18).standard_normal((2, 16, 16, 4)).astype(np.float32)
+
+    def f(x):
+        for i in range(200):
+            x = x * 1.0001 + 0.001 if i % 2 else jnp.maximum(x, -3.0)
+        return lax.reduce_window(x, 0.0, lax.add, (1, 8, 8, 1), (1, 8, 8, 1), "VALID")
+    module = optimized(f, x)
+    exe = get_backend("cpu").compile(module)
+    assert all(type(s) is KernelPlan for s in exe.program.steps)
+    assert len(exe.program.steps) >= 2
+    np.testing.assert_allclose(exe.execute([x])[0], np.asarray(f(x)), rtol=1e-6)

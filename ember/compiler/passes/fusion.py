@@ -141,6 +141,17 @@ def _fusible_window(inst: Instruction) -> bool:
             and scan_axis(inst) is None)
 
 
+def _window_elements(inst: Instruction) -> int:
+    window = reduce_window_attrs(inst.attrs, inst.operands[0].shape.rank)
+    return math.prod(window["window_dimensions"])
+
+
+def _merged_cost(a: _Group, b: _Group) -> int:
+    """The code cost of ``a`` and ``b`` merged, either into the other (each group's members
+    emitted once per element of the other's largest window: an upper bound)."""
+    return max(a.cost + b.cost * a.window, b.cost + a.cost * b.window)
+
+
 def _window_reads(inst: Instruction) -> int:
     """Times a fused ``reduce_window`` computes each element of its operand, on average
     (rounded up): its window's elements per result element, times the result's elements per
@@ -174,7 +185,7 @@ class _Group:
     """Instructions fused together: ``home`` members (whose value this group provides to the
     rest of the computation) and ``private`` copies of cheap producers (used only inside)."""
 
-    __slots__ = ("home", "private", "serial", "reused", "sources", "cost")
+    __slots__ = ("home", "private", "serial", "reused", "sources", "cost", "window")
     _serials = itertools.count()
 
     def __init__(self) -> None:
@@ -187,6 +198,9 @@ class _Group:
         # Where the kernel reads each member (``evaluation_sources``), once computed.
         self.sources: dict[int, dict] | None = None
         self.cost = 0  # the members' ``_code_cost``: the size of the kernel's code
+        # The largest fused window's elements: members added after it (its producers, the
+        # way groups grow) are emitted once per window element, so they cost that many times.
+        self.window = 1
 
     def contains(self, inst: Instruction) -> bool:
         return id(inst) in self.home or id(inst) in self.private
@@ -220,7 +234,9 @@ class _ComputationFuser:
 
     def _add_home(self, inst: Instruction, g: _Group) -> None:
         if not g.contains(inst):
-            g.cost += _code_cost(inst)
+            g.cost += _code_cost(inst) * g.window
+            if _fusible_window(inst):
+                g.window = max(g.window, _window_elements(inst))
         g.home[id(inst)] = inst
         self.home[id(inst)] = g
         if g.private.pop(id(inst), None) is not None:
@@ -228,7 +244,7 @@ class _ComputationFuser:
 
     def _add_private(self, inst: Instruction, g: _Group) -> None:
         if not g.contains(inst):
-            g.cost += _code_cost(inst)
+            g.cost += _code_cost(inst) * g.window
         g.private[id(inst)] = inst
         self.private_in.setdefault(id(inst), {})[g.serial] = g
 
@@ -315,7 +331,7 @@ class _ComputationFuser:
         window = _fusible_window(producer)
         if (producer.opcode not in LOOP_FUSIBLE and not window) or producer.shape.is_tuple:
             return
-        if g.cost + _code_cost(producer) > MAX_FUSION_COST:
+        if g.cost + _code_cost(producer) * g.window > MAX_FUSION_COST:
             return
         if _wide_concatenate(producer):
             self.kept_apart.add(id(producer))
@@ -438,7 +454,7 @@ class _ComputationFuser:
         both = [a, b]
         if self._has_scatter(a) or self._has_scatter(b):
             return False  # (a scatter is the only output of its fusion)
-        if a.cost + b.cost > MAX_FUSION_COST:
+        if _merged_cost(a, b) > MAX_FUSION_COST:
             return False
         if any(_wide_concatenate(m) for g in both for m in g.home.values()):
             return False
@@ -490,7 +506,7 @@ class _ComputationFuser:
             return False
         if self._has_scatter(a) or self._has_scatter(b):
             return False
-        if a.cost + b.cost > MAX_FUSION_COST or self.graph.would_cycle(a, b):
+        if _merged_cost(a, b) > MAX_FUSION_COST or self.graph.would_cycle(a, b):
             return False
         members = sorted((m for g in both for m in g.members()), key=lambda m: self.pos[id(m)])
         space = row_space(members, self._outputs(both))
@@ -742,8 +758,7 @@ def _code_cost(inst: Instruction) -> int:
     if inst.opcode == "constant":
         return 0
     if inst.opcode == "reduce_window":  # (an unrolled window)
-        window = reduce_window_attrs(inst.attrs, inst.operands[0].shape.rank)
-        return math.prod(window["window_dimensions"])
+        return _window_elements(inst)
     return EXPENSIVE_CODE_COST if inst.opcode in EXPENSIVE_ELEMENTWISE else 1
 
 
