@@ -388,6 +388,41 @@ def top_k_1d(m, lax):
     return (lambda x: lax.top_k(x, 100)), (x,), None
 
 
+
+def fft_1m(m, lax):
+    rng = _rng()
+    x = (rng.standard_normal(1 << 20) + 1j * rng.standard_normal(1 << 20)).astype(np.complex64)
+    return (lambda x: m.abs(m.fft.fft(x))), (x,), lambda x: np.abs(np.fft.fft(x))
+
+
+def rfft2_512(m, lax):
+    x = _rng().standard_normal((512, 512)).astype(np.float32)
+    return (lambda x: m.abs(m.fft.rfft2(x))), (x,), lambda x: np.abs(np.fft.rfft2(x))
+
+
+def batched_solve_4x4(m, lax):
+    rng = _rng()
+    a = (rng.standard_normal((1000, 4, 4)) + 2 * np.eye(4)).astype(np.float32)
+    b = rng.standard_normal((1000, 4, 1)).astype(np.float32)
+    return (lambda a, b: m.linalg.solve(a, b)), (a, b), np.linalg.solve
+
+
+def one_row_mlp(m, lax):
+    rng = _rng()
+    w1 = rng.standard_normal((64, 256)).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((256, 64)).astype(np.float32) * 0.1
+    x = rng.standard_normal((1, 64)).astype(np.float32)
+    return ((lambda w1, w2, x: m.tanh(m.tanh(x @ w1) @ w2)), (w1, w2, x),
+            lambda w1, w2, x: np.tanh(np.tanh(x @ w1) @ w2))
+
+
+def matvec_4096(m, lax):
+    rng = _rng()
+    a = rng.standard_normal((4096, 4096)).astype(np.float32)
+    v = rng.standard_normal(4096).astype(np.float32)
+    return (lambda a, v: a @ v), (a, v), lambda a, v: a @ v
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -440,6 +475,11 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "conv_grad": ("grad of conv 3x3 (kernel)", conv_3x3_grad),
     "gelu": ("gelu 1e7 f32", gelu),
     "top_k_1d": ("top_k 100 of 1e6 f32", top_k_1d),
+    "fft_1m": ("abs(fft(x)), 2**20 complex64", fft_1m),
+    "rfft2": ("abs(rfft2(x)), (512, 512) f32", rfft2_512),
+    "batched_solve": ("linalg.solve of 1000 4x4 systems", batched_solve_4x4),
+    "one_row_mlp": ("tanh MLP 64-256-64 on one row", one_row_mlp),
+    "matvec": ("matrix-vector product (4096, 4096) f32", matvec_4096),
 }
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
