@@ -423,6 +423,30 @@ def matvec_4096(m, lax):
     return (lambda a, v: a @ v), (a, v), lambda a, v: a @ v
 
 
+
+def _max_pool(m, lax, x):
+    return lax.reduce_window(x, -m.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+
+def max_pool(m, lax):
+    x = _rng().standard_normal((8, 56, 56, 64)).astype(np.float32)
+    return (lambda x: _max_pool(m, lax, x)), (x,), None
+
+
+def max_pool_grad(m, lax, engine):
+    x = _rng().standard_normal((8, 56, 56, 64)).astype(np.float32)
+    return engine.grad(lambda x: m.sum(_max_pool(m, lax, x) ** 2)), (x,), None
+
+
+def avg_pool_grad(m, lax, engine):
+    x = _rng().standard_normal((8, 56, 56, 64)).astype(np.float32)
+
+    def loss(x):
+        pooled = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4.0
+        return m.sum(pooled ** 2)
+    return engine.grad(loss), (x,), None
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -480,10 +504,14 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "batched_solve": ("linalg.solve of 1000 4x4 systems", batched_solve_4x4),
     "one_row_mlp": ("tanh MLP 64-256-64 on one row", one_row_mlp),
     "matvec": ("matrix-vector product (4096, 4096) f32", matvec_4096),
+    "max_pool": ("max pool 3x3/2 SAME (8, 56, 56, 64)", max_pool),
+    "max_pool_grad": ("grad of max pool 3x3/2 (8, 56, 56, 64)", max_pool_grad),
+    "avg_pool_grad": ("grad of avg pool 2x2/2 (8, 56, 56, 64)", avg_pool_grad),
 }
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
-_NEEDS_LIBRARY = {per_example_grads, attention, attention_grad, conv_3x3_grad, gelu}
+_NEEDS_LIBRARY = {per_example_grads, attention, attention_grad, conv_3x3_grad, gelu,
+                  max_pool_grad, avg_pool_grad}
 
 
 def _modules(name: str):
