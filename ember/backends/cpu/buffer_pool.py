@@ -13,7 +13,10 @@ arithmetic once for a caller that allocates the same array on every call).
 
 The pool keeps at most ``PER_SIZE`` idle buffers of one size and ``capacity()`` bytes in all
 (``EMBER_CPU_BUFFER_POOL_BYTES``, default 512 MiB; 0 turns reuse off); ``clear()`` frees
-every idle buffer. Buffers are 64-byte aligned.
+every idle buffer. Buffers are 64-byte aligned. A buffer given back to a full pool makes
+room by freeing the buffers idle longest: a process that ran many programs keeps the sizes
+its current ones use (when a full pool turned new sizes away, a pooling gradient took 0.65
+ms a call in fresh huge pages, against 0.18 from the pool).
 
 Fresh pooled memory is mapped for transparent huge pages where the system offers them
 (``MADV_HUGEPAGE``): its first touch then costs one fault per 2 MiB instead of one per 4 KiB
@@ -39,6 +42,7 @@ import math
 import mmap
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
@@ -54,7 +58,9 @@ _HUGE_PAGES = hasattr(mmap, "MADV_HUGEPAGE") and hasattr(mmap, "MAP_ANONYMOUS")
 MIN_HUGE_TAIL = HUGE_PAGE // 4
 
 _lock = threading.RLock()  # (re-entrant: a lease may die in a collection run under it)
-_idle: dict[int, list[np.ndarray]] = {}
+_idle: dict[int, list[tuple[np.ndarray, int]]] = {}
+# Every idle buffer, by ``id`` of its array, the longest idle first: (size, block).
+_idle_order: OrderedDict[int, tuple[int, tuple[np.ndarray, int]]] = OrderedDict()
 _idle_bytes = 0
 _capacity: int | None = None
 
@@ -100,9 +106,16 @@ def _release(block: tuple[np.ndarray, int]) -> None:
     size = block[0].nbytes
     with _lock:
         bucket = _idle.setdefault(size, [])
-        if len(bucket) < PER_SIZE and _idle_bytes + size <= capacity():
-            bucket.append(block)
-            _idle_bytes += size
+        if len(bucket) >= PER_SIZE or size > capacity():
+            return
+        while _idle_bytes + size > capacity():  # (free the buffers idle longest)
+            old_size, old = _idle_order.popitem(last=False)[1]
+            old_bucket = _idle[old_size]
+            del old_bucket[next(i for i, b in enumerate(old_bucket) if b is old)]
+            _idle_bytes -= old_size
+        bucket.append(block)
+        _idle_order[id(block[0])] = (size, block)
+        _idle_bytes += size
 
 
 def _acquire(size: int) -> tuple[np.ndarray, int]:
@@ -112,7 +125,9 @@ def _acquire(size: int) -> tuple[np.ndarray, int]:
         bucket = _idle.get(size)
         if bucket:
             _idle_bytes -= size
-            return bucket.pop()
+            block = bucket.pop()
+            del _idle_order[id(block[0])]
+            return block
     raw = _fresh(size)
     address = raw.ctypes.data
     return raw, address + -address % ALIGN
@@ -184,4 +199,5 @@ def clear() -> None:
     global _idle_bytes
     with _lock:
         _idle.clear()
+        _idle_order.clear()
         _idle_bytes = 0

@@ -93,6 +93,37 @@ def test_capacity_bounds_what_is_kept(monkeypatch):
     assert 0 < buffer_pool.idle_bytes() <= 6 << 20
 
 
+def test_a_full_pool_frees_the_buffers_idle_longest(monkeypatch):
+    monkeypatch.setattr(buffer_pool, "_capacity", 10 << 20)  # room for two 4 MiB buffers
+    shapes = [(1024, 1024), (1024, 1025), (1024, 1026)]  # three sizes
+    where = []
+    for shape in shapes:  # given back in this order: the first is idle longest
+        a = buffer_pool.empty(shape, np.float32)
+        where.append(_address(a))
+        del a
+        gc.collect()
+    assert buffer_pool.idle_bytes() <= 10 << 20
+    # The two latest sizes come back from the pool; the first was freed to make room.
+    again = [buffer_pool.empty(shapes[2], np.float32), buffer_pool.empty(shapes[1], np.float32)]
+    assert [_address(a) for a in again] == [where[2], where[1]]
+    assert buffer_pool.idle_bytes() == 0
+    kept = buffer_pool.empty(shapes[0], np.float32)
+    kept[:] = 1.0  # fresh memory, usable
+    assert float(kept.sum()) == 1024 * 1024
+
+
+def test_a_buffer_larger_than_the_capacity_is_not_kept(monkeypatch):
+    monkeypatch.setattr(buffer_pool, "_capacity", 6 << 20)
+    small = buffer_pool.empty(BIG, np.float32)
+    del small
+    gc.collect()
+    held = buffer_pool.idle_bytes()
+    big = buffer_pool.empty((2048, 1024), np.float32)  # 8 MiB
+    del big
+    gc.collect()
+    assert buffer_pool.idle_bytes() == held > 0  # (the small one was not freed for it)
+
+
 def test_bad_capacity_setting_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(buffer_pool, "_capacity", None)
     monkeypatch.setenv("EMBER_CPU_BUFFER_POOL_BYTES", "lots")
