@@ -14,15 +14,35 @@ Cholesky factor (a NaN pivot is not a failure: it propagates, as in OpenBLAS and
 ``worth_it`` says when the batch is large enough for this to beat the per-matrix calls;
 it takes real matrices only (complex ones keep LAPACK, whose complex division by zero gives
 NaNs where NumPy's gives infinities). The kernels themselves accept complex input.
+
+A backend may register faster kernels for real float32/float64 matrices as the custom-call
+target ``NATIVE_TARGET`` (the CPU backend's ``small_linalg_kernel.run``: a compiled loop
+per matrix, ~0.1 µs for a 4 x 4 LU where each NumPy step here costs ~15 µs); they make the
+same choices, and the NumPy code below runs what they answer None to. The registry keeps
+this layer from importing a backend.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ember.compiler.evaluator import CUSTOM_CALL_TARGETS
+
 # The largest matrix side handled here: the step count grows with n while LAPACK's per-call
 # overhead does not, and around 16 the two meet even for large batches.
 MAX_DIM = 16
+# A backend's native kernels: ``fn(kernel, *operands, **params)`` -> the result, or None
+# where it has none for the operands (see ``_native``).
+NATIVE_TARGET = "ember.small_batch.native"
+
+
+def _native(kernel: str, *operands, **params):
+    """The registered native kernel's result for real operands, or None (no kernel, or
+    none for these operands)."""
+    fn = CUSTOM_CALL_TARGETS.get(NATIVE_TARGET)
+    if fn is None or any(x.dtype.kind != "f" for x in operands):
+        return None
+    return fn(kernel, *operands, **params)
 
 
 def _cost_us(kernel: str, n: int, nb: int, cols: int = 1) -> tuple[float, float]:
@@ -67,6 +87,9 @@ def _magnitude(v: np.ndarray) -> np.ndarray:
 def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack (..., m, n): ``(lu, pivots, permutation)`` with
     0-based int32 pivots (LAPACK's row swaps) and the permutation they make."""
+    native = _native("getrf", x)
+    if native is not None:
+        return native
     m, n = x.shape[-2:]
     k = min(m, n)
     a = _to_batch_last(x)
@@ -122,6 +145,10 @@ def trsm(a: np.ndarray, b: np.ndarray, *, left_side: bool, lower: bool, transpos
     """Solves ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for stacks of triangular
     ``a`` (..., k, k) and ``b`` (..., m, n) with the same batch dimensions."""
     dtype = np.result_type(a, b)
+    native = _native_trsm(a.astype(dtype, copy=False), b.astype(dtype, copy=False),
+                          left_side, lower, transpose_a, unit_diagonal)
+    if native is not None:
+        return native
     t = _to_batch_last(a.astype(dtype, copy=False))
     if conjugate_a:
         t = np.conj(t)
@@ -143,9 +170,36 @@ def trsm(a: np.ndarray, b: np.ndarray, *, left_side: bool, lower: bool, transpos
     return _from_batch_last(x, b.shape)
 
 
+def _native_trsm(a: np.ndarray, b: np.ndarray, left_side: bool, lower: bool,
+                 transpose_a: bool, unit_diagonal: bool) -> np.ndarray | None:
+    """``trsm`` through the native kernel, or None: the same reduction to a left-side
+    solve as below, on batch-first (batch, m, m) and (batch, m, r) copies. (Real only, so
+    ``conjugate_a`` changes nothing.)"""
+    if a.dtype.kind != "f" or CUSTOM_CALL_TARGETS.get(NATIVE_TARGET) is None:
+        return None
+    k = a.shape[-1]
+    t = a.reshape((-1, k, k))
+    if transpose_a != (not left_side):
+        t = np.swapaxes(t, 1, 2)
+    t = np.ascontiguousarray(t)
+    x = np.swapaxes(b, -1, -2) if not left_side else b
+    x = np.array(x.reshape((-1,) + x.shape[-2:]), order="C", copy=True)
+    eff_lower = (lower != bool(transpose_a)) != (not left_side)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = _native("trsm", t, x, lower=eff_lower, unit=bool(unit_diagonal))
+    if out is None:
+        return None
+    if not left_side:
+        return np.swapaxes(out.reshape(b.shape[:-2] + (b.shape[-1], b.shape[-2])), -1, -2)
+    return out.reshape(b.shape)
+
+
 def potrf(x: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor of a stack (..., n, n), reading its lower triangle; above
     the diagonal x is kept. A matrix that is not positive definite gives all NaNs."""
+    native = _native("potrf", x)
+    if native is not None:
+        return native
     n = x.shape[-1]
     a = _to_batch_last(x)
     low = np.zeros_like(a)

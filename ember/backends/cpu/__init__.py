@@ -53,6 +53,7 @@ from ember.backends.cpu import (
     native_lib,
     object_cache,
     parallel_runtime,
+    small_linalg_kernel,
 )
 from ember.backends.cpu.executable import (
     PARALLEL_MIN_WORK,
@@ -71,6 +72,9 @@ _log = logging.getLogger(__name__)
 eval_elementwise.register_native_math(eager_math.kernel)
 # FFTs of power-of-two lengths run native code (the ``lax.fft`` kernel: see fft_kernel).
 register_custom_call_target(fft_kernel.NATIVE_TARGET, fft_kernel.transform)
+# Large batches of small LU, triangular solves and Cholesky run native loops (see
+# small_linalg_kernel and ``lax._small_batch``).
+register_custom_call_target(small_linalg_kernel.NATIVE_TARGET, small_linalg_kernel.run)
 # Library kernels' large temporaries (``ember._scratch``) come from the buffer pool.
 _scratch.register_allocator(buffer_pool.empty)
 
