@@ -130,7 +130,12 @@ def test_potrf_nan_pivot_propagates_without_failing():
     assert np.isnan(out[0, 2, 2])
 
 
-def test_worth_it_routing():
+def test_worth_it_routing(monkeypatch):
+    from ember.compiler.evaluator import CUSTOM_CALL_TARGETS
+    if sb.NATIVE_TARGET in CUSTOM_CALL_TARGETS:  # native kernels: any batch pays off
+        assert sb.worth_it("getrf", np.zeros((2, 4, 4)))
+        assert sb.worth_it("potrf", np.zeros((2, 16, 16), np.float32))
+    monkeypatch.delitem(CUSTOM_CALL_TARGETS, sb.NATIVE_TARGET, raising=False)
     assert sb.worth_it("getrf", np.zeros((1000, 4, 4), np.float32))
     assert sb.worth_it("trsm", np.zeros((1000, 8, 8)), 8)
     assert not sb.worth_it("getrf", np.zeros((2, 4, 4)))  # too few: LAPACK per matrix

@@ -45,27 +45,37 @@ def _native(kernel: str, *operands, **params):
     return fn(kernel, *operands, **params)
 
 
-def _cost_us(kernel: str, n: int, nb: int, cols: int = 1) -> tuple[float, float]:
-    """Rough times (µs) of the vectorized kernel and of the LAPACK loop for ``nb`` matrices
+def _cost_us(kernel: str, n: int, nb: int, cols: int = 1,
+             native: bool = False) -> tuple[float, float]:
+    """Rough times (µs) of this module's kernel and of the LAPACK loop for ``nb`` matrices
     of side ``n`` (``cols`` right-hand sides for ``trsm``), fitted on a Zen 4 core: each of
-    the n steps costs a fixed ~4-18 µs of NumPy calls plus a little per matrix; a LAPACK
-    call costs ~0.5-1 µs of cffi overhead plus its arithmetic."""
+    the n NumPy steps costs a fixed ~4-18 µs of NumPy calls plus a little per matrix; a
+    ``native`` kernel (``NATIVE_TARGET``) costs ~8 µs a call plus ~0.7-5 ns * n**2 a matrix
+    (its steps are latency-bound, so it grows like n**2 up to 16); a LAPACK call costs
+    ~0.5-1 µs of cffi overhead plus its arithmetic, after ~7-15 µs of setup."""
     if kernel == "getrf":
-        return n * (18 + nb * (0.035 + 0.0006 * n * n)), nb * (1 + 0.05 * n + 0.005 * n * n)
-    if kernel == "potrf":
-        return n * (14 + nb * (0.005 + 0.00015 * n * n)), nb * (0.45 + 0.0025 * n * n)
-    # trsm
-    return n * (4 + nb * cols * (0.004 + 0.00007 * n * n)), nb * (1 + 0.001 * n * n * cols)
+        lapack = 15 + nb * (1 + 0.05 * n + 0.005 * n * n)
+        mine = (8 + nb * 0.005 * n * n) if native else n * (18 + nb * (0.035 + 0.0006 * n * n))
+    elif kernel == "potrf":
+        lapack = 7 + nb * (0.45 + 0.0025 * n * n)
+        mine = (7 + nb * 0.0017 * n * n) if native else n * (14 + nb * (0.005 + 0.00015 * n * n))
+    else:  # trsm
+        lapack = 12 + nb * (1 + 0.001 * n * n * cols)
+        mine = (9 + nb * cols * 0.0007 * n * n) if native \
+            else n * (4 + nb * cols * (0.004 + 0.00007 * n * n))
+    return mine, lapack
 
 
 def worth_it(kernel: str, x: np.ndarray, cols: int = 1) -> bool:
     """Whether ``kernel`` (``getrf``, ``potrf`` or ``trsm``, ``x`` its (..., n, n) matrix
     operand) should run here: real matrices of at most ``MAX_DIM`` rows and columns, in a
-    batch large enough to beat a LAPACK call per matrix."""
+    batch large enough to beat a LAPACK call per matrix (with the native kernels, any
+    batch: measured from 2 matrices on)."""
     if x.ndim < 3 or x.dtype.kind != "f" or max(x.shape[-2:]) > MAX_DIM or x.size == 0:
         return False
     n = max(x.shape[-2:])
-    mine, lapack = _cost_us(kernel, n, x.size // (x.shape[-1] * x.shape[-2]), cols)
+    native = x.dtype.itemsize in (4, 8) and NATIVE_TARGET in CUSTOM_CALL_TARGETS
+    mine, lapack = _cost_us(kernel, n, x.size // (x.shape[-1] * x.shape[-2]), cols, native)
     return mine < lapack
 
 
@@ -185,8 +195,7 @@ def _native_trsm(a: np.ndarray, b: np.ndarray, left_side: bool, lower: bool,
     x = np.swapaxes(b, -1, -2) if not left_side else b
     x = np.array(x.reshape((-1,) + x.shape[-2:]), order="C", copy=True)
     eff_lower = (lower != bool(transpose_a)) != (not left_side)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        out = _native("trsm", t, x, lower=eff_lower, unit=bool(unit_diagonal))
+    out = _native("trsm", t, x, lower=eff_lower, unit=bool(unit_diagonal))
     if out is None:
         return None
     if not left_side:

@@ -283,11 +283,15 @@ _libraries: list = []
 
 
 def _call(ranged, arrays: list[np.ndarray], dims: list[int], nb: int, work: int) -> None:
+    """``ranged`` over the batch ``[0, nb)`` of ``arrays`` (the dimensions appended as the
+    last buffer), split across the cores (``eager_math``'s runtime) when the work is large."""
     from ember.backends.cpu import eager_math
     from ember.backends.cpu.executable import _ffi
 
+    fb = _ffi.from_buffer
     dims_arr = np.array(dims + [0] * (4 - len(dims)), np.int64)
-    pointers = [_ffi.from_buffer(x) for x in arrays] + [_ffi.from_buffer(dims_arr)]
+    pointers = [fb(x) for x in arrays]
+    pointers.append(fb(dims_arr))
     if work < PARALLEL_MIN_WORK or nb < 2:
         ranged(_ffi.new("char*[]", pointers), 0, nb)
     else:
