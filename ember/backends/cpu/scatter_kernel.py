@@ -19,12 +19,15 @@ sorted indices (a long run per position) no longer wait on a store and a reload 
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import Index, KernelInfo, _c, emit_computation
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
 from ember.compiler.hlo import Instruction
+
+BLOCK = 32  # updates a maximum/minimum scatter checks for one run at a time (``_blocks``)
 
 
 class ScatterKernel:
@@ -71,10 +74,9 @@ class ScatterKernel:
                 b.store(_c(0), run_at)
                 b.store(b.load(out), run_value)
 
-            def update(position):
-                multi = [None] * updates.shape.rank
-                for d, m in zip(scatter_dims + window_dims, position):
-                    multi[d] = m
+            def target_of(multi):
+                """(whether the window at update position ``multi`` is in bounds, the
+                operand position of its first element)."""
                 batch = [multi[d] for d in scatter_dims]
                 em = kb._emitter()
                 valid = ir.Constant(S.I1, 1)
@@ -90,24 +92,126 @@ class ScatterKernel:
                         valid = b.and_(valid, fits)
                         offset = b.add(start, offset)
                     target.append(offset)
+                return valid, target
+
+            def update(position, run=runs):
+                multi = [None] * updates.shape.rank
+                for d, m in zip(scatter_dims + window_dims, position):
+                    multi[d] = m
+                valid, target = target_of(multi)
                 with b.if_then(valid):
                     linear = Index(dims, multi=tuple(target)).get_linear(b)
-                    if runs:
+                    if run:
                         self._switch_run(run_at, run_value, linear)
                         ptr = run_value
                     else:
                         ptr = b.gep(out, [linear], inbounds=True)
                     current = S.load(b, ptr, inst.dtype)
-                    value = em.emit(updates, Index(updates.dims, multi=tuple(multi)))
+                    value = kb._emitter().emit(updates, Index(updates.dims,
+                                                              multi=tuple(multi)))
                     new, = emit_computation(b, inst.calls[0], [current, value],
                                             kb.module_consts)
                     S.store(b, new, ptr, inst.dtype)
-            order = scatter_dims + window_dims
-            loops.nest([(_c(0), _c(updates.dims[d])) for d in order], update, prefix="u")
+            if runs and self._order_free():
+                self._blocks(updates, target_of, update, run_at, run_value)
+            else:
+                order = scatter_dims + window_dims
+                loops.nest([(_c(0), _c(updates.dims[d])) for d in order], update, prefix="u")
             if runs:
                 self._end_run(run_at, run_value)
         copied = operand.shape.size if phase != "update" else 0
         return KernelInfo(kb.name, 1, copied + updates.shape.size, ())
+
+    def _order_free(self) -> bool:
+        """Whether the update computation is ``maximum`` or ``minimum`` of its two parameters
+        on integers or reals: then a run's updates other than NaNs may be combined in any
+        order (a total order, -0 below +0, picks one of them), the same bits as in order."""
+        comp, dt = self.inst.calls[0], np.dtype(self.inst.dtype)
+        root = comp.root
+        return (root.opcode in ("maximum", "minimum") and dt != np.bool_
+                and (S.is_float(dt) or dt.kind in "iu")
+                and sorted(map(id, root.operands)) == sorted(map(id, comp.parameters)))
+
+    def _blocks(self, updates, target_of, update, run_at, run_value) -> None:
+        """The updates of scalar windows, ``BLOCK`` at a time: a block whose updates all go
+        to the run's next position and hold no NaN combines them as a tree (independent
+        maximums, not a chain of ``BLOCK`` dependent ones: sorted ``segment_max`` ids spend
+        most blocks in one segment), then into the run; any other block runs its updates one
+        at a time, in order, as do the last ``size % BLOCK``."""
+        kb, b, loops, inst = self.kb, self.b, self.kb.loops, self.inst
+        size, dt, out = updates.shape.size, np.dtype(inst.dtype), kb.out_ptrs[0]
+
+        def at(t):
+            return Index(updates.dims, linear=t).get_multi(b)
+
+        def one(t):
+            update(at(t))
+
+        def stored(t):  # (an update straight to memory: the run is closed)
+            update(at(t), run=False)
+
+        def position(t):
+            valid, target = target_of(list(at(t)))
+            return valid, Index(inst.operands[0].dims, multi=tuple(target)).get_linear(b)
+
+        def tree(base, first):
+            """Combines the block from ``base`` as a tree when all its updates go to
+            ``first`` and none is a NaN; returns whether it did."""
+            em = kb._emitter()
+            same, values = ir.Constant(S.I1, 1), []
+            for k in range(BLOCK):
+                t = b.add(base, _c(k), flags=("nsw", "nuw"))
+                if 0 < k < BLOCK - 1:
+                    valid, linear = position(t)
+                    same = b.and_(same, b.and_(valid, b.icmp_signed("==", linear, first)))
+                value = em.emit(updates, Index(updates.dims, multi=tuple(at(t))))
+                if S.is_float(dt):
+                    same = b.and_(same, b.fcmp_ordered("ord", value, value))
+                values.append(value)
+            with b.if_then(same, likely=True):
+                while len(values) > 1:
+                    values = [self._combine(x, y) for x, y in zip(values[::2], values[1::2])]
+                self._switch_run(run_at, run_value, first)
+                current = S.load(b, run_value, inst.dtype)
+                S.store(b, self._combine(current, values[0]), run_value, inst.dtype)
+            return same
+
+        def block(j):
+            # (the first and last update first: unsorted ids rarely pass, and then cost two
+            # index computations, not a block of them)
+            base = b.mul(j, _c(BLOCK), flags=("nsw", "nuw"))
+            valid0, first = position(base)
+            valid1, last = position(b.add(base, _c(BLOCK - 1), flags=("nsw", "nuw")))
+            ends = b.and_(b.and_(valid0, valid1), b.icmp_signed("==", first, last))
+            end = b.add(base, _c(BLOCK))
+            with b.if_else(ends, likely=True) as (one_position, several):
+                with one_position:
+                    with b.if_then(b.not_(tree(base, first))):
+                        loops.loop(base, end, one, name="u.in_order", unroll=False,
+                                   vectorize=False)
+                with several:
+                    # (ends at most BLOCK // 4 positions apart, ascending: sorted ids in runs
+                    # of several updates, which a store per update would chain through
+                    # memory; else unsorted ids or runs of one or two: a store per update
+                    # costs less than a mispredicted switch of run per update)
+                    short = b.icmp_unsigned("<=", b.sub(last, first), _c(BLOCK // 4))
+                    with b.if_else(short) as (in_runs, in_memory):
+                        with in_runs:
+                            loops.loop(base, end, one, name="u.in_runs", unroll=False,
+                                       vectorize=False)
+                        with in_memory:
+                            self._end_run(run_at, run_value)
+                            loops.loop(base, end, stored, name="u.stored", unroll=False,
+                                       vectorize=False)
+                            b.store(_c(0), run_at)
+                            b.store(b.load(out), run_value)
+        whole = size // BLOCK
+        loops.loop(_c(0), _c(whole), block, name="u.block", unroll=False, vectorize=False)
+        loops.loop(_c(whole * BLOCK), _c(size), one, name="u.rest", vectorize=False)
+
+    def _combine(self, x, y):
+        new, = emit_computation(self.b, self.inst.calls[0], [x, y], self.kb.module_consts)
+        return new
 
     def _end_run(self, run_at, run_value) -> None:
         """Stores the run's value at its position."""
