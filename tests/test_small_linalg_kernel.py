@@ -62,6 +62,19 @@ def test_getrf_matches_numpy_code(dt, shape):
     np.testing.assert_allclose(got[0], want[0], rtol=_tol(dt), atol=_tol(dt))
 
 
+@pytest.mark.parametrize("nb", [1, 15, 16, 17, 33])
+def test_getrf_lane_groups_and_tail_match(nb):
+    """Batches around the lane width: whole groups of 16 and the scalar loop's rest."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((nb, 3, 3)).astype(np.float32)
+    x[nb // 2, 0, 0] = np.nan
+    x[-1, :, 1] = 0
+    got, want = slk.run("getrf", x), _numpy(sb.getrf, x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_getrf_keeps_batch_dims_and_input_and_reconstructs():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 5, 4, 4))
