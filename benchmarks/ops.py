@@ -447,6 +447,19 @@ def avg_pool_grad(m, lax, engine):
     return engine.grad(loss), (x,), None
 
 
+
+def segment_max_sorted(m, lax):
+    rng = _rng()
+    v = rng.standard_normal(10**6).astype(np.float32)
+    i = np.sort(rng.integers(0, 1000, 10**6)).astype(np.int32)
+
+    def numpy(v, i):
+        out = np.full(1000, -np.inf, np.float32)
+        np.maximum.at(out, i, v)
+        return out
+    return (lambda v, i: m.full(1000, -m.inf, m.float32).at[i].max(v)), (v, i), numpy
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -507,6 +520,7 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "max_pool": ("max pool 3x3/2 SAME (8, 56, 56, 64)", max_pool),
     "max_pool_grad": ("grad of max pool 3x3/2 (8, 56, 56, 64)", max_pool_grad),
     "avg_pool_grad": ("grad of avg pool 2x2/2 (8, 56, 56, 64)", avg_pool_grad),
+    "segment_max": ("x.at[i].max: 1e6 sorted into 1000", segment_max_sorted),
 }
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
