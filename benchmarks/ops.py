@@ -460,6 +460,13 @@ def segment_max_sorted(m, lax):
     return (lambda v, i: m.full(1000, -m.inf, m.float32).at[i].max(v)), (v, i), numpy
 
 
+
+def batched_cholesky_8x8(m, lax):
+    g = _rng().standard_normal((1000, 8, 8)).astype(np.float32)
+    spd = g @ np.swapaxes(g, -1, -2) + 8 * np.eye(8, dtype=np.float32)
+    return m.linalg.cholesky, (spd,), np.linalg.cholesky
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -521,6 +528,7 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "max_pool_grad": ("grad of max pool 3x3/2 (8, 56, 56, 64)", max_pool_grad),
     "avg_pool_grad": ("grad of avg pool 2x2/2 (8, 56, 56, 64)", avg_pool_grad),
     "segment_max": ("x.at[i].max: 1e6 sorted into 1000", segment_max_sorted),
+    "batched_cholesky": ("linalg.cholesky of 1000 8x8 matrices", batched_cholesky_8x8),
 }
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
