@@ -562,3 +562,22 @@ def test_long_producer_chains_are_not_copied_into_every_window_position():
     assert all(type(s) is KernelPlan for s in exe.program.steps)
     assert len(exe.program.steps) >= 2
     np.testing.assert_allclose(exe.execute([x])[0], np.asarray(f(x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("reducer", ["max", "min"])
+def test_eager_windows_order_signed_zeros_as_jit_and_xla(reducer):
+    x = np.zeros((1, 6, 6, 2), np.float32)
+    x[..., 0] = -0.0
+    x[0, ::2, ::2, 0] = 0.0
+    x[0, 1, 1, 1] = -0.0
+    x[0, 4, 5, 1] = np.nan
+    init, op = (-np.inf, lax.max) if reducer == "max" else (np.inf, lax.min)
+
+    def pool(v):
+        return lax.reduce_window(v, init, op, (1, 3, 3, 1), (1, 1, 1, 1), "SAME")
+    eager, jitted = np.asarray(pool(x)), np.asarray(ember.jit(pool)(x))
+    np.testing.assert_array_equal(eager, jitted)
+    np.testing.assert_array_equal(np.signbit(eager), np.signbit(jitted))
+    # XLA: -0 below +0, so a window holding both zeros gives +0 (max) or -0 (min).
+    mixed = eager[0, 1, 1, 0]
+    assert mixed == 0 and bool(np.signbit(mixed)) == (reducer == "min")

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember.compiler.eval_elementwise import order_zeros_seen
 from ember.compiler.evaluator import evaluate_instruction, register_custom_call_target
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import LoweringContext
@@ -137,10 +138,20 @@ def _monoid_kernel(ufunc: np.ufunc, identity: Callable[[np.dtype], Any]):
         acc = np.full(out_shape, ident, x.dtype)
         if math.prod(out_shape):
             xp = _padded(x, ident, padding, base_dilation)
+            offsets = list(_offsets(window_dimensions, window_strides, window_dilation,
+                                    out_shape))
             with np.errstate(all="ignore"):
-                for index in _offsets(window_dimensions, window_strides, window_dilation,
-                                      out_shape):
+                for index in offsets:
                     ufunc(acc, xp[index], out=acc)
+            if ufunc is not np.add and dtypes.is_float(acc.dtype) and np.any(acc == 0):
+                # NumPy keeps either zero of a tie; XLA (and the compiled kernels) order
+                # -0 below +0: a zero maximum is +0 where a +0 met it (a minimum's -0).
+                is_max = ufunc is np.maximum
+                seen = np.zeros(out_shape, bool)
+                for index in offsets:
+                    v = xp[index]
+                    seen |= (v == 0) & (np.signbit(v) != is_max)
+                acc = order_zeros_seen(acc, seen, is_max)
         return acc
     return impl
 
