@@ -110,23 +110,9 @@ class _Gen:
 
     def loop(self, b, lo, hi, step: int = 1):
         """A counted loop ``for i in range(lo, hi, step)``; returns ``(i, close)``: emit the
-        body, then call ``close()``."""
-        ir = self.ir
-        pre = b.block
-        fn = pre.function
-        head, body, end = (fn.append_basic_block(s) for s in ("head", "body", "end"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(self.i64)
-        i.add_incoming(lo, pre)
-        b.cbranch(b.icmp_signed("<", i, hi), body, end)
-        b.position_at_end(body)
-
-        def close():
-            i.add_incoming(b.add(i, ir.Constant(self.i64, step), flags=["nsw"]), b.block)
-            b.branch(head)
-            b.position_at_end(end)
-        return i, close
+        body, then call ``close()`` (``scalar_ops.counted_loop``)."""
+        from ember.backends.cpu.scalar_ops import counted_loop
+        return counted_loop(b, lo, hi, step)
 
     def ptr(self, b, base, cidx):
         """Address of complex number ``cidx`` of the complex array at ``base`` (float*)."""

@@ -41,6 +41,27 @@ class UnsupportedOp(Exception):
     """An op (or dtype) the native code generator does not handle."""
 
 
+def counted_loop(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, step: int = 1):
+    """Opens ``for i in range(lo, hi, step)`` at ``b``'s position (bounds of one integer
+    type); returns ``(i, close)``: emit the body, then call ``close()``, which leaves ``b``
+    after the loop."""
+    pre = b.block
+    fn = pre.function
+    head, body, end = (fn.append_basic_block(s) for s in ("head", "body", "end"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(lo.type)
+    i.add_incoming(lo, pre)
+    b.cbranch(b.icmp_signed("<", i, hi), body, end)
+    b.position_at_end(body)
+
+    def close():
+        i.add_incoming(b.add(i, ir.Constant(lo.type, step), flags=["nsw"]), b.block)
+        b.branch(head)
+        b.position_at_end(end)
+    return i, close
+
+
 def is_float(dt: np.dtype) -> bool:
     return dt.kind == "f" or dt == _BF16
 

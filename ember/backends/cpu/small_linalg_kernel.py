@@ -58,22 +58,12 @@ def _symbol(kernel: str, dtype: np.dtype) -> str:
 
 
 def _for(b, lo, hi, body: Callable) -> None:
-    """Emits ``for i in range(lo, hi): body(i)`` (i64 bounds)."""
-    from llvmlite import ir
+    """Emits ``for i in range(lo, hi): body(i)``."""
+    from ember.backends.cpu.scalar_ops import counted_loop
 
-    pre = b.block
-    fn = pre.function
-    head, loop, done = (fn.append_basic_block(s) for s in ("head", "loop", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(lo.type)
-    i.add_incoming(lo, pre)
-    b.cbranch(b.icmp_signed("<", i, hi), loop, done)
-    b.position_at_end(loop)
+    i, close = counted_loop(b, lo, hi)
     body(i)
-    i.add_incoming(b.add(i, ir.Constant(lo.type, 1), flags=["nsw"]), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+    close()
 
 
 def _if(b, cond, body: Callable) -> None:

@@ -25,6 +25,8 @@ def emit(module, fty, n: int, name: str, tail) -> None:
     pivots and permutation (batch, n) int32, dims (unused here)."""
     from llvmlite import ir
 
+    from ember.backends.cpu.scalar_ops import counted_loop
+
     i32, i64, i8p = ir.IntType(32), ir.IntType(64), ir.IntType(8).as_pointer()
     w = LANES
     vf, vi = ir.VectorType(fty, w), ir.VectorType(i32, w)
@@ -41,14 +43,7 @@ def emit(module, fty, n: int, name: str, tail) -> None:
     groups = b.sdiv(b.sub(hi, lo), c(w))
     split = b.add(lo, b.mul(groups, c(w)))
 
-    head, body, done = (fn.append_basic_block(s) for s in ("head", "body", "done"))
-    entry = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    e0 = b.phi(i64)
-    e0.add_incoming(lo, entry)
-    b.cbranch(b.icmp_signed("<", e0, split), body, done)
-    b.position_at_end(body)
+    e0, close = counted_loop(b, lo, split, w)  # (the first matrix of a group of w)
 
     def gather(ptr, stride, offset, vty):
         v = ir.Constant(vty, None)
@@ -99,8 +94,6 @@ def emit(module, fty, n: int, name: str, tail) -> None:
         for q in range(n):
             scatter(a, n * n, i * n + q, m[i][q])
         scatter(perm, n, i, rows[i])
-    e0.add_incoming(b.add(e0, c(w)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+    close()
     b.call(tail, [bufs, split, hi])
     b.ret_void()
