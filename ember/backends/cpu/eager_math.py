@@ -241,11 +241,13 @@ def _load(opcode: str, dtype: np.dtype):
     return lib, name
 
 
-def _start_thread(work: Callable[[], object]) -> None:
+def start_thread(work: Callable[[], object]) -> None:
+    """Runs ``work`` on a daemon thread (``parallel_runtime.prepare``'s background build);
+    shared with the other native library kernels (FFT, small linear algebra, threefry)."""
     threading.Thread(target=work, name="ember-parallel-runtime", daemon=True).start()
 
 
-def _run_split(ranged, pointers: list, n: int) -> None:
+def run_split(ranged, pointers: list, n: int) -> None:
     """``ranged(buffers, lo, hi)`` over ``[0, n)`` split across the cores: on the native
     runtime, loaded from the disk cache, or built in the background while the Python pool
     runs the ranges (the same results either way)."""
@@ -253,7 +255,7 @@ def _run_split(ranged, pointers: list, n: int) -> None:
     from ember.backends.cpu import parallel_runtime
     from ember.backends.cpu.executable import _ffi
 
-    parallel_runtime.prepare(_start_thread)
+    parallel_runtime.prepare(start_thread)
     runtime = parallel_runtime.ready()
     bufs = _ffi.new("char*[]", pointers)
     if runtime is not None:
@@ -279,7 +281,7 @@ def _make_runner(lib, name: str, dtype: np.dtype) -> Callable[[np.ndarray], np.n
             if n:
                 direct(fb(x), fb(y), n)
             return y
-        _run_split(ranged, [fb(x), fb(y)], n)
+        run_split(ranged, [fb(x), fb(y)], n)
         return y
 
     run._library = lib  # keeps the code loaded while the runner lives
@@ -329,7 +331,7 @@ def _make_binary_runner(lib, name: str, dtype: np.dtype) -> Callable:
                 direct(fb(x), fb(y), fb(out), n, layout)
             return out
         code = np.array(layout, np.int64)
-        _run_split(ranged, [fb(x), fb(y), fb(out), fb(code)], n)
+        run_split(ranged, [fb(x), fb(y), fb(out), fb(code)], n)
         return out
 
     run._library = lib  # keeps the code loaded while the runner lives

@@ -61,7 +61,7 @@ def runner() -> Callable | None:
 
 def make_runner(lib, name: str, dtype: np.dtype) -> Callable:
     """The runner of a loaded library (``eager_math.kernel``'s maker for threefry)."""
-    from ember.backends.cpu.eager_math import PARALLEL_MIN_ELEMENTS, _run_split
+    from ember.backends.cpu.eager_math import PARALLEL_MIN_ELEMENTS, run_split
     from ember.backends.cpu.executable import _ffi
 
     direct = _ffi.cast("void(*)(char*, char*, char*, char*, char*, char*, long)",
@@ -77,7 +77,7 @@ def make_runner(lib, name: str, dtype: np.dtype) -> Callable:
         n = y1.size
         buffers = [fb(k1), fb(k2), fb(x1), fb(x2), fb(y1), fb(y2)]
         if n >= PARALLEL_MIN_ELEMENTS:
-            _run_split(ranged, buffers, n)
+            run_split(ranged, buffers, n)
         elif n:
             direct(*buffers, n)
         return [y1, y2]

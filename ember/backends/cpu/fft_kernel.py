@@ -670,12 +670,12 @@ def _run(fn, pointers: list, extent: int, work: int, scratch: int, dtype: np.dty
     ``scratch`` complex numbers goes."""
     from ember import _scratch
     from ember.backends.cpu import parallel_runtime
-    from ember.backends.cpu.eager_math import _start_thread
+    from ember.backends.cpu.eager_math import start_thread
     from ember.backends.cpu.executable import _ffi
 
     runtime = None
     if work >= PARALLEL_MIN_ELEMENTS and extent > 1:
-        parallel_runtime.prepare(_start_thread)
+        parallel_runtime.prepare(start_thread)
         runtime = parallel_runtime.ready()
     n_tasks = 1 if runtime is None else min(extent, runtime.size * TASKS_PER_THREAD)
     keep = []

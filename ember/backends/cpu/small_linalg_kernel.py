@@ -321,7 +321,7 @@ def _call(ranged, arrays: list[np.ndarray], dims: list[int], nb: int, work: int)
     if work < PARALLEL_MIN_WORK or nb < 2:
         ranged(_ffi.new("char*[]", pointers), 0, nb)
     else:
-        eager_math._run_split(ranged, pointers, nb)
+        eager_math.run_split(ranged, pointers, nb)
 
 
 def _stack(x: np.ndarray) -> np.ndarray:
