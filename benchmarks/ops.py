@@ -467,6 +467,27 @@ def batched_cholesky_8x8(m, lax):
     return m.linalg.cholesky, (spd,), np.linalg.cholesky
 
 
+def kron_64_32(m, lax):
+    rng = _rng()
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = rng.standard_normal((32, 32)).astype(np.float32)
+    return m.kron, (a, b), np.kron
+
+
+def trailing_broadcast_16(m, lax):
+    rng = _rng()
+    a = rng.standard_normal((512, 512)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    return ((lambda a, b: a[:, :, None] * b[None, None, :]), (a, b),
+            lambda a, b: a[:, :, None] * b)
+
+
+def histogram_1m(m, lax):
+    x = _rng().standard_normal(10**6).astype(np.float32)
+    return ((lambda x: m.histogram(x, bins=100, range=(-3, 3))[0]), (x,),
+            lambda x: np.histogram(x, bins=100, range=(-3, 3))[0])
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -529,6 +550,9 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "avg_pool_grad": ("grad of avg pool 2x2/2 (8, 56, 56, 64)", avg_pool_grad),
     "segment_max": ("x.at[i].max: 1e6 sorted into 1000", segment_max_sorted),
     "batched_cholesky": ("linalg.cholesky of 1000 8x8 matrices", batched_cholesky_8x8),
+    "kron": ("kron (64, 64) x (32, 32)", kron_64_32),
+    "trailing_broadcast": ("a[:, :, None] * b, (512, 512) x 16", trailing_broadcast_16),
+    "histogram": ("histogram of 1e6 f32, 100 bins", histogram_1m),
 }
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.

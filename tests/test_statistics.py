@@ -408,6 +408,24 @@ def test_histogram_bin_edges():
     close(jnp.histogram_bin_edges(jnp.zeros(0), 2, range=(0, 1)), [0.0, 0.5, 1.0])
 
 
+@pytest.mark.parametrize("bins", [7, 100, 257])
+def test_jitted_histogram_of_many_values_matches_numpy(bins):
+    """Many values: the bin search runs as its own threaded loop and the counting scatter
+    reads its indices (the fusion pass keeps a long index computation out of a scatter)."""
+    width = 1.0 / bins
+    centers = (RNG.integers(0, bins, 200_001) + 0.5) * width  # (never near an edge)
+    data = np.concatenate([centers, [0.0, 1.0, -0.5, 2.0, np.nan]]).astype(np.float32)
+    weights = RNG.random(data.size).astype(np.float32)
+    counts = ember.jit(lambda d: jnp.histogram(d, bins=bins, range=(0.0, 1.0))[0])(data)
+    want, _ = np.histogram(data[~np.isnan(data)], bins=bins, range=(0.0, 1.0))
+    np.testing.assert_array_equal(np.asarray(counts), want)
+    got_w = ember.jit(lambda d, w: jnp.histogram(d, bins=bins, range=(0.0, 1.0),
+                                                 weights=w)[0])(data, weights)
+    ok = ~np.isnan(data)
+    want_w, _ = np.histogram(data[ok], bins=bins, range=(0.0, 1.0), weights=weights[ok])
+    np.testing.assert_allclose(np.asarray(got_w), want_w, rtol=1e-4)
+
+
 def test_histogram_bin_edges_errors():
     with pytest.raises(NotImplementedError):
         jnp.histogram_bin_edges(A(DATA), "auto")

@@ -14,6 +14,7 @@ from ember.compiler.passes.fusion import (
     MAX_EXPENSIVE_EVALUATIONS,
     MAX_FUSED_CONCAT_OPERANDS,
     MAX_FUSION_COST,
+    MAX_SCATTER_FUSION_COST,
     _code_cost,
     evaluation_counts,
     fuse_module,
@@ -453,6 +454,96 @@ def test_scatter_is_the_root_of_its_own_fusion_with_its_producers():
     scatter_fusion = m.entry.instructions[2].calls[0]
     assert scatter_fusion.root.opcode == "scatter"
     assert {"select", "exponential"} <= set(opcodes(scatter_fusion))
+
+
+def _scatter_add(m, b, operand, ids, updates):
+    rb = Builder(m, m.new_name("scatter_add"))
+    body = rb.build(rb.op("add", rb.parameter(0, Shape(F32, ())),
+                          rb.parameter(1, Shape(F32, ()))))
+    n = ids.shape.dims[0]
+    return b.op("scatter", operand, b.op("reshape", ids, shape=Shape(S32, (n, 1))), updates,
+                update_window_dims=(), inserted_window_dims=(0,),
+                scatter_dims_to_operand_dims=(0,), input_batching_dims=(),
+                scatter_indices_batching_dims=(), index_vector_dim=1,
+                indices_are_sorted=False, unique_indices=False, calls=[body],
+                shape=operand.shape)
+
+
+def test_a_long_index_computation_is_not_fused_into_a_scatter():
+    """A scatter's kernel is serial: an index chain past MAX_SCATTER_FUSION_COST runs in a
+    loop fusion of its own (threaded, vectorized) whose result the scatter reads."""
+    m = Module("scatter_chain")
+    b = Builder(m, "main")
+    v = b.parameter(0, Shape(F32, (6,)))
+    x = b.parameter(1, Shape(F32, (6,)))
+    for _ in range(MAX_SCATTER_FUSION_COST):  # a chain costing more than the budget
+        x = b.op("add", b.op("multiply", x, x), splat(b, 0.25, Shape(F32, (6,))))
+    ids = b.op("convert", b.op("floor", b.op("multiply", b.op("tanh", x),
+                                             splat(b, 3.0, Shape(F32, (6,))))),
+               shape=Shape(S32, (6,)))
+    zeros = b.op("broadcast_in_dim", b.constant(np.float32(0)), shape=Shape(F32, (4,)),
+                 broadcast_dimensions=())
+    b.build(_scatter_add(m, b, zeros, ids, v), entry=True)
+    check_fusion(m, [rand(6), rand(6, seed=1) - 0.5])
+    fusions = [i for i in m.entry.instructions if i.opcode == "fusion"]
+    assert len(fusions) == 2
+    scatter_fusion = next(f.calls[0] for f in fusions if f.calls[0].root.opcode == "scatter")
+    assert sum(_code_cost(i) for i in scatter_fusion.instructions
+               if i.opcode != "parameter") <= MAX_SCATTER_FUSION_COST
+    assert opcodes(scatter_fusion).count("multiply") < MAX_SCATTER_FUSION_COST // 2
+
+
+def test_a_short_index_computation_is_fused_into_a_scatter():
+    m = Module("scatter_short")
+    b = Builder(m, "main")
+    v = b.parameter(0, Shape(F32, (6,)))
+    ids = b.op("add", b.parameter(1, Shape(S32, (6,))),
+               b.op("broadcast_in_dim", b.constant(np.int32(1)), shape=Shape(S32, (6,)),
+                    broadcast_dimensions=()))
+    zeros = b.op("broadcast_in_dim", b.constant(np.float32(0)), shape=Shape(F32, (8,)),
+                 broadcast_dimensions=())
+    b.build(_scatter_add(m, b, zeros, ids, v), entry=True)
+    check_fusion(m, [rand(6), np.array([0, 1, 6, 6, 2, -9], np.int32)])
+    assert [i.opcode for i in m.entry.instructions].count("fusion") == 1
+
+
+def _gather_rows(b, table, ids, n):
+    return b.op("gather", table, b.op("reshape", ids, shape=Shape(S32, (n, 1))),
+                offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,),
+                operand_batching_dims=(), start_indices_batching_dims=(),
+                index_vector_dim=1, slice_sizes=(1,), indices_are_sorted=False,
+                shape=Shape(F32, (n,)))
+
+
+def test_a_computed_table_read_by_a_gather_is_computed_once():
+    """A table gathered from that is computed from two arrays (a concatenate) would cost a
+    vector gather per array in the consumer's kernel: it runs once into a buffer instead."""
+    m = Module("table")
+    b = Builder(m, "main")
+    lo, hi = b.parameter(0, Shape(F32, (3,))), b.parameter(1, Shape(F32, (2,)))
+    ids = b.parameter(2, Shape(S32, (40,)))
+    table = b.op("concatenate", b.op("exponential", lo), hi, dimension=0,
+                 shape=Shape(F32, (5,)))
+    b.build(b.op("negate", _gather_rows(b, table, ids, 40)), entry=True)
+    check_fusion(m, [rand(3), rand(2, seed=1), np.arange(40, dtype=np.int32) % 5])
+    fusions = [i for i in m.entry.instructions if i.opcode == "fusion"]
+    assert len(fusions) == 2
+    gathering = next(f.calls[0] for f in fusions if "gather" in opcodes(f.calls[0]))
+    assert "concatenate" not in opcodes(gathering)
+
+
+def test_a_table_of_one_array_stays_fused_into_its_gather():
+    """One array read through index arithmetic (a reshape, a scale) costs one gather either
+    way: it stays in the gathering kernel."""
+    m = Module("table1")
+    b = Builder(m, "main")
+    x = b.parameter(0, Shape(F32, (2, 3)))
+    ids = b.parameter(1, Shape(S32, (40,)))
+    table = b.op("multiply", b.op("reshape", x, shape=Shape(F32, (6,))),
+                 splat(b, 2.0, Shape(F32, (6,))))
+    b.build(b.op("negate", _gather_rows(b, table, ids, 40)), entry=True)
+    check_fusion(m, [rand(2, 3), np.arange(40, dtype=np.int32) % 6])
+    assert [i.opcode for i in m.entry.instructions].count("fusion") == 1
 
 
 def test_lone_data_movement_is_not_fused_but_lone_elementwise_is():

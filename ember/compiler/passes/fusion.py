@@ -13,7 +13,8 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    ``gather`` with more elements than it: a loop kernel recomputes a fused value for every
    read) is not pulled in, nor merged back in step 2: it runs once into a buffer (row
    fusion, step 3, may still take a per-row value, which its row kernels compute once per
-   row). Nor is a producer pulled in that the kernel would compute more than
+   row). Likewise a table that a ``gather`` reads, when computed from more than one array
+   (``_gathered_loads``: each would cost the kernel a vector gather). Nor is a producer pulled in that the kernel would compute more than
    ``MAX_EVALUATIONS`` times per element (``MAX_EXPENSIVE_EVALUATIONS`` for expensive ops),
    counting the different indices its readers ask for (``evaluation_sources``): a log-step
    scan, ``y = y + shift(y)`` repeated, would double that count at every step; loop groups
@@ -56,7 +57,10 @@ A ``concatenate`` of more than ``MAX_FUSED_CONCAT_OPERANDS`` operands is only ev
 root of its fusion (never pulled into a consumer, never merged): inside a loop kernel, a
 concatenate computes every operand's element at each index and picks one.
 
-Never fused: ``dot_general``, ``scatter``, ``sort``, ``while``, ``case``, ``call``,
+A ``scatter`` of one operand is the root and only output of its fusion, with producers of its
+operands worth at most ``MAX_SCATTER_FUSION_COST`` (its kernel is serial).
+
+Never fused: ``dot_general``, other ``scatter``\s, ``sort``, ``while``, ``case``, ``call``,
 ``custom_call``, ``dynamic_update_slice``, tuples, parameters and non-scalar constants.
 """
 
@@ -108,6 +112,12 @@ _MAX_SIBLINGS = 16
 # faster than the function: 600 ``tanh`` in one kernel took 3.7 s to compile, 3,000 took
 # 100 s; a cut costs one store and one load per element.
 MAX_FUSION_COST = 2048
+# The largest fusion rooted at a scatter (``_fusible_scatter``): its kernel walks the updates
+# in order on one thread, unvectorized, so producers worth more than a few ops (an index
+# computed by a binary search, as ``histogram``'s ``searchsorted``) run faster as a loop
+# fusion of their own, threaded and vectorized, into a buffer the scatter reads. (Histogram of
+# 1e6 values into 100 bins: 12 ms in the scatter's kernel, 2 ms split.)
+MAX_SCATTER_FUSION_COST = 24
 EXPENSIVE_CODE_COST = 16
 # Longest row (elements) a row fusion makes several passes over: a few rows of every input
 # must stay in the L1/L2 cache between passes.
@@ -185,7 +195,7 @@ class _Group:
     """Instructions fused together: ``home`` members (whose value this group provides to the
     rest of the computation) and ``private`` copies of cheap producers (used only inside)."""
 
-    __slots__ = ("home", "private", "serial", "reused", "sources", "cost", "window")
+    __slots__ = ("home", "private", "serial", "reused", "sources", "cost", "window", "scatter")
     _serials = itertools.count()
 
     def __init__(self) -> None:
@@ -201,6 +211,7 @@ class _Group:
         # The largest fused window's elements: members added after it (its producers, the
         # way groups grow) are emitted once per window element, so they cost that many times.
         self.window = 1
+        self.scatter = False  # rooted at a scatter: a serial kernel (MAX_SCATTER_FUSION_COST)
 
     def contains(self, inst: Instruction) -> bool:
         return id(inst) in self.home or id(inst) in self.private
@@ -228,6 +239,7 @@ class _ComputationFuser:
 
     def _new_group(self, inst: Instruction) -> _Group:
         g = _Group()
+        g.scatter = inst.opcode == "scatter"
         self.groups[g.serial] = g
         self._add_home(inst, g)
         return g
@@ -317,6 +329,14 @@ class _ComputationFuser:
             reused = id(inst) in g.reused or (inst.opcode in _EXPANDING
                                               and inst.shape.size > op.shape.size) or (
                 inst.opcode == "reduce_window" and _window_reads(inst) > 1)
+            if (inst.opcode == "gather" and op is inst.operands[0]
+                    and inst.shape.size > op.shape.size and _gathered_loads(op) > 1):
+                # Gathered from, a fused table costs a vector gather per array it is computed
+                # from (and a concatenate's pieces one each): computed once into a buffer, it
+                # costs one. (``histogram``'s bin edges, a concatenate of computed pieces
+                # read at each step of a binary search: 12 gathers an element, then 6.)
+                self.kept_apart.add(id(op))
+                continue
             self._try_fuse(op, g, depth, reused)
 
     def _try_fuse(self, producer: Instruction, g: _Group, depth: int,
@@ -331,7 +351,8 @@ class _ComputationFuser:
         window = _fusible_window(producer)
         if (producer.opcode not in LOOP_FUSIBLE and not window) or producer.shape.is_tuple:
             return
-        if g.cost + _code_cost(producer) * g.window > MAX_FUSION_COST:
+        limit = MAX_SCATTER_FUSION_COST if g.scatter else MAX_FUSION_COST
+        if g.cost + _code_cost(producer) * g.window > limit:
             return
         if _wide_concatenate(producer):
             self.kept_apart.add(id(producer))
@@ -760,6 +781,19 @@ def _code_cost(inst: Instruction) -> int:
     if inst.opcode == "reduce_window":  # (an unrolled window)
         return _window_elements(inst)
     return EXPENSIVE_CODE_COST if inst.opcode in EXPENSIVE_ELEMENTWISE else 1
+
+
+def _gathered_loads(inst: Instruction, depth: int = 0) -> int:
+    """How many arrays a fused kernel loads from to compute one element of ``inst`` at an
+    arbitrary index (a gather's): its array leaves, counted through the loop-fusible ops that
+    would be fused with it (a concatenate or pad computes every piece); 2 past a few levels."""
+    if _constant_valued(inst) or inst.opcode == "iota":
+        return 0
+    if inst.opcode not in LOOP_FUSIBLE or inst.shape.is_tuple:
+        return 1
+    if depth >= _MAX_DUPLICATION_DEPTH:
+        return 2
+    return sum(_gathered_loads(op, depth + 1) for op in _unique(inst.operands))
 
 
 def _constant_valued(inst: Instruction) -> bool:
