@@ -17,6 +17,7 @@ dilated correlation).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -195,18 +196,32 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
     lhs, rhs = (x.astype(compute, copy=False).astype(acc, copy=False) for x in (lhs, rhs))
     nsp = lhs.ndim - 2
     pads = [(padding[2 * i], padding[2 * i + 1]) for i in range(nsp)]
+    res = _conv_logical(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
+                        rhs_spec, out_spec, feature_group_count, batch_group_count)
+    return _finish(res, out_spec, compute, out_dtype)
+
+
+def _conv_logical(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
+                  rhs_spec, out_spec, feature_group_count, batch_group_count):
+    """``conv_numpy``'s convolution of operands already in the accumulation type, as the
+    logical (N, O, out...) result (any strides) in that type."""
+    nsp = lhs.ndim - 2
+    acc = lhs.dtype
     gb, gf = batch_group_count, feature_group_count
     res = None
-    if gb == gf == 1:
+    if _FAST_PATHS and any(d > 1 for d in lhs_dilation):
+        res = _conv_phases(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
+                           lhs_spec, rhs_spec, out_spec, gf, gb)
+    if res is None and gb == gf == 1:
         res = _conv_flat(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
                          lhs_spec, rhs_spec)
     if res is not None:
-        return _finish(res, out_spec, compute, out_dtype)
+        return res
     if gb > 1 and lhs.shape[lhs_spec[0]] == gb and _FAST_PATHS:
         res = _conv_depthwise_kernel_grad(lhs, rhs, window_strides, pads, lhs_dilation,
                                           rhs_dilation, lhs_spec, rhs_spec)
         if res is not None:
-            return _finish(res, out_spec, compute, out_dtype)
+            return res
     groups = max(gb, gf)
     in_feat, taps = rhs.shape[rhs_spec[1]], math.prod(rhs.shape[d] for d in rhs_spec[2:])
     if _FAST_PATHS and groups <= _MAX_GROUP_LOOP and in_feat * taps >= _MIN_GROUP_CONTRACTION:
@@ -224,7 +239,7 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
                 break
             outs.append(part)
         else:
-            return _finish(np.concatenate(outs, 1), out_spec, compute, out_dtype)
+            return np.concatenate(outs, 1)
     # lhs as (N, S..., C); rhs as (O, I, K...).
     x = lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],))
     w = rhs.transpose(rhs_spec)
@@ -232,7 +247,7 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
     if gb == 1 and w.shape[1] == 1 and _FAST_PATHS:
         res = _conv_depthwise(np.ascontiguousarray(x), w, window_strides, rhs_dilation)
         if res is not None:
-            return _finish(res, out_spec, compute, out_dtype)
+            return res
     n, c = x.shape[0], x.shape[-1]
     o, i_feat, ks = w.shape[0], w.shape[1], w.shape[2:]
     eff = _dilate(ks, rhs_dilation)
@@ -260,7 +275,74 @@ def conv_numpy(lhs: np.ndarray, rhs: np.ndarray, *, window_strides, padding, lhs
         res = res.reshape((g, nb) + out_sp + (og,))
         res = res.transpose((1, 0, 2 + nsp) + tuple(range(2, 2 + nsp))).reshape(
             (nb, o) + out_sp)
-    return _finish(res, out_spec, compute, out_dtype)
+    return res
+
+
+def _phase_taps(n, k, stride, lo, dil_l, dil_r, out):
+    """One spatial dim of a convolution with input dilation ``dil_l`` split by output phase.
+
+    Output ``o`` reads dilated position ``o*stride + t*dil_r - lo`` for tap ``t``, an input
+    element only when that is a multiple of ``dil_l``. The outputs ``o = q*phases + r``
+    (``phases = dil_l / gcd(stride, dil_l)``) of one phase ``r`` advance the dilated position
+    by a multiple of ``dil_l`` per ``q``, so they all read elements through the same taps:
+    ``t0, t0 + tstep, ...``. Returns ``phases`` and, per phase that reads any element, ``(r,
+    taps slice, (stride, low pad, high pad, rhs dilation) of a convolution of the undilated
+    input whose output q is output o)``."""
+    phases = dil_l // math.gcd(stride, dil_l)
+    sub_stride = stride * phases // dil_l
+    tstep, sub_dil = dil_l // math.gcd(dil_r, dil_l), dil_r // math.gcd(dil_r, dil_l)
+    out_phases = []
+    for r in range(min(phases, out)):
+        t0 = next((t for t in range(min(k, tstep)) if (r * stride + t * dil_r - lo) % dil_l == 0),
+                  None)
+        if t0 is None:
+            continue  # this phase only reads holes and padding: zeros
+        ntaps = len(range(t0, k, tstep))
+        nq = -(-(out - r) // phases)
+        first = (r * stride + t0 * dil_r - lo) // dil_l  # input index of output q=0, tap t0
+        padded = (nq - 1) * sub_stride + (ntaps - 1) * sub_dil + 1
+        out_phases.append((r, slice(t0, k, tstep),
+                           (sub_stride, -first, padded - n + first, sub_dil)))
+    return phases, out_phases
+
+
+def _conv_phases(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec,
+                 out_spec, feature_groups, batch_groups):
+    """A convolution with input dilation (a transposed convolution, the input gradient of a
+    strided one) as one convolution of the undilated input per output phase, each with the
+    kernel taps of its phase: the dilated input's holes are neither stored nor multiplied (a
+    stride-2 2-d transpose did 4x the work on zeros). None when an operand is empty.
+    Returns the logical (N, O, out...) result, in memory laid out by ``out_spec``."""
+    if 0 in lhs.shape or 0 in rhs.shape:
+        return None
+    nsp = lhs.ndim - 2
+    ns = [lhs.shape[d] for d in lhs_spec[2:]]
+    ks = [rhs.shape[d] for d in rhs_spec[2:]]
+    padded = [m + lo + hi for m, (lo, hi) in zip(_dilate(ns, lhs_dilation), pads)]
+    eff = _dilate(ks, rhs_dilation)
+    out_sp = [(p - e) // s + 1 if p >= e else 0 for p, e, s in zip(padded, eff, strides)]
+    if 0 in out_sp:
+        return None
+    dims = [_phase_taps(n, k, s, lo, dl, dr, o) for n, k, s, (lo, _), dl, dr, o in
+            zip(ns, ks, strides, pads, lhs_dilation, rhs_dilation, out_sp)]
+    logical = (lhs.shape[lhs_spec[0]] // batch_groups, rhs.shape[rhs_spec[0]]) + tuple(out_sp)
+    phys = _scratch.empty(tuple(logical[i] for i in np.argsort(out_spec)), lhs.dtype)
+    res = phys.transpose(out_spec)
+    if math.prod(len(ph) for _, ph in dims) < math.prod(min(p, o) for (p, _), o in
+                                                      zip(dims, out_sp)):
+        res[...] = 0  # some phases read no input element
+    for combo in itertools.product(*(ph for _, ph in dims)):
+        taps = [slice(None)] * rhs.ndim
+        for d, (_, sl, _) in zip(rhs_spec[2:], combo):
+            taps[d] = sl
+        sub = _conv_logical(lhs, rhs[tuple(taps)], tuple(c[2][0] for c in combo),
+                            [c[2][1:3] for c in combo], (1,) * nsp,
+                            tuple(c[2][3] for c in combo), lhs_spec, rhs_spec, out_spec,
+                            feature_groups, batch_groups)
+        dst = (slice(None), slice(None)) + tuple(slice(c[0], None, p) for c, (p, _) in
+                                                 zip(combo, dims))
+        res[dst] = sub
+    return res
 
 
 def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:

@@ -1,0 +1,176 @@
+"""The convolution kernel's fast paths against plain references: transposed convolutions
+(input dilation) split by output phase, and the gradients of strided convolutions that use
+them."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.lax.convolution as C
+from ember import lax
+
+
+def _reference(x, w, monkeypatch, **kw):
+    """The plain im2col kernel on the zero-dilated input, in float64."""
+    with monkeypatch.context() as m:
+        m.setattr(C, "_FAST_PATHS", False)
+        return C.conv_numpy(x.astype(np.float64), w.astype(np.float64),
+                            **dict(kw, out_dtype="float64"))
+
+
+def _cases():
+    rng = np.random.default_rng(7)
+    cases = []
+    for _ in range(120):
+        nsp = int(rng.integers(1, 3))
+        ints = lambda lo, hi, n=nsp: tuple(int(v) for v in rng.integers(lo, hi, n))  # noqa: E731
+        groups = int(rng.choice([1, 1, 2, 3]))
+        feature = bool(rng.integers(0, 2))
+        cases.append(dict(ns=ints(1, 8), ks=ints(1, 5), strides=ints(1, 4),
+                          pads=ints(-2, 4, 2 * nsp), ld=ints(2, 5), rd=ints(1, 3),
+                          gf=groups if feature else 1, gb=1 if feature else groups))
+    return cases
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_phases_match_dilated_reference(monkeypatch, case):
+    rng = np.random.default_rng(0)
+    nsp, gf, gb = len(case["ns"]), case["gf"], case["gb"]
+    x = rng.standard_normal((2 * gb, 2 * gf) + case["ns"]).astype(np.float32)
+    w = rng.standard_normal((2 * max(gf, gb), 2) + case["ks"]).astype(np.float32)
+    spec = tuple(range(nsp + 2))
+    kw = dict(window_strides=case["strides"], padding=case["pads"], lhs_dilation=case["ld"],
+              rhs_dilation=case["rd"], lhs_spec=spec, rhs_spec=spec, out_spec=spec,
+              feature_group_count=gf, batch_group_count=gb)
+    want = _reference(x, w, monkeypatch, **kw)
+    got = C.conv_numpy(x, w, **kw, out_dtype="float32")
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float16, np.bool_])
+def test_phases_other_dtypes(monkeypatch, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 3, (2, 5, 6, 3)).astype(dtype)
+    w = rng.integers(0, 3, (3, 2, 3, 4)).astype(dtype)
+    kw = dict(window_strides=(1, 1), padding=(1, 2, 2, 1), lhs_dilation=(2, 3),
+              rhs_dilation=(1, 1), lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1),
+              out_spec=(0, 3, 1, 2), feature_group_count=1, batch_group_count=1)
+    with monkeypatch.context() as m:
+        m.setattr(C, "_FAST_PATHS", False)
+        want = C.conv_numpy(x, w, **kw, out_dtype=np.dtype(dtype).name)
+    got = C.conv_numpy(x, w, **kw, out_dtype=np.dtype(dtype).name)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_phases_split_the_work(monkeypatch):
+    # A stride-2 2-d transposed convolution runs four convolutions of the undilated input,
+    # with 4, 2, 2 and 1 of the 3x3 kernel's taps.
+    calls = []
+    flat = C._conv_flat
+
+    def spy(lhs, rhs, strides, pads, lhs_dilation, *rest):
+        calls.append((tuple(lhs.shape), tuple(rhs.shape), tuple(lhs_dilation)))
+        return flat(lhs, rhs, strides, pads, lhs_dilation, *rest)
+
+    monkeypatch.setattr(C, "_conv_flat", spy)
+    x = np.ones((1, 4, 4, 8), np.float32)
+    w = np.ones((3, 3, 8, 2), np.float32)
+    out = np.asarray(ember.jit(lambda x, w: lax.conv_transpose(
+        x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))(x, w))
+    assert out.shape == (1, 8, 8, 2)
+    assert sorted(c[1][:2] for c in calls) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert all(c[0] == (1, 4, 4, 8) and c[2] == (1, 1) for c in calls)
+
+
+def test_phase_taps_cover_every_tap_once():
+    # Across phases, each tap that ever reads an input element is used exactly once per
+    # output phase it reaches: compare with a direct enumeration of (output, tap, input).
+    for n, k, s, lo, dl, dr in itertools.product((3, 5), (1, 3, 4), (1, 2, 3), (-1, 0, 2),
+                                                 (2, 3), (1, 2)):
+        padded = (n - 1) * dl + 1 + lo + 1
+        eff = (k - 1) * dr + 1
+        if padded < eff:
+            continue
+        out = (padded - eff) // s + 1
+        phases, found = C._phase_taps(n, k, s, lo, dl, dr, out)
+        got = set()
+        for r, taps, (ss, plo, _, sd) in found:
+            for q in range(-(-(out - r) // phases)):
+                for j, t in enumerate(range(k)[taps]):
+                    i = q * ss + j * sd - plo
+                    if 0 <= i < n:
+                        got.add((q * phases + r, t, i))
+        want = {(o, t, (o * s + t * dr - lo) // dl) for o in range(out) for t in range(k)
+                if (o * s + t * dr - lo) % dl == 0 and 0 <= (o * s + t * dr - lo) // dl < n}
+        assert got == want, (n, k, s, lo, dl, dr)
+
+
+jax = pytest.importorskip("jax")
+
+
+def _layouts(nsp):
+    return {1: ("NWC", "WIO", "NWC"), 2: ("NHWC", "HWIO", "NHWC")}[nsp]
+
+
+@pytest.mark.parametrize("shape,kernel,strides,padding", [
+    ((2, 7, 7, 16), (3, 3, 16, 8), (2, 2), "SAME"),
+    ((2, 6, 5, 8), (4, 4, 8, 4), (2, 2), "VALID"),
+    ((1, 5, 6, 4), (3, 2, 4, 6), (3, 2), "SAME"),
+    ((3, 9, 4), (5, 4, 8), (2,), "SAME"),
+    ((2, 6, 3), (2, 3, 5), (4,), ((2, 1),)),
+])
+@pytest.mark.parametrize("transpose_kernel", [False, True])
+def test_conv_transpose_matches_jax(shape, kernel, strides, padding, transpose_kernel):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    k = rng.standard_normal(kernel).astype(np.float32)
+    if transpose_kernel:  # the kernel of the forward convolution: I and O swapped
+        k = np.ascontiguousarray(np.swapaxes(k, -1, -2))
+    dn = _layouts(len(shape) - 2)
+    got = ember.jit(lambda x, k: lax.conv_transpose(
+        x, k, strides, padding, dimension_numbers=dn, transpose_kernel=transpose_kernel))(x, k)
+    want = jax.jit(lambda x, k: jax.lax.conv_transpose(
+        x, k, strides, padding, dimension_numbers=dn, transpose_kernel=transpose_kernel))(x, k)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
+
+
+def test_transpose_holes_are_not_multiplied():
+    # Nothing reads the dilated input's holes: an infinite kernel tap over a hole gives no
+    # NaN (0 * inf), as in JAX.
+    x = np.ones((1, 4, 1), np.float32)
+    k = np.array([1.0, np.inf, 1.0], np.float32).reshape(3, 1, 1)
+    f = lambda lx: lambda x, k: lx.conv_general_dilated(x, k, (1,), ((0, 0),), (2,),  # noqa: E731
+                                                         dimension_numbers=("NWC", "WIO", "NWC"))
+    got = np.asarray(ember.jit(f(lax))(x, k))
+    want = np.asarray(jax.jit(f(jax.lax))(x, k))
+    np.testing.assert_array_equal(got, want)
+    assert not np.isnan(got).any()
+
+
+@pytest.mark.parametrize("shape,kernel,strides,groups", [
+    ((2, 9, 9, 8), (3, 3, 8, 16), (2, 2), 1),
+    ((2, 10, 7, 6), (3, 3, 3, 6), (2, 3), 2),
+    ((2, 8, 8, 4), (3, 3, 1, 4), (2, 2), 4),
+    ((3, 17, 8), (5, 8, 4), (3,), 1),
+])
+def test_strided_conv_gradients_match_jax(shape, kernel, strides, groups):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    k = rng.standard_normal(kernel).astype(np.float32)
+    dn = _layouts(len(shape) - 2)
+
+    def loss(lx, m):
+        def f(x, k):
+            y = lx.conv_general_dilated(x, k, strides, "SAME", dimension_numbers=dn,
+                                        feature_group_count=groups)
+            return m.sum(m.sin(y))
+        return f
+
+    got = ember.jit(ember.grad(loss(lax, ember.numpy), argnums=(0, 1)))(x, k)
+    want = jax.jit(jax.grad(loss(jax.lax, jax.numpy), argnums=(0, 1)))(x, k)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
