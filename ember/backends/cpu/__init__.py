@@ -64,7 +64,8 @@ from ember.backends.cpu.executable import (
 from ember.backends.cpu.executable import dumps as executable_dumps
 from ember.compiler import eval_elementwise
 from ember.compiler.evaluator import register_custom_call_target
-from ember.compiler.hlo import Module
+from ember.compiler.hlo import ELEMENTWISE, EXPENSIVE_ELEMENTWISE, Module
+from ember.compiler.passes.fusion import EXPENSIVE_CODE_COST
 
 _log = logging.getLogger(__name__)
 
@@ -83,8 +84,13 @@ CODEGEN_VERSION = "4"
 # Bump when the native cache entry's layout (the pickled dict, ``RunPlan``) changes.
 NATIVE_FORMAT = "2"
 # Programs whose biggest kernel computes at most this many elements compile without IR
-# optimization (see ``llvm_support.compile_ir``): their run time is all call overhead.
+# optimization (see ``llvm_support.compile_ir``): their run time is all call overhead...
 FAST_COMPILE_MAX_WORK = 512
+# ...unless a kernel does more than this many element-ops (elements times the ops of its
+# fusion, a math function counting as ``EXPENSIVE_CODE_COST``): unoptimized scalar code of
+# 300 ``sin``s over 64 elements took 0.84 ms a call, against ~0.1 ms optimized (tiered: the
+# first calls still run the quick build).
+FAST_COMPILE_MAX_OPS = 1 << 14
 # Tiered compilation: a program that needs optimizing first runs on code compiled without
 # IR optimization (~30-50x faster to compile), while the optimized code compiles in a
 # low-priority background thread; from its second run on it uses the optimized code, once
@@ -193,6 +199,22 @@ def _key_parts() -> tuple[str, ...]:
     llvmlite (each part computed once per process)."""
     return (NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(), np.__version__,
             native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(), _source_stamp())
+
+
+def heaviest_kernel_ops(module: Module) -> int:
+    """The most element-ops of one fusion of ``module``: its largest array's elements times
+    its ops (a math function counting ``EXPENSIVE_CODE_COST``, data movement nothing)."""
+    heaviest = 0
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode != "fusion" or not inst.calls:
+                continue
+            body = inst.calls[0].instructions
+            ops = sum(EXPENSIVE_CODE_COST if i.opcode in EXPENSIVE_ELEMENTWISE else 1
+                      for i in body if i.opcode in ELEMENTWISE or i.opcode == "reduce")
+            size = max((i.shape.size for i in body if not i.shape.is_tuple), default=0)
+            heaviest = max(heaviest, ops * size)
+    return heaviest
 
 
 def _check_symbols(plan: RunPlan, lib) -> None:
@@ -437,7 +459,9 @@ class CpuBackend:
         # process, so cached code matches the program rebuilt here.
         program = ProgramBuilder(module, prefix=f"m{nkey[:20]}").build()
         plan = RunPlan.of(program)
-        opt_level = 0 if program.max_work <= FAST_COMPILE_MAX_WORK else 3
+        cheap = (program.max_work <= FAST_COMPILE_MAX_WORK
+                 and heaviest_kernel_ops(module) <= FAST_COMPILE_MAX_OPS)
+        opt_level = 0 if cheap else 3
         later: list = []  # background work for after the first run (tiered executables)
         if program.max_work >= PARALLEL_MIN_WORK:
             # Loaded now from the disk cache, or built (once per machine) in the background

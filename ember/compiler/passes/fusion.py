@@ -14,7 +14,8 @@ computations it reaches through ``while``, ``case`` and ``call`` (never the scal
    read) is not pulled in, nor merged back in step 2: it runs once into a buffer (row
    fusion, step 3, may still take a per-row value, which its row kernels compute once per
    row). Likewise a table that a ``gather`` reads, when computed from more than one array
-   (``_gathered_loads``: each would cost the kernel a vector gather). Nor is a producer pulled in that the kernel would compute more than
+   (``_gathered_loads``: each would cost the kernel a vector gather). Nor is a producer
+   pulled in that the kernel would compute more than
    ``MAX_EVALUATIONS`` times per element (``MAX_EXPENSIVE_EVALUATIONS`` for expensive ops),
    counting the different indices its readers ask for (``evaluation_sources``): a log-step
    scan, ``y = y + shift(y)`` repeated, would double that count at every step; loop groups
@@ -60,7 +61,7 @@ concatenate computes every operand's element at each index and picks one.
 A ``scatter`` of one operand is the root and only output of its fusion, with producers of its
 operands worth at most ``MAX_SCATTER_FUSION_COST`` (its kernel is serial).
 
-Never fused: ``dot_general``, other ``scatter``\s, ``sort``, ``while``, ``case``, ``call``,
+Never fused: ``dot_general``, other ``scatter``\\s, ``sort``, ``while``, ``case``, ``call``,
 ``custom_call``, ``dynamic_update_slice``, tuples, parameters and non-scalar constants.
 """
 

@@ -456,3 +456,51 @@ def test_quick_reruns_through_execute_and_concurrent_calls(cache_dir, monkeypatc
         np.testing.assert_array_equal(r, expected)
     np.testing.assert_array_equal(exe.execute([X])[0], expected)
     assert exe._tier is None and exe.program.entry_name.startswith("m")
+
+
+def _sin_chain(c, steps):
+    def f(x):
+        for i in range(steps):
+            x = jnp.sin(x) * 0.5 + x * (c + i * 1e-3)
+        return x
+    return f
+
+
+def _sin_chain_reference(x, c, steps):
+    x = x.astype(np.float64)
+    for i in range(steps):
+        x = np.sin(x) * 0.5 + x * (c + i * 1e-3)
+    return x
+
+
+@pytest.mark.parametrize("steps, optimized", [(40, True), (1, False)])
+def test_few_elements_of_many_ops_get_optimized_code(cache_dir, steps, optimized):
+    """A program of few elements (at most FAST_COMPILE_MAX_WORK) compiles unoptimized only
+    while its kernels do few element-ops (FAST_COMPILE_MAX_OPS): 40 ``sin`` steps over 64
+    elements take the tiers (quick code first, then optimized code), one step does not."""
+    backend = get_backend("cpu")
+    before = dict(backend.stats)
+    c = 0.1 + next(_counter) * 1e-4
+    f = ember.jit(_sin_chain(c, steps))
+    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x), _sin_chain_reference(x, c, steps), rtol=1e-4,
+                                   atol=1e-5)
+    exe = cpu_executable(f)
+    module = f._cache.last.executable.module
+    heavy = cpu.heaviest_kernel_ops(module)
+    assert (heavy > cpu.FAST_COMPILE_MAX_OPS) == optimized
+    assert (backend.stats["quick_compiled"] > before["quick_compiled"]) == optimized
+    assert exe.program.entry_name.startswith("m")
+
+
+def test_heaviest_kernel_ops_counts_elements_times_weighted_ops():
+    from ember.compiler.parser import parse_module
+    from ember.compiler.passes.fusion import EXPENSIVE_CODE_COST
+    from tests.backends.cpu.helpers import optimized as optimized_module
+    x = np.ones((8, 16), np.float32)
+    module = optimized_module(lambda x: jnp.sin(x) * 2.0 + x, x)
+    # (one fusion over 128 elements: sin, multiply, add)
+    assert cpu.heaviest_kernel_ops(module) == 128 * (EXPENSIVE_CODE_COST + 2)
+    assert cpu.heaviest_kernel_ops(parse_module(
+        ember.jit(lambda x: x).lower(x).compile().as_text())) == 0
