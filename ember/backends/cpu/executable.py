@@ -125,13 +125,16 @@ class KernelPlan(_Record):
 
 
 class DotPlan(_Record):
-    """``dot_general`` through BLAS (``inst``"s operands are stand-in parameters)."""
+    """``dot_general`` through BLAS (``inst``"s operands are stand-in parameters); ``gemm``:
+    the layout of the CBLAS call a native loop makes for it (``program.gemm_layout``), or
+    None."""
 
-    __slots__ = ("inst", "inputs", "output")
+    __slots__ = ("inst", "inputs", "output", "gemm")
 
     inst: Instruction
     inputs: tuple
     output: Ref
+    gemm: tuple | None
 
 
 class LibraryPlan(_Record):
@@ -232,7 +235,8 @@ def _plan_steps(steps) -> tuple:
         elif hasattr(step, "src"):  # CopyStep
             out.append(CopyPlan(_ref(step.src), _ref(step.dst)))
         elif hasattr(step, "output"):  # DotStep
-            out.append(DotPlan(_detached(step.inst), _refs(step.inputs), _ref(step.output)))
+            out.append(DotPlan(_detached(step.inst), _refs(step.inputs), _ref(step.output),
+                               step.gemm))
         else:  # LibraryStep
             out.append(LibraryPlan(_detached(step.inst),
                                    tuple(_refs(leaves) for leaves in step.inputs),
@@ -402,7 +406,8 @@ class CpuExecutable:
         self._consts = list(program.constants)
         self._const_ptrs = [_ffi.cast("char*", lib.global_address(n))
                             for n in program.constant_names]
-        self._steps = self._prepare(program.steps, lib)
+        gemm = _bind_gemm(program, lib)
+        self._steps = self._prepare(program.steps, lib, gemm)
         self._out_shapes = program.output_shapes
         self._allocate_outputs = [buffer_pool.allocator(d, t) for d, t in self._out_shapes]
         self._allocate_arena = buffer_pool.allocator(program.arena_bytes, np.uint8)
@@ -410,7 +415,7 @@ class CpuExecutable:
         self._runner = None  # the generated single-call runner (made by the second run)
         self._runner_listeners = []
         total_work = sum(s.work for s in nested_steps(program.steps) if type(s) is KernelPlan)
-        if program.has_entry and total_work < SINGLE_CALL_MAX_WORK:
+        if program.has_entry and gemm and total_work < SINGLE_CALL_MAX_WORK:
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
                                     lib.address(program.entry_name))
@@ -422,8 +427,9 @@ class CpuExecutable:
         self._tier_runs = 0
 
     @staticmethod
-    def _prepare(steps, lib) -> list:
-        """What running ``steps`` needs: a ``_Kernel`` or a ``(plan, prepared)`` pair each."""
+    def _prepare(steps, lib, gemm: bool) -> list:
+        """What running ``steps`` needs: a ``_Kernel`` or a ``(plan, prepared)`` pair each.
+        ``gemm``: whether native code may call BLAS (``_bind_gemm``)."""
         out = []
         for step in steps:
             t = type(step)
@@ -434,11 +440,12 @@ class CpuExecutable:
             elif t is CopyPlan or t is UpdatePlan:
                 out.append((step, None))
             elif t is WhilePlan:
-                out.append((step, (CpuExecutable._prepare(step.cond, lib),
-                                   CpuExecutable._prepare(step.body, lib),
-                                   _native_loop(step, lib))))
+                out.append((step, (CpuExecutable._prepare(step.cond, lib, gemm),
+                                   CpuExecutable._prepare(step.body, lib, gemm),
+                                   _native_loop(step, lib) if gemm else None)))
             elif t is CasePlan:
-                out.append((step, [CpuExecutable._prepare(b, lib) for b in step.branches]))
+                out.append((step, [CpuExecutable._prepare(b, lib, gemm)
+                                   for b in step.branches]))
             elif step.inst.opcode in ("fusion", "call"):
                 out.append((step, Plan(step.inst.calls[0])))
             else:
@@ -855,6 +862,8 @@ def _plan_refs(step) -> list:
         return [step.src, step.dst]
     if t is UpdatePlan:
         return [step.update, step.dst, *step.starts]
+    if t is DotPlan:
+        return [*step.inputs, step.output]
     return [step.pred] if t is WhilePlan else [step.index]
 
 
@@ -875,6 +884,75 @@ def _native_loop(step: WhilePlan, lib):
     tables = any(r.kind in ("param", "output") for s in inner for r in _plan_refs(s))
     fn = _ffi.cast("void(*)(char*, char**, char**, char*, long)", lib.address(step.loop))
     return fn, threaded, tables
+
+
+# CBLAS ``gemm`` with 64-bit integers (``{letter}`` is s or d), as the BLAS libraries NumPy
+# links name it (scipy-openblas, OpenBLAS built with a symbol suffix); a name without a
+# 64-bit marker may take 32-bit integers, so it is not used.
+_GEMM_SYMBOLS = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_", "cblas_{}gemm_64")
+_gemm_addresses: dict[str, int] = {}
+
+
+def gemm_address(letter: str) -> int:
+    """The address of the process's 64-bit-integer CBLAS ``{letter}gemm`` (0 if none is
+    loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy)."""
+    if letter in _gemm_addresses:
+        return _gemm_addresses[letter]
+    import _ctypes
+    addr = 0
+    for path in _blas_paths():
+        try:
+            handle = _ctypes.dlopen(path, os.RTLD_NOW)
+        except OSError:
+            continue
+        for pattern in _GEMM_SYMBOLS:
+            try:
+                addr = _ctypes.dlsym(handle, pattern.format(letter))
+            except OSError:
+                continue
+            if addr:
+                break
+        if addr:
+            break
+    _gemm_addresses[letter] = addr
+    return addr
+
+
+def _blas_paths() -> list[str]:
+    """The mapped libraries whose names say BLAS (Linux ``/proc/self/maps``; none
+    elsewhere, where native loops with dots then step from Python)."""
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if "blas" in os.path.basename(path).lower() and path not in paths:
+                    paths.append(path)
+    except OSError:
+        pass
+    return paths
+
+
+def gemm_global(prefix: str, letter: str) -> str:
+    """The name of the global of a program's native code (symbols starting ``prefix``)
+    holding the address of CBLAS ``{letter}gemm``."""
+    return f"{prefix}_gemm_{letter}"
+
+
+def _bind_gemm(plan: RunPlan, lib) -> bool:
+    """Stores the addresses of the BLAS ``gemm`` calls the native code of ``plan`` makes
+    into its globals (``program.gemm_global``); False when this process has no such BLAS
+    (the code that calls it must not run: its loops then step from Python)."""
+    letters = {s.gemm[0] for s in nested_steps(plan.steps)
+               if type(s) is DotPlan and s.gemm is not None}
+    prefix = plan.entry_name.removesuffix("_entry")
+    for letter in sorted(letters):
+        addr = gemm_address(letter)
+        if not addr:
+            return False
+        slot = _ffi.cast("void**", lib.global_address(gemm_global(prefix, letter)))
+        slot[0] = _ffi.cast("void*", addr)
+    return True
 
 
 def _flatten(value) -> list:

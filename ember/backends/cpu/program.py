@@ -5,7 +5,8 @@ Every instruction of the entry computation becomes a *step*:
 - ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice or update,
   single-operand scatter, ``reduce_window``, ``ember.top_k`` custom call or a custom call of
   ``select_and_scatter_add``) compiled to a native kernel;
-- ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``);
+- ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``; in a loop body, a plain
+  matrix product calls CBLAS ``gemm`` from native code, so the loop stays native);
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
   several operands or with batching dims, custom calls, and fusions whose
   ops have no native code (complex ``exp``, ``lgamma``, ...) — run by the NumPy evaluator,
@@ -36,13 +37,14 @@ same time share memory).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
-from ember.backends.cpu.executable import PARALLEL_MIN_WORK
+from ember.backends.cpu.executable import PARALLEL_MIN_WORK, gemm_global
 from ember.backends.cpu.kernel_gen import (
     I8P,
     SMALL_DOT_K,
@@ -97,6 +99,9 @@ class DotStep:
     inst: Instruction
     inputs: list[BufferRef]
     output: BufferRef
+    # ``gemm_layout``'s call, made from native code (a step of a native loop), or None
+    # (NumPy's matmul runs the dot).
+    gemm: tuple | None = None
 
 
 @dataclass
@@ -177,6 +182,8 @@ def is_native(step) -> bool:
             r.kind != "value" and np.dtype(r.dtype) in _NATIVE_INDEX for r in step.starts)
     if isinstance(step, WhileStep):
         return step.loop is not None
+    if isinstance(step, DotStep):
+        return step.gemm is not None
     if isinstance(step, CaseStep):
         return step.index.kind != "value" and all(is_native(s) for b in step.branches
                                                   for s in b)
@@ -235,6 +242,45 @@ def _has_kernel(inst: Instruction) -> bool:
 LOOP_DOT_MAX_K = 128
 LOOP_DOT_MAX_WORK = 1 << 16
 _FLOAT32_64 = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+# CBLAS's enum values (``cblas.h``).
+CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
+
+
+def gemm_layout(inst: Instruction) -> tuple | None:
+    """``(letter, trans_a, trans_b, m, n, k, lda, ldb)``: a float32/64 ``dot_general``
+    without batch dims as one row-major CBLAS ``gemm`` on its operands' buffers as they lie
+    (each operand's free dims then its contracting dims in memory order, or the reverse:
+    a transposed matrix); None for other dots, and for empty ones."""
+    a = inst.attrs
+    lhs, rhs = inst.operands
+    if a["lhs_batching_dimensions"] or inst.dtype not in _FLOAT32_64 \
+            or lhs.dtype != inst.dtype or rhs.dtype != inst.dtype:
+        return None
+    layout = []
+    for op, contracting in ((lhs, a["lhs_contracting_dimensions"]),
+                            (rhs, a["rhs_contracting_dimensions"])):
+        contracting = list(contracting)
+        free = [d for d in range(op.shape.rank) if d not in contracting]
+        in_order = list(range(op.shape.rank))
+        rows, cols = (free, contracting) if op is lhs else (contracting, free)
+        if rows + cols == in_order:
+            trans = False
+        elif cols + rows == in_order:
+            trans = True
+        else:
+            return None
+        layout.append((trans, math.prod(op.dims[d] for d in cols),
+                       math.prod(op.dims[d] for d in rows)))
+    (trans_a, cols_a, rows_a), (trans_b, cols_b, rows_b) = layout
+    m, k, n = rows_a, cols_a, cols_b
+    if 0 in (m, n, k):
+        return None
+    # (a transposed operand lies as its transpose: the leading dim is its own rows)
+    lda = m if trans_a else k
+    ldb = k if trans_b else n
+    return "s" if inst.dtype == np.float32 else "d", trans_a, trans_b, m, n, k, lda, ldb
 
 
 def _loop_dot_computation(inst: Instruction) -> Computation | None:
@@ -608,7 +654,14 @@ class ProgramBuilder:
         if inst.opcode == "dot_general" and all(len(r) == 1 for r in inputs):
             out = self._result_refs(inst, assignment, offsets, output_of)
             self.refs[id(inst)] = out
-            return DotStep(inst, [r[0] for r in inputs], out[0])
+            refs = [r[0] for r in inputs]
+            gemm = None
+            if self.loop_depth and all(r.kind != "value" for r in refs + out) \
+                    and not any(_overlaps(r, out[0]) for r in refs):
+                gemm = gemm_layout(inst)
+                if gemm is not None:
+                    self._gemm_slot(gemm[0])
+            return DotStep(inst, refs, out[0], gemm)
         # Library thunk: results are fresh arrays held in value slots (or copied into outputs).
         outs = []
         for leaf, shape in enumerate(inst.shape.leaves()):
@@ -749,6 +802,8 @@ class ProgramBuilder:
                                     ir.Constant(S.I64, nbytes), ir.Constant(S.I1, 0)])
             elif isinstance(step, UpdateStep):
                 self._emit_update(b, step, pointer)
+            elif isinstance(step, DotStep):
+                self._emit_gemm(b, step, pointer)
             elif isinstance(step, WhileStep):
                 b.call(self.ir_module.globals[step.loop], loop_args)
             elif isinstance(step, CaseStep):
@@ -769,6 +824,34 @@ class ProgramBuilder:
                 b.position_at_end(done)
             else:
                 raise AssertionError(f"no native code for {type(step).__name__}")
+
+    def _gemm_slot(self, letter: str) -> ir.GlobalVariable:
+        """The global holding CBLAS ``{letter}gemm``'s address (made with the first dot
+        that may call it, whether or not its loop ends up native: the executable sets the
+        globals of every ``DotStep.gemm``)."""
+        name = gemm_global(self.prefix, letter)
+        slot = self.ir_module.globals.get(name)
+        if slot is None:
+            slot = ir.GlobalVariable(self.ir_module, I8P, name)
+            slot.initializer = ir.Constant(I8P, None)  # (external: LLVM may not fold it)
+            slot.align = 8
+        return slot
+
+    def _emit_gemm(self, b: ir.IRBuilder, step: DotStep, pointer) -> None:
+        """Calls CBLAS ``gemm`` (row-major, ``C = A @ B``) through the module's global
+        ``{prefix}_gemm_{s|d}``, which the executable sets to the process's BLAS (its
+        address is not known when the code is compiled, and the code is cached)."""
+        letter, trans_a, trans_b, m, n, k, lda, ldb = step.gemm
+        ty = S.F32 if letter == "s" else S.F64
+        ptr = ty.as_pointer()
+        fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I32, S.I64, S.I64, S.I64,
+                                                  ty, ptr, S.I64, ptr, S.I64, ty, ptr, S.I64])
+        callee = b.bitcast(b.load(self._gemm_slot(letter)), fn_type.as_pointer())
+        a, x, c = (b.bitcast(pointer(b, r), ptr) for r in (*step.inputs, step.output))
+        b.call(callee, [_i32(CBLAS_ROW_MAJOR), _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
+                        _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), _i64(m), _i64(n),
+                        _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
+                        ir.Constant(ty, 0.0), c, _i64(n)])
 
     def _emit_update(self, b: ir.IRBuilder, step: UpdateStep, pointer) -> None:
         """Copies ``step.update`` into its window of ``step.dst``: one ``memcpy`` per

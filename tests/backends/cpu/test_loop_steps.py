@@ -1,0 +1,193 @@
+"""Loop bodies with BLAS dots run as native loops: each plain matrix product calls CBLAS
+``gemm`` from the loop's native code (``program.gemm_layout``), with a Python-stepped
+fallback where the process has no such BLAS. Checked against NumPy loops and JAX."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax, nn
+from ember.backends.cpu import executable as X
+from ember.backends.cpu.executable import DotPlan, WhilePlan, nested_steps
+from ember.backends.cpu.program import gemm_layout
+from ember.compiler.hlo import Instruction, Shape
+from tests.backends.cpu.helpers import x64 as enable_x64
+
+
+def _dot(lhs_dims, rhs_dims, lc, rc, dtype=np.float32, lb=(), rb=()):
+    """A ``dot_general`` instruction over parameters of the given dims."""
+    lhs = Instruction("parameter", [], Shape(dtype, lhs_dims), {"index": 0})
+    rhs = Instruction("parameter", [], Shape(dtype, rhs_dims), {"index": 1})
+    free_l = [lhs_dims[d] for d in range(len(lhs_dims)) if d not in lc and d not in lb]
+    free_r = [rhs_dims[d] for d in range(len(rhs_dims)) if d not in rc and d not in rb]
+    dims = tuple([lhs_dims[d] for d in lb] + free_l + free_r)
+    attrs = {"lhs_contracting_dimensions": tuple(lc), "rhs_contracting_dimensions": tuple(rc),
+             "lhs_batching_dimensions": tuple(lb), "rhs_batching_dimensions": tuple(rb)}
+    return Instruction("dot_general", [lhs, rhs], Shape(dtype, dims), attrs)
+
+
+def test_gemm_layout_of_each_transpose():
+    # (letter, trans_a, trans_b, m, n, k, lda, ldb)
+    assert gemm_layout(_dot((3, 5), (5, 7), [1], [0])) == ("s", False, False, 3, 7, 5, 5, 7)
+    assert gemm_layout(_dot((5, 3), (5, 7), [0], [0])) == ("s", True, False, 3, 7, 5, 3, 7)
+    assert gemm_layout(_dot((3, 5), (7, 5), [1], [1])) == ("s", False, True, 3, 7, 5, 5, 5)
+    assert gemm_layout(_dot((5, 3), (7, 5), [0], [1], np.float64)) == (
+        "d", True, True, 3, 7, 5, 3, 5)
+    # Several free or contracting dims, in memory order: one matrix each.
+    assert gemm_layout(_dot((2, 3, 4, 5), (4, 5, 6), [2, 3], [0, 1])) == (
+        "s", False, False, 6, 6, 20, 20, 6)
+    # A vector operand: m = 1.
+    assert gemm_layout(_dot((5,), (5, 7), [0], [0])) == ("s", False, False, 1, 7, 5, 5, 7)
+
+
+def test_gemm_layout_declines_what_one_gemm_cannot_read():
+    assert gemm_layout(_dot((4, 5, 6), (6, 5), [2, 1], [0, 1])) is None  # reordered k
+    assert gemm_layout(_dot((4, 5, 6), (6, 3), [1], [1])) is None  # k between free dims
+    assert gemm_layout(_dot((2, 3, 5), (2, 5, 7), [2], [1], lb=[0], rb=[0])) is None
+    assert gemm_layout(_dot((3, 5), (5, 7), [1], [0], np.int32)) is None
+    assert gemm_layout(_dot((3, 5), (5, 7), [1], [0], np.float16)) is None
+    assert gemm_layout(_dot((0, 5), (5, 7), [1], [0])) is None  # empty
+    assert gemm_layout(_dot((3, 0), (0, 7), [1], [0])) is None
+
+
+def _lstm(W, U, xs, h0, c0):
+    def step(c, x):
+        h, cc = c
+        z = x @ W + h @ U
+        i, f, g, o = jnp.split(z, 4, axis=-1)
+        cc = nn.sigmoid(f) * cc + nn.sigmoid(i) * jnp.tanh(g)
+        h = nn.sigmoid(o) * jnp.tanh(cc)
+        return (h, cc), h
+    return lax.scan(step, (h0, c0), xs)[1]
+
+
+def _lstm_numpy(W, U, xs, h, c):
+    def sig(v):
+        return 1 / (1 + np.exp(-v))
+    W, U, h, c = (a.astype(np.float64) for a in (W, U, h, c))
+    out = []
+    for x in xs.astype(np.float64):
+        i, f, g, o = np.split(x @ W + h @ U, 4, axis=-1)
+        c = sig(f) * c + sig(i) * np.tanh(g)
+        h = sig(o) * np.tanh(c)
+        out.append(h)
+    return np.stack(out)
+
+
+def _lstm_data(dtype=np.float32, steps=6, batch=16, n_in=24, hidden=64):
+    """Dots big enough for BLAS (smaller ones are kernels of the loop: ``_loop_dot``)."""
+    rng = np.random.default_rng(3)
+    return [(rng.standard_normal(s) * 0.5).astype(dtype) for s in
+            ((n_in, 4 * hidden), (hidden, 4 * hidden), (steps, batch, n_in),
+             (batch, hidden), (batch, hidden))]
+
+
+def _native_dots(fn, *args):
+    """``(loops, dots)`` of ``fn``'s compiled program: its while plans, its dot plans."""
+    exe = ember.jit(fn).lower(*args).compile()._executable.executable
+    steps = list(nested_steps(exe.program.steps))
+    return [s for s in steps if type(s) is WhilePlan], [s for s in steps if type(s) is DotPlan]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lstm_scan_matches_a_numpy_loop(dtype):
+    with enable_x64(dtype == np.float64):
+        _check_lstm_scan(dtype)
+
+
+def _check_lstm_scan(dtype):
+    args = _lstm_data(dtype)
+    got = np.asarray(ember.jit(_lstm)(*args))
+    assert got.dtype == dtype
+    want = _lstm_numpy(*args)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # (the next runs, on the optimized code, give the same bits)
+    ember.backends.get_backend("cpu").wait_for_background()
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(ember.jit(_lstm)(*args)), got)
+
+
+def test_lstm_loop_is_native_with_gemm_calls():
+    args = _lstm_data()
+    loops, dots = _native_dots(_lstm, *args)
+    assert loops and all(loop.loop is not None for loop in loops)
+    assert len(dots) == 2 and all(d.gemm is not None and d.gemm[0] == "s" for d in dots)
+    with enable_x64(True):
+        loops, dots = _native_dots(_lstm, *_lstm_data(np.float64))
+    assert len(dots) == 2 and all(d.gemm is not None and d.gemm[0] == "d" for d in dots)
+
+
+def test_lstm_grad_matches_jax():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jjnp
+
+    def loss(np_mod, lax_mod, nn_mod):
+        def f(W, U, xs, h0, c0):
+            def step(c, x):
+                h, cc = c
+                i, f_, g, o = np_mod.split(x @ W + h @ U, 4, axis=-1)
+                cc = nn_mod.sigmoid(f_) * cc + nn_mod.sigmoid(i) * np_mod.tanh(g)
+                h = nn_mod.sigmoid(o) * np_mod.tanh(cc)
+                return (h, cc), h
+            return (lax_mod.scan(step, (h0, c0), xs)[1] ** 2).sum()
+        return f
+    args = _lstm_data()
+    got = ember.jit(ember.grad(loss(jnp, lax, nn), argnums=(0, 1, 2)))(*args)
+    want = jax.jit(jax.grad(loss(jjnp, jax.lax, jax.nn), argnums=(0, 1, 2)))(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
+    loops, dots = _native_dots(ember.grad(loss(jnp, lax, nn), argnums=(0, 1, 2)), *args)
+    # (the backward loop's dots read transposed operands: gemm's transpose flags)
+    assert any(d.gemm is not None and (d.gemm[1] or d.gemm[2]) for d in dots)
+    assert all(loop.loop is not None for loop in loops)
+
+
+def test_without_a_blas_gemm_the_loop_steps_from_python(monkeypatch):
+    args = _lstm_data(steps=4)
+    want = _lstm_numpy(*args)
+    monkeypatch.setattr(X, "gemm_address", lambda letter: 0)
+
+    def fresh(W, U, xs, h0, c0):  # (a module no other test compiles)
+        return _lstm(W, U, xs, h0, c0) * np.float32(1.0)
+    compiled = ember.jit(fresh).lower(*args).compile()
+    exe = compiled._executable.executable
+    loops = [s for s in exe._steps if type(s) is tuple and type(s[0]) is WhilePlan]
+    assert loops and all(prepared[2] is None for _, prepared in loops)  # (no native loop)
+    assert exe._entry is None
+    np.testing.assert_allclose(np.asarray(compiled(*args)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_dot_layouts_in_a_loop_match_numpy():
+    # Each operand transposed or not, and a 3-D operand read as one matrix.
+    rng = np.random.default_rng(0)
+    # (dots of more than ``LOOP_DOT_MAX_WORK`` products: smaller ones are loop kernels)
+    a, b = (rng.standard_normal((48, 48)).astype(np.float32) * 0.2 for _ in range(2))
+    t = rng.standard_normal((2, 24, 48)).astype(np.float32)
+
+    def f(a, b, t):
+        def body(i, c):
+            x, y, z = c
+            x = jnp.tanh(lax.dot_general(x, b, (((1,), (1,)), ((), ()))))
+            y = jnp.tanh(lax.dot_general(a, y, (((0,), (0,)), ((), ()))) + x)
+            z = jnp.tanh(lax.dot_general(z, b, (((2,), (0,)), ((), ()))))
+            w = jnp.tanh(lax.dot_general(x, y, (((0,), (1,)), ((), ()))))
+            return x, y + w, z
+        return lax.fori_loop(0, 3, body, (a, b, t))
+
+    def f_np(a, b, t):
+        x, y, z = (v.astype(np.float64) for v in (a, b, t))
+        for _ in range(3):
+            x = np.tanh(x @ b.T)
+            y = np.tanh(a.T @ y + x)
+            z = np.tanh(z @ b)
+            y = y + np.tanh(x.T @ y.T)
+        return x, y, z
+    got = ember.jit(f)(a, b, t)
+    for g, w in zip(got, f_np(a, b, t)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+    loops, dots = _native_dots(f, a, b, t)
+    assert loops and all(loop.loop is not None for loop in loops)
+    layouts = {d.gemm[1:3] for d in dots if d.gemm is not None}
+    assert {(False, True), (True, False), (True, True)} <= layouts
