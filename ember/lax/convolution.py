@@ -527,9 +527,13 @@ def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec
     cell = lambda v: ffi.new(itype + "*", int(v))  # noqa: E731
     # Column-major: out^T (O x rows) = W[t]^T (O x I) @ x_t^T (I x rows).
     M, K, LDO, LDI = cell(o), cell(minor), cell(o), cell(minor)
-    block = max(256, _TAPS_BLOCK_ELEMENTS // max(o, minor))
+    # Blocks of about the target size, as many as a multiple of the threads and of equal
+    # size: each thread gets the same share of rows.
+    parts = _threads()
+    target = max(256, _TAPS_BLOCK_ELEMENTS // max(o, minor))
+    block = -(-m // (parts * max(1, -(-m // (parts * target)))))
     starts = list(range(0, m, block))
-    parts = max(1, min(_threads(), len(starts)))
+    parts = max(1, min(parts, len(starts)))
 
     def run(i):
         for r0 in starts[i::parts]:
