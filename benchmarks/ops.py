@@ -488,6 +488,23 @@ def histogram_1m(m, lax):
             lambda x: np.histogram(x, bins=100, range=(-3, 3))[0])
 
 
+def conv_transpose_2x(m, lax):
+    rng = _rng()
+    x = rng.standard_normal((8, 28, 28, 64)).astype(np.float32)
+    k = (rng.standard_normal((3, 3, 64, 32)) * 0.05).astype(np.float32)
+    return ((lambda x, k: lax.conv_transpose(x, k, (2, 2), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+            (x, k), None)
+
+
+def conv_stride2_input_grad(m, lax, engine):
+    rng = _rng()
+    x = rng.standard_normal((8, 56, 56, 64)).astype(np.float32)
+    k = (rng.standard_normal((3, 3, 64, 128)) * 0.05).astype(np.float32)
+    return engine.grad(lambda x, k: m.sum(lax.conv_general_dilated(
+        x, k, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2)), (x, k), None
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -553,11 +570,13 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "kron": ("kron (64, 64) x (32, 32)", kron_64_32),
     "trailing_broadcast": ("a[:, :, None] * b, (512, 512) x 16", trailing_broadcast_16),
     "histogram": ("histogram of 1e6 f32, 100 bins", histogram_1m),
+    "conv_transpose": ("conv_transpose 3x3/2 64->32 b8 28x28 NHWC", conv_transpose_2x),
+    "conv_s2_dx": ("grad of conv 3x3/2 64->128 (input)", conv_stride2_input_grad),
 }
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
 _NEEDS_LIBRARY = {per_example_grads, attention, attention_grad, conv_3x3_grad, gelu,
-                  max_pool_grad, avg_pool_grad}
+                  max_pool_grad, avg_pool_grad, conv_stride2_input_grad}
 
 
 def _modules(name: str):
