@@ -214,6 +214,18 @@ def plan_symbols(plan) -> list[str]:
     return names
 
 
+def _work(steps) -> int:
+    """The elements the kernels of ``steps`` compute, plus the products of their native
+    ``gemm`` calls: what decides whether they run on threads."""
+    work = 0
+    for s in steps:
+        if type(s) is KernelPlan:
+            work += s.work
+        elif type(s) is DotPlan and s.gemm is not None:
+            work += math.prod(s.gemm[3:6])
+    return work
+
+
 def _plan_steps(steps) -> tuple:
     """The run-plan records of ``program.py``'s steps (duck-typed)."""
     out = []
@@ -225,7 +237,7 @@ def _plan_steps(steps) -> tuple:
                                   _refs(step.outputs)))
         elif hasattr(step, "pred"):  # WhileStep
             cond, body = _plan_steps(step.cond), _plan_steps(step.body)
-            work = sum(s.work for s in nested_steps(cond + body) if type(s) is KernelPlan)
+            work = _work(nested_steps(cond + body))
             out.append(WhilePlan(cond, _ref(step.pred), body, step.loop, work))
         elif hasattr(step, "branches"):  # CaseStep
             out.append(CasePlan(_ref(step.index),
@@ -414,7 +426,7 @@ class CpuExecutable:
         self._entry = None
         self._runner = None  # the generated single-call runner (made by the second run)
         self._runner_listeners = []
-        total_work = sum(s.work for s in nested_steps(program.steps) if type(s) is KernelPlan)
+        total_work = _work(nested_steps(program.steps))
         if program.has_entry and gemm and total_work < SINGLE_CALL_MAX_WORK:
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
@@ -877,7 +889,9 @@ def _native_loop(step: WhilePlan, lib):
     if step.loop is None:
         return None
     inner = list(nested_steps(step.cond + step.body))
-    threaded = step.work >= PARALLEL_MIN_WORK
+    threaded = step.work >= PARALLEL_MIN_WORK or any(
+        type(s) is DotPlan and s.gemm is not None and gemm_split(*s.gemm[3:6])[2] > 1
+        for s in inner)
     if threaded and any(type(s) is KernelPlan and s.partial_reducers
                         and len(partial_ranges(s.extent, s.work)) > 1 for s in inner):
         return None
@@ -895,17 +909,22 @@ _gemm_addresses: dict[str, int] = {}
 
 def gemm_address(letter: str) -> int:
     """The address of the process's 64-bit-integer CBLAS ``{letter}gemm`` (0 if none is
-    loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy)."""
+    loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy). ``letter``
+    "threads": OpenBLAS's ``int openblas_set_num_threads_local(int)`` (0 if absent), which
+    keeps a task's ``gemm`` on its own thread (the tasks are the parallelism)."""
     if letter in _gemm_addresses:
         return _gemm_addresses[letter]
     import _ctypes
     addr = 0
+    names = _GEMM_SYMBOLS
+    if letter == "threads":
+        names = ("openblas_set_num_threads_local",)  # (OpenBLAS's, of the thread calling)
     for path in _blas_paths():
         try:
             handle = _ctypes.dlopen(path, os.RTLD_NOW)
         except OSError:
             continue
-        for pattern in _GEMM_SYMBOLS:
+        for pattern in names:
             try:
                 addr = _ctypes.dlsym(handle, pattern.format(letter))
             except OSError:
@@ -933,6 +952,24 @@ def _blas_paths() -> list[str]:
     return paths
 
 
+# A native ``gemm`` call is cut into tasks of at least GEMM_TASK_MIN_WORK products, along
+# its longer output dim, in units of GEMM_TASK_UNIT rows or columns (at most GEMM_MAX_TASKS).
+# The cut depends on the shape only (BLAS may round a block differently from the whole),
+# and the tasks run on the parallel runtime, or one after another without it.
+GEMM_TASK_MIN_WORK = 1 << 19
+GEMM_TASK_UNIT = 32
+GEMM_MAX_TASKS = 16
+
+
+def gemm_split(m: int, n: int, k: int) -> tuple[bool, int, int]:
+    """``(by_rows, units, tasks)``: a ``gemm`` of ``m x n`` outputs over ``k`` cut into
+    ``tasks`` consecutive runs of ``units`` (``GEMM_TASK_UNIT`` rows if ``by_rows``, else
+    columns; the last unit may be shorter)."""
+    by_rows = m > n
+    units = -(-(m if by_rows else n) // GEMM_TASK_UNIT)
+    return by_rows, units, max(1, min(units, GEMM_MAX_TASKS, m * n * k // GEMM_TASK_MIN_WORK))
+
+
 def gemm_global(prefix: str, letter: str) -> str:
     """The name of the global of a program's native code (symbols starting ``prefix``)
     holding the address of CBLAS ``{letter}gemm``."""
@@ -945,6 +982,8 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
     (the code that calls it must not run: its loops then step from Python)."""
     letters = {s.gemm[0] for s in nested_steps(plan.steps)
                if type(s) is DotPlan and s.gemm is not None}
+    if not letters:
+        return True
     prefix = plan.entry_name.removesuffix("_entry")
     for letter in sorted(letters):
         addr = gemm_address(letter)
@@ -952,6 +991,8 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
             return False
         slot = _ffi.cast("void**", lib.global_address(gemm_global(prefix, letter)))
         slot[0] = _ffi.cast("void*", addr)
+    slot = _ffi.cast("void**", lib.global_address(gemm_global(prefix, "threads")))
+    slot[0] = _ffi.cast("void*", gemm_address("threads"))
     return True
 
 

@@ -44,7 +44,12 @@ import numpy as np
 from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
-from ember.backends.cpu.executable import PARALLEL_MIN_WORK, gemm_global
+from ember.backends.cpu.executable import (
+    GEMM_TASK_UNIT,
+    PARALLEL_MIN_WORK,
+    gemm_global,
+    gemm_split,
+)
 from ember.backends.cpu.kernel_gen import (
     I8P,
     SMALL_DOT_K,
@@ -661,6 +666,7 @@ class ProgramBuilder:
                 gemm = gemm_layout(inst)
                 if gemm is not None:
                     self._gemm_slot(gemm[0])
+                    self._gemm_slot("threads")
             return DotStep(inst, refs, out[0], gemm)
         # Library thunk: results are fresh arrays held in value slots (or copied into outputs).
         outs = []
@@ -803,7 +809,7 @@ class ProgramBuilder:
             elif isinstance(step, UpdateStep):
                 self._emit_update(b, step, pointer)
             elif isinstance(step, DotStep):
-                self._emit_gemm(b, step, pointer)
+                self._emit_gemm(b, step, pointer, loop_args, threaded)
             elif isinstance(step, WhileStep):
                 b.call(self.ir_module.globals[step.loop], loop_args)
             elif isinstance(step, CaseStep):
@@ -837,21 +843,98 @@ class ProgramBuilder:
             slot.align = 8
         return slot
 
-    def _emit_gemm(self, b: ir.IRBuilder, step: DotStep, pointer) -> None:
-        """Calls CBLAS ``gemm`` (row-major, ``C = A @ B``) through the module's global
-        ``{prefix}_gemm_{s|d}``, which the executable sets to the process's BLAS (its
-        address is not known when the code is compiled, and the code is cached)."""
-        letter, trans_a, trans_b, m, n, k, lda, ldb = step.gemm
+    def _emit_gemm(self, b: ir.IRBuilder, step: DotStep, pointer, run_args: list,
+                   threaded: bool) -> None:
+        """Runs ``step``'s ``gemm`` as the tasks of ``gemm_split`` (``_gemm_task``): on
+        the parallel runtime when ``threaded`` and it is there, else one after another."""
+        letter, _, _, m, n, k = step.gemm[:6]
+        _, units, tasks = gemm_split(m, n, k)
+        task = self._gemm_task(step.gemm)
+        fn = b.function
+        slots = ir.IRBuilder(fn.entry_basic_block)
+        slots.position_at_start(fn.entry_basic_block)
+        arr = slots.alloca(ir.ArrayType(I8P, 3))
+        for j, ref in enumerate((*step.inputs, step.output)):
+            b.store(pointer(b, ref), b.gep(arr, [_i64(0), _i32(j)]))
+        bufs = b.bitcast(arr, I8P.as_pointer())
+
+        def serial():
+            for t in range(tasks):
+                b.call(task, [bufs, _i64(t * units // tasks), _i64((t + 1) * units // tasks)])
+        if not (threaded and tasks > 1):
+            serial()
+            return
+        run = run_args[3]
+        table = slots.alloca(I8P.as_pointer())
+        b.store(bufs, table)
+        with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (par, seq):
+            with par:
+                b.call(b.bitcast(run, _RUN.as_pointer()),
+                       [b.bitcast(task, I8P), table, _i64(0), _i64(units), _i64(tasks)])
+            with seq:
+                serial()
+
+    def _gemm_task(self, gemm: tuple) -> ir.Function:
+        """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
+        the product ``bufs[2] = bufs[0] @ bufs[1]`` laid out as ``gemm`` says, by one call
+        of CBLAS ``gemm`` (through the global the executable sets), with OpenBLAS kept on
+        the calling thread meanwhile where it can be (the tasks are the parallelism)."""
+        name = f"{self.prefix}_gemm_task_{'_'.join(map(str, map(int, gemm[1:])))}_{gemm[0]}"
+        if name in self.ir_module.globals:
+            return self.ir_module.globals[name]
+        letter, trans_a, trans_b, m, n, k, lda, ldb = gemm
+        by_rows = gemm_split(m, n, k)[0]
         ty = S.F32 if letter == "s" else S.F64
         ptr = ty.as_pointer()
+        fn = ir.Function(self.ir_module, ir.FunctionType(
+            ir.VoidType(), [I8P.as_pointer(), S.I64, S.I64]), name)
+        fn.linkage = "internal"
+        bufs, lo, hi = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        a, x, c = (b.bitcast(b.load(b.gep(bufs, [_i64(j)])), ptr) for j in range(3))
+        unit = _i64(GEMM_TASK_UNIT)
+        total = _i64(m if by_rows else n)
+        start = b.mul(lo, unit)
+        stop = b.mul(hi, unit)
+        stop = b.select(b.icmp_signed("<", stop, total), stop, total)
+        count = b.sub(stop, start)
+        if by_rows:  # rows of A (its columns where it lies transposed) and C
+            a = b.gep(a, [b.mul(start, _i64(1 if trans_a else lda))])
+            c = b.gep(c, [b.mul(start, _i64(n))])
+            rows, cols = count, _i64(n)
+        else:  # columns of B (its rows where it lies transposed) and C
+            x = b.gep(x, [b.mul(start, _i64(ldb if trans_b else 1))])
+            c = b.gep(c, [start])
+            rows, cols = _i64(m), count
         fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I32, S.I64, S.I64, S.I64,
                                                   ty, ptr, S.I64, ptr, S.I64, ty, ptr, S.I64])
-        callee = b.bitcast(b.load(self._gemm_slot(letter)), fn_type.as_pointer())
-        a, x, c = (b.bitcast(pointer(b, r), ptr) for r in (*step.inputs, step.output))
-        b.call(callee, [_i32(CBLAS_ROW_MAJOR), _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
-                        _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), _i64(m), _i64(n),
-                        _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
-                        ir.Constant(ty, 0.0), c, _i64(n)])
+        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), fn_type.as_pointer())
+        threads = b.load(self._gemm_slot("threads"))
+        has_threads = b.icmp_unsigned("!=", threads, ir.Constant(I8P, None))
+        threads = b.bitcast(threads, ir.FunctionType(S.I32, [S.I32]).as_pointer())
+        entry = b.block
+        set_one, go, restore, done = (fn.append_basic_block(n)
+                                      for n in ("set_one", "go", "restore", "done"))
+        b.cbranch(has_threads, set_one, go)
+        b.position_at_end(set_one)
+        prev = b.call(threads, [_i32(1)])
+        b.branch(go)
+        b.position_at_end(go)
+        before = b.phi(S.I32)
+        before.add_incoming(_i32(1), entry)
+        before.add_incoming(prev, set_one)
+        b.call(gemm_fn, [_i32(CBLAS_ROW_MAJOR),
+                         _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
+                         _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), rows, cols,
+                         _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
+                         ir.Constant(ty, 0.0), c, _i64(n)])
+        b.cbranch(has_threads, restore, done)
+        b.position_at_end(restore)
+        b.call(threads, [before])
+        b.branch(done)
+        b.position_at_end(done)
+        b.ret_void()
+        return fn
 
     def _emit_update(self, b: ir.IRBuilder, step: UpdateStep, pointer) -> None:
         """Copies ``step.update`` into its window of ``step.dst``: one ``memcpy`` per

@@ -191,3 +191,36 @@ def test_dot_layouts_in_a_loop_match_numpy():
     assert loops and all(loop.loop is not None for loop in loops)
     layouts = {d.gemm[1:3] for d in dots if d.gemm is not None}
     assert {(False, True), (True, False), (True, True)} <= layouts
+
+
+def test_gemm_split_depends_on_the_shape_only():
+    assert X.gemm_split(32, 512, 64) == (False, 16, 2)
+    assert X.gemm_split(32, 512, 128) == (False, 16, 4)
+    assert X.gemm_split(200, 40, 256) == (True, 7, 3)
+    assert X.gemm_split(8, 8, 8) == (False, 1, 1)
+    assert X.gemm_split(4096, 4096, 4096)[2] == X.GEMM_MAX_TASKS
+
+
+@pytest.mark.parametrize("m, n, k, trans", [(200, 40, 256, False), (24, 300, 256, True),
+                                            (200, 40, 256, True)])
+def test_a_gemm_cut_into_tasks_matches_numpy(m, n, k, trans):
+    # Ragged last units (200 rows, 300 columns in units of 32), transposed operands.
+    assert X.gemm_split(m, n, k)[2] > 1
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((k, m) if trans else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if trans else (k, n)).astype(np.float32)
+    dims = (((0,), (1,)), ((), ())) if trans else (((1,), (0,)), ((), ()))
+
+    def f(a, b):
+        def body(i, c):
+            return c + lax.dot_general(a * (i + 1.0), b, dims)
+        return lax.fori_loop(0, 3, body, jnp.zeros((m, n), jnp.float32))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = 6 * ((a64.T if trans else a64) @ (b64.T if trans else b64))
+    got = np.asarray(ember.jit(f)(a, b))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    loops, dots = _native_dots(f, a, b)
+    assert all(loop.loop is not None for loop in loops)
+    assert [d.gemm[1:3] for d in dots] == [(trans, trans)]
+    ember.backends.get_backend("cpu").wait_for_background()
+    np.testing.assert_array_equal(np.asarray(ember.jit(f)(a, b)), got)  # (optimized code)
