@@ -22,6 +22,8 @@ float64, a fixed pairwise tree), so results are those of the looped row kernel, 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from llvmlite import ir
 
@@ -87,6 +89,33 @@ def short_reduction_space(fused) -> RowSpace | None:
     return space
 
 
+def broadcast_plan(inst, dims, n_inner: int) -> tuple[str, int] | None:
+    """How a block of consecutive rows reads ``inst``, a broadcast of a parameter over the
+    row space ``dims`` that keeps each row whole (its trailing dims are the row's, its others
+    some of the dims indexing rows): ``("rows", p)`` when the parameter's row for row ``r``
+    is ``r % p`` (it keeps trailing row dims: a block reads consecutive parameter rows, a
+    block of contiguous memory, unless it wraps), ``("row", q)`` when it is ``r // q`` (it
+    keeps leading ones: a block reads one row, unless it crosses into the next); None for
+    any other read. Pairwise distances ``a[:, None, :] - b[None, :, :]`` read ``b`` so and
+    ``a`` so; lane by lane they were gathers (two per element and block)."""
+    if inst.opcode != "broadcast_in_dim" or tuple(inst.dims) != tuple(dims):
+        return None
+    param = inst.operands[0]
+    m = param.shape.rank - n_inner  # (the parameter's dims that index rows)
+    if param.opcode != "parameter" or m < 0 or not param.shape.rank:
+        return None
+    n_outer = len(dims) - n_inner
+    bdims = list(inst.attrs["broadcast_dimensions"])
+    if bdims[m:] != list(range(n_outer, len(dims))) or \
+            list(param.dims) != [dims[d] for d in bdims]:
+        return None
+    if m and bdims[:m] == list(range(n_outer - m, n_outer)):
+        return "rows", math.prod(param.dims[:m])
+    if bdims[:m] == list(range(m)):
+        return "row", math.prod(dims[m:n_outer])
+    return None
+
+
 def _gather_lanes(b: ir.IRBuilder, sources: list, picks: list) -> ir.Value:
     """A vector whose lane ``t`` is lane ``picks[t][1]`` of ``sources[picks[t][0]]`` (vectors
     of one type and length): a chain of two-source shuffles, one per source after the
@@ -138,6 +167,13 @@ def _square_transpose(b: ir.IRBuilder, rows: list) -> list:
         rows = out
         h //= 2
     return rows
+
+
+def _splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
+    """A ``lanes``-element vector of ``value`` in every lane."""
+    vec = ir.VectorType(value.type, lanes)
+    one = b.insert_element(ir.Constant(vec, None), value, ir.Constant(S.I32, 0))
+    return b.shuffle_vector(one, one, ir.Constant(ir.VectorType(S.I32, lanes), [0] * lanes))
 
 
 def _vector_at(b: ir.IRBuilder, ptr, dt, lanes: int, offset: int) -> ir.Value:
@@ -218,6 +254,7 @@ class _Stage:
         self.kernel = kernel
         self.row0 = row0
         self.inputs: dict[int, tuple] = {}  # id(ptr) -> (ptr, buffer, dtype)
+        self.broadcasts: dict[int, tuple] = {}  # id(inst) -> (ptr, buffer, dtype, plan)
         self.outputs: dict[int, ir.Value] = {}
 
     def _buffer(self, dt) -> ir.Value:
@@ -240,15 +277,62 @@ class _Stage:
             entry = self.inputs[id(ptr)] = (ptr, self._buffer(dt), dt)
         return entry[1]
 
+    def broadcast(self, inst, ptr, plan) -> ir.Value:
+        """The column-major copy of what the block reads of ``inst``, a broadcast of the
+        parameter at ``ptr`` read as ``plan`` says (``broadcast_plan``; filled by
+        ``read_inputs``)."""
+        entry = self.broadcasts.get(id(inst))
+        if entry is None:
+            dt = inst.dtype
+            entry = self.broadcasts[id(inst)] = (ptr, self._buffer(dt), dt, plan)
+        return entry[1]
+
     def read_inputs(self, b: ir.IRBuilder) -> None:
         """Fills the parameters' copies (before the lane loop)."""
-        lanes = self.kernel.lanes
+        lanes, n = self.kernel.lanes, self.kernel.row_size
         for ptr, buf, dt in self.inputs.values():
-            align = np.dtype(dt).itemsize
-            for j, column in enumerate(load_columns(
-                    b, self._block_start(b, ptr), dt, self.kernel.row_size, lanes)):
-                b.store(column, self._vector_at(b, self._slot(b, buf), dt, j * lanes),
-                        align=align)
+            self._store_columns(b, buf, dt, load_columns(
+                b, self._block_start(b, ptr), dt, n, lanes))
+        for ptr, buf, dt, (kind, size) in self.broadcasts.values():
+            first = self._param_row(b, kind, size, self.row0)
+            last = self._param_row(b, kind, size, b.add(self.row0, _c(lanes - 1)))
+            # (consecutive rows, or one row: else the block wraps or crosses a row)
+            fast = b.icmp_signed("==", b.sub(last, first), _c(lanes - 1 if kind == "rows" else 0))
+            with b.if_else(fast) as (then, otherwise):
+                with then:
+                    start = b.gep(ptr, [b.mul(first, _c(n))], inbounds=True)
+                    if kind == "rows":
+                        columns = load_columns(b, start, dt, n, lanes)
+                    else:
+                        columns = [_splat(b, b.load(b.gep(start, [_c(j)], inbounds=True)),
+                                          lanes) for j in range(n)]
+                    self._store_columns(b, buf, dt, columns)
+                with otherwise:
+                    self._copy_rows(b, ptr, buf, kind, size)
+
+    def _param_row(self, b, kind, size, row):
+        """The row of a broadcast parameter that row ``row`` of the row space reads."""
+        return b.srem(row, _c(size)) if kind == "rows" else b.sdiv(row, _c(size))
+
+    def _copy_rows(self, b, ptr, buf, kind, size) -> None:
+        """Fills ``buf`` element by element: lane ``t`` of column ``j`` from element ``j``
+        of the parameter row that row ``row0 + t`` reads."""
+        loops, lanes, n = self.kernel.kb.loops, self.kernel.lanes, self.kernel.row_size
+
+        def lane(t):
+            src = b.mul(self._param_row(b, kind, size, b.add(self.row0, t)), _c(n))
+
+            def element(j):
+                value = b.load(b.gep(ptr, [b.add(src, j)], inbounds=True))
+                b.store(value, b.gep(buf, [_c(0), b.add(b.mul(j, _c(lanes)), t)],
+                                     inbounds=True))
+            loops.loop(_c(0), _c(n), element, name="bcast.j", vectorize=False)
+        loops.loop(_c(0), _c(lanes), lane, name="bcast.t", vectorize=False)
+
+    def _store_columns(self, b, buf, dt, columns) -> None:
+        lanes, align = self.kernel.lanes, np.dtype(dt).itemsize
+        for j, column in enumerate(columns):
+            b.store(column, self._vector_at(b, self._slot(b, buf), dt, j * lanes), align=align)
 
     def _slot(self, b, buffer):
         return b.gep(buffer, [_c(0), _c(0)], inbounds=True)
@@ -283,6 +367,17 @@ class _ShortRowEmitter(RowEmitter):
         self.stage = stage
         self.lane = lane
 
+    def _emit(self, inst, index):
+        plan = self.kernel.broadcast_plans.get(id(inst))
+        j = self.positions.get(id(index.linear)) if plan is not None else None
+        if j is None:
+            return super()._emit(inst, index)
+        param = inst.operands[0]
+        buf = self.stage.broadcast(inst, self.param_ptrs[id(param)], plan)
+        b = self.b
+        slot = b.gep(buf, [_c(0), b.add(_c(j * self.kernel.lanes), self.lane)], inbounds=True)
+        return C.load(b, slot, inst.dtype)
+
     def _load(self, ptr, inst, index):
         if inst.opcode == "parameter" and inst.shape.rank:
             j = self.positions.get(id(index.linear))
@@ -303,6 +398,11 @@ class ShortRowKernel(RowKernel):
         super().__init__(kb, space)
         self.caches = {}  # (every pass of a row is in registers)
         self.lanes = lanes
+        self.broadcast_plans = {}  # id(broadcast inst) -> ``broadcast_plan``
+        for inst in kb.fused.instructions:
+            plan = broadcast_plan(inst, self.dims, space.n_inner)
+            if plan is not None:
+                self.broadcast_plans[id(inst)] = plan
 
     def build(self, lo, hi) -> KernelInfo:
         kb, b, lanes = self.kb, self.b, self.lanes
