@@ -11,6 +11,11 @@ loop over ``lanes`` consecutive rows is the one LLVM vectorizes, a row per vecto
   per lane; instead the block's ``lanes * row_size`` contiguous elements are loaded as
   ``row_size`` vectors and rearranged by shuffles into one vector per column, kept in a
   stack buffer that the lane loop reads contiguously (``_Stage``);
+- a parameter broadcast along some of the row dims, keeping whole rows (``b[None, :, :]``
+  and ``a[:, None, :]`` of pairwise distances), would be a gather per lane too; a block reads
+  consecutive rows of it, copied the same way, or one row, splat across the lanes
+  (``broadcast_plan``), unless the block wraps or crosses a row: then it is copied element
+  by element;
 - full-shape outputs are written to such a buffer and rearranged back the same way;
 - row values (reduce results) are read and written at one position per row: contiguous.
 
