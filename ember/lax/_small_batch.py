@@ -1,5 +1,6 @@
 """Vectorized kernels for large batches of small matrices: LU with partial pivoting
-(``getrf``), triangular solves (``trsm``) and Cholesky (``potrf``).
+(``getrf``), triangular solves (``trsm``) and Cholesky (``potrf``); and the symmetric
+eigenproblem (``syevd``) where a backend has a native kernel for it.
 
 The LAPACK kernels of ``ember.lax._lapack`` make one cffi call per matrix, a few
 microseconds each, which dominates for thousands of 4 x 4 matrices. These kernels run the
@@ -19,7 +20,9 @@ A backend may register faster kernels for real float32/float64 matrices as the c
 target ``NATIVE_TARGET`` (the CPU backend's ``small_linalg_kernel.run``: a compiled loop
 per matrix, ~0.1 µs for a 4 x 4 LU where each NumPy step here costs ~15 µs); they make the
 same choices, and the NumPy code below runs what they answer None to. The registry keeps
-this layer from importing a backend.
+this layer from importing a backend. ``syevd`` has no NumPy version here (a Jacobi
+iteration stepped from NumPy would not beat LAPACK): without the native kernel ``worth_it``
+says no and LAPACK runs it.
 """
 
 from __future__ import annotations
@@ -67,14 +70,16 @@ def _cost_us(kernel: str, n: int, nb: int, cols: int = 1,
 
 
 def worth_it(kernel: str, x: np.ndarray, cols: int = 1) -> bool:
-    """Whether ``kernel`` (``getrf``, ``potrf`` or ``trsm``, ``x`` its (..., n, n) matrix
-    operand) should run here: real matrices of at most ``MAX_DIM`` rows and columns, in a
-    batch large enough to beat a LAPACK call per matrix (with the native kernels, any
-    batch: measured from 2 matrices on)."""
+    """Whether ``kernel`` (``getrf``, ``potrf``, ``trsm`` or ``syevd``, ``x`` its
+    (..., n, n) matrix operand) should run here: real matrices of at most ``MAX_DIM`` rows
+    and columns, in a batch large enough to beat a LAPACK call per matrix (with the native
+    kernels, any batch: measured from 2 matrices on)."""
     if x.ndim < 3 or x.dtype.kind != "f" or max(x.shape[-2:]) > MAX_DIM or x.size == 0:
         return False
     n = max(x.shape[-2:])
     native = x.dtype.itemsize in (4, 8) and NATIVE_TARGET in CUSTOM_CALL_TARGETS
+    if kernel == "syevd":  # native only: ~0.1 µs (4 x 4) to ~15 µs (16 x 16) a matrix,
+        return native and x.size > n * n  # LAPACK ~2.5 to ~20 µs
     mine, lapack = _cost_us(kernel, n, x.size // (x.shape[-1] * x.shape[-2]), cols, native)
     return mine < lapack
 
@@ -201,6 +206,13 @@ def _native_trsm(a: np.ndarray, b: np.ndarray, left_side: bool, lower: bool,
     if not left_side:
         return np.swapaxes(out.reshape(b.shape[:-2] + (b.shape[-1], b.shape[-2])), -1, -2)
     return out.reshape(b.shape)
+
+
+def syevd(x: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(v, w)`` of a stack (..., n, n) of real symmetric matrices, reading the ``lower``
+    (or upper) triangle: eigenvectors in the columns of v, eigenvalues w ascending (a
+    matrix with a NaN or infinite entry: all NaN); None without a native kernel."""
+    return _native("syevd", x, lower=bool(lower))
 
 
 def potrf(x: np.ndarray) -> np.ndarray:

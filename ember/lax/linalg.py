@@ -636,7 +636,10 @@ def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
 
 @_lapack.threads_kernel
 def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
-    if _lapack.available(x.dtype):
+    small = _small_batch.syevd(x, lower) if _small_batch.worth_it("syevd", x) else None
+    if small is not None:
+        v, w = small
+    elif _lapack.available(x.dtype):
         v, w = _lapack.syevd(x, lower=lower)
     else:
         w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
