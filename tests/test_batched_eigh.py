@@ -97,15 +97,18 @@ def test_nonfinite_gives_nan(bad):
 
 
 def test_jit_routes_and_matches_numpy():
-    a = _sym(50, 4, np.float32, seed=5)
+    a = _sym(50, 4, np.float32, seed=5)  # (16 or more matrices: the native kernel)
     f = ember.jit(lambda x: jnp.linalg.eigh(x))
     w, v = f(a)
     _check(a, np.asarray(v), np.asarray(w), 32)
     wv = ember.jit(lambda x: jnp.linalg.eigvalsh(x))(a)
     np.testing.assert_array_equal(np.asarray(wv), np.asarray(w))
-    # The eager path runs the same kernel.
+    # Jit and eager both run the native kernel (Jacobi's eigenvectors, not LAPACK's).
+    v_k, w_k = K.syevd(a, True)
+    np.testing.assert_array_equal(np.asarray(w), w_k)
+    np.testing.assert_array_equal(np.asarray(v), v_k)
     w_e, v_e = jnp.linalg.eigh(a)
-    np.testing.assert_array_equal(np.asarray(w_e), np.asarray(w))
+    np.testing.assert_array_equal(np.asarray(w_e), w_k)
 
 
 def test_lax_eigh_upper_without_symmetrizing():

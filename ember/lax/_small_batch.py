@@ -78,8 +78,12 @@ def worth_it(kernel: str, x: np.ndarray, cols: int = 1) -> bool:
         return False
     n = max(x.shape[-2:])
     native = x.dtype.itemsize in (4, 8) and NATIVE_TARGET in CUSTOM_CALL_TARGETS
-    if kernel == "syevd":  # native only: ~0.1 µs (4 x 4) to ~15 µs (16 x 16) a matrix,
-        return native and x.size > n * n  # LAPACK ~2.5 to ~20 µs
+    if kernel == "syevd":
+        # Native only: ~0.1 µs (4 x 4) to ~10 µs (16 x 16) a matrix where LAPACK takes
+        # ~2.5 to ~20 µs, but in groups of 16 (8) matrices. Below one group the saving is
+        # at most tens of µs, and LAPACK keeps its eigenvector signs (either sign is an
+        # eigenvector; Jacobi's differ from LAPACK's, as JAX's GPU ones do).
+        return native and x.size >= 16 * n * n
     mine, lapack = _cost_us(kernel, n, x.size // (x.shape[-1] * x.shape[-2]), cols, native)
     return mine < lapack
 

@@ -397,8 +397,11 @@ def syevd(x: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray] | None:
     nb = a.shape[0]
     v = np.empty_like(a)
     w = np.empty((nb, n), x.dtype)
+    # The kernel works in groups of 16 (8) matrices, and a range shorter than a group
+    # costs a whole group: only batches of 8 groups or more are split across the cores.
+    work = nb * n * n * n * 8 if nb >= 128 else 0
     if nb:
-        _call(ranged, [a, v, w], [], nb, nb * n * n * n * 8)
+        _call(ranged, [a, v, w], [], nb, work)
     return v.reshape(x.shape), w.reshape(x.shape[:-1])
 
 
