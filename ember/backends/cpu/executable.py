@@ -393,6 +393,15 @@ def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
             out[tuple(index)] = a[tuple(index)]
 
 
+class _GemmTasks:
+    """A ``DotPlan``'s native ``gemm`` tasks (``gemm_split``), run one after another."""
+
+    __slots__ = ("fn", "units", "tasks")
+
+    def __init__(self, fn, units: int, tasks: int):
+        self.fn, self.units, self.tasks = fn, units, tasks
+
+
 class _Kernel:
     __slots__ = ("fn", "step", "parallel")
 
@@ -419,7 +428,8 @@ class CpuExecutable:
         self._const_ptrs = [_ffi.cast("char*", lib.global_address(n))
                             for n in program.constant_names]
         gemm = _bind_gemm(program, lib)
-        self._steps = self._prepare(program.steps, lib, gemm)
+        self._steps = self._prepare(program.steps, lib, gemm,
+                                    program.entry_name.removesuffix("_entry"))
         self._out_shapes = program.output_shapes
         self._allocate_outputs = [buffer_pool.allocator(d, t) for d, t in self._out_shapes]
         self._allocate_arena = buffer_pool.allocator(program.arena_bytes, np.uint8)
@@ -439,24 +449,31 @@ class CpuExecutable:
         self._tier_runs = 0
 
     @staticmethod
-    def _prepare(steps, lib, gemm: bool) -> list:
+    def _prepare(steps, lib, gemm: bool, prefix: str) -> list:
         """What running ``steps`` needs: a ``_Kernel`` or a ``(plan, prepared)`` pair each.
-        ``gemm``: whether native code may call BLAS (``_bind_gemm``)."""
+        ``gemm``: whether native code may call BLAS (``_bind_gemm``); ``prefix``: that of
+        the program's symbols."""
         out = []
         for step in steps:
             t = type(step)
             if t is KernelPlan:
                 out.append(_Kernel(_ffi.cast(_KERNEL_SIG, lib.address(step.name)), step))
+            elif t is DotPlan and gemm and step.gemm is not None:
+                # (the native loop's tasks, also where the loop steps from Python: the same
+                # calls, so the same bits either way)
+                name = gemm_task_name(prefix, step.gemm)
+                out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
+                                             *gemm_split(*step.gemm[3:6])[1:])))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
                 out.append((step, None))
             elif t is WhilePlan:
-                out.append((step, (CpuExecutable._prepare(step.cond, lib, gemm),
-                                   CpuExecutable._prepare(step.body, lib, gemm),
+                out.append((step, (CpuExecutable._prepare(step.cond, lib, gemm, prefix),
+                                   CpuExecutable._prepare(step.body, lib, gemm, prefix),
                                    _native_loop(step, lib) if gemm else None)))
             elif t is CasePlan:
-                out.append((step, [CpuExecutable._prepare(b, lib, gemm)
+                out.append((step, [CpuExecutable._prepare(b, lib, gemm, prefix)
                                    for b in step.branches]))
             elif step.inst.opcode in ("fusion", "call"):
                 out.append((step, Plan(step.inst.calls[0])))
@@ -709,7 +726,7 @@ class CpuExecutable:
             step, plan = step
             t = type(step)
             if t is DotPlan:
-                self._run_dot(step, plan, args, outs, arena, values)
+                self._run_dot(step, plan, args, outs, arena, arena_ptr, values)
             elif t is CopyPlan:
                 np.copyto(self._array(step.dst, args, outs, arena, values),
                           self._array(step.src, args, outs, arena, values))
@@ -828,7 +845,14 @@ class CpuExecutable:
             dest = self._array(ref, args, outs, arena, values)
             np.copyto(dest, combined.astype(ref.dtype, copy=False))
 
-    def _run_dot(self, step: DotPlan, plan, args, outs, arena, values) -> None:
+    def _run_dot(self, step: DotPlan, plan, args, outs, arena, arena_ptr, values) -> None:
+        if type(plan) is _GemmTasks:
+            bufs = _ffi.new("char*[]", [self._pointer(r, args, outs, arena_ptr, values)
+                                        for r in (*step.inputs, step.output)])
+            units, tasks = plan.units, plan.tasks
+            for t in range(tasks):
+                plan.fn(bufs, t * units // tasks, (t + 1) * units // tasks)
+            return
         lhs, rhs = (self._array(r, args, outs, arena, values) for r in step.inputs)
         dest = self._array(step.output, args, outs, arena, values)
         if plan is None or lhs.dtype != dest.dtype or rhs.dtype != dest.dtype:
@@ -968,6 +992,12 @@ def gemm_split(m: int, n: int, k: int) -> tuple[bool, int, int]:
     by_rows = m > n
     units = -(-(m if by_rows else n) // GEMM_TASK_UNIT)
     return by_rows, units, max(1, min(units, GEMM_MAX_TASKS, m * n * k // GEMM_TASK_MIN_WORK))
+
+
+def gemm_task_name(prefix: str, gemm: tuple) -> str:
+    """The native function running the tasks of a ``gemm`` call (``program._gemm_task``),
+    ``void(char** bufs, int64 lo, int64 hi)`` as a kernel."""
+    return f"{prefix}_gemm_task_{gemm[0]}_{'_'.join(str(int(v)) for v in gemm[1:])}"
 
 
 def gemm_global(prefix: str, letter: str) -> str:

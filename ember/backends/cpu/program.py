@@ -49,6 +49,7 @@ from ember.backends.cpu.executable import (
     PARALLEL_MIN_WORK,
     gemm_global,
     gemm_split,
+    gemm_task_name,
 )
 from ember.backends.cpu.kernel_gen import (
     I8P,
@@ -264,12 +265,13 @@ def gemm_layout(inst: Instruction) -> tuple | None:
             or lhs.dtype != inst.dtype or rhs.dtype != inst.dtype:
         return None
     layout = []
-    for op, contracting in ((lhs, a["lhs_contracting_dimensions"]),
-                            (rhs, a["rhs_contracting_dimensions"])):
+    for side, op, contracting in ((0, lhs, a["lhs_contracting_dimensions"]),
+                                  (1, rhs, a["rhs_contracting_dimensions"])):
         contracting = list(contracting)
         free = [d for d in range(op.shape.rank) if d not in contracting]
         in_order = list(range(op.shape.rank))
-        rows, cols = (free, contracting) if op is lhs else (contracting, free)
+        # (by side, not identity: ``x @ x`` reads one instruction twice)
+        rows, cols = (free, contracting) if side == 0 else (contracting, free)
         if rows + cols == in_order:
             trans = False
         elif cols + rows == in_order:
@@ -665,8 +667,7 @@ class ProgramBuilder:
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
                 if gemm is not None:
-                    self._gemm_slot(gemm[0])
-                    self._gemm_slot("threads")
+                    self._gemm_task(gemm)  # (also run from Python where the loop steps)
             return DotStep(inst, refs, out[0], gemm)
         # Library thunk: results are fresh arrays held in value slots (or copied into outputs).
         outs = []
@@ -832,9 +833,9 @@ class ProgramBuilder:
                 raise AssertionError(f"no native code for {type(step).__name__}")
 
     def _gemm_slot(self, letter: str) -> ir.GlobalVariable:
-        """The global holding CBLAS ``{letter}gemm``'s address (made with the first dot
-        that may call it, whether or not its loop ends up native: the executable sets the
-        globals of every ``DotStep.gemm``)."""
+        """The global holding the address of CBLAS ``{letter}gemm`` (``letter`` "threads":
+        OpenBLAS's thread-count setter), which the executable sets when it loads the code
+        (``executable._bind_gemm``)."""
         name = gemm_global(self.prefix, letter)
         slot = self.ir_module.globals.get(name)
         if slot is None:
@@ -879,7 +880,7 @@ class ProgramBuilder:
         the product ``bufs[2] = bufs[0] @ bufs[1]`` laid out as ``gemm`` says, by one call
         of CBLAS ``gemm`` (through the global the executable sets), with OpenBLAS kept on
         the calling thread meanwhile where it can be (the tasks are the parallelism)."""
-        name = f"{self.prefix}_gemm_task_{'_'.join(map(str, map(int, gemm[1:])))}_{gemm[0]}"
+        name = gemm_task_name(self.prefix, gemm)
         if name in self.ir_module.globals:
             return self.ir_module.globals[name]
         letter, trans_a, trans_b, m, n, k, lda, ldb = gemm
@@ -888,7 +889,6 @@ class ProgramBuilder:
         ptr = ty.as_pointer()
         fn = ir.Function(self.ir_module, ir.FunctionType(
             ir.VoidType(), [I8P.as_pointer(), S.I64, S.I64]), name)
-        fn.linkage = "internal"
         bufs, lo, hi = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         a, x, c = (b.bitcast(b.load(b.gep(bufs, [_i64(j)])), ptr) for j in range(3))

@@ -37,6 +37,10 @@ def test_gemm_layout_of_each_transpose():
     # Several free or contracting dims, in memory order: one matrix each.
     assert gemm_layout(_dot((2, 3, 4, 5), (4, 5, 6), [2, 3], [0, 1])) == (
         "s", False, False, 6, 6, 20, 20, 6)
+    # One instruction read twice (``x @ x``): each side keeps its own layout.
+    square = _dot((4, 4), (4, 4), [1], [0])
+    square.operands[1] = square.operands[0]
+    assert gemm_layout(square) == ("s", False, False, 4, 4, 4, 4, 4)
     # A vector operand: m = 1.
     assert gemm_layout(_dot((5,), (5, 7), [0], [0])) == ("s", False, False, 1, 7, 5, 5, 7)
 
@@ -224,3 +228,19 @@ def test_a_gemm_cut_into_tasks_matches_numpy(m, n, k, trans):
     assert [d.gemm[1:3] for d in dots] == [(trans, trans)]
     ember.backends.get_backend("cpu").wait_for_background()
     np.testing.assert_array_equal(np.asarray(ember.jit(f)(a, b)), got)  # (optimized code)
+
+
+def test_a_matrix_power_in_a_native_loop():
+    # ``m @ m``: both operands one buffer; the loop runs native.
+    rng = np.random.default_rng(1)
+    m = (rng.standard_normal((48, 48)) * 0.3).astype(np.float32)
+
+    def f(m):
+        return lax.fori_loop(0, 3, lambda i, m: (m @ m) * 0.125, m)
+    want = m.astype(np.float64)
+    for _ in range(3):
+        want = want @ want * 0.125
+    np.testing.assert_allclose(np.asarray(ember.jit(f)(m)), want, rtol=1e-5, atol=1e-7)
+    loops, dots = _native_dots(f, m)
+    assert [loop.loop is not None for loop in loops] == [True]
+    assert [d.gemm for d in dots] == [("s", False, False, 48, 48, 48, 48, 48)]
