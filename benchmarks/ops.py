@@ -505,6 +505,22 @@ def conv_stride2_input_grad(m, lax, engine):
         x, k, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2)), (x, k), None
 
 
+def batched_eigh_4x4(m, lax):
+    g = _rng().standard_normal((1000, 4, 4)).astype(np.float32)
+    a = g + np.swapaxes(g, -1, -2)
+    return (lambda a: m.linalg.eigh(a)[0]), (a,), np.linalg.eigvalsh
+
+
+def batched_eigh_vectors_4x4(m, lax):
+    g = _rng().standard_normal((1000, 4, 4)).astype(np.float32)
+    a = g + np.swapaxes(g, -1, -2)
+
+    def reference(a):  # eigenvector signs are arbitrary: compare magnitudes
+        w, v = np.linalg.eigh(a)
+        return w, np.abs(v)
+    return (lambda a: (lambda w, v: (w, m.abs(v)))(*m.linalg.eigh(a))), (a,), reference
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -572,6 +588,9 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "histogram": ("histogram of 1e6 f32, 100 bins", histogram_1m),
     "conv_transpose": ("conv_transpose 3x3/2 64->32 b8 28x28 NHWC", conv_transpose_2x),
     "conv_s2_dx": ("grad of conv 3x3/2 64->128 (input)", conv_stride2_input_grad),
+    "batched_eigh": ("linalg.eigh eigenvalues of 1000 4x4 matrices", batched_eigh_4x4),
+    "batched_eigh_vectors": ("linalg.eigh (values, |vectors|) of 1000 4x4 matrices",
+                             batched_eigh_vectors_4x4),
 }
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
