@@ -521,6 +521,26 @@ def batched_eigh_vectors_4x4(m, lax):
     return (lambda a: (lambda w, v: (w, m.abs(v)))(*m.linalg.eigh(a))), (a,), reference
 
 
+def swapaxes_small(m, lax):
+    x = _rng().standard_normal((4096, 64, 16)).astype(np.float32)
+    return ((lambda x: m.swapaxes(x, 1, 2) * 2.0), (x,),
+            lambda x: np.swapaxes(x, 1, 2) * np.float32(2.0))
+
+
+def nchw_to_nhwc(m, lax):
+    x = _rng().standard_normal((32, 64, 56, 56)).astype(np.float32)
+    return ((lambda x: m.transpose(x, (0, 2, 3, 1)) + 1.0), (x,),
+            lambda x: np.transpose(x, (0, 2, 3, 1)) + np.float32(1.0))
+
+
+def pairwise_distances(m, lax):
+    rng = _rng()
+    a = rng.standard_normal((512, 16)).astype(np.float32)
+    b = rng.standard_normal((512, 16)).astype(np.float32)
+    return ((lambda a, b: m.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))), (a, b),
+            lambda a, b: np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)))
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -588,6 +608,10 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "histogram": ("histogram of 1e6 f32, 100 bins", histogram_1m),
     "conv_transpose": ("conv_transpose 3x3/2 64->32 b8 28x28 NHWC", conv_transpose_2x),
     "conv_s2_dx": ("grad of conv 3x3/2 64->128 (input)", conv_stride2_input_grad),
+    "swapaxes_small": ("swapaxes(x, 1, 2) * 2 (4096, 64, 16)", swapaxes_small),
+    "nchw_to_nhwc": ("transpose(x, (0, 2, 3, 1)) + 1 (32, 64, 56, 56)", nchw_to_nhwc),
+    "pairwise_distances": ("sqrt(((a[:, None] - b[None]) ** 2).sum(-1)) (512, 16)",
+                           pairwise_distances),
     "batched_eigh": ("linalg.eigh eigenvalues of 1000 4x4 matrices", batched_eigh_4x4),
     "batched_eigh_vectors": ("linalg.eigh (values, |vectors|) of 1000 4x4 matrices",
                              batched_eigh_vectors_4x4),
