@@ -62,7 +62,14 @@ from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.backends.cpu.topk_kernel import is_native_top_k
 from ember.backends.cpu.window_kernel import is_window_call
 from ember.compiler.buffer_assignment import assign_buffers, leaf_range
-from ember.compiler.hlo import CONTROL_FLOW, ELEMENTWISE, Computation, Instruction, Module
+from ember.compiler.hlo import (
+    CONTROL_FLOW,
+    ELEMENTWISE,
+    EXPENSIVE_ELEMENTWISE,
+    Computation,
+    Instruction,
+    Module,
+)
 
 ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
@@ -98,6 +105,9 @@ class KernelStep:
     # Inputs read only at the element written (``_same_index_params``): the kernel may
     # write over them.
     same_index: frozenset = frozenset()
+    # The work of an element relative to a plain one (``_element_cost``): a native loop
+    # runs the kernel on threads when its elements times this reach PARALLEL_MIN_WORK.
+    cost: int = 1
 
 
 @dataclass
@@ -650,7 +660,9 @@ class ProgramBuilder:
                 self.refs[id(inst)] = outs
                 same = _same_index_params(fused) if self.loop_depth and len(infos) == 1 \
                     else frozenset()
-                return [KernelStep(info, [r[0] for r in inputs], outs, same) for info in infos]
+                cost = _element_cost(fused) if self.loop_depth else 1
+                return [KernelStep(info, [r[0] for r in inputs], outs, same, cost)
+                        for info in infos]
         if inst.opcode == "dot_general" and self.loop_depth and all(len(r) == 1 for r in inputs):
             fused = _loop_dot_computation(inst)
             info = self._try_kernel(fused) if fused is not None else None
@@ -784,7 +796,8 @@ class ProgramBuilder:
                 bufs = b.bitcast(arr, I8P.as_pointer())
                 call = [bufs, ir.Constant(S.I64, 0), ir.Constant(S.I64, info.extent)]
                 if not (threaded and info.extent > 1 and not info.partial_reducers
-                        and info.extent * info.work_per_item >= PARALLEL_MIN_WORK):
+                        and info.extent * info.work_per_item * step.cost
+                        >= PARALLEL_MIN_WORK):
                     b.call(kfn, call)
                     continue
                 run, tasks = loop_args[3], loop_args[4]
@@ -1061,6 +1074,20 @@ def _write_into(prior: list, ref: BufferRef, dst: BufferRef) -> bool:
             return False
     kernel.outputs = [dst]
     return True
+
+
+# How many plain element ops one op of ``EXPENSIVE_ELEMENTWISE`` (a vector ``tanh``,
+# ``logistic``, ``exp``...) is worth, for ``_element_cost``.
+EXPENSIVE_OP_COST = 8
+
+
+def _element_cost(fused: Computation) -> int:
+    """The work of an element of ``fused`` relative to a plain one: 1, plus
+    ``EXPENSIVE_OP_COST`` per expensive elementwise op. (An LSTM cell's 4096 elements of
+    five ``tanh``/``logistic`` each take ~11 µs: worth two threads in a native loop,
+    whose runtime workers are awake between a step's kernels.)"""
+    return 1 + EXPENSIVE_OP_COST * sum(i.opcode in EXPENSIVE_ELEMENTWISE
+                                       for i in fused.instructions)
 
 
 def _refill(prior: list, ref: BufferRef, dst: BufferRef) -> KernelStep | None:

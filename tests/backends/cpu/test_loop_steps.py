@@ -10,7 +10,7 @@ import ember.numpy as jnp
 from ember import lax, nn
 from ember.backends.cpu import executable as X
 from ember.backends.cpu.executable import DotPlan, WhilePlan, nested_steps
-from ember.backends.cpu.program import gemm_layout
+from ember.backends.cpu.program import EXPENSIVE_OP_COST, _element_cost, gemm_layout
 from ember.compiler.hlo import Instruction, Shape
 from tests.backends.cpu.helpers import x64 as enable_x64
 
@@ -244,3 +244,18 @@ def test_a_matrix_power_in_a_native_loop():
     loops, dots = _native_dots(f, m)
     assert [loop.loop is not None for loop in loops] == [True]
     assert [d.gemm for d in dots] == [("s", False, False, 48, 48, 48, 48, 48)]
+
+
+def test_element_cost_weighs_expensive_ops():
+    from ember.compiler.parser import parse_module
+    module = parse_module("""HloModule m
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  %t = f32[8] tanh(%x)
+  %s = f32[8] logistic(%t)
+  %m = f32[8] multiply(%s, %x)
+  ROOT %a = f32[8] add(%m, %x)
+}
+""")
+    assert _element_cost(module.entry) == 1 + 2 * EXPENSIVE_OP_COST
