@@ -665,7 +665,28 @@ def _negate_chain(b):
     return x
 
 
+def _scatter_rows(combiner, n_indices=1, dims=(100, 3)):
+    """``x.at[i].set(u)`` (or ``.add``...) of rows of ``x``: indices (n_indices, 1)."""
+    def build(b):
+        m = b.module
+        rb = Builder(m, m.new_name("combine"))
+        cur, upd = rb.parameter(0, Shape(F32, ())), rb.parameter(1, Shape(F32, ()))
+        region = rb.build(upd if combiner == "set" else rb.op(combiner, cur, upd))
+        x = _x(b, F32, dims)
+        i = b.parameter(1, Shape(np.dtype(np.int32), (n_indices, 1)))
+        u = b.parameter(2, Shape(F32, (n_indices, dims[1])))
+        return b.op("scatter", x, i, u, update_window_dims=(1,), inserted_window_dims=(0,),
+                    scatter_dims_to_operand_dims=(0,), input_batching_dims=(),
+                    scatter_indices_batching_dims=(), index_vector_dim=1,
+                    indices_are_sorted=True, unique_indices=True, calls=[region],
+                    shape=Shape(F32, dims))
+    return build
+
+
 ALGEBRAIC_CASES = {
+    "scatter_one_window": _scatter_rows("set"),
+    "scatter_one_window_add": _scatter_rows("add"),
+    "keep_scatter_of_two_windows": _scatter_rows("set", n_indices=2),
     "add_zero": _binary_with_splat("add", 0),
     "zero_add": _binary_with_splat("add", 0, splat_first=True),
     "subtract_zero": _binary_with_splat("subtract", 0),
@@ -1654,6 +1675,56 @@ ALGEBRAIC_GOLDEN = {
           %constant.2 = f32[] constant(1)
           %broadcast_in_dim.3 = f32[2,3] broadcast_in_dim(%constant.2), broadcast_dimensions={}
           ROOT %add.4 = f32[2,3] add(%Arg_0.1, %broadcast_in_dim.3)
+        }
+    """,
+    "keep_scatter_of_two_windows": """
+        %combine.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+          %Arg_0.2 = f32[] parameter(0)
+          ROOT %Arg_1.3 = f32[] parameter(1)
+        }
+
+        ENTRY %main (Arg_0.4: f32[100,3], Arg_1.5: s32[2,1], Arg_2.6: f32[2,3]) -> f32[100,3] {
+          %Arg_0.4 = f32[100,3] parameter(0)
+          %Arg_1.5 = s32[2,1] parameter(1)
+          %Arg_2.6 = f32[2,3] parameter(2)
+          ROOT %scatter.7 = f32[100,3] scatter(%Arg_0.4, %Arg_1.5, %Arg_2.6), index_vector_dim=1, indices_are_sorted=true, input_batching_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, scatter_indices_batching_dims={}, unique_indices=true, update_window_dims={1}, calls={%combine.1}
+        }
+    """,
+    "scatter_one_window": """
+        ENTRY %main (Arg_0.4: f32[100,3], Arg_1.5: s32[1,1], Arg_2.6: f32[1,3]) -> f32[100,3] {
+          %Arg_0.4 = f32[100,3] parameter(0)
+          %Arg_1.5 = s32[1,1] parameter(1)
+          %Arg_2.6 = f32[1,3] parameter(2)
+          %constant.9 = s32[] constant(0)
+          %reshape.12 = s32[] reshape(%Arg_1.5)
+          %constant.13 = s32[] constant(0)
+          %compare.14 = pred[] compare(%reshape.12, %constant.13), comparison_direction=GE
+          %constant.15 = s32[] constant(99)
+          %compare.16 = pred[] compare(%reshape.12, %constant.15), comparison_direction=LE
+          %and.17 = pred[] and(%compare.14, %compare.16)
+          %dynamic_slice.19 = f32[1,3] dynamic_slice(%Arg_0.4, %reshape.12, %constant.9), slice_sizes={1,3}
+          %broadcast_in_dim.20 = pred[1,3] broadcast_in_dim(%and.17), broadcast_dimensions={}
+          %select.21 = f32[1,3] select(%broadcast_in_dim.20, %Arg_2.6, %dynamic_slice.19)
+          ROOT %dynamic_update_slice.22 = f32[100,3] dynamic_update_slice(%Arg_0.4, %select.21, %reshape.12, %constant.9)
+        }
+    """,
+    "scatter_one_window_add": """
+        ENTRY %main (Arg_0.5: f32[100,3], Arg_1.6: s32[1,1], Arg_2.7: f32[1,3]) -> f32[100,3] {
+          %Arg_0.5 = f32[100,3] parameter(0)
+          %Arg_1.6 = s32[1,1] parameter(1)
+          %Arg_2.7 = f32[1,3] parameter(2)
+          %constant.10 = s32[] constant(0)
+          %reshape.13 = s32[] reshape(%Arg_1.6)
+          %constant.14 = s32[] constant(0)
+          %compare.15 = pred[] compare(%reshape.13, %constant.14), comparison_direction=GE
+          %constant.16 = s32[] constant(99)
+          %compare.17 = pred[] compare(%reshape.13, %constant.16), comparison_direction=LE
+          %and.18 = pred[] and(%compare.15, %compare.17)
+          %dynamic_slice.20 = f32[1,3] dynamic_slice(%Arg_0.5, %reshape.13, %constant.10), slice_sizes={1,3}
+          %add.21 = f32[1,3] add(%dynamic_slice.20, %Arg_2.7)
+          %broadcast_in_dim.22 = pred[1,3] broadcast_in_dim(%and.18), broadcast_dimensions={}
+          %select.23 = f32[1,3] select(%broadcast_in_dim.22, %add.21, %dynamic_slice.20)
+          ROOT %dynamic_update_slice.24 = f32[100,3] dynamic_update_slice(%Arg_0.5, %select.23, %reshape.13, %constant.10)
         }
     """,
 }

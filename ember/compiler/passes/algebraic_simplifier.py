@@ -46,7 +46,14 @@ from ember.compiler.eval_elementwise import (
     is_reducer_identity,
     simple_reducer_opcode,
 )
-from ember.compiler.hlo import Builder, Computation, Instruction, Module, Shape
+from ember.compiler.hlo import (
+    BINARY_ELEMENTWISE,
+    Builder,
+    Computation,
+    Instruction,
+    Module,
+    Shape,
+)
 from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation
 
 # A rewritten instruction is simplified again, at most this many times.
@@ -850,6 +857,80 @@ def _zeros(m: Match) -> Instruction:
     return m.splat(0, m.inst.shape)
 
 
+def _scatter_combiner(scatter: Instruction) -> str | None:
+    """``"set"`` when ``scatter``'s region returns the update, the opcode when it is one
+    binary elementwise op of (current, update) in that order, else None."""
+    region = scatter.calls[0] if scatter.calls else None
+    if region is None or len(region.parameters) != 2:
+        return None
+    current, update = region.parameters
+    root = region.root
+    if root is update:
+        return "set"
+    if root.opcode in BINARY_ELEMENTWISE and root.operands == [current, update]:
+        return root.opcode
+    return None
+
+
+def _one_window(scatter: Instruction) -> bool:
+    """Whether ``scatter`` writes one window (a single index vector, one update window) of
+    one operand, combined by ``_scatter_combiner``."""
+    if len(scatter.operands) != 3 or scatter.shape.is_tuple:
+        return False
+    attrs = scatter.attrs
+    if attrs.get("input_batching_dims") or attrs.get("scatter_indices_batching_dims"):
+        return False
+    indices, updates = scatter.operands[1], scatter.operands[2]
+    ivd = int(attrs["index_vector_dim"])
+    windows = math.prod(n for d, n in enumerate(indices.dims) if d != ivd)
+    scatter_dims = [n for d, n in enumerate(updates.dims)
+                    if d not in tuple(attrs["update_window_dims"])]
+    return (windows == 1 and math.prod(scatter_dims) == 1
+            and indices.dtype.kind in "iu" and _scatter_combiner(scatter) is not None)
+
+
+def _scatter_as_update_slice(m: Match) -> Instruction:
+    """A scatter of one window as a ``dynamic_update_slice`` of the operand with the window
+    combined: the form that a loop body updates in place (``x.at[i].set(row)`` in a
+    ``fori_loop`` copied the whole array every step). A scatter drops a window that is out of
+    bounds while a slice update clamps its start, so such a window is the operand's own
+    (clamped) window, written back unchanged."""
+    scatter = m.inst
+    operand, indices, updates = scatter.operands
+    attrs = scatter.attrs
+    inserted = tuple(attrs["inserted_window_dims"])
+    to_operand = tuple(attrs["scatter_dims_to_operand_dims"])
+    window_sizes = iter(updates.dims[d] for d in attrs["update_window_dims"])
+    window = [1 if d in inserted else next(window_sizes) for d in range(operand.shape.rank)]
+    itype = indices.dtype
+    vector = m.simplified(m.emit("reshape", [indices], Shape(itype, (len(to_operand),))))
+    scalar = Shape(itype, ())
+    starts, in_bounds = [m.splat(0, scalar)] * operand.shape.rank, None
+    for j, d in enumerate(to_operand):
+        piece = m.simplified(m.emit("slice", [vector], Shape(itype, (1,)), start_indices=(j,),
+                                    limit_indices=(j + 1,), strides=(1,)))
+        start = m.simplified(m.emit("reshape", [piece], scalar))
+        starts[d] = start
+        low = m.emit("compare", [start, m.splat(0, scalar)], Shape(np.dtype(bool), ()),
+                     comparison_direction="GE")
+        high = m.emit("compare", [start, m.splat(operand.dims[d] - window[d], scalar)],
+                      Shape(np.dtype(bool), ()), comparison_direction="LE")
+        ok = m.emit("and", [low, high], Shape(np.dtype(bool), ()))
+        in_bounds = ok if in_bounds is None else m.emit("and", [in_bounds, ok],
+                                                        Shape(np.dtype(bool), ()))
+    shape = Shape(operand.dtype, window)
+    new = m.simplified(m.emit("reshape", [updates], shape))
+    current = m.emit("dynamic_slice", [operand, *starts], shape, slice_sizes=tuple(window))
+    combiner = _scatter_combiner(scatter)
+    if combiner != "set":
+        new = m.emit(combiner, [current, new], shape)
+    if in_bounds is not None:
+        keep = m.emit("broadcast_in_dim", [in_bounds], Shape(np.dtype(bool), window),
+                      broadcast_dimensions=())
+        new = m.emit("select", [keep, new, current], shape)
+    return m.emit("dynamic_update_slice", [operand, new, *starts], scatter.shape)
+
+
 def _tuple_element(m: Match) -> Instruction:
     return m["t"].operands[int(m.inst.attrs["index"])]
 
@@ -958,6 +1039,7 @@ REWRITES: tuple[Rewrite, ...] = (
             _compose_reverses),
     Rewrite("get_tuple_element_of_tuple", Op("get_tuple_element", Op("tuple", name="t")),
             _tuple_element),
+    Rewrite("scatter_one_window", Op("scatter", where=_one_window), _scatter_as_update_slice),
 )
 
 _BY_OPCODE: dict[str, tuple[Rewrite, ...]] = {}
