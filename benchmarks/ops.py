@@ -541,6 +541,36 @@ def pairwise_distances(m, lax):
             lambda a, b: np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)))
 
 
+def _lstm(m, lax, nn):
+    def lstm(w, u, xs):
+        def step(carry, x):
+            h, c = carry
+            i, f, g, o = m.split(x @ w + h @ u, 4, axis=-1)
+            c = nn.sigmoid(f) * c + nn.sigmoid(i) * m.tanh(g)
+            h = nn.sigmoid(o) * m.tanh(c)
+            return (h, c), h
+        zeros = m.zeros((32, 128), m.float32)
+        return lax.scan(step, (zeros, zeros), xs)[1]
+    return lstm
+
+
+def _lstm_data():
+    rng = _rng()
+    return ((rng.standard_normal((64, 512)) * 0.1).astype(np.float32),
+            (rng.standard_normal((128, 512)) * 0.1).astype(np.float32),
+            rng.standard_normal((50, 32, 64)).astype(np.float32))
+
+
+def lstm_scan(m, lax, engine):
+    return _lstm(m, lax, engine.nn), _lstm_data(), None
+
+
+def lstm_scan_grad(m, lax, engine):
+    lstm = _lstm(m, lax, engine.nn)
+    return (engine.grad(lambda w, u, xs: lstm(w, u, xs).sum(), argnums=(0, 1)),
+            _lstm_data(), None)
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -612,6 +642,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "nchw_to_nhwc": ("transpose(x, (0, 2, 3, 1)) + 1 (32, 64, 56, 56)", nchw_to_nhwc),
     "pairwise_distances": ("sqrt(((a[:, None] - b[None]) ** 2).sum(-1)) (512, 16)",
                            pairwise_distances),
+    "lstm": ("LSTM scan 50 steps b32 64->128", lstm_scan),
+    "lstm_grad": ("grad (W, U) of LSTM scan 50 steps", lstm_scan_grad),
     "batched_eigh": ("linalg.eigh eigenvalues of 1000 4x4 matrices", batched_eigh_4x4),
     "batched_eigh_vectors": ("linalg.eigh (values, |vectors|) of 1000 4x4 matrices",
                              batched_eigh_vectors_4x4),
@@ -619,7 +651,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
 
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
 _NEEDS_LIBRARY = {per_example_grads, attention, attention_grad, conv_3x3_grad, gelu,
-                  max_pool_grad, avg_pool_grad, conv_stride2_input_grad}
+                  max_pool_grad, avg_pool_grad, conv_stride2_input_grad,
+                  lstm_scan, lstm_scan_grad}
 
 
 def _modules(name: str):
