@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 import ember.numpy as jnp
-from ember import lax
+from ember import core, lax
+from ember.api import ensure_compile_time_eval
+from ember.image import _band
 from ember.numpy._util import canonicalize_axis, check_arraylike, promote_dtypes_inexact
 
 
@@ -126,11 +128,37 @@ def _apply(x, shape: tuple, dims: Sequence[int], scale, translation, method: Res
         method = ResizeMethod.CUBIC
     radius, kernel = _KERNELS[method]
     edge = radius if (method is ResizeMethod.CUBIC_PYTORCH and not antialias) else None
+    weights = []
     for i, d in enumerate(dims):
-        w = _weights(x.shape[d], shape[d], scale[i], translation[i], kernel, antialias, edge)
-        y = jnp.tensordot(x, w.astype(x.dtype), axes=[[d], [0]], precision=precision)
-        x = jnp.moveaxis(y, -1, d)
-    return x
+        # built at trace time when the scale is not traced: then its band of taps is known
+        with ensure_compile_time_eval():
+            weights.append(_weights(x.shape[d], shape[d], scale[i], translation[i], kernel,
+                                    antialias, edge))
+    bands = [_band_of(w) if _real_floating(x) else None for w in weights]
+
+    def contract(x, use_bands: bool):
+        for d, w, taps in zip(dims, weights, bands):
+            if use_bands and taps is not None:
+                x = _band.resample(x, d, *taps)
+            else:
+                y = jnp.tensordot(x, w.astype(x.dtype), axes=[[d], [0]], precision=precision)
+                x = jnp.moveaxis(y, -1, d)
+        return x
+
+    if all(taps is None for taps in bands):
+        return contract(x, False)
+    # the dot spreads a non-finite input along its line (0 * inf = nan): keep it for those
+    return lax.cond(jnp.all(jnp.isfinite(x)), lambda x: contract(x, True),
+                    lambda x: contract(x, False), x)
+
+
+def _band_of(w):
+    # any tracer, even one with a known value: a traced scale's derivative flows through w
+    return None if isinstance(w, core.Tracer) else _band.band(np.asarray(w))
+
+
+def _real_floating(x) -> bool:
+    return jnp.issubdtype(x.dtype, jnp.floating)
 
 
 def _check(fn: str, image, shape) -> tuple:
