@@ -1,6 +1,7 @@
 """Vectorized kernels for large batches of small matrices: LU with partial pivoting
 (``getrf``), triangular solves (``trsm``) and Cholesky (``potrf``); and the symmetric
-eigenproblem (``syevd``) where a backend has a native kernel for it.
+eigenproblem (``syevd``), QR (``qr``) and singular values (``svd``) where a backend has a
+native kernel for them.
 
 The LAPACK kernels of ``ember.lax._lapack`` make one cffi call per matrix, a few
 microseconds each, which dominates for thousands of 4 x 4 matrices. These kernels run the
@@ -20,9 +21,9 @@ A backend may register faster kernels for real float32/float64 matrices as the c
 target ``NATIVE_TARGET`` (the CPU backend's ``small_linalg_kernel.run``: a compiled loop
 per matrix, ~0.1 µs for a 4 x 4 LU where each NumPy step here costs ~15 µs); they make the
 same choices, and the NumPy code below runs what they answer None to. The registry keeps
-this layer from importing a backend. ``syevd`` has no NumPy version here (a Jacobi
-iteration stepped from NumPy would not beat LAPACK): without the native kernel ``worth_it``
-says no and LAPACK runs it.
+this layer from importing a backend. ``syevd``, ``qr`` and ``svd`` (singular values) have
+no NumPy version here (stepped from NumPy they would not beat LAPACK): without the native
+kernel ``worth_it`` says no and LAPACK runs them.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def _cost_us(kernel: str, n: int, nb: int, cols: int = 1,
 
 
 def worth_it(kernel: str, x: np.ndarray, cols: int = 1) -> bool:
-    """Whether ``kernel`` (``getrf``, ``potrf``, ``trsm`` or ``syevd``, ``x`` its
-    (..., n, n) matrix operand) should run here: real matrices of at most ``MAX_DIM`` rows
+    """Whether ``kernel`` (``getrf``, ``potrf``, ``trsm``, ``syevd``, ``qr`` or ``svd``,
+    ``x`` its (..., m, n) matrix operand) should run here: real matrices of at most ``MAX_DIM`` rows
     and columns, in a batch large enough to beat a LAPACK call per matrix (with the native
     kernels, any batch: measured from 2 matrices on)."""
     if x.ndim < 3 or x.dtype.kind != "f" or max(x.shape[-2:]) > MAX_DIM or x.size == 0:
@@ -84,6 +85,10 @@ def worth_it(kernel: str, x: np.ndarray, cols: int = 1) -> bool:
         # at most tens of µs, and LAPACK keeps its eigenvector signs (either sign is an
         # eigenvector; Jacobi's differ from LAPACK's, as JAX's GPU ones do).
         return native and x.size >= 16 * n * n
+    if kernel in ("qr", "svd"):
+        # Native only, likewise in groups of 16 (8) matrices: ~0.02-0.1 µs per 4 x 4 to
+        # 6 x 4 matrix where LAPACK takes ~1-2 µs.
+        return native and x.size >= 16 * x.shape[-1] * x.shape[-2]
     mine, lapack = _cost_us(kernel, n, x.size // (x.shape[-1] * x.shape[-2]), cols, native)
     return mine < lapack
 
@@ -217,6 +222,19 @@ def syevd(x: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray] | None:
     (or upper) triangle: eigenvectors in the columns of v, eigenvalues w ascending (a
     matrix with a NaN or infinite entry: all NaN); None without a native kernel."""
     return _native("syevd", x, lower=bool(lower))
+
+
+def qr(x: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(q, r)`` of a real stack (..., m, n) as LAPACK's ``geqrf`` and ``orgqr`` give them:
+    q (..., m, k) and r (..., k, n) with k = m if ``full_matrices`` else min(m, n) (a
+    matrix with a NaN or infinite entry: all NaN); None without a native kernel."""
+    return _native("qr", x, full_matrices=bool(full_matrices))
+
+
+def svd(x: np.ndarray) -> np.ndarray | None:
+    """The singular values (..., min(m, n)), descending, of a real stack (..., m, n) (a
+    matrix with a NaN or infinite entry: all NaN); None without a native kernel."""
+    return _native("svd", x)
 
 
 def potrf(x: np.ndarray) -> np.ndarray:

@@ -445,6 +445,9 @@ def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
 
 
 def _qr_impl(x, *, pivoting, full_matrices, use_magma):
+    small = _small_batch.qr(x, full_matrices) if _small_batch.worth_it("qr", x) else None
+    if small is not None:
+        return list(small)
     if not _lapack.available(x.dtype):
         q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
         return [q, r]
@@ -534,7 +537,9 @@ def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     k = min(x.shape[-2:])
     lo, hi = _subset(subset_by_index, k)
     if not compute_uv:
-        return [np.linalg.svd(x, compute_uv=False)[..., lo:hi]]
+        small = _small_batch.svd(x) if _small_batch.worth_it("svd", x) else None
+        s = np.linalg.svd(x, compute_uv=False) if small is None else small
+        return [s[..., lo:hi]]
     u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
     if subset_by_index is not None:
         u, s, vt = u[..., lo:hi], s[..., lo:hi], vt[..., lo:hi, :]

@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ember.backends.cpu import small_eigh_lanes, small_lu_lanes
+from ember.backends.cpu import small_eigh_lanes, small_lu_lanes, small_qr_lanes, small_svd_lanes
 
 _log = logging.getLogger(__name__)
 
@@ -45,14 +45,14 @@ _log = logging.getLogger(__name__)
 NATIVE_TARGET = "ember.small_batch.native"
 # The largest matrix side handled (``_small_batch.MAX_DIM``).
 MAX_DIM = 16
-KERNELS = ("getrf", "trsm", "potrf", "syevd")
+KERNELS = ("getrf", "trsm", "potrf", "syevd", "qr", "svd")
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Work (batch * n**3 multiply-adds) from which a call is split across the cores: a
 # hand-off costs a few microseconds, a 4 x 4 LU ~0.05 µs.
 PARALLEL_MIN_WORK = 1 << 17
 TASKS_PER_THREAD = 4
 
-_kernels: dict[tuple[str, np.dtype, int | None], Callable | None] = {}
+_kernels: dict[tuple[str, np.dtype, int | tuple | None], Callable | None] = {}
 _lock = threading.Lock()
 
 
@@ -74,9 +74,9 @@ def _if(b, cond, body: Callable) -> None:
         body()
 
 
-def kernel_ir(kernel: str, dtype: np.dtype, side: int | None = None) -> str:
+def kernel_ir(kernel: str, dtype: np.dtype, side: int | tuple | None = None) -> str:
     """The LLVM IR of the (kernel, dtype, side) library (see ``_emit`` and the module
-    docstring)."""
+    docstring; ``qr``'s side is (m, n, full), ``svd``'s (m, n))."""
     from llvmlite import ir
 
     fty = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
@@ -84,6 +84,10 @@ def kernel_ir(kernel: str, dtype: np.dtype, side: int | None = None) -> str:
     name = _variant(module.name, side)
     if kernel == "syevd":
         small_eigh_lanes.emit(module, fty, side, name)
+    elif kernel == "qr":
+        small_qr_lanes.emit(module, fty, *side, name)
+    elif kernel == "svd":
+        small_svd_lanes.emit(module, fty, *side, name)
     elif _lanes(kernel, side):
         tail = _emit(module, kernel, fty, side, name + "_tail")
         tail.linkage = "internal"
@@ -267,11 +271,13 @@ def _emit(module, kernel: str, fty, side: int | None, name: str):
     return fn
 
 
-def _variant(symbol: str, side: int | None) -> str:
+def _variant(symbol: str, side: int | tuple | None) -> str:
+    if isinstance(side, tuple):
+        return f"{symbol}_{'x'.join(str(int(d)) for d in side)}"
     return symbol if side is None else f"{symbol}_{side}"
 
 
-def kernel(name: str, dtype: np.dtype, side: int | None = None) -> Callable | None:
+def kernel(name: str, dtype: np.dtype, side: int | tuple | None = None) -> Callable | None:
     """The compiled kernel ``ranged(buffers, lo, hi)`` of (name, dtype) for ``side`` x
     ``side`` matrices, or for any dimensions if ``side`` is None; None where no native code
     can be made (logged at debug level). Each is a library of its own, compiled at its first
@@ -306,11 +312,11 @@ def kernel(name: str, dtype: np.dtype, side: int | None = None) -> Callable | No
 _libraries: list = []
 
 
-def _opt_level(kernel: str, side: int | None) -> int:
+def _opt_level(kernel: str, side: int | tuple | None) -> int:
     """LLVM's optimization level for the library: the unrolled straight-line code of
     ``small_lu_lanes`` is as fast at 0 for 4 x 4 (8 x 8: 2x slower than at 1-3, still
     ~4x faster than the scalar loop) and compiles in ~0.04-0.17 s instead of ~0.7-4 s."""
-    if kernel == "syevd":  # (the unrolled sweeps need SROA to live in registers)
+    if kernel in ("syevd", "qr", "svd"):  # (unrolled code needs SROA to use registers)
         return 2
     return 0 if _lanes(kernel, side) else 3
 
@@ -405,6 +411,50 @@ def syevd(x: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray] | None:
     return v.reshape(x.shape), w.reshape(x.shape[:-1])
 
 
+def qr(x: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(q, r)`` of the stack ``x`` (..., m, n), as LAPACK's ``geqrf`` and ``orgqr`` give
+    them (see ``small_qr_lanes``): q (..., m, kq) and r (..., kq, n), kq = m if
+    ``full_matrices`` else min(m, n); None where there is no native kernel."""
+    m, n = x.shape[-2:]
+    if m == 0 or n == 0:
+        return None
+    ranged = kernel("qr", x.dtype, (m, n, int(bool(full_matrices))))
+    if ranged is None:
+        return None
+    kq = m if full_matrices else min(m, n)
+    a = np.ascontiguousarray(x.reshape((-1, m, n)))
+    nb = a.shape[0]
+    q = np.empty((nb, m, kq), x.dtype)
+    r = np.empty((nb, kq, n), x.dtype)
+    if nb:
+        _call(ranged, [a, q, r], [], nb, _group_work(nb, m * n * max(m, n) * 4))
+    batch = x.shape[:-2]
+    return q.reshape(batch + (m, kq)), r.reshape(batch + (kq, n))
+
+
+def svd(x: np.ndarray) -> np.ndarray | None:
+    """The singular values of the stack ``x`` (..., m, n), descending (see
+    ``small_svd_lanes``); None where there is no native kernel."""
+    m, n = x.shape[-2:]
+    if m == 0 or n == 0:
+        return None
+    ranged = kernel("svd", x.dtype, (m, n))
+    if ranged is None:
+        return None
+    a = np.ascontiguousarray(x.reshape((-1, m, n)))
+    nb = a.shape[0]
+    s = np.empty((nb, min(m, n)), x.dtype)
+    if nb:
+        _call(ranged, [a, s], [], nb, _group_work(nb, m * n * min(m, n) * 16))
+    return s.reshape(x.shape[:-2] + (min(m, n),))
+
+
+def _group_work(nb: int, per_matrix: int) -> int:
+    """The work of ``nb`` matrices for ``_call``, 0 below 128 of them: the lane kernels
+    work in groups of 16 (8), and a range shorter than a group costs a whole group."""
+    return nb * per_matrix if nb >= 128 else 0
+
+
 def _checked(x) -> bool:
     return (isinstance(x, np.ndarray) and x.dtype in DTYPES and x.ndim >= 2
             and max(x.shape[-2:]) <= MAX_DIM)
@@ -412,8 +462,8 @@ def _checked(x) -> bool:
 
 def run(kernel_name: str, *operands, **params):
     """The registered entry point: ``run("getrf", x)``, ``run("potrf", x)``,
-    ``run("syevd", x, lower=...)`` or ``run("trsm", t, x, lower=..., unit=...)`` (see
-    those functions); None where this
+    ``run("syevd", x, lower=...)``, ``run("qr", x, full_matrices=...)``, ``run("svd", x)``
+    or ``run("trsm", t, x, lower=..., unit=...)`` (see those functions); None where this
     module has no kernel for the operands (other dtypes, larger or unusual shapes)."""
     if kernel_name not in KERNELS:
         raise ValueError(f"small_linalg_kernel: unknown kernel {kernel_name!r}")
@@ -427,6 +477,12 @@ def run(kernel_name: str, *operands, **params):
     if kernel_name == "syevd":
         x, = operands
         return syevd(x, **params)
+    if kernel_name == "qr":
+        x, = operands
+        return qr(x, **params)
+    if kernel_name == "svd":
+        x, = operands
+        return svd(x)
     t, x = operands
     if (t.ndim != 3 or x.ndim != 3 or t.dtype != x.dtype or t.shape[0] != x.shape[0]
             or t.shape[1] != t.shape[2] or t.shape[1] != x.shape[1]
