@@ -571,6 +571,18 @@ def lstm_scan_grad(m, lax, engine):
             _lstm_data(), None)
 
 
+def fori_row_updates(m, lax):
+    x = _rng().standard_normal((512, 256)).astype(np.float32)
+
+    def numpy(x):
+        x = x.copy()
+        for i in range(1, 512):
+            x[i] = x[i - 1] * np.float32(0.5) + np.float32(1.0)
+        return x
+    return ((lambda x: lax.fori_loop(1, 512, lambda i, x: x.at[i].set(x[i - 1] * 0.5 + 1.0),
+                                     x)), (x,), numpy)
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -642,6 +654,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "nchw_to_nhwc": ("transpose(x, (0, 2, 3, 1)) + 1 (32, 64, 56, 56)", nchw_to_nhwc),
     "pairwise_distances": ("sqrt(((a[:, None] - b[None]) ** 2).sum(-1)) (512, 16)",
                            pairwise_distances),
+    "fori_row_updates": ("fori_loop: x.at[i].set(x[i - 1] * 0.5 + 1), (512, 256)",
+                         fori_row_updates),
     "lstm": ("LSTM scan 50 steps b32 64->128", lstm_scan),
     "lstm_grad": ("grad (W, U) of LSTM scan 50 steps", lstm_scan_grad),
     "batched_eigh": ("linalg.eigh eigenvalues of 1000 4x4 matrices", batched_eigh_4x4),

@@ -291,6 +291,59 @@ def test_update_of_a_state_read_elsewhere_is_not_in_place():
     assert not steps_of(exe, UpdatePlan)
 
 
+ROW_FROM_PREVIOUS = """HloModule rows
+
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] maximum(%a, %b)
+}
+
+%cond (i: s32[], x: f32[64,16]) -> pred[] {
+  %i = s32[] parameter(0)
+  %x = f32[64,16] parameter(1)
+  %n = s32[] constant(70)
+  ROOT %lt = pred[] compare(%i, %n), comparison_direction=LT
+}
+
+%body (i: s32[], x: f32[64,16]) -> (s32[], f32[64,16]) {
+  %i = s32[] parameter(0)
+  %x = f32[64,16] parameter(1)
+  %c1 = s32[] constant(1)
+  %prev = s32[] subtract(%i, %c1)
+  %zero = s32[] constant(0)
+  %row = f32[1,16] dynamic_slice(%x, %prev, %zero), slice_sizes={1,16}
+  %half = f32[] constant(0.5)
+  %halves = f32[1,16] broadcast_in_dim(%half), broadcast_dimensions={}
+  %scaled = f32[1,16] multiply(%row, %halves)
+  %total = f32[] reduce(%x, %half), dimensions={0,1}, calls={%max}
+  %totals = f32[1,16] broadcast_in_dim(%total), broadcast_dimensions={}
+  %new = f32[1,16] add(%scaled, %totals)
+  %x1 = f32[64,16] dynamic_update_slice(%x, %new, %i, %zero)
+  %i1 = s32[] add(%i, %c1)
+  ROOT %t = (s32[], f32[64,16]) tuple(%i1, %x1)
+}
+
+ENTRY %main (x: f32[64,16]) -> f32[64,16] {
+  %x = f32[64,16] parameter(0)
+  %one = s32[] constant(1)
+  %w = (s32[], f32[64,16]) while(%one, %x), calls={%cond, %body}
+  ROOT %r = f32[64,16] get_tuple_element(%w), index=1
+}
+"""
+
+
+def test_update_of_a_state_read_before_it_is_in_place():
+    """Row i from row i - 1 and the max of the whole state (both read before the update, into
+    buffers of their own): the update writes the state in place instead of copying it, and
+    past the end (i >= 64) its start is clamped."""
+    x = np.random.default_rng(3).standard_normal((64, 16)).astype(np.float32)
+    exe = run_both(ROW_FROM_PREVIOUS, [x])
+    assert steps_of(exe, UpdatePlan)
+    body = steps_of(exe, WhilePlan)[0].body
+    assert not any(type(s).__name__ == "CopyPlan" and s.dst.dims == (64, 16) for s in body)
+
+
 def test_swapping_state_elements_reads_the_old_state():
     # The body's results are its own parameters in other slots: moving the new state in
     # must not overwrite a slot another copy still reads.

@@ -1013,25 +1013,40 @@ _RUN = ir.FunctionType(ir.VoidType(), [I8P, I8P.as_pointer().as_pointer(), S.I64
                                        S.I64])
 
 
+# Readers of a loop state that may run before an in-place update of it
+# (``_in_place_updates``): ops computing a buffer of their own (a reshape may be a view,
+# control flow may return its operand, a tuple aliases it).
+_READS_INTO_OWN_BUFFER = frozenset({"fusion", "dot_general", "dynamic_slice", "slice",
+                                    "gather", "reduce", "custom_call", "convert", "sort",
+                                    "transpose", "broadcast_in_dim", "concatenate", "pad",
+                                    "reverse", "iota", "scatter", "reduce_window",
+                                    "select_and_scatter"}) | ELEMENTWISE
+
+
 def _in_place_updates(body: Computation) -> frozenset[int]:
     """The ``dynamic_update_slice`` ops of a loop body that may write the state in place:
-    each updates a parameter that nothing else reads and lands in that parameter's slot of
-    the new state (scan's write of its output row): the body then writes one window of the
-    buffer instead of copying all of it, twice, per iteration."""
+    each updates a parameter and lands in that parameter's slot of the new state, and every
+    other reader of the parameter computes a buffer of its own before the update runs (scan's
+    write of its output row; ``x.at[i].set(f(x[i - 1]))`` in a ``fori_loop``, which copied
+    the whole array every step): the body then writes one window of the buffer instead of
+    copying all of it, twice, per iteration."""
     root = body.root
-    if root.opcode != "tuple":
+    if root.opcode != "tuple" or any(o.shape.is_tuple for o in root.operands):
         return frozenset()
     users = body.users()
+    position = {id(inst): n for n, inst in enumerate(body.instructions)}
     found = set()
     for p in body.parameters:
         k = p.attrs["index"]
-        readers = users.get(p, [])
-        if (p.shape.is_tuple or len(readers) != 1 or k >= len(root.operands)
-                or any(o.shape.is_tuple for o in root.operands)):
+        if p.shape.is_tuple or k >= len(root.operands):
             continue
-        (dus,) = readers
-        if (dus.opcode == "dynamic_update_slice" and dus.operands[0] is p
-                and p not in dus.operands[1:] and root.operands[k] is dus):
+        dus = root.operands[k]
+        readers = users.get(p, [])
+        if (dus.opcode != "dynamic_update_slice" or dus.operands[0] is not p
+                or p in dus.operands[1:]):
+            continue
+        if all(r is dus or (r.opcode in _READS_INTO_OWN_BUFFER
+                            and position[id(r)] < position[id(dus)]) for r in readers):
             found.add(id(dus))
     return frozenset(found)
 
