@@ -11,12 +11,22 @@ spreads along its whole line, ``0 * inf = nan``; the caller keeps the dot for th
 
 from __future__ import annotations
 
+import itertools
+import math
+from collections.abc import Sequence
+
 import numpy as np
 
 import ember.numpy as jnp
 
 # Above this many taps per output the gathers cost more than the dot's few extra columns.
 MAX_TAPS = 24
+# A gather reads a run of contiguous elements per tap; under this many (the channels of a
+# channel-last image) the loop is scalar and each tap costs about SHORT_RUN_COST times more.
+SHORT_RUN = 8
+SHORT_RUN_COST = 8
+# How much cheaper a dense dot's multiply-add is than a gathered tap (a packed GEMM kernel).
+DOT_SPEEDUP = 4
 
 
 def band(w: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -41,19 +51,58 @@ def band(w: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return index, np.take_along_axis(w, index, axis=0)
 
 
-def resample(x, d: int, index: np.ndarray, taps: np.ndarray):
+def order(shape: Sequence[int], dims: Sequence[int], sizes: Sequence[int],
+          bands: Sequence[tuple | None]) -> tuple[int, ...]:
+    """The order (positions in ``dims``) in which to resample, cheapest by a cost estimate.
+
+    The passes commute (up to rounding), but their costs differ: a pass costs its output
+    size times its taps, and a pass over a dimension with few elements behind it (the width
+    of a channel-last image) gathers element by element, so it should run while the image
+    is small: first when upsampling, last when downsampling. ``sizes`` are the output sizes;
+    a pass without a band (None) is a dot over the whole input dimension.
+    """
+    if len(dims) > 4:  # 24 orders at most
+        return tuple(range(len(dims)))
+
+    def cost(perm):
+        current, total = list(shape), 0
+        for i in perm:
+            d = dims[i]
+            m, current[d] = current[d], sizes[i]
+            out, run = math.prod(current), math.prod(current[d + 1:])
+            if bands[i] is None:
+                total += out * m / DOT_SPEEDUP
+            else:
+                taps = len(bands[i][0]) * (SHORT_RUN_COST if run < SHORT_RUN else 1)
+                total += out * (1 + taps)
+        return total
+
+    return min(itertools.permutations(range(len(dims))), key=cost)
+
+
+def resample(x, d: int, index: np.ndarray, taps: np.ndarray, last: bool = True):
     """``x`` contracted along dimension ``d`` with the weight matrix ``band`` took apart.
 
     Equals ``moveaxis(tensordot(x, w, [[d], [0]]), -1, d)`` up to rounding for a finite
     ``x`` (the dot's other terms are exact zeros). Narrow floats are summed in float32, as
     the dot accumulates them; the weights are rounded to ``x``'s dtype first, as the dot's.
+
+    Unless ``last``, the taps are summed by a reduction: it ends the fused loop, so the next
+    pass reads this one's result instead of recomputing all its taps for each of its own.
     """
     acc = np.promote_types(x.dtype, np.float32)
+    k, n = index.shape
+    if not last:
+        shape = [1] * (x.ndim + 1)
+        shape[d:d + 2] = n, k
+        w = taps.T.astype(x.dtype).astype(acc).reshape(shape)
+        gathered = jnp.take(x, index.T, axis=d, mode="clip").astype(acc)
+        return jnp.sum(gathered * w, axis=d + 1).astype(x.dtype)
     shape = [1] * x.ndim
-    shape[d] = index.shape[1]
+    shape[d] = n
     out = None
-    for k in range(index.shape[0]):
-        w = taps[k].astype(x.dtype).astype(acc).reshape(shape)
-        term = jnp.take(x, index[k], axis=d, mode="clip").astype(acc) * w
+    for i in range(k):
+        w = taps[i].astype(x.dtype).astype(acc).reshape(shape)
+        term = jnp.take(x, index[i], axis=d, mode="clip").astype(acc) * w
         out = term if out is None else out + term
     return out.astype(x.dtype)

@@ -136,20 +136,28 @@ def _apply(x, shape: tuple, dims: Sequence[int], scale, translation, method: Res
                                     antialias, edge))
     bands = [_band_of(w) if _real_floating(x) else None for w in weights]
 
-    def contract(x, use_bands: bool):
-        for d, w, taps in zip(dims, weights, bands):
-            if use_bands and taps is not None:
-                x = _band.resample(x, d, *taps)
+    def dense(x, d, w):
+        y = jnp.tensordot(x, w.astype(x.dtype), axes=[[d], [0]], precision=precision)
+        return jnp.moveaxis(y, -1, d)
+
+    def contract(x):
+        for d, w in zip(dims, weights):
+            x = dense(x, d, w)
+        return x
+
+    def banded(x):
+        steps = _band.order(x.shape, dims, [shape[d] for d in dims], bands)
+        for j, i in enumerate(steps):
+            if bands[i] is None:
+                x = dense(x, dims[i], weights[i])
             else:
-                y = jnp.tensordot(x, w.astype(x.dtype), axes=[[d], [0]], precision=precision)
-                x = jnp.moveaxis(y, -1, d)
+                x = _band.resample(x, dims[i], *bands[i], last=j == len(steps) - 1)
         return x
 
     if all(taps is None for taps in bands):
-        return contract(x, False)
+        return contract(x)
     # the dot spreads a non-finite input along its line (0 * inf = nan): keep it for those
-    return lax.cond(jnp.all(jnp.isfinite(x)), lambda x: contract(x, True),
-                    lambda x: contract(x, False), x)
+    return lax.cond(jnp.all(jnp.isfinite(x)), banded, contract, x)
 
 
 def _band_of(w):
