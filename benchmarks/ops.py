@@ -583,6 +583,17 @@ def fori_row_updates(m, lax):
                                      x)), (x,), numpy)
 
 
+def causal_attention(m, lax, engine):
+    rng = _rng()
+    q, k, v = (rng.standard_normal((4, 8, 256, 64)).astype(np.float32) for _ in range(3))
+
+    def f(q, k, v):
+        s = m.einsum("bhqd,bhkd->bhqk", q, k) / 8.0
+        s = m.where(m.tril(m.ones((256, 256), bool)), s, -1e9)
+        return m.einsum("bhqk,bhkd->bhqd", engine.nn.softmax(s, -1), v)
+    return f, (q, k, v), None
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -654,6 +665,7 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "nchw_to_nhwc": ("transpose(x, (0, 2, 3, 1)) + 1 (32, 64, 56, 56)", nchw_to_nhwc),
     "pairwise_distances": ("sqrt(((a[:, None] - b[None]) ** 2).sum(-1)) (512, 16)",
                            pairwise_distances),
+    "causal_attention": ("causal attention b4 h8 s256 d64", causal_attention),
     "fori_row_updates": ("fori_loop: x.at[i].set(x[i - 1] * 0.5 + 1), (512, 256)",
                          fori_row_updates),
     "lstm": ("LSTM scan 50 steps b32 64->128", lstm_scan),
@@ -666,7 +678,7 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
 _NEEDS_LIBRARY = {per_example_grads, attention, attention_grad, conv_3x3_grad, gelu,
                   max_pool_grad, avg_pool_grad, conv_stride2_input_grad,
-                  lstm_scan, lstm_scan_grad}
+                  lstm_scan, lstm_scan_grad, causal_attention}
 
 
 def _modules(name: str):

@@ -1,0 +1,67 @@
+"""Batched dots of many small matrices (attention's scores and values) run their matrices on
+ember's threads, one single-threaded BLAS call each (``executable._batch_across_threads``),
+rather than one ``matmul`` whose BLAS threads split every small product. The products must be
+the very same bits as NumPy's ``matmul`` of the batch."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.backends.cpu import executable as cpu_exe
+
+rng = np.random.default_rng(5)
+
+
+def _data(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("batch, m, k, n", [(32, 256, 64, 256), (32, 256, 256, 64),
+                                            (7, 100, 33, 65), (64, 16, 16, 8),
+                                            (3, 512, 128, 512)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_products_are_numpys_bits(batch, m, k, n, dtype):
+    a, b = _data(batch, m, k, dtype=dtype), _data(batch, k, n, dtype=dtype)
+    got = np.asarray(ember.jit(jnp.matmul)(a, b))
+    want = np.matmul(a.astype(got.dtype), b.astype(got.dtype))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_attention_shapes_split_the_batch_and_match_numpy(monkeypatch):
+    calls = []
+    real = cpu_exe._batch_across_threads
+
+    def spy(lhs, rhs, out):
+        calls.append(lhs.shape)
+        real(lhs, rhs, out)
+    monkeypatch.setattr(cpu_exe, "_batch_across_threads", spy)
+    q, k = _data(4, 8, 256, 64), _data(4, 8, 256, 64)
+    got = np.asarray(ember.jit(lambda q, k: jnp.einsum("bhqd,bhkd->bhqk", q, k) * 1.5)(q, k))
+    want = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(1.5)
+    np.testing.assert_array_equal(got, want)
+    if cpu_exe.threads.pool().size > 1:
+        assert calls == [(32, 256, 64)]
+
+
+def test_split_rule():
+    size = cpu_exe.threads.pool().size
+    small = 256 * 64 * 256
+    if size == 1:
+        assert not cpu_exe._split_batch(32, small)
+        return
+    assert cpu_exe._split_batch(32, small)
+    assert not cpu_exe._split_batch(size - 1, small)  # (fewer matrices than threads)
+    assert not cpu_exe._split_batch(4, 128 * 784 * 512)  # (BLAS's threads do better)
+    assert not cpu_exe._split_batch(512, 64)  # (too little work to wake threads)
+
+
+def test_split_matches_one_call_for_odd_batches_and_layouts():
+    for batch, m, k, n in itertools.product([2, 3, 9], [1, 37], [5, 64], [1, 40]):
+        a = _data(batch, m, k)
+        b = np.swapaxes(_data(batch, n, k), 1, 2)  # (a transposed view: BLAS's flag)
+        out = np.empty((batch, m, n), np.float32)
+        cpu_exe._batch_across_threads(a, b, out)
+        np.testing.assert_array_equal(out, np.matmul(a, b))
