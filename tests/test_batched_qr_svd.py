@@ -1,4 +1,4 @@
-"""Batched small QR and singular values: the native lane kernels (``small_qr_lanes`` and
+"""Batched small QR and SVD: the native lane kernels (``small_qr_lanes`` and
 ``small_svd_lanes`` through ``small_linalg_kernel``) and ``qr``/``svd`` routed to them,
 checked against NumPy's LAPACK in float64 (same Householder sign conventions for QR),
 orthonormality and reconstruction, and JAX as an oracle."""
@@ -66,6 +66,35 @@ def test_svd_kernel_random(dtype, shape):
     _check_svd(a, K.svd(a), 8 * max(m, n))
 
 
+def _check_svd_vectors(a, s, u, vt, full, ulps):
+    """Values as ``_check_svd``; u and vt orthonormal (the completion too), with
+    u diag(s) vt = a."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    ku, kv = (m, n) if full else (k, k)
+    assert u.shape == a.shape[:-2] + (m, ku) and vt.shape == a.shape[:-2] + (kv, n)
+    assert u.dtype == a.dtype and vt.dtype == a.dtype
+    _check_svd(a, s, ulps)
+    eps = np.finfo(a.dtype).eps
+    u64, vt64 = u.astype(np.float64), vt.astype(np.float64)
+    assert np.abs(np.swapaxes(u64, -1, -2) @ u64 - np.eye(ku)).max() <= ulps * eps
+    assert np.abs(vt64 @ np.swapaxes(vt64, -1, -2) - np.eye(kv)).max() <= ulps * eps
+    rec = (u64[..., :k] * s[..., None, :]) @ vt64[..., :k, :]
+    norm = np.abs(a).max(axis=(-2, -1), keepdims=True)
+    assert np.all(np.abs(rec - a) <= ulps * eps * norm)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (1, 3), (4, 4), (6, 4), (4, 6), (9, 12),
+                                   (16, 16), (16, 5)])
+def test_svd_vectors_kernel_random(dtype, shape):
+    m, n = shape
+    a = _mats(37, m, n, dtype, seed=m * 11 + n)
+    for full in (False, True):
+        s, u, vt = K.svd(a, compute_uv=True, full_matrices=full)
+        _check_svd_vectors(a, s, u, vt, full, 8 * max(m, n))
+
+
 def _special(m, n, dtype):
     """Zero, rank-deficient and structured m x n matrices (m >= 3, n >= 3)."""
     rng = np.random.default_rng(3)
@@ -98,6 +127,9 @@ def test_zero_and_rank_deficient(dtype, shape):
     assert np.all(np.abs(q64 @ r - a) <= 100 * np.finfo(dtype).eps * norm)
     # Triangular input: R is the input (trivial reflectors keep the diagonal's signs).
     np.testing.assert_array_equal(r[4], np.triu(a[4])[:k])
+    for full in (False, True):
+        sv, u, vt = K.svd(a, compute_uv=True, full_matrices=full)
+        _check_svd_vectors(a, sv, u, vt, full, 100)  # (zero values: vectors still a basis)
     s = K.svd(a)
     _check_svd(a, s, 50)
     np.testing.assert_array_equal(s[0], 0)
@@ -130,13 +162,16 @@ def test_nonfinite_gives_nan(bad):
     q, r = K.qr(a, False)
     s = K.svd(a)
     s_wide = K.svd(np.ascontiguousarray(np.swapaxes(a, 1, 2)))
+    vectors = K.svd(a, compute_uv=True, full_matrices=True)
     ok = np.ones(21, bool)
     ok[[5, 20]] = False
     for i in (5, 20):
         assert np.isnan(q[i]).all() and np.isnan(r[i]).all()
         assert np.isnan(s[i]).all() and np.isnan(s_wide[i]).all()
+        assert all(np.isnan(x[i]).all() for x in vectors)
     _check_qr(a[ok], q[ok], r[ok], False, 48)
     _check_svd(a[ok], s[ok], 48)
+    _check_svd_vectors(a[ok], *(x[ok] for x in vectors), True, 48)
 
 
 def test_jit_routes_and_matches_numpy():
@@ -154,6 +189,10 @@ def test_jit_routes_and_matches_numpy():
     s = ember.jit(lambda x: jnp.linalg.svd(x, compute_uv=False))(a)
     np.testing.assert_array_equal(np.asarray(s), K.svd(a))
     np.testing.assert_array_equal(np.asarray(jnp.linalg.svdvals(a)), K.svd(a))
+    for full in (False, True):
+        u, s, vt = ember.jit(lambda x, full=full: jnp.linalg.svd(x, full_matrices=full))(a)
+        for x, y in zip((s, u, vt), K.svd(a, compute_uv=True, full_matrices=full)):
+            np.testing.assert_array_equal(np.asarray(x), y)
 
 
 def test_small_batches_keep_lapack():
@@ -185,6 +224,13 @@ def test_gradients_through_the_kernels(x64):
         q, r = jnp.linalg.qr(x)
         return jnp.sum(jnp.sin(q)) + jnp.sum(r * r * 0.5)
 
+    # Through u, s and vt: the reconstruction's gradient is cos(a), whatever the signs.
+    g = ember.grad(lambda x: jnp.sum(jnp.sin(
+        (lambda u, s, vt: (u * s[..., None, :]) @ vt)(*jnp.linalg.svd(x, full_matrices=False)))))
+    for shape in ((20, 4, 4), (20, 6, 4), (20, 4, 6)):
+        c = _mats(*shape, np.float64, seed=shape[1])
+        np.testing.assert_allclose(np.asarray(g(c)), np.cos(c), rtol=0, atol=1e-10)
+
     b = _mats(20, 6, 4, np.float64, seed=10)
     g = np.asarray(ember.grad(loss)(b))
     d = np.random.default_rng(11).standard_normal(b.shape)
@@ -206,6 +252,14 @@ def test_matches_jax_oracle():
         s = ember.jit(lambda x: jnp.linalg.svd(x, compute_uv=False))(b)
         s_j = jax.jit(lambda x: jax.numpy.linalg.svd(x, compute_uv=False))(b)
         np.testing.assert_allclose(np.asarray(s), np.asarray(s_j), rtol=0, atol=tol)
+        # Vectors: the same up to each pair's sign (distinct values).
+        u, s, vt = ember.jit(lambda x: jnp.linalg.svd(x, full_matrices=False))(b)
+        u_j, _, vt_j = jax.jit(lambda x: jax.numpy.linalg.svd(x, full_matrices=False))(b)
+        sign = np.sign(np.sum(np.asarray(u) * np.asarray(u_j), axis=-2))
+        np.testing.assert_allclose(np.asarray(u) * sign[..., None, :], np.asarray(u_j),
+                                   rtol=0, atol=1e-3)
+        np.testing.assert_allclose(np.asarray(vt) * sign[..., :, None], np.asarray(vt_j),
+                                   rtol=0, atol=1e-3)
 
 
 def test_run_rejects_unusable_operands():

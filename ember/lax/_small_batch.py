@@ -231,10 +231,12 @@ def qr(x: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray] | No
     return _native("qr", x, full_matrices=bool(full_matrices))
 
 
-def svd(x: np.ndarray) -> np.ndarray | None:
-    """The singular values (..., min(m, n)), descending, of a real stack (..., m, n) (a
-    matrix with a NaN or infinite entry: all NaN); None without a native kernel."""
-    return _native("svd", x)
+def svd(x: np.ndarray, compute_uv: bool = False, full_matrices: bool = False):
+    """The singular values (..., k), descending, of a real stack (..., m, n), k = min(m, n),
+    or with ``compute_uv`` ``(s, u, vt)``, u (..., m, m or k) and vt (..., n or k, n) as
+    ``full_matrices`` says (a matrix with a NaN or infinite entry: all NaN); None without a
+    native kernel. The vectors are orthonormal, but their signs need not be LAPACK's."""
+    return _native("svd", x, compute_uv=bool(compute_uv), full_matrices=bool(full_matrices))
 
 
 def potrf(x: np.ndarray) -> np.ndarray:

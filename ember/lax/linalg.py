@@ -536,11 +536,15 @@ def _subset(subset_by_index, k):
 def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     k = min(x.shape[-2:])
     lo, hi = _subset(subset_by_index, k)
+    small = _small_batch.svd(x, compute_uv, full_matrices) \
+        if _small_batch.worth_it("svd", x) else None
     if not compute_uv:
-        small = _small_batch.svd(x) if _small_batch.worth_it("svd", x) else None
         s = np.linalg.svd(x, compute_uv=False) if small is None else small
         return [s[..., lo:hi]]
-    u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
+    if small is not None:  # (its vectors' signs are Jacobi's, not LAPACK's)
+        s, u, vt = small
+    else:
+        u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
     if subset_by_index is not None:
         u, s, vt = u[..., lo:hi], s[..., lo:hi], vt[..., lo:hi, :]
     return [s, u, vt]

@@ -78,6 +78,17 @@ class LaneKernel:
                              f"llvm.{name}.{self._suffix}")
         return self.b.call(fn, args)
 
+    def splat_index(self, i):
+        """A vector of i32 holding the index ``i`` (an int or an i64) in every lane."""
+        ir, b = self.ir, self.b
+        vr = ir.VectorType(self.i32, self.w)
+        if isinstance(i, int):
+            return ir.Constant(vr, [ir.Constant(self.i32, i)] * self.w)
+        one = b.insert_element(ir.Constant(vr, None), b.trunc(i, self.i32),
+                               ir.Constant(self.i32, 0))
+        return b.shuffle_vector(one, ir.Constant(vr, None),
+                                ir.Constant(vr, [ir.Constant(self.i32, 0)] * self.w))
+
     def all_lanes(self, mask):
         """An i1: every lane of the vector of i1 ``mask`` is set."""
         ir, w = self.ir, self.w

@@ -76,7 +76,7 @@ def _if(b, cond, body: Callable) -> None:
 
 def kernel_ir(kernel: str, dtype: np.dtype, side: int | tuple | None = None) -> str:
     """The LLVM IR of the (kernel, dtype, side) library (see ``_emit`` and the module
-    docstring; ``qr``'s side is (m, n, full), ``svd``'s (m, n))."""
+    docstring; ``qr``'s side is (m, n, full), ``svd``'s (m, n, vectors))."""
     from llvmlite import ir
 
     fty = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
@@ -86,8 +86,12 @@ def kernel_ir(kernel: str, dtype: np.dtype, side: int | tuple | None = None) -> 
         small_eigh_lanes.emit(module, fty, side, name)
     elif kernel == "qr":
         small_qr_lanes.emit(module, fty, *side, name)
-    elif kernel == "svd":
-        small_svd_lanes.emit(module, fty, *side, name)
+    elif kernel == "svd":  # side (m, n, 0: values only, 1: reduced vectors, 2: full)
+        m, n, vectors = side
+        if vectors:
+            small_svd_lanes.emit_vectors(module, fty, m, n, vectors == 2, name)
+        else:
+            small_svd_lanes.emit(module, fty, m, n, name)
     elif _lanes(kernel, side):
         tail = _emit(module, kernel, fty, side, name + "_tail")
         tail.linkage = "internal"
@@ -432,21 +436,33 @@ def qr(x: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray] | No
     return q.reshape(batch + (m, kq)), r.reshape(batch + (kq, n))
 
 
-def svd(x: np.ndarray) -> np.ndarray | None:
-    """The singular values of the stack ``x`` (..., m, n), descending (see
-    ``small_svd_lanes``); None where there is no native kernel."""
+def svd(x: np.ndarray, compute_uv: bool = False, full_matrices: bool = False):
+    """The singular values of the stack ``x`` (..., m, n), descending, or with
+    ``compute_uv`` ``(s, u, vt)``: u (..., m, ku) and vt (..., kv, n), ``(ku, kv)`` =
+    (m, n) if ``full_matrices`` else (k, k), k = min(m, n) (see ``small_svd_lanes``); None
+    where there is no native kernel."""
     m, n = x.shape[-2:]
     if m == 0 or n == 0:
         return None
-    ranged = kernel("svd", x.dtype, (m, n))
+    # (a square matrix's full vectors are its reduced ones: one kernel for both)
+    vectors = (2 if full_matrices and m != n else 1) if compute_uv else 0
+    ranged = kernel("svd", x.dtype, (m, n, vectors))
     if ranged is None:
         return None
+    k = min(m, n)
     a = np.ascontiguousarray(x.reshape((-1, m, n)))
     nb = a.shape[0]
-    s = np.empty((nb, min(m, n)), x.dtype)
+    s = np.empty((nb, k), x.dtype)
+    outs = [s]
+    if compute_uv:
+        ku, kv = (m, n) if full_matrices else (k, k)
+        outs += [np.empty((nb, m, ku), x.dtype), np.empty((nb, kv, n), x.dtype)]
     if nb:
-        _call(ranged, [a, s], [], nb, _group_work(nb, m * n * min(m, n) * 16))
-    return s.reshape(x.shape[:-2] + (min(m, n),))
+        _call(ranged, [a] + outs, [], nb,
+              _group_work(nb, m * n * k * (64 if compute_uv else 16)))
+    batch = x.shape[:-2]
+    outs = [o.reshape(batch + o.shape[1:]) for o in outs]
+    return tuple(outs) if compute_uv else outs[0]
 
 
 def _group_work(nb: int, per_matrix: int) -> int:
@@ -462,7 +478,8 @@ def _checked(x) -> bool:
 
 def run(kernel_name: str, *operands, **params):
     """The registered entry point: ``run("getrf", x)``, ``run("potrf", x)``,
-    ``run("syevd", x, lower=...)``, ``run("qr", x, full_matrices=...)``, ``run("svd", x)``
+    ``run("syevd", x, lower=...)``, ``run("qr", x, full_matrices=...)``,
+    ``run("svd", x, compute_uv=..., full_matrices=...)``
     or ``run("trsm", t, x, lower=..., unit=...)`` (see those functions); None where this
     module has no kernel for the operands (other dtypes, larger or unusual shapes)."""
     if kernel_name not in KERNELS:
@@ -482,7 +499,7 @@ def run(kernel_name: str, *operands, **params):
         return qr(x, **params)
     if kernel_name == "svd":
         x, = operands
-        return svd(x)
+        return svd(x, **params)
     t, x = operands
     if (t.ndim != 3 or x.ndim != 3 or t.dtype != x.dtype or t.shape[0] != x.shape[0]
             or t.shape[1] != t.shape[2] or t.shape[1] != x.shape[1]

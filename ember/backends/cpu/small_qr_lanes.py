@@ -24,38 +24,57 @@ from ember.backends.cpu.small_lanes import LaneKernel
 
 # Largest side emitted (``small_linalg_kernel.MAX_DIM``).
 MAX_SIDE = 16
-# Largest side emitted unrolled: a 6 x 4 QR unrolled runs ~20% faster than looped but takes
-# ~1.5 s to compile instead of ~0.15 s (8 x 8: ~8 s).
-UNROLL_MAX_SIDE = 4
+# Largest side emitted unrolled: unrolled, a 4 x 4 or 6 x 4 QR runs at most ~20% faster
+# than looped but takes ~1-1.5 s to compile instead of ~0.15 s (8 x 8: ~8 s).
+UNROLL_MAX_SIDE = 1
 
 
 def emit(module, fty, m: int, n: int, full: bool, name: str) -> None:
     """Adds ``name(buffers, lo, hi)`` to ``module``: the QR decomposition of the m x n
     matrices ``[lo, hi)``. Buffers: x (batch, m, n) read-only; q (batch, m, kq); r
     (batch, kq, n) with zeros below the diagonal; kq = m if ``full`` else min(m, n)."""
-    k = min(m, n)
-    kq = m if full else k
+    kq = m if full else min(m, n)
     g = LaneKernel(module, fty, name, 3, max(m, n), UNROLL_MAX_SIDE)
     b = g.b
     a, power, bad = g.load_matrix(0, m, n)
-    taus = g.array(max(k, 1))
+    taus = factor(g, a, m, n)
+    nan, zero = g.splat(float("nan")), g.splat(0.0)
+
+    # R: the upper triangle of the first kq rows, scaled back.
+    def r_entry(i, q):
+        above = b.icmp_signed("<=", g.val(i), g.val(q))
+        value = b.select(above, b.fmul(g.ld(a, i, q, n), power), zero)
+        g.store(2, kq * n, g.index(i, q, n), b.select(bad, nan, value))
+
+    g.rng(0, kq, lambda i: g.rng(0, n, lambda q: r_entry(i, q)))
+    qm = form_q(g, a, taus, m, n, kq)
+    g.rng(0, m, lambda i: g.rng(0, kq, lambda q: g.store(
+        1, m * kq, g.index(i, q, kq), b.select(bad, nan, g.ld(qm, i, q, kq)))))
+    g.finish()
+
+
+def _reflect(g, a, n: int, m: int, j, col_arr, cols: int, q, tau) -> None:
+    """Column q of ``col_arr`` (m rows of ``cols``) times H_j: ``c -= v (tau (v^T c))``,
+    v stored below the diagonal of column j of ``a`` (n columns)."""
+    b = g.b
+    acc = g.slot()
+    b.store(g.ld(col_arr, j, q, cols), acc)
+    g.rng(g.add(j, 1), m, lambda i: b.store(
+        b.fadd(b.load(acc), b.fmul(g.ld(a, i, j, n), g.ld(col_arr, i, q, cols))), acc))
+    temp = b.fmul(b.fsub(g.splat(0.0), tau), b.load(acc))
+    g.st(col_arr, b.fadd(g.ld(col_arr, j, q, cols), temp), j, q, cols)
+    g.rng(g.add(j, 1), m, lambda i: g.st(
+        col_arr, b.fadd(g.ld(col_arr, i, q, cols), b.fmul(g.ld(a, i, j, n), temp)),
+        i, q, cols))
+
+
+def factor(g: LaneKernel, a, m: int, n: int):
+    """``geqr2`` in place on the m x n array ``a`` of ``g``: R on and above the diagonal,
+    the reflectors' v below it; returns the array of the min(m, n) taus."""
+    b = g.b
+    taus = g.array(max(min(m, n), 1))
     acc = g.slot()
     zero, one = g.splat(0.0), g.splat(1.0)
-
-    def dot_v(j, col_arr, cols, q):
-        """``col[j, q] + sum_{i > j} v_i col[i, q]`` (v stored below a's diagonal)."""
-        b.store(g.ld(col_arr, j, q, cols), acc)
-        g.rng(g.add(j, 1), m, lambda i: b.store(
-            b.fadd(b.load(acc), b.fmul(g.ld(a, i, j, n), g.ld(col_arr, i, q, cols))), acc))
-        return b.load(acc)
-
-    def reflect(j, col_arr, cols, q, tau):
-        """Column q of ``col_arr`` times H_j: ``c -= v (tau (v^T c))``."""
-        temp = b.fmul(b.fsub(zero, tau), dot_v(j, col_arr, cols, q))
-        g.st(col_arr, b.fadd(g.ld(col_arr, j, q, cols), temp), j, q, cols)
-        g.rng(g.add(j, 1), m, lambda i: g.st(
-            col_arr, b.fadd(g.ld(col_arr, i, q, cols), b.fmul(g.ld(a, i, j, n), temp)),
-            i, q, cols))
 
     def householder(j):
         alpha = g.ld(a, j, j, n)
@@ -72,25 +91,20 @@ def emit(module, fty, m: int, n: int, full: bool, name: str) -> None:
         g.rng(g.add(j, 1), m, lambda i: g.st(a, b.fmul(g.ld(a, i, j, n), scal), i, j, n))
         g.st(a, beta, j, j, n)
         g.st(taus, tau, j)
-        g.rng(g.add(j, 1), n, lambda q: reflect(j, a, n, q, tau))
+        g.rng(g.add(j, 1), n, lambda q: _reflect(g, a, n, m, j, a, n, q, tau))
 
-    g.rng(0, k, householder)
+    g.rng(0, min(m, n), householder)
+    return taus
 
-    nan = g.splat(float("nan"))
 
-    # R: the upper triangle of the first kq rows, scaled back.
-    def r_entry(i, q):
-        above = b.icmp_signed("<=", g.val(i), g.val(q))
-        value = b.select(above, b.fmul(g.ld(a, i, q, n), power), zero)
-        g.store(2, kq * n, g.index(i, q, n), b.select(bad, nan, value))
-
-    g.rng(0, kq, lambda i: g.rng(0, n, lambda q: r_entry(i, q)))
-
-    # Q: the identity's first kq columns times H_{k-1}, ..., H_0.
+def form_q(g: LaneKernel, a, taus, m: int, n: int, kq: int):
+    """``org2r``: a new m x kq array, the identity's first kq columns times H_{k-1}, ...,
+    H_0 (the reflectors ``factor`` left in ``a`` and ``taus``)."""
+    b = g.b
+    one, zero = g.splat(1.0), g.splat(0.0)
     qm = g.array(m * kq)
     g.rng(0, m, lambda i: g.rng(0, kq, lambda q: g.st(
         qm, b.select(b.icmp_signed("==", g.val(i), g.val(q)), one, zero), i, q, kq)))
-    g.rng_down(k, lambda j: g.rng(j, kq, lambda q: reflect(j, qm, kq, q, g.ld(taus, j))))
-    g.rng(0, m, lambda i: g.rng(0, kq, lambda q: g.store(
-        1, m * kq, g.index(i, q, kq), b.select(bad, nan, g.ld(qm, i, q, kq)))))
-    g.finish()
+    g.rng_down(min(m, n), lambda j: g.rng(j, kq, lambda q: _reflect(
+        g, a, n, m, j, qm, kq, q, g.ld(taus, j))))
+    return qm
