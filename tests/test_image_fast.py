@@ -2,7 +2,8 @@
 trace time gathers each output's few taps instead of a dense dot. Checked against JAX
 (which contracts with the dense weight matrix) on image-sized shapes, channel-last and
 channel-first, up and down, every method; non-finite inputs (the dot spreads them along
-their line); narrow floats; vmap and grad; and the band and pass order themselves."""
+their line); narrow floats; vmap, grad, jvp and second order; and the band and pass order
+themselves."""
 
 from functools import partial
 
@@ -110,6 +111,25 @@ def test_vmap_and_grad_match_jax(jax, jimage):
     got = ember.jit(lambda x: run(image, ember, x))(x)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_jvp_and_second_order_match_jax(jax, jimage):
+    """The banded pass is differentiated as the dot (custom_jvp): forward mode and
+    derivatives of derivatives go through it."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 10, 12, 3)).astype(np.float32)
+    t = rng.normal(size=x.shape).astype(np.float32)
+
+    def run(mod, eng, x, t):
+        resize = lambda v: mod.resize(v, (2, 20, 7, 3), "cubic")
+        inner = eng.grad(lambda v: (resize(v) ** 3).sum())
+        return eng.jvp(resize, (x,), (t,)), eng.grad(lambda v: inner(v).sum())(x)
+
+    (out, tangent), hess = ember.jit(lambda x, t: run(image, ember, x, t))(x, t)
+    (want_out, want_tangent), want_hess = jax.jit(lambda x, t: run(jimage, jax, x, t))(x, t)
+    np.testing.assert_allclose(out, want_out, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(tangent, want_tangent, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(hess, want_hess, atol=1e-4, rtol=1e-4)
 
 
 def test_band_rebuilds_the_weight_matrix():
