@@ -19,8 +19,10 @@ import numpy as np
 
 import ember.numpy as jnp
 
-# Above this many taps per output the gathers cost more than the dot's few extra columns.
-MAX_TAPS = 24
+# Above this many taps per output a pass is left to the dot. Measured on (8, 224, 224, 3)
+# images, 48 taps (lanczos3 to 1/8) still run ~15x faster than ember's dot; the bound keeps
+# the program (one gather per tap) small.
+MAX_TAPS = 64
 # A gather reads a run of contiguous elements per tap; under this many (the channels of a
 # channel-last image) the loop is scalar and each tap costs about SHORT_RUN_COST times more.
 SHORT_RUN = 8
