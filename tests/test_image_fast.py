@@ -132,6 +132,36 @@ def test_jvp_and_second_order_match_jax(jax, jimage):
     np.testing.assert_allclose(hess, want_hess, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("method", ["linear", "lanczos3"])
+def test_scale_and_translate_with_known_scale_matches_jax(jax, jimage, method):
+    """Concrete (untraced) scales and translations take the band; a translation moves
+    some outputs off the input (all-zero weight columns)."""
+    x = np.random.default_rng(5).normal(size=(2, 12, 14, 3)).astype(np.float32)
+    scale, shift = np.array([1.7, 0.6], np.float32), np.array([3.5, -2.25], np.float32)
+
+    def run(mod, x):
+        return mod.scale_and_translate(x, (2, 21, 9, 3), (1, 2), scale, shift, method)
+
+    want = np.asarray(jax.jit(lambda x: run(jimage, x))(x))
+    got = ember.jit(lambda x: run(image, x))(x)
+    assert (want == 0).any()  # outputs off the input
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_float64_matches_numpy_loops(x64):
+    """With x64 the weights and sums are float64: against the per-pixel loops of the op
+    records (float64 NumPy from the definition)."""
+    from tests.op_records.image import _resize_dim
+
+    x = np.random.default_rng(6).normal(size=(2, 12, 14, 3))
+    for shape, method in (((2, 24, 9, 3), "linear"), ((2, 7, 31, 3), "lanczos3")):
+        got = ember.jit(lambda x: image.resize(x, shape, method))(x)  # noqa: B023
+        assert got.dtype == np.float64
+        want = _resize_dim(_resize_dim(x, 1, shape[1], method, True), 2, shape[2], method,
+                           True)
+        np.testing.assert_allclose(got, want, atol=1e-12, rtol=1e-12)
+
+
 def test_band_rebuilds_the_weight_matrix():
     for m, n, method, antialias in [(12, 24, "linear", True), (24, 12, "lanczos3", True),
                                     (27, 8, "linear", False), (13, 29, "cubic", True),
