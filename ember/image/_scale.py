@@ -130,13 +130,16 @@ def _apply(x, shape: tuple, dims: Sequence[int], scale, translation, method: Res
         method = ResizeMethod.CUBIC
     radius, kernel = _KERNELS[method]
     edge = radius if (method is ResizeMethod.CUBIC_PYTORCH and not antialias) else None
-    weights = []
+    weights, bands = [], []
     for i, d in enumerate(dims):
-        # built at trace time when the scale is not traced: then its band of taps is known
-        with ensure_compile_time_eval():
-            weights.append(_weights(x.shape[d], shape[d], scale[i], translation[i], kernel,
-                                    antialias, edge))
-    bands = [_band_of(w) if _real_floating(x) else None for w in weights]
+        args = (x.shape[d], shape[d], scale[i], translation[i], kernel, antialias, edge)
+        weights.append(_weights(*args))  # computed by the program: no (m, n) constant
+        if _real_floating(x):
+            # again at trace time when the scale is not traced: then its taps are known
+            with ensure_compile_time_eval():
+                bands.append(_band_of(_weights(*args)))
+        else:
+            bands.append(None)
 
     def dense(x, d, w):
         y = jnp.tensordot(x, w.astype(x.dtype), axes=[[d], [0]], precision=precision)
