@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -130,10 +129,11 @@ def _apply(x, shape: tuple, dims: Sequence[int], scale, translation, method: Res
         method = ResizeMethod.CUBIC
     radius, kernel = _KERNELS[method]
     edge = radius if (method is ResizeMethod.CUBIC_PYTORCH and not antialias) else None
-    weights, bands = [], []
+    weights, bands, weight_args = [], [], []
     for i, d in enumerate(dims):
         args = (x.shape[d], shape[d], scale[i], translation[i], kernel, antialias, edge)
         weights.append(_weights(*args))  # computed by the program: no (m, n) constant
+        weight_args.append(args)
         if _real_floating(x):
             # again at trace time when the scale is not traced: then its taps are known
             with ensure_compile_time_eval():
@@ -156,8 +156,9 @@ def _apply(x, shape: tuple, dims: Sequence[int], scale, translation, method: Res
             if bands[i] is None:
                 x = dense(x, dims[i], weights[i])
             else:
-                x = _banded_pass(x, dims[i], bands[i], j == len(steps) - 1,
-                                 partial(dense, d=dims[i], w=weights[i]))
+                # the rule builds its own weights: a custom_jvp rule closes over no tracer
+                rebuilt = lambda t, i=i: dense(t, dims[i], _weights(*weight_args[i]))
+                x = _banded_pass(x, dims[i], bands[i], j == len(steps) - 1, rebuilt)
         return x
 
     if all(taps is None for taps in bands):
