@@ -4,9 +4,10 @@ A resize weight matrix (input size m, output size n) is banded: output pixel i o
 the few input pixels its kernel covers. When the matrix is known at trace time (a resize's
 scale is a Python number), contracting the image with it as a dense dot spends m
 multiply-adds per output where a handful carry weight; gathering those few inputs instead
-lets the whole resize fuse into one elementwise loop. The values are the dense dot's
-when the input is finite: the dropped terms are exact zeros. (A non-finite input the dot
-spreads along its whole line, ``0 * inf = nan``; the caller keeps the dot for that case.)
+costs a handful, in loops the backend fuses with the gathers. The values are the dense
+dot's when the input is finite: the dropped terms are exact zeros. (A non-finite input the
+dot spreads along its whole line, ``0 * inf = nan``; the caller keeps the dot for that
+case. Only an inf that finite inputs overflow to between two passes stays local here.)
 """
 
 from __future__ import annotations
