@@ -129,36 +129,37 @@ def _apply(x, shape: tuple, dims: Sequence[int], scale, translation, method: Res
         method = ResizeMethod.CUBIC
     radius, kernel = _KERNELS[method]
     edge = radius if (method is ResizeMethod.CUBIC_PYTORCH and not antialias) else None
-    weights, bands, weight_args = [], [], []
+    weight_args, bands = [], []
     for i, d in enumerate(dims):
         args = (x.shape[d], shape[d], scale[i], translation[i], kernel, antialias, edge)
-        weights.append(_weights(*args))  # computed by the program: no (m, n) constant
         weight_args.append(args)
         if _real_floating(x):
-            # again at trace time when the scale is not traced: then its taps are known
+            # built at trace time when the scale is not traced: then its taps are known
             with ensure_compile_time_eval():
                 bands.append(_band_of(_weights(*args)))
         else:
             bands.append(None)
 
-    def dense(x, d, w):
-        y = jnp.tensordot(x, w.astype(x.dtype), axes=[[d], [0]], precision=precision)
-        return jnp.moveaxis(y, -1, d)
+    def dense(x, i):
+        # the dot's weights are computed by the program (an (m, n) constant is slow to
+        # build and hash), where they are used: in the custom_jvp rule it closes over none
+        w = _weights(*weight_args[i])
+        y = jnp.tensordot(x, w.astype(x.dtype), axes=[[dims[i]], [0]], precision=precision)
+        return jnp.moveaxis(y, -1, dims[i])
 
     def contract(x):
-        for d, w in zip(dims, weights):
-            x = dense(x, d, w)
+        for i in range(len(dims)):
+            x = dense(x, i)
         return x
 
     def banded(x):
         steps = _band.order(x.shape, dims, [shape[d] for d in dims], bands)
         for j, i in enumerate(steps):
             if bands[i] is None:
-                x = dense(x, dims[i], weights[i])
+                x = dense(x, i)
             else:
-                # the rule builds its own weights: a custom_jvp rule closes over no tracer
-                rebuilt = lambda t, i=i: dense(t, dims[i], _weights(*weight_args[i]))
-                x = _banded_pass(x, dims[i], bands[i], j == len(steps) - 1, rebuilt)
+                x = _banded_pass(x, dims[i], bands[i], j == len(steps) - 1,
+                                 lambda t, i=i: dense(t, i))
         return x
 
     if all(taps is None for taps in bands):
