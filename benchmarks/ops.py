@@ -594,6 +594,16 @@ def causal_attention(m, lax, engine):
     return f, (q, k, v), None
 
 
+def resize_bilinear_2x(m, lax, engine):
+    x = _rng().standard_normal((8, 112, 112, 3)).astype(np.float32)
+    return (lambda x: engine.image.resize(x, (8, 224, 224, 3), "bilinear")), (x,), None
+
+
+def resize_cubic_half(m, lax, engine):
+    x = _rng().standard_normal((8, 224, 224, 3)).astype(np.float32)
+    return (lambda x: engine.image.resize(x, (8, 112, 112, 3), "cubic")), (x,), None
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -665,6 +675,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "nchw_to_nhwc": ("transpose(x, (0, 2, 3, 1)) + 1 (32, 64, 56, 56)", nchw_to_nhwc),
     "pairwise_distances": ("sqrt(((a[:, None] - b[None]) ** 2).sum(-1)) (512, 16)",
                            pairwise_distances),
+    "resize_2x": ("image.resize 112->224 bilinear (8, *, *, 3)", resize_bilinear_2x),
+    "resize_half": ("image.resize 224->112 cubic, antialiased", resize_cubic_half),
     "causal_attention": ("causal attention b4 h8 s256 d64", causal_attention),
     "fori_row_updates": ("fori_loop: x.at[i].set(x[i - 1] * 0.5 + 1), (512, 256)",
                          fori_row_updates),
@@ -678,7 +690,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
 # Builders that take the engine's top-level module (vmap, grad, nn) as a third argument.
 _NEEDS_LIBRARY = {per_example_grads, attention, attention_grad, conv_3x3_grad, gelu,
                   max_pool_grad, avg_pool_grad, conv_stride2_input_grad,
-                  lstm_scan, lstm_scan_grad, causal_attention}
+                  lstm_scan, lstm_scan_grad, causal_attention, resize_bilinear_2x,
+                  resize_cubic_half}
 
 
 def _modules(name: str):
