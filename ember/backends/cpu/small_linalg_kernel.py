@@ -1,6 +1,6 @@
 """Native kernels for large batches of small real matrices: LU with partial pivoting
-(``getrf``), triangular solves (``trsm``), Cholesky (``potrf``) and the symmetric
-eigenproblem (``syevd``).
+(``getrf``), triangular solves (``trsm``), Cholesky (``potrf``), the symmetric
+eigenproblem (``syevd``), QR (``qr``) and the SVD (``svd``).
 
 ``ember.lax._small_batch`` runs these algorithms vectorized over the batch in NumPy, a
 handful of NumPy calls per step (~15 µs of fixed cost each, for 4 x 4 matrices more than
@@ -11,7 +11,10 @@ loop per matrix, compiled once per (kernel, dtype, matrix side) and kept in the 
 run-time dimensions. LU of sides up to 8 runs 16 matrices at a time, one per vector lane
 (``small_lu_lanes``: ~0.015 µs per 4 x 4 LU), the scalar loop taking the rest. The
 eigenproblem has only a lane kernel (``small_eigh_lanes``: Jacobi rotations, ~0.03 µs per
-4 x 4 matrix where LAPACK's ``syevd`` takes ~2.5 µs).
+4 x 4 matrix where LAPACK's ``syevd`` takes ~2.5 µs), and so have QR (``small_qr_lanes``:
+Householder, ~0.05 µs per 6 x 4 where ``geqrf`` and ``orgqr`` take ~2 µs) and the SVD
+(``small_svd_lanes``: one-sided Jacobi for the values, ~0.1 µs per 4 x 4; two-sided with
+the vectors), which are compiled per shape (m, n) and output variant.
 
 The CPU backend registers ``run`` as the custom-call target ``NATIVE_TARGET``;
 ``_small_batch`` calls it first and keeps its NumPy code for what ``run`` answers None to

@@ -1,5 +1,6 @@
-"""Singular values of small real matrices, one matrix per vector lane
-(``small_linalg_kernel``'s ``svd`` for sides up to ``MAX_SIDE``).
+"""Singular values and vectors of small real matrices, one matrix per vector lane
+(``small_linalg_kernel``'s ``svd`` for sides up to ``MAX_SIDE``): ``emit`` the values
+alone, ``emit_vectors`` with U and V (see there).
 
 LAPACK's ``gesdd`` costs ~1-2 µs per 4 x 4 matrix, mostly call and setup overhead. Here a
 group of matrices (``small_lanes``) is diagonalized together by one-sided (Hestenes)
@@ -16,7 +17,7 @@ Each matrix is scaled by a power of two first (exact) so that the sums of square
 overflow nor underflow; pairs with ``|g|`` below ``eps**2`` of the scaled norm are not
 rotated (nothing to gain, and subnormal numbers are slow). The values come out descending
 (each value's rank, ties by position, is its output index). A matrix with a NaN or infinite
-entry gives all-NaN values, as LAPACK's ``gesdd`` does.
+entry gives all-NaN values and vectors (JAX's LAPACK path gives NaN values for a NaN).
 """
 
 from __future__ import annotations
