@@ -604,6 +604,17 @@ def resize_cubic_half(m, lax, engine):
     return (lambda x: engine.image.resize(x, (8, 112, 112, 3), "cubic")), (x,), None
 
 
+def batched_qr_6x4(m, lax):
+    a = _rng().standard_normal((1000, 6, 4)).astype(np.float32)
+    return (lambda a: m.linalg.qr(a)[1]), (a,), lambda a: np.linalg.qr(a)[1]
+
+
+def batched_svdvals_4x4(m, lax):
+    a = _rng().standard_normal((1000, 4, 4)).astype(np.float32)
+    return ((lambda a: m.linalg.svd(a, compute_uv=False)), (a,),
+            lambda a: np.linalg.svd(a, compute_uv=False))
+
+
 WORKLOADS: dict[str, tuple[str, Callable]] = {
     "gather": ("x[i]: 1e6 of 1e6 f32", gather_1d),
     "take": ("take rows: 4096 of (50000, 128)", take_rows),
@@ -675,6 +686,8 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "nchw_to_nhwc": ("transpose(x, (0, 2, 3, 1)) + 1 (32, 64, 56, 56)", nchw_to_nhwc),
     "pairwise_distances": ("sqrt(((a[:, None] - b[None]) ** 2).sum(-1)) (512, 16)",
                            pairwise_distances),
+    "batched_qr": ("linalg.qr R of 1000 6x4 matrices", batched_qr_6x4),
+    "batched_svdvals": ("linalg.svd values of 1000 4x4 matrices", batched_svdvals_4x4),
     "resize_2x": ("image.resize 112->224 bilinear (8, *, *, 3)", resize_bilinear_2x),
     "resize_half": ("image.resize 224->112 cubic, antialiased", resize_cubic_half),
     "causal_attention": ("causal attention b4 h8 s256 d64", causal_attention),
