@@ -9,7 +9,10 @@ svd and eig through ``np.linalg``; without a usable library LU, the triangular a
 solves fall back to NumPy code written here and the rest to ``np.linalg``. Large batches of
 small real matrices run LU, Cholesky and triangular solves vectorized over the batch instead
 (``ember.lax._small_batch``: a LAPACK call per 4 x 4 matrix costs more than its arithmetic),
-with LAPACK's pivoting and failure conventions. Under jit each
+with LAPACK's pivoting and failure conventions; from 16 such matrices, ``eigh``, ``qr`` and
+``svd`` run native kernels with one matrix per vector lane (Jacobi rotations; Householder
+reflections as LAPACK's), whose eigen- and singular-vector signs are theirs, not LAPACK's,
+and which give NaN for every output of a matrix holding a NaN or infinity. Under jit each
 lowers to a ``custom_call`` of a library target (``ember.linalg.<name>``) that the HLO
 evaluator runs with the same function, so both backends give the eager answers. Batching
 moves the batch dimension to the front. Failures follow LAPACK as JAX does: a non positive
