@@ -696,7 +696,7 @@ WORKLOADS: dict[str, tuple[str, Callable]] = {
     "lstm": ("LSTM scan 50 steps b32 64->128", lstm_scan),
     "lstm_grad": ("grad (W, U) of LSTM scan 50 steps", lstm_scan_grad),
     "batched_eigh": ("linalg.eigh eigenvalues of 1000 4x4 matrices", batched_eigh_4x4),
-    "batched_eigh_vectors": ("linalg.eigh (values, |vectors|) of 1000 4x4 matrices",
+    "batched_eigh_vectors": ("linalg.eigh (values, abs(vectors)) of 1000 4x4 matrices",
                              batched_eigh_vectors_4x4),
 }
 
