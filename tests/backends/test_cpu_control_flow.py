@@ -884,3 +884,20 @@ ENTRY %main (x: f32[6], k: s32[]) -> (f32[6], f32[6]) {
         np.testing.assert_array_equal(got[0], 16 * np.sort(x))
         np.testing.assert_array_equal(got[1], second)
     assert not exe.program.has_entry and steps_of(exe, WhilePlan)[0].loop is not None
+
+
+def test_in_place_update_waits_for_readers_whose_results_are_buffers():
+    """A reader planned as a library step holds a value that may be a view of the state: the
+    update is then not done in place (``program._readers_own_their_results``)."""
+    from ember.backends.cpu.program import BufferRef, _readers_own_their_results
+    module = parse(ROW_FROM_PREVIOUS)
+    body = next(c for c in module.computations if c.name.startswith("body"))
+    users = body.users()
+    update = next(i for i in body.instructions if i.opcode == "dynamic_update_slice")
+    state = update.operands[0]
+    others = [r for r in users[state] if r is not update]
+    buffer = BufferRef("temp", 0, np.dtype(np.float32), (1, 16))
+    refs = {id(r): [buffer] for r in others}
+    assert _readers_own_their_results(update, users, refs)
+    refs[id(others[0])] = [BufferRef("value", 0, np.dtype(np.float32), (1, 16))]
+    assert not _readers_own_their_results(update, users, refs)

@@ -438,6 +438,7 @@ class ProgramBuilder:
         ``dynamic_update_slice`` ops in ``in_place`` (ids) write their operand's buffer;
         the reshapes in ``views`` (ids) name their operand's buffer."""
         assignment = assign_buffers(comp)
+        users = comp.users() if in_place else {}
         offsets = self._layout(assignment, self.arena_end)
         self.arena_end = offsets["end"]
         steps = []
@@ -465,7 +466,7 @@ class ProgramBuilder:
                 (src,) = self.refs[id(inst.operands[0])]
                 self.refs[id(inst)] = [BufferRef(src.kind, src.index, src.dtype, inst.dims)]
                 continue
-            if id(inst) in in_place:
+            if id(inst) in in_place and _readers_own_their_results(inst, users, self.refs):
                 (dst,) = self.refs[id(inst.operands[0])]
                 self.refs[id(inst)] = [dst]
                 steps.append(UpdateStep(self.refs[id(inst.operands[1])][0], dst,
@@ -1016,11 +1017,21 @@ _RUN = ir.FunctionType(ir.VoidType(), [I8P, I8P.as_pointer().as_pointer(), S.I64
 # Readers of a loop state that may run before an in-place update of it
 # (``_in_place_updates``): ops computing a buffer of their own (a reshape may be a view,
 # control flow may return its operand, a tuple aliases it).
+# (``_plan`` also checks that each such reader's result is a buffer of the program, not a
+# library step's value, which may be a view of its operand.)
 _READS_INTO_OWN_BUFFER = frozenset({"fusion", "dot_general", "dynamic_slice", "slice",
-                                    "gather", "reduce", "custom_call", "convert", "sort",
-                                    "transpose", "broadcast_in_dim", "concatenate", "pad",
-                                    "reverse", "iota", "scatter", "reduce_window",
-                                    "select_and_scatter"}) | ELEMENTWISE
+                                    "gather", "reduce", "transpose", "broadcast_in_dim",
+                                    "concatenate", "pad", "reverse", "reduce_window"}) \
+    | ELEMENTWISE
+
+
+def _readers_own_their_results(update: Instruction, users: dict, refs: dict) -> bool:
+    """Whether every other reader of the state that ``update`` writes in place (planned
+    before it) put its result in a buffer of the program: a library step's value (NumPy's
+    evaluator) may be a view of the state, which the update would then change."""
+    state = update.operands[0]
+    return all(r is update or all(ref.kind != "value" for ref in refs[id(r)])
+               for r in users.get(state, []))
 
 
 def _in_place_updates(body: Computation) -> frozenset[int]:
