@@ -26,6 +26,8 @@ operands is read or written.
 
 from __future__ import annotations
 
+from ember.backends.cpu.small_lanes import lanes
+
 # Largest side emitted (``small_linalg_kernel.MAX_DIM``).
 MAX_SIDE = 16
 # Sides whose sweeps are emitted fully unrolled.
@@ -33,13 +35,6 @@ UNROLL_MAX_SIDE = 6
 # Sweeps after which the iteration stops even if a lane has not converged (never reached
 # in tests: a NaN-free matrix converges in at most ~8).
 MAX_SWEEPS = 20
-
-
-def lanes(fty) -> int:
-    """Matrices per group: one 512-bit vector of float32 or float64."""
-    from llvmlite import ir
-
-    return 16 if isinstance(fty, ir.FloatType) else 8
 
 
 def emit(module, fty, n: int, name: str) -> None:

@@ -95,6 +95,26 @@ class LaneKernel:
         return self.b.icmp_signed("==", self.b.bitcast(mask, ir.IntType(w)),
                                   ir.Constant(ir.IntType(w), (1 << w) - 1))
 
+    def sweeps(self, n: int, start: Callable, pairs: Callable, converged: Callable,
+               max_sweeps: int) -> None:
+        """Cyclic Jacobi sweeps, run until ``converged()`` (an i1 for the whole group) or
+        ``max_sweeps``: each sweep calls ``start()`` then ``pairs(p, q)`` for every pair
+        ``p < q < n``; the builder is left after the last sweep."""
+        b = self.b
+        sweep = self.slot(self.i64)
+        b.store(self.c(0), sweep)
+        head = self.fn.append_basic_block("sweep")
+        b.branch(head)
+        b.position_at_end(head)
+        start()
+        self.rng(0, n - 1, lambda p: self.rng(self.add(p, 1), n, lambda q: pairs(p, q)))
+        count = b.add(b.load(sweep), self.c(1))
+        b.store(count, sweep)
+        done = b.or_(converged(), b.icmp_signed(">=", count, self.c(max_sweeps)))
+        after = self.fn.append_basic_block("converged")
+        b.cbranch(done, after, head)
+        b.position_at_end(after)
+
     # ---------------------------------------------------------------- arrays and loops
 
     def array(self, size: int, ty=None):

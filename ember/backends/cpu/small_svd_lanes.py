@@ -50,7 +50,6 @@ def emit(module, fty, m: int, n: int, name: str) -> None:
     zero, one = g.splat(0.0), g.splat(1.0)
     acc = [g.slot() for _ in range(3)]
     rotated = g.slot(g.vb)
-    sweep = g.slot(g.i64)
     no = ir.Constant(g.vb, [ir.Constant(g.i1, 0)] * g.w)
 
     def rotate(p, q):
@@ -83,19 +82,8 @@ def emit(module, fty, m: int, n: int, name: str) -> None:
 
         g.rng(0, mm, update)
 
-    b.store(g.c(0), sweep)
-    head = g.fn.append_basic_block("sweep")
-    b.branch(head)
-    b.position_at_end(head)
-    b.store(no, rotated)
-    g.rng(0, nn - 1, lambda p: g.rng(g.add(p, 1), nn, lambda q: rotate(p, q)))
-    count = b.add(b.load(sweep), g.c(1))
-    b.store(count, sweep)
-    done = b.or_(g.all_lanes(b.not_(b.load(rotated))),
-                 b.icmp_signed(">=", count, g.c(MAX_SWEEPS)))
-    after = g.fn.append_basic_block("converged")
-    b.cbranch(done, after, head)
-    b.position_at_end(after)
+    g.sweeps(nn, lambda: b.store(no, rotated), rotate,
+             lambda: g.all_lanes(b.not_(b.load(rotated))), MAX_SWEEPS)
 
     # The column norms, scaled back; each one's rank among its lane's is its index.
     sig = g.array(nn)
@@ -152,7 +140,6 @@ def emit_vectors(module, fty, m: int, n: int, full: bool, name: str) -> None:
         g.rng(0, nn, lambda i, arr=arr: g.rng(0, nn, lambda j: g.st(arr, b.select(
             b.icmp_signed("==", g.val(i), g.val(j)), one, zero), i, j, nn)))
     off = g.slot()
-    sweep = g.slot(g.i64)
     tiny = g.splat(eps * eps)
 
     def rows(p, q, cs, sn):  # rows p, q of R times [[cs, sn], [-sn, cs]]
@@ -204,19 +191,8 @@ def emit_vectors(module, fty, m: int, n: int, full: bool, name: str) -> None:
         g.st(r, b.select(small, g.ld(r, p, q, nn), zero), p, q, nn)
         g.st(r, b.select(small, g.ld(r, q, p, nn), zero), q, p, nn)
 
-    b.store(g.c(0), sweep)
-    head = g.fn.append_basic_block("sweep")
-    b.branch(head)
-    b.position_at_end(head)
-    b.store(zero, off)
-    g.rng(0, nn - 1, lambda p: g.rng(g.add(p, 1), nn, lambda q: rotate(p, q)))
-    count = b.add(b.load(sweep), g.c(1))
-    b.store(count, sweep)
-    done = b.or_(g.all_lanes(b.fcmp_ordered("<=", b.load(off), g.splat(eps))),
-                 b.icmp_signed(">=", count, g.c(MAX_SWEEPS)))
-    after = g.fn.append_basic_block("converged")
-    b.cbranch(done, after, head)
-    b.position_at_end(after)
+    g.sweeps(nn, lambda: b.store(zero, off), rotate,
+             lambda: g.all_lanes(b.fcmp_ordered("<=", b.load(off), g.splat(eps))), MAX_SWEEPS)
 
     # Values |d_j| scaled back, a negative d_j's right vector flipped; ranks as above.
     sig = g.array(nn)
