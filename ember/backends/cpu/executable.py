@@ -428,6 +428,9 @@ class CpuExecutable:
         self._const_ptrs = [_ffi.cast("char*", lib.global_address(n))
                             for n in program.constant_names]
         gemm = _bind_gemm(program, lib)
+        # (native ``gemm`` tasks run BLAS on their own threads: ``one_blas_thread``)
+        self._blas_tasks = gemm and any(type(s) is DotPlan and s.gemm is not None
+                                        for s in nested_steps(program.steps))
         self._steps = self._prepare(program.steps, lib, gemm,
                                     program.entry_name.removesuffix("_entry"))
         self._out_shapes = program.output_shapes
@@ -645,7 +648,11 @@ class CpuExecutable:
         if prog.arena_bytes:
             arena = "fb(CHAR, alloc_arena())"
         call_args = [f"fb(CHAR, {v})" for v in params + outs] + [arena]
-        lines.append(f"    entry({', '.join(call_args)})")
+        if self._blas_tasks:
+            lines.append("    with one_blas_thread:")
+            lines.append(f"        entry({', '.join(call_args)})")
+        else:
+            lines.append(f"    entry({', '.join(call_args)})")
         for o in outs:
             lines.append(f"    {o}.flags.writeable = False")
         results = []
@@ -659,7 +666,7 @@ class CpuExecutable:
         lines.append(f"    return [{', '.join(results)}]")
         env = {"empty": np.empty, "fb": _from_buffer, "CHAR": _CHAR_ARRAY, "NULL": _ffi.NULL,
                "entry": self._entry, "consts": self._read_only_consts(),
-               "alloc_arena": self._allocate_arena}
+               "alloc_arena": self._allocate_arena, "one_blas_thread": one_blas_thread}
         for i, (dims, dt) in enumerate(prog.output_shapes):
             env[f"shape{i}"] = dims
             env[f"dtype{i}"] = dt
@@ -703,12 +710,19 @@ class CpuExecutable:
         args = [_contiguous(np.asarray(a)) for a in args]
         outs = [allocate() for allocate in self._allocate_outputs]
         arena = self._allocate_arena() if prog.arena_bytes else None
+        if self._blas_tasks:
+            with one_blas_thread:
+                self._run_program(args, outs, arena)
+        else:
+            self._run_program(args, outs, arena)
+        return [self._array(r, args, outs, arena, None) for r in prog.outputs]
+
+    def _run_program(self, args, outs, arena) -> None:
         if self._entry is not None:
             self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
                         _fb(arena) if arena is not None else _ffi.NULL)
         else:
             self._run_steps(args, outs, arena)
-        return [self._array(r, args, outs, arena, None) for r in prog.outputs]
 
     def _run_steps(self, args, outs, arena) -> None:
         values = [None] * self.program.n_values
@@ -909,20 +923,51 @@ def _split_batch(batch: int, products_each: int) -> bool:
 
 def _batch_across_threads(lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> None:
     """``np.matmul(lhs, rhs, out=out)`` over a batch, its matrices split across ember's
-    threads, each computed by BLAS on the calling thread (OpenBLAS's per-thread thread count
-    set to one meanwhile, where it has one): the same products, the same bits."""
-    address = gemm_address("threads")
-    set_threads = _ffi.cast("int(*)(int)", address) if address else None
-
+    threads, each computed by BLAS on the calling thread (``one_blas_thread``): the same
+    products, the same bits."""
     def part(lo: int, hi: int) -> None:
-        previous = set_threads(1) if set_threads is not None else None
-        try:
-            np.matmul(lhs[lo:hi], rhs[lo:hi], out=out[lo:hi])
-        finally:
-            if previous is not None:
-                set_threads(previous)
+        np.matmul(lhs[lo:hi], rhs[lo:hi], out=out[lo:hi])
     pool = threads.pool()
-    pool.run(part, threads.split(lhs.shape[0], pool.size))
+    with one_blas_thread:
+        pool.run(part, threads.split(lhs.shape[0], pool.size))
+
+
+class _OneBlasThread:
+    """A context in which OpenBLAS runs each call on the thread making it (where the
+    process's BLAS is OpenBLAS): ember's threads, or the tasks of a native ``gemm``, are the
+    parallelism. OpenBLAS's ``openblas_set_num_threads_local`` sets a process-wide count in
+    its pthreads builds (NumPy's wheels), so the first thread in sets it once for all and
+    the last one out restores it: a set and a restore per thread would race, one thread's
+    restore undoing another's set, or the last restore writing back a one for good."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved: int | None = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                setter = _blas_thread_setter()
+                self._saved = setter(1) if setter is not None else None
+            self._depth += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._saved is not None:
+                _blas_thread_setter()(self._saved)
+                self._saved = None
+
+
+one_blas_thread = _OneBlasThread()
+
+
+def _blas_thread_setter():
+    """OpenBLAS's ``int openblas_set_num_threads_local(int)`` (returning the count before),
+    or None where the process's BLAS has none."""
+    address = gemm_address("threads")
+    return _ffi.cast("int(*)(int)", address) if address else None
 
 
 def _plan_refs(step) -> list:
@@ -970,8 +1015,8 @@ _gemm_addresses: dict[str, int] = {}
 def gemm_address(letter: str) -> int:
     """The address of the process's 64-bit-integer CBLAS ``{letter}gemm`` (0 if none is
     loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy). ``letter``
-    "threads": OpenBLAS's ``int openblas_set_num_threads_local(int)`` (0 if absent), which
-    keeps a task's ``gemm`` on its own thread (the tasks are the parallelism)."""
+    "threads": OpenBLAS's ``int openblas_set_num_threads_local(int)`` (0 if absent; see
+    ``one_blas_thread``)."""
     if letter in _gemm_addresses:
         return _gemm_addresses[letter]
     import _ctypes
@@ -1057,8 +1102,6 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
             return False
         slot = _ffi.cast("void**", lib.global_address(gemm_global(prefix, letter)))
         slot[0] = _ffi.cast("void*", addr)
-    slot = _ffi.cast("void**", lib.global_address(gemm_global(prefix, "threads")))
-    slot[0] = _ffi.cast("void*", gemm_address("threads"))
     return True
 
 

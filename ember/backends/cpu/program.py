@@ -847,9 +847,8 @@ class ProgramBuilder:
                 raise AssertionError(f"no native code for {type(step).__name__}")
 
     def _gemm_slot(self, letter: str) -> ir.GlobalVariable:
-        """The global holding the address of CBLAS ``{letter}gemm`` (``letter`` "threads":
-        OpenBLAS's thread-count setter), which the executable sets when it loads the code
-        (``executable._bind_gemm``)."""
+        """The global holding the address of CBLAS ``{letter}gemm``, which the executable
+        sets when it loads the code (``executable._bind_gemm``)."""
         name = gemm_global(self.prefix, letter)
         slot = self.ir_module.globals.get(name)
         if slot is None:
@@ -892,8 +891,8 @@ class ProgramBuilder:
     def _gemm_task(self, gemm: tuple) -> ir.Function:
         """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
         the product ``bufs[2] = bufs[0] @ bufs[1]`` laid out as ``gemm`` says, by one call
-        of CBLAS ``gemm`` (through the global the executable sets), with OpenBLAS kept on
-        the calling thread meanwhile where it can be (the tasks are the parallelism)."""
+        of CBLAS ``gemm`` (through the global the executable sets; the executable keeps
+        OpenBLAS on the calling thread meanwhile, ``executable.one_blas_thread``)."""
         name = gemm_task_name(self.prefix, gemm)
         if name in self.ir_module.globals:
             return self.ir_module.globals[name]
@@ -923,30 +922,11 @@ class ProgramBuilder:
         fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I32, S.I64, S.I64, S.I64,
                                                   ty, ptr, S.I64, ptr, S.I64, ty, ptr, S.I64])
         gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), fn_type.as_pointer())
-        threads = b.load(self._gemm_slot("threads"))
-        has_threads = b.icmp_unsigned("!=", threads, ir.Constant(I8P, None))
-        threads = b.bitcast(threads, ir.FunctionType(S.I32, [S.I32]).as_pointer())
-        entry = b.block
-        set_one, go, restore, done = (fn.append_basic_block(n)
-                                      for n in ("set_one", "go", "restore", "done"))
-        b.cbranch(has_threads, set_one, go)
-        b.position_at_end(set_one)
-        prev = b.call(threads, [_i32(1)])
-        b.branch(go)
-        b.position_at_end(go)
-        before = b.phi(S.I32)
-        before.add_incoming(_i32(1), entry)
-        before.add_incoming(prev, set_one)
         b.call(gemm_fn, [_i32(CBLAS_ROW_MAJOR),
                          _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
                          _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), rows, cols,
                          _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
                          ir.Constant(ty, 0.0), c, _i64(n)])
-        b.cbranch(has_threads, restore, done)
-        b.position_at_end(restore)
-        b.call(threads, [before])
-        b.branch(done)
-        b.position_at_end(done)
         b.ret_void()
         return fn
 

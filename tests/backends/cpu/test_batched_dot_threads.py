@@ -65,3 +65,63 @@ def test_split_matches_one_call_for_odd_batches_and_layouts():
         out = np.empty((batch, m, n), np.float32)
         cpu_exe._batch_across_threads(a, b, out)
         np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
+def _blas_thread_count() -> int:
+    """OpenBLAS's thread count now (read by setting it and setting it back)."""
+    setter = cpu_exe._blas_thread_setter()
+    if setter is None:
+        pytest.skip("the process's BLAS has no OpenBLAS thread-count setter")
+    count = setter(1)
+    setter(count)
+    return count
+
+
+def test_split_batches_leave_blas_thread_count_as_it_was():
+    # (the count is process-wide in OpenBLAS's pthreads builds: a set and restore per
+    # thread once left it at one, and every later large product ran on one core)
+    before = _blas_thread_count()
+    f = ember.jit(jnp.matmul)
+    a, b = _data(32, 128, 64), _data(32, 64, 128)
+    for _ in range(40):
+        f(a, b).block_until_ready()
+    assert _blas_thread_count() == before
+
+
+def test_one_blas_thread_holds_for_overlapping_threads():
+    import threading
+    before = _blas_thread_count()
+    setter = cpu_exe._blas_thread_setter()
+    inside = []
+    start = threading.Barrier(4)
+
+    def worker(k):
+        start.wait()
+        for _ in range(50):
+            with cpu_exe.one_blas_thread:
+                count = setter(1)  # (the count while any thread is inside)
+                inside.append(count)
+    workers = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert set(inside) == {1}
+    assert _blas_thread_count() == before
+
+
+def test_native_gemm_tasks_leave_blas_thread_count_as_it_was():
+    from ember import lax
+    before = _blas_thread_count()
+    w = _data(256, 256) * np.float32(0.05)
+
+    def loop(h):
+        return lax.fori_loop(0, 8, lambda i, h: jnp.tanh(h @ w), h)
+    h = _data(256, 256)
+    f = ember.jit(loop)
+    want = h
+    for _ in range(8):
+        want = np.tanh(want @ w)
+    for _ in range(5):
+        np.testing.assert_allclose(np.asarray(f(h)), want, rtol=2e-5, atol=2e-6)
+    assert _blas_thread_count() == before
