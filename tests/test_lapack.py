@@ -251,9 +251,10 @@ def test_numpy_fallback_agrees(x64, dtype):
 
 @needs_lapack
 def test_small_problems_run_on_the_calling_thread_and_restore_its_setting():
-    set_threads = _lapack.binding().set_local_threads
+    from ember import _blas_threads
+    set_threads = _blas_threads.setter()
     if set_threads is None:
-        pytest.skip("the library has no per-thread thread count")
+        pytest.skip("the library has no OpenBLAS thread count")
     seen = []
     previous = set_threads(3)
     try:

@@ -22,6 +22,8 @@ import threading
 
 import numpy as np
 
+from ember._blas_threads import one_blas_thread
+
 _LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 
@@ -79,15 +81,6 @@ class _Binding:
         self.idtype = np.dtype(np.int64 if itype == "int64_t" else np.int32)
         self.prefix, self.suffix = prefix, suffix
         self.cache: dict = {}
-        self.set_local_threads = None  # OpenBLAS's per-thread thread count, where it has one
-
-    def bind_thread_control(self, ffi_module) -> None:
-        ffi = ffi_module.FFI()
-        ffi.cdef("int openblas_set_num_threads_local(int);")
-        try:
-            self.set_local_threads = ffi.dlopen(self.path).openblas_set_num_threads_local
-        except (OSError, AttributeError):
-            self.set_local_threads = None
 
     def fn(self, kind: str, dtype: np.dtype):
         key = (kind, dtype)
@@ -140,7 +133,6 @@ def _bind() -> _Binding | None:
             except (OSError, AttributeError, cffi.FFIError):
                 continue
             if _self_test(binding):
-                binding.bind_thread_control(cffi)
                 return binding
     return None
 
@@ -196,17 +188,12 @@ SINGLE_THREAD_MAX_DIM = 1024
 def single_threaded(*arrays: np.ndarray):
     """Runs the LAPACK calls inside (ours or NumPy's) on the calling thread when the
     matrices of ``arrays`` are at most ``SINGLE_THREAD_MAX_DIM`` on a side."""
-    b = binding()
-    fn = b.set_local_threads if b is not None else None
-    if fn is None or max((max(a.shape[-2:], default=0) for a in arrays), default=0) > \
+    if max((max(a.shape[-2:], default=0) for a in arrays), default=0) > \
             SINGLE_THREAD_MAX_DIM:
         yield
         return
-    previous = fn(1)
-    try:
+    with one_blas_thread:  # (process-wide: threads inside at once share it)
         yield
-    finally:
-        fn(previous)
 
 
 def threads_kernel(f):

@@ -27,6 +27,7 @@ from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ember import _scratch, core, dtypes
 from ember import _threads as _threads_pool
+from ember._blas_threads import one_blas_thread
 from ember.compiler import eval_elementwise as K
 from ember.compiler.evaluator import register_custom_call_target
 from ember.compiler.hlo import Shape
@@ -643,16 +644,16 @@ def _threads() -> int:
 
 def _in_threads(fn, parts: int) -> None:
     """``fn(i)`` for ``i < parts``, on ember's thread pool (BLAS releases the GIL), each
-    with single-threaded BLAS."""
+    with OpenBLAS on its calling thread (``one_blas_thread``)."""
     if parts == 1:
         fn(0)
         return
 
     def single(i, _):
-        with _lapack.single_threaded():
-            fn(i)
+        fn(i)
 
-    _threads_pool.pool().run(single, [(i, i + 1) for i in range(parts)])
+    with one_blas_thread:
+        _threads_pool.pool().run(single, [(i, i + 1) for i in range(parts)])
 
 
 def _tap_offsets(padded, ks, steps) -> list[int]:

@@ -30,6 +30,7 @@ import _cffi_backend
 import numpy as np
 
 from ember import _threads as threads
+from ember._blas_threads import blas_paths, one_blas_thread
 from ember.backends.cpu import buffer_pool, parallel_runtime
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, simple_reduce
 from ember.compiler.evaluator import Plan, evaluate_instruction
@@ -932,44 +933,6 @@ def _batch_across_threads(lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> 
         pool.run(part, threads.split(lhs.shape[0], pool.size))
 
 
-class _OneBlasThread:
-    """A context in which OpenBLAS runs each call on the thread making it (where the
-    process's BLAS is OpenBLAS): ember's threads, or the tasks of a native ``gemm``, are the
-    parallelism. OpenBLAS's ``openblas_set_num_threads_local`` sets a process-wide count in
-    its pthreads builds (NumPy's wheels), so the first thread in sets it once for all and
-    the last one out restores it: a set and a restore per thread would race, one thread's
-    restore undoing another's set, or the last restore writing back a one for good."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._saved: int | None = None
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._depth == 0:
-                setter = _blas_thread_setter()
-                self._saved = setter(1) if setter is not None else None
-            self._depth += 1
-
-    def __exit__(self, *exc) -> None:
-        with self._lock:
-            self._depth -= 1
-            if self._depth == 0 and self._saved is not None:
-                _blas_thread_setter()(self._saved)
-                self._saved = None
-
-
-one_blas_thread = _OneBlasThread()
-
-
-def _blas_thread_setter():
-    """OpenBLAS's ``int openblas_set_num_threads_local(int)`` (returning the count before),
-    or None where the process's BLAS has none."""
-    address = gemm_address("threads")
-    return _ffi.cast("int(*)(int)", address) if address else None
-
-
 def _plan_refs(step) -> list:
     """The buffers a step of a native loop names (its nested steps' not included)."""
     t = type(step)
@@ -1014,22 +977,17 @@ _gemm_addresses: dict[str, int] = {}
 
 def gemm_address(letter: str) -> int:
     """The address of the process's 64-bit-integer CBLAS ``{letter}gemm`` (0 if none is
-    loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy). ``letter``
-    "threads": OpenBLAS's ``int openblas_set_num_threads_local(int)`` (0 if absent; see
-    ``one_blas_thread``)."""
+    loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy)."""
     if letter in _gemm_addresses:
         return _gemm_addresses[letter]
     import _ctypes
     addr = 0
-    names = _GEMM_SYMBOLS
-    if letter == "threads":
-        names = ("openblas_set_num_threads_local",)  # (OpenBLAS's, of the thread calling)
-    for path in _blas_paths():
+    for path in blas_paths():
         try:
             handle = _ctypes.dlopen(path, os.RTLD_NOW)
         except OSError:
             continue
-        for pattern in names:
+        for pattern in _GEMM_SYMBOLS:
             try:
                 addr = _ctypes.dlsym(handle, pattern.format(letter))
             except OSError:
@@ -1040,21 +998,6 @@ def gemm_address(letter: str) -> int:
             break
     _gemm_addresses[letter] = addr
     return addr
-
-
-def _blas_paths() -> list[str]:
-    """The mapped libraries whose names say BLAS (Linux ``/proc/self/maps``; none
-    elsewhere, where native loops with dots then step from Python)."""
-    paths = []
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if "blas" in os.path.basename(path).lower() and path not in paths:
-                    paths.append(path)
-    except OSError:
-        pass
-    return paths
 
 
 # A native ``gemm`` call is cut into tasks of at least GEMM_TASK_MIN_WORK products, along

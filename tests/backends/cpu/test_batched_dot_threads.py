@@ -10,6 +10,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+from ember import _blas_threads
 from ember.backends.cpu import executable as cpu_exe
 
 rng = np.random.default_rng(5)
@@ -69,7 +70,7 @@ def test_split_matches_one_call_for_odd_batches_and_layouts():
 
 def _blas_thread_count() -> int:
     """OpenBLAS's thread count now (read by setting it and setting it back)."""
-    setter = cpu_exe._blas_thread_setter()
+    setter = _blas_threads.setter()
     if setter is None:
         pytest.skip("the process's BLAS has no OpenBLAS thread-count setter")
     count = setter(1)
@@ -91,14 +92,14 @@ def test_split_batches_leave_blas_thread_count_as_it_was():
 def test_one_blas_thread_holds_for_overlapping_threads():
     import threading
     before = _blas_thread_count()
-    setter = cpu_exe._blas_thread_setter()
+    setter = _blas_threads.setter()
     inside = []
     start = threading.Barrier(4)
 
     def worker(k):
         start.wait()
         for _ in range(50):
-            with cpu_exe.one_blas_thread:
+            with _blas_threads.one_blas_thread:
                 count = setter(1)  # (the count while any thread is inside)
                 inside.append(count)
     workers = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
@@ -124,4 +125,15 @@ def test_native_gemm_tasks_leave_blas_thread_count_as_it_was():
         want = np.tanh(want @ w)
     for _ in range(5):
         np.testing.assert_allclose(np.asarray(f(h)), want, rtol=2e-5, atol=2e-6)
+    assert _blas_thread_count() == before
+
+
+def test_convolutions_leave_blas_thread_count_as_it_was():
+    from ember import lax
+    before = _blas_thread_count()
+    x, k = _data(8, 28, 28, 64), _data(3, 3, 64, 64) * np.float32(0.05)
+    f = ember.jit(lambda x, k: lax.conv_general_dilated(
+        x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    for _ in range(20):
+        f(x, k).block_until_ready()
     assert _blas_thread_count() == before
