@@ -429,7 +429,8 @@ class CpuExecutable:
         self._const_ptrs = [_ffi.cast("char*", lib.global_address(n))
                             for n in program.constant_names]
         gemm = _bind_gemm(program, lib)
-        # (native ``gemm`` tasks run BLAS on their own threads: ``one_blas_thread``)
+        # (native ``gemm`` tasks run BLAS on their own threads, ``one_blas_thread``: held
+        # around the entry's call, a native loop's, or a Python-stepped dot's tasks)
         self._blas_tasks = gemm and any(type(s) is DotPlan and s.gemm is not None
                                         for s in nested_steps(program.steps))
         self._steps = self._prepare(program.steps, lib, gemm,
@@ -711,19 +712,18 @@ class CpuExecutable:
         args = [_contiguous(np.asarray(a)) for a in args]
         outs = [allocate() for allocate in self._allocate_outputs]
         arena = self._allocate_arena() if prog.arena_bytes else None
-        if self._blas_tasks:
+        if self._entry is None:
+            self._run_steps(args, outs, arena)
+        elif self._blas_tasks:
             with one_blas_thread:
-                self._run_program(args, outs, arena)
+                self._run_entry(args, outs, arena)
         else:
-            self._run_program(args, outs, arena)
+            self._run_entry(args, outs, arena)
         return [self._array(r, args, outs, arena, None) for r in prog.outputs]
 
-    def _run_program(self, args, outs, arena) -> None:
-        if self._entry is not None:
-            self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
-                        _fb(arena) if arena is not None else _ffi.NULL)
-        else:
-            self._run_steps(args, outs, arena)
+    def _run_entry(self, args, outs, arena) -> None:
+        self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
+                    _fb(arena) if arena is not None else _ffi.NULL)
 
     def _run_steps(self, args, outs, arena) -> None:
         values = [None] * self.program.n_values
@@ -758,7 +758,7 @@ class CpuExecutable:
             elif t is WhilePlan:
                 cond, body, loop = plan
                 if loop is not None:
-                    fn, threaded, tables = loop
+                    fn, threaded, tables, gemms = loop
                     run, tasks = _ffi.NULL, 0
                     runtime = parallel_runtime.ready() if threaded else None
                     if runtime is not None:
@@ -769,7 +769,13 @@ class CpuExecutable:
                         if tables:
                             p = _ffi.new("char*[]", [_fb(a) for a in args])
                             o = _ffi.new("char*[]", [_fb(a) for a in outs])
-                        fn(arena_ptr if arena_ptr is not None else _ffi.NULL, p, o, run, tasks)
+                        if gemms:
+                            with one_blas_thread:
+                                fn(arena_ptr if arena_ptr is not None else _ffi.NULL, p, o,
+                                   run, tasks)
+                        else:
+                            fn(arena_ptr if arena_ptr is not None else _ffi.NULL, p, o, run,
+                               tasks)
                         continue
                 pred = step.pred
                 while True:
@@ -865,8 +871,9 @@ class CpuExecutable:
             bufs = _ffi.new("char*[]", [self._pointer(r, args, outs, arena_ptr, values)
                                         for r in (*step.inputs, step.output)])
             units, tasks = plan.units, plan.tasks
-            for t in range(tasks):
-                plan.fn(bufs, t * units // tasks, (t + 1) * units // tasks)
+            with one_blas_thread:
+                for t in range(tasks):
+                    plan.fn(bufs, t * units // tasks, (t + 1) * units // tasks)
             return
         lhs, rhs = (self._array(r, args, outs, arena, values) for r in step.inputs)
         dest = self._array(step.output, args, outs, arena, values)
@@ -948,12 +955,13 @@ def _plan_refs(step) -> list:
 
 
 def _native_loop(step: WhilePlan, lib):
-    """``(function, threaded, tables)`` running a while loop whole in native code
+    """``(function, threaded, tables, gemms)`` running a while loop whole in native code
     (``program._emit_loop``), or None where it loops in Python. A loop with kernels of
     ``PARALLEL_MIN_WORK`` elements or more is *threaded*: they run on the parallel runtime
     (the loop runs in Python while the runtime is not ready), unless a reduction in it
     writes partial results (combined in Python, so the loop stays here). ``tables``:
-    whether the loop reads the program's parameters or outputs."""
+    whether the loop reads the program's parameters or outputs; ``gemms``: whether it calls
+    BLAS (its ``gemm`` tasks, run under ``one_blas_thread``)."""
     if step.loop is None:
         return None
     inner = list(nested_steps(step.cond + step.body))
@@ -964,8 +972,9 @@ def _native_loop(step: WhilePlan, lib):
                         and len(partial_ranges(s.extent, s.work)) > 1 for s in inner):
         return None
     tables = any(r.kind in ("param", "output") for s in inner for r in _plan_refs(s))
+    gemms = any(type(s) is DotPlan and s.gemm is not None for s in inner)
     fn = _ffi.cast("void(*)(char*, char**, char**, char*, long)", lib.address(step.loop))
-    return fn, threaded, tables
+    return fn, threaded, tables, gemms
 
 
 # CBLAS ``gemm`` with 64-bit integers (``{letter}`` is s or d), as the BLAS libraries NumPy
