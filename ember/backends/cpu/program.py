@@ -439,7 +439,7 @@ class ProgramBuilder:
         the reshapes in ``views`` (ids) name their operand's buffer."""
         assignment = assign_buffers(comp)
         users = comp.users() if in_place else {}
-        offsets = self._layout(assignment, self.arena_end)
+        offsets = self._layout(assignment, self.arena_end, output_of)
         self.arena_end = offsets["end"]
         steps = []
         for inst in comp.instructions:
@@ -598,11 +598,14 @@ class ProgramBuilder:
     # ------------------------------------------------------------------ buffers
 
     @staticmethod
-    def _layout(assignment, base: int = 0) -> dict:
-        """Arena offset of every allocation, from ``base``; the "end" key is where the
-        region ends."""
+    def _layout(assignment, base: int = 0, output_of: dict | None = None) -> dict:
+        """Arena offset of every allocation, from ``base``, but those whose every buffer
+        is written to an output (``output_of``) instead; the "end" key is where the region
+        ends."""
         offsets, pos = {}, base
         for alloc in assignment.allocations:
+            if output_of and all((b.instruction, b.leaf) in output_of for b in alloc.buffers):
+                continue
             offsets[alloc.index] = pos
             pos += -(-max(alloc.size, 1) // ALIGN) * ALIGN
         offsets["end"] = pos
