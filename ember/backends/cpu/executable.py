@@ -17,6 +17,7 @@ branch its index picks.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import logging
@@ -40,6 +41,7 @@ from ember.compiler.hlo import Instruction
 # ``cffi.FFI``'s C parser (pycparser), whose import costs ~50 ms of the first compile.
 _log = logging.getLogger(__name__)
 _ffi = _cffi_backend.FFI()
+_NO_REGION = contextlib.nullcontext()  # (``with one_blas_thread if ... else``)
 _fb = _ffi.from_buffer
 _from_buffer = _cffi_backend.from_buffer  # (ctype, buffer): skips the type-string lookup
 _CHAR_ARRAY = _ffi.typeof("char[]")
@@ -714,16 +716,11 @@ class CpuExecutable:
         arena = self._allocate_arena() if prog.arena_bytes else None
         if self._entry is None:
             self._run_steps(args, outs, arena)
-        elif self._blas_tasks:
-            with one_blas_thread:
-                self._run_entry(args, outs, arena)
         else:
-            self._run_entry(args, outs, arena)
+            with one_blas_thread if self._blas_tasks else _NO_REGION:
+                self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
+                            _fb(arena) if arena is not None else _ffi.NULL)
         return [self._array(r, args, outs, arena, None) for r in prog.outputs]
-
-    def _run_entry(self, args, outs, arena) -> None:
-        self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
-                    _fb(arena) if arena is not None else _ffi.NULL)
 
     def _run_steps(self, args, outs, arena) -> None:
         values = [None] * self.program.n_values
@@ -769,11 +766,7 @@ class CpuExecutable:
                         if tables:
                             p = _ffi.new("char*[]", [_fb(a) for a in args])
                             o = _ffi.new("char*[]", [_fb(a) for a in outs])
-                        if gemms:
-                            with one_blas_thread:
-                                fn(arena_ptr if arena_ptr is not None else _ffi.NULL, p, o,
-                                   run, tasks)
-                        else:
+                        with one_blas_thread if gemms else _NO_REGION:
                             fn(arena_ptr if arena_ptr is not None else _ffi.NULL, p, o, run,
                                tasks)
                         continue

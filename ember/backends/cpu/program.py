@@ -895,7 +895,7 @@ class ProgramBuilder:
         """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
         the product ``bufs[2] = bufs[0] @ bufs[1]`` laid out as ``gemm`` says, by one call
         of CBLAS ``gemm`` (through the global the executable sets; the executable keeps
-        OpenBLAS on the calling thread meanwhile, ``executable.one_blas_thread``)."""
+        OpenBLAS on the calling thread meanwhile, ``_blas_threads.one_blas_thread``)."""
         name = gemm_task_name(self.prefix, gemm)
         if name in self.ir_module.globals:
             return self.ir_module.globals[name]
