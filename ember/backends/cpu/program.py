@@ -255,6 +255,8 @@ def _has_kernel(inst: Instruction) -> bool:
 # LOOP_DOT_MAX_WORK products in all, is a kernel summing chunks of SMALL_DOT_K products
 # (``_loop_dot_computation``): the loop then runs without leaving native code, where a
 # BLAS call from Python costs ~10 us per iteration (an RNN step's matmuls are this small).
+# A dot whose kernel's vector lanes would stride through the rhs calls the native loop's
+# ``gemm`` instead, where it can (``_lanes_stride_rhs``).
 LOOP_DOT_MAX_K = 128
 LOOP_DOT_MAX_WORK = 1 << 16
 _FLOAT32_64 = (np.dtype(np.float32), np.dtype(np.float64))
@@ -336,6 +338,18 @@ def _loop_dot_computation(inst: Instruction) -> Computation | None:
             body.append(dot)
         total = dot
     return Computation(f"loop_dot.{inst.name}", params + body, total)
+
+
+def _lanes_stride_rhs(inst: Instruction) -> bool:
+    """Whether a ``dot_general``'s rhs is contracted along its minor dim while one of its
+    free dims is the result's minor dim: a kernel's vector lanes (along that dim) would
+    then read the rhs a row apart each (``h @ W.T`` in an RNN's backward loop took 30 us a
+    step so, against ~2 us for BLAS's ``gemm`` reading it in order)."""
+    a = inst.attrs
+    rhs = inst.operands[1]
+    free = rhs.shape.rank - len(a["rhs_batching_dimensions"]) - len(
+        a["rhs_contracting_dimensions"])
+    return free > 0 and tuple(a["rhs_contracting_dimensions"]) == (rhs.shape.rank - 1,)
 
 
 def _single_op_computation(inst: Instruction) -> Computation:
@@ -667,23 +681,23 @@ class ProgramBuilder:
                 cost = _element_cost(fused) if self.loop_depth else 1
                 return [KernelStep(info, [r[0] for r in inputs], outs, same, cost)
                         for info in infos]
-        if inst.opcode == "dot_general" and self.loop_depth and all(len(r) == 1 for r in inputs):
-            fused = _loop_dot_computation(inst)
-            info = self._try_kernel(fused) if fused is not None else None
-            if info is not None:
-                outs = self._result_refs(inst, assignment, offsets, output_of)
-                self.refs[id(inst)] = outs
-                return KernelStep(info, [r[0] for r in inputs], outs)
         if inst.opcode == "dot_general" and all(len(r) == 1 for r in inputs):
             out = self._result_refs(inst, assignment, offsets, output_of)
-            self.refs[id(inst)] = out
             refs = [r[0] for r in inputs]
             gemm = None
             if self.loop_depth and all(r.kind != "value" for r in refs + out) \
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
-                if gemm is not None:
-                    self._gemm_task(gemm)  # (also run from Python where the loop steps)
+            if self.loop_depth and not (gemm is not None and _lanes_stride_rhs(inst)):
+                # (a kernel whose output lanes would stride through the rhs loses to gemm)
+                fused = _loop_dot_computation(inst)
+                info = self._try_kernel(fused) if fused is not None else None
+                if info is not None:
+                    self.refs[id(inst)] = out
+                    return KernelStep(info, refs, out)
+            self.refs[id(inst)] = out
+            if gemm is not None:
+                self._gemm_task(gemm)  # (also run from Python where the loop steps)
             return DotStep(inst, refs, out[0], gemm)
         # Library thunk: results are fresh arrays held in value slots (or copied into outputs).
         outs = []
