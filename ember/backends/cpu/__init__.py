@@ -80,7 +80,7 @@ register_custom_call_target(small_linalg_kernel.NATIVE_TARGET, small_linalg_kern
 _scratch.register_allocator(buffer_pool.empty)
 
 # Bump when generated code changes for the same HLO (invalidates cached object code).
-CODEGEN_VERSION = "7"
+CODEGEN_VERSION = "8"
 # Bump when the native cache entry's layout (the pickled dict, ``RunPlan``) changes.
 NATIVE_FORMAT = "2"
 # Programs whose biggest kernel computes at most this many elements compile without IR

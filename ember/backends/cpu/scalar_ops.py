@@ -428,6 +428,9 @@ def extreme_of_keys(b: ir.IRBuilder, x: ir.Value, y: ir.Value, is_max: bool) -> 
 
 
 def _int_divide(b, x, y, dt, remainder):
+    # (a divisor known here divides natively: LLVM multiplies by its reciprocal, in vectors
+    # too; another divides in floating point, ``_quotient``)
+    native = isinstance(y, ir.Constant)
     ty = x.type
     zero, one, minus1 = ir.Constant(ty, 0), ir.Constant(ty, 1), ir.Constant(ty, -1)
     y_zero = b.icmp_unsigned("==", y, zero)
@@ -436,17 +439,18 @@ def _int_divide(b, x, y, dt, remainder):
         overflow = b.and_(b.icmp_signed("==", x, int_min), b.icmp_signed("==", y, minus1))
         safe_y = b.select(b.or_(y_zero, overflow), one, y)
         if remainder:
-            r = _remainder(b, x, safe_y, signed=True)
+            r = _remainder(b, x, safe_y, True, native)
             return b.select(y_zero, x, b.select(overflow, zero, r))
-        q = _quotient(b, x, safe_y, signed=True)  # INT_MIN / -1: x / 1 = INT_MIN, wrapped
+        # (INT_MIN / -1: x / 1 = INT_MIN, wrapped)
+        q = _quotient(b, x, safe_y, True, native)
         return b.select(y_zero, minus1, q)
     safe_y = b.select(y_zero, one, y)
     if remainder:
-        return b.select(y_zero, x, _remainder(b, x, safe_y, signed=False))
-    return b.select(y_zero, minus1, _quotient(b, x, safe_y, signed=False))
+        return b.select(y_zero, x, _remainder(b, x, safe_y, False, native))
+    return b.select(y_zero, minus1, _quotient(b, x, safe_y, False, native))
 
 
-def _quotient(b, x, y, signed):
+def _quotient(b, x, y, signed, native=False):
     """``x / y`` rounded toward zero, for a nonzero ``y`` (and not ``INT_MIN / -1``).
 
     Integers of up to 32 bits divide in floating point (float32 up to 16 bits, float64 for
@@ -457,7 +461,7 @@ def _quotient(b, x, y, signed):
     non-multiple ``x`` gets to the next integer (``1 / |y|``), so truncation cannot cross it.
     """
     width = x.type.width
-    if width > 32:
+    if width > 32 or native:
         return b.sdiv(x, y) if signed else b.udiv(x, y)
     fty = F32 if width <= 16 else F64
     to_float = b.sitofp if signed else b.uitofp
@@ -465,9 +469,9 @@ def _quotient(b, x, y, signed):
     return b.fptosi(q, x.type) if signed else b.fptoui(q, x.type)
 
 
-def _remainder(b, x, y, signed):
+def _remainder(b, x, y, signed, native=False):
     """``x - y * (x / y)`` (C's ``%``) for a nonzero ``y`` (and not ``INT_MIN % -1``)."""
-    if x.type.width > 32:
+    if x.type.width > 32 or native:
         return b.srem(x, y) if signed else b.urem(x, y)
     return b.sub(x, b.mul(_quotient(b, x, y, signed), y))
 

@@ -160,6 +160,34 @@ def test_integer_division_in_floating_point_is_exact(dtype):
     np.testing.assert_array_equal(np.asarray(r), np.array(want_r).astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32])
+def test_integer_division_by_a_constant_is_exact(dtype):
+    # (a constant divisor divides natively, by LLVM's multiply-by-reciprocal: every value of
+    # the dividend's range near its ends, multiples and random values, each small and large
+    # divisor, -1 and the extremes for signed types)
+    info = np.iinfo(dtype)
+    x = np.concatenate([np.arange(info.min, min(info.min + 300, info.max)),
+                        np.arange(max(info.max - 300, info.min), info.max + 1),
+                        rng.integers(info.min, info.max, 5000, dtype=dtype, endpoint=True),
+                        np.arange(-300, 301) if info.min < 0 else np.arange(0, 601)])
+    x = x.astype(dtype)
+    divisors = [1, 2, 3, 7, 10, 100, info.max // 3, info.max]
+    if info.min < 0:
+        divisors += [-1, -3, -100, info.min, info.min + 1]
+    for c in divisors:
+        c = dtype(c)
+        q, r = ember.jit(lambda a, c=c: (lax.div(a, c), lax.rem(a, c)), backend="cpu")(x)
+        want_q, want_r = _truncated_division(x, np.full_like(x, c))
+        np.testing.assert_array_equal(np.asarray(q), np.array(want_q).astype(dtype), str(c))
+        np.testing.assert_array_equal(np.asarray(r), np.array(want_r).astype(dtype), str(c))
+        with np.errstate(over="ignore"):  # (NumPy's MIN // -1 wraps too, with a warning)
+            want_mod, want_floor = x % c, x // c
+        np.testing.assert_array_equal(np.asarray(ember.jit(lambda a, c=c: a % c)(x)), want_mod)
+        np.testing.assert_array_equal(np.asarray(ember.jit(lambda a, c=c: a // c)(x)),
+                                      want_floor)
+
+
 def test_float_to_int_conversion_saturates():
     x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 0.5], np.float32)
     for dt in (np.int32, np.uint8, np.int8, np.uint32, np.bool_):
