@@ -325,12 +325,45 @@ def _combine_at(combine: np.ufunc, target: np.ndarray, index: Any, values: np.nd
     target's value and the updates of its position."""
     is_max = combine is np.maximum
     if not (is_max or combine is np.minimum) or not dtypes.is_float(target.dtype):
-        combine.at(target, index, values)
+        if not _combine_by_rounds(combine, target, index, values):
+            combine.at(target, index, values)
         return
     seen = (target == 0) & (np.signbit(target) != is_max)
     np.logical_or.at(seen, index, (values == 0) & (np.signbit(values) != is_max))
     combine.at(target, index, values)
     target[...] = order_zeros_seen(target, seen, is_max)
+
+
+# The least elements per round for ``_combine_by_rounds``: with fewer, the rounds' NumPy
+# calls cost more than ``ufunc.at``'s per-element loop.
+_MIN_ROUND_ELEMENTS = 64
+
+
+def _combine_by_rounds(combine: np.ufunc, target: np.ndarray, index: Any,
+                       values: np.ndarray) -> bool:
+    """``combine.at(target, index, values)`` for windows of rows (``index`` 1-D positions
+    along ``target``'s first axis, ``values`` one window per position) as rounds of
+    distinct positions: round k combines each position's k-th update (a stable sort keeps
+    their order), so every element combines the same values in the same order as
+    ``ufunc.at``, whose loop over elements took ~5 ms for 500 rows of 1000. False (nothing
+    done) where that does not apply or would be slower."""
+    if not isinstance(index, np.ndarray) or index.ndim != 1 or values.ndim < 2 \
+            or len(index) == 0 or values.shape[0] != len(index):
+        return False
+    order = np.argsort(index, kind="stable")
+    ordered = index[order]
+    first = np.ones(len(ordered), bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    at = np.arange(len(ordered))
+    rank = at - np.maximum.accumulate(np.where(first, at, 0))
+    rounds = int(rank.max()) + 1
+    if rounds * _MIN_ROUND_ELEMENTS > values.size:
+        return False
+    for k in range(rounds):
+        take = order[rank == k]
+        rows = index[take]
+        target[rows] = combine(target[rows], values[take])
+    return True
 
 
 # --------------------------------------------------------------------------- shape ops

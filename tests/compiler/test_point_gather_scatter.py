@@ -139,3 +139,40 @@ def test_out_of_bounds_modes_follow_jax(mode):
                 elif 0 <= jj < n:
                     want[jj] += 1.0
         np.testing.assert_array_equal(got, want, err_msg=f"{backend} {kind} {mode}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("combine", [np.add, np.multiply])
+def test_row_updates_combine_in_rounds_with_ufunc_at_bits(dtype, combine):
+    # (windows of whole rows combine round by round, each position's k-th update in round
+    # k: the same values in the same order per element as ``ufunc.at``)
+    rng = np.random.default_rng(11)
+    target = rng.standard_normal((300, 70)).astype(dtype)
+    index = rng.integers(0, 300, 900)
+    index[:40] = 7  # (one row updated 40 times and more)
+    values = (rng.standard_normal((900, 70)) * 3).astype(dtype)
+    if dtype != np.int32:
+        values[::17, 3] = -0.0
+        values[5, 5] = np.nan
+    want = target.copy()
+    combine.at(want, index, values)
+    got = target.copy()
+    assert ES._combine_by_rounds(combine, got, index, values)
+    assert_same(got, want)
+
+
+def test_rounds_decline_where_ufunc_at_is_better():
+    target = np.zeros((4, 3), np.float32)
+    assert not ES._combine_by_rounds(np.add, target, np.zeros(50, np.int64),
+                                     np.ones((50, 3), np.float32))  # (50 rounds of 3)
+    assert not ES._combine_by_rounds(np.add, np.zeros(4), np.array([0, 1]), np.ones(2))
+
+
+def test_eager_row_scatter_add_matches_numpy():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((1000, 256)).astype(np.float32)
+    idx = rng.integers(0, 1000, 700).astype(np.int32)
+    upd = rng.standard_normal((700, 256)).astype(np.float32)
+    want = x.copy()
+    np.add.at(want, idx, upd)
+    assert_same(np.asarray(jnp.asarray(x).at[idx].add(upd)), want)
