@@ -16,6 +16,7 @@ from ember import dtypes, lax
 from ember import numpy as jnp
 from ember.config import config
 from ember.custom_derivatives import custom_jvp
+from ember.numpy._eager_jit import jit_when_large
 from ember.numpy._util import array_arg, canonicalize_axes, promote_args_inexact
 
 Array = Any
@@ -396,6 +397,7 @@ def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None,
     return lse - jnp.log(_count(x, axis, where, keepdims, lse.dtype))
 
 
+@jit_when_large('axis')
 def log_softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Array:
     """``x - logsumexp(x, axis)``: log-probabilities; masked-out elements (``where``) are -inf.
 
@@ -438,6 +440,7 @@ def _softmax_custom_jvp(axis, primals, tangents):
     return y, y * (x_dot - (y * x_dot).sum(axis, where=where, keepdims=True))
 
 
+@jit_when_large('axis')
 def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Array:
     """``exp(x) / sum(exp(x), axis)``; masked-out elements (``where``) are 0.
 
@@ -454,6 +457,7 @@ def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Ar
     return _softmax_body(x, axis, where, -np.inf, stop=True)
 
 
+@jit_when_large('axis', 'algorithm')
 def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
                 variance: ArrayLike | None = None, epsilon: ArrayLike = 1e-5,
                 where: ArrayLike | None = None, *, algorithm: str = "fast") -> Array:

@@ -37,6 +37,7 @@ from ember.config import config
 from ember.core import EvalTrace, ShapedArray
 from ember.interpreters.partial_eval import trace_to_jaxpr
 from ember.numpy._compiled import compile_program
+from ember.numpy._eager_jit import compiles
 from ember.numpy._replay import Fallback, compile_jaxpr
 from ember.runtime.array import Array
 
@@ -200,7 +201,10 @@ class FastFunction:
 
     def _build(self, keys: tuple, args: tuple, kwargs: dict) -> list[Callable]:
         """The programs that may serve the signature, best first: a compiled one for large
-        arrays (``_compiled``), then the NumPy replay; none if the call cannot be replayed."""
+        arrays (``_compiled``), then the NumPy replay; none if the call cannot be replayed,
+        or if the function compiles such calls itself (``_eager_jit``)."""
+        if compiles(self.fn, args, kwargs):
+            return []
         kinds, in_avals, scalar_avals = [], [], {}
         for i, (k, a) in enumerate(zip(keys, args)):
             if type(k) is tuple:

@@ -18,6 +18,7 @@ import ember.numpy as jnp
 from ember import core, dtypes, lax
 from ember.custom_derivatives import custom_jvp
 from ember.lax import linalg as lax_linalg
+from ember.numpy._eager_jit import jit_when_large
 from ember.numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
 
 
@@ -717,6 +718,7 @@ def _matrix_norm(x: Any, ord: Any, axis: tuple[int, int], keepdims: bool) -> Any
     return out if keepdims else jnp.squeeze(out, axis=(row, col))
 
 
+@jit_when_large('ord', 'axis', 'keepdims')
 def norm(x: Any, ord: int | str | None = None, axis: None | tuple[int, ...] | int = None,
          keepdims: bool = False) -> Any:
     """Vector or matrix norm (NumPy's ``ord`` values: ``None``, ``'fro'``, ``'nuc'``,

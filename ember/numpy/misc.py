@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax
+from ember.numpy._eager_jit import jit_when_large
 from ember.numpy._util import (
     canonicalize_axis,
     check_arraylike,
@@ -120,6 +121,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> 
 # ---------------------------------------------------------------- comparisons
 
 
+@jit_when_large('equal_nan')
 def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
             equal_nan: bool = False) -> Any:
     """Elementwise ``a == b or |a - b| <= atol + rtol * |b|`` (the latter for finite b).
@@ -147,6 +149,7 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
     return out
 
 
+@jit_when_large('equal_nan')
 def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
              equal_nan: bool = False) -> Any:
     """True when every element pair is close (see ``isclose``).

@@ -11,6 +11,7 @@ import numpy as np
 
 from ember import dtypes, lax
 from ember.lax.reduction import accumulation_dtype, max_identity, min_identity
+from ember.numpy._eager_jit import jit_when_large
 from ember.numpy._util import array_arg as _arg
 from ember.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike, ensure_array
 
@@ -347,6 +348,7 @@ def _inexact_result_dtype(a: Any, dtype: Any) -> np.dtype:
     return dtypes.to_inexact_dtype(a.dtype)
 
 
+@jit_when_large('axis', 'dtype', 'out', 'keepdims')
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
          *, where: Any = None) -> Any:
     """Arithmetic mean over the given axes (integers give the default float dtype).
@@ -454,6 +456,7 @@ def _var(fn: str, a, axis, dtype, out, ddof, keepdims, where, correction, nan: b
     return _keepdims(result, a.shape, axes) if keepdims else result
 
 
+@jit_when_large('axis', 'dtype', 'out', 'ddof', 'keepdims', 'correction')
 def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, mean: Any = None,
         correction: int | None = None) -> Any:
@@ -469,6 +472,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
                 mean=mean)
 
 
+@jit_when_large('axis', 'dtype', 'out', 'ddof', 'keepdims', 'correction')
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, mean: Any = None,
         correction: int | None = None) -> Any:
