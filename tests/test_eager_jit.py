@@ -12,7 +12,12 @@ from ember.numpy import _eager_jit
 
 rng = np.random.default_rng(21)
 BIG = (300, 200)  # 240 KB of float32: compiled
-SMALL = (6, 5)
+SMALL = (6, 4)
+
+
+def _erf(x):
+    import math
+    return np.vectorize(math.erf)(x)
 
 
 def _data(shape):
@@ -37,6 +42,17 @@ CASES = [
     ("norm axis", lambda x: jnp.linalg.norm(x, axis=1),
      lambda x: np.linalg.norm(np.asarray(x, np.float64), axis=1)),
     ("allclose", lambda x: jnp.allclose(x, x * 1.0000001), lambda x: True),
+    ("softplus", lambda x: nn.softplus(x), lambda x: np.logaddexp(np.asarray(x, np.float64), 0)),
+    ("gelu exact", lambda x: nn.gelu(x, approximate=False),
+     lambda x: np.asarray(x, np.float64) * 0.5 * (1 + _erf(np.asarray(x, np.float64)
+                                                         / np.sqrt(2)))),
+    ("leaky_relu", lambda x: nn.leaky_relu(x, 0.2),
+     lambda x: np.where(x > 0, x, 0.2 * np.asarray(x, np.float64))),
+    ("logsumexp", lambda x: nn.logsumexp(x, axis=1, keepdims=True),
+     lambda x: np.log(np.exp(np.asarray(x, np.float64)).sum(1, keepdims=True))),
+    ("glu", lambda x: nn.glu(x, axis=1),
+     lambda x: np.asarray(x, np.float64)[:, :x.shape[1] // 2]
+     / (1 + np.exp(-np.asarray(x, np.float64)[:, x.shape[1] // 2:]))),
 ]
 
 

@@ -70,6 +70,7 @@ def relu6(x: ArrayLike) -> Array:
 relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax.full_like(g, 0)))
 
 
+@jit_when_large()
 def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Array:
     """Squareplus, ``(x + sqrt(x**2 + b)) / 2``.
 
@@ -81,6 +82,7 @@ def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Array:
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
+@jit_when_large()
 def softplus(x: ArrayLike) -> Array:
     """Softplus, ``log(1 + exp(x))`` computed stably as ``logaddexp(x, 0)``.
 
@@ -91,6 +93,7 @@ def softplus(x: ArrayLike) -> Array:
     return jnp.logaddexp(array_arg("softplus", x), 0)
 
 
+@jit_when_large()
 def sparse_plus(x: ArrayLike) -> Array:
     """Sparse plus: 0 for ``x <= -1``, ``(x + 1)**2 / 4`` on (-1, 1), ``x`` for ``x >= 1``.
 
@@ -102,6 +105,7 @@ def sparse_plus(x: ArrayLike) -> Array:
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
+@jit_when_large()
 def soft_sign(x: ArrayLike) -> Array:
     """Soft sign, ``x / (|x| + 1)``.
 
@@ -123,6 +127,7 @@ def sigmoid(x: ArrayLike) -> Array:
     return lax.logistic(array_arg("sigmoid", x))
 
 
+@jit_when_large()
 def sparse_sigmoid(x: ArrayLike) -> Array:
     """Sparse sigmoid, ``clip((x + 1) / 2, 0, 1)`` (the derivative of ``sparse_plus``).
 
@@ -133,6 +138,7 @@ def sparse_sigmoid(x: ArrayLike) -> Array:
     return 0.5 * jnp.clip(array_arg("sparse_sigmoid", x) + 1.0, 0.0, 2.0)
 
 
+@jit_when_large()
 def silu(x: ArrayLike) -> Array:
     """SiLU (swish), ``x * sigmoid(x)``.
 
@@ -147,6 +153,7 @@ def silu(x: ArrayLike) -> Array:
 swish = silu
 
 
+@jit_when_large()
 def mish(x: ArrayLike) -> Array:
     """Mish, ``x * tanh(softplus(x))``.
 
@@ -158,6 +165,7 @@ def mish(x: ArrayLike) -> Array:
     return x * jnp.tanh(softplus(x))
 
 
+@jit_when_large()
 def log_sigmoid(x: ArrayLike) -> Array:
     """``log(sigmoid(x))`` computed as ``-softplus(-x)``.
 
@@ -168,6 +176,7 @@ def log_sigmoid(x: ArrayLike) -> Array:
     return -softplus(-array_arg("log_sigmoid", x))
 
 
+@jit_when_large()
 def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     """Exponential linear unit: ``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise.
 
@@ -180,6 +189,7 @@ def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.where(x > 0, 0.0, x)))
 
 
+@jit_when_large()
 def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 1e-2) -> Array:
     """Leaky ReLU: ``x`` for ``x >= 0``, ``negative_slope * x`` otherwise.
 
@@ -191,6 +201,7 @@ def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 1e-2) -> Array:
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@jit_when_large()
 def hard_tanh(x: ArrayLike) -> Array:
     """``x`` clipped to [-1, 1].
 
@@ -202,6 +213,7 @@ def hard_tanh(x: ArrayLike) -> Array:
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
+@jit_when_large()
 def celu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     """Continuously differentiable ELU: ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``.
 
@@ -217,6 +229,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@jit_when_large()
 def selu(x: ArrayLike) -> Array:
     """Scaled ELU: ``scale * elu(x, alpha)`` with the self-normalizing constants.
 
@@ -227,6 +240,7 @@ def selu(x: ArrayLike) -> Array:
     return _SELU_SCALE * elu(array_arg("selu", x), _SELU_ALPHA)
 
 
+@jit_when_large('approximate')
 def gelu(x: ArrayLike, approximate: bool = True) -> Array:
     """Gaussian error linear unit: ``x * Phi(x)``, or its tanh approximation by default.
 
@@ -248,6 +262,7 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Array:
     return jnp.asarray(0.5 * x * lax.erfc(-x * half), dtype=dt)
 
 
+@jit_when_large('axis')
 def glu(x: ArrayLike, axis: int = -1) -> Array:
     """Gated linear unit: ``a * sigmoid(b)`` where ``a, b`` are the halves of ``x`` on ``axis``.
 
@@ -273,6 +288,7 @@ def tanh(x: ArrayLike, /) -> Array:
     return jnp.tanh(x)
 
 
+@jit_when_large()
 def hard_sigmoid(x: ArrayLike) -> Array:
     """``relu6(x + 3) / 6``.
 
@@ -283,6 +299,7 @@ def hard_sigmoid(x: ArrayLike) -> Array:
     return relu6(array_arg("hard_sigmoid", x) + 3.0) / 6.0
 
 
+@jit_when_large()
 def hard_silu(x: ArrayLike) -> Array:
     """Hard SiLU (hard swish), ``x * hard_sigmoid(x)``.
 
@@ -324,6 +341,7 @@ def _reduction_dims(fn: str, ndim: int, axis: Axis) -> tuple[tuple[int, ...], tu
     return dims, dims
 
 
+@jit_when_large('axis', 'keepdims', 'return_sign')
 def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None,
               keepdims: bool = False, return_sign: bool = False,
               where: ArrayLike | None = None) -> Array | tuple[Array, Array]:
@@ -384,6 +402,7 @@ def _count(x: Array, axis: Axis, where: ArrayLike | None, keepdims: bool, dtype:
     return jnp.sum(jnp.broadcast_to(where, x.shape), axis=axis, keepdims=keepdims, dtype=dtype)
 
 
+@jit_when_large('axis', 'keepdims')
 def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None,
                keepdims: bool = False) -> Array:
     """``log(mean(exp(x)))`` over ``axis``: ``logsumexp(x) - log(n)``.
