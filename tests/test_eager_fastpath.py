@@ -545,3 +545,25 @@ def test_unreplayable_signatures_stay_on_the_ordinary_path():
         assert fast(pos).tolist() == [-1.0] * 3
         assert fast(neg).tolist() == [0.0] * 3
     assert fast._fast_cache.by_value[(pos.aval,)] is _SLOW
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint16, np.bool_,
+                                   np.complex64])
+def test_large_selects_by_masks_give_wheres_bits(dtype):
+    # (the replay's select of two cases picks bits by integer masks on large arrays:
+    # NumPy's where branches on each element)
+    from ember.numpy import _replay
+    rng = np.random.default_rng(4)
+    n = 3 * _replay._BLEND_MIN_SIZE
+    which = rng.random(n) > 0.5
+    a = (rng.standard_normal(n) * 100).astype(dtype)
+    b = (rng.standard_normal(n) * 100).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        a[:6] = [np.nan, -0.0, np.inf, -np.inf, 0.0, -np.nan]
+        b[:6] = [-0.0, np.nan, 1.0, -np.nan, -np.inf, 0.0]
+    for w, c0, c1 in ((which, a, b), (which, a, b[3]), (which.astype(np.int32), a[0], b),
+                      (which.reshape(3, -1), a.reshape(3, -1), b.reshape(3, -1)[:1])):
+        got = _replay._select2(w, c0, c1)
+        want = np.where(w, c1, c0)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()

