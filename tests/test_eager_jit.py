@@ -113,3 +113,24 @@ def test_grad_through_an_eagerly_compiled_function():
     x64 = np.asarray(x, np.float64)
     want = (x64 - x64.mean()) / (x64.size * x64.std())
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-4, atol=1e-8)
+
+
+@pytest.mark.parametrize("name, sample", [
+    ("normal", lambda k, s: ember.random.normal(k, s)),
+    ("uniform", lambda k, s: ember.random.uniform(k, s, minval=-1.0, maxval=2.0)),
+    ("bernoulli", lambda k, s: ember.random.bernoulli(k, 0.3, s)),
+    ("randint", lambda k, s: ember.random.randint(k, s, 0, 10)),
+    ("normal, list shape", lambda k, s: ember.random.normal(k, list(s))),
+])
+def test_large_eager_samples_are_jits(name, sample):
+    # (a sampler's shape makes its call large: compiled, with jit's bits, the first call too)
+    key = ember.random.PRNGKey(3)
+    for shape in ((200, 300), (5,)):
+        want = np.asarray(ember.jit(lambda k, shape=shape: sample(k, shape))(key))
+        for _ in range(2):
+            np.testing.assert_array_equal(np.asarray(sample(key, shape)), want)
+    moments = {"normal": (0.0, 1.0), "uniform": (0.5, 3 / np.sqrt(12)),
+               "bernoulli": (0.3, np.sqrt(0.21)), "randint": (4.5, np.sqrt(99 / 12)),
+               "normal, list shape": (0.0, 1.0)}[name]
+    big = np.asarray(sample(key, (200, 300)), np.float64)
+    assert abs(big.mean() - moments[0]) < 0.05 and abs(big.std() - moments[1]) < 0.05

@@ -34,26 +34,44 @@ MIN_BYTES = 1 << 16
 _trace_state = core._ctx
 
 
-def jit_when_large(*static_argnames: str) -> Callable[[Callable], Callable]:
-    """A decorator: large eager calls of the function run as ``jit(fn, static_argnames)``."""
+def jit_when_large(*static_argnames: str, shape: str | None = None
+                   ) -> Callable[[Callable], Callable]:
+    """A decorator: large eager calls of the function run as ``jit(fn, static_argnames)``.
+
+    ``shape`` names a static argument holding the result's shape (a random sampler's), whose
+    size also makes a call large; a list there is taken as the tuple it stands for."""
     statics = frozenset(static_argnames)
 
     def decorate(fn: Callable) -> Callable:
         names = list(inspect.signature(fn).parameters)
         static_positions = tuple(i for i, n in enumerate(names) if n in statics)
+        shape_at = names.index(shape) if shape is not None else None
         jitted: list[Callable] = []
+
+        def compiled_call(args: tuple, kwargs: dict) -> tuple | None:
+            """``(args, kwargs)`` of the call to compile (a list shape made a tuple), or None
+            where the call runs ``fn`` itself."""
+            if shape_at is not None:
+                args, kwargs = _shape_as_tuple(args, kwargs, shape_at, shape)
+            if not (_large(args, kwargs) or _large_shape(args, kwargs, shape_at, shape)) \
+                    or not _hashable_statics(args, kwargs, static_positions, statics):
+                return None
+            return args, kwargs
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if type(_trace_state.trace) is not EvalTrace or not _large(args, kwargs) \
-                    or not _hashable_statics(args, kwargs, static_positions, statics):
+            call = None
+            if type(_trace_state.trace) is EvalTrace:
+                call = compiled_call(args, kwargs)
+            if call is None:
                 return fn(*args, **kwargs)
             if not jitted:
                 from ember.api import jit
                 jitted.append(jit(fn, static_argnames=tuple(static_argnames)))
-            return jitted[0](*args, **kwargs)
+            return jitted[0](*call[0], **call[1])
 
         wrapper.__wrapped_eager__ = fn
+        wrapper._compiled_call = compiled_call
         return wrapper
     return decorate
 
@@ -61,14 +79,38 @@ def jit_when_large(*static_argnames: str) -> Callable[[Callable], Callable]:
 def compiles(fn: Callable, args: tuple, kwargs: dict) -> bool:
     """Whether an eager call of ``fn`` with these arguments runs compiled (``jit_when_large``):
     the eager fast path (``_fastpath``) then leaves such calls to it."""
-    return hasattr(fn, "__wrapped_eager__") and _large(args, kwargs)
+    compiled_call = getattr(fn, "_compiled_call", None)
+    return compiled_call is not None and compiled_call(args, kwargs) is not None
 
 
 def _large(args: tuple, kwargs: dict) -> bool:
     for v in (*args, *kwargs.values()):
-        if getattr(v, "nbytes", 0) >= MIN_BYTES:  # (ember's Arrays and NumPy's)
+        nbytes = getattr(v, "nbytes", 0)  # (ember's Arrays and NumPy's; not a class's)
+        if type(nbytes) is int and nbytes >= MIN_BYTES:
             return True
     return False
+
+
+def _shape_as_tuple(args: tuple, kwargs: dict, at: int, name: str) -> tuple[tuple, dict]:
+    if at < len(args) and type(args[at]) is list:
+        args = (*args[:at], tuple(args[at]), *args[at + 1:])
+    elif type(kwargs.get(name)) is list:
+        kwargs = {**kwargs, name: tuple(kwargs[name])}
+    return args, kwargs
+
+
+def _large_shape(args: tuple, kwargs: dict, at: int | None, name: str | None) -> bool:
+    if at is None:
+        return False
+    value = args[at] if at < len(args) else kwargs.get(name)
+    if type(value) is not tuple:
+        return False
+    size = 4
+    for d in value:
+        if type(d) is not int:
+            return False
+        size *= d
+    return size >= MIN_BYTES
 
 
 def _hashable_statics(args: tuple, kwargs: dict, positions: tuple, names: frozenset) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, lax
+from ember.numpy._eager_jit import jit_when_large
 from ember.random.distributions import (
     _broadcast_shapes,
     _check_arraylike,
@@ -40,6 +41,7 @@ def _normal_real(key, shape, dtype):
     return lax.mul(lax.full(shape, np.sqrt(2), dtype), lax.erf_inv(u))
 
 
+@jit_when_large('shape', 'dtype', shape="shape")
 def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard normal samples (real, or complex with unit variance).
 
@@ -70,6 +72,7 @@ def _normal(key, shape, dtype):
     return _normal_real(key, shape, dtype)
 
 
+@jit_when_large('shape', 'dtype', shape="shape")
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None,
                      dtype: Any = None) -> Any:
     """Normal samples truncated to ``(lower, upper)``.
@@ -160,6 +163,7 @@ cauchy.__doc__ = """Standard Cauchy samples: ``tan(pi * (u - 1/2))``.
     """
 
 
+@jit_when_large('shape', 'dtype', 'mode', shape="shape")
 def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = None,
            mode: str | None = None) -> Any:
     """Standard Gumbel samples: ``-log(-log(u))``.

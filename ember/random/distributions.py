@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, lax
+from ember.numpy._eager_jit import jit_when_large
 from ember.random.keys import (
     UINT_DTYPES,
     canonical_shape,
@@ -90,6 +91,7 @@ def _uniform(key, shape, dtype, minval, maxval):
     return lax.max(minval, scaled)
 
 
+@jit_when_large('shape', 'dtype', shape="shape")
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.0,
             maxval: Any = 1.0) -> Any:
     """Uniform samples in ``[minval, maxval)``.
@@ -150,6 +152,7 @@ def _randint(key, shape, minval, maxval, dtype):
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
+@jit_when_large('shape', 'dtype', shape="shape")
 def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any,
             dtype: Any = None) -> Any:
     """Uniform integers in ``[minval, maxval)``.
@@ -308,6 +311,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
     return result.reshape(out_shape)
 
 
+@jit_when_large('shape', 'mode', shape="shape")
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
               mode: str = "low") -> Any:
     """Bernoulli samples: True with probability ``p``.
@@ -344,6 +348,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
     return _uniform(key, shape, dtype, 0.0, 1.0) < p
 
 
+@jit_when_large('shape', 'dtype', shape="shape")
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Random signs: -1 or +1 with equal probability.
 
