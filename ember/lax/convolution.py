@@ -645,15 +645,14 @@ def _threads() -> int:
 def _in_threads(fn, parts: int) -> None:
     """``fn(i)`` for ``i < parts``, on ember's thread pool (BLAS releases the GIL), each
     with OpenBLAS on its calling thread (``one_blas_thread``)."""
-    if parts == 1:
-        fn(0)
-        return
-
     def single(i, _):
         fn(i)
 
-    with one_blas_thread:
-        _threads_pool.pool().run(single, [(i, i + 1) for i in range(parts)])
+    with one_blas_thread:  # (one part too: its small GEMMs lose to BLAS's threads' syncs)
+        if parts == 1:
+            fn(0)
+        else:
+            _threads_pool.pool().run(single, [(i, i + 1) for i in range(parts)])
 
 
 def _tap_offsets(padded, ks, steps) -> list[int]:

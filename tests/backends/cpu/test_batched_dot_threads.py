@@ -137,3 +137,14 @@ def test_convolutions_leave_blas_thread_count_as_it_was():
     for _ in range(20):
         f(x, k).block_until_ready()
     assert _blas_thread_count() == before
+
+
+def test_a_convolutions_single_part_runs_blas_on_its_thread():
+    # (its chunk GEMMs are small: OpenBLAS's threads synchronizing on each cost a CNN step
+    # half again its time)
+    from ember.lax import convolution
+    before = _blas_thread_count()
+    inside = []
+    convolution._in_threads(lambda i: inside.append(_blas_threads.setter()(1)), 1)
+    assert inside == [1]
+    assert _blas_thread_count() == before
