@@ -20,15 +20,16 @@ import _cffi_backend
 _ffi = _cffi_backend.FFI()
 
 
-def blas_paths() -> list[str]:
-    """The mapped libraries whose names say BLAS (Linux ``/proc/self/maps``; none
-    elsewhere)."""
+def blas_paths(words: tuple[str, ...] = ("blas",)) -> list[str]:
+    """The mapped libraries whose file names contain one of ``words`` (Linux
+    ``/proc/self/maps``; none elsewhere)."""
     paths = []
     try:
         with open("/proc/self/maps") as f:
             for line in f:
                 path = line.split()[-1]
-                if "blas" in os.path.basename(path).lower() and path not in paths:
+                name = os.path.basename(path).lower()
+                if any(w in name for w in words) and path not in paths:
                     paths.append(path)
     except OSError:
         pass

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 
 import numpy as np
 
-from ember._blas_threads import one_blas_thread
+from ember._blas_threads import blas_paths, one_blas_thread
 
 _LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
@@ -93,17 +92,8 @@ class _Binding:
 
 def _loaded_lapack_paths() -> list[str]:
     import numpy.linalg._umath_linalg  # noqa: F401  (loads NumPy's LAPACK)
-    paths = []
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                p = line.split()[-1]
-                low = os.path.basename(p).lower()
-                if ("blas" in low or "lapack" in low or "mkl" in low) and p not in paths:
-                    paths.append(p)
-    except OSError:  # not Linux: let the dynamic loader search the already-loaded images
-        pass
-    return paths + [None]  # None: dlopen(NULL), the symbols already in the process
+    # (None: dlopen(NULL), the symbols already in the process, also where there are no maps)
+    return blas_paths(("blas", "lapack", "mkl")) + [None]
 
 
 def _bind() -> _Binding | None:
