@@ -12,6 +12,11 @@ builds, as LLVM IR, a small task runner in the style of an OpenMP runtime:
   counter. Which thread runs a task never changes what the task computes.
 - Workers spin for a short while after a job (so back-to-back kernels find them awake),
   then sleep on a futex; a job wakes sleepers only when there are any.
+- The caller, done with the tasks, waits for workers still in theirs: it spins ~50 µs,
+  then sleeps on a futex that the last worker out bumps. A worker that late has usually
+  lost its core (to a BLAS thread spinning after a GEMM, or another process); a caller
+  spinning on the other core would keep the scheduler from moving it there for
+  milliseconds.
 - ``ember_rt_stop()`` (at exit) stops the workers before the process unloads code.
 
 Only one job runs at a time: a second caller (another Python thread) runs its tasks itself.
@@ -40,6 +45,12 @@ _log = logging.getLogger(__name__)
 # Cycles a worker spins (polling for the next job) before it sleeps: ~100 µs at 3 GHz.
 SPIN_CYCLES = 300_000
 SPIN_ITERATIONS = 200_000  # (a bound for targets whose cycle counter reads 0)
+# Cycles the caller spins waiting for workers still inside a job's tasks before it sleeps
+# (~50 µs). A worker that is that late has usually been preempted (another process's
+# thread, or a BLAS thread spinning after a GEMM, shares its core): a spinning caller would
+# keep its own core busy, so the scheduler would not move the preempted worker there for
+# milliseconds. Sleeping frees the core at once.
+DRAIN_SPIN_CYCLES = 150_000
 _FUTEX = {"x86_64": 202, "aarch64": 98}  # the futex system call's number
 _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
 _CLOSED = 1 << 31
@@ -67,6 +78,8 @@ class Runtime:
                              lib.address("ember_rt_run"))
         start = _ffi.cast("void(*)(long)", lib.address("ember_rt_start"))
         self._stop = _ffi.cast("void(*)(void)", lib.address("ember_rt_stop"))
+        # (how many times a caller slept waiting for late workers: a diagnostic)
+        self.drain_sleeps = _ffi.cast("long(*)(void)", lib.address("ember_rt_drain_sleeps"))
         self._pid = os.getpid()
         start(size - 1)
         atexit.register(self.stop)
@@ -174,8 +187,10 @@ def _load(build: bool = True) -> Runtime | None:
     return Runtime(lib, size)
 
 
-def runtime_ir(futex_number: int, x86: bool) -> str:
-    """The runtime's LLVM module (text)."""
+def runtime_ir(futex_number: int, x86: bool,
+               drain_spin_cycles: int = DRAIN_SPIN_CYCLES) -> str:
+    """The runtime's LLVM module (text); ``drain_spin_cycles``: how long a caller spins
+    waiting for late workers before it sleeps (tests pass 0 to sleep at once)."""
     from llvmlite import ir
 
     i8p = ir.IntType(8).as_pointer()
@@ -204,6 +219,9 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
     job_per_task = global_("rt_per_task", i64)
     job_extent = global_("rt_extent", i64)
     job_tasks = global_("rt_tasks", i64)
+    drain_waiting = global_("rt_drain_waiting", i32)  # the caller sleeps in the drain
+    drained_word = global_("rt_drained", i32)  # the drain's futex word (bumped to wake it)
+    drain_sleeps = global_("rt_drain_sleeps", i64)  # how often a caller slept (diagnostics)
 
     syscall = ir.Function(m, ir.FunctionType(i64, [i64], var_arg=True), "syscall")
     thread_fn_t = ir.FunctionType(i8p, [i8p])
@@ -232,8 +250,8 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
         if pause is not None:
             b.call(pause, [])
 
-    def futex(b, op, value):  # (variadic: every argument passed as a full register)
-        b.call(syscall, [c64(futex_number), b.bitcast(gen32, i8p), c64(op),
+    def futex(b, op, value, word=gen32):  # (variadic: every argument a full register)
+        b.call(syscall, [c64(futex_number), b.bitcast(word, i8p), c64(op),
                          b.zext(value, i64), ir.Constant(i8p, None)])
 
     # void task(fn, tables, per_task, extent, n_tasks, t): runs task t of a job.
@@ -309,7 +327,15 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
 
     b.position_at_end(blocks["work"])
     b.call(run_tasks, [])
-    b.atomic_rmw("sub", state, c64(1), "seq_cst")
+    before = b.atomic_rmw("sub", state, c64(1), "seq_cst")
+    # The last worker out wakes a caller sleeping in its drain.
+    last = b.icmp_unsigned("==", b.and_(before, c64(_ACTIVE_MASK)), c64(1))
+    wake_caller = worker.append_basic_block("wake_caller")
+    b.cbranch(b.and_(last, b.icmp_signed("!=", load(b, drain_waiting), c32(0))),
+              wake_caller, blocks["outer"])
+    b.position_at_end(wake_caller)
+    b.atomic_rmw("add", drained_word, c32(1), "seq_cst")
+    futex(b, _FUTEX_WAKE_PRIVATE, c32(1), drained_word)
     b.branch(blocks["outer"])
 
     # Nothing new: spin a while, then sleep until the futex word changes.
@@ -387,14 +413,34 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
     b.position_at_end(go)
     b.call(run_tasks, [])
     b.atomic_rmw("or", state, c64(_CLOSED), "seq_cst")
+    # Wait for the workers still in their tasks: spin a while, then sleep until the last
+    # one out wakes this thread (``rt_drain_waiting`` and the state are each written before
+    # the other is read, so either the worker sees the flag or this thread sees no worker).
     drain, drained = run.append_basic_block("drain"), run.append_basic_block("drained")
+    drain_started = b.call(cycles, [])
     b.branch(drain)
     b.position_at_end(drain)
-    waiting = b.icmp_unsigned("!=", b.and_(load(b, state), c64(_ACTIVE_MASK)), c64(0))
-    relax_block = run.append_basic_block("relax")
-    b.cbranch(waiting, relax_block, drained)
+
+    def any_active(b):
+        return b.icmp_unsigned("!=", b.and_(load(b, state), c64(_ACTIVE_MASK)), c64(0))
+
+    relax_block, sleep_block = (run.append_basic_block(n) for n in ("relax", "sleep"))
+    b.cbranch(any_active(b), relax_block, drained)
     b.position_at_end(relax_block)
     relax(b)
+    spent = b.sub(b.call(cycles, []), drain_started)
+    b.cbranch(b.icmp_unsigned(">=", spent, c64(drain_spin_cycles)), sleep_block, drain)
+    b.position_at_end(sleep_block)
+    seen_drained = load(b, drained_word)
+    store(b, c32(1), drain_waiting)
+    do_wait, woke = run.append_basic_block("sleep.wait"), run.append_basic_block("sleep.woke")
+    b.cbranch(any_active(b), do_wait, woke)
+    b.position_at_end(do_wait)
+    b.atomic_rmw("add", drain_sleeps, c64(1), "monotonic")
+    futex(b, _FUTEX_WAIT_PRIVATE, seen_drained, drained_word)
+    b.branch(woke)
+    b.position_at_end(woke)
+    store(b, c32(0), drain_waiting)
     b.branch(drain)
     b.position_at_end(drained)
     store(b, c32(0), busy)
@@ -415,6 +461,11 @@ def runtime_ir(futex_number: int, x86: bool) -> str:
     b.branch(ahead)
     b.position_at_end(aend)
     b.ret_void()
+
+    # i64 ember_rt_drain_sleeps(): how many times a caller has slept waiting for workers.
+    sleeps_fn = ir.Function(m, ir.FunctionType(i64, []), "ember_rt_drain_sleeps")
+    b = ir.IRBuilder(sleeps_fn.append_basic_block("entry"))
+    b.ret(load(b, drain_sleeps))
 
     # void ember_rt_stop(): workers leave their loops; waits (yielding) until they have.
     stop = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "ember_rt_stop")

@@ -196,3 +196,29 @@ np.testing.assert_allclose(np.asarray(compiled(x)), expected, rtol=2e-6, atol=2e
                                       "after_wait", "True"]
     assert runs[1].stdout.split() == ["at_import", "True", "during_compile", "True",
                                       "after_wait", "True"]
+
+
+@needs_runtime
+def test_a_caller_that_sleeps_for_late_workers_still_gets_every_task():
+    # A runtime built to sleep at once whenever a worker is still in its tasks: the
+    # sleep-and-wake handshake runs on most jobs, and every job still covers its range.
+    from ember.backends.cpu import _source_stamp, native_lib
+    machine = parallel_runtime.platform.machine()
+    lib = native_lib.load_or_build(
+        f"test-runtime-sleeping-drain:{_source_stamp()}",
+        lambda: parallel_runtime.runtime_ir(parallel_runtime._FUTEX[machine],
+                                            machine == "x86_64", drain_spin_cycles=0),
+        2, native_lib.linker() is not None)
+    eager = parallel_runtime.Runtime(lib, 2)
+    try:
+        kernel = _kernel()
+        extent = 1 << 18
+        x = np.arange(extent, dtype=np.float32)
+        for n_tasks in [2, 3, 16] * 40:
+            out = np.full(extent, np.nan, np.float32)
+            bufs = cpu_exe._ffi.new("char*[]", [cpu_exe._fb(x), cpu_exe._fb(out)])
+            eager.run(kernel.fn, cpu_exe._ffi.new("char**[]", [bufs]), 0, extent, n_tasks)
+            np.testing.assert_array_equal(out, x * 3 + 1)
+        assert eager.drain_sleeps() > 0
+    finally:
+        eager.stop()
