@@ -174,3 +174,58 @@ def test_strided_conv_gradients_match_jax(shape, kernel, strides, groups):
     want = jax.jit(jax.grad(loss(jax.lax, jax.numpy), argnums=(0, 1)))(x, k)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+def _pad_dilate_reference(x, axes, pads, dilation):
+    """Dilation then padding (negative pads crop) with plain NumPy, one axis at a time."""
+    out = x
+    for ax, (lo, hi), d in zip(axes, pads, dilation):
+        n = out.shape[ax]
+        shape = list(out.shape)
+        shape[ax] = max(0, (n - 1) * d + 1) if n else 0
+        dil = np.zeros(shape, x.dtype)
+        index = [slice(None)] * x.ndim
+        index[ax] = slice(None, None, d)
+        dil[tuple(index)] = out
+        widths = [(0, 0)] * x.ndim
+        widths[ax] = (max(lo, 0), max(hi, 0))
+        dil = np.pad(dil, widths)
+        index = [slice(None)] * x.ndim
+        index[ax] = slice(max(-lo, 0), dil.shape[ax] - max(-hi, 0))
+        out = dil[tuple(index)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pad_dilate_zeroes_every_position_it_does_not_copy(monkeypatch, seed):
+    # Scratch memory arrives dirty (NaN here): a border left unwritten would show.
+    monkeypatch.setattr(C._scratch, "_empty", lambda shape, dtype: np.full(shape, np.nan, dtype))
+    rng = np.random.default_rng(seed)
+    nsp = int(rng.integers(1, 3))
+    x = rng.standard_normal((2, *rng.integers(1, 6, nsp), 3)).astype(np.float32)
+    axes = range(1, nsp + 1)
+    pads = [tuple(int(v) for v in rng.integers(-2, 4, 2)) for _ in axes]
+    dilation = [int(rng.choice([1, 1, 2, 3])) for _ in axes]
+    got = C._pad_dilate(x, axes, pads, dilation)
+    want = _pad_dilate_reference(x, axes, pads, dilation)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rows, cols", [(4096, 160), (1000, 7), (5, 30000), (33, 4096)])
+def test_patch_chunks_cover_each_row_once_and_share_it_evenly(monkeypatch, rows, cols):
+    monkeypatch.setattr(C, "_chunk_parts", lambda view, nrow: 2)
+    x = np.arange(3 * rows * cols, dtype=np.float32).reshape(3, rows, cols)
+    seen = np.zeros(3 * rows, int)
+    per_part = [0, 0]
+    sizes = []
+
+    def work(part, q0, q1, patches):
+        np.testing.assert_array_equal(patches, x.reshape(-1, cols)[q0:q1])
+        seen[q0:q1] += 1
+        per_part[part] += q1 - q0
+        sizes.append(q1 - q0)
+
+    C._patch_chunks(x, 2, work)
+    np.testing.assert_array_equal(seen, 1)
+    assert max(sizes) - min(sizes) <= max(1, rows // max(1, len(sizes)))  # no stub piece
+    assert abs(per_part[0] - per_part[1]) <= max(sizes)

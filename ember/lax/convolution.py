@@ -178,7 +178,16 @@ def _pad_dilate(x: np.ndarray, axes: Sequence[int], pads: Sequence[tuple[int, in
         start = lo + first * d
         src[ax] = slice(first, last)
         dst[ax] = slice(start, start + (last - first - 1) * d + 1, d)
-    out = _scratch.zeros(shape, x.dtype)
+    if empty or any(d != 1 for d in dilation):
+        out = _scratch.zeros(shape, x.dtype)  # (holes between the elements: zero it all)
+    else:  # only the borders around the copied block need zeros
+        out = _scratch.empty(shape, x.dtype)
+        for ax in axes:
+            for border in (slice(0, dst[ax].start), slice(dst[ax].stop, shape[ax])):
+                if border.start < border.stop:
+                    index: list[Any] = [slice(None)] * x.ndim
+                    index[ax] = border
+                    out[tuple(index)] = 0
     if not empty:
         out[tuple(dst)] = x[tuple(src)]
     return out
@@ -382,11 +391,11 @@ def _patch_chunks(view: np.ndarray, nrow: int, work) -> None:
     step = max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // max(cols, 1))
     r1, r2 = math.prod(rdims[1:]), math.prod(rdims[2:])
     if r1 <= step:
-        per = max(1, step // r1)
+        per = _even_split(rdims[0], max(1, step // r1))
         chunks = [((slice(i, min(i + per, rdims[0])),), i * r1, min(i + per, rdims[0]) * r1)
                   for i in range(0, rdims[0], per)]
     else:
-        per = max(1, step // r2)
+        per = _even_split(rdims[1], max(1, step // r2))
         chunks = [((i, slice(j, min(j + per, rdims[1]))), i * r1 + j * r2,
                    i * r1 + min(j + per, rdims[1]) * r2)
                   for i in range(rdims[0]) for j in range(0, rdims[1], per)]
@@ -402,6 +411,14 @@ def _patch_chunks(view: np.ndarray, nrow: int, work) -> None:
             work(part, q0, q1, patches.reshape(q1 - q0, cols))
 
     _in_threads(run, parts)
+
+
+def _even_split(n: int, at_most: int) -> int:
+    """The size of pieces of ``n`` items, at most ``at_most`` each, in as few pieces as
+    that allows, all of about one size: threads that take every other piece then get equal
+    work (4096 rows in pieces of 819 made a 1-row sixth piece, and one thread 60% of it)."""
+    pieces = -(-n // at_most)
+    return -(-n // pieces)
 
 
 def _chunk_parts(view: np.ndarray, nrow: int) -> int:
