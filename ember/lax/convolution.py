@@ -417,8 +417,8 @@ def _even_split(n: int, at_most: int) -> int:
     """The size of pieces of ``n`` items, at most ``at_most`` each, in as few pieces as
     that allows, all of about one size: threads that take every other piece then get equal
     work (4096 rows in pieces of 819 made a 1-row sixth piece, and one thread 60% of it)."""
-    pieces = -(-n // at_most)
-    return -(-n // pieces)
+    pieces = max(1, -(-n // at_most))
+    return max(1, -(-n // pieces))
 
 
 def _chunk_parts(view: np.ndarray, nrow: int) -> int:

@@ -4,6 +4,7 @@ Python pool and a single thread, concurrent callers and forked children stay cor
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -214,11 +215,18 @@ def test_a_caller_that_sleeps_for_late_workers_still_gets_every_task():
         kernel = _kernel()
         extent = 1 << 18
         x = np.arange(extent, dtype=np.float32)
-        for n_tasks in [2, 3, 16] * 40:
+        # (On a loaded machine the worker may never be inside a task when the caller runs
+        # out of them: keep going, for a while, until the caller has slept a few times.)
+        deadline = time.monotonic() + 10
+        jobs = 0
+        while jobs < 120 or (eager.drain_sleeps() < 5 and time.monotonic() < deadline):
             out = np.full(extent, np.nan, np.float32)
             bufs = cpu_exe._ffi.new("char*[]", [cpu_exe._fb(x), cpu_exe._fb(out)])
+            n_tasks = (2, 3, 16)[jobs % 3]
             eager.run(kernel.fn, cpu_exe._ffi.new("char**[]", [bufs]), 0, extent, n_tasks)
             np.testing.assert_array_equal(out, x * 3 + 1)
-        assert eager.drain_sleeps() > 0
+            jobs += 1
+        if eager.drain_sleeps() == 0:
+            pytest.skip("no worker was still in a task when the caller finished its own")
     finally:
         eager.stop()
