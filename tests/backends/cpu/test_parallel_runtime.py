@@ -202,7 +202,7 @@ np.testing.assert_allclose(np.asarray(compiled(x)), expected, rtol=2e-6, atol=2e
 @needs_runtime
 def test_a_caller_that_sleeps_for_late_workers_still_gets_every_task():
     # A runtime built to sleep at once whenever a worker is still in its tasks: the
-    # sleep-and-wake handshake runs on most jobs, and every job still covers its range.
+    # sleep-and-wake handshake runs on every such job, and every job still covers its range.
     from ember.backends.cpu import _source_stamp, native_lib
     machine = parallel_runtime.platform.machine()
     lib = native_lib.load_or_build(
