@@ -77,6 +77,7 @@ def test_phases_split_the_work(monkeypatch):
         return flat(lhs, rhs, strides, pads, lhs_dilation, *rest)
 
     monkeypatch.setattr(C, "_conv_flat", spy)
+    monkeypatch.setattr(C, "_conv_scatter", lambda *a: None)  # (the phases' own test)
     x = np.ones((1, 4, 4, 8), np.float32)
     w = np.ones((3, 3, 8, 2), np.float32)
     out = np.asarray(ember.jit(lambda x, w: lax.conv_transpose(
@@ -229,3 +230,68 @@ def test_patch_chunks_cover_each_row_once_and_share_it_evenly(monkeypatch, rows,
     np.testing.assert_array_equal(seen, 1)
     assert max(sizes) - min(sizes) <= max(1, rows // max(1, len(sizes)))  # no stub piece
     assert abs(per_part[0] - per_part[1]) <= max(sizes)
+
+
+def _scatter_cases():
+    rng = np.random.default_rng(11)
+    cases = []
+    for _ in range(60):
+        nsp = int(rng.integers(1, 4))
+        ints = lambda lo, hi, n=nsp: tuple(int(v) for v in rng.integers(lo, hi, n))  # noqa: E731
+        ld = ints(1, 5)
+        if max(ld) == 1:
+            ld = (2,) + ld[1:]
+        cases.append(dict(n=int(rng.integers(2, 6)), c=int(rng.integers(1, 9)),
+                          o=int(rng.integers(1, 9)), ns=ints(1, 7 if nsp < 3 else 4),
+                          ks=ints(1, 5), pads=ints(-2, 5, 2 * nsp), ld=ld,
+                          layout=int(rng.integers(0, 2))))
+    return cases
+
+
+@pytest.mark.parametrize("case", _scatter_cases())
+def test_scatter_transposed_convolution_matches_reference(monkeypatch, case):
+    rng = np.random.default_rng(3)
+    nsp = len(case["ns"])
+    x = rng.standard_normal((case["n"], case["c"]) + case["ns"]).astype(np.float32)
+    w = rng.standard_normal((case["o"], case["c"]) + case["ks"]).astype(np.float32)
+    spec = tuple(range(nsp + 2))
+    if case["layout"]:  # channels last, kernel (K..., I, O)
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+        w = np.ascontiguousarray(np.transpose(w, tuple(range(2, nsp + 2)) + (1, 0)))
+        lspec = (0, nsp + 1) + tuple(range(1, nsp + 1))
+        rspec = (nsp + 1, nsp) + tuple(range(nsp))
+    else:
+        lspec = rspec = spec
+    kw = dict(window_strides=(1,) * nsp, padding=case["pads"], lhs_dilation=case["ld"],
+              rhs_dilation=(1,) * nsp, lhs_spec=lspec, rhs_spec=rspec, out_spec=lspec,
+              feature_group_count=1, batch_group_count=1)
+    used = []
+    scatter = C._conv_scatter
+    monkeypatch.setattr(C, "_conv_scatter", lambda *a: used.append(1) or scatter(*a))
+    padded = [(m - 1) * d + 1 + lo + hi for m, d, lo, hi in
+              zip(case["ns"], case["ld"], case["pads"][::2], case["pads"][1::2])]
+    if min(p - k + 1 for p, k in zip(padded, case["ks"])) <= 0:
+        pytest.skip("an empty output")
+    got = C.conv_numpy(x, w, **kw, out_dtype="float32")
+    monkeypatch.setattr(C, "_conv_scatter", scatter)
+    want = _reference(x, w, monkeypatch, **kw)
+    assert used and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_gives_the_same_bits_on_any_number_of_threads(monkeypatch):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 9, 9, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16, 8)).astype(np.float32)
+    kw = dict(window_strides=(1, 1), padding=(1, 2, 1, 2), lhs_dilation=(2, 2),
+              rhs_dilation=(1, 1), lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1),
+              out_spec=(0, 3, 1, 2), feature_group_count=1, batch_group_count=1)
+    results = []
+    monkeypatch.setattr(C, "_SCATTER_CHUNK_ELEMENTS", 1)  # a chunk per batch element
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(C, "_threads", lambda t=threads: t)
+        results.append(C.conv_numpy(x, w, **kw, out_dtype="float32"))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    np.testing.assert_allclose(results[0], _reference(x, w, monkeypatch, **kw),
+                               rtol=1e-5, atol=1e-5)

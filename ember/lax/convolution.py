@@ -220,8 +220,11 @@ def _conv_logical(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation, lh
     gb, gf = batch_group_count, feature_group_count
     res = None
     if _FAST_PATHS and any(d > 1 for d in lhs_dilation):
-        res = _conv_phases(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
-                           lhs_spec, rhs_spec, out_spec, gf, gb)
+        res = _conv_scatter(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
+                            lhs_spec, rhs_spec, gf, gb)
+        if res is None:
+            res = _conv_phases(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
+                               lhs_spec, rhs_spec, out_spec, gf, gb)
     if res is None and gb == gf == 1:
         res = _conv_flat(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
                          lhs_spec, rhs_spec)
@@ -353,6 +356,77 @@ def _conv_phases(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, 
                                                  zip(combo, dims))
         res[dst] = sub
     return res
+
+
+# Products per chunk of ``_conv_scatter`` (about 1 MiB of float32: the adds read them from
+# cache).
+_SCATTER_CHUNK_ELEMENTS = 1 << 18
+
+
+def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec,
+                  feature_groups, batch_groups):
+    """A transposed convolution (input dilation with unit window strides and kernel
+    dilation, one group, real floats, at least a batch element per thread) as a scatter of
+    products: with every tap's kernel matrix side by side, one GEMM per chunk of batch
+    elements gives each input position times each tap, and each tap's block is added into
+    the outputs it reaches, ``o = s*i + lo - t`` along each spatial dim. The multiplies are
+    the convolution's own, none by the dilation's zeros, in a GEMM as wide as taps x output
+    features (``_conv_phases``' per-phase GEMMs are as wide as the output features, where
+    BLAS is slow for few of them). Threads take whole batch elements, so each output adds
+    its taps in one order whatever the thread count. Returns the logical (N, O, out...)
+    result, or None where this does not apply."""
+    if not _FAST_PATHS or feature_groups != 1 or batch_groups != 1 or lhs.dtype.kind != "f" \
+            or any(v != 1 for v in strides) or any(v != 1 for v in rhs_dilation) \
+            or 0 in lhs.shape or 0 in rhs.shape:
+        return None
+    n = lhs.shape[lhs_spec[0]]
+    if n < _threads():
+        return None  # (the phases split one batch element's rows among the threads)
+    ns = [lhs.shape[d] for d in lhs_spec[2:]]
+    ks = [rhs.shape[d] for d in rhs_spec[2:]]
+    out_sp = tuple((m - 1) * d + 1 + lo + hi - k + 1
+                   for m, d, (lo, hi), k in zip(ns, lhs_dilation, pads, ks))
+    if min(out_sp) <= 0:
+        return None
+    nsp = len(ns)
+    x = np.ascontiguousarray(lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) +
+                                           (lhs_spec[1],)))
+    c = x.shape[-1]
+    w = rhs.transpose(rhs_spec)  # (O, I, K...)
+    o = w.shape[0]
+    taps = list(itertools.product(*(range(k) for k in ks)))
+    # (C, taps * O): column t*O + j holds tap t's weights into output feature j
+    wall = np.ascontiguousarray(w.reshape(o, c, len(taps)).transpose(1, 2, 0)).reshape(c, -1)
+    plan = []  # per tap reaching any output: (tap, input slices, output slices)
+    for ti, tap in enumerate(taps):
+        src, dst = [], []
+        for m, s, (lo, _), size, t in zip(ns, lhs_dilation, pads, out_sp, tap):
+            first = max(0, -((lo - t) // s))  # the first i with s*i + lo - t >= 0
+            last = min(m - 1, (size - 1 + t - lo) // s)
+            if first > last:
+                break
+            start = s * first + lo - t
+            src.append(slice(first, last + 1))
+            dst.append(slice(start, start + s * (last - first) + 1, s))
+        else:
+            plan.append((ti, tuple(src), tuple(dst)))
+    out = _scratch.empty((n,) + out_sp + (o,), x.dtype)
+    per_element = math.prod(ns) * len(taps) * o
+    step = _even_split(n, max(1, _SCATTER_CHUNK_ELEMENTS // per_element))
+    chunks = [(a, min(a + step, n)) for a in range(0, n, step)]
+    parts = min(_threads(), len(chunks))
+
+    def run(part):
+        for a, b in chunks[part::parts]:
+            y = np.matmul(x[a:b].reshape(-1, c), wall).reshape(
+                (b - a, *ns, len(taps), o))
+            dest = out[a:b]
+            dest[...] = 0
+            for ti, src, dst in plan:
+                dest[(slice(None),) + dst] += y[(slice(None),) + src + (ti,)]
+
+    _in_threads(run, parts)
+    return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
 
 
 def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:
