@@ -384,8 +384,8 @@ def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
         return None  # (the phases split one batch element's rows among the threads)
     ns = [lhs.shape[d] for d in lhs_spec[2:]]
     ks = [rhs.shape[d] for d in rhs_spec[2:]]
-    out_sp = tuple((m - 1) * d + 1 + lo + hi - k + 1
-                   for m, d, (lo, hi), k in zip(ns, lhs_dilation, pads, ks))
+    out_sp = tuple(m + lo + hi - k + 1
+                   for m, (lo, hi), k in zip(_dilate(ns, lhs_dilation), pads, ks))
     if min(out_sp) <= 0:
         return None
     nsp = len(ns)

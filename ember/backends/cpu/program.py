@@ -683,6 +683,7 @@ class ProgramBuilder:
                         for info in infos]
         if inst.opcode == "dot_general" and all(len(r) == 1 for r in inputs):
             out = self._result_refs(inst, assignment, offsets, output_of)
+            self.refs[id(inst)] = out
             refs = [r[0] for r in inputs]
             gemm = None
             if self.loop_depth and all(r.kind != "value" for r in refs + out) \
@@ -693,9 +694,7 @@ class ProgramBuilder:
                 fused = _loop_dot_computation(inst)
                 info = self._try_kernel(fused) if fused is not None else None
                 if info is not None:
-                    self.refs[id(inst)] = out
                     return KernelStep(info, refs, out)
-            self.refs[id(inst)] = out
             if gemm is not None:
                 self._gemm_task(gemm)  # (also run from Python where the loop steps)
             return DotStep(inst, refs, out[0], gemm)
