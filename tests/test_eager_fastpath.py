@@ -206,6 +206,23 @@ def test_no_warnings_on_bad_values():
             jnp.sqrt(f)
 
 
+def test_programs_of_native_kernels_skip_the_error_state_and_leave_no_flags():
+    # Native loops never touch NumPy's error state, so their programs do not set it; the
+    # hardware flags they raise (exp overflow, NaN) must not reach a later NumPy call.
+    f = jnp.asarray(np.array([100.0, -0.0, np.nan, 3e38, -1e30, 0.0], np.float32))
+    with np.errstate(all="raise"):
+        for _ in range(4):
+            jnp.exp(f), jnp.expm1(f), jnp.maximum(f, f), jnp.minimum(f, 0.0)
+            np.add(np.ones(3), 1.0)  # (would raise FloatingPointError on stale flags)
+            jnp.multiply(f, 10.0)  # (NumPy's kernel: overflow, under the program's state)
+    for fn, args, prim in ((jnp.exp, (f,), ew.exp_p), (jnp.maximum, (f, f), ew.max_p),
+                           (jnp.minimum, (f, 0.0), ew.min_p), (jnp.multiply, (f, 10.0), None)):
+        cache = fn._fast_cache
+        prog = cache.by_id[cache.id_key(cache.key_objects(args, {}))][0]
+        native = prim is not None and prim.impl.native_kernel(np.dtype(np.float32)) is not None
+        assert ("_errset" in prog.source) != native, prog.source
+
+
 def test_python_int_out_of_range_raises_every_time():
     x = _array("int32")
     jnp.add(x, 5)
@@ -251,6 +268,62 @@ def test_operators():
             _check_same(case(), slow)
     assert (x + np.float32(1)).dtype == np.float32  # NumPy operands take the ordinary path
     assert (x.__sub__([1]) is NotImplemented)  # (x + [1] raises, as in JAX)
+
+
+def test_operator_methods_run_compiled_programs_with_operands_in_order():
+    # Array operators look up the function's compiled programs themselves: reflected ones
+    # must pass their operands swapped, and anything else must still reach the method.
+    x, y, i = _array("float32"), _array("float32", offset=3), _array("int32", offset=2)
+    cases = [lambda: x - y, lambda: y - x, lambda: 2.5 - x, lambda: x - 2.5, lambda: 3 / x,
+             lambda: x / 3, lambda: 7 // i, lambda: i // 7, lambda: 5 % i, lambda: 1 << i,
+             lambda: i >> 1, lambda: 2 - i, lambda: 1.5 < x, lambda: x <= y, lambda: 0 == i,
+             lambda: x != 2.0, lambda: i & 3, lambda: 6 ^ i, lambda: x @ y, lambda: 2 ** i]
+    for case in cases:
+        with ordinary_path():
+            slow = case()
+        for _ in range(4):  # (first sight, compile, then programs)
+            _check_same(case(), slow)
+    # The programs do serve the operators: count the runs of subtract's (f32[6], f32[6]).
+    cache = jnp.subtract._fast_cache
+    prog, keys = cache.by_id[cache.id_key(cache.key_objects((x, y), {}))]
+    runs = []
+
+    def counted(a, b):
+        runs.append(1)
+        return prog(a, b)
+
+    cache.by_id[cache.id_key(keys)] = (counted, keys)
+    cache.last[0] = _fastpath._NO_ENTRY
+    assert np.asarray(x - y).tobytes() == np.asarray(jnp.subtract(x, y)).tobytes()
+    assert len(runs) == 2
+    cache.clear()
+
+
+def test_operator_methods_still_defer_and_trace():
+    x = _array("float32")
+    for _ in range(3):
+        x - x, x * 2.0  # (compiled)
+
+    class Other:
+        def __rsub__(self, other):
+            return "deferred"
+
+        def __rmul__(self, other):
+            return "deferred"
+
+    class Wrapped:
+        def __jax_array__(self):
+            return jnp.ones(6, np.float32)
+
+    for _ in range(3):
+        assert x - Other() == "deferred" and x * Other() == "deferred"
+        np.testing.assert_array_equal(np.asarray(x - Wrapped()), np.asarray(x) - 1)
+        with pytest.raises(TypeError):
+            x * [1.0]
+    out = ember.jit(lambda t: x - t * 2.0)(x)  # (a tracer operand: the method's route)
+    with np.errstate(all="ignore"):
+        want = np.asarray(x) - np.asarray(x) * np.float32(2)
+    np.testing.assert_array_equal(np.asarray(out), want)
 
 
 def test_positive_returns_its_argument():

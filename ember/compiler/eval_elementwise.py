@@ -60,6 +60,7 @@ def quiet(fn: Callable) -> Callable:
         finally:
             restore_fp_errors(token)
     wrapped.__name__ = getattr(fn, "__name__", "kernel")
+    wrapped.fp_quiet = True  # (it never warns: the eager fast path needs no error state)
     return wrapped
 
 
@@ -140,16 +141,16 @@ def native_first(opcode: str, impl: Callable) -> Callable:
 def native_binary_first(opcode: str, impl: Callable) -> Callable:
     """The binary ``impl`` of HLO ``opcode``, running the registered native kernel instead
     where there is one for the operands' dtype and layout (the kernel returns None for a
-    layout it has no loop for). ``.native_kernel(dtype)`` gives that combination as one
-    function of (x, y), or None (the eager fast path calls it directly)."""
+    layout it has no loop for; its ``with_fallback(impl)`` runs ``impl`` there instead).
+    ``.native_kernel(dtype)`` gives that combination as one function of (x, y), or None
+    (the eager fast path calls it directly)."""
     kernels: dict[np.dtype, Callable | None] = {}
 
     def native_kernel(dt: np.dtype) -> Callable | None:
         combined = kernels.get(dt, _UNKNOWN)
         if combined is _UNKNOWN:
             run = _native_math(opcode, dt) if _native_math is not None else None
-            combined = None if run is None else (
-                lambda x, y: r if (r := run(x, y)) is not None else impl(x, y))
+            combined = None if run is None else run.with_fallback(impl)
             if _native_math is not None:  # (decided once the backend has registered)
                 kernels[dt] = combined
         return combined

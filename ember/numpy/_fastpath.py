@@ -109,6 +109,7 @@ class FastFunction:
         self.by_id: dict = {}  # ids of the signature's key objects -> (program, key objects)
         self.by_value: dict = {}  # key objects (avals, types, static keys) -> program/_SLOW
         self.last: list = [_NO_ENTRY]  # the wrapper's latest (key objects..., program)
+        self.simple_binary = False  # whether the wrapper is ``_binary_entry``'s
         _all_caches.append(self)
 
     def clear(self) -> None:
@@ -273,6 +274,7 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
     by_id, miss, last = cache.by_id, cache.miss, cache.last
     key_objects, id_key = cache.key_objects, cache.id_key
     simple = not static_ints and not statics and _positional_only(fn, nargs)
+    cache.simple_binary = simple and nargs == 2
     # ``last[0]`` is (key objects..., program) of the latest signature served from ``by_id``:
     # a repeated signature is recognized by identity, without building a key. It is one tuple,
     # replaced whole, so another thread never sees a half-updated entry.
@@ -293,21 +295,7 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
             except Fallback:
                 return fn(x)
     elif simple and nargs == 2:
-        def wrapper(x1, x2, /):
-            if type(_trace_state.trace) is not EvalTrace:
-                return fn(x1, x2)
-            k1 = x1.aval if type(x1) is Array else type(x1)
-            k2 = x2.aval if type(x2) is Array else type(x2)
-            entry = last[0]
-            if k1 is not entry[0] or k2 is not entry[1]:
-                entry = by_id.get((id(k1), id(k2)))
-                if entry is None:
-                    return miss((x1, x2))
-                last[0] = entry = (k1, k2, entry[0])
-            try:
-                return entry[2](x1, x2)
-            except Fallback:
-                return fn(x1, x2)
+        wrapper = _binary_entry(cache, fn, lambda x1, x2: miss((x1, x2)))
     elif nargs == 3 and not static_ints and not statics:
         def wrapper(*args, **kwargs):
             if kwargs or len(args) != 3 or type(_trace_state.trace) is not EvalTrace:
@@ -344,6 +332,65 @@ def fastpath(fn: Callable, nargs: int, static_ints: tuple[int, ...] = (),
     functools.update_wrapper(wrapper, fn)
     wrapper._fast_cache = cache
     return wrapper
+
+
+def _binary_entry(cache: FastFunction, slow: Callable, on_miss: Callable,
+                  reflected: bool = False) -> Callable:
+    """A function of two operands that runs ``cache``'s program of their signature.
+
+    Outside plain eager evaluation it calls ``slow``, for a signature without a program
+    ``on_miss``, and where the program falls back the ordinary function; each gets the
+    arguments it was given. With ``reflected`` it is an Array's reflected operator
+    (``x.__radd__(y)`` computes ``y + x``), whose operands come swapped.
+    """
+    by_id, last, fn = cache.by_id, cache.last, cache.fn
+    if reflected:
+        def entry_point(x2, x1, /):
+            if type(_trace_state.trace) is not EvalTrace:
+                return slow(x2, x1)
+            k1 = x1.aval if type(x1) is Array else type(x1)
+            k2 = x2.aval
+            entry = last[0]
+            if k1 is not entry[0] or k2 is not entry[1]:
+                entry = by_id.get((id(k1), id(k2)))
+                if entry is None:
+                    return on_miss(x2, x1)
+                last[0] = entry = (k1, k2, entry[0])
+            try:
+                return entry[2](x1, x2)
+            except Fallback:
+                return fn(x1, x2)
+        return entry_point
+
+    def entry_point(x1, x2, /):
+        if type(_trace_state.trace) is not EvalTrace:
+            return slow(x1, x2)
+        k1 = x1.aval if type(x1) is Array else type(x1)
+        k2 = x2.aval if type(x2) is Array else type(x2)
+        entry = last[0]
+        if k1 is not entry[0] or k2 is not entry[1]:
+            entry = by_id.get((id(k1), id(k2)))
+            if entry is None:
+                return on_miss(x1, x2)
+            last[0] = entry = (k1, k2, entry[0])
+        try:
+            return entry[2](x1, x2)
+        except Fallback:
+            return fn(x1, x2)
+    return entry_point
+
+
+def operator_method(function: Callable, method: Callable, reflected: bool) -> Callable:
+    """An Array operator ``method`` (``__add__``...) that calls ``function``, with the fast
+    path's lookup inlined: a signature with a compiled program runs it at once, everything
+    else takes ``method``. Programs exist only for Arrays and Python scalars, the operands
+    that operator methods never defer, so both routes agree. Functions without a two-operand
+    fast path keep ``method``.
+    """
+    cache = getattr(function, "_fast_cache", None)
+    if cache is None or not cache.simple_binary:
+        return method
+    return _binary_entry(cache, method, method, reflected)
 
 
 # ember.numpy functions (other than the ufuncs, which install theirs in ember.numpy.ufuncs)

@@ -202,6 +202,7 @@ class _Source:
         self.names: dict[int, str] = {}  # id(var) -> local name
         self.arg_of: dict[int, int] = {}  # id(invar) -> argument position
         self.used: set[str] = set()
+        self.may_warn = False  # whether some kernel may set NumPy's floating-point warnings
         invars = iter(closed.jaxpr.invars)
         for i, kind in enumerate(kinds):
             if kind != "static":  # static arguments are baked into the jaxpr
@@ -232,6 +233,10 @@ class _Source:
             weak = bool(eqn.params["weak_type"])
             return [f"{outs[0]} = _m{j}.get(a{pos})",
                     f"if {outs[0]} is None: {outs[0]} = _conv(_m{j}, a{pos}, _dt{j}, {weak})"]
+        quiet = getattr(eqn.primitive.impl if raw is None else raw, "fp_quiet", False)
+        if not quiet and any(dtypes.is_inexact(v.aval.dtype)
+                             for v in (*eqn.invars, *eqn.outvars)):
+            self.may_warn = True  # (integer and boolean kernels never warn)
         if raw is None:
             raw = (functools.partial(eqn.primitive.impl, **eqn.params) if eqn.params
                    else eqn.primitive.impl)
@@ -311,9 +316,9 @@ def compile_jaxpr(closed, kinds: tuple, scalar_avals: dict,
     tail, result = outputs
     lines = [f"def run({', '.join(f'a{i}' for i in range(len(kinds)))}):",
              *_indent(src.inputs(scalar_avals), 1)]
-    # Integer and boolean kernels never raise floating-point warnings: no error state needed.
-    if not body or not any(dtypes.is_inexact(v.aval.dtype) for eqn in jaxpr.eqns
-                           for v in (*eqn.invars, *eqn.outvars)):
+    # NumPy's floating-point warnings are silenced around kernels that may raise them. (A
+    # Python scalar's conversion is the ordinary path's own, which warns as JAX does.)
+    if not src.may_warn:
         lines += _indent(body, 1)
     else:
         lines += ["    tok = _errset()", "    try:", *_indent(body, 2),

@@ -12,6 +12,7 @@ import numpy as np
 
 from ember import core
 from ember.core import Tracer
+from ember.numpy._fastpath import operator_method
 from ember.numpy._util import check_arraylike
 from ember.runtime.array import Array
 
@@ -230,11 +231,16 @@ def install(jnp_module: Any) -> None:
     for cls in (Array, Tracer):
         for op, fn_name in _BINARY_OPERATORS.items():
             fn = getattr(jnp_module, fn_name)
-            setattr(cls, f"__{op}__", _binary_method(fn, False, op))
-            setattr(cls, f"__r{op}__", _binary_method(fn, True, op))
+            for name, reflected in ((f"__{op}__", False), (f"__r{op}__", True)):
+                method = _binary_method(fn, reflected, op)
+                if cls is Array:  # (tracers never take the eager fast path)
+                    method = operator_method(fn, method, reflected)
+                setattr(cls, name, method)
         for op, fn_name in _COMPARISONS.items():
             fn = getattr(jnp_module, fn_name)
-            setattr(cls, f"__{op}__", _binary_method(fn, False, op))
+            method = _binary_method(fn, False, op)
+            setattr(cls, f"__{op}__",
+                    operator_method(fn, method, False) if cls is Array else method)
         for op, fn_name in _UNARY_OPERATORS.items():
             setattr(cls, f"__{op}__", _unary_method(getattr(jnp_module, fn_name)))
         for name, fn_name in _METHODS.items():

@@ -285,6 +285,7 @@ def _make_runner(lib, name: str, dtype: np.dtype) -> Callable[[np.ndarray], np.n
         return y
 
     run._library = lib  # keeps the code loaded while the runner lives
+    run.fp_quiet = True  # (native loops leave NumPy's floating-point error state alone)
     return run
 
 
@@ -294,7 +295,14 @@ def _broadcasts_into(small: tuple, big: tuple) -> bool:
         s == 1 or s == b for s, b in zip(reversed(small), reversed(big))))
 
 
-def _make_binary_runner(lib, name: str, dtype: np.dtype) -> Callable:
+def _no_loop(x, y) -> None:
+    return None
+
+
+def _make_binary_runner(lib, name: str, dtype: np.dtype,
+                        fallback: Callable = _no_loop) -> Callable:
+    """``run(x, y)``: the kernel where it has a loop for the operands' layout, else
+    ``fallback(x, y)`` (by default None). ``run.with_fallback(f)`` is the runner with ``f``."""
     from ember.backends.cpu.executable import _ffi
 
     direct = _ffi.cast("void(*)(char*, char*, char*, long, long)", lib.address(name))
@@ -313,17 +321,20 @@ def _make_binary_runner(lib, name: str, dtype: np.dtype) -> Callable:
     def run(x, y) -> np.ndarray | None:
         if type(x) is not ndarray or type(y) is not ndarray or x.dtype is not dtype \
                 or y.dtype is not dtype:
-            return None
-        if x.shape == y.shape and x.flags.c_contiguous and y.flags.c_contiguous:
-            layout, shape = BOTH, x.shape
+            return fallback(x, y)
+        shape = x.shape
+        if shape == y.shape and x.flags.c_contiguous and y.flags.c_contiguous:
+            layout = BOTH
+        elif not y.shape and x.flags.c_contiguous:  # (an array and a 0-d value: common)
+            layout = SECOND_SCALAR
         elif x.flags.c_contiguous and (one := single(y)) is not None \
-                and _broadcasts_into(y.shape, x.shape):
-            layout, shape, y = SECOND_SCALAR, x.shape, one
+                and _broadcasts_into(y.shape, shape):
+            layout, y = SECOND_SCALAR, one
         elif y.flags.c_contiguous and (one := single(x)) is not None \
                 and _broadcasts_into(x.shape, y.shape):
             layout, shape, x = FIRST_SCALAR, y.shape, one
         else:
-            return None  # (NumPy's code broadcasts the other layouts)
+            return fallback(x, y)  # (NumPy's code broadcasts the other layouts)
         out = empty(shape, dtype)
         n = out.size
         if n < PARALLEL_MIN_ELEMENTS:
@@ -335,4 +346,8 @@ def _make_binary_runner(lib, name: str, dtype: np.dtype) -> Callable:
         return out
 
     run._library = lib  # keeps the code loaded while the runner lives
+    run.with_fallback = lambda f: _make_binary_runner(lib, name, dtype, f)
+    # Native loops leave NumPy's floating-point error state alone: no warnings, unless the
+    # fallback may warn.
+    run.fp_quiet = fallback is _no_loop or getattr(fallback, "fp_quiet", False)
     return run

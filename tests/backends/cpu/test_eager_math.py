@@ -234,6 +234,25 @@ def test_binary_kernels_leave_other_layouts_to_numpy(opcode):
         np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
 
 
+def test_binary_runner_with_a_fallback_calls_it_for_other_layouts():
+    run = eager_math.kernel("maximum", np.dtype(np.float32))
+    calls = []
+
+    def fallback(a, b):
+        calls.append((a.shape, b.shape))
+        return "fallback"
+
+    both = run.with_fallback(fallback)
+    x, y = _pairs(np.float32, n=60)
+    m = x[:64].reshape(8, 8)
+    assert both(m, m.T) == "fallback" and both(x.astype(np.float64), y) == "fallback"
+    assert calls == [((8, 8), (8, 8)), (x.shape, y.shape)]
+    np.testing.assert_array_equal(_bits(both(x, y)), _bits(run(x, y)))  # (no call)
+    assert len(calls) == 2
+    assert run.fp_quiet and not both.fp_quiet  # (an unknown fallback may warn)
+    assert run.with_fallback(K.quiet(np.maximum)).fp_quiet
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("opcode", sorted(BINARY))
 def test_binary_eager_equals_jit_bit_for_bit(opcode, dtype):
