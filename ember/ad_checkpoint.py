@@ -114,46 +114,6 @@ def _saves(policy: Callable, eqn: Any) -> bool:
     return out.save if isinstance(out, _Decision) else bool(out)
 
 
-def _inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """``closed`` with nested ``jit`` equations inlined, so that a policy sees every
-    primitive (JAX applies policies inside nested jits too)."""
-    if not any(e.primitive is pjit_p for e in closed.jaxpr.eqns):
-        return closed
-
-    def fun(*args):
-        return _eval_inlined(closed.jaxpr, closed.consts, args)
-    out, _ = pe.trace_to_jaxpr(fun, list(closed.in_avals))
-    return out
-
-
-def _literal(a: Any) -> Any:
-    # (as eval_jaxpr reads it: a weakly typed literal stays weak when bound again)
-    return core.concrete_array(a.val, a.aval) if a.aval.weak_type else a.val
-
-
-def _eval_inlined(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any]) -> list:
-    env: dict[int, Any] = {}
-
-    def read(a: Any) -> Any:
-        return env[a.id] if isinstance(a, Var) else _literal(a)
-    for v, x in zip(jaxpr.constvars, consts):
-        env[v.id] = x
-    for v, x in zip(jaxpr.invars, args):
-        env[v.id] = x
-    for eqn in jaxpr.eqns:
-        ins = [read(a) for a in eqn.invars]
-        if eqn.primitive is pjit_p:
-            inner = eqn.params["jaxpr"]
-            outs = _eval_inlined(inner.jaxpr, inner.consts, ins)
-        else:
-            outs = eqn.primitive.bind(*ins, **eqn.params)
-            if not eqn.primitive.multiple_results:
-                outs = [outs]
-        for v, x in zip(eqn.outvars, outs):
-            env[v.id] = x
-    return [read(a) for a in jaxpr.outvars]
-
-
 def _split_by_policy(jaxpr: ClosedJaxpr, unknowns: tuple, policy: Callable):
     """Partial evaluation that keeps the residuals ``policy`` saves.
 
@@ -163,7 +123,7 @@ def _split_by_policy(jaxpr: ClosedJaxpr, unknowns: tuple, policy: Callable):
     value that is not saved.
     """
     known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
-    known = _inline_calls(known)
+    known = pe.inline_calls(known, (pjit_p,))  # (policies see inside nested jits, as in JAX)
     n_known = len(known.out_avals) - num_res
     saved = [v for e in known.jaxpr.eqns if _saves(policy, e) for v in e.outvars]
     saved_ids = {v.id for v in saved}
@@ -179,7 +139,7 @@ def _split_by_policy(jaxpr: ClosedJaxpr, unknowns: tuple, policy: Callable):
             env[v.id] = x
 
         def read(a):
-            return env[a.id] if isinstance(a, Var) else _literal(a)
+            return env[a.id] if isinstance(a, Var) else pe.literal_value(a)
         for eqn in kj.eqns:
             if eqn.outvars and all(v.id in saved_ids for v in eqn.outvars):
                 continue

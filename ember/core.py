@@ -10,6 +10,7 @@ primitive eagerly through the handler the runtime installs.
 from __future__ import annotations
 
 import collections
+import math
 import operator
 import threading
 from collections.abc import Callable, Sequence
@@ -51,7 +52,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return int(math.prod(self.shape))
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,

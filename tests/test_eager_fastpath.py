@@ -640,3 +640,53 @@ def test_large_selects_by_masks_give_wheres_bits(dtype):
         want = np.where(w, c1, c0)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.tobytes() == want.tobytes()
+
+
+# ember.nn's composite functions and the linalg norms: one replayed program per signature.
+_NN_CALLS = {
+    "celu": ((), {}), "elu": ((), {"alpha": 0.5}), "gelu": ((), {"approximate": False}),
+    "glu": ((), {"axis": -1}), "hard_sigmoid": ((), {}), "hard_silu": ((), {}),
+    "hard_tanh": ((), {}), "leaky_relu": ((), {}), "log_sigmoid": ((), {}),
+    "log_softmax": ((), {"axis": 0}), "logmeanexp": ((), {"axis": 1}),
+    "logsumexp": ((), {"axis": -1, "keepdims": True}), "mish": ((), {}), "selu": ((), {}),
+    "silu": ((), {}), "soft_sign": ((), {}), "softmax": ((), {"axis": -1}),
+    "softplus": ((), {}), "sparse_plus": ((), {}), "sparse_sigmoid": ((), {}),
+    "squareplus": ((), {}), "standardize": ((), {"axis": -1}),
+}
+
+
+def _check_fast_calls(fn, args, kwargs):
+    with ordinary_path():
+        slow = fn(*args, **kwargs)
+    for _ in range(4):  # (first sight, compile, then the program)
+        _check_same(fn(*args, **kwargs), slow)
+    cache = fn._fast_cache
+    prog = cache.by_id.get(cache.id_key(cache.key_objects(args, kwargs)))
+    assert prog is not None, "the signature was not compiled"
+    return prog[0]
+
+
+@pytest.mark.parametrize("name", sorted(_NN_CALLS))
+def test_nn_functions_replay_the_ordinary_paths_bits(name):
+    x = _array("float32", shape=(4, 6))  # (zeros of both signs, infinities, NaN, extremes)
+    extra, kwargs = _NN_CALLS[name]
+    _check_fast_calls(getattr(ember.nn, name), (x, *extra), kwargs)
+
+
+def test_nn_one_hot_and_norms_replay_the_ordinary_paths_bits():
+    _check_fast_calls(ember.nn.one_hot, (_array("int32", shape=(5,)), 130), {})
+    x = _array("float32", shape=(4, 6))
+    _check_fast_calls(jnp.linalg.norm, (x,), {"axis": -1})
+    _check_fast_calls(jnp.linalg.vector_norm, (x,), {"ord": 1})
+    _check_fast_calls(jnp.linalg.matrix_norm, (x,), {})
+
+
+def test_programs_run_custom_derivative_bodies_inline():
+    # softplus is logaddexp(x, 0), a custom_jvp function: its program runs the body's
+    # kernels (native exp and log1p) instead of evaluating the call equation by equation.
+    from ember.custom_derivatives import custom_jvp_call_p
+    prog = _check_fast_calls(ember.nn.softplus, (_array("float32", shape=(3, 5)),), {})
+    kernels = [v for k, v in prog.__globals__.items() if k.startswith("_k")]
+    assert kernels and not any(getattr(k, "func", k) is custom_jvp_call_p.impl
+                               for k in kernels)
+

@@ -333,3 +333,33 @@ def test_eval_jaxpr_keeps_weak_types_of_literals():
     assert out.weak_type
     g = ember.grad(ember.jit(f))(3.0)
     assert g.weak_type and abs(float(g) - 2.979985) < 1e-6
+
+
+def test_inline_calls_replaces_jit_and_custom_derivative_calls_by_their_bodies():
+    from ember.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+    from ember.interpreters.partial_eval import inline_calls
+    from ember.interpreters.pjit import pjit_p
+
+    @ember.custom_jvp
+    def f(x):
+        return jnp.sin(x) * 2.0
+
+    f.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
+
+    @ember.custom_vjp
+    def g(x):
+        return jnp.exp(x) + 1.0
+
+    g.defvjp(lambda x: (g(x), None), lambda _, ct: (ct,))
+    inner = ember.jit(lambda x, y: f(x) - g(y) * y)
+    closed = ember.make_jaxpr(lambda x, y: inner(x + 1.0, y) * 3.0)(1.0, 2.0)
+    calls = (pjit_p, custom_jvp_call_p, custom_vjp_call_p)
+    flat = inline_calls(closed, calls)
+    names = [e.primitive.name for e in flat.jaxpr.eqns]
+    assert not any(e.primitive in calls for e in flat.jaxpr.eqns)
+    assert names == ["add", "sin", "mul", "exp", "add", "mul", "sub", "mul"]
+    for x, y in ((1.0, 2.0), (-0.5, 0.25)):
+        want = (np.sin(np.float32(x + 1)) * 2 - (np.exp(np.float32(y)) + 1) * y) * 3
+        np.testing.assert_allclose(eval_jaxpr(flat.jaxpr, flat.consts, x, y)[0], want,
+                                   rtol=1e-6)
+    assert inline_calls(flat, calls) is flat  # (nothing to inline: the same jaxpr)

@@ -680,12 +680,11 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any,
     rt = np.transpose(rhs, list(rb) + list(rc) + rf).astype(dtype, copy=False)
     bshape = lt.shape[:len(lb)]
     lfs, rfs = lt.shape[len(lb):len(lb) + len(lf)], rt.shape[len(rb) + len(rc):]
-    k = int(np.prod(lt.shape[len(lb) + len(lf):], dtype=np.int64))
-    m = int(np.prod(lfs, dtype=np.int64))
-    n = int(np.prod(rfs, dtype=np.int64))
-    b = int(np.prod(bshape, dtype=np.int64))
+    k = math.prod(lt.shape[len(lb) + len(lf):])
+    m, n, b = math.prod(lfs), math.prod(rfs), math.prod(bshape)
     lt, rt = lt.reshape(b, m, k), rt.reshape(b, k, n)
-    with np.errstate(all="ignore"):
+    token = ignore_fp_errors()
+    try:
         exact = _exact_float_type(lt, rt, k)
         if k == 1:
             # Products without a sum: elementwise, exactly as compiled code computes them
@@ -700,6 +699,8 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any,
             out = out.astype(np.int64).astype(lt.dtype)
         else:
             out = np.matmul(lt, rt)
+    finally:
+        restore_fp_errors(token)
     return out.reshape(bshape + lfs + rfs)
 
 

@@ -252,6 +252,53 @@ class PartialEvalTrace(DynamicJaxprTrace):
         return DynamicJaxprTrace.process_primitive(self, primitive, args, params)
 
 
+
+def literal_value(a: Literal) -> Any:
+    """A literal's value as ``eval_jaxpr`` reads it: a weakly typed one stays weak when
+    bound again."""
+    return core.concrete_array(a.val, a.aval) if a.aval.weak_type else a.val
+
+
+def inline_calls(closed: ClosedJaxpr, primitives: Sequence[core.Primitive]) -> ClosedJaxpr:
+    """``closed`` traced again with each equation of ``primitives`` replaced by its body.
+
+    ``primitives`` call a closed jaxpr held in their ``call_jaxpr`` or ``jaxpr`` parameter
+    (nested jits, custom derivative calls); bodies are inlined recursively.
+
+    Example:
+        >>> inline_calls(make_jaxpr(lambda x: jit(jnp.sin)(x))(1.0), (pjit_p,))
+        { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+    """
+    calls = tuple(primitives)
+    if not any(e.primitive in calls for e in closed.jaxpr.eqns):
+        return closed
+
+    def run(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list:
+        env: dict[int, Any] = {}
+
+        def read(a: Any) -> Any:
+            return env[a.id] if isinstance(a, Var) else literal_value(a)
+        for v, x in zip(jaxpr.constvars, consts):
+            env[v.id] = x
+        for v, x in zip(jaxpr.invars, args):
+            env[v.id] = x
+        for eqn in jaxpr.eqns:
+            ins = [read(a) for a in eqn.invars]
+            if eqn.primitive in calls:
+                body = eqn.params.get("call_jaxpr", eqn.params.get("jaxpr"))
+                outs = run(body.jaxpr, body.consts, ins)
+            else:
+                outs = eqn.primitive.bind(*ins, **eqn.params)
+                if not eqn.primitive.multiple_results:
+                    outs = [outs]
+            for v, x in zip(eqn.outvars, outs):
+                env[v.id] = x
+        return [read(a) for a in jaxpr.outvars]
+
+    out, _ = trace_to_jaxpr(lambda *args: run(closed.jaxpr, closed.consts, args),
+                            list(closed.in_avals))
+    return out
+
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
                        instantiate: bool | Sequence[bool] = False
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:

@@ -7,6 +7,7 @@ give the reduction's identity, as in JAX; float16/bfloat16 sums accumulate in fl
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -336,7 +337,7 @@ def _reduce_prod_jvp(g, ans, x, *, axes):
     # The product of all elements but one, from exclusive prefix and suffix products.
     shape = core.get_aval(x).shape
     kept = _kept_dims(len(shape), axes)
-    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    n = int(math.prod(shape[a] for a in axes))
     if n == 0:
         return E.zeros_of(ans)
     perm = tuple(axes) + kept

@@ -368,7 +368,7 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
     if not 0 <= start <= stop <= nd:
         raise ValueError(f"collapse: invalid dimension range [{start_dimension}, "
                          f"{stop_dimension}) for an operand of rank {nd}")
-    size = int(np.prod(aval.shape[start:stop], dtype=np.int64))
+    size = math.prod(aval.shape[start:stop])
     return reshape(operand, aval.shape[:start] + (size,) + aval.shape[stop:])
 
 

@@ -11,6 +11,7 @@ its body, runs eagerly (and differentiates) as a pairwise tree of the vmapped co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -102,8 +103,8 @@ def _tree_reduce(jaxpr: ClosedJaxpr, dimensions: tuple, xs: Sequence[Any],
     shape = core.get_aval(xs[0]).shape
     kept = [i for i in range(len(shape)) if i not in dimensions]
     out_shape = tuple(shape[i] for i in kept)
-    n = int(np.prod([shape[i] for i in dimensions], dtype=np.int64))
-    m = int(np.prod(out_shape, dtype=np.int64))
+    n = math.prod(shape[i] for i in dimensions)
+    m = math.prod(out_shape)
     if n == 0:
         return [full(out_shape, i, core.get_aval(x).dtype) for x, i in zip(xs, inits)]
     vals = [reshape(transpose(x, tuple(dimensions) + tuple(kept)), (n, m)) for x in xs]

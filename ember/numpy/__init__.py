@@ -30,6 +30,7 @@ from ember.numpy.windows import *
 __array_api_version__ = "2024.12"  # (the namespace ``x.__array_namespace__()`` returns)
 
 _fastpath.install(_sys.modules[__name__])  # reductions, shapes, products: the eager fast path
+_fastpath.install(linalg, {1: ("norm", "vector_norm", "matrix_norm")})
 _array_methods.install(_sys.modules[__name__])
 _ufunc_api.install(_sys.modules[__name__])
 _extended.install(_sys.modules[__name__])  # key arrays in the functions that move elements

@@ -35,7 +35,9 @@ import numpy as np
 from ember import core
 from ember.config import config
 from ember.core import EvalTrace, ShapedArray
-from ember.interpreters.partial_eval import trace_to_jaxpr
+from ember.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from ember.interpreters.partial_eval import inline_calls, trace_to_jaxpr
+from ember.interpreters.pjit import pjit_p
 from ember.numpy._compiled import compile_program
 from ember.numpy._eager_jit import compiles
 from ember.numpy._replay import Fallback, compile_jaxpr
@@ -46,6 +48,8 @@ _SEEN = object()  # cache value: this signature was called once (compiled when s
 _SLOW = object()  # cache value: this signature always takes the ordinary path
 _NO_ENTRY = (_SLOW, _SLOW, _SLOW, None)  # matches no key objects
 _L1_SIZE, _L2_SIZE = 2048, 512
+# Equations calling a jaxpr, whose bodies programs run inline.
+_CALLS = (custom_jvp_call_p, custom_vjp_call_p, pjit_p)
 
 # The thread's trace state, read directly on the hot path (``current_trace()`` costs a call).
 _trace_state = core._ctx
@@ -232,6 +236,8 @@ class FastFunction:
 
         try:
             closed, _ = trace_to_jaxpr(flat, in_avals)
+            # (Eagerly a call's custom derivative rules play no part: its body runs inline.)
+            closed = inline_calls(closed, _CALLS)
             replay = compile_jaxpr(closed, kinds, scalar_avals, out_tree[0])
         except Exception:  # noqa: BLE001 - errors, value-dependent code: ordinary path
             return []
@@ -405,10 +411,12 @@ _STATIC_SIGNATURES = {
 }
 
 
-def install(namespace: Any) -> None:
-    """Gives the functions of ``_STATIC_SIGNATURES`` in ``namespace`` the fast path."""
+def install(namespace: Any, signatures: dict[int, tuple[str, ...]] = _STATIC_SIGNATURES
+            ) -> None:
+    """Gives the functions of ``signatures`` (number of leading array arguments -> names) in
+    ``namespace`` the fast path, any further arguments being static."""
     wrapped: dict[int, Callable] = {}
-    for nargs, names in _STATIC_SIGNATURES.items():
+    for nargs, names in signatures.items():
         for name in names:
             fn = getattr(namespace, name)
             if id(fn) not in wrapped:

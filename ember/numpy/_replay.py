@@ -48,13 +48,15 @@ def _select2(which, case0, case1):
         return np.where(which, case1, case0)
     # (the same bits by integer masks: ``np.where`` branches on each element, 3.9 ms for 1M
     # float32 under a random mask against 0.75 so)
+    # (Operands broadcast in the ufuncs: ``np.broadcast_to`` views cost ~3 us each, and a
+    # ufunc reads a 0-d operand once.)
     u = np.dtype(f"u{case0.dtype.itemsize}")
     which = which if which.dtype == np.bool_ else which != 0
-    mask = np.broadcast_to(which, shape).view(np.uint8).astype(u)
+    mask = which.view(np.uint8).astype(u)
     np.negative(mask, out=mask)  # (all ones where case1 is taken)
-    c0 = np.broadcast_to(case0, shape).view(u)
-    out = np.bitwise_xor(c0, np.broadcast_to(case1, shape).view(u))
-    out &= mask
+    c0 = case0.view(u)
+    out = np.bitwise_xor(c0, case1.view(u))
+    out = np.bitwise_and(out, mask, out=out if out.shape == shape else None)
     out ^= c0
     return out.view(case0.dtype)
 
@@ -68,10 +70,12 @@ def _blend_shape(which, case0, case1) -> tuple | None:
     if case0.dtype != case1.dtype or case0.dtype.itemsize not in (1, 2, 4, 8) \
             or which.dtype.kind not in "biu" or which.ndim == 0:
         return None
-    try:
-        shape = np.broadcast_shapes(which.shape, case0.shape, case1.shape)
-    except ValueError:
-        return None
+    shape = which.shape
+    if (case0.shape != shape and case0.ndim) or (case1.shape != shape and case1.ndim):
+        try:  # (~2 us: only where the operands' shapes differ other than by 0-d ones)
+            shape = np.broadcast_shapes(shape, case0.shape, case1.shape)
+        except ValueError:
+            return None
     return shape if math.prod(shape) >= _BLEND_MIN_SIZE else None
 
 

@@ -5,6 +5,7 @@ give the default float, argmax gives the default int.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -95,7 +96,7 @@ def _convert(a: Any, dt: np.dtype) -> Any:
 
 
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
-    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+    return int(math.prod(shape[i] for i in axes))
 
 
 # ---------------------------------------------------------------- sum / prod
