@@ -26,7 +26,7 @@ from ember import dtypes
 from ember.compiler.eval_elementwise import order_zeros_seen
 from ember.compiler.evaluator import eval_rule, evaluate_computation
 from ember.compiler.hlo import ELEMENTWISE, Computation, Instruction, Shape
-from ember.compiler.sort_order import lexicographic_keys, stable_order
+from ember.compiler.sort_order import lexicographic_keys, packed_order, stable_order
 
 # --------------------------------------------------------------------------- shared kernels
 
@@ -650,7 +650,13 @@ def _sort(inst, *operands):
     if plain is not None:
         keys, descending = plain
         if len(operands) == 1 and not descending and operands[0].dtype.kind in "biuf":
-            return (np.sort(operands[0], axis=dim, kind="stable"),)  # (skips the gather)
+            x = operands[0]  # (values alone: no gather where a sort gives the same bits)
+            if x.dtype.kind != "f":
+                return (np.sort(x, axis=dim),)  # (equal integers are the same bits)
+            order = packed_order(x, dim)
+            if order is None:
+                return (np.sort(x, axis=dim, kind="stable"),)
+            return (np.take_along_axis(x, order, axis=dim),)
         order = stable_order([operands[k] for k in keys], dim, descending)
         return tuple(np.take_along_axis(o, order, axis=dim) for o in operands)
     moved = [np.moveaxis(o, dim, -1) for o in operands]

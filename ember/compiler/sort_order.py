@@ -164,8 +164,59 @@ def stable_order(keys: Sequence[np.ndarray], axis: int, descending: bool = False
         order = stable_order(flip, axis)
         return n - 1 - np.flip(order, axis)
     if len(keys) == 1:
+        packed = packed_order(keys[0], axis)
+        if packed is not None:
+            return packed
         return np.argsort(keys[0], axis=axis, kind="stable")
     return np.lexsort(keys[::-1], axis=axis)  # (lexsort's primary key is its last)
+
+
+# The least elements, and row length, from which ``packed_order`` sorts: below them NumPy's
+# stable argsort is as quick as the packing's dozen passes (float32, one row of 4096: 74 us
+# against 103; eight rows of 1024: 159 against 126; 1000 rows of 10: 33 against 60).
+_PACKED_MIN_SIZE = 1 << 13
+_PACKED_MIN_ROW = 1 << 7
+
+
+def _ascending_key(x: np.ndarray) -> np.ndarray | None:
+    """A uint32 whose order is ``stable_order``'s (NaNs after every number and equal among
+    themselves, -0.0 equal to 0.0) for values of 32 bits or fewer, else None."""
+    dt = x.dtype
+    if dt == np.float32 or dt == np.float16:
+        f = np.add(x, np.float32(0), dtype=np.float32)  # (-0.0 + 0.0 is 0.0)
+        np.copyto(f, np.float32(np.nan), where=np.isnan(f))  # (one NaN: equal ones tie)
+        u = f.view(np.uint32)
+        # (negative: all bits flipped; positive: the sign bit set; in place, as fresh
+        # memory costs page faults)
+        flip = (u.view(np.int32) >> 31).view(np.uint32)
+        flip |= np.uint32(1 << 31)
+        u ^= flip
+        return u
+    if dt.kind == "i" and dt.itemsize <= 4:
+        return x.astype(np.int32).view(np.uint32) ^ np.uint32(1 << 31)
+    if dt.kind in "bu" and dt.itemsize <= 4:
+        return x.astype(np.uint32)
+    return None
+
+
+def packed_order(x: np.ndarray, axis: int) -> np.ndarray | None:
+    """``np.argsort(x, axis, kind="stable")`` as a sort of unique 64-bit integers, each
+    value's key above its position, or None for values wider than 32 bits or a small ``x``.
+    NumPy's stable sort of floats is a merge sort: on (256, 256) float32 rows ~2.2 ms,
+    against ~0.19 ms so; 2.3x faster on one row of 65536."""
+    if x.ndim == 0 or x.size < _PACKED_MIN_SIZE or x.shape[axis] < _PACKED_MIN_ROW:
+        return None
+    key = _ascending_key(np.moveaxis(x, axis, -1))
+    if key is None:
+        return None
+    n = key.shape[-1]
+    position_bits = (n - 1).bit_length()  # (n < 2**32: a key and a position fit in 64 bits)
+    packed = key.astype(np.uint64)
+    packed <<= np.uint64(position_bits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort(axis=-1)  # (keys are unique, so any sort gives the stable order)
+    packed &= np.uint64((1 << position_bits) - 1)
+    return np.moveaxis(packed.view(np.int64).astype(np.intp, copy=False), -1, axis)
 
 
 def _descending_key(x: np.ndarray) -> np.ndarray | None:

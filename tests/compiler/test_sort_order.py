@@ -11,7 +11,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember.compiler import eval_structural
+from ember.compiler import eval_structural, sort_order
 from ember.compiler.evaluator import evaluate_computation
 from ember.compiler.hlo import Builder, Module, Shape
 from ember.compiler.lower import lower_closed_jaxpr
@@ -167,6 +167,33 @@ def test_stable_order_matches_a_python_stable_sort():
     want_desc = sorted(range(50), key=lambda i: (rank(x[i]), int(k[i])), reverse=True)
     # (descending and stable: ties keep their order, which reverse=True also does)
     np.testing.assert_array_equal(stable_order([x, k], 0, descending=True), want_desc)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int8, np.int16, np.int32,
+                                   np.uint8, np.uint32, np.bool_, np.float64, np.int64])
+@pytest.mark.parametrize("shape,axis", [((9000,), 0), ((5, 2000), 1), ((2000, 5), 0),
+                                        ((4, 8, 300), 2), ((1, 8192), 1), ((300, 40), 0)])
+def test_packed_sort_of_large_arrays_equals_numpys_stable_argsort(dtype, shape, axis):
+    # Arrays of 4096 elements or more with keys of 32 bits or fewer sort as unique 64-bit
+    # (row, key, position) integers; the order must be the stable one, ties and specials
+    # included (NaNs of either sign last and equal, -0.0 equal to 0.0).
+    x = keys_with_ties_and_specials(shape, dtype, seed=sum(shape) + axis)
+    if np.dtype(dtype).kind in "iu":  # (the extremes of the range too)
+        info = np.iinfo(dtype)
+        x.flat[::7], x.flat[::11] = info.min, info.max
+    reference = x.astype(np.float32) if dtype == BF16 else x
+    want = np.argsort(reference, axis=axis, kind="stable")
+    got = stable_order([x], axis)
+    assert got.dtype == want.dtype
+    packs = sort_order.packed_order(reference, axis) is not None
+    assert packs == (np.dtype(dtype).itemsize <= 4)  # (wider values: NumPy's stable sort)
+    np.testing.assert_array_equal(got, want)
+    if x.ndim == 1:  # descending and stable, against Python's sort (NaNs first, then)
+        def rank(v):
+            return (1, 0.0) if np.isnan(v) else (0, float(v))
+        values = reference.astype(np.float64)
+        want_desc = sorted(range(x.size), key=lambda i: rank(values[i]), reverse=True)
+        np.testing.assert_array_equal(stable_order([x], 0, descending=True), want_desc)
 
 
 def test_jitted_sorts_agree_with_numpy_on_both_backends():
