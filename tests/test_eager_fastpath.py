@@ -690,3 +690,36 @@ def test_programs_run_custom_derivative_bodies_inline():
     assert kernels and not any(getattr(k, "func", k) is custom_jvp_call_p.impl
                                for k in kernels)
 
+
+
+@pytest.mark.parametrize("name,make,kwargs", [
+    ("stack", list, {}), ("stack", tuple, {"axis": 1}), ("concatenate", list, {"axis": 0}),
+    ("concatenate", tuple, {"axis": None}), ("concat", list, {"axis": 1}),
+    ("hstack", list, {}), ("vstack", tuple, {}), ("dstack", list, {}),
+    ("column_stack", list, {}), ("stack", list, {"axis": -1, "dtype": jnp.float16}),
+])
+def test_sequence_functions_replay_the_ordinary_paths_bits(name, make, kwargs):
+    fn = getattr(jnp, name)
+    x, y, z = (_array("float32", shape=(4, 6), offset=k) for k in range(3))
+    for arrays in (make([x, y]), make([x, y, z]), make([z])):
+        with ordinary_path():
+            slow = fn(arrays, **kwargs)
+        for _ in range(4):
+            _check_same(fn(arrays, **kwargs), slow)
+
+
+def test_sequence_functions_keep_every_other_route():
+    x = _array("float32", shape=(2, 3))
+    i = _array("int32", shape=(2, 3))
+    for _ in range(3):  # mixed dtypes promote; NumPy arrays and scalars take the plain path
+        assert jnp.concatenate([x, i]).dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(jnp.stack([x, np.ones((2, 3))])[1]), 1.0)
+        with pytest.raises(TypeError, match="must match exactly"):  # (as in JAX)
+            jnp.concatenate([x, x.T])
+    many = [x] * 40  # (beyond the compiled lengths)
+    assert jnp.stack(many).shape == (40, 2, 3)
+    out = ember.jit(lambda a, b: jnp.stack([a, b * 2.0]))(x, x)  # (tracers: the plain path)
+    np.testing.assert_array_equal(np.asarray(out[1]), np.asarray(x) * 2)
+    keys = [ember.random.key(k) for k in range(3)]  # (key arrays: the extended handler)
+    for _ in range(3):
+        assert jnp.stack(keys).shape == (3,)

@@ -399,6 +399,39 @@ def operator_method(function: Callable, method: Callable, reflected: bool) -> Ca
     return _binary_entry(cache, method, method, reflected)
 
 
+# The longest sequences whose functions ``sequence_fastpath`` compiles (one cache per type
+# and length: the bound keeps their number small).
+_MAX_SEQUENCE = 32
+
+
+def sequence_fastpath(fn: Callable) -> Callable:
+    """``fn(arrays, ...)``, whose first argument is a list or tuple of arrays (``stack``,
+    ``concatenate``), with the fast path: an eager call runs the program of a function of
+    the arrays themselves, one fast-path function per sequence type and length (up to
+    ``_MAX_SEQUENCE``); further arguments are static.
+
+    Example:
+        >>> stack = sequence_fastpath(plain_stack)
+        >>> stack([x, y], axis=1)   # as fastpath(lambda x, y, axis: plain_stack([x, y], axis))
+    """
+    by_length: dict[tuple[type, int], Callable] = {}
+
+    def wrapper(arrays, *args, **kwargs):
+        kind = type(arrays)
+        if (kind is not list and kind is not tuple) or len(arrays) > _MAX_SEQUENCE \
+                or type(_trace_state.trace) is not EvalTrace:
+            return fn(arrays, *args, **kwargs)
+        fast = by_length.get((kind, len(arrays)))
+        if fast is None:
+            n = len(arrays)
+            fast = by_length[kind, n] = fastpath(
+                lambda *a, **k: fn(kind(a[:n]), *a[n:], **k), n, statics=True)
+        return fast(*arrays, *args, **kwargs)
+
+    functools.update_wrapper(wrapper, fn)
+    return wrapper
+
+
 # ember.numpy functions (other than the ufuncs, which install theirs in ember.numpy.ufuncs)
 # whose leading array arguments get the fast path, any further arguments being static.
 _STATIC_SIGNATURES = {
@@ -409,12 +442,16 @@ _STATIC_SIGNATURES = {
         "squeeze", "flip", "broadcast_to", "astype", "_getitem"),
     2: ("matmul", "dot", "vdot", "inner", "outer", "tensordot"),
 }
+# ember.numpy functions of a sequence of arrays (``sequence_fastpath``).
+_SEQUENCE_FUNCTIONS = ("concatenate", "concat", "stack", "hstack", "vstack", "dstack",
+                       "column_stack")
 
 
 def install(namespace: Any, signatures: dict[int, tuple[str, ...]] = _STATIC_SIGNATURES
             ) -> None:
     """Gives the functions of ``signatures`` (number of leading array arguments -> names) in
-    ``namespace`` the fast path, any further arguments being static."""
+    ``namespace`` the fast path, any further arguments being static; with the default,
+    also ``_SEQUENCE_FUNCTIONS``."""
     wrapped: dict[int, Callable] = {}
     for nargs, names in signatures.items():
         for name in names:
@@ -422,6 +459,9 @@ def install(namespace: Any, signatures: dict[int, tuple[str, ...]] = _STATIC_SIG
             if id(fn) not in wrapped:
                 wrapped[id(fn)] = fastpath(fn, nargs, statics=True)
             setattr(namespace, name, wrapped[id(fn)])
+    if signatures is _STATIC_SIGNATURES:
+        for name in _SEQUENCE_FUNCTIONS:
+            setattr(namespace, name, sequence_fastpath(getattr(namespace, name)))
 
 
 class _OrdinaryEvalTrace(EvalTrace):
