@@ -723,3 +723,49 @@ def test_sequence_functions_keep_every_other_route():
     keys = [ember.random.key(k) for k in range(3)]  # (key arrays: the extended handler)
     for _ in range(3):
         assert jnp.stack(keys).shape == (3,)
+
+
+def test_indexing_by_arrays_replays_the_ordinary_paths_bits():
+    x = _array("float32", shape=(5, 6, 4))
+    i = jnp.asarray(np.array([0, 4, -1, -5, 2, 3], np.int32))  # (negative indices too)
+    j = jnp.asarray(np.array([[1, 0], [5, 2]], np.int8))
+    b = jnp.asarray(np.array([True, False, True, True, False]))
+    cases = [lambda: x[i], lambda: x[:, i], lambda: x[i, 3], lambda: x[j], lambda: x[..., j],
+             lambda: x[i, None], lambda: x[(i,)], lambda: x[i, i], lambda: x[1:3, j, 0],
+             lambda: x[j, :, 1:], lambda: x[jnp.asarray(2)], lambda: x[b]]
+    for case in cases:
+        with ordinary_path():
+            slow = _outcome(case)
+        for _ in range(4):
+            fast = _outcome(case)
+            assert fast[0] == slow[0]
+            if slow[0] == "ok":
+                _check_same(fast[1], slow[1])
+            else:
+                assert fast[1] == slow[1]
+    out = ember.jit(lambda t, k: t[k, 1])(x, i)  # (tracers: the ordinary path)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[np.asarray(i), 1])
+
+
+def test_indexing_by_arrays_runs_programs_without_the_index_parser(monkeypatch):
+    from ember.numpy import indexing
+    x = _array("float32", shape=(5, 6))
+    i = jnp.asarray(np.array([4, 0, 2], np.int32))
+    for _ in range(3):
+        x[:, i], x[i]  # (compiled)
+    parsed = []
+    take = indexing._rewriting_take
+    monkeypatch.setattr(indexing, "_rewriting_take", lambda *a: parsed.append(1) or take(*a))
+    np.testing.assert_array_equal(np.asarray(x[:, i]), np.asarray(x)[:, [4, 0, 2]])
+    np.testing.assert_array_equal(np.asarray(x[i]), np.asarray(x)[[4, 0, 2]])
+    assert not parsed
+    x[i, 1:2]  # (a new template: parsed on its first calls)
+    assert parsed
+
+
+def test_take_and_take_along_axis_replay_the_ordinary_paths_bits():
+    x = _array("float32", shape=(4, 6))
+    i = jnp.asarray(np.array([[0, 5, 2], [1, 1, 3], [2, 0, 0], [3, 4, 5]], np.int32))
+    _check_fast_calls(jnp.take_along_axis, (x, i), {"axis": 1})
+    _check_fast_calls(jnp.take, (x, i[0]), {"axis": 1})
+    _check_fast_calls(jnp.take, (x, i), {"axis": 0, "mode": "clip"})

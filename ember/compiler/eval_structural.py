@@ -153,6 +153,29 @@ def _point_gather(operand: np.ndarray, idx: np.ndarray, index_map: Sequence[int]
     return out
 
 
+def _take_along_one_axis(operand: np.ndarray, indices: Any, offset_dims: Sequence[int],
+                         collapsed_slice_dims: Sequence[int], start_index_map: Sequence[int],
+                         operand_batching_dims: Sequence[int], slice_sizes: Sequence[int],
+                         fill: Any) -> np.ndarray | None:
+    """The gather as ``np.take(operand, i, axis=d, mode="clip")`` where it is one (``x[i]``,
+    ``x[:, i]``: whole slices but of one collapsed dim ``d``, the index batch in its place,
+    clamped starts), else None. (~2 us against ~12 for the general point gather.)"""
+    if fill is not None or operand_batching_dims or len(start_index_map) != 1 \
+            or tuple(collapsed_slice_dims) != tuple(start_index_map):
+        return None
+    d, nd = start_index_map[0], operand.ndim
+    idx = np.asarray(indices)
+    if idx.ndim == 0 or idx.shape[-1] != 1 or idx.dtype.kind not in "iu" \
+            or idx.dtype.itemsize > (4 if idx.dtype.kind == "u" else 8) or operand.shape[d] == 0:
+        return None
+    if any(slice_sizes[k] != (1 if k == d else operand.shape[k]) for k in range(nd)):
+        return None
+    nb = idx.ndim - 1
+    if tuple(offset_dims) != tuple(range(d)) + tuple(range(d + nb, nb + nd - 1)):
+        return None
+    return np.take(operand, idx[..., 0], axis=d, mode="clip")
+
+
 def gather_windows(operand: np.ndarray, indices: Any, *, offset_dims: Sequence[int],
                    collapsed_slice_dims: Sequence[int], start_index_map: Sequence[int],
                    operand_batching_dims: Sequence[int] = (),
@@ -169,6 +192,10 @@ def gather_windows(operand: np.ndarray, indices: Any, *, offset_dims: Sequence[i
         array([4, 4])
     """
     nd = operand.ndim
+    taken = _take_along_one_axis(operand, indices, offset_dims, collapsed_slice_dims,
+                                 start_index_map, operand_batching_dims, slice_sizes, fill)
+    if taken is not None:
+        return taken
     removed = set(collapsed_slice_dims) | set(operand_batching_dims)
     kept = tuple(s for d, s in enumerate(slice_sizes) if d not in removed)
     point = _point_indices(np.asarray(indices), operand.shape, start_index_map,

@@ -432,6 +432,54 @@ def sequence_fastpath(fn: Callable) -> Callable:
     return wrapper
 
 
+_ARRAY_SLOT = ("array",)  # an Array's place in an index template (static keys are pairs)
+_MAX_TEMPLATES = 64
+
+
+def index_fastpath(fn: Callable) -> Callable:
+    """``fn(x, idx)`` (``x[idx]``) with the fast path for static indices and for indices
+    holding Arrays (``x[i]``, ``x[:, i, 0]``): those run the program of a function of ``x``
+    and the index Arrays, one fast-path function per index template (the index's static
+    parts, up to ``_MAX_TEMPLATES`` of them).
+
+    Example:
+        >>> getitem = index_fastpath(plain_getitem)
+        >>> getitem(x, (slice(None), i))   # as fastpath(lambda x, i: plain_getitem(x, (:, i)))
+    """
+    static = fastpath(fn, 1, statics=True)
+    by_template: dict[tuple, Callable] = {}
+
+    def wrapper(x, idx):
+        kind = type(idx)
+        if (kind is Array or kind is tuple and any(type(e) is Array for e in idx)) \
+                and type(_trace_state.trace) is EvalTrace:
+            parts = idx if kind is tuple else (idx,)
+            template = (kind, *(_ARRAY_SLOT if type(e) is Array else _static_key(e)
+                                for e in parts))
+            fast = by_template.get(template)
+            if fast is None and None not in template and len(by_template) < _MAX_TEMPLATES:
+                fast = by_template[template] = _indexed(fn, kind, parts)
+            if fast is not None:
+                return fast(x, *(e for e in parts if type(e) is Array))
+        return static(x, idx)
+
+    functools.update_wrapper(wrapper, fn)
+    return wrapper
+
+
+def _indexed(fn: Callable, kind: type, parts: tuple) -> Callable:
+    """The fast path of ``fn(x, index)`` as a function of ``x`` and the index's Arrays, the
+    other parts of the index fixed to those of ``parts``."""
+    slots = [type(e) is Array for e in parts]
+    fixed = [None if slot else e for slot, e in zip(slots, parts)]
+
+    def indexed(x, *arrays):
+        it = iter(arrays)
+        index = tuple(next(it) if slot else e for slot, e in zip(slots, fixed))
+        return fn(x, index if kind is tuple else index[0])
+    return fastpath(indexed, 1 + sum(slots))
+
+
 # ember.numpy functions (other than the ufuncs, which install theirs in ember.numpy.ufuncs)
 # whose leading array arguments get the fast path, any further arguments being static.
 _STATIC_SIGNATURES = {
@@ -439,8 +487,8 @@ _STATIC_SIGNATURES = {
         "argmax", "argmin", "mean", "var", "std", "nansum", "nanprod", "nanmax", "nanmin",
         "nanmean", "nanvar", "nanstd", "cumsum", "cumprod", "reshape", "ravel", "transpose",
         "permute_dims", "matrix_transpose", "swapaxes", "moveaxis", "expand_dims",
-        "squeeze", "flip", "broadcast_to", "astype", "_getitem"),
-    2: ("matmul", "dot", "vdot", "inner", "outer", "tensordot"),
+        "squeeze", "flip", "broadcast_to", "astype"),
+    2: ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "take", "take_along_axis"),
 }
 # ember.numpy functions of a sequence of arrays (``sequence_fastpath``).
 _SEQUENCE_FUNCTIONS = ("concatenate", "concat", "stack", "hstack", "vstack", "dstack",
@@ -451,7 +499,7 @@ def install(namespace: Any, signatures: dict[int, tuple[str, ...]] = _STATIC_SIG
             ) -> None:
     """Gives the functions of ``signatures`` (number of leading array arguments -> names) in
     ``namespace`` the fast path, any further arguments being static; with the default,
-    also ``_SEQUENCE_FUNCTIONS``."""
+    also ``_SEQUENCE_FUNCTIONS`` and ``_getitem``."""
     wrapped: dict[int, Callable] = {}
     for nargs, names in signatures.items():
         for name in names:
@@ -462,6 +510,7 @@ def install(namespace: Any, signatures: dict[int, tuple[str, ...]] = _STATIC_SIG
     if signatures is _STATIC_SIGNATURES:
         for name in _SEQUENCE_FUNCTIONS:
             setattr(namespace, name, sequence_fastpath(getattr(namespace, name)))
+        namespace._getitem = index_fastpath(namespace._getitem)
 
 
 class _OrdinaryEvalTrace(EvalTrace):

@@ -16,6 +16,7 @@ from ember.compiler import eval_structural as ES
 def general(monkeypatch, fn, *args, **kwargs):
     with monkeypatch.context() as m:
         m.setattr(ES, "_point_indices", lambda *a, **k: None)
+        m.setattr(ES, "_take_along_one_axis", lambda *a, **k: None)
         return fn(*args, **kwargs)
 
 
@@ -56,6 +57,39 @@ def test_point_gather_matches_the_general_path(seed, monkeypatch):
     got = ES.gather_windows(operand, idx, **kwargs)
     want = general(monkeypatch, ES.gather_windows, operand, idx, **kwargs)
     assert_same(got, want)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_gathers_of_one_axis_take_and_match_the_general_path(seed, monkeypatch):
+    # x[i], x[:, i], jnp.take(x, i, axis=d) with clamped starts: np.take(..., mode="clip")
+    rng = np.random.default_rng(200 + seed)
+    rank = int(rng.integers(1, 4))
+    shape = tuple(int(d) for d in rng.integers(1, 5, rank))
+    d = int(rng.integers(0, rank))
+    batch = tuple(int(n) for n in rng.integers(0, 4, int(rng.integers(0, 3))))
+    dtype = rng.choice([np.int32, np.int64, np.int8, np.uint8, np.uint32, np.int16])
+    low = 0 if np.dtype(dtype).kind == "u" else -9
+    idx = rng.integers(low, shape[d] + 9, batch + (1,)).astype(dtype)  # (out of range too)
+    operand = rng.normal(size=shape).astype(np.float32)
+    nb = len(batch)
+    kwargs = dict(offset_dims=tuple(range(d)) + tuple(range(d + nb, nb + rank - 1)),
+                  collapsed_slice_dims=(d,), start_index_map=(d,),
+                  slice_sizes=tuple(1 if k == d else shape[k] for k in range(rank)), fill=None)
+    assert ES._take_along_one_axis(operand, idx, kwargs["offset_dims"], (d,), (d,), (),
+                                   kwargs["slice_sizes"], None) is not None
+    got = ES.gather_windows(operand, idx, **kwargs)
+    want = general(monkeypatch, ES.gather_windows, operand, idx, **kwargs)
+    assert_same(got, want)
+    # Not a take: a fill value, another output layout, a partial window, uint64 indices.
+    for change in (dict(fill=np.float32(1.0)),
+                   dict(slice_sizes=tuple(1 for _ in shape))
+                   if any(shape[k] > 1 for k in range(rank) if k != d)
+                   else dict(fill=np.float32(2.0))):
+        args = {**kwargs, **change}
+        assert ES._take_along_one_axis(operand, idx, args["offset_dims"], (d,), (d,), (),
+                                       args["slice_sizes"], args["fill"]) is None
+    assert ES._take_along_one_axis(operand, idx.astype(np.uint64), kwargs["offset_dims"],
+                                   (d,), (d,), (), kwargs["slice_sizes"], None) is None
 
 
 @pytest.mark.parametrize("seed", range(40))
