@@ -22,7 +22,14 @@ from ember import core, tree_util
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import _pjit_lowering, closure_convert, pjit_p
-from ember.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_closed_jaxpr, eval_jaxpr
+from ember.jaxpr import (
+    ClosedJaxpr,
+    Jaxpr,
+    Var,
+    eval_closed_jaxpr,
+    eval_jaxpr,
+    literal_value,
+)
 
 remat_p = core.MultipleResultsPrimitive("remat2")
 
@@ -139,7 +146,7 @@ def _split_by_policy(jaxpr: ClosedJaxpr, unknowns: tuple, policy: Callable):
             env[v.id] = x
 
         def read(a):
-            return env[a.id] if isinstance(a, Var) else pe.literal_value(a)
+            return env[a.id] if isinstance(a, Var) else literal_value(a)
         for eqn in kj.eqns:
             if eqn.outvars and all(v.id in saved_ids for v in eqn.outvars):
                 continue

@@ -346,6 +346,11 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
 # --------------------------------------------------------------------------- evaluation
 
 
+def literal_value(a: Literal) -> Any:
+    """A literal's value as evaluation binds it: a weakly typed one (``x * 2``) stays weak."""
+    return concrete_array(a.val, a.aval) if a.aval.weak_type else a.val
+
+
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     """Evaluates a jaxpr by binding each primitive on the current trace."""
     if len(args) != len(jaxpr.invars):
@@ -353,10 +358,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     env: dict[int, Any] = {}
 
     def read(a: Atom):
-        if isinstance(a, Literal):
-            # A weakly typed literal (``x * 2``) stays weak when bound again.
-            return concrete_array(a.val, a.aval) if a.aval.weak_type else a.val
-        return env[a.id]
+        return literal_value(a) if isinstance(a, Literal) else env[a.id]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v.id] = x

@@ -31,7 +31,7 @@ from ember import core, dtypes, lax, tree_util
 from ember import errors as _errors
 from ember import numpy as jnp
 from ember.interpreters import partial_eval as pe
-from ember.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from ember.jaxpr import ClosedJaxpr, Jaxpr, Literal, literal_value
 from ember.lax.checks import check_p
 
 __all__ = [
@@ -309,9 +309,7 @@ def _eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], enabled: frozenset, error: 
     env: dict[int, Any] = {}
 
     def read(a: Any) -> Any:
-        if isinstance(a, Literal):
-            return core.concrete_array(a.val, a.aval) if a.aval.weak_type else a.val
-        return env[a.id]
+        return literal_value(a) if isinstance(a, Literal) else env[a.id]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v.id] = x

@@ -26,6 +26,7 @@ from ember.jaxpr import (
     Var,
     eval_jaxpr,
     has_side_effect,
+    literal_value,
 )
 
 
@@ -251,12 +252,6 @@ class PartialEvalTrace(DynamicJaxprTrace):
         """Records ``primitive`` as an equation whatever its inputs."""
         return DynamicJaxprTrace.process_primitive(self, primitive, args, params)
 
-
-
-def literal_value(a: Literal) -> Any:
-    """A literal's value as ``eval_jaxpr`` reads it: a weakly typed one stays weak when
-    bound again."""
-    return core.concrete_array(a.val, a.aval) if a.aval.weak_type else a.val
 
 
 def inline_calls(closed: ClosedJaxpr, primitives: Sequence[core.Primitive]) -> ClosedJaxpr:
