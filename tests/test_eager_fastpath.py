@@ -769,3 +769,25 @@ def test_take_and_take_along_axis_replay_the_ordinary_paths_bits():
     _check_fast_calls(jnp.take_along_axis, (x, i), {"axis": 1})
     _check_fast_calls(jnp.take, (x, i[0]), {"axis": 1})
     _check_fast_calls(jnp.take, (x, i), {"axis": 0, "mode": "clip"})
+
+
+_SPECIAL_ONE = ("logsumexp", "softmax", "log_softmax", "expit", "ndtr", "log_ndtr", "ndtri",
+                "entr", "i0e", "i1e", "i0", "i1", "erfcx", "spence", "gammaln", "digamma",
+                "erf", "erfc", "erfinv", "gamma", "loggamma")
+_SPECIAL_TWO = ("kl_div", "rel_entr", "gammainc", "gammaincc", "polygamma", "betaln")
+
+
+@pytest.mark.parametrize("name", _SPECIAL_ONE + _SPECIAL_TWO)
+def test_scipy_special_functions_replay_the_ordinary_paths_bits(name):
+    import ember.scipy.special as special
+    fn = getattr(special, name)
+    x = jnp.asarray(np.array([[0.5, 2.0, 0.0, -0.0, 7.5], [1e-3, 30.0, np.inf, np.nan, 3.0]],
+                             np.float32))
+    args = (x,) if name in _SPECIAL_ONE else (
+        (jnp.asarray(np.full((2, 5), 2, np.int32)), x) if name == "polygamma" else (x, x))
+    with ordinary_path():
+        slow = fn(*args)
+    for _ in range(4):
+        _check_same(fn(*args), slow)
+    cache = fn._fast_cache
+    assert cache.by_value.get(cache.key_objects(args, {})) is not None

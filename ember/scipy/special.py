@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys as _sys
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from ember import nn as _nn
 from ember import numpy as jnp
 from ember.custom_derivatives import custom_jvp
 from ember.nn.functions import logsumexp
+from ember.numpy import _fastpath
 from ember.numpy._util import promote_args_inexact
 from ember.scipy import special_extra, special_hyp, special_more
 from ember.scipy.special_extra import *  # noqa: F403  (more functions, re-exported)
@@ -565,3 +567,12 @@ def log_softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -
         Array([-0.6931472, -0.6931472], dtype=float32)
     """
     return _nn.log_softmax(x, axis=axis)
+
+
+# Eager calls of the composite functions run as one replayed program per signature.
+_fastpath.install(_sys.modules[__name__], {
+    1: ("logsumexp", "softmax", "log_softmax", "expit", "ndtr", "log_ndtr", "ndtri", "entr",
+        "i0e", "i1e", "i0", "i1", "erfcx", "spence", "gammaln", "digamma", "erf", "erfc",
+        "erfinv", "gamma", "loggamma"),
+    2: ("kl_div", "rel_entr", "gammainc", "gammaincc", "polygamma", "betaln"),
+})
