@@ -93,24 +93,26 @@ def min_identity(dt: np.dtype):
     return np.inf
 
 
+# (The ufuncs' own ``reduce`` and the error state set directly: ``np.sum`` and
+# ``np.errstate`` cost ~3 us more per eager call, as much as reducing (64, 128) float32.)
+@K.quiet
 def _sum_impl(x, *, axes):
-    with np.errstate(all="ignore"):
-        return np.sum(x, axis=axes, dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
+    return np.add.reduce(x, axis=axes, dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
 
 
+@K.quiet
 def _prod_impl(x, *, axes):
-    with np.errstate(all="ignore"):
-        return np.prod(x, axis=axes, dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
+    return np.multiply.reduce(x, axis=axes, dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
 
 
+@K.quiet
 def _max_impl(x, *, axes):
-    with np.errstate(invalid="ignore"):
-        return K.simple_reduce(np.maximum, x, axes, initial=max_identity(x.dtype))
+    return K.simple_reduce(np.maximum, x, axes, initial=max_identity(x.dtype))
 
 
+@K.quiet
 def _min_impl(x, *, axes):
-    with np.errstate(invalid="ignore"):
-        return K.simple_reduce(np.minimum, x, axes, initial=min_identity(x.dtype))
+    return K.simple_reduce(np.minimum, x, axes, initial=min_identity(x.dtype))
 
 
 def _and_impl(x, *, axes):
