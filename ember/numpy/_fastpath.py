@@ -10,6 +10,11 @@ primitives' NumPy kernels directly, skipping promotion, binding and abstract eva
 first result of a compiled signature is checked against the ordinary path; signatures that
 cannot be replayed (errors, value-dependent code, constant outputs) stay on the ordinary path.
 
+Array operators look a two-operand function's programs up themselves (``operator_method``);
+functions of a sequence of arrays (``stack``) get one cache per sequence length
+(``sequence_fastpath``), indexing by Arrays one per index template (``index_fastpath``).
+Traced programs run the bodies of ``custom_jvp``/``custom_vjp``/nested ``jit`` calls inline.
+
 Python scalars keep the ordinary path's conversion (``lax.convert_element_type``), and Python
 ints outside the default integer range always take the ordinary path (which raises). Caches are
 cleared whenever a config option changes (``jax_enable_x64`` changes every dtype decision);
@@ -451,7 +456,7 @@ def index_fastpath(fn: Callable) -> Callable:
 
     def wrapper(x, idx):
         kind = type(idx)
-        if (kind is Array or kind is tuple and any(type(e) is Array for e in idx)) \
+        if (kind is Array or (kind is tuple and any(type(e) is Array for e in idx))) \
                 and type(_trace_state.trace) is EvalTrace:
             parts = idx if kind is tuple else (idx,)
             template = (kind, *(_ARRAY_SLOT if type(e) is Array else _static_key(e)

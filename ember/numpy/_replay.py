@@ -3,7 +3,8 @@
 Used by the eager fast path (``_fastpath``): the jaxpr of one call signature of an ember.numpy
 function becomes a small generated function of the call's arguments. Each equation calls its
 primitive's eager impl, or the bare NumPy ufunc where the impl only adds warning control; the
-whole program runs with NumPy's floating-point warnings off, as XLA never warns. Values are
+whole program runs with NumPy's floating-point warnings off, as XLA never warns (unless every
+kernel is ``fp_quiet``: a native loop, or an impl that silences its own). Values are
 normalized like the eager path's (``ember.runtime.eager``): NumPy arrays of the abstract value's
 dtype, outputs read-only ember Arrays with the jaxpr's output avals.
 
