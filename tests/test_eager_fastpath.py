@@ -716,6 +716,8 @@ def test_sequence_functions_keep_every_other_route():
         np.testing.assert_array_equal(np.asarray(jnp.stack([x, np.ones((2, 3))])[1]), 1.0)
         with pytest.raises(TypeError, match="must match exactly"):  # (as in JAX)
             jnp.concatenate([x, x.T])
+        with pytest.raises(ValueError):
+            jnp.stack([])
     many = [x] * 40  # (beyond the compiled lengths)
     assert jnp.stack(many).shape == (40, 2, 3)
     out = ember.jit(lambda a, b: jnp.stack([a, b * 2.0]))(x, x)  # (tracers: the plain path)
@@ -732,7 +734,8 @@ def test_indexing_by_arrays_replays_the_ordinary_paths_bits():
     b = jnp.asarray(np.array([True, False, True, True, False]))
     cases = [lambda: x[i], lambda: x[:, i], lambda: x[i, 3], lambda: x[j], lambda: x[..., j],
              lambda: x[i, None], lambda: x[(i,)], lambda: x[i, i], lambda: x[1:3, j, 0],
-             lambda: x[j, :, 1:], lambda: x[jnp.asarray(2)], lambda: x[b]]
+             lambda: x[j, :, 1:], lambda: x[jnp.asarray(2)], lambda: x[b],
+             lambda: x[jnp.asarray([0.5])]]  # (a float index: the same TypeError)
     for case in cases:
         with ordinary_path():
             slow = _outcome(case)
