@@ -180,23 +180,14 @@ _PACKED_MIN_ROW = 1 << 7
 
 def _ascending_key(x: np.ndarray) -> np.ndarray | None:
     """A uint32 whose order is ``stable_order``'s (NaNs after every number and equal among
-    themselves, -0.0 equal to 0.0) for values of 32 bits or fewer, else None."""
-    dt = x.dtype
-    if dt == np.float32 or dt == np.float16:
-        f = np.add(x, np.float32(0), dtype=np.float32)  # (-0.0 + 0.0 is 0.0)
-        np.copyto(f, np.float32(np.nan), where=np.isnan(f))  # (one NaN: equal ones tie)
-        u = f.view(np.uint32)
-        # (negative: all bits flipped; positive: the sign bit set; in place, as fresh
-        # memory costs page faults)
-        flip = (u.view(np.int32) >> 31).view(np.uint32)
-        flip |= np.uint32(1 << 31)
-        u ^= flip
-        return u
-    if dt.kind == "i" and dt.itemsize <= 4:
-        return x.astype(np.int32).view(np.uint32) ^ np.uint32(1 << 31)
-    if dt.kind in "bu" and dt.itemsize <= 4:
-        return x.astype(np.uint32)
-    return None
+    themselves, -0.0 equal to 0.0) for values of 32 bits or fewer, else None: the bits'
+    total order (``_descending_key``) of the values with their zeros and NaNs made one."""
+    if x.dtype.itemsize > 4:
+        return None
+    if x.dtype.kind == "f":
+        x = np.add(x, np.float32(0), dtype=np.float32)  # (-0.0 + 0.0 is 0.0)
+        np.copyto(x, np.float32(np.nan), where=np.isnan(x))  # (one NaN: equal ones tie)
+    return _descending_key(x)
 
 
 def packed_order(x: np.ndarray, axis: int) -> np.ndarray | None:
@@ -230,8 +221,12 @@ def _descending_key(x: np.ndarray) -> np.ndarray | None:
         ut, it = (np.uint64, np.int64) if dt.itemsize == 8 else (np.uint32, np.int32)
         u = f.view(ut)
         sign = ut(1 << (8 * u.itemsize - 1))
-        # (negative: all bits flipped; positive: the sign bit set)
-        return u ^ ((u.view(it) >> (8 * u.itemsize - 1)).view(ut) | sign)
+        # (negative: all bits flipped; positive: the sign bit set; into one fresh array, as
+        # fresh memory costs page faults)
+        key = (u.view(it) >> (8 * u.itemsize - 1)).view(ut)
+        key |= sign
+        key ^= u
+        return key
     if dt.kind == "i":  # (the signed order as unsigned)
         if dt.itemsize == 8:
             return x.view(np.uint64) ^ np.uint64(1 << 63)

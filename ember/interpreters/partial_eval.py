@@ -253,7 +253,6 @@ class PartialEvalTrace(DynamicJaxprTrace):
         return DynamicJaxprTrace.process_primitive(self, primitive, args, params)
 
 
-
 def inline_calls(closed: ClosedJaxpr, primitives: Sequence[core.Primitive]) -> ClosedJaxpr:
     """``closed`` traced again with each equation of ``primitives`` replaced by its body.
 
@@ -293,6 +292,7 @@ def inline_calls(closed: ClosedJaxpr, primitives: Sequence[core.Primitive]) -> C
     out, _ = trace_to_jaxpr(lambda *args: run(closed.jaxpr, closed.consts, args),
                             list(closed.in_avals))
     return out
+
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
                        instantiate: bool | Sequence[bool] = False
