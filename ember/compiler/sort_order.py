@@ -207,7 +207,10 @@ def packed_order(x: np.ndarray, axis: int) -> np.ndarray | None:
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort(axis=-1)  # (keys are unique, so any sort gives the stable order)
     packed &= np.uint64((1 << position_bits) - 1)
-    return np.moveaxis(packed.view(np.int64).astype(np.intp, copy=False), -1, axis)
+    order = np.moveaxis(packed.view(np.int64).astype(np.intp, copy=False), -1, axis)
+    # (C order, as NumPy's argsort gives: what is gathered by it is then C-ordered too, and
+    # large eager results stay eligible for the aligned copy compiled programs read)
+    return np.ascontiguousarray(order)
 
 
 def _descending_key(x: np.ndarray) -> np.ndarray | None:

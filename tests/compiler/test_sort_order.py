@@ -184,7 +184,7 @@ def test_packed_sort_of_large_arrays_equals_numpys_stable_argsort(dtype, shape, 
     reference = x.astype(np.float32) if dtype == BF16 else x
     want = np.argsort(reference, axis=axis, kind="stable")
     got = stable_order([x], axis)
-    assert got.dtype == want.dtype
+    assert got.dtype == want.dtype and got.flags.c_contiguous  # (as NumPy's argsort)
     packs = sort_order.packed_order(reference, axis) is not None
     assert packs == (np.dtype(dtype).itemsize <= 4)  # (wider values: NumPy's stable sort)
     np.testing.assert_array_equal(got, want)
