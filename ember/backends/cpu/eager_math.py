@@ -42,6 +42,8 @@ OPCODES = frozenset({"exponential", "exponential_minus_one", "logistic", "rsqrt"
 # Binary functions with an eager native kernel, on two arrays of one shape or an array and a
 # single value: XLA's maximum and minimum (NaN propagates, -0 below +0) in one pass, where
 # NumPy's kernel needs a second pass to order the zeros (1e4 float32: 5.1-5.7 us -> ~2 us).
+# (Not the arithmetic operations: with two NaN operands, which NaN a compiled loop returns
+# depends on how the compiler ordered the operands, so NaN signs would differ from NumPy's.)
 BINARY_OPCODES = frozenset({"maximum", "minimum"})
 # Threefry-2x32 on uint32 counters (four operands, two results: ``eager_threefry``).
 THREEFRY = "threefry2x32"
@@ -267,9 +269,10 @@ def run_split(ranged, pointers: list, n: int) -> None:
 
 
 def _make_runner(lib, name: str, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    from ember.backends.cpu import array_call
     from ember.backends.cpu.executable import _ffi
 
-    direct = _ffi.cast("void(*)(char*, char*, long)", lib.address(name))
+    direct = array_call.function(lib.address(name), 2, array_call.SIZE)
     ranged = _ffi.cast("void(*)(char**, long, long)", lib.address(name + "_range"))
     fb, empty, asarray, ndarray = _ffi.from_buffer, np.empty, np.asarray, np.ndarray
 
@@ -277,12 +280,9 @@ def _make_runner(lib, name: str, dtype: np.dtype) -> Callable[[np.ndarray], np.n
         if type(x) is not ndarray or x.dtype is not dtype or not x.flags.c_contiguous:
             x = asarray(x, dtype, order="C")  # (~0.2 us: only where needed)
         y = empty(x.shape, dtype)
-        n = x.size
-        if n < PARALLEL_MIN_ELEMENTS:
-            if n:
-                direct(fb(x), fb(y), n)
-            return y
-        run_split(ranged, [fb(x), fb(y)], n)
+        if x.size < PARALLEL_MIN_ELEMENTS:
+            return direct(x, y)  # (holds the GIL: short)
+        run_split(ranged, [fb(x), fb(y)], x.size)
         return y
 
     run._library = lib  # keeps the code loaded while the runner lives
@@ -304,9 +304,12 @@ def _make_binary_runner(lib, name: str, dtype: np.dtype,
                         fallback: Callable = _no_loop) -> Callable:
     """``run(x, y)``: the kernel where it has a loop for the operands' layout, else
     ``fallback(x, y)`` (by default None). ``run.with_fallback(f)`` is the runner with ``f``."""
+    from ember.backends.cpu import array_call
     from ember.backends.cpu.executable import _ffi
 
-    direct = _ffi.cast("void(*)(char*, char*, char*, long, long)", lib.address(name))
+    # (one direct call per layout: the layout is the call's extra argument)
+    direct = [array_call.function(lib.address(name), 3, array_call.SIZE_EXTRA, layout)
+              for layout in (BOTH, SECOND_SCALAR, FIRST_SCALAR)]
     ranged = _ffi.cast("void(*)(char**, long, long)", lib.address(name + "_range"))
     fb, empty, ndarray = _ffi.from_buffer, np.empty, np.ndarray
 
@@ -339,9 +342,7 @@ def _make_binary_runner(lib, name: str, dtype: np.dtype,
         out = empty(shape, dtype)
         n = out.size
         if n < PARALLEL_MIN_ELEMENTS:
-            if n:
-                direct(fb(x), fb(y), fb(out), n, layout)
-            return out
+            return direct[layout](x, y, out)  # (holds the GIL: short)
         code = np.array(layout, np.int64)
         run_split(ranged, [fb(x), fb(y), fb(out), fb(code)], n)
         return out

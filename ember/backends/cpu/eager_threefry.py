@@ -61,11 +61,11 @@ def runner() -> Callable | None:
 
 def make_runner(lib, name: str, dtype: np.dtype) -> Callable:
     """The runner of a loaded library (``eager_math.kernel``'s maker for threefry)."""
+    from ember.backends.cpu import array_call
     from ember.backends.cpu.eager_math import PARALLEL_MIN_ELEMENTS, run_split
     from ember.backends.cpu.executable import _ffi
 
-    direct = _ffi.cast("void(*)(char*, char*, char*, char*, char*, char*, long)",
-                       lib.address(name))
+    direct = array_call.function(lib.address(name), 6, array_call.SIZE)
     ranged = _ffi.cast("void(*)(char**, long, long)", lib.address(name + "_range"))
     fb = _ffi.from_buffer
 
@@ -75,11 +75,10 @@ def make_runner(lib, name: str, dtype: np.dtype) -> Callable:
         x1, x2 = (np.ascontiguousarray(np.broadcast_to(x, shape), _U32) for x in (x1, x2))
         y1, y2 = np.empty(shape, _U32), np.empty(shape, _U32)
         n = y1.size
-        buffers = [fb(k1), fb(k2), fb(x1), fb(x2), fb(y1), fb(y2)]
         if n >= PARALLEL_MIN_ELEMENTS:
-            run_split(ranged, buffers, n)
-        elif n:
-            direct(*buffers, n)
+            run_split(ranged, [fb(k1), fb(k2), fb(x1), fb(x2), fb(y1), fb(y2)], n)
+        else:
+            direct(k1, k2, x1, x2, y1, y2)  # (holds the GIL: short)
         return [y1, y2]
 
     run._library = lib  # keeps the code loaded while the runner lives

@@ -43,8 +43,8 @@ _log = logging.getLogger(__name__)
 _ffi = _cffi_backend.FFI()
 _NO_REGION = contextlib.nullcontext()  # (``with one_blas_thread if ... else``)
 _fb = _ffi.from_buffer
-_from_buffer = _cffi_backend.from_buffer  # (ctype, buffer): skips the type-string lookup
-_CHAR_ARRAY = _ffi.typeof("char[]")
+# The arena argument of an entry whose program has no arena (never read).
+_NO_ARENA = np.empty(0, np.uint8)
 _KERNEL_SIG = "void(*)(char**, int64_t, int64_t)"
 
 # Elements of work below which a kernel runs on one thread (thread hand-off costs ~10 µs).
@@ -640,18 +640,17 @@ class CpuExecutable:
         lines = ["def run(values):"]
         if params:
             lines.append(f"    {', '.join(params)}, = values")
-        for a in params:
-            lines.append(f"    if not {a}.flags.c_contiguous: {a} = {a}.copy(order='C')")
+        for a in params:  # (the entry's call takes exact, C-ordered arrays)
+            lines.append(f"    if type({a}) is not ndarray or not {a}.flags.c_contiguous: "
+                         f"{a} = ascontiguous({a})")
         for i, (o, (dims, dt)) in enumerate(zip(outs, prog.output_shapes)):
             # (the size check once, here, not on every call)
             if buffer_pool.pooled(buffer_pool.nbytes_of(dims, dt)):
                 lines.append(f"    {o} = alloc{i}()")
             else:
                 lines.append(f"    {o} = empty(shape{i}, dtype{i})")
-        arena = "NULL"
-        if prog.arena_bytes:
-            arena = "fb(CHAR, alloc_arena())"
-        call_args = [f"fb(CHAR, {v})" for v in params + outs] + [arena]
+        arena = "alloc_arena()" if prog.arena_bytes else "NO_ARENA"
+        call_args = params + outs + [arena]
         if self._blas_tasks:
             lines.append("    with one_blas_thread:")
             lines.append(f"        entry({', '.join(call_args)})")
@@ -668,8 +667,9 @@ class CpuExecutable:
             else:
                 results.append(f"consts[{ref.index}]")
         lines.append(f"    return [{', '.join(results)}]")
-        env = {"empty": np.empty, "fb": _from_buffer, "CHAR": _CHAR_ARRAY, "NULL": _ffi.NULL,
-               "entry": self._entry, "consts": self._read_only_consts(),
+        env = {"empty": np.empty, "ndarray": np.ndarray, "ascontiguous": np.ascontiguousarray,
+               "NO_ARENA": _NO_ARENA, "entry": self._entry_call(),
+               "consts": self._read_only_consts(),
                "alloc_arena": self._allocate_arena, "one_blas_thread": one_blas_thread}
         for i, (dims, dt) in enumerate(prog.output_shapes):
             env[f"shape{i}"] = dims
@@ -677,6 +677,15 @@ class CpuExecutable:
             env[f"alloc{i}"] = self._allocate_outputs[i]
         exec("\n".join(lines), env)  # noqa: S102 - generated from the program's own layout
         return env["run"]
+
+    def _entry_call(self):
+        """The entry as ``f(*params, *outputs, arena)`` on arrays (``array_call``; the
+        single-call runner's programs are short, so holding the GIL is fine)."""
+        from ember.backends.cpu import array_call
+        prog = self.program
+        return array_call.function(int(_ffi.cast("intptr_t", self._entry)),
+                                   prog.n_params + len(prog.output_shapes) + 1,
+                                   array_call.PLAIN)
 
     def _read_only_consts(self) -> list[np.ndarray]:
         out = []
