@@ -153,3 +153,50 @@ def test_clear_caches_forgets_compiled_loops(loops):
     assert loops.compiled() == 1
     ember.clear_caches()
     assert loops.compiled() == 0
+
+
+def test_composite_special_functions_tier_like_loops(loops):
+    # igamma's body (series and continued-fraction while loops) runs op by op until the
+    # calls of one signature spend the budget, then as one compiled program with jit's bits.
+    from ember.scipy import special
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.5, 10, (8, 5)).astype(np.float32)
+    x = rng.uniform(0, 12, (8, 5)).astype(np.float32)
+    a[0, :3], x[0, :3] = [1.0, 2.0, np.nan], [0.0, np.inf, 1.0]
+    want = np.vectorize(_regularized_lower_gamma)(a.astype(np.float64), x.astype(np.float64))
+    loops.budget(1e9)
+    op_by_op = np.asarray(special.gammainc(a, x))
+    assert loops.compiled() == 0
+    loops.budget(0.0)  # (spent: the next call of this signature compiles)
+    compiled = np.asarray(special.gammainc(a, x))
+    assert loops.compiled() == 1
+    special.gammainc(a, x)
+    special.gammaincc(a, x)  # (another primitive: its own entry)
+    assert loops.compiled() == 2
+    jitted = np.asarray(ember.jit(special.gammainc)(a, x))
+    np.testing.assert_array_equal(compiled.view(np.uint32), jitted.view(np.uint32))
+    for got in (op_by_op, compiled):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+    loops.budget(1e9)
+    special.gammainc(a[:4], x[:4])  # (another shape: op by op until it spends its budget)
+    assert loops.compiled() == 2
+
+
+def _regularized_lower_gamma(a: float, x: float) -> float:
+    """P(a, x) by its series (a slow reference; NaN for NaN arguments)."""
+    import math
+    if math.isnan(a) or math.isnan(x):
+        return math.nan
+    if x == 0:
+        return 0.0
+    if math.isinf(x):
+        return 1.0
+    if x > a + 30:
+        return 1.0
+    term = total = 1.0 / a
+    k = a
+    while abs(term) > 1e-17 * abs(total):
+        k += 1
+        term *= x / k
+        total += term
+    return total * math.exp(-x + a * math.log(x) - math.lgamma(a))

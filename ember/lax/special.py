@@ -73,9 +73,18 @@ def _composite(name: str, fn: Callable) -> core.Primitive:
     body = _up_and_broadcast(fn)
 
     def impl(*vals):
-        args = [core.concrete_array(np.asarray(v), ShapedArray(np.shape(v), np.asarray(v).dtype))
-                for v in vals]
-        return np.asarray(body(*args))
+        # Op by op at first; compiled once the calls of this signature have spent a
+        # compile's worth of time (``eager_loops.composite``).
+        from ember.lax.control_flow import eager_loops
+        vals = [np.asarray(v) for v in vals]
+        avals = [ShapedArray(v.shape, v.dtype) for v in vals]
+        tier = eager_loops.composite(prim, avals, prim.abstract_eval(*avals))
+        exe = tier.compiled()
+        if exe is not None:
+            return exe.execute_values(vals)[0]
+        out = np.asarray(body(*[core.concrete_array(v, a) for v, a in zip(vals, avals)]))
+        tier.finished_op_by_op()
+        return out
 
     def lowering(ctx, *xs):
         avals = [ShapedArray(a.shape, a.dtype) for a in ctx.avals_in]

@@ -1,4 +1,4 @@
-"""Eager loops that compile themselves once they have run long enough.
+"""Eager loops (and composite functions) that compile themselves once they have run long enough.
 
 Outside ``jit``, ``while_loop``, ``fori_loop`` and ``scan`` start by evaluating their body
 jaxpr op by op: ~3-5 µs per operation, nothing to compile, the right choice for short loops.
@@ -12,6 +12,10 @@ compiled like a jitted function (disk cache included), and every later run of it
 from its start. A run never switches midway: its result is either the op-by-op one or the
 compiled one (which ``jit`` of the same loop gives), never a mix that would depend on when
 the switch happened.
+
+Elementwise composite primitives (``lax.special``'s ``igamma``, ``zeta``, ``betainc``...:
+tens of operations, loops among them, per element) tier the same way (``composite``): op by op
+first, compiled once they have spent the budget, as JAX runs such functions jitted.
 
 Loops stay op by op under ``disable_jit``, with ``jax_debug_nans``/``jax_debug_infs`` (which
 name the failing primitive op by op), when the default backend is not the native ``cpu``
@@ -50,7 +54,9 @@ class EagerLoop:
     __slots__ = ("_closed", "_name", "_key", "_spent_before", "_start")
 
     def __init__(self, prim: core.Primitive, params: dict, in_avals: list,
-                 out_avals: list):
+                 out_avals: list, key: Any = None):
+        """``key``, where given, stands for the fingerprint: a cheaper identity that fixes
+        the lowering as surely (``composite``'s: the primitive and the operand types)."""
         self._key = None
         if _eligible():
             invars = [Var(a) for a in in_avals]
@@ -58,7 +64,8 @@ class EagerLoop:
             self._closed = ClosedJaxpr(
                 Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)]), [])
             self._name = f"eager_{prim.name}"
-            self._key = lowering_fingerprint(self._closed, self._name)
+            self._key = key if key is not None else lowering_fingerprint(self._closed,
+                                                                         self._name)
         self._spent_before = _spent.get(self._key, 0.0) if self._key is not None else 0.0
         self._start = time.perf_counter()
 
@@ -85,6 +92,14 @@ class EagerLoop:
         if self._key is not None:
             _remember(_spent, self._key,
                       self._spent_before + time.perf_counter() - self._start)
+
+
+def composite(prim: core.Primitive, avals: list, out_aval: Any) -> EagerLoop:
+    """The tiering of one eager call of an elementwise composite primitive (``lax.special``'s
+    ``igamma``, ``zeta``...: a body of tens of operations and loops, evaluated op by op): as
+    a loop's, keyed by the primitive and the operand types, which fix its lowering."""
+    return EagerLoop(prim, {}, avals, [out_aval],
+                     key=("composite", prim.name, config.trace_key, *avals))
 
 
 def clear() -> None:
