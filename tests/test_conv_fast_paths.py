@@ -294,3 +294,58 @@ def test_scatter_gives_the_same_bits_on_any_number_of_threads(monkeypatch):
         np.testing.assert_array_equal(r, results[0])
     np.testing.assert_allclose(results[0], _reference(x, w, monkeypatch, **kw),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", _scatter_cases()[:30])
+def test_native_tap_sums_give_the_numpy_adds_bits(monkeypatch, case, dtype):
+    # The CPU backend's native loop (tap_sum_kernel) adds each output's taps in the order of
+    # the NumPy adds it replaces: the same bits, on one and two spatial dims.
+    from ember.compiler.evaluator import CUSTOM_CALL_TARGETS
+    if C.TAP_SUMS_TARGET not in CUSTOM_CALL_TARGETS:
+        pytest.skip("no native tap sums registered")
+    rng = np.random.default_rng(4)
+    nsp = len(case["ns"])
+    x = rng.standard_normal((case["n"], case["c"]) + case["ns"])
+    w = rng.standard_normal((case["o"], case["c"]) + case["ks"])
+    x, w = x.astype(dtype), w.astype(dtype)
+    spec = tuple(range(nsp + 2))
+    kw = dict(window_strides=(1,) * nsp, padding=case["pads"], lhs_dilation=case["ld"],
+              rhs_dilation=(1,) * nsp, lhs_spec=spec, rhs_spec=spec, out_spec=spec,
+              feature_group_count=1, batch_group_count=1)
+    calls = []
+    native = CUSTOM_CALL_TARGETS[C.TAP_SUMS_TARGET]
+    monkeypatch.setitem(CUSTOM_CALL_TARGETS, C.TAP_SUMS_TARGET,
+                        lambda *a: calls.append(native(*a)) or calls[-1])
+    got = C.conv_numpy(x, w, **kw, out_dtype=np.dtype(dtype).name)
+    assert calls and all(calls) == (nsp <= 2)
+    monkeypatch.delitem(CUSTOM_CALL_TARGETS, C.TAP_SUMS_TARGET)
+    want = C.conv_numpy(x, w, **kw, out_dtype=np.dtype(dtype).name)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_native_tap_sums_against_a_loop():
+    from ember.backends.cpu import tap_sum_kernel as T
+    rng = np.random.default_rng(9)
+    n, ih, iw, kh, kw, o = 2, 5, 4, 3, 2, 5
+    strides, lows, out_h, out_w = (3, 2), (2, -1), 13, 6
+    y = rng.standard_normal((n, ih, iw, kh * kw, o)).astype(np.float32)
+    out = np.full((n, out_h, out_w, o), np.nan, np.float32)
+    assert T.tap_sums(y, out, strides, lows, (kh, kw))
+    want = np.zeros_like(out)
+    for b, i, j, th, tw in itertools.product(range(n), range(ih), range(iw), range(kh),
+                                             range(kw)):
+        oh, ow = strides[0] * i + lows[0] - th, strides[1] * j + lows[1] - tw
+        if 0 <= oh < out_h and 0 <= ow < out_w:
+            want[b, oh, ow] += y[b, i, j, th * kw + tw]
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    # what it has no loop for: three spatial dims, integers, strided or read-only operands
+    three = np.zeros((1, 2, 2, 2, 1, 1), np.float32)
+    assert not T.tap_sums(three, np.zeros((1, 2, 2, 2, 1), np.float32), (1, 1, 1),
+                          (0, 0, 0), (1, 1, 1))
+    assert not T.tap_sums(y.astype(np.int32), out.astype(np.int32), strides, lows, (kh, kw))
+    assert not T.tap_sums(y, out[:, ::2], strides, lows, (kh, kw))
+    frozen = out.copy()
+    frozen.flags.writeable = False
+    assert not T.tap_sums(y, frozen, strides, lows, (kh, kw))
+    assert not T.tap_sums(y, out, strides, lows, (kh, kw + 1))  # (taps do not match)

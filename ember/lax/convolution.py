@@ -29,7 +29,7 @@ from ember import _scratch, core, dtypes
 from ember import _threads as _threads_pool
 from ember._blas_threads import one_blas_thread
 from ember.compiler import eval_elementwise as K
-from ember.compiler.evaluator import register_custom_call_target
+from ember.compiler.evaluator import CUSTOM_CALL_TARGETS, register_custom_call_target
 from ember.compiler.hlo import Shape
 from ember.interpreters import ad
 from ember.interpreters.batching import not_mapped
@@ -358,6 +358,9 @@ def _conv_phases(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, 
     return res
 
 
+# The custom-call target of a backend's native tap sums for ``_conv_scatter`` (the CPU
+# backend's ``tap_sum_kernel.tap_sums``; the registry keeps this layer from importing it).
+TAP_SUMS_TARGET = "ember.conv.tap_sums"
 # Products per chunk of ``_conv_scatter`` (about 1 MiB of float32: the adds read them from
 # cache).
 _SCATTER_CHUNK_ELEMENTS = 1 << 18
@@ -416,11 +419,16 @@ def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
     chunks = [(a, min(a + step, n)) for a in range(0, n, step)]
     parts = min(_threads(), len(chunks))
 
+    native = CUSTOM_CALL_TARGETS.get(TAP_SUMS_TARGET)  # (a backend's loop for the adds)
+    lows = [lo for lo, _ in pads]
+
     def run(part):
         for a, b in chunks[part::parts]:
             y = np.matmul(x[a:b].reshape(-1, c), wall).reshape(
                 (b - a, *ns, len(taps), o))
             dest = out[a:b]
+            if native is not None and native(y, dest, lhs_dilation, lows, ks):
+                continue
             dest[...] = 0
             for ti, src, dst in plan:
                 dest[(slice(None),) + dst] += y[(slice(None),) + src + (ti,)]

@@ -54,6 +54,7 @@ from ember.backends.cpu import (
     object_cache,
     parallel_runtime,
     small_linalg_kernel,
+    tap_sum_kernel,
 )
 from ember.backends.cpu.executable import (
     PARALLEL_MIN_WORK,
@@ -76,6 +77,8 @@ register_custom_call_target(fft_kernel.NATIVE_TARGET, fft_kernel.transform)
 # Large batches of small LU, triangular solves and Cholesky run native loops (see
 # small_linalg_kernel and ``lax._small_batch``).
 register_custom_call_target(small_linalg_kernel.NATIVE_TARGET, small_linalg_kernel.run)
+# A transposed convolution's tap sums run a native loop (see tap_sum_kernel).
+register_custom_call_target(tap_sum_kernel.NATIVE_TARGET, tap_sum_kernel.tap_sums)
 # Library kernels' large temporaries (``ember._scratch``) come from the buffer pool.
 _scratch.register_allocator(buffer_pool.empty)
 
