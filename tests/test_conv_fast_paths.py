@@ -339,6 +339,15 @@ def test_native_tap_sums_against_a_loop():
         if 0 <= oh < out_h and 0 <= ow < out_w:
             want[b, oh, ow] += y[b, i, j, th * kw + tw]
     np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    halves = np.full_like(out, np.nan)  # (row ranges: (batch, out_h) pairs)
+    rows = T.rows_of(out.shape)
+    assert rows == n * out_h
+    assert T.tap_sums(y, halves, strides, lows, (kh, kw), (0, 7))
+    assert np.isnan(halves.reshape(rows, -1)[7:]).all()
+    assert T.tap_sums(y, halves, strides, lows, (kh, kw), (7, rows))
+    assert halves.tobytes() == out.tobytes()
+    with pytest.raises(ValueError, match="rows"):
+        T.tap_sums(y, halves, strides, lows, (kh, kw), (0, rows + 1))
     # what it has no loop for: three spatial dims, integers, strided or read-only operands
     three = np.zeros((1, 2, 2, 2, 1, 1), np.float32)
     assert not T.tap_sums(three, np.zeros((1, 2, 2, 2, 1), np.float32), (1, 1, 1),
@@ -349,3 +358,39 @@ def test_native_tap_sums_against_a_loop():
     frozen.flags.writeable = False
     assert not T.tap_sums(y, frozen, strides, lows, (kh, kw))
     assert not T.tap_sums(y, out, strides, lows, (kh, kw + 1))  # (taps do not match)
+
+
+@pytest.mark.parametrize("nsp", [1, 2])
+def test_small_batches_scatter_by_rows_with_the_same_bits_on_any_thread_count(monkeypatch,
+                                                                              nsp):
+    # Fewer batch elements than threads: the threads split the GEMM's rows (fixed blocks)
+    # and then the output rows of the native tap sums.
+    from ember.compiler.evaluator import CUSTOM_CALL_TARGETS
+    if C.TAP_SUMS_TARGET not in CUSTOM_CALL_TARGETS:
+        pytest.skip("no native tap sums registered")
+    rng = np.random.default_rng(8)
+    ns, ks = (23, 17)[:nsp], (3, 4)[:nsp]
+    x = rng.standard_normal((1, 12) + ns).astype(np.float32)
+    w = rng.standard_normal((7, 12) + ks).astype(np.float32)
+    spec = tuple(range(nsp + 2))
+    kw = dict(window_strides=(1,) * nsp, padding=(2, 1, 1, 3)[:2 * nsp],
+              lhs_dilation=(2, 3)[:nsp], rhs_dilation=(1,) * nsp, lhs_spec=spec,
+              rhs_spec=spec, out_spec=spec, feature_group_count=1, batch_group_count=1)
+    monkeypatch.setattr(C, "_SCATTER_ROW_BLOCK", 40)  # (several GEMM blocks)
+    by_rows = C._scatter_by_rows
+    used = []
+    monkeypatch.setattr(C, "_scatter_by_rows", lambda *a: used.append(1) or by_rows(*a))
+    results = []
+    for threads in (2, 3, 4):
+        monkeypatch.setattr(C, "_threads", lambda t=threads: t)
+        results.append(C.conv_numpy(x, w, **kw, out_dtype="float32"))
+    assert len(used) == 3
+    for r in results[1:]:
+        assert r.tobytes() == results[0].tobytes()
+    np.testing.assert_allclose(results[0], _reference(x, w, monkeypatch, **kw),
+                               rtol=1e-5, atol=1e-5)
+    # without the native sums (or in float16) one batch element takes the phases instead
+    monkeypatch.delitem(CUSTOM_CALL_TARGETS, C.TAP_SUMS_TARGET)
+    np.testing.assert_allclose(C.conv_numpy(x, w, **kw, out_dtype="float32"), results[0],
+                               rtol=1e-5, atol=1e-5)
+    assert len(used) == 3

@@ -364,6 +364,11 @@ TAP_SUMS_TARGET = "ember.conv.tap_sums"
 # Products per chunk of ``_conv_scatter`` (about 1 MiB of float32: the adds read them from
 # cache).
 _SCATTER_CHUNK_ELEMENTS = 1 << 18
+# ``_scatter_by_rows``: the most products it keeps (64 MiB of float32; larger calls take
+# the phases), and the input positions per GEMM block.
+_SCATTER_BY_ROWS_MAX_ELEMENTS = 1 << 24
+_SCATTER_ROW_BLOCK = 256
+_TAP_SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (native tap sums' dtypes)
 
 
 def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec,
@@ -376,21 +381,27 @@ def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
     the convolution's own, none by the dilation's zeros, in a GEMM as wide as taps x output
     features (``_conv_phases``' per-phase GEMMs are as wide as the output features, where
     BLAS is slow for few of them). Threads take whole batch elements, so each output adds
-    its taps in one order whatever the thread count. Returns the logical (N, O, out...)
-    result, or None where this does not apply."""
+    its taps in one order whatever the thread count. With fewer batch elements than
+    threads, where a backend has native tap sums (``TAP_SUMS_TARGET``), the threads instead
+    split the GEMM's rows and then the output rows (``_scatter_by_rows``). Returns the
+    logical (N, O, out...) result, or None where this does not apply."""
     if not _FAST_PATHS or feature_groups != 1 or batch_groups != 1 or lhs.dtype.kind != "f" \
             or any(v != 1 for v in strides) or any(v != 1 for v in rhs_dilation) \
             or 0 in lhs.shape or 0 in rhs.shape:
         return None
     n = lhs.shape[lhs_spec[0]]
-    if n < _threads():
-        return None  # (the phases split one batch element's rows among the threads)
     ns = [lhs.shape[d] for d in lhs_spec[2:]]
     ks = [rhs.shape[d] for d in rhs_spec[2:]]
     out_sp = tuple(m + lo + hi - k + 1
                    for m, (lo, hi), k in zip(_dilate(ns, lhs_dilation), pads, ks))
     if min(out_sp) <= 0:
         return None
+    native = CUSTOM_CALL_TARGETS.get(TAP_SUMS_TARGET)  # (a backend's loop for the adds)
+    by_rows = n < _threads()
+    if by_rows and (native is None or len(ns) > 2 or lhs.dtype not in _TAP_SUM_DTYPES
+                    or n * math.prod(ns) * math.prod(ks) * rhs.shape[rhs_spec[0]]
+                    > _SCATTER_BY_ROWS_MAX_ELEMENTS):
+        return None  # (the phases split one batch element's rows among the threads)
     nsp = len(ns)
     x = np.ascontiguousarray(lhs.transpose((lhs_spec[0],) + tuple(lhs_spec[2:]) +
                                            (lhs_spec[1],)))
@@ -414,12 +425,14 @@ def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
         else:
             plan.append((ti, tuple(src), tuple(dst)))
     out = _scratch.empty((n,) + out_sp + (o,), x.dtype)
+    if by_rows:
+        _scatter_by_rows(x, wall, out, native, lhs_dilation, [lo for lo, _ in pads], ks)
+        return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
     per_element = math.prod(ns) * len(taps) * o
     step = _even_split(n, max(1, _SCATTER_CHUNK_ELEMENTS // per_element))
     chunks = [(a, min(a + step, n)) for a in range(0, n, step)]
     parts = min(_threads(), len(chunks))
 
-    native = CUSTOM_CALL_TARGETS.get(TAP_SUMS_TARGET)  # (a backend's loop for the adds)
     lows = [lo for lo, _ in pads]
 
     def run(part):
@@ -435,6 +448,36 @@ def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
 
     _in_threads(run, parts)
     return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
+
+
+def _scatter_by_rows(x, wall, out, native, dilation, lows, ks) -> None:
+    """``_conv_scatter`` for fewer batch elements than threads: the threads take blocks of
+    the GEMM's rows (input positions; blocks of a fixed size, so the products do not depend
+    on the thread count), then ranges of output rows for the native tap sums. ``x``: (N,
+    in..., C); ``out``: (N, out..., O), filled."""
+    n, *ns, c = x.shape
+    pixels = math.prod(ns) * n
+    y = _scratch.empty((pixels, wall.shape[1]), x.dtype)
+    xm = x.reshape(pixels, c)
+    blocks = [(a, min(a + _SCATTER_ROW_BLOCK, pixels))
+              for a in range(0, pixels, _SCATTER_ROW_BLOCK)]
+    parts = min(_threads(), len(blocks))
+
+    def products(part):
+        for a, b in blocks[part::parts]:
+            np.matmul(xm[a:b], wall, out=y[a:b])
+
+    _in_threads(products, parts)
+    y = y.reshape((n, *ns, -1, out.shape[-1]))  # (N, in..., taps, O)
+    rows = n * (out.shape[1] if len(ns) == 2 else 1)
+    parts = min(_threads(), rows)
+    bounds = [rows * i // parts for i in range(parts + 1)]
+
+    def sums(part):
+        if not native(y, out, dilation, lows, ks, (bounds[part], bounds[part + 1])):
+            raise RuntimeError("native tap sums refused a transposed convolution")
+
+    _in_threads(sums, parts)
 
 
 def _finish(res: np.ndarray, out_spec, compute, out_dtype) -> np.ndarray:

@@ -136,20 +136,26 @@ def _load(dtype: np.dtype) -> Callable:
     entry = _ffi.cast("void(*)(char**, long, long)", lib.address(name))
     fb = _ffi.from_buffer
 
-    def run(y: np.ndarray, out: np.ndarray, sizes: np.ndarray, rows: int) -> None:
-        entry(_ffi.new("char*[]", [fb(y), fb(out), fb(sizes)]), 0, rows)  # (frees the GIL)
+    def run(y: np.ndarray, out: np.ndarray, sizes: np.ndarray, lo: int, hi: int) -> None:
+        entry(_ffi.new("char*[]", [fb(y), fb(out), fb(sizes)]), lo, hi)  # (frees the GIL)
 
     run._library = lib  # keeps the code loaded while the runner lives
     return run
 
 
+def rows_of(out_shape: Sequence[int]) -> int:
+    """The number of output rows (``tap_sums``' ``rows``) of an ``out`` of this shape."""
+    return out_shape[0] * (out_shape[1] if len(out_shape) == 4 else 1)
+
+
 def tap_sums(y: np.ndarray, out: np.ndarray, strides: Sequence[int], lows: Sequence[int],
-             kernel: Sequence[int]) -> bool:
+             kernel: Sequence[int], rows: tuple[int, int] | None = None) -> bool:
     """Fills ``out`` (batch, *out_spatial, features) with the sums of ``y``'s (batch,
     *in_spatial, taps, features) tap rows reaching each output (see the module docstring);
     ``strides`` are the input dilations, ``lows`` the low paddings and ``kernel`` the
-    kernel's spatial sizes, one per spatial dim. False (``out`` untouched) where there is
-    no native loop for the operands."""
+    kernel's spatial sizes, one per spatial dim. ``rows`` = (lo, hi) fills only those output
+    rows (``rows_of``: a row is one (batch, out_h) pair; threads may fill disjoint ranges at
+    once). False (``out`` untouched) where there is no native loop for the operands."""
     nsp = len(kernel)
     if not 1 <= nsp <= 2 or len(strides) != nsp or len(lows) != nsp:
         return False
@@ -169,7 +175,9 @@ def tap_sums(y: np.ndarray, out: np.ndarray, strides: Sequence[int], lows: Seque
     if run is None:
         return False
     sizes = np.array([*in_sp, taps, features, *out_sp, *strides, *lows, *kernel], np.int64)
-    rows = batch * out_sp[0]
-    if rows and out_sp[1] and features:
-        run(y, out, sizes, rows)
+    lo, hi = (0, batch * out_sp[0]) if rows is None else rows
+    if not 0 <= lo <= hi <= batch * out_sp[0]:
+        raise ValueError(f"tap_sums: rows {rows} outside [0, {batch * out_sp[0]}]")
+    if lo < hi and out_sp[1] and features:
+        run(y, out, sizes, lo, hi)
     return True
