@@ -238,3 +238,40 @@ def test_custom_rules_match_jax_on_a_small_model():
     np.testing.assert_allclose(ember.grad(loss)(w, x), jax.grad(jloss)(w, x), rtol=1e-5)
     np.testing.assert_allclose(ember.jit(ember.grad(loss))(w, x), jax.grad(jloss)(w, x),
                                rtol=1e-5)
+
+
+def test_eager_calls_with_the_plain_parameters_run_the_function_directly():
+    calls = []
+
+    @ember.custom_jvp
+    def f(x, y):
+        calls.append((type(x), type(y)))
+        return x * y
+
+    f.defjvp(lambda p, t: (f(*p), t[0] * 10.0 + t[1] * 100.0))
+
+    @ember.custom_vjp
+    def g(x):
+        return jnp.sin(x)
+
+    g.defvjp(lambda x: (g(x), x), lambda x, ct: (ct * 7.0,))
+    x = jnp.asarray(np.array([1.0, 2.0], np.float32))
+    assert f(x, 3.0).tolist() == [3.0, 6.0] and calls == [(type(x), float)]
+    np.testing.assert_allclose(g(x), np.sin(np.array([1.0, 2.0], np.float32)))
+    # the rules still apply under transformations, called the same way
+    assert float(ember.grad(lambda a: f(a, 3.0))(2.0)) == 10.0
+    assert float(ember.grad(lambda a: g(a))(2.0)) == 7.0
+    assert float(ember.jit(lambda a: f(a, 2.0))(4.0)) == 8.0
+    # keyword arguments and wrong counts still go through argument resolution
+    assert f(x, y=2.0).tolist() == [2.0, 4.0]
+    with pytest.raises(TypeError, match="could not be resolved"):
+        f(x)
+    with pytest.raises(TypeError, match="could not be resolved"):
+        f(x, 1.0, 2.0)
+
+    @ember.custom_jvp
+    def h(x, scale=2.0):  # (a default: resolved as JAX binds it)
+        return x * scale
+
+    h.defjvp(lambda p, t: (h(*p), t[0]))
+    assert h(x).tolist() == [2.0, 4.0] and h(x, 3.0).tolist() == [3.0, 6.0]

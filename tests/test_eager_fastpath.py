@@ -794,3 +794,51 @@ def test_scipy_special_functions_replay_the_ordinary_paths_bits(name):
         _check_same(fn(*args), slow)
     cache = fn._fast_cache
     assert cache.by_value.get(cache.key_objects(args, {})) is not None
+
+
+def _program(fn, args, kwargs=None):
+    cache = fn._fast_cache
+    entry = cache.by_id.get(cache.id_key(cache.key_objects(args, kwargs or {})))
+    return None if entry is None else entry[0]
+
+
+def test_small_multi_pass_programs_compile_once_replayed_long_enough(monkeypatch):
+    # hard_tanh is two comparisons and two selects: exact compiled, so once its signature
+    # has spent the budget replayed, it runs one compiled kernel with the same bits.
+    x = jnp.asarray(np.linspace(-3, 3, 40, dtype=np.float32).reshape(5, 8))
+    with ordinary_path():
+        want = np.asarray(ember.nn.hard_tanh(x)).tobytes()
+    monkeypatch.setattr(_fastpath, "TIER_AFTER_S", 1e9)
+    for _ in range(3):
+        assert np.asarray(ember.nn.hard_tanh(x)).tobytes() == want
+    replayed = _program(ember.nn.hard_tanh, (x,))
+    assert hasattr(replayed, "replay")  # (counting its time)
+    monkeypatch.setattr(_fastpath, "TIER_AFTER_S", 0.0)
+    assert np.asarray(ember.nn.hard_tanh(x)).tobytes() == want  # (compiles after this run)
+    compiled = _program(ember.nn.hard_tanh, (x,))
+    assert compiled is not replayed and hasattr(compiled, "serves")
+    for _ in range(2):
+        got = ember.nn.hard_tanh(x)
+        assert np.asarray(got).tobytes() == want and not np.asarray(got).flags.writeable
+    # a strided argument is replayed by the compiled signature's program
+    wide = jnp.asarray(np.linspace(-3, 3, 80, dtype=np.float32).reshape(5, 16))
+    view = wide[:, ::2]
+    assert view.aval == x.aval
+    np.testing.assert_array_equal(ember.nn.hard_tanh(view), np.clip(np.asarray(view), -1, 1))
+
+
+@pytest.mark.parametrize("case", ["math", "one_kernel", "disable_jit"])
+def test_programs_that_would_not_compile_exactly_stay_replayed(monkeypatch, case):
+    monkeypatch.setattr(_fastpath, "TIER_AFTER_S", 0.0)
+    x = jnp.asarray(np.linspace(-3, 3, 40, dtype=np.float32).reshape(5, 8))
+    if case == "math":  # (exp and log: NumPy's bits are not the compiled code's)
+        fn, args = ember.nn.log_softmax, (x,)
+    elif case == "one_kernel":  # (one fast NumPy pass: nothing to gain)
+        fn, args = jnp.add, (x, 1.0)
+    else:
+        fn, args = ember.nn.hard_tanh, (x[:4],)
+    with ember.disable_jit(case == "disable_jit"):  # (a config change clears the caches)
+        for _ in range(5):
+            fn(*args)
+        prog = _program(fn, args)
+    assert prog is not None and not hasattr(prog, "replay") and not hasattr(prog, "serves")

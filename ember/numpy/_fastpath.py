@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +44,7 @@ from ember.core import EvalTrace, ShapedArray
 from ember.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from ember.interpreters.partial_eval import inline_calls, trace_to_jaxpr
 from ember.interpreters.pjit import pjit_p
-from ember.numpy._compiled import compile_program
+from ember.numpy._compiled import compile_program, compiles_later
 from ember.numpy._eager_jit import compiles
 from ember.numpy._replay import Fallback, compile_jaxpr
 from ember.runtime.array import Array
@@ -53,6 +54,10 @@ _SEEN = object()  # cache value: this signature was called once (compiled when s
 _SLOW = object()  # cache value: this signature always takes the ordinary path
 _NO_ENTRY = (_SLOW, _SLOW, _SLOW, None)  # matches no key objects
 _L1_SIZE, _L2_SIZE = 2048, 512
+# Seconds a signature's program may spend replayed before it is compiled, where compiling
+# keeps its bits (``_compiled.compiles_later``): about one compile (ski rental, as eager
+# loops).
+TIER_AFTER_S = 0.03
 # Equations calling a jaxpr, whose bodies programs run inline.
 _CALLS = (custom_jvp_call_p, custom_vjp_call_p, pjit_p)
 
@@ -248,12 +253,48 @@ class FastFunction:
             return []
         if replay is None:
             return []
+        name = getattr(self.fn, "__name__", "fn")
         try:
-            compiled = compile_program(closed, kinds, scalar_avals, out_tree[0],
-                                       getattr(self.fn, "__name__", "fn"), replay)
+            compiled = compile_program(closed, kinds, scalar_avals, out_tree[0], name, replay)
+            if compiled is None and compiles_later(closed):
+                replay = self._tiered(keys, replay, lambda: compile_program(
+                    closed, kinds, scalar_avals, out_tree[0], name, replay, any_size=True))
         except Exception:  # noqa: BLE001 - a backend that cannot compile it: replay
             compiled = None
         return [replay] if compiled is None else [compiled, replay]
+
+    def _tiered(self, keys: tuple, replay: Callable, compile: Callable) -> Callable:
+        """``replay`` counting the seconds it spends; once they pass ``TIER_AFTER_S`` the
+        signature's program becomes ``compile()``'s, where its result on that call has the
+        replay's bits (else the plain replay, for good)."""
+        spent = [0.0]
+        perf_counter = time.perf_counter
+
+        def run(*args):
+            start = perf_counter()
+            out = replay(*args)
+            spent[0] += perf_counter() - start
+            if spent[0] >= TIER_AFTER_S and self.by_value.get(keys) is run:
+                self._promote(keys, args, out, replay, compile)
+            return out
+
+        run.replay = replay
+        return run
+
+    def _promote(self, keys: tuple, args: tuple, out: Any, replay: Callable,
+                 compile: Callable) -> None:
+        self.by_value[keys] = replay  # (decided once: another thread does not compile too)
+        try:
+            compiled = compile()
+            ok = compiled is not None and (not hasattr(compiled, "serves")
+                                           or compiled.serves(args))
+            ok = ok and _same(compiled(*args), out)
+        except Exception:  # noqa: BLE001 - any failure: the replay serves for good
+            ok = False
+        prog = compiled if ok else replay
+        self.by_value[keys] = prog
+        self._remember(keys, prog)
+        self.last[0] = _NO_ENTRY
 
 
 def _positional_only(fn: Callable, nargs: int) -> bool:
