@@ -814,16 +814,19 @@ def test_small_multi_pass_programs_compile_once_replayed_long_enough(monkeypatch
     replayed = _program(ember.nn.hard_tanh, (x,))
     assert hasattr(replayed, "replay")  # (counting its time)
     monkeypatch.setattr(_fastpath, "TIER_AFTER_S", 0.0)
+    # a strided argument (compiled code would copy it): the check waits for another call
+    wide = jnp.asarray(np.linspace(-3, 3, 80, dtype=np.float32).reshape(5, 16))
+    view = wide[:, ::2]
+    assert view.aval == x.aval
+    np.testing.assert_array_equal(ember.nn.hard_tanh(view), np.clip(np.asarray(view), -1, 1))
+    assert _program(ember.nn.hard_tanh, (x,)) is replayed
     assert np.asarray(ember.nn.hard_tanh(x)).tobytes() == want  # (compiles after this run)
     compiled = _program(ember.nn.hard_tanh, (x,))
     assert compiled is not replayed and hasattr(compiled, "serves")
     for _ in range(2):
         got = ember.nn.hard_tanh(x)
         assert np.asarray(got).tobytes() == want and not np.asarray(got).flags.writeable
-    # a strided argument is replayed by the compiled signature's program
-    wide = jnp.asarray(np.linspace(-3, 3, 80, dtype=np.float32).reshape(5, 16))
-    view = wide[:, ::2]
-    assert view.aval == x.aval
+    # the compiled signature's program replays strided arguments
     np.testing.assert_array_equal(ember.nn.hard_tanh(view), np.clip(np.asarray(view), -1, 1))
 
 

@@ -257,8 +257,9 @@ class FastFunction:
         try:
             compiled = compile_program(closed, kinds, scalar_avals, out_tree[0], name, replay)
             if compiled is None and compiles_later(closed):
-                replay = self._tiered(keys, replay, lambda: compile_program(
-                    closed, kinds, scalar_avals, out_tree[0], name, replay, any_size=True))
+                replay = self._tiered(keys, replay, functools.partial(
+                    compile_program, closed, kinds, scalar_avals, out_tree[0], name, replay,
+                    any_size=True))
         except Exception:  # noqa: BLE001 - a backend that cannot compile it: replay
             compiled = None
         return [replay] if compiled is None else [compiled, replay]
@@ -283,12 +284,14 @@ class FastFunction:
 
     def _promote(self, keys: tuple, args: tuple, out: Any, replay: Callable,
                  compile: Callable) -> None:
+        tiered = self.by_value[keys]
         self.by_value[keys] = replay  # (decided once: another thread does not compile too)
         try:
             compiled = compile()
-            ok = compiled is not None and (not hasattr(compiled, "serves")
-                                           or compiled.serves(args))
-            ok = ok and _same(compiled(*args), out)
+            if compiled is not None and not compiled.serves(args):
+                self.by_value[keys] = tiered  # (a strided call: check on a later one)
+                return
+            ok = compiled is not None and _same(compiled(*args), out)
         except Exception:  # noqa: BLE001 - any failure: the replay serves for good
             ok = False
         prog = compiled if ok else replay
