@@ -293,3 +293,39 @@ def test_custom_jvp_primal_matches_jax():
         assert _sig(ember.grad(f)(x)) == _sig(jax.grad(fj)(x))
         assert _sig(ember.value_and_grad(f)(x)[0]) == _sig(jax.value_and_grad(fj)(x)[0])
     assert seen == seen_jax
+
+
+# ---------------------------------------------------------------- weak types of derivatives
+# (JAX's rules convert pow's operands to the result dtype, and pair a complex cotangent with
+# a NumPy zero: these derivatives are not weakly typed even at weakly typed inputs.)
+
+
+def test_derivatives_of_pow_real_and_imag_are_not_weakly_typed():
+    cases = [
+        (ember.grad(lambda x: x ** 2.5)(2.0), ("float32", False, ()), 2.5 * 2.0 ** 1.5),
+        (ember.grad(lambda x: x ** 0.0)(2.0), ("float32", False, ()), 0.0),
+        (ember.jvp(lambda x: x ** 2.5, (2.0,), (1.0,))[1], ("float32", False, ()),
+         2.5 * 2.0 ** 1.5),
+        (ember.grad(lambda y: 2.0 ** y)(2.0), ("float32", True, ()), 4 * np.log(2.0)),
+        (ember.grad(lambda x: x ** 2)(2.0), ("float32", True, ()), 4.0),
+        (ember.grad(lambda z: jnp.real(z))(1 + 1j), ("complex64", False, ()), 1.0),
+        (ember.grad(lambda z: jnp.imag(z))(1 + 1j), ("complex64", False, ()), -1j),
+        (ember.grad(lambda z: jnp.real(jnp.conj(z)))(1 + 1j), ("complex64", False, ()), 1.0),
+    ]
+    for got, sig, want in cases:
+        assert _sig(got) == sig
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_dynamic_slice_start_indices_of_different_integer_types_are_refused():
+    x = jnp.zeros((4, 5))
+    for fn, args in ((lax.dynamic_slice, ((2, 2),)),
+                     (lambda o, s: lax.dynamic_update_slice(o, jnp.ones((2, 2)), s), ())):
+        with pytest.raises(TypeError, match="integers of the same type, got: int16, int32"):
+            fn(x, (jnp.int16(1), jnp.int32(2)), *args)
+        with pytest.raises(TypeError, match="same type"):
+            fn(x, (np.int8(1), jnp.int32(2)), *args)
+        # (JAX also refuses a Python int beside an int16 index; ember's own callers mix
+        # them, so Python ints take any integer type here)
+        for starts in ((jnp.int16(1), np.int16(2)), (1, 2), (jnp.int32(1), 2)):
+            assert fn(x, starts, *args).shape == ((2, 2) if args else (4, 5))

@@ -888,7 +888,8 @@ def _pow_jvp_x(g, x, y):
         yx = convert_element_type(y, xdt)
         jac = mul(yx, pow(x, sub(y, 1)))
         jac = select(eq(yx, 0), zeros_of(jac), jac)
-    else:
+    else:  # (in the result's dtype, not weakly typed: as JAX's rule converts them)
+        x, y = convert_element_type(x, xdt), convert_element_type(y, xdt)
         jac = mul(y, pow(x, sub(y, 1.0)))
     return mul(g, jac)
 
@@ -968,8 +969,9 @@ ad.defjvp(clamp_p,
           lambda g, lo, x, hi: _clamp_term(g, bitwise_and(gt(lo, x), lt(lo, hi))),
           lambda g, lo, x, hi: _clamp_term(g, bitwise_and(gt(x, lo), lt(x, hi))),
           lambda g, lo, x, hi: _clamp_term(g, lt(hi, x)))
-ad.deflinear(real_p, lambda ct: [complex(ct, 0.0)])
-ad.deflinear(imag_p, lambda ct: [complex(0.0, neg(ct))])
+# (JAX's transposes pair the cotangent with a NumPy zero: the result is never weakly typed)
+ad.deflinear(real_p, lambda ct: [complex(ct, np.zeros((), core.get_aval(ct).dtype))])
+ad.deflinear(imag_p, lambda ct: [complex(np.zeros((), core.get_aval(ct).dtype), neg(ct))])
 ad.deflinear(complex_p, lambda ct: None)  # the jvp; the transpose rule follows
 _def_transpose_bcast(complex_p, lambda ct, x, y: _cts((x, y), real(ct), imag(neg(ct))))
 ad.deflinear2(conj_p, lambda ct, x, *, input_dtype: [

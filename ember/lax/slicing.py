@@ -234,6 +234,12 @@ def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -
     if len(start_indices) != len(shape):
         raise ValueError(f"{fn}: the number of start indices ({len(start_indices)}) must "
                          f"equal the rank of the operand (operand shape {shape})")
+    typed = [np.dtype(type(s)) if isinstance(s, np.integer) else core.get_aval(s).dtype
+             for s in start_indices
+             if not isinstance(s, (int, bool, np.bool_)) and hasattr(s, "dtype")]
+    if len({t for t in typed}) > 1:  # (Python ints take any integer type)
+        raise TypeError(f"index arguments to {fn} must be integers of the same type, got: "
+                        f"{', '.join(np.dtype(t).name for t in typed)}")
     out = []
     for i, (s, d) in enumerate(zip(start_indices, shape)):
         if isinstance(s, (bool, np.bool_)):
