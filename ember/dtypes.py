@@ -367,17 +367,20 @@ class prng_key(extended):  # noqa: N801 (JAX's name)
 # on every traced and eager operation.
 _subdtype_memo: dict[tuple[Any, Any], bool] = {}
 _SUBDTYPE_MEMO_MAX = 4096
+# The argument types memoized: NumPy dtypes and scalar types (``type`` for classes such as
+# ``np.floating``), whose equality is the dtype's (not Python numbers: ``1 == 1.0 == True``).
+_MEMO_KEYS = frozenset({type, type(np.dtype(np.float32))}) | {
+    type(np.dtype(t)) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                np.uint16, np.uint32, np.uint64, np.float16, np.float64,
+                                np.complex64, np.complex128)}
 
 
 def issubdtype(a: Any, b: Any) -> bool:
     """np.issubdtype that knows bfloat16 is a floating type (and key dtypes are extended)."""
     key = (a, b)
-    try:
-        return _subdtype_memo[key]
-    except KeyError:
-        pass
-    except TypeError:  # (an unhashable argument)
-        return _issubdtype(a, b)
+    out = _subdtype_memo.get(key) if type(a) in _MEMO_KEYS and type(b) in _MEMO_KEYS else 0
+    if out is not None:
+        return _issubdtype(a, b) if out == 0 else out
     out = _issubdtype(a, b)
     if len(_subdtype_memo) >= _SUBDTYPE_MEMO_MAX:
         _subdtype_memo.clear()
