@@ -149,14 +149,16 @@ class ShapeDtypeStruct:
         ShapeDtypeStruct(shape=(2, 3), dtype=float32)
     """
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape: Sequence[int], dtype: Any, *, weak_type: bool = False):
+    def __init__(self, shape: Sequence[int], dtype: Any, *, sharding: Any = None,
+                 weak_type: bool = False):
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         object.__setattr__(self, "shape", tuple(shape))
         object.__setattr__(self, "dtype", np.dtype(dtype))
         object.__setattr__(self, "weak_type", weak_type)
+        object.__setattr__(self, "sharding", sharding)  # (recorded, as JAX's; None by default)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, name):  # (unset attributes may be set: copy and pickle do that)
@@ -178,24 +180,27 @@ class ShapeDtypeStruct:
         return self.shape[0]
 
     def update(self, **kwargs: Any) -> ShapeDtypeStruct:
-        """A copy with ``shape``, ``dtype`` or ``weak_type`` replaced."""
-        unknown = sorted(set(kwargs) - {"shape", "dtype", "weak_type"})
+        """A copy with ``shape``, ``dtype``, ``sharding`` or ``weak_type`` replaced."""
+        unknown = sorted(set(kwargs) - {"shape", "dtype", "sharding", "weak_type"})
         if unknown:
             raise TypeError(f"ShapeDtypeStruct.update: unexpected arguments {unknown}")
         return ShapeDtypeStruct(kwargs.get("shape", self.shape), kwargs.get("dtype", self.dtype),
+                                sharding=kwargs.get("sharding", self.sharding),
                                 weak_type=kwargs.get("weak_type", self.weak_type))
 
+    def _key(self) -> tuple:
+        return (self.shape, self.dtype, self.weak_type, self.sharding)
+
     def __eq__(self, other) -> bool:
-        return isinstance(other, ShapeDtypeStruct) and (
-            self.shape, self.dtype, self.weak_type) == (other.shape, other.dtype,
-                                                        other.weak_type)
+        return isinstance(other, ShapeDtypeStruct) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash(self._key())
 
     def __repr__(self) -> str:
+        sharding = f", sharding={self.sharding!r}" if self.sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
 
 
 # --------------------------------------------------------------------------- jit

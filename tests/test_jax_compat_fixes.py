@@ -329,3 +329,24 @@ def test_dynamic_slice_start_indices_of_different_integer_types_are_refused():
         # them, so Python ints take any integer type here)
         for starts in ((jnp.int16(1), np.int16(2)), (1, 2), (jnp.int32(1), 2)):
             assert fn(x, starts, *args).shape == ((2, 2) if args else (4, 5))
+
+
+def test_shape_dtype_struct_records_a_sharding():
+    plain = ember.ShapeDtypeStruct((2, 3), jnp.float32)
+    assert plain.sharding is None and repr(plain) == "ShapeDtypeStruct(shape=(2, 3), dtype=float32)"
+    sharding = ember.sharding.SingleDeviceSharding(ember.devices()[0])
+    placed = ember.ShapeDtypeStruct((2, 3), jnp.float32, sharding=sharding)
+    assert placed.sharding is sharding and placed != plain and "sharding=" in repr(placed)
+    assert placed.update(shape=(4,)).sharding is sharding
+    assert placed.update(sharding=None) == ember.ShapeDtypeStruct((2, 3), jnp.float32)
+    assert ember.eval_shape(lambda x: x * 2, placed).shape == (2, 3)
+
+
+def test_lu_returns_a_list_and_scale_and_translate_takes_array_dims():
+    out = lax.linalg.lu(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert type(out) is list and len(out) == 3
+    image = jnp.arange(16.0).reshape(4, 4)
+    args = ((2, 2), jnp.array([0.5, 0.5]), jnp.zeros(2), "linear")
+    by_array = ember.image.scale_and_translate(image, args[0], jnp.array([0, 1]), *args[1:])
+    by_tuple = ember.image.scale_and_translate(image, args[0], (0, 1), *args[1:])
+    np.testing.assert_array_equal(by_array, by_tuple)

@@ -245,6 +245,8 @@ def scale_and_translate(image, shape: Sequence[int], spatial_dims: Sequence[int]
     if method is ResizeMethod.NEAREST:
         raise ValueError("Nearest neighbor resampling is not currently supported for "
                          "scale_and_translate.")
+    if hasattr(spatial_dims, "shape"):  # (an array of dimensions, as JAX accepts)
+        spatial_dims = np.asarray(spatial_dims).reshape(-1).tolist()
     dims = [canonicalize_axis("scale_and_translate", d, np.ndim(image)) for d in spatial_dims]
     if not len(dims) == np.shape(scale)[0] == np.shape(translation)[0]:
         raise ValueError("scale_and_translate: spatial_dims, scale and translation must have "

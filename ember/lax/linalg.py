@@ -414,7 +414,7 @@ lu_pivots_to_permutation_p = _library_primitive(
 ad.defjvp_zero(lu_pivots_to_permutation_p)
 
 
-def lu(x: Any) -> tuple[Any, Any, Any]:
+def lu(x: Any) -> list[Any]:
     """LU decomposition with partial pivoting: ``(lu, pivots, permutation)``.
 
     ``lu`` holds the unit lower factor L below the diagonal and U on and above it;
@@ -425,7 +425,7 @@ def lu(x: Any) -> tuple[Any, Any, Any]:
         >>> perm
         Array([1, 0], dtype=int32)
     """
-    return tuple(lu_p.bind(base.as_operand(x, "lu", "x")))
+    return list(lu_p.bind(base.as_operand(x, "lu", "x")))  # (a list, as JAX's)
 
 
 def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
