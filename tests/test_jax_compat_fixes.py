@@ -350,3 +350,19 @@ def test_lu_returns_a_list_and_scale_and_translate_takes_array_dims():
     by_array = ember.image.scale_and_translate(image, args[0], jnp.array([0, 1]), *args[1:])
     by_tuple = ember.image.scale_and_translate(image, args[0], (0, 1), *args[1:])
     np.testing.assert_array_equal(by_array, by_tuple)
+
+
+def test_discrete_distributions_are_not_weakly_typed_like_jax():
+    # (JAX's distributions compute with constants in the argument dtype: a Python float
+    # parameter does not make the result weakly typed; poisson.logpmf stays weak in both)
+    st = ember.scipy.stats
+    k = jnp.array([1, 2])
+    calls = [st.bernoulli.ppf(jnp.array([0.0, 0.5, 1.0]), 0.3), st.bernoulli.pmf(k - 1, 0.3),
+             st.bernoulli.logpmf(k - 1, 0.3), st.bernoulli.cdf(k - 1, 0.3),
+             st.geom.pmf(k, 0.3), st.geom.logpmf(k, 0.3), st.poisson.cdf(k, 2.0),
+             st.nbinom.logpmf(k, 5, 0.3), st.betabinom.logpmf(k, 5, 2.0, 3.0)]
+    for out in calls:
+        assert _sig(out)[:2] == ("float32", False)
+    assert _sig(st.poisson.logpmf(k, 2.0))[:2] == ("float32", True)
+    np.testing.assert_allclose(st.geom.pmf(k, 0.3), [0.3, 0.21], rtol=1e-6)
+    np.testing.assert_allclose(st.bernoulli.ppf(jnp.array([0.0, 0.5, 1.0]), 0.3), [0, 0, 1])

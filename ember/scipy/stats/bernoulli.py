@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ember import numpy as jnp
 from ember.scipy import special
-from ember.scipy.stats._common import Array, ArrayLike, promote_args_inexact
+from ember.scipy.stats._common import Array, ArrayLike, const, promote_args_inexact
 
 __all__ = ["cdf", "logpmf", "pmf", "ppf"]
 
@@ -15,9 +15,9 @@ def logpmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
     Example:
         >>> ember.scipy.stats.bernoulli.logpmf(1, 0.25)  # log(0.25) = -1.3862944
     """
-    k, p, loc = promote_args_inexact("bernoulli.logpmf", k, p, loc)
+    k0, (k, p, loc) = k, promote_args_inexact("bernoulli.logpmf", k, p, loc)
     y = k - loc
-    out = special.xlogy(y, p) + special.xlog1py(1.0 - y, -p)
+    out = special.xlogy(y, p) + special.xlog1py(const(k0, k, 1) - y, -p)
     return jnp.where((y < 0) | (y > 1), -jnp.inf, out)
 
 
@@ -41,8 +41,9 @@ def cdf(k: ArrayLike, p: ArrayLike) -> Array:
     Example:
         >>> ember.scipy.stats.bernoulli.cdf(0.5, 0.25)  # 0.75
     """
-    k, p = promote_args_inexact("bernoulli.cdf", k, p)
-    out = jnp.where(k < 0, 0.0, jnp.where(k < 1, 1.0 - p, 1.0))
+    k0, (k, p) = k, promote_args_inexact("bernoulli.cdf", k, p)
+    zero, one = const(k0, k, 0), const(k0, k, 1)
+    out = jnp.where(k < 0, zero, jnp.where(k < 1, one - p, one))
     # (k = NaN fails every comparison above; it is NaN through the first condition.)
     return jnp.where(jnp.isnan(k) | _bad_p(p), jnp.nan, out)
 
@@ -54,7 +55,8 @@ def ppf(q: ArrayLike, p: ArrayLike) -> Array:
     Example:
         >>> ember.scipy.stats.bernoulli.ppf(0.9, 0.25)  # 1.0
     """
-    q, p = promote_args_inexact("bernoulli.ppf", q, p)
-    out = jnp.where(q <= 1.0 - p, 0.0, 1.0)
+    q0, (q, p) = q, promote_args_inexact("bernoulli.ppf", q, p)
+    zero, one = const(q0, q, 0), const(q0, q, 1)
+    out = jnp.where(q <= one - p, zero, one)
     bad = jnp.isnan(q) | (q < 0) | (q > 1) | _bad_p(p)
     return jnp.where(bad, jnp.nan, out)

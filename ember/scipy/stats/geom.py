@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ember import numpy as jnp
 from ember.scipy import special
-from ember.scipy.stats._common import Array, ArrayLike, promote_args_inexact
+from ember.scipy.stats._common import Array, ArrayLike, const, promote_args_inexact
 
 __all__ = ["logpmf", "pmf"]
 
@@ -17,9 +17,9 @@ def logpmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
     Example:
         >>> ember.scipy.stats.geom.logpmf(2, 0.5)  # log(0.25) = -1.3862944
     """
-    k, p, loc = promote_args_inexact("geom.logpmf", k, p, loc)
+    k0, (k, p, loc) = k, promote_args_inexact("geom.logpmf", k, p, loc)
     y = k - loc
-    out = special.xlog1py(y - 1.0, -p) + jnp.log(p)
+    out = special.xlog1py(y - const(k0, k, 1), -p) + jnp.log(p)
     return jnp.where(y <= 0, -jnp.inf, out)
 
 

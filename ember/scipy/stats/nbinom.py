@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ember import numpy as jnp
 from ember.scipy import special
-from ember.scipy.stats._common import Array, ArrayLike, promote_args_inexact
+from ember.scipy.stats._common import Array, ArrayLike, const, promote_args_inexact
 
 __all__ = ["logpmf", "pmf"]
 
@@ -16,10 +16,10 @@ def logpmf(k: ArrayLike, n: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Arra
     Example:
         >>> ember.scipy.stats.nbinom.logpmf(0, 1, 0.5)  # log(0.5) = -0.6931472
     """
-    k, n, p, loc = promote_args_inexact("nbinom.logpmf", k, n, p, loc)
-    y = k - loc
-    log_comb = special.gammaln(y + n) - special.gammaln(n) - special.gammaln(y + 1.0)
-    out = log_comb + (special.xlogy(n, p) + special.xlogy(y, 1.0 - p))
+    k0, (k, n, p, loc) = k, promote_args_inexact("nbinom.logpmf", k, n, p, loc)
+    y, one = k - loc, const(k0, k, 1)
+    log_comb = special.gammaln(y + n) - special.gammaln(n) - special.gammaln(y + one)
+    out = log_comb + (special.xlogy(n, p) + special.xlogy(y, one - p))
     return jnp.where(k < loc, -jnp.inf, out)
 
 

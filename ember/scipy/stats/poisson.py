@@ -7,7 +7,7 @@ import math
 from ember import numpy as jnp
 from ember.numpy._util import check_arraylike, promote_dtypes_inexact
 from ember.scipy import special
-from ember.scipy.stats._common import Array, ArrayLike, promote_args_inexact
+from ember.scipy.stats._common import Array, ArrayLike, const, promote_args_inexact
 
 __all__ = ["cdf", "entropy", "logpmf", "pmf"]
 
@@ -39,10 +39,10 @@ def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     Example:
         >>> ember.scipy.stats.poisson.cdf(0, 2.)  # exp(-2) = 0.13533528
     """
-    k, mu, loc = promote_args_inexact("poisson.cdf", k, mu, loc)
+    k0, (k, mu, loc) = k, promote_args_inexact("poisson.cdf", k, mu, loc)
     y = k - loc
     out = special.gammaincc(jnp.floor(1.0 + y), mu)
-    return jnp.where(y < 0, 0.0, out)
+    return jnp.where(y < 0, const(k0, k, 0), out)
 
 
 def _entropy_sum(mu: Array, kmax: int, upper: Array) -> Array:
