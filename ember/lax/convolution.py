@@ -425,15 +425,14 @@ def _conv_scatter(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec,
         else:
             plan.append((ti, tuple(src), tuple(dst)))
     out = _scratch.empty((n,) + out_sp + (o,), x.dtype)
+    lows = [lo for lo, _ in pads]
     if by_rows:
-        _scatter_by_rows(x, wall, out, native, lhs_dilation, [lo for lo, _ in pads], ks)
+        _scatter_by_rows(x, wall, out, native, lhs_dilation, lows, ks)
         return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
     per_element = math.prod(ns) * len(taps) * o
     step = _even_split(n, max(1, _SCATTER_CHUNK_ELEMENTS // per_element))
     chunks = [(a, min(a + step, n)) for a in range(0, n, step)]
     parts = min(_threads(), len(chunks))
-
-    lows = [lo for lo, _ in pads]
 
     def run(part):
         for a, b in chunks[part::parts]:
