@@ -135,12 +135,12 @@ def _default_backend_compiles_kernels() -> bool:
 
 
 def compiles_later(closed) -> bool:
-    """Whether ``closed``, too small to compile at once (``MIN_BYTES``), is one that would
-    compile exactly into one kernel where NumPy makes several passes: worth compiling once
-    its signature has been replayed long enough (``_fastpath``'s tiering; a compiled call
-    of a few small arrays costs ~4 us, each NumPy pass ~1-3)."""
+    """Whether ``closed``, which ``compile_program`` declined, would compile exactly into one
+    kernel where NumPy makes several passes, at any size: worth compiling once its signature
+    has been replayed long enough (``_fastpath``'s tiering; a compiled call of a few small
+    arrays costs ~4 us, each NumPy pass ~1-3)."""
     return (not config.jit_disabled and _worth_compiling(closed, any_size=True)
-            and not _worth_compiling(closed) and _default_backend_compiles_kernels())
+            and _default_backend_compiles_kernels())
 
 
 def compile_program(closed, kinds: tuple, scalar_avals: dict, out_tree: type | None,

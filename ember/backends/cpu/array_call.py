@@ -57,7 +57,7 @@ _METH_FASTCALL = 0x0080
 _TYPE_OFFSET, _DATA_OFFSET, _NDIM_OFFSET, _DIMS_OFFSET = 8, 16, 24, 32
 
 _lock = threading.Lock()
-_state: dict = {}  # "builtins": {tail: (method def, address)} once made, or None
+_state: dict = {}  # "builtins": {tail: its PyMethodDef's address} once made, or None
 
 
 def _symbol(tail: str) -> str:
@@ -227,7 +227,7 @@ def function(address: int, n_arrays: int, tail: str, extra: int = 0,
     last array. A trampoline builtin where available (and ``trampoline``), else cffi."""
     if tail not in TAILS:
         raise ValueError(f"array_call.function: tail must be one of {TAILS}, got {tail!r}")
-    if not 1 <= n_arrays:
+    if n_arrays < 1:
         raise ValueError(f"array_call.function: n_arrays must be >= 1, got {n_arrays}")
     builtins = _builtins() if trampoline and n_arrays <= MAX_ARRAYS else None
     if builtins is not None:

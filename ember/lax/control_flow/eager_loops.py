@@ -51,20 +51,19 @@ class EagerLoop:
     one (compiling it once the loop has spent its budget op by op), else the run goes op by
     op and ``finished_op_by_op()`` records its time."""
 
-    __slots__ = ("_closed", "_name", "_key", "_spent_before", "_start")
+    __slots__ = ("_parts", "_closed", "_name", "_key", "_spent_before", "_start")
 
     def __init__(self, prim: core.Primitive, params: dict, in_avals: list,
                  out_avals: list, key: Any = None):
         """``key``, where given, stands for the fingerprint: a cheaper identity that fixes
-        the lowering as surely (``composite``'s: the primitive and the operand types)."""
+        the lowering as surely (``composite``'s: the primitive and the operand types); the
+        jaxpr is then built only if the run compiles."""
         self._key = None
+        self._closed = None
         if _eligible():
-            invars = [Var(a) for a in in_avals]
-            outvars = [Var(a) for a in out_avals]
-            self._closed = ClosedJaxpr(
-                Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)]), [])
+            self._parts = (prim, params, in_avals, out_avals)
             self._name = f"eager_{prim.name}"
-            self._key = key if key is not None else lowering_fingerprint(self._closed,
+            self._key = key if key is not None else lowering_fingerprint(self._jaxpr(),
                                                                          self._name)
         self._spent_before = _spent.get(self._key, 0.0) if self._key is not None else 0.0
         self._start = time.perf_counter()
@@ -79,9 +78,19 @@ class EagerLoop:
             exe = self.compile()
         return exe
 
+    def _jaxpr(self) -> ClosedJaxpr:
+        """The loop's one-equation jaxpr (built once)."""
+        if self._closed is None:
+            prim, params, in_avals, out_avals = self._parts
+            invars = [Var(a) for a in in_avals]
+            outvars = [Var(a) for a in out_avals]
+            self._closed = ClosedJaxpr(
+                Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)]), [])
+        return self._closed
+
     def compile(self) -> Any:
         from ember.runtime.dispatch import compile_closed_jaxpr
-        exe = compile_closed_jaxpr(self._closed, self._name)
+        exe = compile_closed_jaxpr(self._jaxpr(), self._name)
         _remember(_compiled, self._key, exe)
         with _lock:
             _spent.pop(self._key, None)
