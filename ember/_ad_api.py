@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.interpreters import ad
 
 # --------------------------------------------------------------------------- helpers
@@ -29,14 +29,14 @@ def _flatten_fun(fun: Callable, in_tree: Any, has_aux: bool = False):
     store: dict[str, Any] = {}
 
     def flat_fun(*leaves):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(leaves)))
+        out = fun(*_pytree.tree_unflatten(in_tree, list(leaves)))
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 f"(output, aux); got {_type_desc(out)}")
             out, aux = out
             store["aux"] = aux
-        out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+        out_flat, store["out_tree"] = _pytree.tree_flatten(out)
         for x in out_flat:
             if not core.valid_jaxtype(x):
                 raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
@@ -55,7 +55,7 @@ def _aux_primal(aux: Any) -> Any:
         while type(x) is ad.JVPTracer and not x._trace.alive:
             x = x.primal
         return x
-    return tree_util.tree_map(strip, aux)
+    return _pytree.tree_map(strip, aux)
 
 
 def _argnums_tuple(argnums: int | Sequence[int], fn: str) -> tuple[int, ...]:
@@ -115,8 +115,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; "
                         f"found {type(primals).__name__} and {type(tangents).__name__}.")
-    p_flat, p_tree = tree_util.tree_flatten(tuple(primals))
-    t_flat, t_tree = tree_util.tree_flatten(tuple(tangents))
+    p_flat, p_tree = _pytree.tree_flatten(tuple(primals))
+    t_flat, t_tree = _pytree.tree_flatten(tuple(tangents))
     if p_tree != t_tree:
         raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
                         f"structure; primals have tree structure {p_tree} whereas tangents "
@@ -127,7 +127,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     outs, touts = ad.jvp_flat(flat_fun, p_flat, t_flat)
     touts = [ad.instantiate_zeros(t) for t in touts]
     out_tree = store["out_tree"]
-    result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts))
+    result = (_pytree.tree_unflatten(out_tree, outs), _pytree.tree_unflatten(out_tree, touts))
     if has_aux:
         return (*result, _aux_primal(store["aux"]))
     return result
@@ -159,24 +159,24 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         >>> f_jvp(2.0)
         Array(2., dtype=float32, weak_type=True)
     """
-    p_flat, p_tree = tree_util.tree_flatten(primals)
+    p_flat, p_tree = _pytree.tree_flatten(primals)
     flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
     outs, lin = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store["out_tree"]
     p_avals = [core.get_aval(p) for p in p_flat]
     f_jvp = _residual_partial(_linearized_jvp, lin, p_avals, p_tree, out_tree)
-    out = tree_util.tree_unflatten(out_tree, outs)
+    out = _pytree.tree_unflatten(out_tree, outs)
     return (out, f_jvp, _aux_primal(store["aux"])) if has_aux else (out, f_jvp)
 
 
-def _residual_partial(fn: Callable, lin: ad.Linearized, *static: Any) -> tree_util.Partial:
-    """``fn(lin, *static, *args)`` as a ``tree_util.Partial`` whose leaves are ``lin``'s
+def _residual_partial(fn: Callable, lin: ad.Linearized, *static: Any) -> _pytree.Partial:
+    """``fn(lin, *static, *args)`` as a ``_pytree.Partial`` whose leaves are ``lin``'s
     residuals, like the functions JAX's vjp and linearize return: being pytrees, they can
     be returned from ``jit`` or kept as a custom_vjp residual (the residuals then come back
     as that transformation's values; ``lin`` is rebuilt around them)."""
     residuals = list(lin.jaxpr.consts)
     bare = lin.with_residuals([None] * len(residuals))  # static: keeps no values alive
-    return tree_util.Partial(functools.partial(_with_residuals, fn, bare, static), residuals)
+    return _pytree.Partial(functools.partial(_with_residuals, fn, bare, static), residuals)
 
 
 def _with_residuals(fn: Callable, bare: ad.Linearized, static: tuple, residuals: list,
@@ -186,13 +186,13 @@ def _with_residuals(fn: Callable, bare: ad.Linearized, static: tuple, residuals:
 
 def _linearized_jvp(lin: ad.Linearized, p_avals: list, p_tree: Any, out_tree: Any,
                     *tangents: Any) -> Any:
-    t_flat, t_tree = tree_util.tree_flatten(tangents)
+    t_flat, t_tree = _pytree.tree_flatten(tangents)
     if t_tree != p_tree:
         raise TypeError(f"linearized function: expected tangents of structure {p_tree}, "
                         f"got {t_tree}")
     for p, t in zip(p_avals, t_flat):
         _check_tangent(p, t)
-    return tree_util.tree_unflatten(out_tree, lin.jvp(t_flat))
+    return _pytree.tree_unflatten(out_tree, lin.jvp(t_flat))
 
 
 # --------------------------------------------------------------------------- vjp
@@ -209,14 +209,14 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         >>> f_vjp(1.0)
         (Array(1., dtype=float32, weak_type=True),)
     """
-    p_flat, p_tree = tree_util.tree_flatten(primals)
+    p_flat, p_tree = _pytree.tree_flatten(primals)
     p_flat = [_typed_primal(p) for p in p_flat]
     flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
     outs, lin = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store["out_tree"]
     out_avals = [core.get_aval(o) for o in outs]
     vjp_fun = _residual_partial(_vjp_pullback, lin, p_tree, out_tree, out_avals)
-    out = tree_util.tree_unflatten(out_tree, outs)
+    out = _pytree.tree_unflatten(out_tree, outs)
     return (out, vjp_fun, _aux_primal(store["aux"])) if has_aux else (out, vjp_fun)
 
 
@@ -235,7 +235,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
     """
     if reduce_axes:
         raise NotImplementedError("linear_transpose: reduce_axes is not supported")
-    p_flat, p_tree = tree_util.tree_flatten(primals)
+    p_flat, p_tree = _pytree.tree_flatten(primals)
     avals = []
     for p in p_flat:
         aval = core.get_aval(p) if not hasattr(p, "dtype") or hasattr(p, "aval") else \
@@ -245,16 +245,16 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
                             f"complex], got an argument of dtype {aval.dtype}")
         avals.append(aval)
     zeros = [core.concrete_array(np.zeros(a.shape, a.dtype), a) for a in avals]
-    out, pullback = vjp(fun, *tree_util.tree_unflatten(p_tree, zeros))
-    for o in tree_util.tree_leaves(out):
+    out, pullback = vjp(fun, *_pytree.tree_unflatten(p_tree, zeros))
+    for o in _pytree.tree_leaves(out):
         if not dtypes.is_inexact(core.get_aval(o).dtype):
             raise TypeError("linear_transpose only supports [float or complex] -> [float or "
                             f"complex], got an output of dtype {core.get_aval(o).dtype}")
 
     def transposed(out_cotangent: Any) -> tuple:
-        cts = tree_util.tree_leaves(pullback(out_cotangent))
+        cts = _pytree.tree_leaves(pullback(out_cotangent))
         cts = [_cast(c, a.dtype) for c, a in zip(cts, avals)]
-        return tuple(tree_util.tree_unflatten(p_tree, cts))
+        return tuple(_pytree.tree_unflatten(p_tree, cts))
 
     return transposed
 
@@ -266,7 +266,7 @@ def _cast(x: Any, dtype: np.dtype) -> Any:
 
 def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: list,
                   ct: Any) -> tuple:
-    ct_flat, ct_tree = tree_util.tree_flatten(ct)
+    ct_flat, ct_tree = _pytree.tree_flatten(ct)
     if ct_tree != out_tree:  # (a ValueError, as in JAX)
         raise ValueError(f"Tree structure of cotangent input {ct_tree}, does not match "
                         f"structure of primal output {out_tree}.")
@@ -280,7 +280,7 @@ def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: lis
                 f"{_jax_type(c_aval)}, but expected {_jax_type(expected)} because the "
                 "corresponding output of the differentiated function had JAX type "
                 f"{_jax_type(a)}")
-    return tree_util.tree_unflatten(p_tree, lin.transpose(ct_flat))
+    return _pytree.tree_unflatten(p_tree, lin.transpose(ct_flat))
 
 
 def _typed_primal(x: Any) -> Any:
@@ -304,7 +304,7 @@ def _jax_type(aval: core.ShapedArray) -> str:
 
 
 def _check_grad_inputs(fn: str, dyn_args: tuple, holomorphic: bool, allow_int: bool) -> None:
-    for x in tree_util.tree_leaves(dyn_args):
+    for x in _pytree.tree_leaves(dyn_args):
         dt = _dtype_of(x)
         if holomorphic:
             if not dtypes.is_complex(dt):
@@ -433,7 +433,7 @@ def _std_basis(avals: list, dts: list) -> tuple[list[np.ndarray], list[int]]:
 def _check_jacfwd_inputs(dyn_args: tuple, holomorphic: bool) -> None:
     # Forward mode pushes a real basis through: complex inputs only when holomorphic.
     # (jacrev checks its inputs as grad does: any inexact input, integers with allow_int.)
-    for x in tree_util.tree_leaves(dyn_args):
+    for x in _pytree.tree_leaves(dyn_args):
         dt = _dtype_of(x)
         if holomorphic:
             if not dtypes.is_complex(dt):
@@ -449,7 +449,7 @@ def _check_jacfwd_inputs(dyn_args: tuple, holomorphic: bool) -> None:
 
 def _check_jacfwd_outputs(y: Any, holomorphic: bool) -> None:
     if holomorphic:
-        for o in tree_util.tree_leaves(y):
+        for o in _pytree.tree_leaves(y):
             if not dtypes.is_complex(_dtype_of(o)):
                 raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
                                 f"dtype, but got {_dtype_of(o).name}.")
@@ -490,10 +490,10 @@ def _block(rows: Any, offset: int, size: int, out_shape: tuple, in_shape: tuple,
 
 
 def _jac_result(out_tree: Any, in_tree: Any, blocks: list, argnums: Any, dyn_args: tuple):
-    per_out = [tree_util.tree_unflatten(in_tree, row) for row in blocks]
+    per_out = [_pytree.tree_unflatten(in_tree, row) for row in blocks]
     if isinstance(argnums, (int, np.integer)):
         per_out = [p[0] for p in per_out]
-    return tree_util.tree_unflatten(out_tree, per_out)
+    return _pytree.tree_unflatten(out_tree, per_out)
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -515,14 +515,14 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         res = linearize(f_partial, *dyn_args, has_aux=has_aux)
         y, f_jvp = res[0], res[1]
         _check_jacfwd_outputs(y, holomorphic)
-        in_flat, in_tree = tree_util.tree_flatten(dyn_args)
-        out_flat, out_tree = tree_util.tree_flatten(y)
+        in_flat, in_tree = _pytree.tree_flatten(dyn_args)
+        out_flat, out_tree = _pytree.tree_flatten(y)
         in_avals = [core.get_aval(x).strip_weak_type() for x in in_flat]
         out_avals = [core.get_aval(o).strip_weak_type() for o in out_flat]
         basis, offsets = _std_basis(in_avals, [a.dtype for a in in_avals])
 
         def pushforward(*tangents):
-            return tree_util.tree_leaves(f_jvp(*tree_util.tree_unflatten(in_tree, tangents)))
+            return _pytree.tree_leaves(f_jvp(*_pytree.tree_unflatten(in_tree, tangents)))
 
         n = sum(a.size for a in in_avals)
         cols = _vmap_rows(pushforward, basis, n)
@@ -555,10 +555,10 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         _check_grad_inputs("jacrev", dyn_args, holomorphic, allow_int)
         res = vjp(f_partial, *dyn_args, has_aux=has_aux)
         y, f_vjp = res[0], res[1]
-        for o in tree_util.tree_leaves(y):
+        for o in _pytree.tree_leaves(y):
             _check_rev_output("jacrev", o, holomorphic)
-        in_flat, in_tree = tree_util.tree_flatten(dyn_args)
-        out_flat, out_tree = tree_util.tree_flatten(y)
+        in_flat, in_tree = _pytree.tree_flatten(dyn_args)
+        out_flat, out_tree = _pytree.tree_flatten(y)
         in_avals = [core.get_aval(x).strip_weak_type() for x in in_flat]
         out_avals = [core.get_aval(o).strip_weak_type() for o in out_flat]
         ct_dtypes = [ad.tangent_aval(a).dtype if dtypes.is_inexact(a.dtype) else a.dtype
@@ -566,7 +566,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         basis, offsets = _std_basis(out_avals, ct_dtypes)
 
         def pullback(*cts):
-            return tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+            return _pytree.tree_leaves(f_vjp(_pytree.tree_unflatten(out_tree, cts)))
 
         m = sum(a.size for a in out_avals)
         rows = _vmap_rows(pullback, basis, m)

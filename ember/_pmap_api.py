@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember._vmap_api import _broadcast_prefix, vmap
 from ember.api import jit
 
@@ -82,12 +82,12 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
             if len(in_axes) == nargs:
                 spec = type(in_axes)(a for i, a in enumerate(in_axes) if i not in st)
         spec = tuple(spec) if isinstance(spec, list) else spec
-        leaves = tree_util.tree_leaves(tuple(dyn))
+        leaves = _pytree.tree_leaves(tuple(dyn))
         axes = ([spec] * len(leaves) if spec is None or isinstance(spec, int)
                 else _broadcast_prefix(spec, tuple(dyn), "in_axes"))
         sizes = []
-        for x, a in zip(leaves + tree_util.tree_leaves(kwargs),
-                        axes + [0] * len(tree_util.tree_leaves(kwargs))):
+        for x, a in zip(leaves + _pytree.tree_leaves(kwargs),
+                        axes + [0] * len(_pytree.tree_leaves(kwargs))):
             shape = core.get_aval(x).shape
             if a is not None and -len(shape) <= a < len(shape):
                 sizes.append(shape[a])
@@ -123,7 +123,7 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
 
 
 def _none_to_zero(out_axes: Any) -> Any:
-    return tree_util.tree_map(lambda a: 0 if a is None else a, out_axes,
+    return _pytree.tree_map(lambda a: 0 if a is None else a, out_axes,
                               is_leaf=lambda a: a is None)
 
 
@@ -131,9 +131,9 @@ def _unreplicated(f: Callable, out_axes: Any) -> Callable:
     # out_axes=None: the value of the first device (it is the same on every device).
     def g(*args: Any, **kwargs: Any) -> Any:
         out = f(*args, **kwargs)
-        leaves, tree = tree_util.tree_flatten(out)
+        leaves, tree = _pytree.tree_flatten(out)
         axes = _broadcast_prefix(out_axes, out, "out_axes")
-        return tree_util.tree_unflatten(tree, [x[0] if a is None else x
+        return _pytree.tree_unflatten(tree, [x[0] if a is None else x
                                                for x, a in zip(leaves, axes)])
     return g
 

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember.runtime.array import Array, CpuDevice
 from ember.runtime.array import device_put as _device_put
 from ember.runtime.array import devices as _devices
@@ -115,7 +115,7 @@ def put_sharded(x: Any, shardings: Any, api: str, what: str,
                 may_alias: bool | None = None, donate: bool = False) -> Any:
     """``x`` (a pytree) on the device, each leaf carrying its sharding from ``shardings``
     (a pytree prefix of ``x``), validated as ``api`` does in JAX."""
-    leaves, treedef = tree_util.tree_flatten(x)
+    leaves, treedef = _pytree.tree_flatten(x)
     per_leaf = broadcast_shardings(shardings, x, api, what)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
@@ -130,7 +130,7 @@ def put_sharded(x: Any, shardings: Any, api: str, what: str,
             s.check_rank(core.get_aval(out).ndim, f"{api} args")
             out = placed(out, s)
         outs.append(out)
-    return tree_util.tree_unflatten(treedef, outs)
+    return _pytree.tree_unflatten(treedef, outs)
 
 
 def device_put_placed(x: Any, device: Any, may_alias: bool | None, donate: bool) -> Any:
@@ -203,7 +203,7 @@ def check_jit_shardings(in_shardings: Any, out_shardings: Any) -> None:
     """Validates ``jit``'s ``in_shardings``/``out_shardings`` when ``jit`` is called (JAX's
     TypeError for a leaf that is not a Sharding, PartitionSpec or None)."""
     for what, tree in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
-        for leaf in tree_util.tree_leaves(tree, is_leaf=lambda x: x is None or isinstance(
+        for leaf in _pytree.tree_leaves(tree, is_leaf=lambda x: x is None or isinstance(
                 x, (Sharding, PartitionSpec))):
             if leaf is None or isinstance(leaf, (Sharding, PartitionSpec)):
                 continue
@@ -227,7 +227,7 @@ def check_jit_args(args: Sequence[Any], in_shardings: Any) -> None:
                 f"{len(args)}.")
         in_shardings = tuple(in_shardings)
     per_leaf = broadcast_shardings(in_shardings, tuple(args), "pjit", "in_shardings")
-    for leaf, s in zip(tree_util.tree_leaves(tuple(args)), per_leaf):
+    for leaf, s in zip(_pytree.tree_leaves(tuple(args)), per_leaf):
         s = resolve_sharding(s, "jit", "in_shardings")
         if s is not None:
             s.check_rank(core.get_aval(leaf).ndim, "pjit arguments")
@@ -240,14 +240,14 @@ def place_outputs(outs: Any, out_shardings: Any) -> Any:
     if out_shardings is None:
         return outs
     per_leaf = broadcast_shardings(out_shardings, outs, "pjit", "out_shardings")
-    leaves, treedef = tree_util.tree_flatten(outs)
+    leaves, treedef = _pytree.tree_flatten(outs)
     placed_leaves = []
     for leaf, s in zip(leaves, per_leaf):
         s = resolve_sharding(s, "jit", "out_shardings")
         if s is not None:
             s.check_rank(core.get_aval(leaf).ndim, "pjit outputs")
         placed_leaves.append(placed(leaf, s))
-    return tree_util.tree_unflatten(treedef, placed_leaves)
+    return _pytree.tree_unflatten(treedef, placed_leaves)
 
 
 # --------------------------------------------------------------------------- shard_map
@@ -307,7 +307,7 @@ def _check_specs(kind: str, specs: list, avals: list, paths: list, manual: froze
 
 def _flat_specs(specs: Any, tree: Any, kind: str) -> list:
     """One PartitionSpec per leaf of ``tree`` (``specs`` a prefix of it; None is P())."""
-    pre_leaves, pre_def = tree_util.tree_flatten(
+    pre_leaves, pre_def = _pytree.tree_flatten(
         specs, is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
     try:
         subtrees = pre_def.flatten_up_to(tree)
@@ -323,7 +323,7 @@ def _flat_specs(specs: Any, tree: Any, kind: str) -> list:
                 f"shard_map {kind} argument must be a pytree of `jax.sharding.PartitionSpec` "
                 f"instances, but:\n\n  {kind} is {spec} of type {type(spec).__name__}, \n\n"
                 f"Check the {kind} values passed to shard_map.")
-        out.extend([spec] * len(tree_util.tree_leaves(sub)))
+        out.extend([spec] * len(_pytree.tree_leaves(sub)))
     return out
 
 
@@ -461,9 +461,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             raise ValueError(f"jax.shard_map requires axis_names={manual} to be a subset of "
                              f"mesh.axis_names={frozenset(m.axis_names)}")
         names = [n for n in m.axis_names if n in manual]
-        flat, in_tree = tree_util.tree_flatten(args)
+        flat, in_tree = _pytree.tree_flatten(args)
         avals = [core.get_aval(x) for x in flat]
-        paths = [f"args{tree_util.keystr(p)}" for p, _ in tree_util.tree_flatten_with_path(
+        paths = [f"args{_pytree.keystr(p)}" for p, _ in _pytree.tree_flatten_with_path(
             args)[0]]
         if in_specs is Infer:
             specs = [getattr(getattr(x, "_sharding", None), "spec", PartitionSpec())
@@ -474,8 +474,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         out_tree = []
 
         def flat_f(*xs):
-            outs = f(*tree_util.tree_unflatten(in_tree, list(xs)))
-            leaves, tree = tree_util.tree_flatten(outs)
+            outs = f(*_pytree.tree_unflatten(in_tree, list(xs)))
+            leaves, tree = _pytree.tree_flatten(outs)
             out_tree.append(tree)
             return leaves
 
@@ -492,7 +492,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             body = functools.partial(eval_jaxpr, closed.jaxpr, closed.consts)
         outs = _run_manual(body, list(flat), names)
         tree = out_tree[0]
-        o_specs = _flat_specs(out_specs, tree_util.tree_unflatten(tree, outs), "out_specs")
+        o_specs = _flat_specs(out_specs, _pytree.tree_unflatten(tree, outs), "out_specs")
         _check_specs("out_specs", o_specs, [core.get_aval(o) for o in outs],
                      [""] * len(outs), manual, f)
         if check_vma:
@@ -500,7 +500,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             _check_vma(f, m, o_specs, _varying_axes(closed.jaxpr, in_vma))
         if isinstance(m, Mesh):
             outs = [placed(o, NamedSharding(m, s)) for o, s in zip(outs, o_specs)]
-        return tree_util.tree_unflatten(tree, outs)
+        return _pytree.tree_unflatten(tree, outs)
 
     return sharded
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.interpreters import batching
 from ember.interpreters.batching import not_mapped
 
@@ -38,7 +38,7 @@ def _is_axis(a: Any) -> bool:
 
 
 def _check_axis_spec(spec: Any, what: str) -> None:
-    if not all(_is_axis(a) for a in tree_util.tree_leaves(spec, is_leaf=_is_none)):
+    if not all(_is_axis(a) for a in _pytree.tree_leaves(spec, is_leaf=_is_none)):
         raise TypeError(_AXES_LEAVES.format(what, spec))
 
 
@@ -60,8 +60,8 @@ def _leaf_paths(tree: Any, prefix: str, out: list[str]) -> None:
         for k in _dict_keys(tree):
             _leaf_paths(tree[k], f"{prefix}[{k!r}]", out)
     else:
-        n = len(tree_util.tree_leaves(tree))
-        if n == 1 and tree_util.treedef_is_leaf(tree_util.tree_structure(tree)):
+        n = len(_pytree.tree_leaves(tree))
+        if n == 1 and _pytree.treedef_is_leaf(_pytree.tree_structure(tree)):
             out.append(prefix)
         else:
             out.extend(f"{prefix}[{i}]" for i in range(n))
@@ -100,16 +100,16 @@ def _arg_paths(fun: Callable, args: tuple, kwargs: dict) -> list[str]:
 
 def _broadcast_prefix(spec: Any, tree: Any, what: str) -> list:
     """One axis per leaf of ``tree``: ``spec`` is a prefix of ``tree`` (None is a leaf)."""
-    spec_leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=_is_none)
+    spec_leaves, spec_tree = _pytree.tree_flatten(spec, is_leaf=_is_none)
     try:
         subtrees = spec_tree.flatten_up_to(tree)
     except ValueError:
         raise ValueError(f"vmap {what} specification must be a tree prefix of the "
                          f"corresponding value; got specification {spec} for value tree "
-                         f"{tree_util.tree_structure(tree)}.") from None
+                         f"{_pytree.tree_structure(tree)}.") from None
     out = []
     for axis, sub in zip(spec_leaves, subtrees):
-        out.extend([axis] * len(tree_util.tree_leaves(sub)))
+        out.extend([axis] * len(_pytree.tree_leaves(sub)))
     return out
 
 
@@ -159,9 +159,9 @@ def _mapped_size(leaves: list, axes: list, axis_size: int | None, names: Callabl
 def _flat_fun(fun: Callable, in_tree: Any, store: dict) -> Callable:
     """``fun`` on the flat leaves of ``(args, kwargs)``; the output tree lands in ``store``."""
     def flat_fun(*leaves):
-        args, kwargs = tree_util.tree_unflatten(in_tree, list(leaves))
+        args, kwargs = _pytree.tree_unflatten(in_tree, list(leaves))
         out = fun(*args, **kwargs)
-        out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+        out_flat, store["out_tree"] = _pytree.tree_flatten(out)
         for x in out_flat:
             if not core.valid_jaxtype(x):
                 raise TypeError(f"Output from batched function {x!r} with type {type(x)} is "
@@ -172,7 +172,7 @@ def _flat_fun(fun: Callable, in_tree: Any, store: dict) -> Callable:
 
 def _out_paths(out_tree: Any) -> list[str]:
     out: list[str] = []
-    _leaf_paths(tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves), "", out)
+    _leaf_paths(_pytree.tree_unflatten(out_tree, [0] * out_tree.num_leaves), "", out)
     return out
 
 
@@ -249,7 +249,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                              "corresponding to the positional arguments passed to the "
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = _pytree.tree_flatten((args, kwargs))
         axes = _broadcast_prefix((in_axes, 0), (args, kwargs), "in_axes")
         for x, a in zip(leaves, axes):
             if a is not None and not core.valid_jaxtype(x):
@@ -271,7 +271,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         outs, out_dims = batching.batch_flat(_flat_fun(fun, in_tree, store), leaves, dims,
                                              size, axis_name)
         out_tree = store["out_tree"]
-        out_spec = _broadcast_prefix(out_axes, tree_util.tree_unflatten(out_tree, outs),
+        out_spec = _broadcast_prefix(out_axes, _pytree.tree_unflatten(out_tree, outs),
                                      "out_axes")
         paths: list[list[str]] = []
 
@@ -284,6 +284,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 
         placed = [_place_output(o, d, a, size, path(i))
                   for i, (o, d, a) in enumerate(zip(outs, out_dims, out_spec))]
-        return tree_util.tree_unflatten(out_tree, placed)
+        return _pytree.tree_unflatten(out_tree, placed)
 
     return vmapped

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import _pjit_lowering, closure_convert, pjit_p
@@ -238,15 +238,15 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Any = None,
         if core.is_eval_context():
             return fun(*args, **kwargs)
         dyn_pos = [i for i in range(len(args)) if i not in static]
-        flat, in_tree = tree_util.tree_flatten(([args[i] for i in dyn_pos], kwargs))
+        flat, in_tree = _pytree.tree_flatten(([args[i] for i in dyn_pos], kwargs))
         out_trees = []
 
         def flat_fun(*leaves):
-            dyn, kw = tree_util.tree_unflatten(in_tree, list(leaves))
+            dyn, kw = _pytree.tree_unflatten(in_tree, list(leaves))
             full = list(args)
             for i, v in zip(dyn_pos, dyn):
                 full[i] = v
-            out_flat, out_tree = tree_util.tree_flatten(fun(*full, **kw))
+            out_flat, out_tree = _pytree.tree_flatten(fun(*full, **kw))
             out_trees.append(out_tree)
             return out_flat
 
@@ -254,7 +254,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Any = None,
         closed, extra = closure_convert(closed)
         outs = remat_p.bind(*extra, *flat, jaxpr=closed, prevent_cse=prevent_cse,
                             differentiated=False, policy=policy)
-        return tree_util.tree_unflatten(out_trees[0], outs)
+        return _pytree.tree_unflatten(out_trees[0], outs)
 
     return remat_f
 
@@ -291,7 +291,7 @@ def checkpoint_name(x: Any, name: str) -> Any:
         Array(0.35888645, dtype=float32, weak_type=True)
     """
     from ember.lax.base import as_operand  # (ember.lax imports this module's users)
-    return tree_util.tree_map(
+    return _pytree.tree_map(
         lambda v: name_p.bind(as_operand(v, "checkpoint_name", "x"), name=name), x)
 
 

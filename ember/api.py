@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember import monitoring as _monitoring
 from ember.config import config as _config
 from ember.errors import UnexpectedTracerError
@@ -81,9 +81,9 @@ def _arg_names(fun: Callable, args: Sequence[Any], kwargs: dict,
         return None
     names: list[str] = []
     for i in dyn_positions:
-        names.extend([namer(i)] * len(tree_util.tree_leaves(args[i])))
+        names.extend([namer(i)] * len(_pytree.tree_leaves(args[i])))
     for key in sorted(kwargs):  # dicts flatten in sorted key order
-        names.extend([key] * len(tree_util.tree_leaves(kwargs[key])))
+        names.extend([key] * len(_pytree.tree_leaves(kwargs[key])))
     return names
 
 
@@ -115,16 +115,16 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         dyn_positions = [i for i in range(len(args)) if i not in static]
         dyn_args = [args[i] for i in dyn_positions]
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
-        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        flat, in_tree = _pytree.tree_flatten((dyn_args, dyn_kwargs))
         in_avals = [_abstractify(x) for x in flat]
         out_trees = []
 
         def flat_fun(*flat_tracers):
-            dyn, kw = tree_util.tree_unflatten(in_tree, list(flat_tracers))
+            dyn, kw = _pytree.tree_unflatten(in_tree, list(flat_tracers))
             full = list(args)
             for i, v in zip(dyn_positions, dyn):
                 full[i] = v
-            out_flat, out_tree = tree_util.tree_flatten(fun(*full, **kw, **static_kw))
+            out_flat, out_tree = _pytree.tree_flatten(fun(*full, **kw, **static_kw))
             out_trees.append(out_tree)
             return out_flat
 
@@ -340,7 +340,7 @@ def _positional_name(fun: Callable, i: int) -> str:
 def _arg_groups(sig: _Signature) -> list[tuple[int | str, Any]]:
     """The dynamic arguments of a call in flattening order, each with its position (or its
     keyword): one group of leaves each."""
-    dyn_args, dyn_kwargs = tree_util.tree_unflatten(sig.in_tree, sig.flat)
+    dyn_args, dyn_kwargs = _pytree.tree_unflatten(sig.in_tree, sig.flat)
     positions = [i for i in range(len(sig.args)) if not any(w == i for w, _ in sig.statics)]
     return [*zip(positions, dyn_args), *((k, dyn_kwargs[k]) for k in sorted(dyn_kwargs))]
 
@@ -350,7 +350,7 @@ def _leaf_names(fun: Callable, sig: _Signature) -> list[str]:
     names = []
     for where, arg in _arg_groups(sig):
         name = where if isinstance(where, str) else _positional_name(fun, where)
-        n = len(tree_util.tree_leaves(arg))
+        n = len(_pytree.tree_leaves(arg))
         names.extend([name] if n == 1 else [f"{name}[{j}]" for j in range(n)])
     return names
 
@@ -399,12 +399,12 @@ class _Stage:
 
     @property
     def in_avals(self) -> Any:
-        return tree_util.tree_unflatten(self._sig.in_tree, self._sig.avals)
+        return _pytree.tree_unflatten(self._sig.in_tree, self._sig.avals)
 
     @property
     def args_info(self) -> Any:
         donated = self._jitted._donated_leaves(self._sig)
-        return tree_util.tree_unflatten(
+        return _pytree.tree_unflatten(
             self._sig.in_tree, [ArgInfo(a, d) for a, d in zip(self._sig.avals, donated)])
 
     @property
@@ -448,7 +448,7 @@ class Traced(_Stage):
 
     @property
     def out_avals(self) -> Any:
-        return tree_util.tree_unflatten(self._entry.out_tree, self._entry.closed.out_avals)
+        return _pytree.tree_unflatten(self._entry.out_tree, self._entry.closed.out_avals)
 
     @property
     def out_info(self) -> Any:
@@ -461,12 +461,12 @@ class Traced(_Stage):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Evaluates the jaxpr op by op on the dynamic arguments (the static ones are traced
         in), as JAX's ``Traced`` does."""
-        flat, in_tree = tree_util.tree_flatten((args, kwargs))
+        flat, in_tree = _pytree.tree_flatten((args, kwargs))
         if in_tree != self._sig.in_tree:
             raise TypeError(f"Traced {self.fun_name}: the arguments' structure {in_tree} is "
                             f"not the one it was traced for, {self._sig.in_tree}")
         outs = eval_closed_jaxpr(self._entry.closed, *flat)
-        return tree_util.tree_unflatten(self._entry.out_tree, outs)
+        return _pytree.tree_unflatten(self._entry.out_tree, outs)
 
 
 class Lowered(_Stage):
@@ -599,7 +599,7 @@ class MemoryAnalysis:
 
 
 def _shape_structs(out_tree: Any, avals: Sequence[core.ShapedArray], weak: bool = True) -> Any:
-    return tree_util.tree_unflatten(
+    return _pytree.tree_unflatten(
         out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=weak and a.weak_type)
                    for a in avals])
 
@@ -925,7 +925,7 @@ class JitFunction:
                 statics.append((k, v))
             else:
                 dyn_kwargs[k] = v
-        flat, in_tree = tree_util.tree_flatten((tuple(dyn_args), dyn_kwargs))
+        flat, in_tree = _pytree.tree_flatten((tuple(dyn_args), dyn_kwargs))
         avals = []
         for x in flat:
             if type(x) is Array:
@@ -968,11 +968,11 @@ class JitFunction:
         out_trees = []
 
         def flat_fun(*leaves):
-            dyn_args, dyn_kwargs = tree_util.tree_unflatten(sig.in_tree, list(leaves))
+            dyn_args, dyn_kwargs = _pytree.tree_unflatten(sig.in_tree, list(leaves))
             it = iter(dyn_args)
             full = [static_pos[i] if i in static_pos else next(it) for i in range(n_pos)]
             out = self._fun(*full, **dyn_kwargs, **static_kw)
-            out_flat, out_tree = tree_util.tree_flatten(out)
+            out_flat, out_tree = _pytree.tree_flatten(out)
             out_trees.append(out_tree)
             return out_flat
 
@@ -1013,7 +1013,7 @@ class JitFunction:
         nums = {i + len(sig.args) if i < 0 else i for i in nums}
         donated = []
         for where, arg in _arg_groups(sig):
-            donated += [where in nums or where in names] * len(tree_util.tree_leaves(arg))
+            donated += [where in nums or where in names] * len(_pytree.tree_leaves(arg))
         return donated
 
     def trace(self, *args: Any, **kwargs: Any) -> Traced:
@@ -1112,13 +1112,13 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         >>> ember.eval_shape(jnp.sum, ember.ShapeDtypeStruct((2, 3), jnp.float32))
         ShapeDtypeStruct(shape=(), dtype=float32)
     """
-    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat, in_tree = _pytree.tree_flatten((args, kwargs))
     avals = [_abstractify(x) for x in flat]
     out_trees = []
 
     def flat_fun(*leaves):
-        a, kw = tree_util.tree_unflatten(in_tree, list(leaves))
-        out_flat, out_tree = tree_util.tree_flatten(fun(*a, **kw))
+        a, kw = _pytree.tree_unflatten(in_tree, list(leaves))
+        out_flat, out_tree = _pytree.tree_flatten(fun(*a, **kw))
         out_trees.append(out_tree)
         return out_flat
 

@@ -25,7 +25,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import _pjit_lowering, closure_convert
@@ -73,11 +73,11 @@ def _batch(vals, dims, *, call, rule, in_tree, out_tree, num_consts):
     size = batching.axis_size_of(vals, dims)
     args = [v if d is batching.not_mapped else batch_util.move_to(v, d, 0, size)
             for v, d in zip(vals[num_consts:], dims[num_consts:])]
-    in_batched = tree_util.tree_unflatten(
+    in_batched = _pytree.tree_unflatten(
         in_tree, [d is not batching.not_mapped for d in dims[num_consts:]])
-    out, out_batched = rule(size, list(in_batched), *tree_util.tree_unflatten(in_tree, args))
-    flat_out, tree1 = tree_util.tree_flatten(out)
-    flat_batched, tree2 = tree_util.tree_flatten(out_batched)
+    out, out_batched = rule(size, list(in_batched), *_pytree.tree_unflatten(in_tree, args))
+    flat_out, tree1 = _pytree.tree_flatten(out)
+    flat_batched, tree2 = _pytree.tree_flatten(out_batched)
     _check_rule_trees(rule, out_tree, tree1, tree2)
     return flat_out, [0 if b else batching.not_mapped for b in flat_batched]
 
@@ -105,10 +105,10 @@ def _jvp(primals, tangents, *, call, rule, in_tree, out_tree, num_consts):
             + list(tangents[n_c:]))
     outs = custom_vmap_p.bind(
         *extra, *args, call=closed, rule=_Rule(_jvp_of_rule(rule, out_tree), rule),
-        in_tree=tree_util.tree_structure((tree_util.tree_unflatten(in_tree, [0] * (n - n_c)),)
+        in_tree=_pytree.tree_structure((_pytree.tree_unflatten(in_tree, [0] * (n - n_c)),)
                                          * 2),
-        out_tree=tree_util.tree_structure(
-            (tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves),) * 2),
+        out_tree=_pytree.tree_structure(
+            (_pytree.tree_unflatten(out_tree, [0] * out_tree.num_leaves),) * 2),
         num_consts=len(extra) + 2 * n_c)
     k = len(outs) // 2
     return outs[:k], outs[k:]
@@ -119,26 +119,26 @@ def _jvp_of_rule(rule: Callable, out_tree: Any) -> Callable:
         from ember.api import jvp
         from ember.lax import batch_util
         pb, tb = in_batched
-        both = tree_util.tree_map(lambda p, t: p and t, pb, tb)
-        pl, tl = tree_util.tree_leaves(pb), tree_util.tree_leaves(tb)
+        both = _pytree.tree_map(lambda p, t: p and t, pb, tb)
+        pl, tl = _pytree.tree_leaves(pb), _pytree.tree_leaves(tb)
         extra = ([0 if p and not t else batching.not_mapped for p, t in zip(pl, tl)]
                  + [0 if t and not p else batching.not_mapped for p, t in zip(pl, tl)])
-        flat_ps, ps_tree = tree_util.tree_flatten(ps)
-        flat_ts = tree_util.tree_leaves(ts)
+        flat_ps, ps_tree = _pytree.tree_flatten(ps)
+        flat_ts = _pytree.tree_leaves(ts)
         store = []
 
         def to_jvp(*p):
             out, out_b = rule(axis_size, both, *p)
-            _check_rule_trees(rule, out_tree, tree_util.tree_structure(out),
-                              tree_util.tree_structure(out_b))
-            store.append(tree_util.tree_leaves(out_b))
+            _check_rule_trees(rule, out_tree, _pytree.tree_structure(out),
+                              _pytree.tree_structure(out_b))
+            store.append(_pytree.tree_leaves(out_b))
             return out
 
         def flat(*leaves):
-            p = tree_util.tree_unflatten(ps_tree, list(leaves[:len(flat_ps)]))
-            t = tree_util.tree_unflatten(ps_tree, list(leaves[len(flat_ps):]))
+            p = _pytree.tree_unflatten(ps_tree, list(leaves[:len(flat_ps)]))
+            t = _pytree.tree_unflatten(ps_tree, list(leaves[len(flat_ps):]))
             o, ot = jvp(to_jvp, tuple(p), tuple(t))
-            return tree_util.tree_leaves(o) + tree_util.tree_leaves(ot)
+            return _pytree.tree_leaves(o) + _pytree.tree_leaves(ot)
         if all(d is batching.not_mapped for d in extra):
             outs = flat(*flat_ps, *flat_ts)
             dims = [batching.not_mapped] * len(outs)
@@ -149,7 +149,7 @@ def _jvp_of_rule(rule: Callable, out_tree: Any) -> Callable:
         k = len(outs) // 2
         ob = [m or d is not batching.not_mapped for m, d in zip(store[0], dims[:k])]
         tb_out = [m or d is not batching.not_mapped for m, d in zip(store[0], dims[k:])]
-        unflat = functools.partial(tree_util.tree_unflatten, out_tree)
+        unflat = functools.partial(_pytree.tree_unflatten, out_tree)
         return ((unflat(outs[:k]), unflat(outs[k:])), (unflat(ob), unflat(tb_out)))
     return jvp_rule
 
@@ -231,12 +231,12 @@ class custom_vmap:  # noqa: N801 (JAX's name)
         if self.vmap_rule is None:
             raise AttributeError(
                 f"No batching rule defined for custom_vmap function {name} using def_vmap.")
-        flat, in_tree = tree_util.tree_flatten(args)
+        flat, in_tree = _pytree.tree_flatten(args)
         out_trees = []
 
         def flat_fun(*leaves):
-            out = self.fun(*tree_util.tree_unflatten(in_tree, list(leaves)))
-            out_flat, out_tree = tree_util.tree_flatten(out)
+            out = self.fun(*_pytree.tree_unflatten(in_tree, list(leaves)))
+            out_flat, out_tree = _pytree.tree_flatten(out)
             out_trees.append(out_tree)
             return out_flat
         closed, _ = pe.trace_to_jaxpr(flat_fun, [core.get_aval(x) for x in flat])
@@ -244,7 +244,7 @@ class custom_vmap:  # noqa: N801 (JAX's name)
         outs = custom_vmap_p.bind(*consts, *flat, call=closed, rule=self.vmap_rule,
                                   in_tree=in_tree, out_tree=out_trees[0],
                                   num_consts=len(consts))
-        return tree_util.tree_unflatten(out_trees[0], outs)
+        return _pytree.tree_unflatten(out_trees[0], outs)
 
 
 def sequential_vmap(f: Callable) -> custom_vmap:
@@ -264,14 +264,14 @@ def sequential_vmap(f: Callable) -> custom_vmap:
 
     @f.def_vmap
     def rule(axis_size: int, in_batched: list, *args: Any):
-        mask = tree_util.tree_leaves(in_batched)
-        leaves, tree = tree_util.tree_flatten(list(args))
+        mask = _pytree.tree_leaves(in_batched)
+        leaves, tree = _pytree.tree_flatten(list(args))
         mapped = [x for x, b in zip(leaves, mask) if b]
 
         def one(xs):
             it = iter(xs)
-            return f(*tree_util.tree_unflatten(tree, [next(it) if b else x
+            return f(*_pytree.tree_unflatten(tree, [next(it) if b else x
                                                       for x, b in zip(leaves, mask)]))
         out = lax.map(one, mapped)
-        return out, tree_util.tree_map(lambda _: True, out)
+        return out, _pytree.tree_map(lambda _: True, out)
     return f

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.batching import not_mapped
@@ -239,8 +239,8 @@ class _CustomDerivative:
     def _flat_fun(self, full: Callable, in_tree: Any, store: dict) -> Callable:
         """The function on flat leaves; records its output tree in ``store``."""
         def flat_fun(*leaves):
-            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
-            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
+            out = self.fun(*full(_pytree.tree_unflatten(in_tree, list(leaves))))
+            out_flat, store["out_tree"] = _pytree.tree_flatten(out)
             return out_flat
         return flat_fun
 
@@ -289,9 +289,9 @@ class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
                 if rule is None:
                     continue
                 term = rule(t, ans, *primals)
-                out = term if out is None else tree_util.tree_map(lambda a, b: a + b, out, term)
+                out = term if out is None else _pytree.tree_map(lambda a, b: a + b, out, term)
             if out is None:
-                out = tree_util.tree_map(lambda a: a * 0, ans)
+                out = _pytree.tree_map(lambda a: a * 0, ans)
             return ans, out
         self.jvp = jvp
 
@@ -302,20 +302,20 @@ class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         nondiff, diff_args, full = self._split_args(args, kwargs, name)
-        flat, in_tree = tree_util.tree_flatten(diff_args)
+        flat, in_tree = _pytree.tree_flatten(diff_args)
         store: dict[str, Any] = {}
         flat_fun = self._flat_fun(full, in_tree, store)
 
         def flat_jvp(primals, tangents):
-            p = tree_util.tree_unflatten(in_tree, primals)
-            t = tree_util.tree_unflatten(in_tree, tangents)
+            p = _pytree.tree_unflatten(in_tree, primals)
+            t = _pytree.tree_unflatten(in_tree, tangents)
             res = self.jvp(*[nondiff[i] for i in sorted(nondiff)], tuple(p), tuple(t))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError("Custom JVP rule must produce a pair (list or tuple of length "
                                 f"two) representing primal and tangent outputs, but got {res}.")
             out, tout = res
-            out_flat, out_tree = tree_util.tree_flatten(out)
-            tout_flat, tout_tree = tree_util.tree_flatten(tout)
+            out_flat, out_tree = _pytree.tree_flatten(out)
+            tout_flat, tout_tree = _pytree.tree_flatten(tout)
             if out_tree != tout_tree:
                 raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
                                 "equal container (pytree) structures, but got "
@@ -336,7 +336,7 @@ class custom_jvp(_CustomDerivative):  # noqa: N801 - JAX's name
 
         flat_jvp.__name__ = _fun_name(self.jvp)
         outs = bind_custom_jvp(flat_fun, flat_jvp, flat, name, self.symbolic_zeros)
-        return tree_util.tree_unflatten(store["out_tree"], outs)
+        return _pytree.tree_unflatten(store["out_tree"], outs)
 
 
 # --------------------------------------------------------------------------- custom_vjp
@@ -479,20 +479,20 @@ class custom_vjp(_CustomDerivative):  # noqa: N801 - JAX's name
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
         nondiff, diff_args, full = self._split_args(args, kwargs, name)
         nondiff_vals = [nondiff[i] for i in sorted(nondiff)]
-        flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+        flat, in_tree = _pytree.tree_flatten(tuple(diff_args))
         store: dict[str, Any] = {}
         flat_fun = self._flat_fun(full, in_tree, store)
 
         def flat_fwd(*leaves):
-            res = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(leaves))))
+            res = self.fwd(*full(_pytree.tree_unflatten(in_tree, list(leaves))))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule {_fun_name(self.fwd)} must produce a "
                                 "pair (list or tuple of length two) where the first element "
                                 "represents the primal output and the second the residuals, "
                                 f"but got {res}.")
             out, residuals = res
-            out_flat, store["out_tree"] = tree_util.tree_flatten(out)
-            res_flat, store["res_tree"] = tree_util.tree_flatten(residuals)
+            out_flat, store["out_tree"] = _pytree.tree_flatten(out)
+            res_flat, store["res_tree"] = _pytree.tree_flatten(residuals)
             # Python scalars among the residuals (a shape, a flag) reach bwd unchanged, as
             # in JAX; only the other leaves are values of the computation.
             store["static_res"] = {i: r for i, r in enumerate(res_flat) if _is_static_res(r)}
@@ -502,15 +502,15 @@ class custom_vjp(_CustomDerivative):  # noqa: N801 - JAX's name
             static, it = store["static_res"], iter(res_flat)
             res_flat = [static[i] if i in static else next(it)
                         for i in range(store["res_tree"].num_leaves)]
-            residuals = tree_util.tree_unflatten(store["res_tree"], res_flat)
-            ct = tree_util.tree_unflatten(store["out_tree"], cts_flat)
+            residuals = _pytree.tree_unflatten(store["res_tree"], res_flat)
+            ct = _pytree.tree_unflatten(store["out_tree"], cts_flat)
             cts_in = self.bwd(*nondiff_vals, residuals, ct)
             return _flatten_bwd_output(cts_in, diff_args, flat)
 
         flat_fwd.__name__ = _fun_name(self.fwd)
         flat_bwd.__name__ = _fun_name(self.bwd)
         outs = bind_custom_vjp(flat_fun, flat_fwd, flat_bwd, flat, name)
-        return tree_util.tree_unflatten(store["out_tree"], outs)
+        return _pytree.tree_unflatten(store["out_tree"], outs)
 
 
 # --------------------------------------------------------------------------- batching
@@ -688,13 +688,13 @@ def custom_gradient(fun: Callable) -> Callable:
 
     def fwd(*args, **kwargs):
         out, rule = fun(*args, **kwargs)
-        out_flat, out_tree = tree_util.tree_flatten(out)
+        out_flat, out_tree = _pytree.tree_flatten(out)
         ct_avals = [ad.tangent_aval(core.get_aval(o)) for o in out_flat]
         trees = {}
 
         def flat_rule(*cts):
-            cts_in = rule(tree_util.tree_unflatten(out_tree, list(cts)))
-            flat, trees["in"] = tree_util.tree_flatten(cts_in)
+            cts_in = rule(_pytree.tree_unflatten(out_tree, list(cts)))
+            flat, trees["in"] = _pytree.tree_flatten(cts_in)
             return flat
 
         # The rule becomes a jaxpr whose closed-over values (the forward pass's) are explicit
@@ -706,11 +706,11 @@ def custom_gradient(fun: Callable) -> Callable:
     def bwd(res, ct):
         consts, static = res
         jaxpr, out_tree, in_tree = static.value
-        cts_flat, ct_tree = tree_util.tree_flatten(ct)
+        cts_flat, ct_tree = _pytree.tree_flatten(ct)
         if ct_tree != out_tree:
             raise TypeError(f"custom_gradient: cotangent structure {ct_tree} does not match "
                             f"the output's {out_tree}")
-        cts_in = tree_util.tree_unflatten(in_tree, eval_jaxpr(jaxpr, consts, *cts_flat))
+        cts_in = _pytree.tree_unflatten(in_tree, eval_jaxpr(jaxpr, consts, *cts_flat))
         return cts_in if isinstance(cts_in, tuple) else (cts_in,)
 
     wrapped.defvjp(fwd, bwd)
@@ -728,13 +728,13 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
         >>> converted(3.0, *consts)
         Array(6., dtype=float32, weak_type=True)
     """
-    flat, in_tree = tree_util.tree_flatten(example_args)
+    flat, in_tree = _pytree.tree_flatten(example_args)
     avals = [core.get_aval(x) for x in flat]
     trees = {}
 
     def flat_fun(*leaves):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(leaves)))
-        out_flat, trees["out"] = tree_util.tree_flatten(out)
+        out = fun(*_pytree.tree_unflatten(in_tree, list(leaves)))
+        out_flat, trees["out"] = _pytree.tree_flatten(out)
         return out_flat
 
     closed, _ = pe.trace_to_jaxpr(flat_fun, avals)
@@ -746,22 +746,22 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
 
     def converted(*args_and_consts):
         n = len(args_and_consts) - len(hoisted)
-        args_flat, tree = tree_util.tree_flatten(args_and_consts[:n])
+        args_flat, tree = _pytree.tree_flatten(args_and_consts[:n])
         if tree != in_tree:
             raise TypeError(f"closure_convert: arguments {tree} do not match the example "
                             f"arguments' structure {in_tree}")
         extra, kept_it = iter(args_and_consts[n:]), iter(kept)
         consts = [next(extra) if h else next(kept_it) for h in hoist]
-        return tree_util.tree_unflatten(trees["out"], eval_jaxpr(jaxpr, consts, *args_flat))
+        return _pytree.tree_unflatten(trees["out"], eval_jaxpr(jaxpr, consts, *args_flat))
 
     return converted, hoisted
 
 
 def _flatten_bwd_output(cts_in: Any, diff_args: list, flat_args: list) -> list:
     """The bwd result as one cotangent per flat argument (``None`` entries become zeros)."""
-    args_tree = tree_util.tree_structure(tuple(diff_args))
+    args_tree = _pytree.tree_structure(tuple(diff_args))
     if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(diff_args):
-        got = tree_util.tree_structure(cts_in, is_leaf=lambda x: x is None)
+        got = _pytree.tree_structure(cts_in, is_leaf=lambda x: x is None)
         raise TypeError("Custom VJP bwd rule must produce an output with the same container "
                         "(pytree) structure as the args tuple of the primal function, and in "
                         "particular must produce a tuple of length equal to the number of "
@@ -769,16 +769,16 @@ def _flatten_bwd_output(cts_in: Any, diff_args: list, flat_args: list) -> list:
                         f"{got} for primal input structure {args_tree}.")
     out = []
     for ct, arg in zip(cts_in, diff_args):
-        leaves = tree_util.tree_leaves(arg)
+        leaves = _pytree.tree_leaves(arg)
         if ct is None:
             out.extend(ad.Zero.from_primal_value(x) for x in leaves)
             continue
-        ct_leaves, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
-        if ct_tree != tree_util.tree_structure(arg, is_leaf=lambda x: x is None):
+        ct_leaves, ct_tree = _pytree.tree_flatten(ct, is_leaf=lambda x: x is None)
+        if ct_tree != _pytree.tree_structure(arg, is_leaf=lambda x: x is None):
             raise TypeError("Custom VJP bwd rule must produce an output with the same "
                             "container (pytree) structure as the args tuple of the primal "
                             f"function, but got {ct_tree} for an argument of structure "
-                            f"{tree_util.tree_structure(arg)}.")
+                            f"{_pytree.tree_structure(arg)}.")
         for c, x in zip(ct_leaves, leaves):
             if c is None:
                 out.append(ad.Zero.from_primal_value(x))

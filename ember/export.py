@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import ml_dtypes
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 
 __all__ = ["DisabledSafetyCheck", "Exported", "SymbolicScope", "default_export_platform",
            "deserialize", "export", "is_symbolic_dim",
@@ -151,7 +151,7 @@ def register_pytree_node_serialization(
         deserialize_auxdata: Callable[[bytes], Any],
         from_children: Callable[[Any, Sequence[Any]], Any] | None = None) -> type[T]:
     """Registers a custom pytree node type for the ``in_tree``/``out_tree`` of serialized
-    ``Exported``s. Call it after ``ember.tree_util.register_pytree_node``.
+    ``Exported``s. Call it after ``ember._pytree.register_pytree_node``.
 
     Args:
         nodetype: the node type.
@@ -178,10 +178,10 @@ def register_pytree_node_serialization(
                          f"`{serialized_name}`. Previous registration was for type "
                          f"`{_deserializers[serialized_name][0]}`.")
     if from_children is None:
-        if not tree_util.is_tree_node(nodetype) or _is_namedtuple(nodetype):
+        if not _pytree.is_tree_node(nodetype) or _is_namedtuple(nodetype):
             raise ValueError("If `from_children` is not present, you must call first "
-                             f"`ember.tree_util.register_pytree_node` for `{nodetype}`")
-        from_children = tree_util._kind_of_type(nodetype).unflatten
+                             f"`ember._pytree.register_pytree_node` for `{nodetype}`")
+        from_children = _pytree._kind_of_type(nodetype).unflatten
     _serializers[nodetype] = (serialized_name, serialize_auxdata)
     _deserializers[serialized_name] = (nodetype, deserialize_auxdata, from_children)
     return nodetype
@@ -291,7 +291,7 @@ def _example_from_json(node: Any) -> Any:
 
 
 def _tree_from_json(node: Any) -> Any:
-    return tree_util.tree_structure(_example_from_json(node))
+    return _pytree.tree_structure(_example_from_json(node))
 
 
 # --------------------------------------------------------------------------- avals
@@ -534,8 +534,8 @@ def _check_platform(exp: Exported) -> None:
 
 def _arg_path(in_tree: Any, i: int) -> str:
     # "args[0]" / "kwargs['y']" / "args[1]['a']" for flat argument i (JAX's descriptor).
-    example = tree_util.tree_unflatten(in_tree, list(range(in_tree.num_leaves)))
-    paths = tree_util.tree_flatten_with_path(example)[0]
+    example = _pytree.tree_unflatten(in_tree, list(range(in_tree.num_leaves)))
+    paths = _pytree.tree_flatten_with_path(example)[0]
     path = paths[i][0]
     head = "args" if path and getattr(path[0], "idx", None) == 0 else "kwargs"
     return head + "".join(str(k) for k in path[1:])
@@ -564,7 +564,7 @@ def _check_args(exp: Exported, in_tree: Any, avals: Sequence[core.ShapedArray]) 
 def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     from ember.api import _abstractify
     _check_platform(exp)
-    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat, in_tree = _pytree.tree_flatten((args, kwargs))
     flat = [x if isinstance(x, (core.Tracer, np.ndarray)) or hasattr(x, "aval")
             else np.asarray(x, dtypes.dtype(x, canonicalize=True)) for x in flat]
     _check_args(exp, in_tree, [_abstractify(x) for x in flat])
@@ -581,7 +581,7 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
         outs = iter(_flat_call(exp)(*kept))
     outs = [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else next(outs)
             for a in exp.out_avals]
-    return tree_util.tree_unflatten(exp.out_tree, outs)
+    return _pytree.tree_unflatten(exp.out_tree, outs)
 
 
 def _bind(exp: Exported, kept: Sequence[Any]) -> list:
@@ -695,7 +695,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
 
     def do_export(*args_specs: Any, **kwargs_specs: Any) -> Exported:
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
-        in_avals = tuple(tree_util.tree_leaves(traced.in_avals))
+        in_avals = tuple(_pytree.tree_leaves(traced.in_avals))
         return _export_closed(traced.jaxpr, traced.fun_name, traced.in_tree, in_avals,
                               traced.out_tree, platforms_t, checks)
 
@@ -753,7 +753,7 @@ def _export_vjp(exp: Exported, primal: Callable) -> Exported:
     specs = [ember.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
              for a in (*exp.in_avals, *map(tangent_aval, exp.out_avals))]
     traced = ember.jit(fun_vjp_jax).trace(*specs)
-    in_avals = tuple(tree_util.tree_leaves(traced.in_avals))
+    in_avals = tuple(_pytree.tree_leaves(traced.in_avals))
     return _export_closed(traced.jaxpr, "fun_vjp_jax", traced.in_tree, in_avals,
                           traced.out_tree, exp.platforms, tuple(exp.disabled_safety_checks),
                           vjp_source=lambda *flat: _eval_flat(traced.jaxpr, flat))

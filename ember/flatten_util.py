@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes, lax
-from ember.tree_util import PyTreeDef, tree_flatten
+from ember._pytree import PyTreeDef, tree_flatten
 
 __all__ = ["ravel_pytree"]
 

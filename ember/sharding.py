@@ -696,17 +696,17 @@ def is_sharding_leaf(x: Any) -> bool:
 def broadcast_shardings(prefix: Any, tree: Any, api: str, what: str) -> list:
     """One entry of ``prefix`` (a pytree prefix of ``tree``) per leaf of ``tree``; JAX's
     ValueError when ``prefix`` is not a prefix of ``tree``."""
-    from ember import tree_util
-    pre_leaves, pre_def = tree_util.tree_flatten(prefix, is_leaf=is_sharding_leaf)
+    from ember import _pytree
+    pre_leaves, pre_def = _pytree.tree_flatten(prefix, is_leaf=is_sharding_leaf)
     try:
         subtrees = pre_def.flatten_up_to(tree)
     except ValueError as e:
         raise ValueError(f"{api} {what} specification must be a tree prefix of the "
                          f"corresponding value, got specification {prefix} for value tree "
-                         f"{tree_util.tree_structure(tree)}: {e}") from None
+                         f"{_pytree.tree_structure(tree)}: {e}") from None
     out = []
     for s, sub in zip(pre_leaves, subtrees):
-        out.extend([s] * len(tree_util.tree_leaves(sub)))
+        out.extend([s] * len(_pytree.tree_leaves(sub)))
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes, tree_util
+from ember import _pytree, dtypes
 
 EPS = 1e-4
 
@@ -87,8 +87,8 @@ def _assert_close(a: Any, b: Any, atol: Any, rtol: Any, err_msg: str) -> None:
 def check_close(xs: Any, ys: Any, atol: Any = None, rtol: Any = None,
                 err_msg: str = "") -> None:
     """Asserts that two pytrees of arrays are close (per-dtype tolerances)."""
-    xl, xt = tree_util.tree_flatten(xs)
-    yl, yt = tree_util.tree_flatten(ys)
+    xl, xt = _pytree.tree_flatten(xs)
+    yl, yt = _pytree.tree_flatten(ys)
     if xt != yt:
         raise AssertionError(f"{err_msg}: tree structures differ: {xt} vs {yt}")
     for x, y in zip(xl, yl):
@@ -96,7 +96,7 @@ def check_close(xs: Any, ys: Any, atol: Any = None, rtol: Any = None,
 
 
 def _check_dtypes_match(xs: Any, ys: Any, err_msg: str) -> None:
-    for x, y in zip(tree_util.tree_leaves(xs), tree_util.tree_leaves(ys)):
+    for x, y in zip(_pytree.tree_leaves(xs), _pytree.tree_leaves(ys)):
         dx = dtypes.canonicalize_dtype(_dtype(x))
         dy = dtypes.canonicalize_dtype(_dtype(y))
         if dx != dy:
@@ -109,7 +109,7 @@ def _leafwise(op: Callable) -> Callable:
             dtype = _dtype(xs[0])
             out = np.asarray(op(*[np.asarray(x) for x in xs]), dtype=dtype)
             return out.item() if all(_is_python_scalar(x) for x in xs) else out
-        return tree_util.tree_map(leaf, *trees)
+        return _pytree.tree_map(leaf, *trees)
     return apply
 
 
@@ -124,7 +124,7 @@ def _safe_sub(xs: Any, ys: Any) -> Any:
         with np.errstate(invalid="ignore"):
             return np.where(np.equal(x, y), np.array(0, x.dtype), np.subtract(x, y,
                                                                             dtype=x.dtype))
-    return tree_util.tree_map(sub, xs, ys)
+    return _pytree.tree_map(sub, xs, ys)
 
 
 def _scalar_mul(xs: Any, a: float) -> Any:
@@ -132,7 +132,7 @@ def _scalar_mul(xs: Any, a: float) -> Any:
         dtype = _dtype(x)
         out = np.multiply(np.asarray(x), np.array(a, dtype=dtype), dtype=dtype)
         return out.item() if _is_python_scalar(x) else out
-    return tree_util.tree_map(mul, xs)
+    return _pytree.tree_map(mul, xs)
 
 
 def _rand_like(rng: np.random.RandomState, x: Any) -> Any:
@@ -147,8 +147,8 @@ def inner_prod(xs: Any, ys: Any) -> Any:
     """The real part of the sum over leaves of ``<conj(x), y>``."""
     def contract(x, y):
         return np.real(np.dot(np.conj(np.asarray(x)).reshape(-1), np.asarray(y).reshape(-1)))
-    parts = [contract(x, y) for x, y in zip(tree_util.tree_leaves(xs),
-                                            tree_util.tree_leaves(ys))]
+    parts = [contract(x, y) for x, y in zip(_pytree.tree_leaves(xs),
+                                            _pytree.tree_leaves(ys))]
     return functools.reduce(np.add, parts, np.float64(0))
 
 
@@ -167,7 +167,7 @@ def check_jvp(f: Callable, f_jvp: Callable, args: Sequence[Any], atol: Any = Non
     atol = _merge_tolerance(atol, default_gradient_tolerance)
     rtol = _merge_tolerance(rtol, default_gradient_tolerance)
     rng = np.random.RandomState(0)
-    tangent = tree_util.tree_map(functools.partial(_rand_like, rng), args)
+    tangent = _pytree.tree_map(functools.partial(_rand_like, rng), args)
     v_out, t_out = f_jvp(args, tangent)
     _check_dtypes_match(v_out, t_out, err_msg or "JVP")
     v_expected = f(*args)
@@ -189,9 +189,9 @@ def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol: Any = Non
     v_expected = f(*args)
     check_close(v_out, v_expected, atol=atol, rtol=rtol,
                 err_msg=f"{err_msg} primal" if err_msg else "primal")
-    tangent = tree_util.tree_map(rand, args)
+    tangent = _pytree.tree_map(rand, args)
     tangent_out = numerical_jvp(f, args, tangent, eps=eps)
-    cotangent = tree_util.tree_map(rand, v_out)
+    cotangent = _pytree.tree_map(rand, v_out)
     cotangent_out = _conj(vjp_fun(_conj(cotangent)))
     ip = inner_prod(tangent, cotangent_out)
     ip_expected = inner_prod(tangent_out, cotangent)

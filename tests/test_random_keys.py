@@ -195,9 +195,10 @@ def test_keys_through_jit_vmap_and_loops(jax):
     # cond with key operands and results
     got = lax.cond(True, lambda k: er.split(k)[1], lambda k: k, k)
     _same_keys(got, jr.split(jk)[1], jax)
-    # tree_util: the key's data is the leaf (JAX: the key itself is a leaf)
+    # tree_util: the key array itself is the leaf, as in JAX
     leaves = ember.tree_util.tree_leaves(ks)
-    assert len(leaves) == 1 and np.shape(leaves[0]) == (4, 2)
+    assert len(leaves) == 1 and leaves[0] is ks
+    assert jax.tree_util.tree_leaves(jks)[0].shape == leaves[0].shape == (4,)
 
 
 def test_comparing_a_key_with_a_number_raises_and_keys_pass_through_jit_bare():
@@ -255,3 +256,91 @@ def test_lax_functions_that_move_elements_take_keys(jax, name):
                                       np.asarray(jax.random.key_data(want)))
     with pytest.raises(TypeError):  # (functions that compute still refuse keys)
         ember.lax.add(keys, keys)
+
+
+def test_public_tree_util_shows_key_arrays_as_leaves():
+    # As JAX: a key array is one leaf of the user's pytrees, whatever its shape.
+    tu = ember.tree_util
+    key, keys = er.key(0), er.split(er.key(1), 3)
+    state = {"k": key, "ks": keys, "w": jnp.zeros(3)}
+    assert tu.tree_leaves(key) == [key]
+    leaves, treedef = tu.tree_flatten(state)
+    assert leaves[0] is key and leaves[1] is keys and len(leaves) == 3
+    assert repr(treedef) == "PyTreeDef({'k': *, 'ks': *, 'w': *})"
+    assert tu.tree_structure(key) == tu.tree_structure(1)
+    assert tu.tree_map(lambda x: x.shape, state) == {"k": (), "ks": (3,), "w": (3,)}
+    assert ember.tree.map(lambda x, y: (x is y), state, state) == {"k": True, "ks": True,
+                                                                    "w": True}
+    # an is_leaf predicate still applies around the keys
+    assert tu.tree_leaves([state, {"a": 1}], is_leaf=lambda x: "a" in x
+                          if isinstance(x, dict) else False)[-1] == {"a": 1}
+    pairs, _ = tu.tree_flatten_with_path({"k": key})
+    assert pairs == [((tu.DictKey("k"),), key)]
+    got = tu.tree_map_with_path(lambda p, x: (tu.keystr(p), x.shape), {"k": keys})
+    assert got == {"k": ("['k']", (3,))}
+    # broadcast and transpose take the full tree's structure with key leaves
+    assert tu.tree_broadcast((0, 1), (key, [5, 6])) == (0, [1, 1])
+    outer, inner = tu.tree_structure([0, 0]), tu.tree_structure((0, 0))
+    firsts, seconds = tu.tree_transpose(outer, inner, [(key, 1), (keys, 2)])
+    assert firsts[0] is key and firsts[1] is keys and seconds == [1, 2]
+    assert tu.all_leaves([key, 1]) and tu.all_leaves([keys], is_leaf=lambda x: False)
+    assert not tu.is_tree_node(type(key)) and not tu.default_registry.is_node(type(key))
+    with pytest.raises(ValueError, match="can't tree-flatten type"):
+        tu.flatten_one_level(key)
+    assert tu.tree_reduce(lambda a, b: a + b.size, [key, keys], 0) == 4
+    # ember's own pytrees still see the key data (what the transformations carry)
+    from ember import _pytree
+    assert np.shape(_pytree.tree_leaves(keys)[0]) == (3, 2)
+
+
+def test_key_arrays_are_arrays_to_isinstance_and_tree_maps_under_jit():
+    key = er.key(4)
+    assert isinstance(key, ember.Array) and isinstance(er.split(key), ember.Array)
+    assert not isinstance(np.zeros(2), ember.Array)
+    seen = []
+
+    @ember.jit
+    def step(state):
+        seen.append(isinstance(state["k"], ember.Array))
+        new = ember.tree_util.tree_map(lambda x: x, state)  # user code: keys are leaves
+        k1, k2 = er.split(new["k"])
+        return {"k": k1, "x": new["x"] + er.uniform(k2, (2,))}
+
+    state = {"k": key, "x": jnp.zeros(2)}
+    out = step(state)
+    assert seen == [True]
+    k1, k2 = er.split(key)
+    assert bool(out["k"] == k1)
+    np.testing.assert_array_equal(np.asarray(out["x"]), np.asarray(er.uniform(k2, (2,))))
+    # a scan over a state holding keys, then vmap over a batch of keys
+    carry, _ = lax.scan(lambda s, _: (step(s), None), state, None, length=3)
+    assert carry["k"].shape == () and carry["x"].shape == (2,)
+    draws = ember.vmap(lambda k: er.normal(k, ()))(er.split(key, 5))
+    want = np.array([float(er.normal(k, ())) for k in er.split(key, 5)], np.float32)
+    np.testing.assert_allclose(np.asarray(draws), want, rtol=1e-6)
+
+
+def test_ember_modules_use_their_own_pytree_view():
+    # ember's transformations must flatten key arrays to their data: only the public
+    # modules may import ``tree_util`` (which shows keys as leaves).
+    import ast
+    import pathlib
+
+    def imports_tree_util(tree: ast.AST) -> bool:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "ember.tree_util":
+                return True
+            if isinstance(node, ast.ImportFrom) and node.module == "ember" and any(
+                    a.name == "tree_util" for a in node.names):
+                return True
+            if isinstance(node, ast.Import) and any(
+                    a.name == "ember.tree_util" for a in node.names):
+                return True
+        return False
+
+    root = pathlib.Path(ember.__file__).parent
+    public = {root / "tree_util.py", root / "tree.py", root / "__init__.py"}
+    assert imports_tree_util(ast.parse("from ember import (\n    lax,\n    tree_util,\n)"))
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if p not in public and imports_tree_util(ast.parse(p.read_text()))]
+    assert offenders == []

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import ember.numpy as jnp
-from ember import tree_util
+from ember import _pytree
 
 __all__ = [
     "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads",
@@ -42,7 +42,7 @@ Schedule = Callable[[Step], float]
 
 # The flat list of per-leaf states is the only child; the two treedefs are static data.
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
-tree_util.register_pytree_node(
+_pytree.register_pytree_node(
     OptimizerState,
     lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
     lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
@@ -60,7 +60,7 @@ class Optimizer(NamedTuple):
 
 
 def _flatten_states(states: list) -> tuple[list, list]:
-    pairs = [tree_util.tree_flatten(s) for s in states]
+    pairs = [_pytree.tree_flatten(s) for s in states]
     return [leaves for leaves, _ in pairs], [tree for _, tree in pairs]
 
 
@@ -68,7 +68,7 @@ def _unflatten_states(subtrees: list, states_flat: list) -> list:
     if len(subtrees) != len(states_flat):
         raise ValueError("optimizer state has mismatched lengths: "
                          f"{len(subtrees)} subtrees and {len(states_flat)} leaf states")
-    return [tree_util.tree_unflatten(t, s) for t, s in zip(subtrees, states_flat)]
+    return [_pytree.tree_unflatten(t, s) for t, s in zip(subtrees, states_flat)]
 
 
 def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
@@ -98,14 +98,14 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
 
         @functools.wraps(init)
         def tree_init(x0_tree):
-            x0_flat, tree = tree_util.tree_flatten(x0_tree)
+            x0_flat, tree = _pytree.tree_flatten(x0_tree)
             states_flat, subtrees = _flatten_states([init(x0) for x0 in x0_flat])
             return OptimizerState(states_flat, tree, subtrees)
 
         @functools.wraps(update)
         def tree_update(i, grad_tree, opt_state):
             states_flat, tree, subtrees = opt_state
-            grad_flat, grad_tree_def = tree_util.tree_flatten(grad_tree)
+            grad_flat, grad_tree_def = _pytree.tree_flatten(grad_tree)
             if grad_tree_def != tree:
                 raise TypeError(
                     "optimizer update function was passed a gradient tree that did not match "
@@ -125,7 +125,7 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
         def tree_get_params(opt_state):
             states_flat, tree, subtrees = opt_state
             states = _unflatten_states(subtrees, states_flat)
-            return tree_util.tree_unflatten(tree, [get_params(s) for s in states])
+            return _pytree.tree_unflatten(tree, [get_params(s) for s in states])
 
         return Optimizer(tree_init, tree_update, tree_get_params)
 
@@ -526,7 +526,7 @@ def l2_norm(tree: Any) -> Array:
         >>> float(l2_norm([jnp.array([3.0]), jnp.array([4.0])]))
         5.0
     """
-    leaves = tree_util.tree_leaves(tree)
+    leaves = _pytree.tree_leaves(tree)
     return jnp.sqrt(sum(jnp.vdot(x, x) for x in leaves))
 
 
@@ -542,7 +542,7 @@ def clip_grads(grad_tree: Any, max_norm: float) -> Any:
     def clip(g):
         return jnp.where(norm < max_norm, g, g * (max_norm / norm))
 
-    return tree_util.tree_map(clip, grad_tree)
+    return _pytree.tree_map(clip, grad_tree)
 
 
 class JoinPoint:
@@ -570,7 +570,7 @@ def unpack_optimizer_state(opt_state: OptimizerState) -> Any:
     """
     states_flat, tree_def, subtree_defs = opt_state
     subtrees = _unflatten_states(subtree_defs, states_flat)
-    return tree_util.tree_unflatten(tree_def, [JoinPoint(s) for s in subtrees])
+    return _pytree.tree_unflatten(tree_def, [JoinPoint(s) for s in subtrees])
 
 
 def pack_optimizer_state(marked_pytree: Any) -> OptimizerState:
@@ -585,7 +585,7 @@ def pack_optimizer_state(marked_pytree: Any) -> OptimizerState:
         >>> pack_optimizer_state(unpack_optimizer_state(state)).tree_def == state.tree_def
         True
     """
-    sentinels, tree_def = tree_util.tree_flatten(marked_pytree)
+    sentinels, tree_def = _pytree.tree_flatten(marked_pytree)
     for s in sentinels:
         if not isinstance(s, JoinPoint):
             raise TypeError("pack_optimizer_state: every leaf of marked_pytree must be a "

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, lax, tree_util
+from ember import _pytree, core, dtypes, lax
 from ember import errors as _errors
 from ember import numpy as jnp
 from ember.interpreters import partial_eval as pe
@@ -90,7 +90,7 @@ class FailedCheckError(JaxException):
 
     def __str__(self) -> str:
         fmt, fmt_tree = self._static
-        args, kwargs = tree_util.tree_unflatten(fmt_tree, self._payload)
+        args, kwargs = _pytree.tree_unflatten(fmt_tree, self._payload)
         return fmt.format(*args, **kwargs) + " (`check` failed)"
 
 
@@ -250,7 +250,7 @@ def _error_flatten(err: Error):
     return err._flat(), err._tree()
 
 
-tree_util.register_pytree_node(Error, _error_flatten, lambda t, vals: t.unflatten(vals))
+_pytree.register_pytree_node(Error, _error_flatten, lambda t, vals: t.unflatten(vals))
 
 init_error = Error({}, {}, {})
 
@@ -644,7 +644,7 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
     def checked_fun(*args: Any, **kwargs: Any) -> tuple[Error, Any]:
         # Python values among the arguments stay Python values (as in JAX, which closes
         # over them); arrays are traced, so indexing with them is staged as JAX stages it.
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = _pytree.tree_flatten((args, kwargs))
         traced = [i for i, x in enumerate(leaves) if _is_array(x)]
         box = []
 
@@ -652,8 +652,8 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
             full = list(leaves)
             for i, v in zip(traced, vals):
                 full[i] = v
-            a, k = tree_util.tree_unflatten(in_tree, full)
-            out_leaves, out_tree = tree_util.tree_flatten(f(*a, **k))
+            a, k = _pytree.tree_unflatten(in_tree, full)
+            out_leaves, out_tree = _pytree.tree_flatten(f(*a, **k))
             box.append(out_tree)
             return out_leaves
 
@@ -661,7 +661,7 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
         error, outs = _eval_jaxpr(closed.jaxpr, closed.consts, enabled, init_error,
                                   [leaves[i] for i in traced])
         outs = [jnp.asarray(o) if isinstance(o, np.ndarray | np.generic) else o for o in outs]
-        return error._sorted(), tree_util.tree_unflatten(box[0], outs)
+        return error._sorted(), _pytree.tree_unflatten(box[0], outs)
 
     checked_fun.__name__ = f"checkify({getattr(f, '__name__', type(f).__name__)})"
     checked_fun.__wrapped__ = f
@@ -679,7 +679,7 @@ def _check(pred: Any, msg: str, debug: bool, *fmt_args: Any, **fmt_kwargs: Any) 
     if not scalar_bool:
         name = "debug_check" if debug else "check"
         raise TypeError(f"{name} takes a scalar pred as argument, got {pred}")
-    leaves, fmt_tree = tree_util.tree_flatten((fmt_args, fmt_kwargs))
+    leaves, fmt_tree = _pytree.tree_flatten((fmt_args, fmt_kwargs))
     for arg in leaves:
         if not (_is_array(arg) or isinstance(arg, np.ndarray)):
             raise TypeError("Formatting arguments to checkify.check need to be PyTrees of "

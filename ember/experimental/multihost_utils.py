@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import tree_util
+from ember import _pytree
 from ember.runtime.array import Array
 from ember.runtime.array import device_put as _device_put
 
@@ -26,7 +26,7 @@ def broadcast_one_to_all(in_tree: Any, is_source: bool | None = None) -> Any:
         >>> multihost_utils.broadcast_one_to_all(np.ones(2))
         Array([1., 1.], dtype=float32)
     """
-    return tree_util.tree_map(lambda x: _device_put(np.asarray(x)), in_tree)
+    return _pytree.tree_map(lambda x: _device_put(np.asarray(x)), in_tree)
 
 
 def sync_global_devices(name: str) -> None:
@@ -46,7 +46,7 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     def gather(x):
         value = np.asarray(x)
         return value if tiled else value[None]
-    return tree_util.tree_map(gather, in_tree)
+    return _pytree.tree_map(gather, in_tree)
 
 
 def _check_specs(local_inputs: Any, global_mesh: Any, pspecs: Any, api: str) -> list:
@@ -62,14 +62,14 @@ def host_local_array_to_global_array(local_inputs: Any, global_mesh: Any,
     (one process: the same values, carrying ``NamedSharding(global_mesh, spec)``)."""
     from ember.sharding import NamedSharding, PartitionSpec, placed
     specs = _check_specs(local_inputs, global_mesh, pspecs, "host_local_array_to_global_array")
-    leaves, treedef = tree_util.tree_flatten(local_inputs)
+    leaves, treedef = _pytree.tree_flatten(local_inputs)
     outs = []
     for x, spec in zip(leaves, specs):
         s = NamedSharding(global_mesh, spec if spec is not None else PartitionSpec())
         out = x if type(x) is Array else _device_put(np.asarray(x))
         s.check_rank(out.ndim, "host_local_array_to_global_array args")
         outs.append(placed(out, s))
-    return tree_util.tree_unflatten(treedef, outs)
+    return _pytree.tree_unflatten(treedef, outs)
 
 
 def global_array_to_host_local_array(global_inputs: Any, global_mesh: Any,

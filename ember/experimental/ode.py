@@ -27,13 +27,13 @@ from typing import Any
 
 import ember.numpy as jnp
 from ember import (
+    _pytree,
     closure_convert,
     core,
     custom_vjp,
     default_matmul_precision,
     jit,
     lax,
-    tree_util,
     vjp,
     vmap,
 )
@@ -189,7 +189,7 @@ def _solve_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
         _, y_bar, t0_bar, args_bar = odeint(
             adjoint_dynamics, (ys[i], y_bar, t0_bar, args_bar), jnp.stack([-ts[i], -ts[i - 1]]),
             *args, rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax)
-        y_bar, t0_bar, args_bar = tree_util.tree_map(operator.itemgetter(1),
+        y_bar, t0_bar, args_bar = _pytree.tree_map(operator.itemgetter(1),
                                                      (y_bar, t0_bar, args_bar))
         return (y_bar + g[i - 1], t0_bar, args_bar), t_bar
 
@@ -210,10 +210,10 @@ def _odeint_flat(func, rtol, atol, mxstep, hmax, y0, ts, *args):
     # The solver works on one flat vector and the args' leaves; the user's pytree is
     # restored on the way out.
     y0_flat, unravel = ravel_pytree(y0)
-    arg_leaves, args_tree = tree_util.tree_flatten(args)
+    arg_leaves, args_tree = _pytree.tree_flatten(args)
 
     def flat_func(y, t, *arg_leaves):
-        args = tree_util.tree_unflatten(args_tree, arg_leaves)
+        args = _pytree.tree_unflatten(args_tree, arg_leaves)
         return ravel_pytree(func(unravel(y), t, *args))[0]
 
     ys = _solve(flat_func, rtol, atol, mxstep, hmax, y0_flat, ts, *arg_leaves)
@@ -230,7 +230,7 @@ _CONVERTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _convert(func: Callable, *example_args: Any) -> tuple[Callable, list]:
     if not isinstance(core.current_trace(), core.EvalTrace):
         return closure_convert(func, *example_args)
-    leaves, tree = tree_util.tree_flatten(example_args)
+    leaves, tree = _pytree.tree_flatten(example_args)
     key = (tree, tuple(core.get_aval(x) for x in leaves))
     try:
         per_func = _CONVERTED.setdefault(func, {})
@@ -275,7 +275,7 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
         >>> ys.shape
         (3, 2)
     """
-    for arg in tree_util.tree_leaves(args):
+    for arg in _pytree.tree_leaves(args):
         if not core.valid_jaxtype(arg):
             raise TypeError("The contents of odeint *args must be arrays or scalars, but got "
                             f"{arg}.")
@@ -283,7 +283,7 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
     if not jnp.issubdtype(t.dtype, jnp.floating):
         raise TypeError(f"t must be an array of floats, but got {t}.")
     # The solver works on y0's leaves raveled into one vector of their common dtype.
-    y0_leaves = tree_util.tree_leaves(y0)
+    y0_leaves = _pytree.tree_leaves(y0)
     if not y0_leaves or not jnp.issubdtype(jnp.result_type(*y0_leaves), jnp.inexact):
         raise TypeError("odeint: y0 must hold floating-point or complex arrays, got "
                         f"{[str(jnp.result_type(x)) for x in y0_leaves]}")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.core import ShapedArray
 from ember.interpreters import ad
 from ember.interpreters.batching import axis_size_of, not_mapped
@@ -92,7 +92,7 @@ def stop_gradient(x: Any) -> Any:
         >>> ember.grad(lambda x: x * lax.stop_gradient(x))(3.0)
         Array(3., dtype=float32, weak_type=True)
     """
-    return tree_util.tree_map(stop_gradient_p.bind, x)
+    return _pytree.tree_map(stop_gradient_p.bind, x)
 
 
 __all__ = ["add_any", "add_any_p", "stop_gradient", "stop_gradient_p", "zeros_like_aval"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember.interpreters import ad
 from ember.lax import base
 
@@ -72,11 +72,11 @@ def optimization_barrier(operand: Any, /) -> Any:
         >>> lax.optimization_barrier((jnp.ones(2), 3.0))
         (Array([1., 1.], dtype=float32), Array(3., dtype=float32, weak_type=True))
     """
-    leaves, treedef = tree_util.tree_flatten(operand)
+    leaves, treedef = _pytree.tree_flatten(operand)
     leaves = [base.as_operand(x, "optimization_barrier", f"leaf {i}")
               for i, x in enumerate(leaves)]
     outs = optimization_barrier_p.bind(*leaves) if leaves else []
-    return tree_util.tree_unflatten(treedef, list(outs))
+    return _pytree.tree_unflatten(treedef, list(outs))
 
 
 __all__ = ["optimization_barrier", "optimization_barrier_p"]

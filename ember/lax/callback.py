@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.compiler import host_callbacks
 from ember.compiler.hlo import Shape
 from ember.errors import JaxRuntimeError
@@ -57,8 +57,8 @@ class FlatCallback:
         leaves = list(leaves)
         for i, value in self.static:
             leaves.insert(i, value)
-        args, kwargs = tree_util.tree_unflatten(self.in_tree, leaves)
-        return tree_util.tree_leaves(self.fn(*args, **kwargs))
+        args, kwargs = _pytree.tree_unflatten(self.in_tree, leaves)
+        return _pytree.tree_leaves(self.fn(*args, **kwargs))
 
     def __eq__(self, other: Any) -> bool:
         return type(other) is FlatCallback and other._key == self._key
@@ -84,7 +84,7 @@ def flatten_callback(fn: Callable, args: tuple, kwargs: dict, name: str
     leaves; other leaves (strings, functions...) stay static, as in JAX."""
     if not callable(fn):
         raise TypeError(f"{name}: the callback must be callable, got {type(fn).__name__}")
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    leaves, in_tree = _pytree.tree_flatten((args, kwargs))
     static, dynamic = [], []
     for i, leaf in enumerate(leaves):
         if core.is_array_like(leaf):
@@ -96,7 +96,7 @@ def flatten_callback(fn: Callable, args: tuple, kwargs: dict, name: str
 
 def result_avals(result_shape_dtypes: Any, name: str) -> tuple[list, Any]:
     """The flat ``ShapedArray``s of a pytree of objects with ``shape`` and ``dtype``."""
-    leaves, tree = tree_util.tree_flatten(result_shape_dtypes)
+    leaves, tree = _pytree.tree_flatten(result_shape_dtypes)
     avals = []
     for leaf in leaves:
         if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
@@ -413,7 +413,7 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     flat, dynamic = _flatten_all(callback, args, kwargs, "pure_callback")
     outs = pure_callback_p.bind(*dynamic, callback=flat, result_avals=tuple(avals),
                                 vmap_method=vmap_method)
-    return tree_util.tree_unflatten(out_tree, list(outs))
+    return _pytree.tree_unflatten(out_tree, list(outs))
 
 
 def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
@@ -443,7 +443,7 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
     flat, dynamic = _flatten_all(callback, args, kwargs, "io_callback")
     outs = io_callback_p.bind(*dynamic, callback=flat, result_avals=tuple(avals),
                               ordered=bool(ordered))
-    return tree_util.tree_unflatten(out_tree, list(outs))
+    return _pytree.tree_unflatten(out_tree, list(outs))
 
 
 def _flatten_all(callback, args, kwargs, name) -> tuple[FlatCallback, list]:
@@ -452,7 +452,7 @@ def _flatten_all(callback, args, kwargs, name) -> tuple[FlatCallback, list]:
     if not callable(callback):
         raise TypeError(f"{name}: the callback must be callable, got "
                         f"{type(callback).__name__}")
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    leaves, in_tree = _pytree.tree_flatten((args, kwargs))
     leaves = [base.as_operand(x, name, f"argument leaf {i}") for i, x in enumerate(leaves)]
     return FlatCallback(callback, in_tree), leaves
 

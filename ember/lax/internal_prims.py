@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
 from ember.interpreters import ad
@@ -215,7 +215,7 @@ def dce_sink(val: Any, *, prevent_mlir_dce: bool = False) -> None:
         >>> lax.dce_sink(jnp.ones(3)) is None
         True
     """
-    for leaf in tree_util.tree_leaves(val):
+    for leaf in _pytree.tree_leaves(val):
         dce_sink_p.bind(base.as_operand(leaf, "dce_sink", "val"),
                         prevent_mlir_dce=bool(prevent_mlir_dce))
 

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember.custom_derivatives import custom_jvp
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
@@ -34,7 +34,7 @@ def _trace(fun: Callable, avals: list) -> tuple[ClosedJaxpr, list, Any]:
     tree_box = []
 
     def flat_fun(*xs):
-        leaves, tree = tree_util.tree_flatten(fun(*xs))
+        leaves, tree = _pytree.tree_flatten(fun(*xs))
         tree_box.append(tree)
         return leaves
 
@@ -194,18 +194,18 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
     """
     if transpose_solve is None and symmetric:
         transpose_solve = solve
-    b_flat, tree = tree_util.tree_flatten(b)
+    b_flat, tree = _pytree.tree_flatten(b)
     b_avals = [core.get_aval(x) for x in b_flat]
     nb = len(b_flat)
 
     def unflat(xs):
-        return tree_util.tree_unflatten(tree, list(xs))
+        return _pytree.tree_unflatten(tree, list(xs))
 
     def checked(fn: str, fun: Callable, aux: bool) -> Callable:
         def f(*xs):
             out = fun(unflat(xs))
             y = out[0] if aux and isinstance(out, (tuple, list)) and len(out) == 2 else out
-            _check_shapes(fn, [core.get_aval(v) for v in tree_util.tree_leaves(y)], b_avals)
+            _check_shapes(fn, [core.get_aval(v) for v in _pytree.tree_leaves(y)], b_avals)
             return out
         return f
 
@@ -228,7 +228,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
         vj, vc = vecmat_j, vecmat_c
 
         def vecmat(y):
-            leaves, t = tree_util.tree_flatten(y)
+            leaves, t = _pytree.tree_flatten(y)
             return unflat(_as_fun(vj)(*vc, *leaves))
 
         tr_j, tr_c, t = _trace(checked("transpose_solve",
@@ -241,7 +241,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
     x = unflat(outs[:nb])
     if not has_aux:
         return x
-    return x, tree_util.tree_unflatten(solve_tree.children()[1], list(outs[nb:]))
+    return x, _pytree.tree_unflatten(solve_tree.children()[1], list(outs[nb:]))
 
 
 # ---------------------------------------------------------------- custom_root
@@ -274,12 +274,12 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
         >>> ember.grad(sqrt)(4.0)
         Array(0.25, dtype=float32, weak_type=True)
     """
-    guess_flat, tree = tree_util.tree_flatten(initial_guess)
+    guess_flat, tree = _pytree.tree_flatten(initial_guess)
     avals = [core.get_aval(x) for x in guess_flat]
     n = len(guess_flat)
 
     def unflat(xs):
-        return tree_util.tree_unflatten(tree, list(xs))
+        return _pytree.tree_unflatten(tree, list(xs))
 
     f_j, f_c, t = _trace(lambda *xs: f(unflat(xs)), avals)
     _check_tree("f", "initial_guess", t, tree, False)
@@ -290,8 +290,8 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
         x, y = list(xy[:n]), xy[n:]
 
         def g(t):
-            leaves, _ = tree_util.tree_flatten(t)
-            _, out = ad.jvp_flat(lambda *v: tree_util.tree_leaves(f(unflat(v))), x, leaves)
+            leaves, _ = _pytree.tree_flatten(t)
+            _, out = ad.jvp_flat(lambda *v: _pytree.tree_leaves(f(unflat(v))), x, leaves)
             return unflat([ad.instantiate_zeros(o) for o in out])
         return tangent_solve(g, unflat(y))
 
@@ -318,4 +318,4 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
         return list(out), du + aux_dot
 
     outs = root(*f_c, *solve_c, *ls_c, *guess_flat)
-    return tree_util.tree_unflatten(sol_tree, list(outs))
+    return _pytree.tree_unflatten(sol_tree, list(outs))

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.interpreters import ad, batching
 from ember.interpreters.batching import not_mapped
 from ember.lax import base, batch_util
@@ -199,7 +199,7 @@ def _allreduce(prim, api: str, x: Any, axis_name: AxisName, axis_index_groups: A
     if axis_index_groups is not None and positional:
         raise ValueError("axis_index_groups only supported for sums over just named axes")
     groups = _groups(axis_index_groups)
-    leaves, tree = tree_util.tree_flatten(x)
+    leaves, tree = _pytree.tree_flatten(x)
     out = []
     for leaf in leaves:
         leaf = base.as_operand(leaf, api, "x")
@@ -216,7 +216,7 @@ def _allreduce(prim, api: str, x: Any, axis_name: AxisName, axis_index_groups: A
             out.append(constant(leaf, _group_size(named, groups)))
         else:
             out.append(prim.bind(leaf, axes=named, axis_index_groups=groups))
-    return tree_util.tree_unflatten(tree, out)
+    return _pytree.tree_unflatten(tree, out)
 
 
 def _const_operand(x: Any) -> Any:
@@ -290,7 +290,7 @@ def pmean(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None) -> Any:
             v = convert_element_type(v, dtypes.to_inexact_dtype(aval.dtype),
                                      weak_type=aval.weak_type)
         return div(v, _scalar_like(v, n))
-    return tree_util.tree_map(mean, total)
+    return _pytree.tree_map(mean, total)
 
 
 # --------------------------------------------------------------------------- axis_index
@@ -424,7 +424,7 @@ def all_gather(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None, ax
         dim = base.check_axis("all_gather", "axis", axis, ndim if tiled else ndim + 1)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
                                  axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
-    return tree_util.tree_map(bind, x)
+    return _pytree.tree_map(bind, x)
 
 
 # --------------------------------------------------------------------------- psum_scatter
@@ -512,7 +512,7 @@ def psum_scatter(x: Any, axis_name: AxisName, *, scatter_dimension: int = 0,
         return reduce_scatter_p.bind(leaf, axis_name=names, scatter_dimension=dim,
                                      axis_index_groups=groups, axis_size=size,
                                      tiled=bool(tiled))
-    return tree_util.tree_map(bind, x)
+    return _pytree.tree_map(bind, x)
 
 
 # --------------------------------------------------------------------------- ppermute
@@ -577,7 +577,7 @@ def ppermute(x: Any, axis_name: AxisName, perm: Sequence[tuple[int, int]]) -> An
     srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
         raise ValueError(f"ppermute sources and destinations must be unique, got {pairs}.")
-    return tree_util.tree_map(
+    return _pytree.tree_map(
         lambda leaf: ppermute_p.bind(base.as_operand(leaf, "ppermute", "x"),
                                      axis_name=names, perm=pairs), x)
 
@@ -638,7 +638,7 @@ def pbroadcast(x: Any, axis_name: AxisName, source: int) -> Any:
         Array([1., 1., 1.], dtype=float32)
     """
     source = int(source)
-    return tree_util.tree_map(
+    return _pytree.tree_map(
         lambda leaf: pbroadcast_p.bind(base.as_operand(leaf, "pbroadcast", "x"),
                                        axis_name=axis_name, source=source), x)
 
@@ -750,7 +750,7 @@ def all_to_all(x: Any, axis_name: AxisName, split_axis: int, concat_axis: int, *
         if not tiled and split != concat:
             out = squeeze(out, (split,))
         return out
-    return tree_util.tree_map(bind, x)
+    return _pytree.tree_map(bind, x)
 
 
 def pswapaxes(x: Any, axis_name: AxisName, axis: int, *, axis_index_groups: Any = None) -> Any:
@@ -990,4 +990,4 @@ def pcast(x: Any, axis_name: AxisName, *, to: str) -> Any:
         raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: "
                          f"{set(_PCAST_TO)}")
     _check_bound(_names(axis_name), "pcast")
-    return tree_util.tree_map(lambda leaf: base.as_operand(leaf, "pcast", "x"), x)
+    return _pytree.tree_map(lambda leaf: base.as_operand(leaf, "pcast", "x"), x)

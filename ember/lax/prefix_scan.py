@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember.lax import base
 from ember.lax.elementwise import convert_element_type
 from ember.lax.shape import concatenate, expand_dims, pad, reshape, rev
@@ -63,7 +63,7 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     """
     if not callable(fn):
         raise TypeError(f"associative_scan: fn must be callable, got {fn!r}")
-    leaves, treedef = tree_util.tree_flatten(elems)
+    leaves, treedef = _pytree.tree_flatten(elems)
     if not leaves:
         raise ValueError("associative_scan: elems must contain at least one array")
     leaves = [base.as_operand(x, "associative_scan", "elems") for x in leaves]
@@ -81,8 +81,8 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
                          f"along axis {axis}, got shapes {shapes}")
 
     def combine(a: list[Any], b: list[Any]) -> list[Any]:
-        out = fn(tree_util.tree_unflatten(treedef, a), tree_util.tree_unflatten(treedef, b))
-        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out = fn(_pytree.tree_unflatten(treedef, a), _pytree.tree_unflatten(treedef, b))
+        out_leaves, out_tree = _pytree.tree_flatten(out)
         if out_tree != treedef:
             raise TypeError(f"associative_scan: fn must return a pytree with the structure "
                             f"of elems ({treedef}), got {out_tree}")
@@ -117,7 +117,7 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     result = scan(leaves)
     if reverse:
         result = [rev(x, (axis,)) for x in result]
-    return tree_util.tree_unflatten(treedef, result)
+    return _pytree.tree_unflatten(treedef, result)
 
 
 __all__ = ["associative_scan"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import core, tree_util
+from ember import _pytree, core
 from ember.interpreters import ad
 from ember.lax import base
 
@@ -93,7 +93,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         Array([1., 1.], dtype=float32)
     """
     from ember import sharding as shd
-    leaves, treedef = tree_util.tree_flatten(x)
+    leaves, treedef = _pytree.tree_flatten(x)
     per_leaf = shd.broadcast_shardings(shardings, x, "with_sharding_constraint",
                                        "shardings")
     mesh = shd.get_mesh()
@@ -114,4 +114,4 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
                                          context_mesh=context_mesh,
                                          unconstrained_dims=unconstrained)
         outs.append(shd.placed(out, s))  # (an eager result reports its sharding)
-    return tree_util.tree_unflatten(treedef, outs)
+    return _pytree.tree_unflatten(treedef, outs)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.compiler.hlo import Shape
 from ember.compiler.lower import lower_jaxpr_body
 from ember.interpreters import ad, batching
@@ -179,9 +179,9 @@ def _reduction_jaxpr(computation: Callable, flat_inits: Sequence[Any], tree: Any
     out_tree_box = []
 
     def flat_fun(*flat):
-        xs = tree_util.tree_unflatten(tree, flat[:len(avals)])
-        ys = tree_util.tree_unflatten(tree, flat[len(avals):])
-        out_flat, out_tree = tree_util.tree_flatten(computation(xs, ys))
+        xs = _pytree.tree_unflatten(tree, flat[:len(avals)])
+        ys = _pytree.tree_unflatten(tree, flat[len(avals):])
+        out_flat, out_tree = _pytree.tree_flatten(computation(xs, ys))
         out_tree_box.append(out_tree)
         return [base.as_operand(o, "reduce", "computation output") for o in out_flat]
 
@@ -216,8 +216,8 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
         >>> lax.reduce((x, jnp.arange(3)), (-jnp.inf, 0),
         ...            lambda a, b: (lax.max(a[0], b[0]), lax.add(a[1], b[1])), (0,))
     """
-    flat_ops, tree = tree_util.tree_flatten(operands)
-    flat_inits, init_tree = tree_util.tree_flatten(init_values)
+    flat_ops, tree = _pytree.tree_flatten(operands)
+    flat_inits, init_tree = _pytree.tree_flatten(init_values)
     if tree != init_tree:
         raise ValueError("Operands must have the same tree structure as init_values: "
                          f"{tree} vs. {init_tree}")
@@ -239,7 +239,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
     closed = _reduction_jaxpr(computation, flat_inits, tree)
     outs = reduce_p.bind(*flat_ops, *flat_inits, computation=computation, jaxpr=closed,
                          dimensions=dims)
-    return tree_util.tree_unflatten(tree, outs)
+    return _pytree.tree_unflatten(tree, outs)
 
 
 # ---------------------------------------------------------------- composite
@@ -295,17 +295,17 @@ def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:
         Array(0.5463025, dtype=float32, weak_type=True)
     """
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        flat, in_tree = tree_util.tree_flatten(args)
+        flat, in_tree = _pytree.tree_flatten(args)
         flat = [base.as_operand(x, "composite", "arguments") for x in flat]
         attributes = []
         for k, v in kwargs.items():
-            leaves, treedef = tree_util.tree_flatten(v)
+            leaves, treedef = _pytree.tree_flatten(v)
             attributes.append((k, tuple(_hashable_leaf(x) for x in leaves), treedef))
         out_box = []
 
         def flat_fun(*xs):
-            out = decomposition(*tree_util.tree_unflatten(in_tree, xs), **kwargs)
-            leaves, out_tree = tree_util.tree_flatten(out)
+            out = decomposition(*_pytree.tree_unflatten(in_tree, xs), **kwargs)
+            leaves, out_tree = _pytree.tree_flatten(out)
             out_box.append(out_tree)
             return leaves
 
@@ -321,7 +321,7 @@ def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:
         jaxpr = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
         outs = composite_p.bind(*consts, *flat, name=name, attributes=tuple(attributes),
                                 version=version, jaxpr=jaxpr)
-        return tree_util.tree_unflatten(out_box[0], outs)
+        return _pytree.tree_unflatten(out_box[0], outs)
 
     wrapped.__name__ = getattr(decomposition, "__name__", "composite")
     wrapped.__doc__ = getattr(decomposition, "__doc__", None)

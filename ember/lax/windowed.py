@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember._pytree import tree_flatten, tree_unflatten
 from ember.compiler.eval_elementwise import order_zeros_seen
 from ember.compiler.evaluator import evaluate_instruction, register_custom_call_target
 from ember.compiler.hlo import Builder, Module, Shape
@@ -47,7 +48,6 @@ from ember.lax.convolution import padtype_to_pads
 from ember.lax.reduction import max_identity, min_identity
 from ember.lax.shape import pad
 from ember.lax.slicing import slice as _slice
-from ember.tree_util import tree_flatten, tree_unflatten
 
 _FN = "reduce_window"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, lax, tree_util
+from ember import _pytree, core, dtypes, lax
 from ember.compiler import eval_elementwise
 from ember.core import ShapedArray, Tracer
 from ember.numpy import _util, ufuncs
@@ -57,10 +57,10 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
     if isinstance(object, np.ma.MaskedArray):
         core.get_aval(object)  # (a ValueError: the mask would be dropped)
     if object is None or isinstance(object, (list, tuple)) and any(
-            leaf is None for leaf in tree_util.tree_leaves(object, is_leaf=lambda x: x is None)):
+            leaf is None for leaf in _pytree.tree_leaves(object, is_leaf=lambda x: x is None)):
         raise ValueError("None is not a valid value for jnp.array")
     if isinstance(object, Tracer) or (isinstance(object, (list, tuple)) and any(
-            isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(object))):
+            isinstance(leaf, Tracer) for leaf in _pytree.tree_leaves(object))):
         # Lists of tracers are stacked by primitives.
         out = object if isinstance(object, Tracer) else stack(
             [array(o) for o in object]) if len(object) else array(np.zeros((0,)))
@@ -78,7 +78,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
         return array(object.__jax_array__(), dtype, copy, order, ndmin)
     else:
         if isinstance(object, (list, tuple)):
-            leaves = tree_util.tree_leaves(object)
+            leaves = _pytree.tree_leaves(object)
             if any(not core.is_array_like(leaf) for leaf in leaves):
                 bad = next(leaf for leaf in leaves if not core.is_array_like(leaf))
                 raise TypeError(f"array: unsupported element of type {type(bad).__name__} "
@@ -86,7 +86,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
             if dtype is None:  # JAX's promotion of the leaves: Python scalars are weak
                 dtype = _leaves_result_type(leaves)
             leaves_np = [np.asarray(x) if hasattr(x, "aval") else x for x in leaves]
-            object = tree_util.tree_unflatten(tree_util.tree_structure(object), leaves_np)
+            object = _pytree.tree_unflatten(_pytree.tree_structure(object), leaves_np)
         weak = dtypes.is_weakly_typed(object) and dtype is None
         if dtypes.is_python_scalar(object):
             np_value = np.asarray(object, dtype=dtype or dtypes.dtype(object, canonicalize=True))

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, lax, tree_util
+from ember import _pytree, core, dtypes, lax
 from ember._vmap_api import vmap
 from ember.config import config
 from ember.numpy._util import array_arg as _arg
@@ -764,7 +764,7 @@ def vectorize(pyfunc: Callable, *, excluded: Collection[int | str] = frozenset()
         out = f(*squeezed)
         if not unmapped:
             return out
-        return tree_util.tree_map(lambda r: expand_dims(r, sorted(unmapped)), out)
+        return _pytree.tree_map(lambda r: expand_dims(r, sorted(unmapped)), out)
 
     return wrapped
 

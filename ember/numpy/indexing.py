@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, lax, tree_util
+from ember import _pytree, core, dtypes, lax
 from ember.core import Tracer
 from ember.errors import NonConcreteBooleanIndexError
 from ember.lax.slicing import GatherScatterMode, normalize_index
@@ -76,7 +76,7 @@ def _classify(i: int, v: Any) -> tuple:
     if isinstance(v, (int, np.integer)):
         return ("int", int(v))
     if isinstance(v, (list, tuple)):
-        if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(v)):
+        if any(isinstance(leaf, Tracer) for leaf in _pytree.tree_leaves(v)):
             v = array(v)
         else:
             try:

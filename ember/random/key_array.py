@@ -2,9 +2,11 @@
 
 JAX represents typed keys as arrays of an *extended dtype*. ember keeps the simplest design
 that composes with every transformation: a :class:`PRNGKeyArray` wraps its ``uint32[..., 2]``
-key data and is registered as a pytree over that data, so ``jit`` (arguments and results),
-``vmap``, ``grad``, ``lax.scan``/``fori_loop``/``cond`` carries and ``tree_map`` see the key
-data as an ordinary leaf and rebuild the key array around their results. What the user sees
+key data and is registered as a node over that data in ember's own pytrees
+(``ember._pytree``), so ``jit`` (arguments and results), ``vmap``, ``grad`` and
+``lax.scan``/``fori_loop``/``cond`` carries see the key data as an ordinary array and rebuild
+the key array around their results. The public ``tree_util`` shows a key array as a leaf,
+as JAX does. What the user sees
 is JAX's: ``shape`` without the trailing 2, ``dtype`` printing as ``key<fry>`` (a subdtype of
 ``ember.dtypes.prng_key``), indexing, slicing, ``reshape``, ``==`` and JAX's ``repr``.
 
@@ -13,10 +15,9 @@ The ``jnp`` and ``lax`` functions that only move elements (``stack``, ``concaten
 ``ember._extended_types``) take key arrays as in JAX, through :func:`on_key_data`; so do
 ``keys.at[...].set``/``get``, ``take`` and ``swapaxes``.
 
-Differences from JAX (by design): ``tree_leaves(key)`` is ``[key_data(key)]`` (JAX: ``[key]``);
-a key array is not an ``ember.Array`` (``isinstance`` is False); ``lax`` functions that
-compute (``add``, ``sort``, ...) do not take it; a negative ``vmap``
-``in_axes``/``out_axes`` counts the data's trailing axis of 2 words.
+Differences from JAX (by design): ``lax`` functions that compute (``add``, ``sort``, ...) do
+not take key arrays; a negative ``vmap`` ``in_axes``/``out_axes`` counts the data's trailing
+axis of 2 words.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ember import _extended_types, dtypes, tree_util
+from ember import _extended_types, _pytree, dtypes
+from ember.runtime.array import Array
 
 IMPL_NAME = "threefry2x32"
 
@@ -237,7 +239,7 @@ def on_key_data(fn: Any, args: tuple, kwargs: dict) -> Any:
     vmapped over the key data's trailing axis of words, and each output becomes a key array
     again. Right for the functions that only move elements (stack, reshape, where, take,
     ...); NotImplemented when no argument holds a key array."""
-    leaves, tree = tree_util.tree_flatten((args, kwargs), is_leaf=is_typed_key)
+    leaves, tree = _pytree.tree_flatten((args, kwargs), is_leaf=is_typed_key)
     where = [i for i, x in enumerate(leaves) if isinstance(x, PRNGKeyArray)]
     if not where:
         return NotImplemented
@@ -247,11 +249,11 @@ def on_key_data(fn: Any, args: tuple, kwargs: dict) -> Any:
         full = list(leaves)
         for i, d in zip(where, data):
             full[i] = d
-        a, kw = tree_util.tree_unflatten(tree, full)
+        a, kw = _pytree.tree_unflatten(tree, full)
         return fn(*a, **kw)
 
     out = vmap(on_data, in_axes=-1, out_axes=-1)(*[leaves[i]._base_array for i in where])
-    return tree_util.tree_map(PRNGKeyArray, out)
+    return _pytree.tree_map(PRNGKeyArray, out)
 
 
 def _has_dtype(x: Any) -> bool:
@@ -276,7 +278,10 @@ for _dunder, _name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv
         setattr(PRNGKeyArray, f"__r{_dunder}__", _binop_error(_name))
 
 
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
+# An ``ember.Array`` to ``isinstance``, as in JAX.
+type(Array).other_array_types.add(PRNGKeyArray)
+# A node over its data for ember's transformations; a leaf in the public ``tree_util``.
+_pytree.register_internal_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                                lambda _, children: PRNGKeyArray(children[0]))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import core, dtypes, tree_util
+from ember import _pytree, core, dtypes
 from ember.core import ShapedArray
 from ember.errors import UnexpectedTracerError
 
@@ -72,10 +72,14 @@ class _ArrayType(type):
     """``isinstance(x, Array)`` holds for traced values too (a ``core.Tracer`` stands for an
     array inside ``jit``, ``grad``, ``vmap``...), as ``isinstance(x, jax.Array)`` does in JAX,
     so code that filters a pytree's arrays with it works the same under transformations.
+    So does a typed PRNG key array (a class in ``other_array_types``), as in JAX.
     ember's own code asks ``type(x) is Array`` for a concrete array."""
 
+    other_array_types: set[type] = set()
+
     def __instancecheck__(cls, obj: Any) -> bool:
-        return type(obj) is cls or isinstance(obj, core.Tracer)
+        return (type(obj) is cls or isinstance(obj, core.Tracer)
+                or type(obj) in _ArrayType.other_array_types)
 
 
 class Array(core.AvalProperties, metaclass=_ArrayType):
@@ -434,7 +438,7 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
         aval = core.get_aval(leaf)
         return Array._wrap(device_buffer(leaf, aval.dtype), aval)
 
-    return tree_util.tree_map(put, x)
+    return _pytree.tree_map(put, x)
 
 
 def device_get(x: Any) -> Any:
@@ -449,7 +453,7 @@ def device_get(x: Any) -> Any:
             return np.asarray(leaf)
         return leaf
 
-    return tree_util.tree_map(get, x)
+    return _pytree.tree_map(get, x)
 
 
 def copy_to_host_async(x: Any) -> Any:
@@ -460,7 +464,7 @@ def copy_to_host_async(x: Any) -> Any:
         >>> ember.copy_to_host_async([jnp.ones(2), 1.0])
         [Array([1., 1.], dtype=float32), 1.0]
     """
-    for leaf in tree_util.tree_leaves(x):
+    for leaf in _pytree.tree_leaves(x):
         copy = getattr(leaf, "copy_to_host_async", None)
         if copy is not None and not isinstance(leaf, core.Tracer):
             copy()
@@ -471,7 +475,7 @@ def block_until_ready(x: Any) -> Any:
     """Waits for every array in a pytree to be computed; returns the pytree."""
     if type(x) is Array:  # (a lone array: no pytree walk)
         return x.block_until_ready()
-    for leaf in tree_util.tree_leaves(x):
+    for leaf in _pytree.tree_leaves(x):
         if type(leaf) is Array:
             leaf.block_until_ready()
     return x

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ember.tree_util import treedef_is_leaf
+from ember._pytree import treedef_is_leaf
 
 MAX_ENTRIES_PER_FUNCTION = 4096
 

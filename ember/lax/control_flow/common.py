@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember import core
+from ember._pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ember.compiler.hlo import Builder, Computation, Instruction
 from ember.compiler.lower import lower_jaxpr_body, shape_of
 from ember.interpreters import partial_eval as pe
 from ember.interpreters.pjit import closure_convert
 from ember.jaxpr import ClosedJaxpr, Jaxpr, Var
-from ember.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 
 def trace_function(fun: Callable, in_tree: PyTreeDef, in_avals: Sequence[core.ShapedArray]

@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 
 from ember import core, dtypes
+from ember._pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ember.config import config
 from ember.interpreters import ad, batching
 from ember.interpreters import partial_eval as pe
 from ember.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, has_side_effect
 from ember.lax import ad_util, elementwise, shape
 from ember.lax.control_flow import common
-from ember.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["cond", "cond_p", "switch"]
 

@@ -27,6 +27,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ember import core, dtypes
+from ember._pytree import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_map,
+    tree_unflatten,
+)
 from ember.compiler.hlo import Shape
 from ember.config import config
 from ember.errors import ConcretizationTypeError
@@ -36,13 +43,6 @@ from ember.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from ember.lax.control_flow.common import lower_to_computation, trace_function
 from ember.lax.control_flow.eager_loops import EagerLoop
 from ember.lax.control_flow.while_loop import _structure_diffs
-from ember.tree_util import (
-    keystr,
-    tree_flatten,
-    tree_flatten_with_path,
-    tree_map,
-    tree_unflatten,
-)
 
 __all__ = ["fori_loop", "map", "scan", "scan_p"]
 

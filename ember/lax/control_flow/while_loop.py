@@ -23,14 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ember import core, dtypes
-from ember.config import config
-from ember.errors import ConcretizationTypeError
-from ember.interpreters import ad, batching
-from ember.interpreters import partial_eval as pe
-from ember.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
-from ember.lax.control_flow.common import lower_to_computation, trace_function
-from ember.lax.control_flow.eager_loops import EagerLoop
-from ember.tree_util import (
+from ember._pytree import (
     DictKey,
     SequenceKey,
     keystr,
@@ -40,6 +33,13 @@ from ember.tree_util import (
     tree_unflatten,
     treedef_is_leaf,
 )
+from ember.config import config
+from ember.errors import ConcretizationTypeError
+from ember.interpreters import ad, batching
+from ember.interpreters import partial_eval as pe
+from ember.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
+from ember.lax.control_flow.common import lower_to_computation, trace_function
+from ember.lax.control_flow.eager_loops import EagerLoop
 
 __all__ = ["while_loop", "while_p"]
 

@@ -9,8 +9,8 @@ import numpy as np
 
 import ember.numpy as jnp
 from ember import dtypes
+from ember._pytree import register_pytree_node
 from ember.numpy._util import check_arraylike, promote_dtypes_inexact
-from ember.tree_util import register_pytree_node
 
 _METHODS = ("linear", "nearest")
 

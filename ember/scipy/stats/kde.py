@@ -11,11 +11,11 @@ import numpy as np
 
 from ember import numpy as jnp
 from ember import random
+from ember._pytree import register_pytree_node_class
 from ember.nn.functions import logsumexp
 from ember.numpy._util import check_arraylike, promote_dtypes_inexact
 from ember.scipy import linalg, special
 from ember.scipy.stats._common import Array, ArrayLike
-from ember.tree_util import register_pytree_node_class
 
 __all__ = ["gaussian_kde"]
 
