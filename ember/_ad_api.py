@@ -251,7 +251,18 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
             raise TypeError("linear_transpose only supports [float or complex] -> [float or "
                             f"complex], got an output of dtype {core.get_aval(o).dtype}")
 
+    out_flat, out_tree = _pytree.tree_flatten(out)
+    out_avals = [core.get_aval(o) for o in out_flat]
+
     def transposed(out_cotangent: Any) -> tuple:
+        ct_flat, ct_tree = _pytree.tree_flatten(out_cotangent)
+        if ct_tree != out_tree:  # (TypeErrors here, as in JAX; vjp's pullback raises ValueError)
+            raise TypeError(f"cotangent tree does not match function output, expected "
+                            f"{out_tree} but got {ct_tree}")
+        if any(core.get_aval(c).shape != a.shape or core.get_aval(c).dtype != a.dtype
+               for c, a in zip(ct_flat, out_avals)):
+            raise TypeError(f"cotangent type does not match function output, expected "
+                            f"{out_avals} but got {ct_flat}")
         cts = _pytree.tree_leaves(pullback(out_cotangent))
         cts = [_cast(c, a.dtype) for c, a in zip(cts, avals)]
         return tuple(_pytree.tree_unflatten(p_tree, cts))

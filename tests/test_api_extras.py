@@ -176,3 +176,17 @@ def test_linear_transpose_is_the_matrix_transpose():
     assert c_t(np.ones(2, np.complex64))[0].dtype == np.complex64
     with pytest.raises(TypeError, match="float or complex"):
         ember.linear_transpose(lambda x: x, np.zeros(2, np.int32))
+
+
+def test_linear_transpose_checks_cotangents_with_type_errors():
+    # As in JAX: a cotangent whose tree, shape or dtype differs from fun's output is a
+    # TypeError (vjp's pullback raises ValueError for the same mistakes).
+    f_t = ember.linear_transpose(lambda x: (x[:2] * 2.0, jnp.sum(x)), np.ones(3, np.float32))
+    got = f_t((np.array([1.0, 2.0], np.float32), 3.0))  # a Python float fits float32
+    np.testing.assert_array_equal(got[0], [5.0, 7.0, 3.0])
+    with pytest.raises(TypeError, match="cotangent tree does not match"):
+        f_t([np.ones(2, np.float32), 3.0])
+    with pytest.raises(TypeError, match="cotangent type does not match"):
+        f_t((np.ones(3, np.float32), 3.0))
+    with pytest.raises(TypeError, match="cotangent type does not match"):
+        f_t((np.ones(2, np.float16), 3.0))

@@ -267,3 +267,27 @@ def test_staged_check_and_gradients():
     f.defvjp(lambda x: (f(x), x), lambda r, g: (g * 10.0,))
     g = ember.grad(lambda x: checkify.checkify(f, errors=checkify.all_checks)(x)[1])(1.0)
     assert float(g) == pytest.approx(10.0)
+
+
+def test_static_out_of_bounds_int_index_is_checked():
+    # As in JAX, an out-of-bounds Python int index is read by a dynamic_slice (clamped), not
+    # folded into a static slice, so index_checks sees it and reports the index as written
+    # (negative ones wrapped once).
+    x = jnp.ones((3, 2))
+    msg = "out-of-bounds indexing for array of shape (3, 2): index {} is out of bounds " \
+          "for axis 0 with size 3."
+    for f, i in [(lambda x: x[5], 5), (lambda x: x.at[5].get(), 5), (lambda x: x[-5], -2)]:
+        err, out = checkify.checkify(f, errors=checkify.index_checks)(x)
+        assert err.get().strip() == msg.format(i)
+        np.testing.assert_array_equal(out, np.ones(2))  # the clamped row
+    err, _ = checkify.checkify(lambda x: ember.lax.dynamic_slice(x, (7, 0), (1, 2)),
+                               errors=checkify.index_checks)(x)
+    assert "index 7 is out of bounds" in err.get()
+    # In-bounds ints, and mode="clip", stay static slices and report nothing.
+    for f in (lambda x: x[2], lambda x: x[-3], lambda x: x.at[5].get(mode="clip")):
+        assert checkify.checkify(f, errors=checkify.index_checks)(x)[0].get() is None
+    # The values are unchanged: reads clamp into bounds.
+    m = jnp.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(m[5], [4.0, 5.0])
+    np.testing.assert_array_equal(m[-7], [0.0, 1.0])
+    np.testing.assert_array_equal(ember.jit(lambda m: m[1:, 7])(m), [3.0, 5.0])

@@ -433,3 +433,16 @@ def test_scipy_linalg_vs_jax(jax):
     same(S.block_diag(*blocks), JS.block_diag(*blocks))
     same(S.toeplitz(np.arange(3), np.arange(4) + 5), JS.toeplitz(np.arange(3), np.arange(4) + 5))
     same(S.toeplitz(np.arange(3.0) + 1j), JS.toeplitz(np.arange(3.0) + 1j))
+
+
+def test_scipy_eigh_symmetrizes_its_input():
+    # jax.scipy.linalg.eigh symmetrizes (a + a^H) / 2 before decomposing, so both
+    # triangles count and `lower` changes nothing (unlike SciPy, which reads one triangle).
+    import ember.scipy.linalg as S
+    a = np.array([[1.0, 99.0], [2.0, 3.0]], np.float32)
+    want = np.linalg.eigvalsh((a + a.T) / 2)
+    for lower in (True, False):
+        np.testing.assert_allclose(S.eigh(a, lower=lower, eigvals_only=True), want, rtol=1e-5)
+        w, v = S.eigh(a, lower=lower)
+        np.testing.assert_allclose(w, want, rtol=1e-5)
+        np.testing.assert_allclose((a + a.T) / 2 @ v, v * w, rtol=1e-4, atol=1e-3)

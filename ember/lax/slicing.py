@@ -216,6 +216,9 @@ ad.defjvp(dynamic_slice_p, lambda g, x, *idx, slice_sizes: dynamic_slice_p.bind(
 E.def_transpose(dynamic_slice_p, _dynamic_slice_transpose)
 
 
+_I32 = np.iinfo(np.int32)
+
+
 def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -> list[Any]:
     """Checks start indices; Python ints are normalized, traced negatives wrap once."""
     if isinstance(start_indices, Tracer) or hasattr(start_indices, "aval") or isinstance(
@@ -247,7 +250,8 @@ def _start_index_operands(fn: str, shape: tuple[int, ...], start_indices: Any) -
         if isinstance(s, (int, np.integer)):
             s = int(s)
             s = s + d if s < 0 else s
-            out.append(np.int32(np.clip(s, -1, max(d, 0))))
+            # (clipped only to int32: an out-of-bounds index keeps its value for checkify)
+            out.append(np.int32(np.clip(s, _I32.min, _I32.max)))
             continue
         base.as_operand(s, fn, f"start index {i}")
         aval = core.get_aval(s)

@@ -349,11 +349,26 @@ def _rewriting_take(x: Any, idx: Any, mode: Any = None, fill_value: Any = None,
     if not has_array and not force_gather:
         if all(e[0] == "slice" and e[1] == slice(None) for e in entries):
             return x
+        if gmode != GatherScatterMode.CLIP:
+            entries = _out_of_bounds_ints_dynamic(shape, entries)
         return _basic_index(x, entries)
     # With arrays present, ints are advanced indices too (NumPy's rule).
     entries = [("adv", np.asarray(e[1])) if e[0] == "int" else
                ("adv", e[1]) if e[0] == "dyn" else e for e in entries]
     return _advanced_index(x, entries, gmode, fill_value, unique_indices, indices_are_sorted)
+
+
+def _out_of_bounds_ints_dynamic(shape: tuple[int, ...], entries: list[tuple]) -> list[tuple]:
+    """``entries`` with out-of-bounds static ints made dynamic: as in JAX, only in-bounds
+    ints become static slices; the others are read by a ``dynamic_slice`` (which clamps to
+    the same element), so ``checkify``'s index checks see and report them."""
+    out, d = [], 0
+    for e in entries:
+        if e[0] == "int" and shape[d] and not -shape[d] <= e[1] < shape[d]:
+            e = ("dyn", e[1])
+        out.append(e)
+        d += e[0] != "none"
+    return out
 
 
 def _getitem(x: Any, idx: Any) -> Any:

@@ -262,9 +262,10 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
 def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
          overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True,
          eigvals: None = None, type: int = 1, check_finite: bool = True) -> Any:  # noqa: A002
-    """Eigenvalues (ascending) and eigenvectors ``(w, v)`` of Hermitian matrices, reading the
-    ``lower`` (or upper) triangle; ``w`` alone with ``eigvals_only``. The generalized
-    problem (``b``) is not supported, as in JAX.
+    """Eigenvalues (ascending) and eigenvectors ``(w, v)`` of Hermitian matrices; ``w`` alone
+    with ``eigvals_only``. As in JAX, the input is symmetrized first (``(a + a^H) / 2``), so
+    ``lower`` does not change the result for any input. The generalized problem (``b``) is
+    not supported, as in JAX.
 
     Example:
         >>> jsp.linalg.eigh(jnp.array([[2., 0.], [0., 1.]]), eigvals_only=True)
@@ -277,7 +278,7 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
     if eigvals is not None:
         raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
     a, = _inexact("jax.scipy.linalg.eigh", a)
-    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False)
+    v, w = lax_linalg.eigh(a, lower=lower)
     return w if eigvals_only else (w, v)
 
 
