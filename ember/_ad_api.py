@@ -159,9 +159,17 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         >>> f_jvp(2.0)
         Array(2., dtype=float32, weak_type=True)
     """
+    return _linearize(fun, primals, has_aux, forward_only=False)
+
+
+def _linearize(fun: Callable, primals: tuple, has_aux: bool, forward_only: bool) -> tuple:
+    """``linearize``; ``forward_only``: for ``jacfwd``, which uses only the linear map, so
+    a function whose linearization leaves its primal outputs unknown is fine."""
     p_flat, p_tree = _pytree.tree_flatten(primals)
     flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
     outs, lin = ad.linearize_flat(flat_fun, p_flat)
+    if not forward_only:
+        lin.check_primals_known()
     out_tree = store["out_tree"]
     p_avals = [core.get_aval(p) for p in p_flat]
     f_jvp = _residual_partial(_linearized_jvp, lin, p_avals, p_tree, out_tree)
@@ -213,6 +221,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     p_flat = [_typed_primal(p) for p in p_flat]
     flat_fun, store = _flatten_fun(fun, p_tree, has_aux)
     outs, lin = ad.linearize_flat(flat_fun, p_flat)
+    lin.check_primals_known()
     out_tree = store["out_tree"]
     out_avals = [core.get_aval(o) for o in outs]
     vjp_fun = _residual_partial(_vjp_pullback, lin, p_tree, out_tree, out_avals)
@@ -523,7 +532,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         f_partial, dyn_args = _split_args(fun, args, kwargs, argnums, "jacfwd")
         _check_jacfwd_inputs(dyn_args, holomorphic)
-        res = linearize(f_partial, *dyn_args, has_aux=has_aux)
+        res = _linearize(f_partial, dyn_args, has_aux, forward_only=True)
         y, f_jvp = res[0], res[1]
         _check_jacfwd_outputs(y, holomorphic)
         in_flat, in_tree = _pytree.tree_flatten(dyn_args)

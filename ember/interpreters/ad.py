@@ -272,21 +272,22 @@ class Linearized:
     residuals saved from the forward pass.
     """
 
-    __slots__ = ("jaxpr", "in_avals", "in_mask", "out_avals", "out_zero")
+    __slots__ = ("jaxpr", "in_avals", "in_mask", "out_avals", "out_zero", "primals_known")
 
-    def __init__(self, jaxpr, in_avals, in_mask, out_avals, out_zero):
+    def __init__(self, jaxpr, in_avals, in_mask, out_avals, out_zero, primals_known=True):
         self.jaxpr = jaxpr
         self.in_avals = in_avals
         self.in_mask = in_mask
         self.out_avals = out_avals
         self.out_zero = out_zero
+        self.primals_known = primals_known
 
     def with_residuals(self, residuals: Sequence[Any]) -> Linearized:
         """This linear map with other values for its residuals (``jaxpr.consts``): those
         values, traced or batched by a transformation, come back as leaves of a pytree."""
         from ember.jaxpr import ClosedJaxpr
         return Linearized(ClosedJaxpr(self.jaxpr.jaxpr, residuals), self.in_avals,
-                          self.in_mask, self.out_avals, self.out_zero)
+                          self.in_mask, self.out_avals, self.out_zero, self.primals_known)
 
     def jvp(self, tangents: Sequence[Any]) -> list:
         """The output tangents (zeros instantiated) for the input tangents."""
@@ -296,8 +297,19 @@ class Linearized:
         return [instantiate_zeros(Zero(a)) if z else next(outs)
                 for a, z in zip(self.out_avals, self.out_zero)]
 
+    def check_primals_known(self) -> None:
+        """Raises JAX's ValueError if the linearization left output primals unknown (a JVP
+        rule computed them together with the tangents): forward mode works, reverse mode
+        and ``linearize``'s primal outputs cannot."""
+        if not self.primals_known:
+            raise ValueError(
+                "Linearization failed to produce known values for all output primals. This "
+                "is typically caused by attempting to differentiate a function uses an "
+                "operation that does not support reverse-mode autodiff.")
+
     def transpose(self, cts: Sequence[Any]) -> list:
         """The input cotangents (zeros instantiated; float0 for integer inputs)."""
+        self.check_primals_known()
         j = self.jaxpr
         args = [UndefinedPrimal(tangent_aval(a))
                 for a, m in zip(self.in_avals, self.in_mask) if m]
@@ -346,6 +358,9 @@ def linearize_flat(fun: Callable, primals: list) -> tuple[list, Linearized]:
         finally:
             jvp_trace.invalidate()
         out_primals = [p for p, _ in pairs]
+        # (a JVP rule computing primals together with tangents, e.g. a generic
+        # reduce_window's, leaves them unknown: forward mode works, reverse mode can't)
+        primals_known = not any(pe_trace.is_unknown(p) for p in out_primals)
         out_zero = [type(t) is Zero for _, t in pairs]
         jaxpr = pe_trace.to_jaxpr([t for _, t in pairs if type(t) is not Zero])
     finally:
@@ -354,7 +369,8 @@ def linearize_flat(fun: Callable, primals: list) -> tuple[list, Linearized]:
     # tangent ys, are dropped, and the residuals only they read)
     jaxpr, _ = pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.jaxpr.outvars))
     out_avals = [tangent_aval(core.get_aval(p)) for p in out_primals]
-    return out_primals, Linearized(jaxpr, in_avals, in_mask, out_avals, out_zero)
+    return out_primals, Linearized(jaxpr, in_avals, in_mask, out_avals, out_zero,
+                                   primals_known)
 
 
 # --------------------------------------------------------------------------- transposition
