@@ -4,6 +4,8 @@ results against JAX's (same LAPACK routines: pivots bit for bit), every flag of
 tridiagonal systems), batches, size 0 and 1, non-contiguous inputs, jit against eager, and
 the NumPy fallback when no library is bound."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -53,12 +55,34 @@ def test_probe_finds_numpys_library_and_checks_the_integer_width():
     import cffi
     other = "int32_t" if b.itype == "int64_t" else "int64_t"
     ffi = cffi.FFI()
-    name = b.prefix + "dgetrf" + b.suffix
-    ffi.cdef(_lapack._SIGNATURES["getrf"].replace("I*", other + "*").format(name))
-    wrong = _lapack._Binding(ffi, ffi.dlopen(_lapack._loaded_lapack_paths()[0]), b.prefix,
-                             b.suffix, other)
+    wrong = _lapack._Binding(ffi, ffi.dlopen(b.path), b.prefix, b.suffix, other)
     assert not _lapack._self_test(wrong)
+    assert list(wrong.declared) == [b.prefix + "dgetrf" + b.suffix]  # declared, then refused
     assert _lapack._self_test(b)
+
+
+@needs_lapack
+def test_routines_are_declared_at_first_use_once():
+    # (parsing every declaration up front cost ~60 ms of a process's first solve)
+    ffi = __import__("cffi").FFI()
+    b = _lapack.binding()
+    fresh = _lapack._Binding(ffi, ffi.dlopen(b.path), b.prefix, b.suffix, b.itype)
+    assert fresh.declared == {}
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(fresh.fn("potrf", np.float64)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(f is results[0] for f in results)
+    assert fresh.fn("potrf", np.dtype(np.float64)) is results[0]
+    assert list(fresh.declared) == [b.prefix + "dpotrf" + b.suffix]
+    a = np.array([[4.0, 2.0], [2.0, 3.0]])  # symmetric: row-major reads the same
+    n, info = ffi.new(b.itype + "*", 2), ffi.new(b.itype + "*")
+    results[0](b"L", n, ffi.from_buffer(a), n, info, 1)
+    assert info[0] == 0
+    np.testing.assert_allclose(np.tril(a.T), np.linalg.cholesky([[4.0, 2.0], [2.0, 3.0]]))
 
 
 @needs_lapack

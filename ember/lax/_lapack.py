@@ -3,7 +3,9 @@
 NumPy's ``numpy.linalg`` links a full LAPACK (OpenBLAS in the wheels, MKL or Accelerate in
 other builds) but exposes only a few drivers. This module finds the library NumPy loaded,
 probes its symbol naming (``scipy_sgetrf_64_``, ``sgetrf_64_``, ``sgetrf_``, ...) and
-integer width, and binds the routines with cffi in ABI mode (calls release the GIL).
+integer width, and binds the routines with cffi in ABI mode (calls release the GIL). A
+routine is declared to cffi at its first use: parsing all the declarations at once took
+~60 ms, paid by a process's first ``solve``.
 
 Every kernel takes C-ordered NumPy stacks of matrices (leading batch dimensions) and makes
 one LAPACK call per matrix. LAPACK is column-major, so a C-ordered buffer is the transposed
@@ -16,6 +18,7 @@ their NumPy code; tests force that with ``disable()``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import threading
 
@@ -74,19 +77,41 @@ _CONVENTIONS = [("scipy_", "_64_", "int64_t"), ("scipy_", "64_", "int64_t"),
                 ("", "_", "int32_t"), ("", "_", "int64_t"), ("", "", "int32_t")]
 
 
+def _kinds_and_letters():
+    """Every (kind, dtype letter) the kernels call."""
+    for kind in _SIGNATURES:
+        for letter in "sdcz":
+            if kind[-2:] not in ("_r", "_c") or (kind[-1] == "c") == (letter in "cz"):
+                yield kind, letter
+
+
+_DECLARE_LOCK = threading.Lock()
+
+
 class _Binding:
     def __init__(self, ffi, lib, prefix, suffix, itype):
         self.ffi, self.lib, self.itype = ffi, lib, itype
         self.idtype = np.dtype(np.int64 if itype == "int64_t" else np.int32)
         self.prefix, self.suffix = prefix, suffix
         self.cache: dict = {}
+        self.declared: dict = {}  # symbol name -> cffi function
+
+    def symbol(self, kind: str, letter: str) -> str:
+        return self.prefix + _routine_names(kind, letter) + self.suffix
 
     def fn(self, kind: str, dtype: np.dtype):
         key = (kind, dtype)
         f = self.cache.get(key)
         if f is None:
-            name = self.prefix + _routine_names(kind, _LETTER[np.dtype(dtype)]) + self.suffix
-            f = self.cache[key] = getattr(self.lib, name)
+            letter = _LETTER[np.dtype(dtype)]
+            name = self.symbol(kind, letter)
+            with _DECLARE_LOCK:
+                f = self.declared.get(name)
+                if f is None:
+                    decl = _SIGNATURES[kind].replace("I*", self.itype + "*").format(name)
+                    self.ffi.cdef(decl)
+                    f = self.declared[name] = getattr(self.lib, name)
+            self.cache[key] = f
         return f
 
 
@@ -102,27 +127,20 @@ def _bind() -> _Binding | None:
     except ImportError:
         return None
     for path in _loaded_lapack_paths():
+        try:
+            symbols = ctypes.CDLL(path)  # (to look symbols up without declaring them)
+        except OSError:
+            continue
         for prefix, suffix, itype in _CONVENTIONS:
             ffi = cffi.FFI()
-            decls = []
-            for kind, sig in _SIGNATURES.items():
-                for letter in "sdcz":
-                    if kind == "gees_r" and letter in "cz" or kind == "gees_c" and letter in "sd":
-                        continue
-                    name = prefix + _routine_names(kind, letter) + suffix
-                    decls.append(sig.replace("I*", itype + "*").format(name))
             try:
-                ffi.cdef("\n".join(dict.fromkeys(decls)))
-                lib = ffi.dlopen(path)
-                binding = _Binding(ffi, lib, prefix, suffix, itype)
-                binding.path = path
-                for kind in _SIGNATURES:  # every routine the kernels call must be there
-                    for dt in _LETTER:
-                        if kind[-2:] not in ("_r", "_c") or (kind[-1] == "c") == (dt.kind == "c"):
-                            binding.fn(kind, dt)
-            except (OSError, AttributeError, cffi.FFIError):
+                binding = _Binding(ffi, ffi.dlopen(path), prefix, suffix, itype)
+            except OSError:
                 continue
-            if _self_test(binding):
+            binding.path = path
+            # every routine the kernels call must be there
+            if all(hasattr(symbols, binding.symbol(kind, letter))
+                   for kind, letter in _kinds_and_letters()) and _self_test(binding):
                 return binding
     return None
 
