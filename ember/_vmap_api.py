@@ -107,9 +107,16 @@ def _broadcast_prefix(spec: Any, tree: Any, what: str) -> list:
         raise ValueError(f"vmap {what} specification must be a tree prefix of the "
                          f"corresponding value; got specification {spec} for value tree "
                          f"{_pytree.tree_structure(tree)}.") from None
+    from ember.random.key_array import is_typed_key
     out = []
     for axis, sub in zip(spec_leaves, subtrees):
-        out.extend([axis] * len(_pytree.tree_leaves(sub)))
+        if axis is not None and axis < 0:
+            # (a key array's data has one more axis, the key's words, last: a negative axis
+            # of the keys is one further from the data's end)
+            out.extend([axis - 1 if is_typed_key(x) else axis
+                        for x in _pytree.tree_leaves(sub, is_leaf=is_typed_key)])
+        else:
+            out.extend([axis] * len(_pytree.tree_leaves(sub)))
     return out
 
 

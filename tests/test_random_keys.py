@@ -344,3 +344,19 @@ def test_ember_modules_use_their_own_pytree_view():
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if p not in public and imports_tree_util(ast.parse(p.read_text()))]
     assert offenders == []
+
+
+def test_negative_vmap_axes_count_the_keys_axes():
+    # As JAX: axis -1 of a (3, 4) key array is its axis 1, not the key data's words axis.
+    keys = er.split(er.key(0), 12).reshape(3, 4)
+    moved = ember.vmap(lambda k: k, in_axes=-1)(keys)
+    assert moved.shape == (4, 3) and bool((moved == keys.T).all())
+    assert bool((ember.vmap(lambda k: k, in_axes=(-2,))(keys) == keys).all())
+    pairs = ember.vmap(lambda k: er.split(k, 2), out_axes=-1)(keys[0])
+    assert pairs.shape == (2, 4)
+    assert bool((pairs == ember.vmap(lambda k: er.split(k, 2), out_axes=1)(keys[0])).all())
+    both = ember.vmap(lambda k: er.split(k[0], 2), in_axes=-1, out_axes=-2)(keys)
+    assert both.shape == (4, 2) and bool((both[1] == er.split(keys[0, 1], 2)).all())
+    # arrays beside the keys keep their own negative axes
+    got = ember.vmap(lambda k, x: (k, x), in_axes=-1)(keys, np.arange(8).reshape(2, 4))
+    assert got[0].shape == (4, 3) and got[1].shape == (4, 2)

@@ -16,8 +16,7 @@ The ``jnp`` and ``lax`` functions that only move elements (``stack``, ``concaten
 ``keys.at[...].set``/``get``, ``take`` and ``swapaxes``.
 
 Differences from JAX (by design): ``lax`` functions that compute (``add``, ``sort``, ...) do
-not take key arrays; a negative ``vmap`` ``in_axes``/``out_axes`` counts the data's trailing
-axis of 2 words.
+not take key arrays.
 """
 
 from __future__ import annotations
