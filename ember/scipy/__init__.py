@@ -10,7 +10,7 @@ from ember.scipy import linalg as linalg
 from ember.scipy import special as special
 
 _LAZY = frozenset({"cluster", "fft", "integrate", "interpolate", "ndimage", "optimize",
-                   "signal", "spatial", "stats"})
+                   "signal", "sparse", "spatial", "stats"})
 
 
 def __getattr__(name: str):
