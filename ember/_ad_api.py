@@ -300,7 +300,17 @@ def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: lis
                 f"{_jax_type(c_aval)}, but expected {_jax_type(expected)} because the "
                 "corresponding output of the differentiated function had JAX type "
                 f"{_jax_type(a)}")
-    return _pytree.tree_unflatten(p_tree, lin.transpose(ct_flat))
+    return _key_cotangents(_pytree.tree_unflatten(p_tree, lin.transpose(ct_flat)))
+
+
+def _key_cotangents(tree: Any) -> Any:
+    """``tree`` with each typed key array (which holds the float0 cotangents of its key data)
+    replaced by float0 zeros of the keys' shape: JAX's cotangent type of a key array."""
+    from ember.random.key_array import is_typed_key
+
+    def fix(x: Any) -> Any:
+        return np.zeros(x.shape, dtypes.float0) if is_typed_key(x) else x
+    return _pytree.tree_map(fix, tree, is_leaf=is_typed_key)
 
 
 def _typed_primal(x: Any) -> Any:

@@ -360,3 +360,25 @@ def test_negative_vmap_axes_count_the_keys_axes():
     # arrays beside the keys keep their own negative axes
     got = ember.vmap(lambda k, x: (k, x), in_axes=-1)(keys, np.arange(8).reshape(2, 4))
     assert got[0].shape == (4, 3) and got[1].shape == (4, 2)
+
+
+def test_like_functions_and_cotangents_of_key_arrays():
+    keys = er.split(er.key(3), 3)
+    # As JAX: the *_like functions give key arrays whose words all hold the fill value...
+    for fn, word in [(jnp.zeros_like, 0), (jnp.ones_like, 1), (lambda k: jnp.full_like(k, 7),
+                                                               7)]:
+        out = fn(keys)
+        assert isinstance(out, PRNGKeyArray) and out.shape == (3,)
+        np.testing.assert_array_equal(np.asarray(er.key_data(out)), np.full((3, 2), word))
+    assert isinstance(ember.jit(jnp.zeros_like)(keys[0]), PRNGKeyArray)
+    # ... and arrays of another dtype, given one
+    np.testing.assert_array_equal(np.asarray(jnp.zeros_like(keys, dtype=jnp.float32)),
+                                  np.zeros(3, np.float32))
+    assert jnp.full_like(keys, 2, dtype=jnp.int32).dtype == np.int32
+    # The cotangent of a key array is float0 zeros of the keys' shape (allow_int).
+    g = ember.grad(lambda w, k: w.sum(), argnums=(0, 1), allow_int=True)(jnp.ones(2), keys)
+    assert g[1].dtype == ember.dtypes.float0 and g[1].shape == (3,)
+    _, pullback = ember.vjp(lambda w, k: (w * 2).sum(), jnp.ones(2), keys[0])
+    cts = pullback(1.0)
+    np.testing.assert_array_equal(np.asarray(cts[0]), [2.0, 2.0])
+    assert cts[1].dtype == ember.dtypes.float0 and cts[1].shape == ()

@@ -7,14 +7,16 @@ from typing import Any
 
 from ember import _extended_types
 
-# The functions that take key arrays, as in JAX (they move elements, never combine them).
+# The functions that take key arrays, as in JAX (they move elements, never combine them; the
+# ``*_like`` functions fill every word of the key data with their value, as JAX's do).
 FUNCTIONS = (
     "append", "array", "array_split", "asarray", "atleast_1d", "atleast_2d", "atleast_3d",
     "broadcast_arrays", "broadcast_to", "column_stack", "concatenate", "copy", "delete",
-    "dsplit", "dstack", "expand_dims", "flip", "fliplr", "flipud", "hsplit", "hstack",
-    "insert", "matrix_transpose", "moveaxis", "permute_dims", "ravel", "repeat", "reshape",
-    "roll", "rot90", "select", "split", "squeeze", "stack", "swapaxes", "take",
-    "take_along_axis", "tile", "transpose", "unstack", "vsplit", "vstack", "where",
+    "dsplit", "dstack", "empty_like", "expand_dims", "flip", "fliplr", "flipud", "full_like",
+    "hsplit", "hstack", "insert", "matrix_transpose", "moveaxis", "ones_like", "permute_dims",
+    "ravel", "repeat", "reshape", "roll", "rot90", "select", "split", "squeeze", "stack",
+    "swapaxes", "take", "take_along_axis", "tile", "transpose", "unstack", "vsplit", "vstack",
+    "where", "zeros_like",
 )
 
 

@@ -226,9 +226,12 @@ def empty(shape: Any, dtype: Any = None) -> Any:
     return zeros(shape, dtype)
 
 
-def _like_aval(fn: str, a: Any) -> ShapedArray:
+def _like_aval(fn: str, a: Any, dtype: Any = None) -> ShapedArray:
+    """The aval of ``a``, or of a shape-and-dtype object (with ``dtype`` for its dtype when
+    given: a typed key array's is no NumPy dtype)."""
     if not _util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
-        return ShapedArray(a.shape, dtypes.canonicalize_dtype(a.dtype),
+        return ShapedArray(a.shape, dtypes.canonicalize_dtype(a.dtype if dtype is None
+                                                              else dtype),
                            getattr(a, "weak_type", False))
     _util.check_arraylike(fn, a)
     return core.get_aval(a)
@@ -246,7 +249,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
 
 
 def _full_like(fn: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Any:
-    aval = _like_aval(fn, a)
+    aval = _like_aval(fn, a, dtype)
     shp = aval.shape if shape is None else _shape_arg(fn, shape)
     dt = aval.dtype if dtype is None else _dtype_arg(dtype)
     weak = dtype is None and aval.weak_type
