@@ -55,8 +55,11 @@ TASKS_PER_THREAD = 8
 SINGLE_CALL_MAX_WORK = 1 << 16
 # Tiered programs: while the optimized code compiles, a run whose quick code took at most this
 # many seconds the first time runs the quick code again instead of waiting (both give the same
-# bits), so a caller's loop goes on meanwhile; a slower quick code waits for the optimized one.
+# bits), so a caller's loop goes on meanwhile; a slower quick code waits for the optimized one,
+# for at most UPGRADE_WAIT_RUNS times its own first run's time before running again (None:
+# as long as the compile takes).
 QUICK_RERUN_MAX_SECONDS = 0.01
+UPGRADE_WAIT_RUNS: float | None = 1.0
 # A parallel reduction with partial results (a full reduction; a column reduction with few
 # work items: ``KernelInfo.partial_reducers``) is cut into ranges that each write their own:
 # one per PARALLEL_MIN_WORK elements of work, at most PARTIAL_RANGES. The count depends on
@@ -562,8 +565,20 @@ class CpuExecutable:
         if self._after_first_run is not None:
             self._after_first_run()  # (the optimizing compile must start now, if it has not)
         quick = self._quick_seconds
-        if not future.done() and quick is not None and quick <= QUICK_RERUN_MAX_SECONDS:
-            return True
+        if not future.done() and quick is not None:
+            if quick <= QUICK_RERUN_MAX_SECONDS:
+                return True
+            # Wait at most UPGRADE_WAIT_RUNS quick runs' time, then run the quick code again
+            # (the same bits): the optimizing thread runs at the lowest priority, and on a
+            # busy machine it may get no core for seconds (an unbounded wait for it took 34 s
+            # with two busy loops on a 2-core machine).
+            runs = UPGRADE_WAIT_RUNS
+            try:
+                future.result(timeout=None if runs is None else quick * runs)
+            except TimeoutError:
+                return True
+            except Exception:  # noqa: BLE001 - (its error is logged below)
+                pass
         try:
             plan, lib = future.result()
             upgraded = CpuExecutable(plan, lib, self.module)

@@ -24,6 +24,7 @@ def tiered(monkeypatch):
     # Later runs wait for the optimized code (as a slow quick code does), so these tests see
     # the switch at the second call; the quick reruns have tests of their own below.
     monkeypatch.setattr(cpu_executable_module, "QUICK_RERUN_MAX_SECONDS", 0.0)
+    monkeypatch.setattr(cpu_executable_module, "UPGRADE_WAIT_RUNS", None)
     get_backend("cpu").wait_for_background()  # (earlier tests' compiles would count here)
 
 
@@ -427,6 +428,27 @@ def test_slow_quick_code_waits_for_the_optimized_code(cache_dir, monkeypatch):
     exe = cpu_executable(f)
     exe._quick_seconds = 61.0  # (as if the first run had taken longer than the limit)
     np.testing.assert_array_equal(np.asarray(f(X)), first)
+    assert exe._tier is None and exe.program.entry_name.startswith("m")
+
+
+def test_slow_quick_code_waits_a_bounded_time_for_a_starved_compile(cache_dir, monkeypatch):
+    # (the optimizing thread runs at the lowest priority: on a busy machine it may not run
+    # for seconds, and a caller must not wait that long for it)
+    monkeypatch.setattr(cpu_executable_module, "UPGRADE_WAIT_RUNS", 2.0)
+    held = _HeldCompile(monkeypatch)
+    try:
+        f, c = fresh_function()
+        first = np.asarray(f(X))
+        exe = cpu_executable(f)
+        exe._quick_seconds = 0.05  # slow quick code: waits up to 2 x 50 ms, then reruns it
+        for _ in range(2):
+            start = time.perf_counter()
+            np.testing.assert_array_equal(np.asarray(f(X)), first)
+            assert time.perf_counter() - start < 5.0
+        assert exe._tier is not None and exe.program.entry_name.startswith("q")
+    finally:
+        held.release()
+    np.testing.assert_array_equal(np.asarray(f(X)), first)  # the optimized code, once ready
     assert exe._tier is None and exe.program.entry_name.startswith("m")
 
 
