@@ -97,10 +97,11 @@ FAST_COMPILE_MAX_OPS = 1 << 14
 # Tiered compilation: a program that needs optimizing first runs on code compiled without
 # IR optimization (~30-50x faster to compile), while the optimized code compiles in a
 # low-priority background thread; from its second run on it uses the optimized code, once
-# ready (until then a run whose quick code was fast runs it again, a slower one waits:
-# ``executable.QUICK_RERUN_MAX_SECONDS``). Both compile the same IR, whose float sums fix
-# their order (``kernel_gen.LaneSums``), so the first call's results equal later calls' bit
-# for bit. ``EMBER_CPU_TIERED=0`` optimizes before the first call instead.
+# ready (until then a run whose quick code was fast runs it again, a slower one waits, for at
+# most about one quick run: ``executable.QUICK_RERUN_MAX_SECONDS``, ``UPGRADE_WAIT_RUNS``).
+# Both compile the same IR, whose float sums fix their order (``kernel_gen.LaneSums``), so
+# the first call's results equal later calls' bit for bit. ``EMBER_CPU_TIERED=0`` optimizes
+# before the first call instead.
 TIERED_COMPILATION = os.environ.get("EMBER_CPU_TIERED", "1") == "1"
 # ``EMBER_CPU_SHARED_LIBRARIES=0`` stops linking programs into shared libraries for the disk
 # cache (each costs a second compile and a ``cc`` run in the background); cached object code
