@@ -300,7 +300,10 @@ def _vjp_pullback(lin: ad.Linearized, p_tree: Any, out_tree: Any, out_avals: lis
                 f"{_jax_type(c_aval)}, but expected {_jax_type(expected)} because the "
                 "corresponding output of the differentiated function had JAX type "
                 f"{_jax_type(a)}")
-    return _key_cotangents(_pytree.tree_unflatten(p_tree, lin.transpose(ct_flat)))
+    cts = lin.transpose(ct_flat)
+    out = _pytree.tree_unflatten(p_tree, cts)
+    # (a key array's data takes float0 cotangents: only then can the tree hold key arrays)
+    return _key_cotangents(out) if any(c.dtype == dtypes.float0 for c in cts) else out
 
 
 def _key_cotangents(tree: Any) -> Any:

@@ -6,21 +6,8 @@ This is ember's own view of pytrees, which its transformations use; users see it
 ``jit``, ``vmap``, ``grad`` and the control-flow primitives carry it as ordinary arrays and
 rebuild it around their results, while ``tree_util`` shows it as a leaf, as JAX does.
 
-A pytree is a leaf or a container node whose children are pytrees. Built-in nodes are
-``tuple``, ``list``, ``dict`` (children in sorted-key order), namedtuples (any ``tuple``
-subclass with ``_fields``), ``None`` (a node with no children), ``collections.OrderedDict``
-(insertion order) and ``collections.defaultdict`` (sorted keys). More node types are added
-with :func:`register_pytree_node` or :func:`register_pytree_node_class`. Anything else is a
-leaf. Semantics follow ``jax.tree_util``.
-
-Example:
-    >>> leaves, treedef = tree_flatten((1, {'b': 2, 'a': None}))
-    >>> leaves
-    [1, 2]
-    >>> treedef
-    PyTreeDef((*, {'a': None, 'b': *}))
-    >>> tree_unflatten(treedef, [10, 20])
-    (10, {'a': None, 'b': 20})
+Which types are nodes, the order of their children and the functions' semantics are those
+``tree_util``'s docstring describes (JAX's).
 
 Internally a structure is a nested tuple: ``_LEAF`` for a leaf, ``(kind, aux, children)`` for
 a node, where ``kind`` is the unique ``_NodeKind`` of the node's type (compared by identity),
@@ -122,10 +109,9 @@ class _NodeKind:
 # type -> kind for every node type: built-ins, registered types, and namedtuple classes
 # (added lazily on first sight). _registered holds the types that may not be registered again.
 # public_kinds: the same without the types registered by register_internal_node, which the
-# public tree_util shows as leaves (public_leaf_types).
+# public tree_util shows as leaves.
 _kinds: dict[type, _NodeKind] = {}
 public_kinds: dict[type, _NodeKind] = {}
-public_leaf_types: set[type] = set()
 _registered: set[type] = set()
 
 
@@ -1033,8 +1019,6 @@ def _register_node(nodetype: type, flatten, unflatten, flatten_with_keys,
         flatten_with_keys,
     )
     _add_kind(kind, public)
-    if not public:
-        public_leaf_types.add(nodetype)
     _registered.add(nodetype)
 
 
