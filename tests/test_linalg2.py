@@ -256,6 +256,40 @@ def test_qr_multiply_and_raw_qr():
         _close(e, j)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 3), (3, 0), (0, 3)])
+def test_qr_under_jit_matches_numpy(shape, dtype):
+    # Under jit, qr is geqrf + householder_product (+ R's triangle); a program that uses R
+    # alone has no Householder product call.
+    x = _mat(shape, dtype)
+    for mode in ("reduced", "complete", "r"):
+        want = np.linalg.qr(x, mode=mode)
+        got = ember.jit(lambda a, mode=mode: jnp.linalg.qr(a, mode=mode))(x)
+        want, got = (want, got) if mode != "r" else ((want,), (got,))
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            _close(g, w)
+    text = ember.jit(lambda a: jnp.linalg.qr(a)[1]).lower(x).compile().as_text()
+    both = ember.jit(jnp.linalg.qr).lower(x).compile().as_text()
+    assert "ember.linalg.geqrf" in text and "householder_product" not in text
+    if min(shape):
+        assert "householder_product" in both
+
+
+def test_small_batched_qr_stays_one_call():
+    x = _mat((32, 4, 3), np.float32)
+    text = ember.jit(lambda a: jnp.linalg.qr(a)[1]).lower(x).compile().as_text()
+    assert "ember.linalg.qr" in text and "geqrf" not in text
+    for g, w in zip(ember.jit(jnp.linalg.qr)(x), np.linalg.qr(x)):
+        _close(g, w)
+
+
+def test_householder_product_without_reflectors_is_identity_columns():
+    for shape in ((3, 2), (2, 4, 4)):
+        got = el.householder_product(jnp.ones(shape), jnp.zeros(shape[:-2] + (0,)))
+        np.testing.assert_array_equal(got, np.broadcast_to(np.eye(*shape[-2:]), shape))
+
+
 def test_schur_forms():
     a = _mat((4, 4), np.float32)
     t, z = esl.schur(a)

@@ -97,6 +97,9 @@ def _empty_outputs(name, avals, *args, **params):
     # Empty operands: zeros, with identities where a factor is an orthogonal/unit matrix.
     if name == "ormqr":  # no reflectors: Q = I
         return [np.asarray(args[2])]
+    if name == "householder_product":  # no reflectors: the identity's first columns
+        a = avals[0]
+        return [np.broadcast_to(np.eye(*a.shape[-2:], dtype=a.dtype), a.shape)]
     outs = []
     for a in avals:
         o = np.zeros(a.shape, a.dtype)

@@ -19,7 +19,8 @@ import numpy as np
 from ember import core, dtypes
 from ember.core import ShapedArray
 from ember.interpreters import ad
-from ember.lax import _lapack, base
+from ember.interpreters import partial_eval as pe
+from ember.lax import _lapack, _small_batch, base
 from ember.lax import _linalg_kernels as K
 from ember.lax import elementwise as E
 from ember.lax.linalg import (
@@ -33,10 +34,14 @@ from ember.lax.linalg import (
     _real_dtype,
     _scalar,
     _tril,
+    _triu,
     cholesky,
     qr,
+    qr_p,
     triangular_solve,
 )
+from ember.lax.shape import pad
+from ember.lax.slicing import slice as lax_slice
 
 _FLOATS = (dtypes.float32, dtypes.float64)
 
@@ -183,6 +188,46 @@ def householder_product(a: Any, taus: Any) -> Any:
     a = base.as_operand(a, "householder_product", "a")
     taus = base.as_operand(taus, "householder_product", "taus")
     return householder_product_p.bind(a, taus)
+
+
+# ---------------------------------------------------------------- qr under jit
+
+
+def _qr_lowering(ctx, x, *, pivoting, full_matrices, use_magma):
+    """``qr`` in a compiled program: ``geqrf``, R from its upper triangle and Q from
+    ``householder_product`` as separate calls (as JAX lowers it), so a program that uses
+    only R never forms Q (dead-code elimination drops that call). A batch that the small
+    native kernel takes (``_small_batch``) stays one call computing both."""
+    aval = ctx.avals_in[0]
+    if _small_batch.worth_it("qr", aval):
+        return _qr_one_call(ctx, x, pivoting=pivoting, full_matrices=full_matrices,
+                            use_magma=use_magma)
+
+    def split(a):
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        h, taus = geqrf_p.bind(a)
+        r = h if full_matrices else lax_slice_last2(h, k, n)
+        if full_matrices and m > n:
+            qa = pad(h, E.full_of((), 0, a.dtype),
+                     [(0, 0, 0)] * (a.ndim - 1) + [(0, m - n, 0)])
+        else:
+            qa = lax_slice_last2(h, m, k)
+        return [householder_product_p.bind(qa, taus), _triu(r)]
+
+    closed, _ = pe.trace_to_jaxpr(split, [aval])
+    return ctx.lower_jaxpr(closed.jaxpr, [ctx.constant(c, v.aval.dtype) for c, v in
+                                          zip(closed.consts, closed.jaxpr.constvars)], [x])
+
+
+def lax_slice_last2(x, rows, cols):
+    """``x[..., :rows, :cols]``."""
+    shape = core.get_aval(x).shape
+    return lax_slice(x, (0,) * len(shape), shape[:-2] + (rows, cols))
+
+
+_qr_one_call = qr_p.lowering
+qr_p.def_lowering(_qr_lowering)
 
 
 def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
