@@ -40,15 +40,28 @@ class Pool:
             else None
 
     def run(self, fn: Callable[[int, int], None], ranges: list[tuple[int, int]]) -> None:
-        """Calls ``fn(lo, hi)`` for every range, in parallel; returns when all are done."""
-        if self._executor is None or len(ranges) == 1:
+        """Calls ``fn(lo, hi)`` for every range, in parallel; returns when all are done.
+        Called from one of the pool's own workers (work nested in a range), it runs the
+        ranges itself: waiting there for the other workers could wait for itself."""
+        if self._executor is None or len(ranges) == 1 or getattr(_worker, "busy", False):
             for lo, hi in ranges:
                 fn(lo, hi)
             return
-        futures = [self._executor.submit(fn, lo, hi) for lo, hi in ranges[1:]]
+        futures = [self._executor.submit(_as_worker, fn, lo, hi) for lo, hi in ranges[1:]]
         fn(*ranges[0])
         for f in futures:
             f.result()
+
+
+_worker = threading.local()  # busy: this thread is one of a pool's workers, inside a range
+
+
+def _as_worker(fn: Callable[[int, int], None], lo: int, hi: int) -> None:
+    _worker.busy = True
+    try:
+        fn(lo, hi)
+    finally:
+        _worker.busy = False
 
 
 def _forget_in_child() -> None:

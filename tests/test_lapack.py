@@ -292,3 +292,56 @@ def test_small_problems_run_on_the_calling_thread_and_restore_its_setting():
     finally:
         seen.append(set_threads(previous))
     assert seen == [1, 3, 3]
+
+
+@needs_lapack
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_batches_shared_among_threads_match_one_thread_bit_for_bit(monkeypatch, dtype):
+    # Large batches of LAPACK's own routines run on the pool's threads, each matrix on
+    # whichever thread takes it; every result must be what one thread computes, and a
+    # failure (NaN results) must land on its own matrix.
+    n, nb = 24, 40
+    a = _mat((nb, n, n), dtype)
+    herm = a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n, dtype=dtype)
+    herm[7, 3, 3] = np.nan  # NaN results for this matrix only
+    c = _mat((nb, n, 5), dtype)
+    dl, d, du = _mat((nb, 60), dtype), _mat((nb, 60), dtype) + 4, _mat((nb, 60), dtype)
+    d[5], dl[5], du[5] = 0, 0, 0  # gtsv: singular, NaN for this system only
+    rhs = _mat((nb, 60, 40), dtype)
+
+    def run():
+        h, t = _lapack.geqrf(a)
+        return [h, t, _lapack.orgqr(h, t), _lapack.ormqr(h, t, c, left=True, transpose=True),
+                *_lapack.gehrd(a), *_lapack.sytrd(herm, lower=True),
+                *_lapack.syevd(herm, lower=False), *_lapack.gees(a, True),
+                _lapack.gtsv(dl, d, du, rhs)]
+
+    calls = []
+    real_each = _lapack._each_matrix
+    monkeypatch.setattr(_lapack, "_each_matrix",
+                        lambda nb, fl, body: (calls.append(nb * fl), real_each(nb, fl, body)))
+    monkeypatch.setattr(_lapack, "PARALLEL_MIN_FLOPS", float("inf"))
+    serial = run()
+    monkeypatch.setattr(_lapack, "PARALLEL_MIN_FLOPS", 0.0)
+    from ember import _threads
+    shared = run() if _threads.pool().size > 1 else pytest.skip("one core")
+    assert len(calls) == 2 * 8 and min(calls) > 0
+    for s, p in zip(serial, shared):
+        np.testing.assert_array_equal(s, p)
+    w = serial[8]
+    assert np.isnan(w[7]).any() and not np.isnan(np.delete(w, 7, 0)).any()
+    x = serial[-1]
+    assert np.isnan(x[5]).all() and not np.isnan(np.delete(x, 5, 0)).any()
+
+
+def test_pool_runs_nested_ranges_on_the_worker_itself():
+    from ember import _threads
+    pool = _threads.Pool(2)
+    seen = []
+
+    def outer(lo, hi):
+        # (a worker waiting for the other worker, its only one, would wait for itself)
+        pool.run(lambda a, b: seen.append((lo, a)), [(0, 1), (1, 2)])
+
+    pool.run(outer, [(0, 1), (1, 2)])
+    assert sorted(seen) == [(0, 0), (0, 1), (1, 0), (1, 1)]

@@ -20,10 +20,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import itertools
 import threading
 
 import numpy as np
 
+from ember import _threads
 from ember._blas_threads import blas_paths, one_blas_thread
 
 _LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -213,6 +215,41 @@ def threads_kernel(f):
     return run
 
 
+# A batch whose matrices add up to at least this many flops (~0.2 ms of LAPACK) is shared
+# among the thread pool's threads: each takes the next matrix from a common counter, so a
+# thread that loses its core (another process) holds up at most one matrix, and every
+# matrix is computed by the same single-threaded code whichever thread runs it. This pays
+# for LAPACK's own routines (QR, eigen and Schur reductions: 1.5-1.8x on 2 cores), not for
+# those OpenBLAS implements itself (getrf, potrf, BLAS trsm): from two threads at once those
+# ran no faster than from one (measured with OpenBLAS 0.3.31), so they stay serial.
+PARALLEL_MIN_FLOPS = 2e6
+# ... and each matrix at least this many: below, the Python loop between the calls (which
+# holds the GIL) is most of the time, and two threads gained nothing (8 x 8 QR).
+PARALLEL_MIN_FLOPS_EACH = 4e3
+
+
+def _each_matrix(nb: int, flops_each: float, body) -> None:
+    """Runs ``body(indices)`` on this thread, or on each of the pool's threads at once with
+    ``indices`` drawing from one shared counter, so that together they see ``0 .. nb-1``
+    once each. ``body`` makes its own scratch (integer cells, workspace) and loops over
+    ``indices``."""
+    pool = _threads.pool()
+    parts = min(pool.size, nb)
+    if parts < 2 or nb * flops_each < PARALLEL_MIN_FLOPS or \
+            flops_each < PARALLEL_MIN_FLOPS_EACH:
+        body(range(nb))
+        return
+    counter = itertools.count()  # (next() on it is atomic under the GIL)
+
+    def indices():
+        for i in counter:
+            if i >= nb:
+                return
+            yield i
+
+    pool.run(lambda lo, hi: body(indices()), [(p, p + 1) for p in range(parts)])
+
+
 # ---------------------------------------------------------------- helpers
 
 
@@ -274,7 +311,7 @@ def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     perm[:] = np.arange(m, dtype=np.float64)
     swap = b.fn("laswp", np.dtype(np.float64))
     one, K1, K2 = c.i(1), c.i(1), c.i(k)
-    for pa, pp, pr in zip(c.ptrs(f), c.ptrs(ipiv), c.ptrs(perm)):
+    for pa, pp, pr in zip(c.ptrs(f), c.ptrs(ipiv), c.ptrs(perm)):  # (serial: _each_matrix)
         fn(M, N, pa, LD, pp, info)
         swap(one, pr, LD, K1, K2, pp, one)
     pivots = ipiv.astype(np.int32)
@@ -307,7 +344,7 @@ def trsm(a: np.ndarray, b_: np.ndarray, *, left_side: bool, lower: bool, transpo
     fn = b.fn("trsm", x.dtype)
     M, N, LDA, LDB = c.i(n), c.i(m), c.i(max(1, k)), c.i(max(1, n))
     pal = c.ffi.from_buffer(alpha)
-    for pa, px in zip(c.ptrs(at), c.ptrs(x)):
+    for pa, px in zip(c.ptrs(at), c.ptrs(x)):  # (serial: see _each_matrix)
         fn(side, uplo, trans, diag, M, N, pal, pa, LDA, px, LDB, 1, 1, 1, 1)
     return x.reshape(b_.shape)
 
@@ -326,7 +363,7 @@ def potrf(x: np.ndarray) -> np.ndarray:
     fn = b.fn("potrf", x.dtype)
     N, info = c.i(n), c.i()
     failed = []
-    for i, pa in enumerate(c.ptrs(f)):
+    for i, pa in enumerate(c.ptrs(f)):  # (serial: see _each_matrix)
         fn(b"U", N, pa, N, info, 1)
         if info[0] != 0:
             failed.append(i)
@@ -345,12 +382,16 @@ def geqrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     f = _flat_t(x)
     taus = np.empty((f.shape[0], k), x.dtype)
     fn = b.fn("geqrf", x.dtype)
-    M, N, LD, info = c.i(m), c.i(n), c.i(max(1, m)), c.i()
+    M, N, LD = c.i(m), c.i(n), c.i(max(1, m))
     pa, pt = c.ptrs(f), c.ptrs(taus)
     work, lw = _lwork(c, lambda w, l, i: fn(M, N, pa[0], LD, pt[0], w, l, i), x.dtype)
-    pw = c.ffi.from_buffer(work)
-    for a_, t_ in zip(pa, pt):
-        fn(M, N, a_, LD, t_, pw, lw, info)
+
+    def body(indices):
+        pw, info = c.ffi.from_buffer(np.empty_like(work)), c.i()
+        for i in indices:
+            fn(M, N, pa[i], LD, pt[i], pw, lw, info)
+
+    _each_matrix(len(pa), 2 * m * n * k, body)
     return _back(f, x.shape), taus.reshape(x.shape[:-2] + (k,))
 
 
@@ -364,12 +405,16 @@ def orgqr(a: np.ndarray, taus: np.ndarray) -> np.ndarray:
     f = _flat_t(a)
     t = np.ascontiguousarray(taus.reshape(-1, k))
     fn = b.fn("orgqr", a.dtype)
-    M, N, K, LD, info = c.i(m), c.i(n), c.i(k), c.i(max(1, m)), c.i()
+    M, N, K, LD = c.i(m), c.i(n), c.i(k), c.i(max(1, m))
     pa, pt = c.ptrs(f), c.ptrs(t)
     work, lw = _lwork(c, lambda w, l, i: fn(M, N, K, pa[0], LD, pt[0], w, l, i), a.dtype)
-    pw = c.ffi.from_buffer(work)
-    for a_, t_ in zip(pa, pt):
-        fn(M, N, K, a_, LD, t_, pw, lw, info)
+
+    def body(indices):
+        pw, info = c.ffi.from_buffer(np.empty_like(work)), c.i()
+        for i in indices:
+            fn(M, N, K, pa[i], LD, pt[i], pw, lw, info)
+
+    _each_matrix(len(pa), 2 * m * n * k, body)
     return _back(f, a.shape)
 
 
@@ -388,13 +433,17 @@ def ormqr(a: np.ndarray, taus: np.ndarray, cm: np.ndarray, *, left: bool,
     fn = b.fn("ormqr", a.dtype)
     side = b"L" if left else b"R"
     trans = (b"C" if a.dtype.kind == "c" else b"T") if transpose else b"N"
-    M, N, K, LDA, LDC, info = c.i(mc), c.i(nc), c.i(k), c.i(max(1, m)), c.i(max(1, mc)), c.i()
+    M, N, K, LDA, LDC = c.i(mc), c.i(nc), c.i(k), c.i(max(1, m)), c.i(max(1, mc))
     pa, pt, pc = c.ptrs(fa), c.ptrs(t), c.ptrs(fc)
     work, lw = _lwork(c, lambda w, l, i: fn(side, trans, M, N, K, pa[0], LDA, pt[0], pc[0],
                                             LDC, w, l, i, 1, 1), a.dtype)
-    pw = c.ffi.from_buffer(work)
-    for a_, t_, c_ in zip(pa, pt, pc):
-        fn(side, trans, M, N, K, a_, LDA, t_, c_, LDC, pw, lw, info, 1, 1)
+
+    def body(indices):
+        pw, info = c.ffi.from_buffer(np.empty_like(work)), c.i()
+        for i in indices:
+            fn(side, trans, M, N, K, pa[i], LDA, pt[i], pc[i], LDC, pw, lw, info, 1, 1)
+
+    _each_matrix(len(pc), 2 * mc * nc * k, body)
     return _back(fc, cm.shape)
 
 
@@ -407,12 +456,16 @@ def gehrd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     f = _flat_t(x)
     taus = np.zeros((f.shape[0], max(n - 1, 1)), x.dtype)
     fn = b.fn("gehrd", x.dtype)
-    N, ILO, IHI, info = c.i(n), c.i(1), c.i(n), c.i()
+    N, ILO, IHI = c.i(n), c.i(1), c.i(n)
     pa, pt = c.ptrs(f), c.ptrs(taus)
     work, lw = _lwork(c, lambda w, l, i: fn(N, ILO, IHI, pa[0], N, pt[0], w, l, i), x.dtype)
-    pw = c.ffi.from_buffer(work)
-    for a_, t_ in zip(pa, pt):
-        fn(N, ILO, IHI, a_, N, t_, pw, lw, info)
+
+    def body(indices):
+        pw, info = c.ffi.from_buffer(np.empty_like(work)), c.i()
+        for i in indices:
+            fn(N, ILO, IHI, pa[i], N, pt[i], pw, lw, info)
+
+    _each_matrix(len(pa), 10 * n ** 3 / 3, body)
     return _back(f, x.shape), taus[:, :n - 1].reshape(x.shape[:-2] + (max(n - 1, 0),))
 
 
@@ -430,13 +483,17 @@ def sytrd(x: np.ndarray, *, lower: bool) -> tuple:
     taus = np.zeros((nb, max(n - 1, 1)), x.dtype)
     fn = b.fn("sytrd", x.dtype)
     uplo = b"L" if lower else b"U"
-    N, info = c.i(n), c.i()
+    N = c.i(n)
     pa, pd, pe, pt = c.ptrs(f), c.ptrs(d), c.ptrs(e), c.ptrs(taus)
     work, lw = _lwork(c, lambda w, l, i: fn(uplo, N, pa[0], N, pd[0], pe[0], pt[0], w, l, i,
                                             1), x.dtype)
-    pw = c.ffi.from_buffer(work)
-    for args in zip(pa, pd, pe, pt):
-        fn(uplo, N, args[0], N, args[1], args[2], args[3], pw, lw, info, 1)
+
+    def body(indices):
+        pw, info = c.ffi.from_buffer(np.empty_like(work)), c.i()
+        for i in indices:
+            fn(uplo, N, pa[i], N, pd[i], pe[i], pt[i], pw, lw, info, 1)
+
+    _each_matrix(nb, 4 * n ** 3 / 3, body)
     batch = x.shape[:-2]
     return (_back(f, x.shape), d.reshape(batch + (n,)),
             e[:, :n - 1].reshape(batch + (n - 1,)), taus[:, :n - 1].reshape(batch + (n - 1,)))
@@ -452,30 +509,38 @@ def gees(x: np.ndarray, compute_vectors: bool) -> list[np.ndarray]:
     nb = f.shape[0]
     vs = np.empty_like(f) if compute_vectors else np.empty((1, 1, 1), x.dtype)
     job = b"V" if compute_vectors else b"N"
-    N, LDV, sdim, info = c.i(n), c.i(n if compute_vectors else 1), c.i(), c.i()
+    N, LDV = c.i(n), c.i(n if compute_vectors else 1)
     pa, pv = c.ptrs(f), c.ptrs(vs)
-    pv = pv if compute_vectors else pv * nb
+    pv = pv if compute_vectors else pv * nb  # (jobvs N: vs is not referenced)
     null = c.ffi.NULL
-    if x.dtype.kind == "c":
-        fn = b.fn("gees_c", x.dtype)
-        w = np.empty(n, x.dtype)
-        rwork = np.empty(n, w.real.dtype)
-        pwv, prw = c.ffi.from_buffer(w), c.ffi.from_buffer(rwork)
-        work, lw = _lwork(c, lambda wk, l, i: fn(job, b"N", null, N, pa[0], N, sdim, pwv,
-                                                 pv[0], LDV, wk, l, prw, null, i, 1, 1),
-                          x.dtype)
-        pw = c.ffi.from_buffer(work)
-        for a_, v_ in zip(pa, pv):
-            fn(job, b"N", null, N, a_, N, sdim, pwv, v_, LDV, pw, lw, prw, null, info, 1, 1)
-    else:
-        fn = b.fn("gees_r", x.dtype)
-        wr, wi = np.empty(n, x.dtype), np.empty(n, x.dtype)
-        pr, pi = c.ffi.from_buffer(wr), c.ffi.from_buffer(wi)
-        work, lw = _lwork(c, lambda wk, l, i: fn(job, b"N", null, N, pa[0], N, sdim, pr, pi,
-                                                 pv[0], LDV, wk, l, null, i, 1, 1), x.dtype)
-        pw = c.ffi.from_buffer(work)
-        for a_, v_ in zip(pa, pv):
-            fn(job, b"N", null, N, a_, N, sdim, pr, pi, v_, LDV, pw, lw, null, info, 1, 1)
+    complex_ = x.dtype.kind == "c"
+    fn = b.fn("gees_c" if complex_ else "gees_r", x.dtype)
+
+    def call(a_, v_, work, lw, sdim, info, values):
+        # values: w and rwork (complex) or wr and wi (real), the eigenvalues, discarded
+        if complex_:
+            fn(job, b"N", null, N, a_, N, sdim, values[0], v_, LDV, work, lw, values[1], null,
+               info, 1, 1)
+        else:
+            fn(job, b"N", null, N, a_, N, sdim, values[0], values[1], v_, LDV, work, lw, null,
+               info, 1, 1)
+
+    def scratch():
+        vals = (np.empty(n, x.dtype), np.empty(n, np.empty(0, x.dtype).real.dtype)) \
+            if complex_ else (np.empty(n, x.dtype), np.empty(n, x.dtype))
+        return c.i(), c.i(), [c.ffi.from_buffer(v) for v in vals], vals
+
+    sdim, info, values, _keep = scratch()
+    work, lw = _lwork(c, lambda wk, l, i: call(pa[0], pv[0], wk, l, sdim, i, values),
+                      x.dtype)
+
+    def body(indices):
+        sdim, info, values, _keep = scratch()
+        pw = c.ffi.from_buffer(np.empty_like(work))
+        for i in indices:
+            call(pa[i], pv[i], pw, lw, sdim, info, values)
+
+    _each_matrix(nb, 25 * n ** 3, body)
     out = [_back(f, x.shape)]
     if compute_vectors:
         out.append(_back(vs, x.shape))
@@ -497,11 +562,20 @@ def gtsv(dl: np.ndarray, d: np.ndarray, du: np.ndarray, rhs: np.ndarray) -> np.n
         lo, up = np.zeros((dd.shape[0], 1), d.dtype), np.zeros((dd.shape[0], 1), d.dtype)
     f = _flat_t(rhs)
     fn = b.fn("gtsv", d.dtype)
-    N, K, info = c.i(n), c.i(k), c.i()
-    for i, (pl, pd, pu, pb) in enumerate(zip(c.ptrs(lo), c.ptrs(dd), c.ptrs(up), c.ptrs(f))):
-        fn(N, K, pl, pd, pu, pb, N, info)
-        if info[0] != 0:
-            f[i] = np.nan
+    N, K = c.i(n), c.i(k)
+    pl, pd, pu, pb = c.ptrs(lo), c.ptrs(dd), c.ptrs(up), c.ptrs(f)
+    failed = []
+
+    def body(indices):
+        info = c.i()
+        for i in indices:
+            fn(N, K, pl[i], pd[i], pu[i], pb[i], N, info)
+            if info[0] != 0:
+                failed.append(i)
+
+    _each_matrix(len(pd), 8 * n * k, body)
+    for i in failed:
+        f[i] = np.nan
     return _back(f, rhs.shape)
 
 
@@ -525,21 +599,28 @@ def syevd(x: np.ndarray, *, lower: bool) -> tuple[np.ndarray, np.ndarray]:
         fn(b"V", uplo, N, pa[0], N, pw[0], c.ffi.from_buffer(q_work), c.i(-1),
            c.ffi.from_buffer(q_rwork), c.i(-1), c.ffi.from_buffer(q_iwork), c.i(-1), info, 1, 1)
         rwork = np.empty(max(1, int(q_rwork[0])), w.dtype)
-        extra = [c.ffi.from_buffer(rwork), c.i(rwork.size)]
+        extra = [rwork, c.i(rwork.size)]
     else:
         fn = b.fn("syevd_r", x.dtype)
         fn(b"V", uplo, N, pa[0], N, pw[0], c.ffi.from_buffer(q_work), c.i(-1),
            c.ffi.from_buffer(q_iwork), c.i(-1), info, 1, 1)
         extra = []
-    work = np.empty(max(1, int(np.real(q_work[0]))), x.dtype)
-    iwork = np.empty(max(1, int(q_iwork[0])), b.idtype)
-    args = [c.ffi.from_buffer(work), c.i(work.size), *extra, c.ffi.from_buffer(iwork),
-            c.i(iwork.size), info]
+    n_work, n_iwork = max(1, int(np.real(q_work[0]))), max(1, int(q_iwork[0]))
     failed = []
-    for i, (a_, w_) in enumerate(zip(pa, pw)):
-        fn(b"V", uplo, N, a_, N, w_, *args, 1, 1)
-        if info[0] != 0:
-            failed.append(i)
+
+    def body(indices):
+        work, iwork, info = np.empty(n_work, x.dtype), np.empty(n_iwork, b.idtype), c.i()
+        rest = [np.empty_like(a) for a in extra[::2]]  # (complex: its own rwork)
+        args = [c.ffi.from_buffer(work), c.i(n_work)]
+        for r, cell in zip(rest, extra[1::2]):
+            args += [c.ffi.from_buffer(r), cell]
+        args += [c.ffi.from_buffer(iwork), c.i(n_iwork), info]
+        for i in indices:
+            fn(b"V", uplo, N, pa[i], N, pw[i], *args, 1, 1)
+            if info[0] != 0:
+                failed.append(i)
+
+    _each_matrix(nb, 9 * n ** 3, body)
     for i in failed:
         f[i], w[i] = np.nan, np.nan
     return _back(f, x.shape), w.reshape(x.shape[:-1])
