@@ -115,7 +115,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         dyn_positions = [i for i in range(len(args)) if i not in static]
         dyn_args = [args[i] for i in dyn_positions]
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
-        flat, in_tree = _pytree.tree_flatten((dyn_args, dyn_kwargs))
+        flat, in_tree = _pytree.tree_flatten(_keys_over_structs((dyn_args, dyn_kwargs)))
         in_avals = [_abstractify(x) for x in flat]
         out_trees = []
 
@@ -140,9 +140,14 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     return make
 
 
+def _is_key_dtype(dtype: Any) -> bool:
+    return getattr(dtype, "type", None) is dtypes.prng_key
+
+
 class ShapeDtypeStruct:
     """A shape and dtype standing in for an array (for eval_shape, make_jaxpr and jit's
-    ``lower``/``trace``). Immutable and hashable, as JAX's.
+    ``lower``/``trace``). Immutable and hashable, as JAX's. The dtype may be a typed PRNG
+    key's (``random.key(0).dtype``): the struct then stands in for a key array.
 
     Example:
         >>> ember.ShapeDtypeStruct((2, 3), jnp.float32)
@@ -156,7 +161,7 @@ class ShapeDtypeStruct:
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         object.__setattr__(self, "shape", tuple(shape))
-        object.__setattr__(self, "dtype", np.dtype(dtype))
+        object.__setattr__(self, "dtype", dtype if _is_key_dtype(dtype) else np.dtype(dtype))
         object.__setattr__(self, "weak_type", weak_type)
         object.__setattr__(self, "sharding", sharding)  # (recorded, as JAX's; None by default)
 
@@ -599,9 +604,26 @@ class MemoryAnalysis:
 
 
 def _shape_structs(out_tree: Any, avals: Sequence[core.ShapedArray], weak: bool = True) -> Any:
-    return _pytree.tree_unflatten(
+    """The outputs as ``ShapeDtypeStruct``s; a key array's is one of the key dtype."""
+    tree = _pytree.tree_unflatten(
         out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=weak and a.weak_type)
                    for a in avals])
+    from ember.random.key_array import PRNGKeyArray
+    return _pytree.tree_map(
+        lambda x: ShapeDtypeStruct(x._base_array.shape[:-1], x.dtype)
+        if isinstance(x, PRNGKeyArray) else x, tree, is_leaf=lambda x: isinstance(x, PRNGKeyArray))
+
+
+def _keys_over_structs(tree: Any) -> Any:
+    """``tree`` with each ``ShapeDtypeStruct`` of a key dtype made a key array over a struct
+    of its ``uint32`` key data (how ember's pytrees carry keys); the same tree when none."""
+    leaves = _pytree.tree_leaves(tree)
+    if not any(type(x) is ShapeDtypeStruct and _is_key_dtype(x.dtype) for x in leaves):
+        return tree
+    from ember.random.key_array import PRNGKeyArray
+    return _pytree.tree_map(
+        lambda x: PRNGKeyArray(ShapeDtypeStruct(x.shape + (2,), np.uint32))
+        if type(x) is ShapeDtypeStruct and _is_key_dtype(x.dtype) else x, tree)
 
 
 def _flat_values(sig: _Signature) -> list:
@@ -925,7 +947,8 @@ class JitFunction:
                 statics.append((k, v))
             else:
                 dyn_kwargs[k] = v
-        flat, in_tree = _pytree.tree_flatten((tuple(dyn_args), dyn_kwargs))
+        dyn = (tuple(dyn_args), dyn_kwargs)
+        flat, in_tree = _pytree.tree_flatten(_keys_over_structs(dyn) if abstract else dyn)
         avals = []
         for x in flat:
             if type(x) is Array:
@@ -1112,7 +1135,7 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         >>> ember.eval_shape(jnp.sum, ember.ShapeDtypeStruct((2, 3), jnp.float32))
         ShapeDtypeStruct(shape=(), dtype=float32)
     """
-    flat, in_tree = _pytree.tree_flatten((args, kwargs))
+    flat, in_tree = _pytree.tree_flatten(_keys_over_structs((args, kwargs)))
     avals = [_abstractify(x) for x in flat]
     out_trees = []
 

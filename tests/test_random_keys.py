@@ -382,3 +382,32 @@ def test_like_functions_and_cotangents_of_key_arrays():
     cts = pullback(1.0)
     np.testing.assert_array_equal(np.asarray(cts[0]), [2.0, 2.0])
     assert cts[1].dtype == ember.dtypes.float0 and cts[1].shape == ()
+
+
+def test_shape_dtype_structs_of_keys_in_and_out_of_eval_shape_and_lower(jax):
+    # A state holding a key (an init function's output, say) has a struct of the key
+    # dtype, as JAX's; such a struct stands in for a key argument.
+    key_struct = ember.ShapeDtypeStruct((), er.key(0).dtype)
+    assert repr(key_struct) == "ShapeDtypeStruct(shape=(), dtype=key<fry>)"
+    assert key_struct == ember.ShapeDtypeStruct((), er.key(1).dtype) and hash(key_struct)
+
+    def init(k):
+        k1, k2 = er.split(k)
+        return {"key": k1, "keys": er.split(k2, 3), "w": er.normal(k2, (2,))}
+
+    for arg in (er.key(0), key_struct):
+        got = ember.eval_shape(init, arg)
+        assert got == {"key": key_struct, "keys": ember.ShapeDtypeStruct((3,), key_struct.dtype),
+                       "w": ember.ShapeDtypeStruct((2,), jnp.float32)}
+        assert ember.jit(init).eval_shape(arg) == got
+        assert ember.jit(init).lower(arg).out_info == got
+    assert ember.eval_shape(lambda: er.key(0)) == key_struct
+    want = jax.eval_shape(lambda k: jax.random.split(k), jax.ShapeDtypeStruct(
+        (), jax.random.key(0).dtype))
+    got = ember.eval_shape(lambda k: er.split(k), key_struct)
+    assert (got.shape, str(got.dtype)) == (want.shape, str(want.dtype))
+    # lowered for a struct, compiled code takes real keys
+    compiled = ember.jit(lambda k: er.uniform(k, (3,))).lower(key_struct).compile()
+    np.testing.assert_array_equal(compiled(er.key(5)), er.uniform(er.key(5), (3,)))
+    jaxpr = ember.make_jaxpr(lambda k: er.bits(k, (2,)))(key_struct)
+    assert [(v.aval.shape, v.aval.dtype) for v in jaxpr.jaxpr.invars] == [((2,), np.uint32)]
