@@ -31,7 +31,7 @@ import _cffi_backend
 import numpy as np
 
 from ember import _threads as threads
-from ember._blas_threads import blas_paths, one_blas_thread
+from ember._blas_threads import blas_paths, blas_stall_guard, one_blas_thread
 from ember.backends.cpu import buffer_pool, parallel_runtime
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, simple_reduce
 from ember.compiler.evaluator import Plan, evaluate_instruction
@@ -903,12 +903,15 @@ class CpuExecutable:
         # (``_run_steps`` ignores floating-point warnings around this.)
         lt = lhs.transpose(lperm).reshape(b, m, k)
         rt = rhs.transpose(rperm).reshape(b, k, n)
+        # (BLAS's threads, unless a recent call stalled: ``StallGuard``)
         if b == 1:
-            np.matmul(lt[0], rt[0], out=dest.reshape(m, n))
+            blas_stall_guard.run((m, k, n, dest.dtype), lambda: np.matmul(
+                lt[0], rt[0], out=dest.reshape(m, n)))
         elif _split_batch(b, m * n * k):
             _batch_across_threads(lt, rt, dest.reshape(b, m, n))
         else:
-            np.matmul(lt, rt, out=dest.reshape(b, m, n))
+            blas_stall_guard.run((b, m, k, n, dest.dtype), lambda: np.matmul(
+                lt, rt, out=dest.reshape(b, m, n)))
 
     def _run_library(self, step: LibraryPlan, plan, args, outs, arena, values) -> None:
         operands = []

@@ -148,3 +148,70 @@ def test_a_convolutions_single_part_runs_blas_on_its_thread():
     convolution._in_threads(lambda i: inside.append(_blas_threads.setter()(1)), 1)
     assert inside == [1]
     assert _blas_thread_count() == before
+
+
+def test_stall_guard_holds_blas_on_the_calling_thread_after_stalls(monkeypatch):
+    # A threaded product of MIN_SECONDS or more whose process got less than BUSY_FRACTION
+    # of cores x wall time of CPU stalled. Two stalls within STALL_WINDOW_SECONDS hold the
+    # next calls under one_blas_thread, for a hold that doubles with each stall after one;
+    # a call that doesn't stall resets it.
+    guard = _blas_threads.StallGuard(cores=2)
+    monkeypatch.setattr(guard, "HOLD_SECONDS", 0.5)
+    guard._hold = guard.HOLD_SECONDS
+    wall, cpu = [0.0], [0.0]
+    monkeypatch.setattr(_blas_threads.time, "perf_counter", lambda: wall[0])
+    monkeypatch.setattr(_blas_threads.time, "process_time", lambda: cpu[0])
+    single = []
+
+    def run(seconds, cpu_seconds, key="shape"):
+        def call():
+            single.append(_blas_threads.one_blas_thread._depth > 0)
+            wall[0] += seconds
+            cpu[0] += cpu_seconds
+        guard.run(key, call)
+        return single[-1]
+
+    assert not run(0.002, 0.004)  # both cores busy throughout
+    assert not run(0.0009, 0.0001)  # too short to judge
+    assert not run(0.003, 0.0037)  # 62% of 2 x wall: no stall
+    assert not run(0.003, 0.0035)  # 58%: a stall, alone: no hold
+    wall[0] += 0.2
+    assert not run(0.003, 0.0035) and guard.stalls == 2  # 0.2 s later: alone again
+    assert not run(0.01, 0.001)  # a second within the window: held ...
+    assert run(0.02, 0.001) and run(0.02, 0.04)  # ... (held calls are not judged)
+    assert guard.stalls == 3
+    wall[0] += 0.5  # the hold is over: threads again; a stall now holds twice as long
+    assert not run(0.01, 0.001) and guard.stalls == 4
+    wall[0] += 0.6
+    assert run(0.002, 0.004)
+    wall[0] += 0.5
+    assert not run(0.002, 0.004)  # no stall: the hold is back to its start
+    assert guard._hold == guard.HOLD_SECONDS
+    assert not run(0.0002, 0.0, "small")  # a short call: its shape's next is not judged
+    assert not run(0.003, 0.0, "small") and guard.stalls == 4
+    one_core = _blas_threads.StallGuard(cores=1)  # one core: nothing to judge
+    one_core.run("shape", lambda: wall.__setitem__(0, wall[0] + 0.01))
+    assert one_core.stalls == 0
+
+
+def test_guarded_products_are_numpys_bits_held_or_not(monkeypatch):
+    guard = _blas_threads.blas_stall_guard
+    seen, real = [], guard.run
+    monkeypatch.setattr(guard, "run", lambda key, call: (seen.append(key), real(key, call)))
+    a, b = _data(300, 200), _data(200, 100)
+    f = ember.jit(jnp.matmul)
+    want = np.matmul(a, b)
+    np.testing.assert_array_equal(f(a, b), want)
+    monkeypatch.setattr(guard, "_single_until", float("inf"))
+    np.testing.assert_array_equal(f(a, b), want)
+    assert seen == [(300, 200, 100, np.float32)] * 2
+
+
+def test_blas_thread_count_is_the_count_outside_one_blas_thread():
+    count = _blas_threads.blas_thread_count()
+    if count is None:
+        pytest.skip("the process's BLAS is not OpenBLAS")
+    assert count >= 1
+    with _blas_threads.one_blas_thread:
+        assert _blas_threads.blas_thread_count() == count
+    assert _blas_threads.blas_thread_count() == count
