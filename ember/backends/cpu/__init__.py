@@ -131,15 +131,23 @@ def preload() -> None:
     gc.collect()
 
 
+# The nice value of background compiles' threads. Not the lowest (19): with two busy
+# processes on a 2-core machine a nice-19 compile got ~1% of a core, so a program ran its
+# unoptimized code (15x slower there) for half a minute and more, and other compiles waited
+# for the LLVM lock it held. At 10 it got there in ~2 s; idle, the first calls lose little.
+BACKGROUND_NICE = 10
+
+
 def _lower_thread_priority() -> None:
     """Makes the calling thread yield the CPU to the process's other threads (Linux: a
-    thread's own nice value). Background compiles use it: they are work for later calls,
-    and on a machine with few cores they would otherwise slow down the current call's
-    threads (BLAS's and the parallel runtime's wait for their slowest member)."""
+    thread's own nice value, ``BACKGROUND_NICE``). Background compiles use it: they are
+    work for later calls, and on a machine with few cores they would otherwise slow down the
+    current call's threads (BLAS's and the parallel runtime's wait for their slowest
+    member)."""
     if not sys.platform.startswith("linux"):
         return
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
     except OSError:  # (a sandbox may forbid it: the compile only competes harder)
         pass
 
