@@ -107,40 +107,56 @@ one_blas_thread = _OneBlasThread()
 
 
 class StallGuard:
-    """Runs large BLAS calls on OpenBLAS's threads until one *stalls*, then for a while on
-    the calling thread alone.
+    """Runs large BLAS calls on OpenBLAS's threads unless they stall, when the calling
+    thread alone does better.
 
     OpenBLAS splits a product among its threads, which wait for each other by spinning.
     When other processes keep the cores busy, a thread that has lost its core holds up the
     others: a (256, 512) @ (512, 512) product that takes ~0.3 ms took 5-60 ms on a 2-core
-    machine running two busy processes, where one thread takes ~1-2 ms. Such a call is seen
-    by the CPU time it got: OpenBLAS's threads compute or spin for the whole call, so an
-    unhindered call gets ~cores x its wall time of CPU time (this process's, all threads);
-    a call that got less than ``BUSY_FRACTION`` of that, lasting ``MIN_SECONDS`` or more,
-    stalled. (An idle machine has such calls too, now and then: a call whose helper thread
-    woke late, ran on one thread. Contention makes them come in runs.) After two stalls
-    within ``STALL_WINDOW_SECONDS`` the calls run under ``one_blas_thread`` for
-    ``HOLD_SECONDS``; a stall of the first threaded call after a hold holds again, twice
-    as long (up to ``HOLD_MAX_SECONDS``); a threaded call that doesn't stall ends that.
-    (A shape whose last call was shorter than ``MIN_SECONDS`` skips the CPU clock's ~1 µs.
-    With more than ``MAX_CORES`` BLAS threads nothing is judged: a product there need not
-    use them all, so its CPU time says less.)
+    machine running two busy processes, where one thread takes ~1-2 ms.
+
+    - *Stalls* are seen by the CPU time a call got: OpenBLAS's threads compute or spin for
+      the whole call, so an unhindered call gets ~threads x its wall time of CPU time (this
+      process's, all threads); one that got less than ``BUSY_FRACTION`` of that, lasting
+      ``MIN_SECONDS`` or more, stalled. (A shape whose last call was shorter skips the CPU
+      clock's ~1 µs. With more than ``MAX_THREADS`` BLAS threads nothing is judged: a
+      product there need not use them all.)
+    - An idle machine has such calls now and then (a helper thread woke late); contention
+      makes them come in runs. Two stalls within ``STALL_WINDOW_SECONDS`` start a *trial*:
+      the products run under ``one_blas_thread`` for ``HOLD_SECONDS``, each shape's
+      fastest time noted.
+    - Then the next ``DECIDING_CALLS`` threaded calls of noted shapes decide: one slower
+      than its shape's single-threaded time, and the products go back to one thread for
+      twice as long (up to ``HOLD_MAX_SECONDS``), to be decided again after; all faster
+      (under load, one lucky call can be), and the threads stay,
+      and no trial starts for ``TRIAL_BACKOFF_SECONDS``, doubled (up to
+      ``TRIAL_BACKOFF_MAX_SECONDS``) each time a trial ends so (other threads of this
+      process, say, make stalls that do not make one thread faster) and back to the start
+      after one that found one thread faster.
+
     The threading changes no result: OpenBLAS's products do not depend on it.
     """
 
     MIN_SECONDS = 1e-3
     BUSY_FRACTION = 0.6
-    MAX_CORES = 8
+    MAX_THREADS = 8
     STALL_WINDOW_SECONDS = 0.1
     HOLD_SECONDS = 0.5
     HOLD_MAX_SECONDS = 8.0
+    DECIDING_CALLS = 2
+    TRIAL_BACKOFF_SECONDS = 2.0
+    TRIAL_BACKOFF_MAX_SECONDS = 64.0
 
-    def __init__(self, cores: int | None = None):
-        self.cores = cores  # (OpenBLAS's thread count, read at the first call)
+    def __init__(self, threads: int | None = None):
+        self.threads = threads  # (OpenBLAS's thread count, read at the first call)
         self._last: dict = {}  # shape key -> its last threaded call's seconds
+        self._single: dict = {}  # shape key -> its fastest call on one thread, this hold
         self._single_until = 0.0
-        self._last_stall = float("-inf")
+        self._deciding = 0  # threaded calls of noted shapes still to beat one thread
         self._hold = self.HOLD_SECONDS
+        self._last_stall = float("-inf")
+        self._no_trial_until = 0.0
+        self._backoff = self.TRIAL_BACKOFF_SECONDS
         self.stalls = 0  # (counted, for tests and curiosity)
 
     def run(self, key, call) -> None:
@@ -149,28 +165,46 @@ class StallGuard:
         if start < self._single_until:
             with one_blas_thread:
                 call()
+            seconds = time.perf_counter() - start
+            if seconds < self._single.get(key, float("inf")):
+                self._single[key] = seconds
             return
-        if self.cores is None:
-            self.cores = blas_thread_count() or 1
-        judged = 1 < self.cores <= self.MAX_CORES and \
+        if self.threads is None:
+            self.threads = blas_thread_count() or 1
+        judged = 1 < self.threads <= self.MAX_THREADS and \
             self._last.get(key, self.MIN_SECONDS) >= self.MIN_SECONDS
         cpu = time.process_time() if judged else 0.0
         call()
-        wall = time.perf_counter() - start
+        end = time.perf_counter()
+        wall = end - start
         self._last[key] = wall
-        if not judged or wall < self.MIN_SECONDS:
+        if self._deciding and key in self._single:
+            if wall > self._single[key]:  # one thread did better: hold longer
+                self._backoff = self.TRIAL_BACKOFF_SECONDS
+                self._start_hold(end, min(2 * self._hold, self.HOLD_MAX_SECONDS))
+                return
+            self._deciding -= 1
+            if not self._deciding:  # the threads did better: no trial for a while
+                self._hold = self.HOLD_SECONDS
+                self._no_trial_until = end + self._backoff
+                self._backoff = min(2 * self._backoff, self.TRIAL_BACKOFF_MAX_SECONDS)
             return
-        if time.process_time() - cpu < self.BUSY_FRACTION * self.cores * wall:
-            self.stalls += 1
-            now = time.perf_counter()
-            # (a hold longer than the first: no threaded call has gone well since a hold)
-            if now - self._last_stall <= self.STALL_WINDOW_SECONDS or \
-                    self._hold > self.HOLD_SECONDS:
-                self._single_until = now + self._hold
-                self._hold = min(2 * self._hold, self.HOLD_MAX_SECONDS)
-            self._last_stall = now
-        else:
-            self._hold = self.HOLD_SECONDS
+        if self._deciding and end - self._single_until > self.HOLD_MAX_SECONDS:
+            self._deciding = 0  # (the noted shapes stopped coming)
+        if not judged or wall < self.MIN_SECONDS or \
+                time.process_time() - cpu >= self.BUSY_FRACTION * self.threads * wall:
+            return
+        self.stalls += 1
+        if end - self._last_stall <= self.STALL_WINDOW_SECONDS and \
+                end >= self._no_trial_until and not self._deciding:
+            self._start_hold(end, self.HOLD_SECONDS)
+        self._last_stall = end
+
+    def _start_hold(self, now: float, seconds: float) -> None:
+        self._hold = seconds
+        self._single_until = now + seconds
+        self._single.clear()
+        self._deciding = self.DECIDING_CALLS
 
 
 blas_stall_guard = StallGuard()

@@ -150,48 +150,52 @@ def test_a_convolutions_single_part_runs_blas_on_its_thread():
     assert _blas_thread_count() == before
 
 
-def test_stall_guard_holds_blas_on_the_calling_thread_after_stalls(monkeypatch):
+def test_stall_guard_tries_one_thread_after_stalls_and_keeps_what_is_faster(monkeypatch):
     # A threaded product of MIN_SECONDS or more whose process got less than BUSY_FRACTION
-    # of cores x wall time of CPU stalled. Two stalls within STALL_WINDOW_SECONDS hold the
-    # next calls under one_blas_thread, for a hold that doubles with each stall after one;
-    # a call that doesn't stall resets it.
-    guard = _blas_threads.StallGuard(cores=2)
-    monkeypatch.setattr(guard, "HOLD_SECONDS", 0.5)
-    guard._hold = guard.HOLD_SECONDS
+    # of threads x wall time of CPU stalled. Two stalls within STALL_WINDOW_SECONDS start a
+    # trial hold on one thread; then threaded calls of shapes seen in the hold decide: one
+    # slower than one thread -> a hold twice as long; two faster -> threads, no trial for a
+    # while.
+    guard = _blas_threads.StallGuard(threads=2)
     wall, cpu = [0.0], [0.0]
     monkeypatch.setattr(_blas_threads.time, "perf_counter", lambda: wall[0])
     monkeypatch.setattr(_blas_threads.time, "process_time", lambda: cpu[0])
     single = []
 
-    def run(seconds, cpu_seconds, key="shape"):
+    def run(seconds, cpu_seconds=None, key="shape"):
         def call():
             single.append(_blas_threads.one_blas_thread._depth > 0)
             wall[0] += seconds
-            cpu[0] += cpu_seconds
+            cpu[0] += 2 * seconds if cpu_seconds is None else cpu_seconds
         guard.run(key, call)
         return single[-1]
 
-    assert not run(0.002, 0.004)  # both cores busy throughout
+    assert not run(0.002)  # both threads busy throughout
     assert not run(0.0009, 0.0001)  # too short to judge
     assert not run(0.003, 0.0037)  # 62% of 2 x wall: no stall
-    assert not run(0.003, 0.0035)  # 58%: a stall, alone: no hold
+    assert not run(0.003, 0.0035)  # 58%: a stall, alone
     wall[0] += 0.2
     assert not run(0.003, 0.0035) and guard.stalls == 2  # 0.2 s later: alone again
-    assert not run(0.01, 0.001)  # a second within the window: held ...
-    assert run(0.02, 0.001) and run(0.02, 0.04)  # ... (held calls are not judged)
+    assert not run(0.01, 0.001)  # a second within the window: a trial hold ...
+    assert run(0.004) and run(0.003) and run(0.001, key="other")  # ... of 0.5 s
     assert guard.stalls == 3
-    wall[0] += 0.5  # the hold is over: threads again; a stall now holds twice as long
-    assert not run(0.01, 0.001) and guard.stalls == 4
-    wall[0] += 0.6
-    assert run(0.002, 0.004)
     wall[0] += 0.5
-    assert not run(0.002, 0.004)  # no stall: the hold is back to its start
-    assert guard._hold == guard.HOLD_SECONDS
-    assert not run(0.0002, 0.0, "small")  # a short call: its shape's next is not judged
-    assert not run(0.003, 0.0, "small") and guard.stalls == 4
-    one_core = _blas_threads.StallGuard(cores=1)  # one core: nothing to judge
-    one_core.run("shape", lambda: wall.__setitem__(0, wall[0] + 0.01))
-    assert one_core.stalls == 0
+    assert not run(0.001, key="new")  # (a shape not seen in the hold decides nothing)
+    assert not run(0.02, 0.001)  # 20 ms > 3 ms on one thread: hold again, for 1 s
+    assert run(0.003) and run(0.002, key="other") and guard._hold == 1.0
+    wall[0] += 1.0
+    assert not run(0.002) and not run(0.0015, key="other")  # both faster: threads again
+    assert not run(0.01, 0.001) and not run(0.01, 0.001)  # stalls, but no trial for 2 s
+    assert guard.stalls == 5
+    wall[0] += 2.0
+    assert not run(0.01, 0.001) and not run(0.01, 0.001)  # a trial again
+    assert run(0.004)
+    wall[0] += 0.5
+    assert not run(0.002) and not run(0.002)  # threads win again: the next wait is 4 s
+    assert guard._no_trial_until == wall[0] + 4.0
+    one_thread = _blas_threads.StallGuard(threads=1)  # one BLAS thread: nothing to judge
+    one_thread.run("shape", lambda: wall.__setitem__(0, wall[0] + 0.01))
+    assert one_thread.stalls == 0
 
 
 def test_guarded_products_are_numpys_bits_held_or_not(monkeypatch):
