@@ -21,9 +21,15 @@ import _cffi_backend
 _ffi = _cffi_backend.FFI()
 
 
+_blas_paths: list[str] = []  # (the default words' answer, once it names a library)
+
+
 def blas_paths(words: tuple[str, ...] = ("blas",)) -> list[str]:
     """The mapped libraries whose file names contain one of ``words`` (Linux
-    ``/proc/self/maps``; none elsewhere)."""
+    ``/proc/self/maps``; none elsewhere). The default words' answer is kept once it names
+    a library: reading the map takes ~1 ms (hundreds of mappings)."""
+    if words == ("blas",) and _blas_paths:
+        return list(_blas_paths)
     paths = []
     try:
         with open("/proc/self/maps") as f:
@@ -34,7 +40,16 @@ def blas_paths(words: tuple[str, ...] = ("blas",)) -> list[str]:
                     paths.append(path)
     except OSError:
         pass
+    if words == ("blas",) and paths:
+        _blas_paths[:] = paths
     return paths
+
+
+def resolve() -> None:
+    """Looks up OpenBLAS's thread functions now (``preload`` calls it at import), so that
+    no call pays for reading the library map."""
+    setter()
+    blas_thread_count()
 
 
 _symbols: dict = {}  # name -> the function or None, once looked up

@@ -207,12 +207,12 @@ def _qr_lowering(ctx, x, *, pivoting, full_matrices, use_magma):
         m, n = a.shape[-2:]
         k = min(m, n)
         h, taus = geqrf_p.bind(a)
-        r = h if full_matrices else lax_slice_last2(h, k, n)
+        r = h if full_matrices else _slice_last2(h, k, n)
         if full_matrices and m > n:
             qa = pad(h, E.full_of((), 0, a.dtype),
                      [(0, 0, 0)] * (a.ndim - 1) + [(0, m - n, 0)])
         else:
-            qa = lax_slice_last2(h, m, k)
+            qa = _slice_last2(h, m, k)
         return [householder_product_p.bind(qa, taus), _triu(r)]
 
     closed, _ = pe.trace_to_jaxpr(split, [aval])
@@ -220,7 +220,7 @@ def _qr_lowering(ctx, x, *, pivoting, full_matrices, use_magma):
                                           zip(closed.consts, closed.jaxpr.constvars)], [x])
 
 
-def lax_slice_last2(x, rows, cols):
+def _slice_last2(x, rows, cols):
     """``x[..., :rows, :cols]``."""
     shape = core.get_aval(x).shape
     return lax_slice(x, (0,) * len(shape), shape[:-2] + (rows, cols))

@@ -44,7 +44,7 @@ from collections.abc import Callable
 import numpy as np
 
 import ember
-from ember import _scratch
+from ember import _blas_threads, _scratch
 from ember import monitoring as _monitoring
 from ember.backends.cpu import (
     buffer_pool,
@@ -128,6 +128,7 @@ def preload() -> None:
     _source_stamp(_PIPELINE_DIRS)
     _source_stamp(_LOWERING_DIRS)
     parallel_runtime.load_if_cached()
+    _blas_threads.resolve()
     gc.collect()
 
 
