@@ -244,24 +244,30 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
     """
     if reduce_axes:
         raise NotImplementedError("linear_transpose: reduce_axes is not supported")
+    from ember.interpreters import partial_eval as pe
     p_flat, p_tree = _pytree.tree_flatten(primals)
-    avals = []
-    for p in p_flat:
-        aval = core.get_aval(p) if not hasattr(p, "dtype") or hasattr(p, "aval") else \
-            core.ShapedArray(tuple(np.shape(p)), dtypes.canonicalize_dtype(p.dtype))
-        if not dtypes.is_inexact(aval.dtype):
-            raise TypeError("linear_transpose only supports [float or complex] -> [float or "
-                            f"complex], got an argument of dtype {aval.dtype}")
-        avals.append(aval)
-    zeros = [core.concrete_array(np.zeros(a.shape, a.dtype), a) for a in avals]
-    out, pullback = vjp(fun, *_pytree.tree_unflatten(p_tree, zeros))
-    for o in _pytree.tree_leaves(out):
-        if not dtypes.is_inexact(core.get_aval(o).dtype):
-            raise TypeError("linear_transpose only supports [float or complex] -> [float or "
-                            f"complex], got an output of dtype {core.get_aval(o).dtype}")
+    avals = [core.get_aval(p) if not hasattr(p, "dtype") or hasattr(p, "aval") else
+             core.ShapedArray(tuple(np.shape(p)), dtypes.canonicalize_dtype(p.dtype))
+             for p in p_flat]
+    out_store = {}
 
-    out_flat, out_tree = _pytree.tree_flatten(out)
-    out_avals = [core.get_aval(o) for o in out_flat]
+    def flat_fun(*args):
+        out_flat, out_store["tree"] = _pytree.tree_flatten(
+            fun(*_pytree.tree_unflatten(p_tree, list(args))))
+        return out_flat
+
+    # As JAX: ``fun`` traced with every input unknown; its jaxpr transposed as it is (a
+    # non-linear operation on an input has no transpose rule and raises).
+    closed, _ = pe.trace_to_jaxpr(flat_fun, avals)
+    out_tree = out_store["tree"]
+    out_avals = closed.out_avals
+    kinds = [a.dtype for a in avals + list(out_avals)]
+    if not (all(dtypes.is_inexact(d) for d in kinds)
+            or all(np.issubdtype(d, np.integer) for d in kinds)):
+        raise TypeError(
+            "linear_transpose only supports [float or complex] -> [float or complex], and "
+            f"integer -> integer functions, but got {[a.dtype for a in avals]} -> "
+            f"{[a.dtype for a in out_avals]}.")
 
     def transposed(out_cotangent: Any) -> tuple:
         ct_flat, ct_tree = _pytree.tree_flatten(out_cotangent)
@@ -271,9 +277,12 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
         if any(core.get_aval(c).shape != a.shape or core.get_aval(c).dtype != a.dtype
                for c, a in zip(ct_flat, out_avals)):
             raise TypeError(f"cotangent type does not match function output, expected "
-                            f"{out_avals} but got {ct_flat}")
-        cts = _pytree.tree_leaves(pullback(out_cotangent))
-        cts = [_cast(c, a.dtype) for c, a in zip(cts, avals)]
+                            f"{list(out_avals)} but got {ct_flat}")
+        cts = ad.backward_pass(closed.jaxpr, closed.consts,
+                               [ad.UndefinedPrimal(a) for a in avals], ct_flat)
+        cts = [_cast(ad.instantiate_zeros(c) if c is not None and type(c) is not ad.Zero
+                     else ad.instantiate_zeros(ad.Zero(a)), a.dtype)
+               for c, a in zip(cts, avals)]
         return tuple(_pytree.tree_unflatten(p_tree, cts))
 
     return transposed

@@ -174,8 +174,15 @@ def test_linear_transpose_is_the_matrix_transpose():
     # results take the primals' dtypes
     c_t = ember.linear_transpose(lambda x: x * 2.0, np.zeros(2, np.complex64))
     assert c_t(np.ones(2, np.complex64))[0].dtype == np.complex64
-    with pytest.raises(TypeError, match="float or complex"):
-        ember.linear_transpose(lambda x: x, np.zeros(2, np.int32))
+    # As JAX: integer -> integer functions transpose too; a mix of kinds is a TypeError;
+    # fun is traced and its jaxpr transposed, so a non-linear operation has no rule.
+    i_t = ember.linear_transpose(lambda x: 3 * x[::-1], np.zeros(2, np.int32))
+    (got,) = i_t(np.array([1, 5], np.int32))
+    assert got.dtype == np.int32 and got.tolist() == [15, 3]
+    with pytest.raises(TypeError, match="and integer -> integer functions"):
+        ember.linear_transpose(lambda x: x.astype(np.float32), np.zeros(2, np.int32))
+    with pytest.raises(NotImplementedError, match="Transpose rule .* for 'sin'"):
+        ember.linear_transpose(jnp.sin, 1.0)(1.0)
 
 
 def test_linear_transpose_checks_cotangents_with_type_errors():
