@@ -235,7 +235,9 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
     ``primals`` (arrays, or anything with ``shape`` and ``dtype`` such as
     ``ShapeDtypeStruct``, in pytrees) give the argument types. The transposed function takes
     a cotangent shaped like ``fun``'s output and returns a tuple shaped like ``primals``,
-    cast to their dtypes. For a linear function this is its ``vjp`` (taken at zero).
+    cast to their dtypes. For a linear function this is its ``vjp``; as in JAX, ``fun`` is
+    traced and its jaxpr transposed (so a non-linear operation raises), and the types are
+    all floating or complex, or all integers.
 
     Example:
         >>> f_t = ember.linear_transpose(lambda x: 3.0 * x, 1.0)
