@@ -1049,12 +1049,22 @@ class KernelBuilder:
         for k, (inst, leaf) in enumerate(self.outputs):
             by_dims.setdefault(_leaf_shape(inst, leaf).dims, []).append(k)
         if len(by_dims) > 1:
-            # Outputs over different iteration spaces: one loop each, in a single call.
+            # Outputs over different iteration spaces: one loop each, in a single call. When
+            # every loop walks a leading dim of the same extent (an associative scan's level:
+            # (16, 63, 128), (16, 1, 128) and (16, 64, 2, 128)), the call takes a range of
+            # it, so the kernel splits across threads as a single-shape one does.
+            total = sum(math.prod(d) for d in by_dims)
+            extents = {self._loop_extent(dims, ks) for dims, ks in by_dims.items()}
+            extent = extents.pop() if len(extents) == 1 else 1
+            if extent > 1 and not any(_is_flat(self.fused, math.prod(d)) for d in by_dims):
+                lo, hi = self._clamp_range(lo, hi, extent)
+                for dims, ks in by_dims.items():
+                    self._output_loop(dims, ks, lo, hi)
+                return KernelInfo(self.name, extent, total // extent, ())
             lo, hi = self._clamp_range(lo, hi, 1)
             with self.b.if_then(self.b.icmp_signed("<", lo, hi)):
                 for dims, ks in by_dims.items():
                     self._output_loop(dims, ks, _c(0), _c(self._loop_extent(dims, ks)))
-            total = sum(math.prod(d) for d in by_dims)
             return KernelInfo(self.name, 1, total, ())
         dims = next(iter(by_dims))
         ks = list(range(len(self.outputs)))

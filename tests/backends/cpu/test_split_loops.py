@@ -114,3 +114,30 @@ def test_a_padded_loop_reads_vectors_not_gathers(tmp_path, monkeypatch):
     optimized = [open(p).read() for p in glob.glob(os.path.join(tmp_path, "*.llvm.opt.ll"))]
     assert optimized and all("masked.gather" not in text for text in optimized)
     assert any("load <" in text for text in optimized)
+
+
+def test_fusions_with_outputs_of_several_shapes_split_their_common_leading_dim():
+    # An associative scan's down-sweep levels are fusions whose outputs have different
+    # shapes sharing a leading dim ((16, 63, 128), (16, 1, 128), (16, 64, 2, 128)): each
+    # kernel takes ranges of that dim, so it runs on several threads; the results must be
+    # the sequential recurrence's.
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.5, 1.0, (16, 512, 32)).astype(np.float32)
+    b = rng.standard_normal((16, 512, 32)).astype(np.float32)
+
+    def linear_recurrence(a, b):
+        return lax.associative_scan(lambda l, r: (l[0] * r[0], r[0] * l[1] + r[1]), (a, b),
+                                    axis=1)[1]
+
+    f = ember.jit(linear_recurrence)
+    got = np.asarray(f(a, b))
+    want = np.empty_like(b, dtype=np.float64)
+    h = np.zeros((16, 32))
+    for t in range(512):
+        h = a[:, t] * h + b[:, t]
+        want[:, t] = h
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    steps = f._cache.last.executable.executable.program.steps
+    shared = [s for s in cpu_exe.nested_steps(steps) if type(s) is cpu_exe.KernelPlan and
+              len({r.dims for r in s.outputs}) > 1 and len({r.dims[0] for r in s.outputs}) == 1]
+    assert shared and all(s.extent == s.outputs[0].dims[0] for s in shared)
