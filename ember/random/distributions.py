@@ -84,10 +84,11 @@ def _uniform(key, shape, dtype, minval, maxval):
     fbits = lax.shift_right_logical(bits, lax.full(shape, rng_bits - nmant, uint))
     fbits = lax.bitwise_or(fbits, lax.full(shape, np.array(1.0, dtype).view(uint), uint))
     floats = lax.sub(lax.bitcast_convert_type(fbits, dtype), lax.full(shape, 1.0, dtype))
-    # XLA's CPU backend computes float16 (not bfloat16) in float32, rounding once; so do we.
-    cdt = np.dtype(np.float32) if np.dtype(dtype).name == "float16" else dtype
-    f, lo, hi = (lax.convert_element_type(v, cdt) for v in (floats, minval, maxval))
-    scaled = lax.convert_element_type(lax.add(lax.mul(f, lax.sub(hi, lo)), lo), dtype)
+    # Each operation rounds to ``dtype`` (float16 too, as JAX 0.10.2's XLA CPU computes it on
+    # the x86-64 hosts checked). XLA contracts the float32/float64 multiply-add into one FMA,
+    # which ember's backend does not: a bounded float32 sample can differ from JAX's in the
+    # last bit (the default [0, 1) bounds are exact either way).
+    scaled = lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval)
     return lax.max(minval, scaled)
 
 
