@@ -767,6 +767,14 @@ def _real_float(m: Match) -> bool:
     return _kind(m.inst.dtype) == "f"
 
 
+def _real_float_not_bfloat16(m: Match) -> bool:
+    """A real float division other than bfloat16's: XLA's CPU compiler computes bfloat16
+    operations in float32 between conversions, so ``a / f(b)`` of bfloat16 no longer has
+    the shape of its rewrites and divides (JAX 0.10.2: ``a / sqrt(b)``, ``a / exp(b)``, ...
+    of bfloat16 are correctly rounded quotients of the rounded ``f(b)``)."""
+    return _real_float(m) and m.inst.dtype != ml_dtypes.bfloat16
+
+
 def _inexact_numerator(m: Match) -> bool:
     """A float or complex division whose numerator is not a constant (constant folding
     handles that case exactly)."""
@@ -953,15 +961,15 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("power_one", Op("power", x, ONE), "x", where=_not_complex),
     # division as multiplication, as XLA does (not exact: see the module's docstring)
     Rewrite("divide_exp_exp", Op("divide", Op("exponential", a), Op("exponential", b)),
-            _exp_of_difference, where=_real_float, exact=False),
+            _exp_of_difference, where=_real_float_not_bfloat16, exact=False),
     Rewrite("divide_exp", Op("divide", a, Op("exponential", b)), _times_exp_negated,
-            where=_real_float, exact=False),
+            where=_real_float_not_bfloat16, exact=False),
     Rewrite("divide_power", Op("divide", a, Op("power", b, c)), _times_power_negated,
-            where=_real_float, exact=False),
+            where=_real_float_not_bfloat16, exact=False),
     Rewrite("divide_sqrt", Op("divide", a, Op("sqrt", b)), _times_unary("rsqrt"),
-            where=_real_float, exact=False),
+            where=_real_float_not_bfloat16, exact=False),
     Rewrite("divide_rsqrt", Op("divide", a, Op("rsqrt", b)), _times_unary("sqrt"),
-            where=_real_float, exact=False),
+            where=_real_float_not_bfloat16, exact=False),
     Rewrite("divide_constant", Op("divide", a, Op("constant", name="c", where=_nonempty)),
             _times_inverted_constant, where=_inexact_numerator, exact=False),
     Rewrite("divide_broadcast_constant",
