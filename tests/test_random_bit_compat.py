@@ -1,4 +1,4 @@
-"""ember.random bit for bit against jax.random where the sweep of 2025 found differences.
+"""ember.random bit for bit against jax.random where a sweep (December 2026) found differences.
 
 Each case is checked twice: against fixed raw bits recorded from JAX 0.10.2 (x64 off, CPU),
 so the test means something without JAX installed, and against JAX itself where it is
