@@ -282,9 +282,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
                             f"{list(out_avals)} but got {ct_flat}")
         cts = ad.backward_pass(closed.jaxpr, closed.consts,
                                [ad.UndefinedPrimal(a) for a in avals], ct_flat)
-        cts = [_cast(ad.instantiate_zeros(c) if c is not None and type(c) is not ad.Zero
-                     else ad.instantiate_zeros(ad.Zero(a)), a.dtype)
-               for c, a in zip(cts, avals)]
+        cts = [_cast(ad.instantiate_zeros(c), a.dtype) for c, a in zip(cts, avals)]
         return tuple(_pytree.tree_unflatten(p_tree, cts))
 
     return transposed

@@ -20,6 +20,7 @@ from ember import core, dtypes
 from ember.core import ShapedArray
 from ember.interpreters import ad
 from ember.interpreters import partial_eval as pe
+from ember.interpreters.pjit import _pjit_lowering
 from ember.lax import _lapack, _small_batch, base
 from ember.lax import _linalg_kernels as K
 from ember.lax import elementwise as E
@@ -215,9 +216,7 @@ def _qr_lowering(ctx, x, *, pivoting, full_matrices, use_magma):
             qa = _slice_last2(h, m, k)
         return [householder_product_p.bind(qa, taus), _triu(r)]
 
-    closed, _ = pe.trace_to_jaxpr(split, [aval])
-    return ctx.lower_jaxpr(closed.jaxpr, [ctx.constant(c, v.aval.dtype) for c, v in
-                                          zip(closed.consts, closed.jaxpr.constvars)], [x])
+    return _pjit_lowering(ctx, x, jaxpr=pe.trace_to_jaxpr(split, [aval])[0], name="qr")
 
 
 def _slice_last2(x, rows, cols):
