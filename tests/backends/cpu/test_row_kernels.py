@@ -511,3 +511,62 @@ def test_reductions_around_a_kept_dim_match_float64_numpy(shape, axes, reducer):
         scale = np.sum(np.abs(x.astype(np.float64) * 2.0), axis=axes)
         scale = scale / (x.size / out.size) if reducer == "mean" else scale
         assert np.all(np.abs(out - want) <= 2e-6 * scale)
+
+
+# --------------------------------------------------------------------------- deferred row outputs
+
+
+def tanh_matvec(a, y):
+    return jnp.tanh(jnp.sum(a * y, axis=1))
+
+
+def np_tanh_matvec(a, y):
+    return np.tanh((a.astype(np.float64) * y).sum(1))
+
+
+def scaled_exp_of_sums(a, y):
+    s = jnp.sum(a * y, axis=1)
+    return jnp.exp(s * 0.1) / (1.0 + jnp.abs(s)), s
+
+
+@pytest.mark.parametrize("rows", [1, 63, 64, 65, 200])
+@pytest.mark.parametrize("n", [20, 64, 100])
+def test_row_outputs_after_each_block_match_the_row_loop(rows, n, monkeypatch, one_tier):
+    # Row outputs computed from a row's sums run in a loop of their own after each block of
+    # rows (vectorized across rows); the bits are those of computing them in the row loop.
+    from ember.backends.cpu import row_kernel
+    a = rng.standard_normal((rows, n)).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    (out,), _ = run_native(tanh_matvec, a, y)
+    close(out, np_tanh_matvec(a, y), rtol=2e-6, atol=2e-6)
+    (e, s), _ = run_native(scaled_exp_of_sums, a, y)
+    s64 = (a.astype(np.float64) * y).sum(1)
+    close(s, s64, rtol=1e-5, atol=1e-5)
+    close(e, np.exp(s64 * 0.1) / (1 + np.abs(s64)), rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(row_kernel.RowKernel, "_deferred_outs", lambda self: [])
+    (in_loop,), _ = run_native(tanh_matvec, a, y)
+    (e_in_loop, s_in_loop), _ = run_native(scaled_exp_of_sums, a, y)
+    np.testing.assert_array_equal(out, in_loop)
+    np.testing.assert_array_equal(e, e_in_loop)
+    np.testing.assert_array_equal(s, s_in_loop)
+
+
+def test_deferred_row_outputs_vectorize_across_rows(tmp_path, monkeypatch):
+    # tanh(A @ y) over rows of 64: each row's scalar tanh cost more than its sum.
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    y = rng.standard_normal(64).astype(np.float32)
+    close(np.asarray(ember.jit(tanh_matvec)(a, y)), np_tanh_matvec(a, y), rtol=2e-6, atol=2e-6)
+    opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+    assert "fdiv <16 x float>" in opt or "fdiv <8 x float>" in opt  # (tanh's division)
+
+
+def test_threaded_deferred_row_outputs_are_bitwise_identical(monkeypatch, one_tier):
+    a = rng.standard_normal((5001, 96)).astype(np.float32)
+    y = rng.standard_normal(96).astype(np.float32)
+    threaded = np.asarray(ember.jit(tanh_matvec)(a, y))
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = np.asarray(ember.jit(lambda a, y: tanh_matvec(a, y))(a, y))
+    np.testing.assert_array_equal(threaded, single)
+    close(threaded, np_tanh_matvec(a, y), rtol=2e-6, atol=2e-6)
