@@ -353,35 +353,73 @@ def log_ndtr(x: ArrayLike, series_order: int = 3) -> Array:
     return _log_ndtr(_float_only("log_ndtr", x), series_order)
 
 
-_NDTRI_TAIL = 0.02  # below this (in min(p, 1 - p)) the Newton-refined tail is used
+# Cephes' rational approximations of ndtri (Moshier, Cephes Math Library 2.1), the ones JAX
+# evaluates: P0/Q0 on the centre (w = p - 1/2, |w| <= 3/8), P1/Q1 and P2/Q2 in 1/z for the tails
+# (z = sqrt(-2 log p); P2/Q2 from z = 8). Coefficients from the highest power down; the Qs'
+# leading 1 is left implicit.
+_NDTRI_P0 = (-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+             1.39312609387279679503E1, -1.23916583867381258016E0)
+_NDTRI_Q0 = (1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+             -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+             1.59056225126211695515E1, -1.18331621121330003142E0)
+_NDTRI_P1 = (4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+             4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+             -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4)
+_NDTRI_Q1 = (1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+             1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+             -3.80806407691578277194E-2, -9.33259480895457427372E-4)
+_NDTRI_P2 = (3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+             1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+             3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9)
+_NDTRI_Q2 = (6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+             2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+             2.89247864745380683936E-6, 6.79019408009981274425E-9)
+
+
+def _horner(x: Array, coefs, leading_one: bool = False, pick=None, other=()) -> Array:
+    """The polynomial with ``coefs`` (highest power first) at ``x``, by Horner's rule; with
+    ``leading_one``, an implicit leading coefficient 1. ``pick``: a mask choosing, per
+    element, the coefficients ``other`` over ``coefs`` (the same values as evaluating both
+    and selecting, for one evaluation)."""
+    def coef(i):
+        if pick is None:
+            return _c(x, coefs[i])
+        return jnp.where(pick, _c(x, other[i]), _c(x, coefs[i]))
+    y = jnp.ones_like(x) if leading_one else coef(0)
+    for i in range(0 if leading_one else 1, len(coefs)):
+        y = y * x + coef(i)
+    return y
 
 
 def ndtri(p: ArrayLike) -> Array:
     """The inverse of ``ndtr``: the standard normal quantile (float32/float64 inputs).
 
-    Central values come from ``erf_inv``; the tails from an asymptotic start refined by
-    Newton steps on ``log_ndtr`` (accurate in relative terms down to the smallest ``p``).
+    Cephes' algorithm, as JAX evaluates it: a rational function of ``p - 1/2`` in the centre,
+    and in the tails (``p`` below exp(-2) or above 1 - exp(-2), by symmetry)
+    ``z - log(z)/z - R(1/z)/z`` with ``z = sqrt(-2 log p)``.
 
     Example:
         >>> ember.scipy.special.ndtri(jnp.array([0.975]))
-        Array([1.959964], dtype=float32)
+        Array([1.9599644], dtype=float32)
     """
     p = _float_only("ndtri", p)
-    dt = np.dtype(p.dtype)
-    central = _c(p, math.sqrt(2)) * lax.erf_inv(2 * p - 1)
-    # Tails: solve log_ndtr(-|x|) = log(min(p, 1 - p)) for the lower-tail x.
-    tail_p = jnp.minimum(p, 1 - p)
-    safe = jnp.clip(tail_p, _c(p, np.finfo(dt).tiny), _c(p, _NDTRI_TAIL))
-    log_p = lax.log(safe)
-    x = -(lax.sqrt(-2 * log_p - lax.log(-2 * log_p) - _c(p, math.log(2 * math.pi))))
-    for _ in range(4):
-        lnd = _log_ndtr(x, 5)
-        x = x - (lnd - log_p) * lax.exp(lnd - _norm_logpdf(x))
-    x = jnp.where(p > 0.5, -x, x)
-    in_tail = tail_p < _c(p, _NDTRI_TAIL)
-    out = jnp.where(in_tail, x, central)
-    out = jnp.where(p == 0, _c(p, -np.inf), jnp.where(p == 1, _c(p, np.inf), out))
-    return jnp.where((p < 0) | (p > 1) | jnp.isnan(p), _c(p, np.nan), out)
+    upper = p > _c(p, -math.expm1(-2.0))
+    q = jnp.where(upper, 1 - p, p)  # (exact for p >= 1/2)
+    q = jnp.where(q == 0, _c(p, 0.5), q)  # (p = 0 or 1: any value without NaNs)
+    w = q - _c(p, 0.5)
+    ww = w * w
+    centre = w + w * ww * (_horner(ww, _NDTRI_P0) / _horner(ww, _NDTRI_Q0, leading_one=True))
+    centre = centre * _c(p, -math.sqrt(2 * math.pi))
+    z = lax.sqrt(_c(p, -2.0) * lax.log(q))
+    u = 1 / z
+    far = z >= _c(p, 8.0)
+    tail = (z - lax.log(z) / z) - (
+        _horner(u, _NDTRI_P1, pick=far, other=_NDTRI_P2)
+        / _horner(u, _NDTRI_Q1, leading_one=True, pick=far, other=_NDTRI_Q2) / z)
+    x = jnp.where(q > _c(p, math.exp(-2.0)), centre, tail)
+    x = jnp.where(upper, x, -x)
+    x = jnp.where(p == 0, _c(p, -np.inf), jnp.where(p == 1, _c(p, np.inf), x))
+    return jnp.where((p < 0) | (p > 1) | jnp.isnan(p), _c(p, np.nan), x)
 
 
 # ---------------------------------------------------------------- logistic, entropy
