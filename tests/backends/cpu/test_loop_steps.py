@@ -296,3 +296,34 @@ def test_rnn_grad_loop_calls_gemm_for_the_transposed_weight():
     loops, dots = _native_dots(ember.grad(_rnn_loss), W, xs)
     assert all(loop.loop is not None for loop in loops)
     assert any(d.gemm is not None and d.gemm[2] for d in dots)  # (W read transposed)
+
+
+def _gauss_seidel(u, sweeps):
+    def body(i, u):
+        j = i % (u.shape[0] - 2) + 1
+        left = lax.dynamic_slice(u, (j - 1,), (1,))
+        right = lax.dynamic_slice(u, (j + 1,), (1,))
+        return lax.dynamic_update_slice(u, (left + right) * 0.5, (j,))
+    return lax.fori_loop(0, sweeps, body, u)
+
+
+def test_one_element_kernels_inline_into_the_loop_and_match_numpy(tmp_path, monkeypatch):
+    # The loop's one-element kernels (counter, index, slices) may be inlined into its body;
+    # each step reads the element the previous step wrote.
+    import glob
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    u = np.random.default_rng(3).standard_normal(40).astype(np.float32)
+    got = np.asarray(ember.jit(_gauss_seidel, static_argnums=1)(u, 500))
+    want = u.copy()
+    for i in range(500):
+        j = i % 38 + 1
+        want[j] = (want[j - 1] + want[j + 1]) * np.float32(0.5)
+    np.testing.assert_array_equal(got, want)
+    text = open(glob.glob(str(tmp_path / "*.llvm.ll"))[0]).read()
+    kernels = [line for line in text.splitlines() if line.startswith("define void")
+               and "_kernel_" in line]
+    assert kernels and not any("noinline" in line for line in kernels)
+    # A kernel over more elements stays out of line (threads call it on ranges).
+    ember.jit(lambda x: jnp.tanh(x) * 2)(np.ones(1000, np.float32))
+    big = [open(f).read() for f in glob.glob(str(tmp_path / "*.llvm.ll"))]
+    assert any("noinline" in t for t in big)
