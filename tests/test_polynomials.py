@@ -128,6 +128,20 @@ def test_conv_keeps_infinities_and_nans_local():
         close(jnp.convolve(A(x), A([1.0, 1.0]), mode=mode), expected)
 
 
+@pytest.mark.parametrize("fn", ["convolve", "correlate"])
+@pytest.mark.parametrize("mode", ["full", "same"])
+@pytest.mark.parametrize("n,m", [(300, 64), (300, 65), (65, 300), (40, 40), (41, 2)])
+def test_conv_with_padding_matches_numpy_under_jit(fn, mode, n, m):
+    # The windows reaching into the padding run apart from the interior ones (one
+    # concatenated result): every output position against NumPy, eagerly and under jit.
+    a = RNG.normal(size=n).astype(np.float32)
+    v = RNG.normal(size=m).astype(np.float32)
+    want = getattr(np, fn)(a.astype(np.float64), v.astype(np.float64), mode=mode)
+    close(getattr(jnp, fn)(A(a), A(v), mode=mode), want, tol=2e-5)
+    close(ember.jit(lambda x, y: getattr(jnp, fn)(x, y, mode=mode))(A(a), A(v)), want,
+          tol=2e-5)
+
+
 def test_conv_in_several_chunks(monkeypatch):
     """Long kernels are summed over chunks of windows; forced here with a tiny chunk size."""
     monkeypatch.setattr(polynomials, "_CHUNK", 7)
