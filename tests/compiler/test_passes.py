@@ -606,6 +606,15 @@ def _slices(*steps):
     return build
 
 
+def _slice_of_pieces(start, limit, strides):
+    """A slice of rows of (2, 3), (4, 3) and (1, 3) pieces concatenated (rows 0-1, 2-5, 6)."""
+    def build(b):
+        pieces = [_x(b, F32, (n, 3), i) for i, n in enumerate((2, 4, 1))]
+        cat = b.op("concatenate", *pieces, dimension=0)
+        return b.op("slice", cat, start_indices=start, limit_indices=limit, strides=strides)
+    return build
+
+
 def _reverses(*dim_sets, dims=(2, 3)):
     def build(b):
         x = _x(b, F32, dims)
@@ -799,6 +808,11 @@ ALGEBRAIC_CASES = {
     "slice_slice": _slices(((1, 0), (10, 4), (2, 1)), ((1, 1), (4, 3), (2, 1))),
     "pad_zero": _pad_zero,
     "concatenate_one": lambda b: b.op("concatenate", _x(b), dimension=0),
+    "slice_concatenate": _slice_of_pieces((3, 0), (6, 2), (1, 1)),
+    "slice_concatenate_two_pieces": _slice_of_pieces((3, 1), (7, 3), (1, 1)),
+    "slice_concatenate_strided": _slice_of_pieces((2, 0), (6, 3), (2, 1)),
+    "keep_slice_concatenate_every_piece": _slice_of_pieces((1, 0), (7, 3), (1, 1)),
+    "keep_slice_concatenate_strided_pieces": _slice_of_pieces((3, 0), (7, 3), (2, 1)),
     "reverse_nothing": _reverses((0,), dims=(1, 3)),
     "reverse_reverse": _reverses((0, 1), (1, 0)),
     "reverse_reverse_partial": _reverses((0, 1), (0,)),
@@ -1361,6 +1375,50 @@ ALGEBRAIC_GOLDEN = {
     "pad_zero": """
         ENTRY %main (Arg_0.1: f32[2,3]) -> f32[2,3] {
           ROOT %Arg_0.1 = f32[2,3] parameter(0)
+        }
+    """,
+    "slice_concatenate": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: f32[4,3], Arg_2.3: f32[1,3]) -> f32[3,2] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %Arg_1.2 = f32[4,3] parameter(1)
+          %Arg_2.3 = f32[1,3] parameter(2)
+          ROOT %slice.6 = f32[3,2] slice(%Arg_1.2), limit_indices={4,2}, start_indices={1,0}, strides={1,1}
+        }
+    """,
+    "slice_concatenate_two_pieces": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: f32[4,3], Arg_2.3: f32[1,3]) -> f32[4,2] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %Arg_1.2 = f32[4,3] parameter(1)
+          %Arg_2.3 = f32[1,3] parameter(2)
+          %slice.6 = f32[3,2] slice(%Arg_1.2), limit_indices={4,3}, start_indices={1,1}, strides={1,1}
+          %slice.7 = f32[1,2] slice(%Arg_2.3), limit_indices={1,3}, start_indices={0,1}, strides={1,1}
+          ROOT %concatenate.8 = f32[4,2] concatenate(%slice.6, %slice.7), dimension=0
+        }
+    """,
+    "slice_concatenate_strided": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: f32[4,3], Arg_2.3: f32[1,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %Arg_1.2 = f32[4,3] parameter(1)
+          %Arg_2.3 = f32[1,3] parameter(2)
+          ROOT %slice.6 = f32[2,3] slice(%Arg_1.2), limit_indices={4,3}, start_indices={0,0}, strides={2,1}
+        }
+    """,
+    "keep_slice_concatenate_every_piece": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: f32[4,3], Arg_2.3: f32[1,3]) -> f32[6,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %Arg_1.2 = f32[4,3] parameter(1)
+          %Arg_2.3 = f32[1,3] parameter(2)
+          %concatenate.4 = f32[7,3] concatenate(%Arg_0.1, %Arg_1.2, %Arg_2.3), dimension=0
+          ROOT %slice.5 = f32[6,3] slice(%concatenate.4), limit_indices={7,3}, start_indices={1,0}, strides={1,1}
+        }
+    """,
+    "keep_slice_concatenate_strided_pieces": """
+        ENTRY %main (Arg_0.1: f32[2,3], Arg_1.2: f32[4,3], Arg_2.3: f32[1,3]) -> f32[2,3] {
+          %Arg_0.1 = f32[2,3] parameter(0)
+          %Arg_1.2 = f32[4,3] parameter(1)
+          %Arg_2.3 = f32[1,3] parameter(2)
+          %concatenate.4 = f32[7,3] concatenate(%Arg_0.1, %Arg_1.2, %Arg_2.3), dimension=0
+          ROOT %slice.5 = f32[2,3] slice(%concatenate.4), limit_indices={7,3}, start_indices={3,0}, strides={2,1}
         }
     """,
     "concatenate_one": """

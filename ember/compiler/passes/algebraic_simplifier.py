@@ -747,6 +747,44 @@ def _compose_slices(m: Match) -> Instruction:
                   limit_indices=tuple(limits), strides=tuple(strides))
 
 
+def _slice_of_concatenate(m: Match) -> Instruction | None:
+    """A slice of a concatenate as a slice of the one piece it lies in, or (stride 1 along
+    the concatenated dim) a concatenate of slices of the pieces it overlaps: ``jnp.pad(x,
+    1, mode="edge")[1:-1, 2:]`` reads ``x`` and one edge piece, not the whole padded array
+    (a stencil's four shifted views fused into one kernel, not four)."""
+    sl, cat = m.inst, m["cat"]
+    d = cat.attrs["dimension"]
+    start, limit = int(sl.attrs["start_indices"][d]), int(sl.attrs["limit_indices"][d])
+    stride = int(sl.attrs["strides"][d])
+    pieces, offset = [], 0
+    for piece in cat.operands:
+        lo, hi = max(start, offset), min(limit, offset + piece.dims[d])
+        if lo < hi:
+            pieces.append((piece, offset, lo, hi))
+        offset += piece.dims[d]
+    if len(pieces) == len(cat.operands) or not pieces:
+        return None  # (the slice reads every piece: nothing to narrow)
+
+    def piece_slice(piece, first, last, step):
+        starts, limits = list(sl.attrs["start_indices"]), list(sl.attrs["limit_indices"])
+        strides = list(sl.attrs["strides"])
+        starts[d], limits[d], strides[d] = first, last, step
+        count = len(range(first, last, step))
+        dims = tuple(count if k == d else n for k, n in enumerate(sl.dims))
+        return m.emit("slice", [piece], Shape(sl.dtype, dims),
+                      start_indices=tuple(int(v) for v in starts),
+                      limit_indices=tuple(int(v) for v in limits),
+                      strides=tuple(int(v) for v in strides))
+
+    if len(pieces) == 1:
+        piece, offset, _, _ = pieces[0]
+        return piece_slice(piece, start - offset, limit - offset, stride)
+    if stride != 1:
+        return None
+    parts = [piece_slice(piece, lo - offset, hi - offset, 1) for piece, offset, lo, hi in pieces]
+    return m.emit("concatenate", parts, sl.shape, dimension=d)
+
+
 def _compose_converts(m: Match) -> Instruction | None:
     src, mid, dst = m["x"].dtype, m["inner"].dtype, m.inst.dtype
     if not exact_conversion(src, mid):
@@ -1040,6 +1078,8 @@ REWRITES: tuple[Rewrite, ...] = (
             Op("broadcast_in_dim", Op("reshape", x, name="inner")), _broadcast_of_unit_reshape),
     Rewrite("slice_full", Op("slice", x, where=_full_slice), "x"),
     Rewrite("slice_slice", Op("slice", Op("slice", x, name="inner")), _compose_slices),
+    Rewrite("slice_concatenate", Op("slice", Op("concatenate", name="cat")),
+            _slice_of_concatenate),
     Rewrite("pad_zero", Op("pad", x, y, where=_zero_padding), "x"),
     Rewrite("concatenate_one", Op("concatenate", x), "x"),
     Rewrite("reverse_nothing", Op("reverse", x, where=_no_reversal), "x"),
