@@ -221,3 +221,41 @@ def test_gather_fill_value_checks():
         x.at[jnp.array([1, 7])].get(mode="fill", fill_value=1j)
     out = (x + 0j).at[jnp.array([1, 7])].get(mode="fill", fill_value=1j)
     _check(out, [1.0, 1j], np.complex64)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("mode", [None, "clip", "wrap", "fill"])
+def test_take_along_axis_batch_dims_values_grads_and_vmap(axis, mode):
+    # Without broadcasting, the other dims are the gather's batch dims (one index per
+    # element, as JAX lowers it): values against NumPy (out of range: NaN by default and for
+    # "fill", clamped for "clip", wrapped for "wrap"), gradients against a scatter-add loop,
+    # vmap against stacked results.
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    n = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = 6
+    idx = rng.integers(-n - 2, n + 2, shape).astype(np.int32)
+    if mode == "clip":  # (negative indices count from the end first, as in JAX)
+        want_idx = np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1)
+    elif mode == "wrap":
+        want_idx = np.mod(idx, n)
+    else:
+        want_idx = np.where(idx < 0, idx + n, idx)
+    valid = (want_idx >= 0) & (want_idx < n)
+    want = np.where(valid, np.take_along_axis(x, np.clip(want_idx, 0, n - 1), axis), np.nan)
+    for f in (lambda a, i: jnp.take_along_axis(a, i, axis=axis, mode=mode),
+              ember.jit(lambda a, i: jnp.take_along_axis(a, i, axis=axis, mode=mode))):
+        np.testing.assert_array_equal(np.asarray(f(x, idx)), want)
+    g = ember.grad(lambda a: jnp.nansum(jnp.take_along_axis(a, idx, axis=axis, mode=mode)
+                                        * 2.0))(x)
+    want_g = np.zeros_like(x)
+    moved = np.moveaxis(want_g, axis, -1)
+    for pos in np.ndindex(*np.moveaxis(want_idx, axis, -1).shape):
+        j = np.moveaxis(want_idx, axis, -1)[pos]
+        if 0 <= j < n:
+            moved[pos[:-1] + (j,)] += 2.0
+    np.testing.assert_array_equal(np.asarray(g), want_g)
+    batched = ember.vmap(lambda a, i: jnp.take_along_axis(a, i, axis=axis, mode=mode))
+    np.testing.assert_array_equal(np.asarray(batched(np.stack([x, x]), np.stack([idx, idx]))),
+                                  np.stack([want, want]))
