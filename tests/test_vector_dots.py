@@ -22,7 +22,7 @@ CASES = [
     ((8, 16, 32), (8, 32), (((2,), (1,)), ((0,), (0,)))),      # batched A @ v
     ((16, 8, 32), (16, 8), (((0,), (0,)), ((1,), (1,)))),      # batch and k in other places
     ((4, 6, 5), (6, 5), (((1, 2), (0, 1)), ((), ()))),         # two contracting dims
-    ((3, 1, 7), (7, 3, 10), (((2,), (0,)), ((0,), (1,)))),     # unit free dim, batched
+    ((3, 1, 7), (7, 3, 40), (((2,), (0,)), ((0,), (1,)))),     # unit free dim, batched
 ]
 
 
@@ -121,3 +121,20 @@ def test_vmapped_matrix_vector_products():
     got = ember.jit(ember.vmap(jnp.dot))(a, v)
     want = np.einsum("bij,bj->bi", a.astype(np.float64), v)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch,m,k", [(300, 16, 16), (40, 64, 48), (8, 200, 100), (500, 8, 8)])
+def test_batched_matvecs_match_numpy_without_a_transposed_copy(batch, m, k):
+    # vmap(A @ x) and einsum over A's transpose: the transpose folds into the dot (no copy of
+    # A), and matrices of >= VECTOR_DOT_MIN_BATCHED_MATRIX elements per batch element are
+    # multiplied and summed in one fused pass.
+    rng = np.random.default_rng(batch)
+    a = rng.standard_normal((batch, m, k)).astype(np.float32)
+    x = rng.standard_normal((batch, k)).astype(np.float32)
+    want = np.einsum("bmk,bk->bm", a.astype(np.float64), x)
+    via_vmap = ember.jit(ember.vmap(lambda a, x: jnp.tanh(a @ x)))
+    np.testing.assert_allclose(np.asarray(via_vmap(a, x)), np.tanh(want), rtol=2e-5, atol=2e-5)
+    via_einsum = ember.jit(lambda a, x: jnp.einsum("bk,bkm->bm", x, a.transpose(0, 2, 1)))
+    np.testing.assert_allclose(np.asarray(via_einsum(a, x)), want, rtol=2e-5, atol=2e-5)
+    text = via_einsum.lower(a, x).compile().as_text()
+    assert "transpose(" not in text

@@ -297,6 +297,12 @@ def _same_dims_as_operand(inst: Instruction) -> bool:
     return inst.operands[0].dims == inst.dims
 
 
+def _unit_broadcast(inst: Instruction) -> bool:
+    """A ``broadcast_in_dim`` that only inserts unit dims (the elements keep their order)."""
+    dims = _ints(inst.attrs["broadcast_dimensions"])
+    return inst.shape.size == inst.operands[0].shape.size and list(dims) == sorted(set(dims))
+
+
 def _identity_broadcast(inst: Instruction) -> bool:
     dims = _ints(inst.attrs["broadcast_dimensions"])
     return _same_dims_as_operand(inst) and dims == tuple(range(inst.shape.rank))
@@ -373,6 +379,36 @@ def _transpose_of_dot(m: Match) -> Instruction | None:
     if rest == tuple(range(len(rest))):
         return swapped
     return m.emit("transpose", [swapped], m.inst.shape, permutation=rest)
+
+
+def _dot_of_transpose(m: Match) -> Instruction | None:
+    """A ``dot_general`` of a transposed operand as a dot of the operand itself, its batch and
+    contracting dims renumbered, when the transpose keeps the free dims in order (so the
+    result's layout is the same): the transpose is not written out (``einsum("bk,bkm->bm",
+    x, A.transpose(0, 2, 1))`` copied all of A first), as XLA folds transposes into dots."""
+    dot = m.inst
+    a = dict(dot.attrs)
+    operands = list(dot.operands)
+    changed = False
+    for side, (batch_key, contract_key) in enumerate(
+            (("lhs_batching_dimensions", "lhs_contracting_dimensions"),
+             ("rhs_batching_dimensions", "rhs_contracting_dimensions"))):
+        tr = operands[side]
+        if tr.opcode != "transpose":
+            continue
+        perm = _ints(tr.attrs["permutation"])
+        batch, contracting = _ints(a[batch_key]), _ints(a[contract_key])
+        free = [d for d in range(len(perm)) if d not in batch and d not in contracting]
+        moved = [perm[d] for d in free]
+        if moved != sorted(moved):
+            continue
+        a[batch_key] = tuple(perm[d] for d in batch)
+        a[contract_key] = tuple(perm[d] for d in contracting)
+        operands[side] = tr.operands[0]
+        changed = True
+    if not changed:
+        return None
+    return m.emit("dot_general", operands, dot.shape, **a)
 
 
 def _dot_sides(dot: Instruction) -> tuple:
@@ -452,22 +488,24 @@ def _dot_as_reduce(m: Match) -> Instruction:
                   dimensions=tuple(range(nb, product.shape.rank)))
 
 
-# ``dot_with_vector_side`` applies while the matrix side has at most this many elements: a
-# fused multiply and sum beat a BLAS call below it (a (64, 256) matrix times a vector 5.5
-# against 9.7 us, mostly the call's fixed cost) and lost above ((1024, 1024): 80 against 43
-# us, where BLAS's matrix-vector kernel streams faster than a reduction's).
+# ``dot_with_vector_side`` applies while the matrix side has at most this many elements per
+# batch element: a fused multiply and sum beat a BLAS call below it (a (64, 256) matrix times
+# a vector 5.5 against 9.7 us, mostly the call's fixed cost) and lost above ((1024, 1024): 80
+# against 43 us, where BLAS's matrix-vector kernel streams faster than a reduction's). (Per
+# batch element: vmap of a (16, 16) matrix times a vector over 2000 of them ran 0.19 ms as a
+# batched dot, 0.06 fused.)
 VECTOR_DOT_MAX_ELEMENTS = 1 << 15
-# Batched products of matrices this small (per batch element) are left as dots: the CPU
-# backend runs those as batched small-dot kernels, one product per vector lane.
-VECTOR_DOT_MIN_BATCHED_MATRIX = 64
+# Batched products of matrices smaller than this (per batch element) are left as dots: the
+# CPU backend runs those as batched small-dot kernels, one product per vector lane ((32, 4)
+# matrices by vectors, 4000 of them: 56 us so, 87 fused).
+VECTOR_DOT_MIN_BATCHED_MATRIX = 256
 
 
 def _vector_side(dot: Instruction) -> int | None:
     """Which operand (0 or 1) of a small float ``dot_general`` is a vector per batch
     element (its free dims hold one element) while the other is a matrix of at most
-    ``VECTOR_DOT_MAX_ELEMENTS`` elements (and, batched, at least
-    ``VECTOR_DOT_MIN_BATCHED_MATRIX`` per batch element) with free dims to keep; None
-    otherwise."""
+    ``VECTOR_DOT_MAX_ELEMENTS`` elements per batch element (and, batched, at least
+    ``VECTOR_DOT_MIN_BATCHED_MATRIX``) with free dims to keep; None otherwise."""
     if dot.dtype.kind != "f" or dot.dtype.itemsize < 4 or not _sums_something(dot):
         return None
     free = []
@@ -478,7 +516,7 @@ def _vector_side(dot: Instruction) -> int | None:
     for side in (0, 1):
         matrix = dot.operands[1 - side]
         if free[side] == 1 and free[1 - side] > 1 \
-                and matrix.shape.size <= VECTOR_DOT_MAX_ELEMENTS \
+                and matrix.shape.size <= batch * VECTOR_DOT_MAX_ELEMENTS \
                 and (batch == 1 or matrix.shape.size >= batch * VECTOR_DOT_MIN_BATCHED_MATRIX):
             return side
     return None
@@ -1049,6 +1087,7 @@ REWRITES: tuple[Rewrite, ...] = (
             _compose_transposes),
     Rewrite("transpose_dot", Op("transpose", Op("dot_general", name="dot")),
             _transpose_of_dot, where=lambda m: m.single_use("dot")),
+    Rewrite("dot_of_transpose", Op("dot_general"), _dot_of_transpose, exact=False),
     Rewrite("dot_without_contraction", Op("dot_general", where=_no_contraction),
             _dot_as_multiply),
     Rewrite("dot_without_free_dims", Op("dot_general", where=_no_free_dims), _dot_as_reduce,
@@ -1070,6 +1109,8 @@ REWRITES: tuple[Rewrite, ...] = (
             _reduce_minor_run_first, exact=False),
     Rewrite("reshape_same_shape", Op("reshape", x, where=_same_dims_as_operand), "x"),
     Rewrite("reshape_reshape", Op("reshape", Op("reshape", x)), _compose_reshapes),
+    Rewrite("reshape_of_unit_broadcast",
+            Op("reshape", Op("broadcast_in_dim", x, where=_unit_broadcast)), _compose_reshapes),
     Rewrite("broadcast_identity", Op("broadcast_in_dim", x, where=_identity_broadcast), "x"),
     Rewrite("broadcast_broadcast",
             Op("broadcast_in_dim", Op("broadcast_in_dim", x, name="inner")),
