@@ -221,9 +221,10 @@ def test_jitted_scatters_match_numpy():
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_take_along_axis_compiles_to_index_arithmetic(tmp_path, monkeypatch, axis):
-    # The other dims' positions are iotas inside the kernel (they were constants the size
-    # of the result), and the reshapes dropping the index vector's unit dim keep their
-    # multi-index (they went through a linear index: a division per element, 5x slower).
+    # The other dims are the gather's batch dims (their positions were constants the size
+    # of the result, then iotas concatenated into index vectors), and the reshapes dropping
+    # the index vector's unit dim keep their multi-index (they went through a linear index:
+    # a division per element, 5x slower).
     monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
     rng = np.random.default_rng(axis)
     x = rng.standard_normal((6, 40, 33)).astype(np.float32)
@@ -233,7 +234,8 @@ def test_take_along_axis_compiles_to_index_arithmetic(tmp_path, monkeypatch, axi
     f = ember.jit(lambda a, b: jnp.take_along_axis(a, b, axis=axis))
     np.testing.assert_array_equal(np.asarray(f(x, i)), np.take_along_axis(x, i, axis=axis))
     lowered = f.lower(x, i).compile().as_text()
-    assert "iota" in lowered and "s32[6,40,33]" not in lowered.split("ENTRY")[1]
+    assert "operand_batching_dims={}" not in lowered and "concatenate" not in lowered
+    assert "s32[6,40,33]" not in lowered.split("ENTRY")[1]
     kernel = open(next(tmp_path.glob("*.llvm.ll"))).read()
     assert "udiv" not in kernel and "urem" not in kernel
 
