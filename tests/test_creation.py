@@ -320,3 +320,15 @@ def test_creation_device_keyword(make):
         assert out.dtype == plain.dtype
     with pytest.raises((TypeError, ValueError)):
         make("cpu:0")
+
+
+@pytest.mark.parametrize("k", [-10**12, -4, -1, 0, 2, 6, 10**12])
+def test_staged_eye_and_tri_are_iota_masks(k):
+    # Under a trace they are computed from iotas, as JAX stages them (no constant the size
+    # of the matrix in the jaxpr), with NumPy's values for any k.
+    for f, ref in ((jnp.eye, np.eye), (jnp.tri, np.tri)):
+        staged = ember.jit(lambda x, f=f: x + f(4, 6, k=k))
+        np.testing.assert_array_equal(np.asarray(staged(np.zeros((4, 6), np.float32))),
+                                      ref(4, 6, k=k, dtype=np.float32))
+        jaxpr = ember.make_jaxpr(lambda x, f=f: x + f(4, 6, k=k))(np.zeros((4, 6), np.float32))
+        assert not jaxpr.jaxpr.constvars and "iota" in str(jaxpr)

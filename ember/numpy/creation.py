@@ -564,10 +564,23 @@ def _matrix_dims(fn: str, N: Any, M: Any, k: Any, error: type) -> tuple[int, int
 
 
 def _offset_mask(n: int, m: int, k: Any, compare: Any) -> Any:
-    """``compare(i + k, j)`` over the rows i and columns j of an n x m grid (a traced k)."""
-    dt = core.get_aval(k).dtype
+    """``compare(i + k, j)`` over the rows i and columns j of an n x m grid (a traced or
+    static k)."""
+    if isinstance(k, Tracer):
+        dt = core.get_aval(k).dtype
+        offset = lax.broadcast_in_dim(k, (n, m), ())
+    else:
+        dt = dtypes.canonicalize_dtype(np.int32)
+        offset = np.asarray(max(-n, min(m, k)), dt)  # (the same mask; fits int32)
     i, j = (lax.broadcasted_iota(dt, (n, m), d) for d in (0, 1))
-    return compare(lax.add(i, lax.broadcast_in_dim(k, (n, m), ())), j)
+    return compare(lax.add(i, offset), j)
+
+
+def _staged() -> bool:
+    """Whether a trace (jit, vmap, grad...) is current: masks such as ``eye`` are then
+    computed from iotas, as JAX stages them (a fused kernel computes each element where it
+    is read; as a constant, ``jnp.eye(1024)`` was 4 MB read from memory)."""
+    return not isinstance(core.current_trace(), core.EvalTrace)
 
 
 @_takes_device
@@ -581,7 +594,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     """
     dt = _dtype_arg(dtype) or dtypes.default_float_dtype()
     n, m, k = _matrix_dims("eye", N, M, k, ValueError)
-    if isinstance(k, Tracer):
+    if isinstance(k, Tracer) or _staged():
         return lax.convert_element_type(_offset_mask(n, m, k, lax.eq), dt)
     return _concrete(np.eye(n, m, k, dtype=dt))
 
@@ -607,7 +620,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     """
     dt = _dtype_arg(dtype) or dtypes.float32  # float32 by default even under x64, as in JAX
     n, m, k = _matrix_dims("tri", N, M, k, TypeError)
-    if isinstance(k, Tracer):
+    if isinstance(k, Tracer) or _staged():
         return lax.convert_element_type(_offset_mask(n, m, k, lax.ge), dt)
     return _concrete(np.tri(n, m, k, dtype=dt))
 
