@@ -332,3 +332,27 @@ def test_staged_eye_and_tri_are_iota_masks(k):
                                       ref(4, 6, k=k, dtype=np.float32))
         jaxpr = ember.make_jaxpr(lambda x, f=f: x + f(4, 6, k=k))(np.zeros((4, 6), np.float32))
         assert not jaxpr.jaxpr.constvars and "iota" in str(jaxpr)
+
+
+@pytest.mark.parametrize("n,k", [(0, 0), (1, 0), (5, 0), (5, 2), (5, -3), (3, 7)])
+def test_staged_diag_of_a_vector(n, k):
+    # Staged, diag(v) is v broadcast along the rows and selected on the diagonal (as JAX);
+    # eagerly a padded reshape: the same values (signed zeros and NaN on the diagonal),
+    # gradients and vmap.
+    v = np.arange(1, n + 1, dtype=np.float32)
+    if n:
+        v[0], v[-1] = -0.0, np.nan
+    want = np.diag(v, k)
+    for out in (jnp.diag(v, k), ember.jit(lambda v: jnp.diag(v, k))(v)):
+        out = np.asarray(out)
+        assert out.shape == want.shape
+        np.testing.assert_array_equal(out, want)
+        np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
+    w = np.linspace(1, 2, n, dtype=np.float32)
+    size = n + abs(k)
+    weights = np.arange(size * size, dtype=np.float32).reshape(size, size)
+    g = ember.grad(lambda w: jnp.sum(jnp.diag(w, k) * weights))(w)
+    np.testing.assert_array_equal(np.asarray(g), np.diagonal(weights, k))
+    batch = np.stack([w, 2 * w])
+    np.testing.assert_array_equal(np.asarray(ember.vmap(lambda w: jnp.diag(w, k))(batch)),
+                                  np.stack([np.diag(w, k), np.diag(2 * w, k)]))

@@ -716,11 +716,20 @@ def diag(v: Any, k: int = 0) -> Any:
         raise ValueError(f"diag: input must be 1-d or 2-d, got shape {aval.shape}")
     n = aval.shape[0]
     size = n + abs(k)
+    zero = lax.convert_element_type(0, aval.dtype)
+    if _staged():
+        # As JAX stages it: v (padded to the matrix's size) broadcast along the rows,
+        # selected on the diagonal; a kernel computes each element where it is read (the
+        # interior padding below costs a division per element: diag(diag(a)) of (1024,
+        # 1024) 0.98 ms, JAX 0.09).
+        padded = lax.pad(v, zero, [(max(-k, 0), max(k, 0), 0)])
+        rows = lax.broadcast_in_dim(padded, (size, size), (0,))
+        return lax.select(_offset_mask(size, size, k, lax.eq), rows,
+                          lax.full((size, size), 0, aval.dtype))
     # Interior padding of size places v[i] at flat index lo + i * (size + 1).
     lo = k if k >= 0 else -k * size
     used = lo + (n - 1) * (size + 1) + 1 if n else lo
-    flat = lax.pad(v, lax.convert_element_type(0, aval.dtype),
-                   [(lo, size * size - used, size if n else 0)])
+    flat = lax.pad(v, zero, [(lo, size * size - used, size if n else 0)])
     return lax.reshape(flat, (size, size))
 
 
