@@ -60,8 +60,8 @@ def test_ndtri_and_logit_vs_mpmath():
 
 def _ndtri_sweep():
     rng = np.random.default_rng(7)
-    return np.concatenate([rng.random(600), 10 ** rng.uniform(-37.5, -0.9, 600),
-                           1 - 10 ** rng.uniform(-6.9, -0.9, 600),
+    return np.concatenate([rng.random(200), 10 ** rng.uniform(-37.5, -0.9, 200),
+                           1 - 10 ** rng.uniform(-6.9, -0.9, 200),
                            [np.exp(-2.0), 1 - np.exp(-2.0), 0.375, 0.625]]).astype(np.float32)
 
 
@@ -70,7 +70,7 @@ def test_ndtri_sweep_within_a_few_ulp_of_mpmath_and_near_jax(jax):
     # far tails past z = 8) within 5 ulp; and JAX's values within a few ulp (their log and
     # FMA contraction differ from ember's in the last bit).
     p = _ndtri_sweep()
-    mp.mp.dps = 70  # (2p - 1 keeps p's digits down to p = 1e-38)
+    mp.mp.dps = 60  # (2p - 1 keeps p's digits down to p = 1e-38)
     try:
         want = _mp(lambda v: mp.sqrt(2) * mp.erfinv(2 * v - 1), p.astype(np.float64))
     finally:
