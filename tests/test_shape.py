@@ -403,3 +403,18 @@ def test_stencils_of_padded_arrays_under_jit(mode):
     if mode in ("edge", "wrap"):  # (pieces that are slices of x, not reversed)
         text = ember.jit(lambda a: laplacian(jnp, a)).lower(x).compile().as_text()
         assert text[text.index("ENTRY"):].count("fusion(") == 1
+
+
+@pytest.mark.parametrize("start,stop,step", [(0, 2, 1), (1, 6, 1), (2, 9, 2), (3, 4, 1),
+                                             (0, 9, 3), (5, 9, 1), (6, 7, 1), (1, 8, 4)])
+def test_slices_of_concatenates_under_jit(start, stop, step):
+    # A slice of a concatenate reads the pieces it lies in (zero-size pieces included);
+    # the values are NumPy's for every start, stop and stride.
+    rng = np.random.default_rng(start * 10 + stop)
+    pieces = [rng.standard_normal((n, 3)).astype(np.float32) for n in (2, 0, 4, 3)]
+
+    def f(*ps):
+        return jnp.concatenate(ps, axis=0)[start:stop:step, 1:]
+
+    np.testing.assert_array_equal(np.asarray(ember.jit(f)(*pieces)),
+                                  np.concatenate(pieces, axis=0)[start:stop:step, 1:])

@@ -138,3 +138,30 @@ def test_batched_matvecs_match_numpy_without_a_transposed_copy(batch, m, k):
     np.testing.assert_allclose(np.asarray(via_einsum(a, x)), want, rtol=2e-5, atol=2e-5)
     text = via_einsum.lower(a, x).compile().as_text()
     assert "transpose(" not in text
+
+
+@pytest.mark.parametrize("perm", [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1),
+                                  (2, 1, 0)])
+@pytest.mark.parametrize("side", [0, 1])
+def test_dot_general_of_a_transposed_operand(perm, side):
+    # dot_general(transpose(x), y) with batch, contracting and free dims in each place: the
+    # transpose folds into the dimension numbers where the free dims keep their order
+    # (``dot_of_transpose``); the values are NumPy's either way.
+    rng = np.random.default_rng(sum(perm) * 2 + side)
+    t = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    xt_shape = tuple(t.shape[p] for p in perm)  # transpose(t, perm) has these dims
+    # The transposed operand: dim 0 batch, dim 1 contracting, dim 2 free.
+    other = rng.standard_normal((xt_shape[0], xt_shape[1], 6)).astype(np.float32)
+    dims = (((1,), (1,)), ((0,), (0,)))
+
+    def f(t, other):
+        xt = lax.transpose(t, perm)
+        if side == 0:
+            return lax.dot_general(xt, other, dims)
+        return lax.dot_general(other, xt, dims)
+
+    xt = np.transpose(t, perm).astype(np.float64)
+    want = (np.einsum("bkm,bkn->bmn", xt, other) if side == 0
+            else np.einsum("bkn,bkm->bnm", other, xt))
+    np.testing.assert_allclose(np.asarray(ember.jit(f)(t, other)), want, rtol=2e-5,
+                               atol=2e-5)
