@@ -159,9 +159,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str | N
         # No broadcasting of ``arr``: its other dims are batch dims of the gather (as JAX
         # lowers it), one index per element (an iota per dim, concatenated into index
         # vectors, cost the kernel ~1.4x).
-        idx = _wrap_or_normalize(indices, n, mode, out_shape)
-        idx = (lax.expand_dims(idx, (len(shape),)) if isinstance(idx, Tracer)
-               else np.expand_dims(idx, len(shape)))
+        idx = _stack_last([_wrap_or_normalize(indices, n, mode, out_shape)], out_shape)
         batch = tuple(d for d in range(len(shape)) if d != axis)
         dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                         start_index_map=(axis,), operand_batching_dims=batch,

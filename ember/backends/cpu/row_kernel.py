@@ -200,9 +200,8 @@ class RowKernel:
         outs = self.kb.outputs
         deferred = [k for k in self.row_outs if outs[k][0].opcode != "reduce"]
         reduces = [i for i in self.insts if i.opcode == "reduce"]
-        if not deferred or any(len(r.operands) != 2 or r.dtype.kind == "c" for r in reduces):
-            return []
-        if any(outs[k][0].dtype.kind == "c" for k in deferred):
+        if any(len(r.operands) != 2 or r.dtype.kind == "c" for r in reduces) or \
+                any(outs[k][0].dtype.kind == "c" for k in deferred):
             return []
         return deferred
 
