@@ -400,9 +400,23 @@ def test_stencils_of_padded_arrays_under_jit(mode):
 
     np.testing.assert_allclose(np.asarray(ember.jit(lambda a: laplacian(jnp, a))(x)),
                                laplacian(np, x), rtol=1e-5, atol=1e-5)
-    if mode in ("edge", "wrap"):  # (pieces that are slices of x, not reversed)
-        text = ember.jit(lambda a: laplacian(jnp, a)).lower(x).compile().as_text()
-        assert text[text.index("ENTRY"):].count("fusion(") == 1
+    # (reflect/symmetric pads narrower than x are its reversed end pieces, not a tiling of
+    # periods: one kernel, which had been five reading a (39, 4 * 29) tiling)
+    text = ember.jit(lambda a: laplacian(jnp, a)).lower(x).compile().as_text()
+    assert text[text.index("ENTRY"):].count("fusion(") == 1
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric", "wrap"])
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_mirror_pads_around_one_period_wide(mode, n):
+    # Widths on both sides of the widest end-piece pad (n - 1 for reflect, n otherwise),
+    # eagerly and under jit, in one axis of two.
+    x = np.arange(n * 2, dtype=np.float32).reshape(n, 2) * 3 - 1
+    for lo, hi in [(n - 1, 0), (0, n - 1), (n, n), (n - 1, n + 1), (n + 1, 1), (n, 2 * n)]:
+        want = np.pad(x, ((lo, hi), (0, 0)), mode=mode)
+        _eq(jnp.pad(jnp.asarray(x), ((lo, hi), (0, 0)), mode=mode), want)
+        _eq(ember.jit(lambda a, lo=lo, hi=hi: jnp.pad(a, ((lo, hi), (0, 0)), mode=mode))(x),
+            want)
 
 
 @pytest.mark.parametrize("start,stop,step", [(0, 2, 1), (1, 6, 1), (2, 9, 2), (3, 4, 1),

@@ -68,6 +68,9 @@ def _pad_axis(x: Any, ax: int, lo: int, hi: int, mode: str, fn: str,
             return lax.broadcast_in_dim(_slice(x, ax, s, s + 1), tshape, tuple(range(len(shp))))
         parts = ([edge(lo, 0)] if lo else []) + [x] + ([edge(hi, n - 1)] if hi else [])
         return lax.concatenate(parts, ax)
+    short = _short_mirror_pad(x, ax, lo, hi, mode)
+    if short is not None:
+        return short
     if mode == "wrap":
         period = x
     elif mode == "symmetric":
@@ -76,6 +79,23 @@ def _pad_axis(x: Any, ax: int, lo: int, hi: int, mode: str, fn: str,
         period = lax.concatenate([x, lax.rev(_slice(x, ax, 1, n - 1), (ax,))], ax) \
             if n > 2 else x
     return _periodic_pad(x, ax, lo, hi, period)
+
+
+def _short_mirror_pad(x: Any, ax: int, lo: int, hi: int, mode: str) -> Any:
+    """'wrap', 'symmetric' or 'reflect' padding no wider than one period's worth of x: x
+    between its (reversed, except for 'wrap') end pieces, or None for wider padding. (The
+    periodic form tiles whole periods, which costs a kernel several copies of x.)"""
+    n = core.get_aval(x).shape[ax]
+    if builtins.max(lo, hi) > (n - 1 if mode == "reflect" else n):
+        return None
+    if mode == "wrap":
+        before, after = _slice(x, ax, n - lo, n), _slice(x, ax, 0, hi)
+    else:
+        skip = 1 if mode == "reflect" else 0  # (reflect leaves out the edge element)
+        before = lax.rev(_slice(x, ax, skip, skip + lo), (ax,))
+        after = lax.rev(_slice(x, ax, n - skip - hi, n - skip), (ax,))
+    parts = ([before] if lo else []) + [x] + ([after] if hi else [])
+    return lax.concatenate(parts, ax)
 
 
 def _repeat_along(x: Any, ax: int, count: int) -> Any:
