@@ -14,7 +14,7 @@ import ember.numpy as jnp
 from ember import lax
 from ember.backends import cpu as cpu_backend
 from ember.backends.cpu import parallel_runtime
-from ember.backends.cpu.executable import CopyPlan, WhilePlan, nested_steps
+from ember.backends.cpu.executable import CopyPlan, KernelPlan, WhilePlan, nested_steps
 from ember.backends.cpu.program import INVARIANT_ALIAS_MIN_BYTES
 from ember.compiler.parser import parse_module
 from ember.compiler.pipeline import optimize
@@ -148,6 +148,29 @@ def test_carry_read_after_its_update_is_not_written_in_place():
             return c1, d * 0.5 + c[::-1] + c1
         return lax.fori_loop(0, 6, body, (x, x))
     run_both(fn, f32(33))
+
+
+@pytest.mark.parametrize("case", ["escape_count", "reads_before_write", "swap"])
+def test_multi_output_body_kernels_write_their_carries_in_place(case):
+    # One kernel computes two carries. A carry computed from its own old value is written
+    # over it (its element is read before it is written, and the other carry's formula
+    # uses the value read); one computed only from the other carry is not: the other
+    # output still reads the old element after it would be written.
+    def body(i, s):
+        a, b, x = s  # (x passes through; the swap's two outputs read it, so fuse)
+        if case == "escape_count":  # (Mandelbrot's z = z * z + c, n += |z| < 2)
+            z = a * a + x
+            return z, b + (jnp.abs(z) < 2.0).astype(b.dtype), x
+        if case == "reads_before_write":
+            return b * 2.0, a + b, x
+        return b + x, a - x, x
+
+    exe = run_both(lambda a, b, x: lax.fori_loop(0, 9, body, (a, b, x * 0.3)),
+                   f32(7, 33), f32(7, 33), f32(7, 33))
+    (loop,) = loops_of(exe)
+    assert sum(type(s) is KernelPlan for s in loop.body) == 2  # (the counter's, and one)
+    copies = [s for s in loop.body if type(s) is CopyPlan]
+    assert len(copies) == {"escape_count": 0, "reads_before_write": 1, "swap": 2}[case]
 
 
 def test_initial_value_read_elsewhere_keeps_its_copy():

@@ -102,8 +102,8 @@ class KernelStep:
     info: KernelInfo
     inputs: list[BufferRef]
     outputs: list[BufferRef]
-    # Inputs read only at the element written (``_same_index_params``): the kernel may
-    # write over them.
+    # ``(output, input)`` pairs (``_same_index_params``): the kernel may write the output
+    # over the input's buffer.
     same_index: frozenset = frozenset()
     # The work of an element relative to a plain one (``_element_cost``): a native loop
     # runs the kernel on threads when its elements times this reach PARALLEL_MIN_WORK.
@@ -1167,28 +1167,51 @@ _INDEX_MAP_OPS = ELEMENTWISE | frozenset({
     "dynamic_slice", "iota", "concatenate", "pad", "reverse", "gather"})
 
 
-def _same_index_params(fused: Computation) -> frozenset[int]:
-    """Parameters of ``fused`` that its kernel reads only at the element it writes (shaped
-    like the result, reaching it through elementwise ops alone): the kernel may write its
-    result over such a parameter's buffer."""
+def _same_index_params(fused: Computation) -> frozenset[tuple[int, int]]:
+    """``(output, parameter)`` pairs of ``fused`` such that its kernel may write the output
+    over the parameter's buffer: every output has the parameter's dims, the parameter
+    reaches the outputs through elementwise ops alone (so it is read only at the element
+    being written), and the output is computed from it (so the element is read, once, before
+    that output's element is written; another output reading it uses the value read)."""
     root = fused.root
-    if root.shape.is_tuple or any(i.opcode not in _INDEX_MAP_OPS for i in fused.instructions):
+    outputs = list(root.operands) if root.opcode == "tuple" else [root]
+    if any(i.opcode not in _INDEX_MAP_OPS and i is not root for i in fused.instructions) \
+            or any(o.shape.is_tuple or o.dims != outputs[0].dims for o in outputs):
         return frozenset()
+    dims = outputs[0].dims
     users = fused.users()
+    ancestors = [_parameters_below(o) for o in outputs]
     found = set()
     for p in fused.parameters:
-        if p.shape.is_tuple or p.dims != root.dims:
+        if p.shape.is_tuple or p.dims != dims:
             continue
         stack, ok = [p], True
         while stack and ok:
             for u in users.get(stack.pop(), []):
-                if u.opcode not in ELEMENTWISE or u.shape.is_tuple or u.dims != root.dims:
+                if u is root and root.opcode == "tuple":
+                    continue
+                if u.opcode not in ELEMENTWISE or u.shape.is_tuple or u.dims != dims:
                     ok = False
                     break
                 stack.append(u)
         if ok:
-            found.add(p.attrs["index"])
+            found.update((k, p.attrs["index"]) for k, below in enumerate(ancestors)
+                         if p in below)
     return frozenset(found)
+
+
+def _parameters_below(inst: Instruction) -> set:
+    """The parameters that ``inst`` is computed from (itself, if it is one)."""
+    seen, stack, found = set(), [inst], set()
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        if i.opcode == "parameter":
+            found.add(i)
+        stack.extend(i.operands)
+    return found
 
 
 def _step_refs(step) -> tuple[list, list]:
@@ -1230,14 +1253,16 @@ def _write_results_in_place(body: list, results: list, state: list) -> list:
             continue
         i = writers[0]
         kernel, later = body[i], body[i + 1:]
-        if len(kernel.outputs) != 1 or any(
-                _overlaps(r, dst) and j not in kernel.same_index
-                for j, r in enumerate(kernel.inputs)):
+        if src not in kernel.outputs:
+            continue
+        o = kernel.outputs.index(src)
+        if any(_overlaps(r, dst) and (o, j) not in kernel.same_index
+               for j, r in enumerate(kernel.inputs)):
             continue
         if any(isinstance(s, (WhileStep, CaseStep))
                or any(_overlaps(r, dst) for r in _step_refs(s)[0]) for s in later):
             continue
-        kernel.outputs = [dst]
+        kernel.outputs = kernel.outputs[:o] + [dst] + kernel.outputs[o + 1:]
         for s in later:
             _redirect_reads(s, src, dst)
         results[k] = dst
