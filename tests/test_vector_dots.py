@@ -90,6 +90,36 @@ def test_large_matrix_vector_product_stays_a_dot():
     np.testing.assert_allclose(f(a, v), a.astype(np.float64) @ v, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", ["computed_rows", "computed_columns", "read_twice",
+                                  "batched", "input"])
+def test_large_computed_matrix_times_a_vector(case):
+    # A large matrix computed elementwise for the product alone is summed where it is
+    # computed (never written to memory), either side; read elsewhere too, batched, or an
+    # input, it stays a dot.
+    n = int(np.sqrt(VECTOR_DOT_MAX_ELEMENTS)) * 2
+    x = RNG.standard_normal(n).astype(np.float32)
+    y = RNG.standard_normal(n).astype(np.float32)
+    a = RNG.standard_normal((n, n)).astype(np.float32)
+
+    def kernel(m, x, y):
+        return m.exp(-0.5 * m.subtract.outer(x, y) ** 2)
+    fns = {
+        "computed_rows": lambda m, x, y, a: kernel(m, x, y) @ y,
+        "computed_columns": lambda m, x, y, a: y @ kernel(m, x, y),
+        "read_twice": lambda m, x, y, a: (lambda k: (k @ y, k * 2))(kernel(m, x, y)),
+        "batched": lambda m, x, y, a: m.matmul(m.tanh(m.stack([a, a * 2])),
+                                               m.stack([y, x])[..., None])[..., 0],
+        "input": lambda m, x, y, a: a @ y,
+    }
+    f = ember.jit(lambda *args: fns[case](jnp, *args))
+    got = f(x, y, a)
+    want = fns[case](np, *(v.astype(np.float64) for v in (x, y, a)))
+    for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want))):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-4)
+    fused = case in ("computed_rows", "computed_columns")
+    assert ("dot_general" in f.lower(x, y, a).compile().as_text()) != fused
+
+
 def test_small_mlp_with_one_row_and_its_gradient():
     w1 = RNG.standard_normal((16, 64)).astype(np.float32) * 0.3
     w2 = RNG.standard_normal((64, 8)).astype(np.float32) * 0.3

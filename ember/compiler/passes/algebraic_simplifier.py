@@ -48,6 +48,7 @@ from ember.compiler.eval_elementwise import (
 )
 from ember.compiler.hlo import (
     BINARY_ELEMENTWISE,
+    ELEMENTWISE,
     Builder,
     Computation,
     Instruction,
@@ -501,11 +502,15 @@ VECTOR_DOT_MAX_ELEMENTS = 1 << 15
 VECTOR_DOT_MIN_BATCHED_MATRIX = 256
 
 
-def _vector_side(dot: Instruction) -> int | None:
+def _vector_side(dot: Instruction, uses: Callable[[Instruction], int] | None = None
+                 ) -> int | None:
     """Which operand (0 or 1) of a small float ``dot_general`` is a vector per batch
     element (its free dims hold one element) while the other is a matrix of at most
     ``VECTOR_DOT_MAX_ELEMENTS`` elements per batch element (and, batched, at least
-    ``VECTOR_DOT_MIN_BATCHED_MATRIX``) with free dims to keep; None otherwise."""
+    ``VECTOR_DOT_MIN_BATCHED_MATRIX``) with free dims to keep; None otherwise. An unbatched
+    matrix of any size counts when it is an elementwise result that only the dot reads
+    (``uses``): fused into the sum, it is never written to memory (``exp(-(x_i - y_j)**2)
+    @ y`` over 2048 x 2048: 1.7-3.2 -> 1.1 ms)."""
     if dot.dtype.kind != "f" or dot.dtype.itemsize < 4 or not _sums_something(dot):
         return None
     free = []
@@ -515,9 +520,11 @@ def _vector_side(dot: Instruction) -> int | None:
     batch = math.prod(dot.operands[0].dims[d] for d in dot.attrs["lhs_batching_dimensions"])
     for side in (0, 1):
         matrix = dot.operands[1 - side]
-        if free[side] == 1 and free[1 - side] > 1 \
-                and matrix.shape.size <= batch * VECTOR_DOT_MAX_ELEMENTS \
-                and (batch == 1 or matrix.shape.size >= batch * VECTOR_DOT_MIN_BATCHED_MATRIX):
+        small = matrix.shape.size <= batch * VECTOR_DOT_MAX_ELEMENTS \
+            and (batch == 1 or matrix.shape.size >= batch * VECTOR_DOT_MIN_BATCHED_MATRIX)
+        computed = batch == 1 and matrix.opcode in ELEMENTWISE and uses is not None \
+            and uses(matrix) == 1
+        if free[side] == 1 and free[1 - side] > 1 and (small or computed):
             return side
     return None
 
@@ -531,7 +538,7 @@ def _dot_with_vector_side(m: Match) -> Instruction:
     first, as the dot computes. The sum is in another order than BLAS's (inexact, like
     ``dot_without_free_dims``)."""
     dot = m.inst
-    side = _vector_side(dot)
+    side = _vector_side(dot, m.uses)
     (x, x_batch, x_contracting), (v, v_batch, v_contracting) = \
         _dot_sides(dot)[1 - side], _dot_sides(dot)[side]
     # The vector without its unit free dims, as (its batch dims..., contracting dims...).
@@ -1094,9 +1101,8 @@ REWRITES: tuple[Rewrite, ...] = (
             exact=False),
     Rewrite("dot_of_splat", Op("dot_general", where=lambda d: _splat_side(d) is not None),
             _dot_of_splat, exact=False),
-    Rewrite("dot_with_vector_side",
-            Op("dot_general", where=lambda d: _vector_side(d) is not None),
-            _dot_with_vector_side, exact=False),
+    Rewrite("dot_with_vector_side", Op("dot_general"), _dot_with_vector_side,
+            where=lambda m: _vector_side(m.inst, m.uses) is not None, exact=False),
     Rewrite("complex_sum_as_parts", Op("reduce", Any("x"), Any("init")),
             _complex_sum_as_parts, exact=False),
     Rewrite("complex_window_sum_as_parts", Op("reduce_window", Any("x"), Any("init")),
