@@ -51,8 +51,11 @@ _KERNEL_SIG = "void(*)(char**, int64_t, int64_t)"
 PARALLEL_MIN_WORK = 1 << 16
 # Tasks per thread a parallel kernel is cut into (``parallel_runtime``): load balance.
 TASKS_PER_THREAD = 8
-# Programs with less total work than this run as one native call when they can.
+# Programs with less total work than this run as one native call when they can, a native
+# ``gemm`` counting its products over GEMM_PRODUCTS_PER_ELEMENT (a product is a fraction of
+# a kernel's element: a (64, 64) @ (64, 64) gemm takes ~5 us, as ~16k elements of a kernel).
 SINGLE_CALL_MAX_WORK = 1 << 16
+GEMM_PRODUCTS_PER_ELEMENT = 16
 # Tiered programs: while the optimized code compiles, a run whose quick code took at most this
 # many seconds the first time runs the quick code again instead of waiting (both give the same
 # bits), so a caller's loop goes on meanwhile; a slower quick code waits for the optimized one,
@@ -230,6 +233,21 @@ def _work(steps) -> int:
         elif type(s) is DotPlan and s.gemm is not None:
             work += math.prod(s.gemm[3:6])
     return work
+
+
+def _single_call(steps) -> bool:
+    """Whether ``steps`` (of a program with a native entry) do little enough work to run as
+    one native call, on the calling thread: under ``SINGLE_CALL_MAX_WORK`` elements, and
+    no ``gemm`` worth splitting across threads (``gemm_split``)."""
+    work = 0
+    for s in steps:
+        if type(s) is KernelPlan:
+            work += s.work
+        elif type(s) is DotPlan and s.gemm is not None:
+            if gemm_split(*s.gemm[3:6])[2] > 1:
+                return False
+            work += math.prod(s.gemm[3:6]) // GEMM_PRODUCTS_PER_ELEMENT
+    return work < SINGLE_CALL_MAX_WORK
 
 
 def _plan_steps(steps) -> tuple:
@@ -446,8 +464,7 @@ class CpuExecutable:
         self._entry = None
         self._runner = None  # the generated single-call runner (made by the second run)
         self._runner_listeners = []
-        total_work = _work(nested_steps(program.steps))
-        if program.has_entry and gemm and total_work < SINGLE_CALL_MAX_WORK:
+        if program.has_entry and gemm and _single_call(nested_steps(program.steps)):
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
                                     lib.address(program.entry_name))

@@ -686,9 +686,14 @@ class ProgramBuilder:
             self.refs[id(inst)] = out
             refs = [r[0] for r in inputs]
             gemm = None
-            if self.loop_depth and all(r.kind != "value" for r in refs + out) \
+            if all(r.kind != "value" for r in refs + out) \
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
+                # (outside loops, only a product small enough for one task: a program of
+                # such products and small kernels runs as one native call, without the
+                # Python around each BLAS call; larger ones keep BLAS's threads)
+                if not self.loop_depth and gemm is not None and gemm_split(*gemm[3:6])[2] > 1:
+                    gemm = None
             if self.loop_depth and not (gemm is not None and _lanes_stride_rhs(inst)):
                 # (a kernel whose output lanes would stride through the rhs loses to gemm)
                 fused = _loop_dot_computation(inst)

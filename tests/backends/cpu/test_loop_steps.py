@@ -8,6 +8,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax, nn
+from ember.backends import cpu as cpu_backend
 from ember.backends.cpu import executable as X
 from ember.backends.cpu.executable import DotPlan, WhilePlan, nested_steps
 from ember.backends.cpu.program import EXPENSIVE_OP_COST, _element_cost, gemm_layout
@@ -195,6 +196,30 @@ def test_dot_layouts_in_a_loop_match_numpy():
     assert loops and all(loop.loop is not None for loop in loops)
     layouts = {d.gemm[1:3] for d in dots if d.gemm is not None}
     assert {(False, True), (True, False), (True, True)} <= layouts
+
+
+@pytest.mark.parametrize("n", [40, 128])
+def test_small_products_outside_loops_run_in_one_native_call(n, monkeypatch):
+    # Products of one gemm task (``gemm_split``) and small kernels run as one native call
+    # (each operand transposed or not); a larger product keeps BLAS's threads, from Python.
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)  # (one executable)
+    rng = np.random.default_rng(n)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+
+    def f(a, b):
+        return jnp.tanh(a @ b.T) + 1.0, b.T @ a, (a.T @ b.T) @ a
+
+    compiled = ember.jit(f).lower(a, b).compile()
+    exe = compiled._executable.executable
+    dots = [s for s in exe.program.steps if type(s) is DotPlan]
+    assert len(dots) == 4 and all((d.gemm is not None) == (n == 40) for d in dots)
+    assert (exe._entry is not None) == (n == 40)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = (np.tanh(a64 @ b64.T) + 1.0, b64.T @ a64, (a64.T @ b64.T) @ a64)
+    for _ in range(3):  # (the first run steps from Python; then the single-call runner)
+        for g, w in zip(compiled(a, b), want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-4 * n)
+    assert (compiled._executable.executable._runner is not None) == (n == 40)
 
 
 def test_gemm_split_depends_on_the_shape_only():
