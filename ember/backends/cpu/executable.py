@@ -53,9 +53,12 @@ PARALLEL_MIN_WORK = 1 << 16
 TASKS_PER_THREAD = 8
 # Programs with less total work than this run as one native call when they can, a native
 # ``gemm`` counting its products over GEMM_PRODUCTS_PER_ELEMENT (a product is a fraction of
-# a kernel's element: a (64, 64) @ (64, 64) gemm takes ~5 us, as ~16k elements of a kernel).
+# a kernel's element: a (100, 100) @ (100, 100) gemm takes ~19 us on one thread, as ~32k
+# elements of a small kernel), and each of at most SINGLE_THREAD_GEMM_MAX_PRODUCTS: BLAS's
+# threads gain nothing below (~19 us either way at 100^3; 43 -> 30 us at 128^3).
 SINGLE_CALL_MAX_WORK = 1 << 16
-GEMM_PRODUCTS_PER_ELEMENT = 16
+GEMM_PRODUCTS_PER_ELEMENT = 32
+SINGLE_THREAD_GEMM_MAX_PRODUCTS = 1 << 20
 # Tiered programs: while the optimized code compiles, a run whose quick code took at most this
 # many seconds the first time runs the quick code again instead of waiting (both give the same
 # bits), so a caller's loop goes on meanwhile; a slower quick code waits for the optimized one,
@@ -238,13 +241,13 @@ def _work(steps) -> int:
 def _single_call(steps) -> bool:
     """Whether ``steps`` (of a program with a native entry) do little enough work to run as
     one native call, on the calling thread: under ``SINGLE_CALL_MAX_WORK`` elements, and
-    no ``gemm`` worth splitting across threads (``gemm_split``)."""
+    no ``gemm`` worth BLAS's threads."""
     work = 0
     for s in steps:
         if type(s) is KernelPlan:
             work += s.work
         elif type(s) is DotPlan and s.gemm is not None:
-            if gemm_split(*s.gemm[3:6])[2] > 1:
+            if math.prod(s.gemm[3:6]) > SINGLE_THREAD_GEMM_MAX_PRODUCTS:
                 return False
             work += math.prod(s.gemm[3:6]) // GEMM_PRODUCTS_PER_ELEMENT
     return work < SINGLE_CALL_MAX_WORK

@@ -47,6 +47,7 @@ from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.executable import (
     GEMM_TASK_UNIT,
     PARALLEL_MIN_WORK,
+    SINGLE_THREAD_GEMM_MAX_PRODUCTS,
     gemm_global,
     gemm_split,
     gemm_task_name,
@@ -689,10 +690,11 @@ class ProgramBuilder:
             if all(r.kind != "value" for r in refs + out) \
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
-                # (outside loops, only a product small enough for one task: a program of
-                # such products and small kernels runs as one native call, without the
+                # (outside loops, only a product too small for BLAS's threads: a program
+                # of such products and small kernels runs as one native call, without the
                 # Python around each BLAS call; larger ones keep BLAS's threads)
-                if not self.loop_depth and gemm is not None and gemm_split(*gemm[3:6])[2] > 1:
+                if not self.loop_depth and gemm is not None \
+                        and math.prod(gemm[3:6]) > SINGLE_THREAD_GEMM_MAX_PRODUCTS:
                     gemm = None
             if self.loop_depth and not (gemm is not None and _lanes_stride_rhs(inst)):
                 # (a kernel whose output lanes would stride through the rhs loses to gemm)
