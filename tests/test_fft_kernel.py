@@ -43,7 +43,12 @@ def _native():
 
 CASES = [((8,), (8,)), ((3, 16), (16,)), ((2, 1024), (1024,)), ((1, 2), (2,)), ((3, 1), (1,)),
          ((5, 4, 32), (4, 32)), ((4, 8, 16), (4, 8, 16)), ((2, 3, 64, 8), (64, 8)),
-         ((1, 1 << 15), (1 << 15,)), ((6, 2, 128), (2, 128)), ((300, 4), (4,))]
+         ((1, 1 << 15), (1 << 15,)), ((6, 2, 128), (2, 128)), ((300, 4), (4,)),
+         # (mixed radices: 2, 3, 4, 5 and 7 stages, four-step splits that are not powers of
+         # two, transpositions without whole vectors, 3 * 7^4 and 2^6 * 3 * 5^2)
+         ((3, 6), (6,)), ((2, 1000), (1000,)), ((4, 3, 100), (3, 100)),
+         ((2, 5, 7, 9), (5, 7, 9)), ((1, 7203), (7203,)), ((2, 4800), (4800,)),
+         ((3, 48, 40), (48, 40)), ((2, 35, 3), (35, 3))]
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
@@ -59,7 +64,8 @@ def test_complex_transforms_match_numpy(dtype, shape, lengths):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape, lengths", [
     ((2,), (2,)), ((4,), (4,)), ((3, 16), (16,)), ((64, 64), (64, 64)), ((2, 8, 64), (8, 64)),
-    ((1, 1 << 16), (1 << 16,)), ((3, 4, 2, 32), (4, 2, 32)), ((5, 16, 512), (512,))])
+    ((1, 1 << 16), (1 << 16,)), ((3, 4, 2, 32), (4, 2, 32)), ((5, 16, 512), (512,)),
+    ((3, 30), (30,)), ((2, 6, 1000), (1000,)), ((4, 12, 20), (12, 20)), ((1, 6), (6,))])
 def test_real_transforms_match_numpy(dtype, shape, lengths):
     x = rng.standard_normal(shape).astype(dtype)
     got = fk.transform(x, RFFT, lengths)
@@ -89,6 +95,10 @@ def test_single_long_rows_split_into_phases(monkeypatch):
     spectrum = fk.transform(r, RFFT, (2 * n,))
     assert _rel_rms(spectrum, _reference(r, RFFT, (2 * n,))) < 2e-6
     assert _rel_rms(fk.transform(spectrum, IRFFT, (2 * n,)), r) < 2e-6
+    n = 3 * 5 * (1 << 10)  # (mixed radices: a four-step split of 120 x 128)
+    x = _complex((1, n), np.complex64)
+    for kind in (FFT, IFFT):
+        assert _rel_rms(fk.transform(x, kind, (n,)), _reference(x, kind, (n,))) < 2e-6
 
 
 def test_special_values_propagate():
@@ -104,9 +114,12 @@ def test_special_values_propagate():
 
 
 def test_unsupported_cases_answer_none():
-    x = _complex((4, 6), np.complex64)
-    assert fk.transform(x, FFT, (6,)) is None  # (not a power of two: NumPy's)
-    assert fk.transform(x.astype(np.complex64)[:, :4], FFT, (3, 4)) is None
+    x = _complex((4, 22), np.complex64)
+    assert fk.transform(x, FFT, (22,)) is None  # (a prime factor above 7: NumPy's)
+    assert fk.transform(_complex((11, 4), np.complex64), FFT, (11, 4)) is None
+    assert fk.transform(x[:, :4], FFT, (3, 4)) is None  # (lengths that are not its dims)
+    assert fk.transform(np.ones((2, 5), np.float32), RFFT, (5,)) is None  # (odd real length)
+    assert fk.transform(np.ones((2, 5), np.complex64), IRFFT, (9,)) is None
     assert fk.transform(np.ones(4, np.float16), RFFT, (4,)) is None
     assert fk.transform(np.ones((2, 1), np.float32), RFFT, (1,)) is None
     assert fk.transform(np.ones((0, 8), np.complex64), FFT, (8,)) is None

@@ -68,9 +68,15 @@ NATIVE_TARGET = "ember.fft.native"
 # Row kinds of ``rows`` (see ``_emit_rows``).
 C2C, R2C, C2R = 0, 1, 2
 # Slots of the params array.
-P_N, P_LOG, P_INNER, P_TMUL, P_CHUNKS, P_OUTER_IN, P_OUTER_OUT, P_SCALE, P_ROT = range(9)
-P_KIND, P_N1, P_N2, P_LOG1, P_LOG2, P_IN_ROW, P_OUT_ROW, P_H = range(9, 17)
-N_PARAMS = 17
+P_N, P_PLAN, P_INNER, P_TMUL, P_CHUNKS, P_OUTER_IN, P_OUTER_OUT, P_SCALE, P_ROT = range(9)
+P_KIND, P_N1, P_N2, P_PLAN1, P_PLAN2, P_IN_ROW, P_OUT_ROW, P_H, P_TMUL1, P_TMUL2 = range(9, 19)
+N_PARAMS = 19
+# The radices of the Stockham stages (``_plan``): a length's prime factors must all be
+# among ``RADICES`` (radix 4 taking pairs of 2s); a *plan* packs the stage count in its low
+# PLAN_BITS bits and each stage's radix in the next PLAN_BITS, first stage first.
+RADICES = (2, 3, 5, 7)
+PLAN_BITS = 4
+MAX_STAGES = 64 // PLAN_BITS - 1
 
 
 # ---------------------------------------------------------------- IR generation
@@ -164,11 +170,11 @@ class _Gen:
 
     # -- the Stockham stages
     def emit_stage(self, radix: int, scaled: bool):
-        """``stage(src, ss, dst, ds, lanes, s, m, tw, tmul, rot, scale)``: one radix-2/4
-        Stockham pass over rows of ``lanes`` complex numbers (row strides ``ss``, ``ds``):
-        input rows ``q + s (p + j m)``, output rows ``q + s (radix p + j)``, twiddles
-        ``tw[j p s tmul]``; ``rot`` is +1 forward, -1 inverse; ``scaled`` multiplies the
-        inputs by ``scale``."""
+        """``stage(src, ss, dst, ds, lanes, s, m, tw, tmul, rot, scale)``: one Stockham pass
+        of radix 2, 3, 4, 5 or 7 over rows of ``lanes`` complex numbers (row strides ``ss``,
+        ``ds``): input rows ``q + s (p + j m)``, output rows ``q + s (radix p + j)``,
+        twiddles ``tw[j p s tmul]``; ``rot`` is +1 forward, -1 inverse; ``scaled``
+        multiplies the inputs by ``scale``."""
         fp, i64, f = self.fp, self.i64, self.f
         name = f"stage{radix}{'s' if scaled else ''}"
         fn, b = self.function(name, [fp, i64, fp, i64, i64, i64, i64, fp, i64, f, f])
@@ -207,6 +213,9 @@ class _Gen:
             if radix == 2:
                 a, c = xs
                 ys = [b.fadd(a, c), self.cmul_scalar(b, b.fsub(a, c), *ws[0], w)]
+            elif radix % 2:
+                ys = self.odd_butterfly(b, xs, rot, w)
+                ys = ys[:1] + [self.cmul_scalar(b, y, *t, w) for y, t in zip(ys[1:], ws)]
             else:
                 a, bb, c, d = xs
                 apc, amc, bpd, bmd = b.fadd(a, c), b.fsub(a, c), b.fadd(bb, d), b.fsub(bb, d)
@@ -231,17 +240,42 @@ class _Gen:
         close_q()
         close_p()
 
+    def odd_butterfly(self, b, xs, rot, w: int) -> list:
+        """The DFT of odd length ``r = len(xs)``: ``y_k = sum_j x_j W_r^(jk)``, ``W_r =
+        exp(-2 pi i rot / r)``, with each mirrored pair ``x_j``, ``x_(r-j)`` added and
+        subtracted once (the cosines multiply the sums, the sines the differences)."""
+        r = len(xs)
+        sums = [b.fadd(xs[j], xs[r - j]) for j in range(1, r // 2 + 1)]
+        diffs = [self.swap(b, b.fsub(xs[j], xs[r - j]), w) for j in range(1, r // 2 + 1)]
+        ys = [xs[0]]
+        for x in sums:
+            ys[0] = b.fadd(ys[0], x)
+        for k in range(1, r):
+            y = xs[0]
+            for j in range(1, r // 2 + 1):
+                angle = 2.0 * math.pi * ((j * k) % r) / r
+                cos = self.pair(b, self.fc(math.cos(angle)), self.fc(math.cos(angle)), w)
+                y = b.fadd(y, b.fmul(sums[j - 1], cos))
+                # (-i rot sin) (re + i im) = rot sin (im - i re): the swapped difference
+                # times (rot sin, -rot sin)
+                sine = b.fmul(rot, self.fc(math.sin(angle)))
+                y = b.fadd(y, b.fmul(diffs[j - 1], self.pair(b, sine, b.fneg(sine), w)))
+            ys.append(y)
+        return ys
+
     def emit_column(self):
-        """``column(x, xs, y, ys, lanes, n, logn, tw, tmul, scr, rot, scale)``: the FFT along
+        """``column(x, xs, y, ys, lanes, n, plan, tw, tmul, scr, rot, scale)``: the FFT along
         the ``n`` rows of ``lanes`` (at most ``CHUNK``) columns, ``x`` to ``y`` (which must
-        not overlap), through ``scr`` (``n * CHUNK`` complex numbers)."""
+        not overlap), through ``scr`` (``n * CHUNK`` complex numbers), in the Stockham
+        stages of ``plan`` (``_plan``); the first one scales its inputs."""
         fp, i64, f = self.fp, self.i64, self.f
-        st2s = self.emit_stage(2, True)
-        st4, st4s = self.emit_stage(4, False), self.emit_stage(4, True)
+        stage_fns = {(r, scaled): self.emit_stage(r, scaled)
+                     for r in (2, 3, 4, 5, 7) for scaled in (False, True)}
         fn, b = self.function("column", [fp, i64, fp, i64, i64, i64, i64, fp, i64, fp, f, f])
-        x, xs, y, ys, lanes, n, logn, tw, tmul, scr, rot, scale = fn.args
-        stages = b.add(b.lshr(logn, self.c(1)), b.and_(logn, self.c(1)))
-        odd = b.icmp_signed("!=", b.and_(logn, self.c(1)), self.c(0))
+        x, xs, y, ys, lanes, n, plan, tw, tmul, scr, rot, scale = fn.args
+        bits = self.c(PLAN_BITS)
+        mask = self.c((1 << PLAN_BITS) - 1)
+        stages = b.and_(plan, mask)
         with b.if_then(b.icmp_signed("==", stages, self.c(0))):  # n == 1: a scaled copy
             lane, close = self.loop(b, self.c(0), lanes)
             v = self.load(b, x, lane, 1)
@@ -256,20 +290,6 @@ class _Gen:
         b.store(self.c(1), sv)
         b.store(self.c(0), tv)
         chunk = self.c(self.chunk)
-
-        def destination(t):
-            to_y = b.icmp_signed("==", b.and_(b.sub(b.sub(stages, t), self.c(1)), self.c(1)),
-                                 self.c(0))
-            return b.select(to_y, y, scr), b.select(to_y, ys, chunk)
-
-        with b.if_then(odd):
-            d, ds = destination(self.c(0))
-            b.call(st2s, [x, xs, d, ds, lanes, self.c(1), b.lshr(n, self.c(1)), tw, tmul,
-                          rot, scale])
-            b.store(d, cur)
-            b.store(ds, cur_s)
-            b.store(self.c(2), sv)
-            b.store(self.c(1), tv)
         fn_ = b.block.function
         head, body, end = (fn_.append_basic_block(s) for s in ("shead", "sbody", "send"))
         b.branch(head)
@@ -278,18 +298,30 @@ class _Gen:
         b.cbranch(b.icmp_signed("<", t, stages), body, end)
         b.position_at_end(body)
         s = b.load(sv)
-        d, ds = destination(t)
-        m = b.udiv(n, b.mul(s, self.c(4)))
+        radix = b.and_(b.lshr(plan, b.mul(b.add(t, self.c(1)), bits)), mask)
+        # (the last stage writes y; before it they alternate so that it does)
+        to_y = b.icmp_signed("==", b.and_(b.sub(b.sub(stages, t), self.c(1)), self.c(1)),
+                             self.c(0))
+        d, ds = b.select(to_y, y, scr), b.select(to_y, ys, chunk)
+        m = b.udiv(n, b.mul(s, radix))
         args = [b.load(cur), b.load(cur_s), d, ds, lanes, s, m, tw, tmul, rot, scale]
         first = b.icmp_signed("==", t, self.c(0))
-        with b.if_else(first) as (then, other):
-            with then:
-                b.call(st4s, args)
-            with other:
-                b.call(st4, args)
+        done = fn_.append_basic_block("stage_done")
+        switch = b.switch(radix, done)
+        for r in (2, 3, 4, 5, 7):
+            case = fn_.append_basic_block(f"radix{r}")
+            switch.add_case(self.c(r), case)
+            b.position_at_end(case)
+            with b.if_else(first) as (then, other):
+                with then:
+                    b.call(stage_fns[r, True], args)
+                with other:
+                    b.call(stage_fns[r, False], args)
+            b.branch(done)
+        b.position_at_end(done)
         b.store(d, cur)
         b.store(ds, cur_s)
-        b.store(b.mul(s, self.c(4)), sv)
+        b.store(b.mul(s, radix), sv)
         b.store(b.add(t, self.c(1)), tv)
         b.branch(head)
         b.position_at_end(end)
@@ -304,8 +336,8 @@ class _Gen:
         ip = i64.as_pointer()
         fn, b = self.function("columns", [fp, fp, fp, fp, ip, i64, i64])
         x, y, tw, scr, p, lo, hi = fn.args
-        n, logn, inner, tmul, chunks, oin, oout, scale, rot = self.params(
-            b, p, [P_N, P_LOG, P_INNER, P_TMUL, P_CHUNKS, P_OUTER_IN, P_OUTER_OUT], [P_SCALE,
+        n, plan, inner, tmul, chunks, oin, oout, scale, rot = self.params(
+            b, p, [P_N, P_PLAN, P_INNER, P_TMUL, P_CHUNKS, P_OUTER_IN, P_OUTER_OUT], [P_SCALE,
                                                                                    P_ROT])
         k, close = self.loop(b, lo, hi)
         blk, part = b.udiv(k, chunks), b.urem(k, chunks)
@@ -315,7 +347,7 @@ class _Gen:
                          self.c(self.chunk))
         xo = b.add(b.mul(blk, oin), first)
         yo = b.add(b.mul(blk, oout), first)
-        b.call(column, [self.ptr(b, x, xo), inner, self.ptr(b, y, yo), inner, lanes, n, logn,
+        b.call(column, [self.ptr(b, x, xo), inner, self.ptr(b, y, yo), inner, lanes, n, plan,
                         tw, tmul, scr, rot, scale])
         close()
         b.ret_void()
@@ -332,7 +364,7 @@ class _Gen:
     def emit_transpose(self):
         """``transpose(a, n1, n2, t, out, lo, hi)``: ``out[c, r] = a[r, c] * W_n^(c r)`` for the
         rows ``r`` of ``a`` (``n1 x n2``) in ``[lo, hi)``; tiles of vectors where both sides
-        hold whole vectors (``lo``, ``hi`` then multiples of ``VECTOR``)."""
+        are whole vectors (``lo``, ``hi`` then multiples of ``VECTOR``)."""
         fp, i64 = self.fp, self.i64
         fn, b = self.function("transpose", [fp, i64, i64, fp, fp, i64, i64])
         a, n1, n2, t, out, lo, hi = fn.args
@@ -340,11 +372,15 @@ class _Gen:
             arg.add_attribute("noalias")
         vl = self.vl
         # The twiddles W_n^(c r) = t[c, r % unit] * t[n2 unit + c (n1 / unit) + r // unit]
-        # (unit = min(n1, VECTOR)): two small tables instead of one of n values.
-        unit = b.select(b.icmp_signed("<", n1, self.c(vl)), n1, self.c(vl))
+        # (``_transpose_unit``: a divisor of n1): two small tables instead of one of n values.
+        whole = b.icmp_signed("==", b.urem(n1, self.c(vl)), self.c(0))
+        unit = b.select(b.icmp_signed("<", n1, self.c(vl)), n1,
+                        b.select(whole, self.c(vl), self.c(1)))
         per = b.udiv(n1, unit)
         v_tab = self.ptr(b, t, b.mul(n2, unit))
-        tiled = b.and_(b.icmp_signed(">=", n1, self.c(vl)), b.icmp_signed(">=", n2, self.c(vl)))
+        tiled = b.and_(b.and_(b.icmp_signed(">=", n1, self.c(vl)), whole),
+                       b.and_(b.icmp_signed(">=", n2, self.c(vl)),
+                              b.icmp_signed("==", b.urem(n2, self.c(vl)), self.c(0))))
         with b.if_else(tiled) as (then, other):
             with then:
                 # (Blocks of TRANSPOSE_BLOCK columns: the writes then go to that many rows
@@ -464,19 +500,19 @@ class _Gen:
 
     def emit_rows(self, column, transpose, post, pre):
         """``rows(x, y, tw, scr, p, tt, rt, lo, hi)``: the last-axis transforms of rows
-        ``[lo, hi)`` (kind C2C, R2C or C2R), each by the four-step route; ``scr`` holds
-        ``2 n + n2 * CHUNK`` complex numbers."""
+        ``[lo, hi)`` (kind C2C, R2C or C2R), each by the four-step route (``n = n1 n2``,
+        ``tw`` the roots of a multiple of both, taken every ``tmul1``-th and ``tmul2``-th);
+        ``scr`` holds ``2 n + max(n1, n2) * CHUNK`` complex numbers."""
         fp, i64 = self.fp, self.i64
         ip = i64.as_pointer()
         fn, b = self.function("rows", [fp, fp, fp, fp, ip, fp, fp, i64, i64])
         x, y, tw, scr, p, tt, rt, lo, hi = fn.args
-        (kind, n, n1, n2, log1, log2, in_row, out_row, h, scale, rot) = self.params(
-            b, p, [P_KIND, P_N, P_N1, P_N2, P_LOG1, P_LOG2, P_IN_ROW, P_OUT_ROW, P_H],
-            [P_SCALE, P_ROT])
+        (kind, n, n1, n2, plan1, plan2, in_row, out_row, h, tmul1, tmul2, scale,
+         rot) = self.params(b, p, [P_KIND, P_N, P_N1, P_N2, P_PLAN1, P_PLAN2, P_IN_ROW,
+                                   P_OUT_ROW, P_H, P_TMUL1, P_TMUL2], [P_SCALE, P_ROT])
         a = scr
         bt = self.ptr(b, scr, n)
         cs = self.ptr(b, scr, b.mul(n, self.c(2)))
-        tmul1 = b.udiv(n2, n1)
         r, close = self.loop(b, lo, hi)
         src = self.ptr(b, x, b.mul(r, in_row))
         dst = self.ptr(b, y, b.mul(r, out_row))
@@ -485,24 +521,24 @@ class _Gen:
         with b.if_then(is_c2r):
             b.call(pre, [src, h, rt, bt, self.c(0), h])
         inp = b.select(is_c2r, bt, src)
-        self.chunks(b, column, inp, n2, a, n2, n1, log1, tw, tmul1, cs, rot, scale)
+        self.chunks(b, column, inp, n2, a, n2, n1, plan1, tw, tmul1, cs, rot, scale)
         b.call(transpose, [a, n1, n2, tt, bt, self.c(0), n1])
         last = b.select(is_r2c, a, dst)
         one = self.fc(1.0)
-        self.chunks(b, column, bt, n1, last, n1, n2, log2, tw, self.c(1), cs, rot, one)
+        self.chunks(b, column, bt, n1, last, n1, n2, plan2, tw, tmul2, cs, rot, one)
         with b.if_then(is_r2c):
             b.call(post, [a, h, rt, dst, self.c(0), h])
         close()
         b.ret_void()
         return fn
 
-    def chunks(self, b, column, x, xs, y, ys, n, logn, tw, tmul, scr, rot, scale):
+    def chunks(self, b, column, x, xs, y, ys, n, plan, tw, tmul, scr, rot, scale):
         """Calls ``column`` over all the lanes (``xs`` of them) in chunks."""
         k, close = self.loop(b, self.c(0), xs, self.chunk)
         lanes = b.sub(xs, k)
         lanes = b.select(b.icmp_signed("<", lanes, self.c(self.chunk)), lanes,
                          self.c(self.chunk))
-        b.call(column, [self.ptr(b, x, k), xs, self.ptr(b, y, k), ys, lanes, n, logn, tw,
+        b.call(column, [self.ptr(b, x, k), xs, self.ptr(b, y, k), ys, lanes, n, plan, tw,
                         tmul, scr, rot, scale])
         close()
 
@@ -638,7 +674,7 @@ def _table(kind: str, n1: int, n2: int, inverse: bool, dtype: np.dtype) -> np.nd
         if kind == "roots":
             t = _exp_table(np.arange(n1, dtype=np.int64), n1, inverse, dtype)
         elif kind == "transpose":  # (see ``emit_transpose``)
-            unit = min(n1, VECTOR[dtype])
+            unit = _transpose_unit(n1, dtype)
             c = np.arange(n2, dtype=np.int64)[:, None]
             small = c * np.arange(unit, dtype=np.int64)
             big = c * np.arange(0, n1, unit, dtype=np.int64)
@@ -650,6 +686,45 @@ def _table(kind: str, n1: int, n2: int, inverse: bool, dtype: np.dtype) -> np.nd
             _tables.pop(next(iter(_tables)))
         _tables[key] = t
     return t
+
+
+def _transpose_unit(n1: int, dtype: np.dtype) -> int:
+    """The divisor of ``n1`` that splits the four-step twiddles into two tables
+    (``emit_transpose``): ``n1`` below a vector, a vector where it divides ``n1``, else 1."""
+    vl = VECTOR[dtype]
+    return n1 if n1 < vl else vl if n1 % vl == 0 else 1
+
+
+def _plan(n: int) -> int | None:
+    """The Stockham stages of a length-``n`` transform, packed (``PLAN_BITS``): radix 4 for
+    each pair of 2s, then a 2 left over, then 3s, 5s and 7s; None when ``n`` has another
+    prime factor or needs more than ``MAX_STAGES`` stages."""
+    if not 1 <= n <= MAX_LENGTH:
+        return None
+    radices, rest = [], n
+    for r in RADICES:
+        while rest % r == 0:
+            radices.append(r)
+            rest //= r
+    if rest != 1:
+        return None
+    twos = radices.count(2)
+    radices = [4] * (twos // 2) + [2] * (twos % 2) + [r for r in radices if r != 2]
+    if len(radices) > MAX_STAGES:
+        return None
+    if radices[:1] == [4] and twos % 2:  # (the power-of-two order: the 2 first)
+        radices = [2] + [r for r in radices if r != 2]
+    plan = len(radices)
+    for t, r in enumerate(radices):
+        plan |= r << (PLAN_BITS * (t + 1))
+    return plan
+
+
+def _split(n: int) -> tuple[int, int]:
+    """``(n1, n2)`` with ``n1 n2 = n`` and ``n1 <= n2`` as close as they go (the four-step
+    route's two column FFTs); for a power of two, ``n1`` divides ``n2``."""
+    n1 = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+    return n1, n // n1
 
 
 def _params(**values) -> np.ndarray:
@@ -706,7 +781,7 @@ def _columns(lib: _Library, src: np.ndarray, dst: np.ndarray, shape: tuple, axis
     inner = math.prod(shape[axis + 1:])
     chunk = CHUNK[lib.dtype]
     chunks = -(-inner // chunk)
-    p = _params(n=n, log=n.bit_length() - 1, inner=inner, tmul=1, chunks=chunks,
+    p = _params(n=n, plan=_plan(n), inner=inner, tmul=1, chunks=chunks,
                 outer_in=n * inner, outer_out=n * inner, scale=scale,
                 rot=-1.0 if inverse else 1.0)
     tw = _table("roots", n, 1, inverse, lib.dtype)
@@ -729,29 +804,31 @@ def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, ro
     from ember import _scratch
     from ember.backends.cpu.executable import _ffi
     fb, dt = _ffi.from_buffer, lib.dtype
-    log = n.bit_length() - 1
-    n1, n2 = 1 << (log // 2), 1 << (log - log // 2)
+    n1, n2 = _split(n)
+    roots = math.lcm(n1, n2)  # (one table serves both column FFTs)
     in_row = n + 1 if kind == C2R else n
     out_row = n + 1 if kind == R2C else n
-    p = _params(kind=kind, n=n, n1=n1, n2=n2, log1=log // 2, log2=log - log // 2,
-                in_row=in_row, out_row=out_row, h=n, scale=scale, rot=-1.0 if inverse else 1.0)
-    tw = _table("roots", n2, 1, inverse, dt)
+    p = _params(kind=kind, n=n, n1=n1, n2=n2, plan1=_plan(n1), plan2=_plan(n2),
+                in_row=in_row, out_row=out_row, h=n, tmul1=roots // n1, tmul2=roots // n2,
+                scale=scale, rot=-1.0 if inverse else 1.0)
+    tw = _table("roots", roots, 1, inverse, dt)
     tt = _table("transpose", n1, n2, inverse, dt)
     rt = _table("real", n, 1, kind == C2R, dt) if kind != C2C else tw
     if not _phased(n, rows):
         _run(lib.rows, [fb(src), fb(dst), fb(tw), None, fb(p), fb(tt), fb(rt)], rows,
-             rows * n, 2 * n + n2 * CHUNK[dt], dt)
+             rows * n, 2 * n + n2 * CHUNK[dt], dt)  # (n2 >= n1)
         return
     # A few long rows: each row's phases split across the threads.
     a, bt = _scratch.empty(n, dt), _scratch.empty(n, dt)
     chunk, vl = CHUNK[dt], VECTOR[dt]
     src_c = src.reshape(rows, -1).view(dt) if kind == R2C else src.reshape(rows, -1)
     dst_c = dst.reshape(rows, -1).view(dt) if kind == C2R else dst.reshape(rows, -1)
-    first = _params(n=n1, log=log // 2, inner=n2, tmul=n2 // n1, chunks=-(-n2 // chunk),
-                    scale=scale, rot=p.view(np.float64)[P_ROT])
-    second = _params(n=n2, log=log - log // 2, inner=n1, tmul=1, chunks=-(-n1 // chunk),
-                     scale=1.0, rot=p.view(np.float64)[P_ROT])
-    unit = vl if n1 >= vl and n2 >= vl else 1
+    first = _params(n=n1, plan=_plan(n1), inner=n2, tmul=roots // n1,
+                    chunks=-(-n2 // chunk), scale=scale, rot=p.view(np.float64)[P_ROT])
+    second = _params(n=n2, plan=_plan(n2), inner=n1, tmul=roots // n2,
+                     chunks=-(-n1 // chunk), scale=1.0, rot=p.view(np.float64)[P_ROT])
+    # (rows of the transposition per task: whole tiles of vectors where it has them)
+    unit = vl if n1 >= vl and n2 >= vl and n1 % vl == 0 and n2 % vl == 0 else 1
     tp = _params(n1=n1, n2=n2, tmul=unit, h=n)
     for r in range(rows):
         x, y = src_c[r], dst_c[r]
@@ -768,18 +845,20 @@ def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, ro
             _run(lib.post, [fb(a), fb(rt), fb(y), fb(tp)], n, n, 0, dt)
 
 
-def _power_of_two(n: int) -> bool:
-    return 1 <= n <= MAX_LENGTH and n & (n - 1) == 0
-
-
 def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     """``lax.fft``'s transform of ``x`` (FFT 0, IFFT 1, RFFT 2, IRFFT 3) over its last
-    ``len(fft_lengths)`` axes, or None where this module has no kernel for it (lengths that
-    are not powers of two, a real length below 2, other dtypes, empty arrays)."""
+    ``len(fft_lengths)`` axes, or None where this module has no kernel for it (lengths with
+    a prime factor above 7 (``_plan``), an odd real length, other dtypes, empty arrays)."""
     kind = int(fft_type)
     lengths = tuple(int(n) for n in fft_lengths)
     x = np.asarray(x)
-    if not lengths or not all(_power_of_two(n) for n in lengths) or x.size == 0:
+    if not lengths or x.size == 0 or any(_plan(n) is None for n in lengths[:-1]):
+        return None
+    trailing = lengths[:-1] + (lengths[-1] // 2 + 1,) if kind == 3 else lengths
+    if x.shape[x.ndim - len(lengths):] != trailing:
+        return None
+    last = lengths[-1] // 2 if kind >= 2 else lengths[-1]  # (a real transform's half)
+    if (kind >= 2 and lengths[-1] % 2) or _plan(last) is None:
         return None
     if kind == 2:
         cdt = _COMPLEX_OF.get(x.dtype)
