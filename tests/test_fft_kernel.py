@@ -65,7 +65,8 @@ def test_complex_transforms_match_numpy(dtype, shape, lengths):
 @pytest.mark.parametrize("shape, lengths", [
     ((2,), (2,)), ((4,), (4,)), ((3, 16), (16,)), ((64, 64), (64, 64)), ((2, 8, 64), (8, 64)),
     ((1, 1 << 16), (1 << 16,)), ((3, 4, 2, 32), (4, 2, 32)), ((5, 16, 512), (512,)),
-    ((3, 30), (30,)), ((2, 6, 1000), (1000,)), ((4, 12, 20), (12, 20)), ((1, 6), (6,))])
+    ((3, 30), (30,)), ((2, 6, 1000), (1000,)), ((4, 12, 20), (12, 20)), ((1, 6), (6,)),
+    ((2, 9600), (9600,))])
 def test_real_transforms_match_numpy(dtype, shape, lengths):
     x = rng.standard_normal(shape).astype(dtype)
     got = fk.transform(x, RFFT, lengths)
@@ -76,6 +77,27 @@ def test_real_transforms_match_numpy(dtype, shape, lengths):
     back = fk.transform(spectrum, IRFFT, lengths)
     assert back.dtype == dtype and back.shape == shape
     assert _rel_rms(back, _reference(spectrum, IRFFT, lengths)) < _bound(dtype, lengths)
+
+
+@pytest.mark.parametrize("route", ["short_rows", "four_step"])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_both_last_axis_routes_match_numpy(route, dtype, monkeypatch):
+    # Every length through each route: blocks of rows as the lanes of one column FFT (full
+    # and partial blocks), or the four-step route (tiled transpositions or not).
+    short = 1 << 20 if route == "short_rows" else 0
+    monkeypatch.setattr(fk, "SHORT_ROW_MAX", short)
+    monkeypatch.setattr(fk, "SHORT_UNTILED_ROW_MAX", short)
+    real = np.float32 if dtype == np.complex64 else np.float64
+    for rows, n in [(37, 2), (5, 12), (16, 64), (20, 100), (3, 384), (9, 1000), (2, 2048)]:
+        x = _complex((rows, n), dtype)
+        for kind in (FFT, IFFT):
+            assert _rel_rms(fk.transform(x, kind, (n,)), _reference(x, kind, (n,))) < \
+                _bound(dtype, (n,))
+        r = rng.standard_normal((rows, 2 * n)).astype(real)
+        spectrum = fk.transform(r, RFFT, (2 * n,))
+        assert _rel_rms(spectrum, _reference(r, RFFT, (2 * n,))) < _bound(dtype, (2 * n,))
+        back = fk.transform(spectrum, IRFFT, (2 * n,))
+        assert _rel_rms(back, r) < _bound(dtype, (2 * n,))
 
 
 def test_irfft_ignores_imaginary_parts_of_zero_and_nyquist():
