@@ -919,10 +919,67 @@ def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, ro
             _run(lib.post, [fb(a), fb(rt), fb(y), fb(tp)], n, n, 0, dt)
 
 
+def _bluestein_length(n: int) -> int | None:
+    """The smallest length ``m >= 2 n - 1`` of a native transform (``_plan``): Bluestein's
+    convolution length for ``n``; None past ``MAX_LENGTH``."""
+    m = 2 * n - 1
+    while m <= MAX_LENGTH:
+        if _plan(m) is not None:
+            return m
+        m += 1
+    return None
+
+
+def _chirp(n: int, m: int, inverse: bool, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Bluestein's ``w_k = W_2n^(k^2)`` (``k < n``) and the transform of the length-``m``
+    sequence ``conj(w)`` mirrored (``b_k = b_(m-k)``), divided by ``m``: float64 values,
+    rounded once (kept as the twiddle tables are)."""
+    key = ("chirp", n, m, inverse, dtype)
+    got = _tables.get(key)
+    if got is None:
+        k = np.arange(n, dtype=np.int64)
+        w = _exp_table(k * k % (2 * n), 2 * n, inverse, np.dtype(np.complex128))
+        b = np.zeros(m, np.complex128)
+        b[:n] = w.conj()
+        b[m - n + 1:] = w.conj()[1:][::-1]
+        got = w.astype(dtype), (np.fft.fft(b) / m).astype(dtype)
+        if len(_tables) >= _TABLES_KEPT:
+            _tables.pop(next(iter(_tables)))
+        _tables[key] = got
+    return got
+
+
+def _any_length_rows(lib: _Library, x: np.ndarray, n: int, inverse: bool,
+                     scale: float) -> np.ndarray:
+    """The complex transforms (times ``scale``) of the rows of ``x`` (``rows x n``), of any
+    length: native where ``_plan`` has stages for ``n``, else Bluestein's: ``X_k = w_k sum_j
+    (x_j w_j) conj(w_(k-j))``, the sum a cyclic convolution of length ``m`` computed by
+    native transforms (``_chirp``)."""
+    from ember import _scratch
+    rows, dt = x.shape[0], lib.dtype
+    x = np.ascontiguousarray(x)
+    out = _scratch.empty((rows, n), dt)
+    if _plan(n) is not None:
+        _rows(lib, x, out, C2C, n, rows, inverse, scale)
+        return out
+    m = _bluestein_length(n)
+    w, kernel = _chirp(n, m, inverse, dt)
+    a = np.zeros((rows, m), dt)
+    np.multiply(x, w, out=a[:, :n])
+    spectrum = _scratch.empty((rows, m), dt)
+    _rows(lib, a, spectrum, C2C, m, rows, False, 1.0)
+    spectrum *= kernel
+    _rows(lib, spectrum, a, C2C, m, rows, True, 1.0)
+    np.multiply(a[:, :n], w * dt.type(scale), out=out)
+    return out
+
+
 def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     """``lax.fft``'s transform of ``x`` (FFT 0, IFFT 1, RFFT 2, IRFFT 3) over its last
-    ``len(fft_lengths)`` axes, or None where this module has no kernel for it (lengths with
-    a prime factor above 7 (``_plan``), an odd real length, other dtypes, empty arrays)."""
+    ``len(fft_lengths)`` axes, or None where this module has no kernel for it (axes before
+    the last with a prime factor above 7 (``_plan``), such an IRFFT length or an odd one,
+    other dtypes, empty arrays). A last axis of such a length, or an RFFT's odd one, is a
+    complex transform (``_any_length_rows``)."""
     kind = int(fft_type)
     lengths = tuple(int(n) for n in fft_lengths)
     x = np.asarray(x)
@@ -932,7 +989,8 @@ def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     if x.shape[x.ndim - len(lengths):] != trailing:
         return None
     last = lengths[-1] // 2 if kind >= 2 else lengths[-1]  # (a real transform's half)
-    if (kind >= 2 and lengths[-1] % 2) or _plan(last) is None:
+    last_native = not (kind >= 2 and lengths[-1] % 2) and _plan(last) is not None
+    if not last_native and (kind == 3 or _bluestein_length(lengths[-1]) is None):
         return None
     if kind == 2:
         cdt = _COMPLEX_OF.get(x.dtype)
@@ -973,7 +1031,14 @@ def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     passes = 1 + len(cols)
     tmp = _scratch.empty(shape, cdt) if passes > 1 else None
     dst = out if passes % 2 == 1 else tmp
-    _rows(lib, x, dst, rows_kind, n, math.prod(shape[:-1]), inverse, scale)
+    rows = math.prod(shape[:-1])
+    if last_native:
+        _rows(lib, x, dst, rows_kind, n, rows, inverse, scale)
+    else:
+        length = lengths[-1]
+        full = _any_length_rows(lib, x.reshape(rows, length).astype(cdt, copy=False), length,
+                                inverse, scale)
+        dst.reshape(rows, -1)[...] = full[:, :shape[-1]]
     src = dst
     for i, axis in enumerate(cols):
         dst = out if (passes - 2 - i) % 2 == 0 else tmp
