@@ -974,24 +974,49 @@ def _any_length_rows(lib: _Library, x: np.ndarray, n: int, inverse: bool,
     return out
 
 
+def _axis(lib: _Library, src: np.ndarray, dst: np.ndarray, shape: tuple, axis: int,
+          inverse: bool, scale: float) -> None:
+    """The complex transform along ``axis`` (not the last) of ``src`` into ``dst``: column
+    FFTs where ``_plan`` has stages for its length, else the axis moved last
+    (``_any_length_rows``) and back."""
+    n = shape[axis]
+    if _plan(n) is not None:
+        _columns(lib, src, dst, shape, axis, inverse, scale)
+        return
+    moved = np.moveaxis(src.reshape(shape), axis, -1)
+    rows = _any_length_rows(lib, moved.reshape(-1, n), n, inverse, scale)
+    np.copyto(dst.reshape(shape), np.moveaxis(rows.reshape(moved.shape), -1, axis))
+
+
+def _irfft_any(lib: _Library, spectrum: np.ndarray, n: int, scale: float) -> np.ndarray:
+    """The real inverse transforms (times ``scale``) of length ``n`` of the rows of
+    ``spectrum`` (``n // 2 + 1`` frequencies each): the real part of the complex inverse of
+    the Hermitian spectrum they start (the imaginary parts of frequency 0, and of ``n / 2``,
+    then count for nothing, as in NumPy and JAX)."""
+    half = n // 2 + 1
+    full = np.empty((spectrum.shape[0], n), lib.dtype)
+    full[:, :half] = spectrum
+    np.conjugate(spectrum[:, n - half:0:-1], out=full[:, half:])
+    return _any_length_rows(lib, full, n, True, scale).real
+
+
 def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     """``lax.fft``'s transform of ``x`` (FFT 0, IFFT 1, RFFT 2, IRFFT 3) over its last
-    ``len(fft_lengths)`` axes, or None where this module has no kernel for it (axes before
-    the last with a prime factor above 7 (``_plan``), such an IRFFT length or an odd one,
-    other dtypes, empty arrays). A last axis of such a length, or an RFFT's odd one, is a
-    complex transform (``_any_length_rows``)."""
+    ``len(fft_lengths)`` axes, or None where this module has no kernel for it (other
+    dtypes, a real length below 2, empty arrays). An axis whose length has a prime factor
+    above 7 (``_plan``), or a real transform's odd last axis, is a complex transform
+    (``_any_length_rows``; an axis before the last one moved last for it)."""
     kind = int(fft_type)
     lengths = tuple(int(n) for n in fft_lengths)
     x = np.asarray(x)
-    if not lengths or x.size == 0 or any(_plan(n) is None for n in lengths[:-1]):
+    if not lengths or x.size == 0 or any(_plan(n) is None and _bluestein_length(n) is None
+                                         for n in lengths):
         return None
     trailing = lengths[:-1] + (lengths[-1] // 2 + 1,) if kind == 3 else lengths
     if x.shape[x.ndim - len(lengths):] != trailing:
         return None
     last = lengths[-1] // 2 if kind >= 2 else lengths[-1]  # (a real transform's half)
     last_native = not (kind >= 2 and lengths[-1] % 2) and _plan(last) is not None
-    if not last_native and (kind == 3 or _bluestein_length(lengths[-1]) is None):
-        return None
     if kind == 2:
         cdt = _COMPLEX_OF.get(x.dtype)
     else:
@@ -1015,10 +1040,14 @@ def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
             tmp = [_scratch.empty(shape, cdt) for _ in range(min(2, len(cols)))]
             for i, axis in enumerate(cols):
                 dst = tmp[i % 2]
-                _columns(lib, src, dst, shape, axis, True, scale if i == 0 else 1.0)
+                _axis(lib, src, dst, shape, axis, True, scale if i == 0 else 1.0)
                 src = dst
         rows = math.prod(shape[:-1])
-        _rows(lib, src, out, C2R, lengths[-1] // 2, rows, True, 1.0 if cols else scale)
+        if last_native:
+            _rows(lib, src, out, C2R, lengths[-1] // 2, rows, True, 1.0 if cols else scale)
+        else:
+            out.reshape(rows, -1)[...] = _irfft_any(lib, src.reshape(rows, -1), lengths[-1],
+                                                    1.0 if cols else scale)
         return out
     if kind == 2:
         h = lengths[-1] // 2
@@ -1042,6 +1071,6 @@ def transform(x: np.ndarray, fft_type: int, fft_lengths) -> np.ndarray | None:
     src = dst
     for i, axis in enumerate(cols):
         dst = out if (passes - 2 - i) % 2 == 0 else tmp
-        _columns(lib, src, dst, shape, axis, inverse, 1.0)
+        _axis(lib, src, dst, shape, axis, inverse, 1.0)
         src = dst
     return out
