@@ -1,27 +1,33 @@
-"""Native power-of-two FFTs: the CPU backend's implementation of the ``ember.fft`` target.
+"""Native FFTs: the CPU backend's implementation of the ``ember.fft`` target.
 
 ``lax.fft`` runs NumPy's pocketfft (scalar C++) unless a backend registers a faster kernel
 (``lax.fft.register_fft_kernel``); the CPU backend registers ``transform``, which handles
-complex64/complex128 (float32/float64 for RFFT) transforms whose lengths are all powers of
-two, and answers None for anything else (NumPy then computes it).
+complex64/complex128 (float32/float64 for the real transforms) of every length.
 
 The algorithm: every transform is made of *column FFTs*: the FFT along the rows of an
-``(n, lanes)`` block, computed for all lanes at once. Each of its stages is a Stockham
-radix-4 (or one radix-2) pass whose butterflies load whole rows of lanes as vectors, so each
-twiddle factor is one value for a whole vector and no stage shuffles data between lanes.
-The lanes are taken ``CHUNK`` at a time through a scratch block that stays in the L1/L2
-cache, so a column FFT reads and writes the array about once, whatever ``n``.
+``(n, lanes)`` block, computed for all lanes at once. Each of its stages is a Stockham pass
+of radix 4, 2, 3, 5 or 7 (``_plan``: the radices of ``n``'s prime factors, 4 for each pair
+of 2s) whose butterflies load whole rows of lanes as vectors, so each twiddle factor is one
+value for a whole vector and no stage shuffles data between lanes. The lanes are taken
+``CHUNK`` at a time through a scratch block that stays in the L1/L2 cache, so a column FFT
+reads and writes the array about once, whatever ``n``.
 
 - An axis that is not the last one is a column FFT over (rows = that axis, lanes = the
   axes after it).
-- The last axis (length ``n = n1 * n2``) takes the four-step route: a column FFT of each
-  row viewed as an ``(n1, n2)`` matrix, a transposition that multiplies by the twiddles
-  ``W_n^(k1 n2)`` (8x8 or 4x4 tiles of vectors), and a column FFT of the ``(n2, n1)``
-  result, which is the transform in natural order.
+- Short last axes (``SHORT_ROW_MAX``) run ``CHUNK`` rows at a time: transposed into the
+  lanes of one column FFT and back (``emit_short_rows``).
+- A longer last axis (length ``n = n1 * n2``, ``_split``) takes the four-step route: a
+  column FFT of each row viewed as an ``(n1, n2)`` matrix, a transposition that multiplies
+  by the twiddles ``W_n^(k1 n2)`` (8x8 or 4x4 tiles of vectors where both sides hold whole
+  vectors), and a column FFT of the ``(n2, n1)`` result, which is the transform in natural
+  order.
 - A real transform of length ``2h`` is the complex FFT of length ``h`` of its pairs of values
   (the float array viewed as complex), followed by the usual split into even and odd
   parts (``rfft``; ``irfft`` runs the inverse steps backwards). ``irfft`` ignores the
   imaginary parts of frequency 0 and ``h``, as NumPy and JAX do.
+- A length with a prime factor above 7 is Bluestein's: a chirp times a cyclic convolution
+  of a native length (``_any_length_rows``); an axis before the last one is moved last for
+  it. A real transform of such a length, or of an odd one, is a complex transform.
 
 Twiddle factors are computed in float64 and rounded once. Inverse transforms conjugate the
 twiddles and fold the ``1 / prod(fft_lengths)`` scale into their first stage. Rows (or the
