@@ -356,3 +356,21 @@ def test_star_import_gives_every_jax_name(jax):
     exec("from ember.scipy.special import *", namespace)
     names = {n for n in dir(jax.scipy.special) if not n.startswith("_")}
     assert names <= set(namespace), sorted(names - set(namespace))
+
+
+@pytest.mark.parametrize("dtype, bound", [(np.float32, 16), (np.float64, 8)])
+def test_scaled_bessel_i0e_i1e_within_ulps_of_mpmath(dtype, bound, x64):
+    # Cephes' Chebyshev expansions on both sides of |x| = 8 (float32 keeps their trailing
+    # terms, as XLA); zeros, infinities and NaN exactly.
+    x = np.concatenate([np.linspace(-40, 40, 801), np.geomspace(1e-30, 1e4, 300),
+                        [8.0, -8.0, np.nextafter(8.0, 0), np.nextafter(8.0, 9)]]).astype(dtype)
+    for fn, order in ((sp.i0e, 0), (sp.i1e, 1)):
+        got = np.asarray(ember.jit(fn)(x)).astype(np.float64)
+        with mp.workdps(40):
+            want = np.array([float(mp.besseli(order, v) * mp.exp(-abs(v)))
+                             for v in map(mp.mpf, x.astype(float))])
+        ulps = np.abs(got - want) / np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+        assert ulps.max() <= bound, (fn.__name__, x[np.argmax(ulps)], ulps.max())
+        special = np.asarray(ember.jit(fn)(np.array([0.0, np.inf, -np.inf, np.nan], dtype)))
+        np.testing.assert_array_equal(special[:3], [1.0 - order, 0.0, 0.0])
+        assert np.isnan(special[3]) and np.signbit(special[2]) == bool(order)  # (i1e: -0)

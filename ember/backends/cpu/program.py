@@ -1182,7 +1182,8 @@ def _same_index_params(fused: Computation) -> frozenset[tuple[int, int]]:
     that output's element is written; another output reading it uses the value read)."""
     root = fused.root
     outputs = list(root.operands) if root.opcode == "tuple" else [root]
-    if any(i.opcode not in _INDEX_MAP_OPS and i is not root for i in fused.instructions) \
+    if any(i.opcode not in _INDEX_MAP_OPS and not (i is root and root.opcode == "tuple")
+           for i in fused.instructions) \
             or any(o.shape.is_tuple or o.dims != outputs[0].dims for o in outputs):
         return frozenset()
     dims = outputs[0].dims
