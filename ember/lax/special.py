@@ -155,9 +155,18 @@ def _igamma_series_sum(a: Array, x: Array) -> Array:
     return total
 
 
-def _igammac_cf(a: Array, x: Array) -> Array:
+# The continued fraction's factors end within rounding of 1 but may not reach it: they
+# jitter by an ulp or two (float32: 1 - 2 eps for ever, so every call ran all 2000 steps).
+# An element stops at a factor this many eps from 1, and its value no longer changes.
+_IGAMMAC_CF_TOLERANCE = 4
+
+
+def _igammac_cf(a: Array, x: Array, derivative: bool = False) -> Array:
     """H, so that Q(a, x) = x^a e^-x / Gamma(a) * H: Legendre's continued fraction by the
-    modified Lentz method (converges for x > a, x > 1)."""
+    modified Lentz method (converges for x > a, x > 1); each element stops at its last
+    factor within ``_IGAMMAC_CF_TOLERANCE`` eps of 1. With ``derivative`` (differentiated
+    in ``a``: the derivative's terms fade more slowly than the value's), every element goes
+    on until all factors are within eps of 1, as many as ``_IGAMMA_MAX_ITERS``."""
     fi = _finfo(x)
     tiny, eps = float(fi.tiny) * 16, float(fi.eps)
 
@@ -165,35 +174,41 @@ def _igammac_cf(a: Array, x: Array) -> Array:
         return _where(E.lt(E.abs(v), tiny), tiny, v)
 
     def cond(state):
-        i, _, _, _, _, delta = state
-        return E.bitwise_and(E.lt(i, _IGAMMA_MAX_ITERS),
-                             _any(E.gt(E.abs(delta - 1.0), eps)))
+        i, _, _, _, _, active = state
+        return E.bitwise_and(E.lt(i, _IGAMMA_MAX_ITERS), _any(active))
 
     def body(state):
-        i, b, c, d, h, _ = state
+        i, b, c, d, h, active = state
         fi_ = E.convert_element_type(i + 1, core.get_aval(x).dtype)
         an = -fi_ * (fi_ - a)
         b = b + 2.0
         d = 1.0 / guard(an * d + b)
         c = guard(b + an / c)
         delta = d * c
-        return i + 1, b, c, d, h * delta, delta
+        if derivative:
+            return i + 1, b, c, d, h * delta, E.gt(E.abs(delta - 1.0), eps)
+        h = _where(active, h * delta, h)
+        active = E.bitwise_and(active,
+                               E.gt(E.abs(delta - 1.0), _IGAMMAC_CF_TOLERANCE * eps))
+        return i + 1, b, c, d, h, active
 
     b0 = x + 1.0 - a
     d0 = 1.0 / guard(b0)
-    state = (np.int32(0), b0, _full(x, 1.0 / tiny), d0, d0, _full(x, 2.0))
+    state = (np.int32(0), b0, _full(x, 1.0 / tiny), d0, d0, E.eq(_full(x, 0.0), 0.0))
     return while_loop(cond, body, state)[4]
 
 
-def _igamma_parts(a: Array, x: Array) -> tuple[Array, Array, Array]:
+def _igamma_parts(a: Array, x: Array, derivative: bool = False
+                  ) -> tuple[Array, Array, Array]:
     """(series?, log prefactor, sum) on safe arguments (a > 0, 0 < x < inf): P = e^lp * S
-    where the series is used (x <= 1 or x <= a, as XLA), else Q = e^lp * H."""
+    where the series is used (x <= 1 or x <= a, as XLA), else Q = e^lp * H
+    (``derivative``: see ``_igammac_cf``)."""
     series = E.bitwise_or(E.le(x, 1.0), E.le(x, a))
     # Each branch sees arguments in its own region (the other's may not converge).
     xs = _where(series, x, E.min(x, a))
     xc = _where(series, E.max(a + 1.0, _full(a, 2.0)), x)
     s = _igamma_series_sum(a, xs)
-    h = _igammac_cf(a, xc)
+    h = _igammac_cf(a, xc, derivative)
     log_x = E.log(x)
     lp = _where(series, a * log_x - x - E.lgamma(a + 1.0), a * log_x - x - E.lgamma(a))
     return series, lp, _where(series, s, h)
@@ -237,7 +252,7 @@ def _igamma_a_derivative(a: Array, x: Array) -> tuple[Array, Array, Array, Array
     nan = E.bitwise_or(nan, E.bitwise_or(E.le(a, 0.0), E.eq(x, float("inf"))))
 
     def parts(a_):
-        _, lp, v = _igamma_parts(a_, sx)
+        _, lp, v = _igamma_parts(a_, sx, derivative=True)
         return [lp, v]
 
     (lp, v), (dlp, dv) = ad.jvp_flat(parts, [sa], [_full(sa, 1.0)])
