@@ -538,8 +538,9 @@ def bessel_i1e(x: Any) -> Array:
 
 def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
     """1 / (1 + d1/(1 + d2/(1 + ...))) with DLMF 8.17.22's coefficients, by modified Lentz
-    (two coefficients per step) until the fraction stops changing (every element), at most
-    ``steps`` steps; converges fast for x < (a + 1) / (a + b + 2)."""
+    (two coefficients per step), each element until its step's factor is within
+    ``_IGAMMAC_CF_TOLERANCE`` eps of 1 (then kept), at most ``steps`` steps; converges fast
+    for x < (a + 1) / (a + b + 2)."""
     fi = _finfo(x)
     tiny, eps = float(fi.tiny) * 16, float(fi.eps)
     dt = core.get_aval(x).dtype
@@ -552,22 +553,26 @@ def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
         return c, d, f * c * d, c * d
 
     def cond(state):
-        m, _, _, _, delta = state
-        return E.bitwise_and(E.lt(m, steps), _any(E.gt(E.abs(delta - 1.0), eps)))
+        m, _, _, _, active = state
+        return E.bitwise_and(E.lt(m, steps), _any(active))
 
     def body(state):
-        m, c, d, f, _ = state
+        m, c, d, f, active = state
+        before = f
         mf = E.convert_element_type(m, dt)
         odd = -(a + mf) * (a + b + mf) * x / ((a + 2.0 * mf) * (a + 2.0 * mf + 1.0))
         c, d, f, delta1 = lentz(odd, c, d, f)
         m1 = mf + 1.0
         even = m1 * (b - m1) * x / ((a + 2.0 * m1 - 1.0) * (a + 2.0 * m1))
         c, d, f, delta2 = lentz(even, c, d, f)
-        return m + 1, c, d, f, delta1 * delta2
+        f = _where(active, f, before)
+        active = E.bitwise_and(active, E.gt(E.abs(delta1 * delta2 - 1.0),
+                                            _IGAMMAC_CF_TOLERANCE * eps))
+        return m + 1, c, d, f, active
 
     one = _full(x, 1.0)
     _, _, _, f, _ = while_loop(cond, body, (np.int32(0), one, _full(x, 0.0), one,
-                                            _full(x, 2.0)))
+                                            E.eq(one, 1.0)))
     return 1.0 / f
 
 
