@@ -574,24 +574,12 @@ class _Gen:
             b.call(pre, [self.ptr(b, first, b.mul(lane, in_row)), h, rt,
                          self.ptr(b, rows_tmp, b.mul(lane, n)), self.c(0), h])
             close_l()
-        src = b.select(is_c2r, rows_tmp, first)
-        src_row = b.select(is_c2r, n, in_row)
-        lane, close_l = self.loop(b, self.c(0), lanes)
-        j, close_j = self.loop(b, self.c(0), n)
-        v = self.load(b, src, b.add(b.mul(lane, src_row), j), 1)
-        self.store(b, v, a, b.add(b.mul(j, chunk), lane), 1)
-        close_j()
-        close_l()
+        row_major = (b.select(is_c2r, rows_tmp, first), b.select(is_c2r, n, in_row))
+        self.block_copy(b, row_major, (a, chunk), lanes, n, to_lanes=True)
         b.call(column, [a, chunk, bb, chunk, lanes, n, plan, tw, self.c(1), cs, rot, scale])
         out_first = self.ptr(b, y, b.mul(r0, out_row))
-        dst = b.select(is_r2c, rows_tmp, out_first)
-        dst_row = b.select(is_r2c, n, out_row)
-        lane, close_l = self.loop(b, self.c(0), lanes)
-        j, close_j = self.loop(b, self.c(0), n)
-        v = self.load(b, bb, b.add(b.mul(j, chunk), lane), 1)
-        self.store(b, v, dst, b.add(b.mul(lane, dst_row), j), 1)
-        close_j()
-        close_l()
+        row_major = (b.select(is_r2c, rows_tmp, out_first), b.select(is_r2c, n, out_row))
+        self.block_copy(b, row_major, (bb, chunk), lanes, n, to_lanes=False)
         with b.if_then(is_r2c):
             lane, close_l = self.loop(b, self.c(0), lanes)
             b.call(post, [self.ptr(b, rows_tmp, b.mul(lane, n)), h, rt,
@@ -600,6 +588,22 @@ class _Gen:
         close()
         b.ret_void()
         return fn
+
+    def block_copy(self, b, rows, lane_block, lanes, n, to_lanes: bool) -> None:
+        """Copies ``lanes`` rows of ``n`` complex numbers (``rows``: base and row stride)
+        to the columns of a block of lanes (``lane_block``: base and stride between the
+        lanes' rows), or back (``to_lanes`` False)."""
+        (r_base, r_stride), (l_base, l_stride) = rows, lane_block
+        lane, close_l = self.loop(b, self.c(0), lanes)
+        j, close_j = self.loop(b, self.c(0), n)
+        at_row = b.add(b.mul(lane, r_stride), j)
+        at_lane = b.add(b.mul(j, l_stride), lane)
+        if to_lanes:
+            self.store(b, self.load(b, r_base, at_row, 1), l_base, at_lane, 1)
+        else:
+            self.store(b, self.load(b, l_base, at_lane, 1), r_base, at_row, 1)
+        close_j()
+        close_l()
 
     def chunks(self, b, column, x, xs, y, ys, n, plan, tw, tmul, scr, rot, scale):
         """Calls ``column`` over all the lanes (``xs`` of them) in chunks."""
