@@ -469,8 +469,8 @@ _BESSEL_F32_TERMS = {0: (18, 7), 1: (17, 7)}
 
 
 def _chebyshev(t: Array, coefficients: tuple) -> Array:
-    """``sum_k c_k T_k(t) / 2``-style series of Cephes' ``chbevl`` (Clenshaw's recurrence,
-    coefficients highest degree first)."""
+    """Cephes' ``chbevl``: the Chebyshev series of ``coefficients`` (highest degree first,
+    the constant term counted half) at ``t``, by Clenshaw's recurrence."""
     b0, b1, b2 = _full(t, coefficients[0]), _full(t, 0.0), _full(t, 0.0)
     for c in coefficients[1:]:
         b2, b1 = b1, b0

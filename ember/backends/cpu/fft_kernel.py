@@ -771,9 +771,10 @@ def _transpose_unit(n1: int, dtype: np.dtype) -> int:
 
 
 def _plan(n: int) -> int | None:
-    """The Stockham stages of a length-``n`` transform, packed (``PLAN_BITS``): radix 4 for
-    each pair of 2s, then a 2 left over, then 3s, 5s and 7s; None when ``n`` has another
-    prime factor or needs more than ``MAX_STAGES`` stages."""
+    """The Stockham stages of a length-``n`` transform, packed (``PLAN_BITS``): a 2 left
+    over from the pairs of 2s first (as the power-of-two transforms always had it), radix 4
+    for each pair, then 3s, 5s and 7s; None when ``n`` has another prime factor or needs
+    more than ``MAX_STAGES`` stages."""
     if not 1 <= n <= MAX_LENGTH:
         return None
     radices, rest = [], n
@@ -784,11 +785,9 @@ def _plan(n: int) -> int | None:
     if rest != 1:
         return None
     twos = radices.count(2)
-    radices = [4] * (twos // 2) + [2] * (twos % 2) + [r for r in radices if r != 2]
+    radices = [2] * (twos % 2) + [4] * (twos // 2) + [r for r in radices if r != 2]
     if len(radices) > MAX_STAGES:
         return None
-    if radices[:1] == [4] and twos % 2:  # (the power-of-two order: the 2 first)
-        radices = [2] + [r for r in radices if r != 2]
     plan = len(radices)
     for t, r in enumerate(radices):
         plan |= r << (PLAN_BITS * (t + 1))
