@@ -200,12 +200,15 @@ def test_dot_general_of_a_transposed_operand(perm, side):
 @pytest.mark.parametrize("batch", [None, 3])
 def test_matrix_times_its_own_transpose(batch):
     # The operands are one buffer: the product goes to BLAS gemm on a copy of one side
-    # (NumPy would pick syrk, ~2x slower in OpenBLAS), with gemm's values.
+    # (NumPy would pick syrk, ~2x slower in OpenBLAS), jitted and eager.
     shape = (300, 70) if batch is None else (batch, 300, 70)
     a = RNG.standard_normal(shape).astype(np.float32)
     f = ember.jit(lambda a: a @ jnp.swapaxes(a, -1, -2))
     want = a.astype(np.float64) @ np.swapaxes(a, -1, -2).astype(np.float64)
     np.testing.assert_allclose(np.asarray(f(a)), want, rtol=1e-4, atol=1e-4)
+    x = jnp.asarray(a)  # (eagerly too: the evaluator's dot)
+    np.testing.assert_allclose(np.asarray(x @ jnp.swapaxes(x, -1, -2)), want, rtol=1e-4,
+                               atol=1e-4)
     g = ember.jit(lambda a: jnp.swapaxes(a, -1, -2) @ a)
     want = np.swapaxes(a, -1, -2).astype(np.float64) @ a.astype(np.float64)
     np.testing.assert_allclose(np.asarray(g(a)), want, rtol=1e-4, atol=1e-4)

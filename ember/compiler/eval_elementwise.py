@@ -698,6 +698,8 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any,
             out = np.matmul(lt.astype(exact), rt.astype(exact))
             out = out.astype(np.int64).astype(lt.dtype)
         else:
+            if np.may_share_memory(lt, rt):  # (a @ a.T: gemm on a copy, not NumPy's syrk,
+                rt = np.array(rt)             # which OpenBLAS runs ~2x slower)
             out = np.matmul(lt, rt)
     finally:
         restore_fp_errors(token)
