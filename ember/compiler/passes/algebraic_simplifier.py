@@ -510,7 +510,7 @@ def _vector_side(dot: Instruction, uses: Callable[[Instruction], int] | None = N
     ``VECTOR_DOT_MIN_BATCHED_MATRIX``) with free dims to keep; None otherwise. An unbatched
     matrix of any size counts when it is an elementwise result that only the dot reads
     (``uses``): fused into the sum, it is never written to memory (``exp(-(x_i - y_j)**2)
-    @ y`` over 2048 x 2048: 1.7-3.2 -> 1.1 ms)."""
+    @ y`` over 2048 x 2048: 1.7-3.2 -> 0.66 ms)."""
     if dot.dtype.kind != "f" or dot.dtype.itemsize < 4 or not _sums_something(dot):
         return None
     free = []
