@@ -698,12 +698,17 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any,
             out = np.matmul(lt.astype(exact), rt.astype(exact))
             out = out.astype(np.int64).astype(lt.dtype)
         else:
-            if np.may_share_memory(lt, rt):  # (a @ a.T: gemm on a copy, not NumPy's syrk,
-                rt = np.array(rt)             # which OpenBLAS runs ~2x slower)
-            out = np.matmul(lt, rt)
+            out = np.matmul(lt, gemm_operand(lt, rt))
     finally:
         restore_fp_errors(token)
     return out.reshape(bshape + lfs + rfs)
+
+
+def gemm_operand(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``rhs`` for ``np.matmul(lhs, rhs)``, copied where it shares memory with ``lhs``:
+    NumPy computes a matrix times its own transpose by BLAS ``syrk``, which OpenBLAS runs
+    ~2x slower than ``gemm`` (a @ a.T of (2048, 128): 16 ms, 7 on a copy)."""
+    return np.array(rhs) if np.may_share_memory(lhs, rhs) else rhs
 
 
 def _largest_magnitude(x: np.ndarray) -> int:

@@ -155,16 +155,17 @@ def _igamma_series_sum(a: Array, x: Array) -> Array:
     return total
 
 
-# The continued fraction's factors end within rounding of 1 but may not reach it: they
+# A continued fraction's factors (igamma's, betainc's) end within rounding of 1 but
+# may not reach it: they
 # jitter by an ulp or two (float32: 1 - 2 eps for ever, so every call ran all 2000 steps).
 # An element stops at a factor this many eps from 1, and its value no longer changes.
-_IGAMMAC_CF_TOLERANCE = 4
+_CF_TOLERANCE = 4
 
 
 def _igammac_cf(a: Array, x: Array, derivative: bool = False) -> Array:
     """H, so that Q(a, x) = x^a e^-x / Gamma(a) * H: Legendre's continued fraction by the
     modified Lentz method (converges for x > a, x > 1); each element stops at its last
-    factor within ``_IGAMMAC_CF_TOLERANCE`` eps of 1. With ``derivative`` (differentiated
+    factor within ``_CF_TOLERANCE`` eps of 1. With ``derivative`` (differentiated
     in ``a``: the derivative's terms fade more slowly than the value's), every element goes
     on until all factors are within eps of 1, as many as ``_IGAMMA_MAX_ITERS``."""
     fi = _finfo(x)
@@ -189,7 +190,7 @@ def _igammac_cf(a: Array, x: Array, derivative: bool = False) -> Array:
             return i + 1, b, c, d, h * delta, E.gt(E.abs(delta - 1.0), eps)
         h = _where(active, h * delta, h)
         active = E.bitwise_and(active,
-                               E.gt(E.abs(delta - 1.0), _IGAMMAC_CF_TOLERANCE * eps))
+                               E.gt(E.abs(delta - 1.0), _CF_TOLERANCE * eps))
         return i + 1, b, c, d, h, active
 
     b0 = x + 1.0 - a
@@ -539,7 +540,7 @@ def bessel_i1e(x: Any) -> Array:
 def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
     """1 / (1 + d1/(1 + d2/(1 + ...))) with DLMF 8.17.22's coefficients, by modified Lentz
     (two coefficients per step), each element until its step's factor is within
-    ``_IGAMMAC_CF_TOLERANCE`` eps of 1 (then kept), at most ``steps`` steps; converges fast
+    ``_CF_TOLERANCE`` eps of 1 (then kept), at most ``steps`` steps; converges fast
     for x < (a + 1) / (a + b + 2)."""
     fi = _finfo(x)
     tiny, eps = float(fi.tiny) * 16, float(fi.eps)
@@ -567,7 +568,7 @@ def _betainc_cf(a: Array, b: Array, x: Array, steps: int) -> Array:
         c, d, f, delta2 = lentz(even, c, d, f)
         f = _where(active, f, before)
         active = E.bitwise_and(active, E.gt(E.abs(delta1 * delta2 - 1.0),
-                                            _IGAMMAC_CF_TOLERANCE * eps))
+                                            _CF_TOLERANCE * eps))
         return m + 1, c, d, f, active
 
     one = _full(x, 1.0)

@@ -33,7 +33,7 @@ import numpy as np
 from ember import _threads as threads
 from ember._blas_threads import blas_paths, blas_stall_guard, one_blas_thread
 from ember.backends.cpu import buffer_pool, parallel_runtime
-from ember.compiler.eval_elementwise import REDUCE_UFUNCS, simple_reduce
+from ember.compiler.eval_elementwise import REDUCE_UFUNCS, gemm_operand, simple_reduce
 from ember.compiler.evaluator import Plan, evaluate_instruction
 from ember.compiler.hlo import Instruction
 
@@ -922,12 +922,7 @@ class CpuExecutable:
         # stay views, which BLAS reads with its transpose flags.
         # (``_run_steps`` ignores floating-point warnings around this.)
         lt = lhs.transpose(lperm).reshape(b, m, k)
-        rt = rhs.transpose(rperm).reshape(b, k, n)
-        if np.may_share_memory(lt, rt):
-            # (NumPy computes a matrix times its own transpose by BLAS ``syrk``, which
-            # OpenBLAS runs ~2x slower than ``gemm``: a @ a.T of (2048, 128) 16 ms, 7 with
-            # a copy of a)
-            rt = np.array(rt)
+        rt = gemm_operand(lt, rhs.transpose(rperm).reshape(b, k, n))
         # (BLAS's threads, unless a recent call stalled: ``StallGuard``)
         if b == 1:
             blas_stall_guard.run((m, k, n, dest.dtype), lambda: np.matmul(

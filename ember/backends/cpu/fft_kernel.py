@@ -41,6 +41,7 @@ The library (per precision) is compiled once per machine and kept in the disk ca
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -770,6 +771,7 @@ def _transpose_unit(n1: int, dtype: np.dtype) -> int:
     return n1 if n1 < vl else vl if n1 % vl == 0 else 1
 
 
+@functools.lru_cache(maxsize=256)
 def _plan(n: int) -> int | None:
     """The Stockham stages of a length-``n`` transform, packed (``PLAN_BITS``): a 2 left
     over from the pairs of 2s first (as the power-of-two transforms always had it), radix 4
@@ -794,6 +796,7 @@ def _plan(n: int) -> int | None:
     return plan
 
 
+@functools.lru_cache(maxsize=256)
 def _split(n: int) -> tuple[int, int]:
     """``(n1, n2)`` with ``n1 n2 = n`` and ``n1 <= n2`` as close as they go (the four-step
     route's two column FFTs); for a power of two, ``n1`` divides ``n2``."""
@@ -928,6 +931,7 @@ def _rows(lib: _Library, src: np.ndarray, dst: np.ndarray, kind: int, n: int, ro
             _run(lib.post, [fb(a), fb(rt), fb(y), fb(tp)], n, n, 0, dt)
 
 
+@functools.lru_cache(maxsize=256)
 def _bluestein_length(n: int) -> int | None:
     """The smallest length ``m >= 2 n - 1`` of a native transform (``_plan``): Bluestein's
     convolution length for ``n``; None past ``MAX_LENGTH``."""
