@@ -155,10 +155,10 @@ def _igamma_series_sum(a: Array, x: Array) -> Array:
     return total
 
 
-# A continued fraction's factors (igamma's, betainc's) end within rounding of 1 but
-# may not reach it: they
-# jitter by an ulp or two (float32: 1 - 2 eps for ever, so every call ran all 2000 steps).
-# An element stops at a factor this many eps from 1, and its value no longer changes.
+# A continued fraction's factors (igamma's, betainc's) end within rounding of 1 but may
+# not reach it: they jitter by an ulp or two (float32: 1 - 2 eps for ever, so every call
+# ran all its steps). An element stops at a factor this many eps from 1, and its value no
+# longer changes.
 _CF_TOLERANCE = 4
 
 
