@@ -108,10 +108,23 @@ def _blocker(block_until_ready: Callable) -> Callable:
 # --- timing ----------------------------------------------------------------------------------
 
 def _calibrated(fn: Callable[[], Any], min_seconds: float) -> int:
-    """How many calls of ``fn`` (already warmed up) make a batch of at least ``min_seconds``."""
-    start = time.perf_counter()
-    fn()
-    once = time.perf_counter() - start
+    """How many calls of ``fn`` (already warmed up) make a batch of at least ``min_seconds``.
+
+    Batches of doubling size are timed until one lasts a tenth of ``min_seconds``; the
+    fastest of two such estimates counts, so one slow call (a library built on first use, a
+    neighbour's burst) cannot shrink every batch to a single noisy call."""
+    def seconds_per_call() -> float:
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_seconds / 10:
+                return elapsed / number
+            number *= 2
+
+    once = min(seconds_per_call(), seconds_per_call())
     return max(1, int(min_seconds / max(once, 1e-9)))
 
 

@@ -109,42 +109,54 @@ def trampolines_ir() -> str:
         this, args, nargs = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         refuse = fn.append_basic_block("refuse")
+        slots = b.alloca(ir.ArrayType(i8p, MAX_ARRAYS))  # the arrays' data pointers
         words = b.bitcast(field(b, this, _DATA_OFFSET, i8p), i64.as_pointer())
         target = b.load(words)
         extra = b.load(b.gep(words, [ir.Constant(i64, 1)], inbounds=True))
         array_type = b.load(b.gep(words, [ir.Constant(i64, 2)], inbounds=True))
         expected = b.load(b.gep(words, [ir.Constant(i64, 3)], inbounds=True))
-        counted = fn.append_basic_block("counted")
-        b.cbranch(b.icmp_unsigned("==", nargs, expected), counted, refuse)
-        b.position_at_end(counted)
+        in_range = b.and_(b.icmp_unsigned("==", nargs, expected),
+                          b.icmp_unsigned("<=", nargs, ir.Constant(i64, MAX_ARRAYS)))
+        entry, check = b.block, fn.append_basic_block("check")
+        b.cbranch(b.and_(in_range, b.icmp_unsigned(">", nargs, ir.Constant(i64, 0))),
+                  check, refuse)
+        # every argument an exact numpy.ndarray (one loop, before anything is read)
+        b.position_at_end(check)
+        j = b.phi(i64)
+        j.add_incoming(ir.Constant(i64, 0), entry)
+        array = b.load(b.gep(args, [j], inbounds=True))
+        exact = b.icmp_unsigned("==", b.ptrtoint(field(b, array, _TYPE_OFFSET, i8p), i64),
+                                array_type)
+        more, checked = fn.append_basic_block("more"), fn.append_basic_block("checked")
+        b.cbranch(exact, more, refuse)
+        b.position_at_end(more)
+        b.store(field(b, array, _DATA_OFFSET, i8p),
+                b.gep(slots, [ir.Constant(i32, 0), j], inbounds=True))
+        nxt = b.add(j, ir.Constant(i64, 1))
+        j.add_incoming(nxt, more)
+        b.cbranch(b.icmp_unsigned("<", nxt, nargs), check, checked)
+        b.position_at_end(checked)
+        last = b.load(b.gep(args, [b.sub(nargs, ir.Constant(i64, 1))], inbounds=True))
+        tail_values, tail_types = [], []
+        if tail != PLAIN:
+            tail_values.append(size_of(fn, b, last))
+            tail_types.append(i64)
+        if tail == SIZE_EXTRA:
+            tail_values.append(extra)
+            tail_types.append(i64)
         switch = b.switch(nargs, refuse)
         for k in range(1, MAX_ARRAYS + 1):
             case = fn.append_basic_block(f"arrays{k}")
             switch.add_case(ir.Constant(i64, k), case)
             b.position_at_end(case)
-            arrays = [b.load(b.gep(args, [ir.Constant(i64, j)], inbounds=True))
-                      for j in range(k)]
-            exact = [b.icmp_unsigned("==", b.ptrtoint(field(b, a, _TYPE_OFFSET, i8p), i64),
-                                     array_type) for a in arrays]
-            all_exact = exact[0]
-            for e in exact[1:]:
-                all_exact = b.and_(all_exact, e)
-            call = fn.append_basic_block(f"call{k}")
-            b.cbranch(all_exact, call, refuse)
-            b.position_at_end(call)
-            values = [field(b, a, _DATA_OFFSET, i8p) for a in arrays]
-            types = [i8p] * k
-            if tail != PLAIN:
-                values.append(size_of(fn, b, arrays[-1]))
-                types.append(i64)
-            if tail == SIZE_EXTRA:
-                values.append(extra)
-                types.append(i64)
-            kernel = b.inttoptr(target, ir.FunctionType(ir.VoidType(), types).as_pointer())
-            b.call(kernel, values)
-            refcount = b.bitcast(arrays[-1], i64.as_pointer())
+            values = [b.load(b.gep(slots, [ir.Constant(i32, 0), ir.Constant(i32, j)],
+                                   inbounds=True)) for j in range(k)]
+            kernel = b.inttoptr(target, ir.FunctionType(ir.VoidType(),
+                                                        [i8p] * k + tail_types).as_pointer())
+            b.call(kernel, values + tail_values)
+            refcount = b.bitcast(last, i64.as_pointer())
             b.store(b.add(b.load(refcount), ir.Constant(i64, 1)), refcount)
-            b.ret(arrays[-1])
+            b.ret(last)
         b.position_at_end(refuse)
         b.ret(ir.Constant(i8p, None))
     return str(module)
@@ -203,8 +215,10 @@ def _load_builtins() -> dict | None:
     try:
         if not _layout_ok():
             return None
+        # (unoptimized: a trampoline is a few loads and a call, as fast at O0; O2 would cost
+        # ~0.15 s of compile on a first use, in the middle of someone's second call)
         lib = native_lib.load_or_build(f"ember-array-call:{_source_stamp()}",
-                                       trampolines_ir, 2, _shared_libraries_enabled())
+                                       trampolines_ir, 0, _shared_libraries_enabled())
         _state["library"] = lib  # (never unloaded: the builtins point into it)
         return {tail: _immortal_method_def(_symbol(tail), lib.address(_symbol(tail)))
                 for tail in TAILS}

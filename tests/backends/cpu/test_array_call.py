@@ -88,6 +88,28 @@ def test_plain_tail_passes_only_pointers(plain_kernel, trampoline):
     assert x.tolist() == [3, 2] and y.tolist() == [1, 4]
 
 
+def _weighted_sum_kernel(k: int) -> llvm_support.LoadedObject:
+    """``f(p0, ..., p{k-1}, n)``: p{k-1}[0] = n + sum_j (j + 1) * p_j[0] (int64 values)."""
+    params = ", ".join(f"i8* %p{j}" for j in range(k))
+    lines = [f"define void @ember_test_weighted{k}({params}, i64 %n) {{", "  %s0 = add i64 %n, 0"]
+    for j in range(k):
+        lines += [f"  %q{j} = bitcast i8* %p{j} to i64*", f"  %v{j} = load i64, i64* %q{j}",
+                  f"  %w{j} = mul i64 %v{j}, {j + 1}", f"  %s{j + 1} = add i64 %s{j}, %w{j}"]
+    lines += [f"  store i64 %s{k}, i64* %q{k - 1}", "  ret void", "}"]
+    return llvm_support.LoadedObject(llvm_support.compile_ir("\n".join(lines)).object_code)
+
+
+@pytest.mark.parametrize("k", [1, 2, 7, array_call.MAX_ARRAYS])
+def test_every_arity_passes_the_pointers_in_order(k):
+    lib = _weighted_sum_kernel(k)
+    call = array_call.function(lib.address(f"ember_test_weighted{k}"), k, array_call.SIZE)
+    arrays = [np.array([10 * j + 3, -1, -1], np.int64) for j in range(k)]
+    want = 3 + sum((j + 1) * (10 * j + 3) for j in range(k))  # (n: the last array's size)
+    assert call(*arrays) is arrays[-1]
+    assert arrays[-1][0] == want
+    assert isinstance(call, type(len))
+
+
 @pytest.mark.parametrize("trampoline", [True, False])
 def test_other_counts_and_objects_are_refused_before_the_kernel_runs(plain_kernel,
                                                                      trampoline):
