@@ -234,7 +234,7 @@ def _work(steps) -> int:
         if type(s) is KernelPlan:
             work += s.work
         elif type(s) is DotPlan and s.gemm is not None:
-            work += math.prod(s.gemm[3:6])
+            work += gemm_products(s.gemm)
     return work
 
 
@@ -247,9 +247,9 @@ def _single_call(steps) -> bool:
         if type(s) is KernelPlan:
             work += s.work
         elif type(s) is DotPlan and s.gemm is not None:
-            if math.prod(s.gemm[3:6]) > SINGLE_THREAD_GEMM_MAX_PRODUCTS:
+            if gemm_products(s.gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS:
                 return False
-            work += math.prod(s.gemm[3:6]) // GEMM_PRODUCTS_PER_ELEMENT
+            work += gemm_products(s.gemm) // GEMM_PRODUCTS_PER_ELEMENT
     return work < SINGLE_CALL_MAX_WORK
 
 
@@ -421,12 +421,15 @@ def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
 
 
 class _GemmTasks:
-    """A ``DotPlan``'s native ``gemm`` tasks (``gemm_split``), run one after another."""
+    """A ``DotPlan``'s native ``gemm`` tasks (``gemm_split``): on the parallel runtime when
+    ``threaded`` (a batch of products with more work than one thread does well), else one
+    after another."""
 
-    __slots__ = ("fn", "units", "tasks")
+    __slots__ = ("fn", "units", "tasks", "threaded")
 
-    def __init__(self, fn, units: int, tasks: int):
+    def __init__(self, fn, units: int, tasks: int, threaded: bool):
         self.fn, self.units, self.tasks = fn, units, tasks
+        self.threaded = threaded and tasks > 1
 
 
 class _Kernel:
@@ -493,7 +496,9 @@ class CpuExecutable:
                 # calls, so the same bits either way)
                 name = gemm_task_name(prefix, step.gemm)
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
-                                             *gemm_split(*step.gemm[3:6])[1:])))
+                                             *gemm_split(step.gemm)[1:],
+                                             gemm_products(step.gemm)
+                                             > SINGLE_THREAD_GEMM_MAX_PRODUCTS)))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
@@ -908,7 +913,11 @@ class CpuExecutable:
             bufs = _ffi.new("char*[]", [self._pointer(r, args, outs, arena_ptr, values)
                                         for r in (*step.inputs, step.output)])
             units, tasks = plan.units, plan.tasks
+            runtime = parallel_runtime.ready() if plan.threaded else None
             with one_blas_thread:
+                if runtime is not None:
+                    runtime.run(plan.fn, _ffi.new("char**[]", [bufs]), 0, units, tasks)
+                    return
                 for t in range(tasks):
                     plan.fn(bufs, t * units // tasks, (t + 1) * units // tasks)
             return
@@ -923,6 +932,12 @@ class CpuExecutable:
         # (``_run_steps`` ignores floating-point warnings around this.)
         lt = lhs.transpose(lperm).reshape(b, m, k)
         rt = gemm_operand(lt, rhs.transpose(rperm).reshape(b, k, n))
+        if b * m * n * k > SINGLE_THREAD_GEMM_MAX_PRODUCTS:
+            # (other threads run this product: the parallel runtime's workers, spinning
+            # after a kernel just before, would share their cores for ~100 us)
+            runtime = parallel_runtime.ready()
+            if runtime is not None:
+                runtime.rest()
         # (BLAS's threads, unless a recent call stalled: ``StallGuard``)
         if b == 1:
             blas_stall_guard.run((m, k, n, dest.dtype), lambda: np.matmul(
@@ -953,8 +968,10 @@ class CpuExecutable:
                 values[ref.index] = np.broadcast_to(value, ref.dims)
 
 
-# A batched dot of at least a thread's worth of matrices, each of at most
-# BATCH_SPLIT_MAX_WORK products and BATCH_SPLIT_MIN_WORK in all, runs its matrices on ember's
+# A batched dot whose matrices have at most BATCH_SPLIT_MAX_WORK products each runs them as
+# native ``gemm`` tasks on the parallel runtime where its operands lie as ``gemm`` reads them
+# (``program.gemm_layout``). Otherwise one of at least a thread's worth of matrices and
+# BATCH_SPLIT_MIN_WORK products in all runs its matrices on ember's Python-side
 # threads, one single-threaded BLAS call each (``_batch_across_threads``), instead of one
 # ``matmul`` whose BLAS threads split every small product and busy-wait in between: 32
 # (256, 64) @ (64, 256) products took 8-120 ms so on a loaded 2-core machine, 3-8 split.
@@ -1006,7 +1023,7 @@ def _native_loop(step: WhilePlan, lib):
         return None
     inner = list(nested_steps(step.cond + step.body))
     threaded = step.work >= PARALLEL_MIN_WORK or any(
-        type(s) is DotPlan and s.gemm is not None and gemm_split(*s.gemm[3:6])[2] > 1
+        type(s) is DotPlan and s.gemm is not None and gemm_split(s.gemm)[2] > 1
         for s in inner)
     if threaded and any(type(s) is KernelPlan and s.partial_reducers
                         and len(partial_ranges(s.extent, s.work)) > 1 for s in inner):
@@ -1058,13 +1075,21 @@ GEMM_TASK_UNIT = 32
 GEMM_MAX_TASKS = 16
 
 
-def gemm_split(m: int, n: int, k: int) -> tuple[bool, int, int]:
-    """``(by_rows, units, tasks)``: a ``gemm`` of ``m x n`` outputs over ``k`` cut into
-    ``tasks`` consecutive runs of ``units`` (``GEMM_TASK_UNIT`` rows if ``by_rows``, else
-    columns; the last unit may be shorter)."""
+def gemm_split(gemm: tuple) -> tuple[bool, int, int]:
+    """``(by_rows, units, tasks)``: the ``batch`` products of ``m x n`` outputs over ``k`` of
+    a ``gemm`` layout (``program.gemm_layout``) cut into ``tasks`` consecutive runs of
+    ``units``: each matrix's ``GEMM_TASK_UNIT`` rows if ``by_rows``, else columns (a matrix's
+    last unit may be shorter), matrix after matrix."""
+    m, n, batch = gemm[3], gemm[4], gemm[8]
     by_rows = m > n
-    units = -(-(m if by_rows else n) // GEMM_TASK_UNIT)
-    return by_rows, units, max(1, min(units, GEMM_MAX_TASKS, m * n * k // GEMM_TASK_MIN_WORK))
+    units = -(-(m if by_rows else n) // GEMM_TASK_UNIT) * batch
+    return by_rows, units, max(1, min(units, GEMM_MAX_TASKS,
+                                      gemm_products(gemm) // GEMM_TASK_MIN_WORK))
+
+
+def gemm_products(gemm: tuple) -> int:
+    """The multiply-adds of a ``gemm`` layout's products (all of its batch)."""
+    return gemm[3] * gemm[4] * gemm[5] * gemm[8]
 
 
 def gemm_task_name(prefix: str, gemm: tuple) -> str:

@@ -11,7 +11,9 @@ builds, as LLVM IR, a small task runner in the style of an OpenMP runtime:
   The caller takes tasks too; workers that are awake join and take tasks from a shared
   counter. Which thread runs a task never changes what the task computes.
 - Workers spin for a short while after a job (so back-to-back kernels find them awake),
-  then sleep on a futex; a job wakes sleepers only when there are any.
+  then sleep on a futex; a job wakes sleepers only when there are any. ``ember_rt_rest()``
+  sends spinning workers to sleep at once: a BLAS call about to run on its own threads
+  would otherwise share its cores with them.
 - The caller, done with the tasks, waits for workers still in theirs: it spins ~50 µs,
   then sleeps on a futex that the last worker out bumps. A worker that late has usually
   lost its core (to a BLAS thread spinning after a GEMM, or another process); a caller
@@ -80,6 +82,10 @@ class Runtime:
         self._stop = _ffi.cast("void(*)(void)", lib.address("ember_rt_stop"))
         # (how many times a caller slept waiting for late workers: a diagnostic)
         self.drain_sleeps = _ffi.cast("long(*)(void)", lib.address("ember_rt_drain_sleeps"))
+        self.sleepers = _ffi.cast("int(*)(void)", lib.address("ember_rt_sleepers"))
+        # (``rest()``: workers spinning for the next job sleep at once; called before work
+        # that runs on other threads, BLAS's, which spinning workers would slow)
+        self.rest = _ffi.cast("void(*)(void)", lib.address("ember_rt_rest"))
         self._pid = os.getpid()
         start(size - 1)
         atexit.register(self.stop)
@@ -187,10 +193,11 @@ def _load(build: bool = True) -> Runtime | None:
     return Runtime(lib, size)
 
 
-def runtime_ir(futex_number: int, x86: bool,
-               drain_spin_cycles: int = DRAIN_SPIN_CYCLES) -> str:
+def runtime_ir(futex_number: int, x86: bool, drain_spin_cycles: int = DRAIN_SPIN_CYCLES,
+               spin_cycles: int = SPIN_CYCLES, spin_iterations: int = SPIN_ITERATIONS) -> str:
     """The runtime's LLVM module (text); ``drain_spin_cycles``: how long a caller spins
-    waiting for late workers before it sleeps (tests pass 0 to sleep at once)."""
+    waiting for late workers before it sleeps (tests pass 0 to sleep at once);
+    ``spin_cycles`` and ``spin_iterations``: how long a worker spins for the next job."""
     from llvmlite import ir
 
     i8p = ir.IntType(8).as_pointer()
@@ -222,6 +229,7 @@ def runtime_ir(futex_number: int, x86: bool,
     drain_waiting = global_("rt_drain_waiting", i32)  # the caller sleeps in the drain
     drained_word = global_("rt_drained", i32)  # the drain's futex word (bumped to wake it)
     drain_sleeps = global_("rt_drain_sleeps", i64)  # how often a caller slept (diagnostics)
+    rest = global_("rt_rest", i32)  # bumped by ``ember_rt_rest``: spinning workers sleep
 
     syscall = ir.Function(m, ir.FunctionType(i64, [i64], var_arg=True), "syscall")
     thread_fn_t = ir.FunctionType(i8p, [i8p])
@@ -294,6 +302,7 @@ def runtime_ir(futex_number: int, x86: bool,
     seen = b.alloca(i64)
     spun = b.alloca(i64)
     started = b.alloca(i64)
+    rest_seen = b.alloca(i32)
     b.store(b.lshr(load(b, state), c64(32)), seen)
     b.branch(blocks["outer"])
 
@@ -342,14 +351,16 @@ def runtime_ir(futex_number: int, x86: bool,
     b.position_at_end(blocks["wait"])
     b.store(c64(0), spun)
     b.store(b.call(cycles, []), started)
+    b.store(load(b, rest), rest_seen)
     b.branch(blocks["spin"])
     b.position_at_end(blocks["spin"])
     new_job = b.icmp_unsigned("!=", b.lshr(load(b, state), c64(32)), b.load(seen))
     quitting = b.icmp_signed("!=", load(b, quit_), c32(0))
     n_spun = b.load(spun)
     spent = b.sub(b.call(cycles, []), b.load(started))
-    tired = b.or_(b.icmp_signed(">=", n_spun, c64(SPIN_ITERATIONS)),
-                  b.icmp_unsigned(">=", spent, c64(SPIN_CYCLES)))
+    tired = b.or_(b.or_(b.icmp_signed(">=", n_spun, c64(spin_iterations)),
+                        b.icmp_unsigned(">=", spent, c64(spin_cycles))),
+                  b.icmp_unsigned("!=", load(b, rest), b.load(rest_seen)))
     b.cbranch(b.or_(new_job, quitting), blocks["outer"], blocks["spin_body"])
     b.position_at_end(blocks["spin_body"])
     relax(b)
@@ -462,10 +473,22 @@ def runtime_ir(futex_number: int, x86: bool,
     b.position_at_end(aend)
     b.ret_void()
 
+    # void ember_rt_rest(): workers spinning for the next job sleep now (their cores are
+    # about to be someone else's: BLAS's threads).
+    rest_fn = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "ember_rt_rest")
+    b = ir.IRBuilder(rest_fn.append_basic_block("entry"))
+    b.atomic_rmw("add", rest, c32(1), "seq_cst")
+    b.ret_void()
+
     # i64 ember_rt_drain_sleeps(): how many times a caller has slept waiting for workers.
     sleeps_fn = ir.Function(m, ir.FunctionType(i64, []), "ember_rt_drain_sleeps")
     b = ir.IRBuilder(sleeps_fn.append_basic_block("entry"))
     b.ret(load(b, drain_sleeps))
+
+    # i32 ember_rt_sleepers(): how many workers sleep now (a diagnostic).
+    sleepers_fn = ir.Function(m, ir.FunctionType(i32, []), "ember_rt_sleepers")
+    b = ir.IRBuilder(sleepers_fn.append_basic_block("entry"))
+    b.ret(load(b, sleepers))
 
     # void ember_rt_stop(): workers leave their loops; waits (yielding) until they have.
     stop = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "ember_rt_stop")

@@ -45,6 +45,7 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.executable import (
+    BATCH_SPLIT_MAX_WORK,
     GEMM_TASK_UNIT,
     PARALLEL_MIN_WORK,
     SINGLE_THREAD_GEMM_MAX_PRODUCTS,
@@ -268,21 +269,25 @@ CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 
 
 def gemm_layout(inst: Instruction) -> tuple | None:
-    """``(letter, trans_a, trans_b, m, n, k, lda, ldb)``: a float32/64 ``dot_general``
-    without batch dims as one row-major CBLAS ``gemm`` on its operands' buffers as they lie
-    (each operand's free dims then its contracting dims in memory order, or the reverse:
-    a transposed matrix); None for other dots, and for empty ones."""
+    """``(letter, trans_a, trans_b, m, n, k, lda, ldb, batch)``: a float32/64 ``dot_general``
+    as ``batch`` row-major CBLAS ``gemm`` calls on its operands' buffers as they lie (each
+    operand's batch dims leading, in order, then its free dims then its contracting dims in
+    memory order, or the reverse: a transposed matrix; matrix ``i`` of an operand starts
+    ``i`` matrices in); None for other dots, and for empty ones."""
     a = inst.attrs
     lhs, rhs = inst.operands
-    if a["lhs_batching_dimensions"] or inst.dtype not in _FLOAT32_64 \
-            or lhs.dtype != inst.dtype or rhs.dtype != inst.dtype:
+    batch_dims = list(range(len(a["lhs_batching_dimensions"])))
+    if list(a["lhs_batching_dimensions"]) != batch_dims \
+            or list(a["rhs_batching_dimensions"]) != batch_dims \
+            or inst.dtype not in _FLOAT32_64 or lhs.dtype != inst.dtype \
+            or rhs.dtype != inst.dtype:
         return None
     layout = []
     for side, op, contracting in ((0, lhs, a["lhs_contracting_dimensions"]),
                                   (1, rhs, a["rhs_contracting_dimensions"])):
         contracting = list(contracting)
-        free = [d for d in range(op.shape.rank) if d not in contracting]
-        in_order = list(range(op.shape.rank))
+        free = [d for d in range(len(batch_dims), op.shape.rank) if d not in contracting]
+        in_order = list(range(len(batch_dims), op.shape.rank))
         # (by side, not identity: ``x @ x`` reads one instruction twice)
         rows, cols = (free, contracting) if side == 0 else (contracting, free)
         if rows + cols == in_order:
@@ -295,12 +300,13 @@ def gemm_layout(inst: Instruction) -> tuple | None:
                        math.prod(op.dims[d] for d in rows)))
     (trans_a, cols_a, rows_a), (trans_b, cols_b, rows_b) = layout
     m, k, n = rows_a, cols_a, cols_b
-    if 0 in (m, n, k):
+    batch = math.prod(lhs.dims[d] for d in batch_dims)
+    if 0 in (m, n, k, batch):
         return None
     # (a transposed operand lies as its transpose: the leading dim is its own rows)
     lda = m if trans_a else k
     ldb = k if trans_b else n
-    return "s" if inst.dtype == np.float32 else "d", trans_a, trans_b, m, n, k, lda, ldb
+    return "s" if inst.dtype == np.float32 else "d", trans_a, trans_b, m, n, k, lda, ldb, batch
 
 
 def _loop_dot_computation(inst: Instruction) -> Computation | None:
@@ -692,9 +698,13 @@ class ProgramBuilder:
                 gemm = gemm_layout(inst)
                 # (outside loops, only a product too small for BLAS's threads: a program
                 # of such products and small kernels runs as one native call, without the
-                # Python around each BLAS call; larger ones keep BLAS's threads)
+                # Python around each BLAS call; larger ones keep BLAS's threads. A batch of
+                # products runs its matrices as tasks on the parallel runtime, each on one
+                # thread, unless they are large enough for BLAS's threads.)
+                largest = SINGLE_THREAD_GEMM_MAX_PRODUCTS if gemm is None or gemm[8] == 1 \
+                    else BATCH_SPLIT_MAX_WORK
                 if not self.loop_depth and gemm is not None \
-                        and math.prod(gemm[3:6]) > SINGLE_THREAD_GEMM_MAX_PRODUCTS:
+                        and math.prod(gemm[3:6]) > largest:
                     gemm = None
             if self.loop_depth and not (gemm is not None and _lanes_stride_rhs(inst)):
                 # (a kernel whose output lanes would stride through the rhs loses to gemm)
@@ -884,8 +894,7 @@ class ProgramBuilder:
                    threaded: bool) -> None:
         """Runs ``step``'s ``gemm`` as the tasks of ``gemm_split`` (``_gemm_task``): on
         the parallel runtime when ``threaded`` and it is there, else one after another."""
-        letter, _, _, m, n, k = step.gemm[:6]
-        _, units, tasks = gemm_split(m, n, k)
+        _, units, tasks = gemm_split(step.gemm)
         task = self._gemm_task(step.gemm)
         fn = b.function
         slots = ir.IRBuilder(fn.entry_basic_block)
@@ -913,27 +922,46 @@ class ProgramBuilder:
 
     def _gemm_task(self, gemm: tuple) -> ir.Function:
         """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
-        the product ``bufs[2] = bufs[0] @ bufs[1]`` laid out as ``gemm`` says, by one call
-        of CBLAS ``gemm`` (through the global the executable sets; the executable keeps
-        OpenBLAS on the calling thread meanwhile, ``_blas_threads.one_blas_thread``)."""
+        the products ``bufs[2] = bufs[0] @ bufs[1]`` laid out as ``gemm`` says, one CBLAS
+        ``gemm`` call for the units of each matrix of the batch (through the global the
+        executable sets; the executable keeps OpenBLAS on the calling thread meanwhile,
+        ``_blas_threads.one_blas_thread``)."""
         name = gemm_task_name(self.prefix, gemm)
         if name in self.ir_module.globals:
             return self.ir_module.globals[name]
-        letter, trans_a, trans_b, m, n, k, lda, ldb = gemm
-        by_rows = gemm_split(m, n, k)[0]
+        letter, trans_a, trans_b, m, n, k, lda, ldb, _ = gemm
+        by_rows = gemm_split(gemm)[0]
+        per_matrix = -(-(m if by_rows else n) // GEMM_TASK_UNIT)  # (units of one matrix)
         ty = S.F32 if letter == "s" else S.F64
         ptr = ty.as_pointer()
         fn = ir.Function(self.ir_module, ir.FunctionType(
             ir.VoidType(), [I8P.as_pointer(), S.I64, S.I64]), name)
         bufs, lo, hi = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        a, x, c = (b.bitcast(b.load(b.gep(bufs, [_i64(j)])), ptr) for j in range(3))
-        unit = _i64(GEMM_TASK_UNIT)
+        entry = fn.append_basic_block("entry")
+        b = ir.IRBuilder(entry)
+        base_a, base_x, base_c = (b.bitcast(b.load(b.gep(bufs, [_i64(j)])), ptr)
+                                  for j in range(3))
+        fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I32, S.I64, S.I64, S.I64,
+                                                  ty, ptr, S.I64, ptr, S.I64, ty, ptr, S.I64])
+        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), fn_type.as_pointer())
         total = _i64(m if by_rows else n)
-        start = b.mul(lo, unit)
-        stop = b.mul(hi, unit)
+        loop, done = fn.append_basic_block("matrix"), fn.append_basic_block("done")
+        b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
+        # one call per matrix: its units in [lo, hi), rows (or columns) [start, stop)
+        b.position_at_end(loop)
+        u = b.phi(S.I64)
+        u.add_incoming(lo, entry)
+        matrix = b.sdiv(u, _i64(per_matrix))
+        first = b.mul(matrix, _i64(per_matrix))
+        end = b.add(first, _i64(per_matrix))
+        end = b.select(b.icmp_signed("<", end, hi), end, hi)
+        start = b.mul(b.sub(u, first), _i64(GEMM_TASK_UNIT))
+        stop = b.mul(b.sub(end, first), _i64(GEMM_TASK_UNIT))
         stop = b.select(b.icmp_signed("<", stop, total), stop, total)
         count = b.sub(stop, start)
+        a = b.gep(base_a, [b.mul(matrix, _i64(m * k))])
+        x = b.gep(base_x, [b.mul(matrix, _i64(k * n))])
+        c = b.gep(base_c, [b.mul(matrix, _i64(m * n))])
         if by_rows:  # rows of A (its columns where it lies transposed) and C
             a = b.gep(a, [b.mul(start, _i64(1 if trans_a else lda))])
             c = b.gep(c, [b.mul(start, _i64(n))])
@@ -942,14 +970,14 @@ class ProgramBuilder:
             x = b.gep(x, [b.mul(start, _i64(ldb if trans_b else 1))])
             c = b.gep(c, [start])
             rows, cols = _i64(m), count
-        fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I32, S.I64, S.I64, S.I64,
-                                                  ty, ptr, S.I64, ptr, S.I64, ty, ptr, S.I64])
-        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), fn_type.as_pointer())
         b.call(gemm_fn, [_i32(CBLAS_ROW_MAJOR),
                          _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
                          _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), rows, cols,
                          _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
                          ir.Constant(ty, 0.0), c, _i64(n)])
+        u.add_incoming(end, b.block)
+        b.cbranch(b.icmp_signed("<", end, hi), loop, done)
+        b.position_at_end(done)
         b.ret_void()
         return fn
 

@@ -1,7 +1,9 @@
 """Batched dots of many small matrices (attention's scores and values) run their matrices on
-ember's threads, one single-threaded BLAS call each (``executable._batch_across_threads``),
-rather than one ``matmul`` whose BLAS threads split every small product. The products must be
-the very same bits as NumPy's ``matmul`` of the batch."""
+threads, one single-threaded BLAS call each, rather than one ``matmul`` whose BLAS threads
+split every small product: native ``gemm`` tasks on the parallel runtime where the batch lies
+as ``gemm`` reads it, else ember's Python-side threads
+(``executable._batch_across_threads``). The products must be the very same bits as NumPy's
+``matmul`` of the batch."""
 
 import itertools
 
@@ -31,7 +33,21 @@ def test_batched_products_are_numpys_bits(batch, m, k, n, dtype):
     np.testing.assert_array_equal(got, want)
 
 
-def test_attention_shapes_split_the_batch_and_match_numpy(monkeypatch):
+def test_attention_shapes_run_native_gemm_tasks_on_threads(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cpu_exe, "_batch_across_threads", lambda *a: calls.append(a))
+    q, k = _data(4, 8, 256, 64), _data(4, 8, 256, 64)
+    f = ember.jit(lambda q, k: jnp.einsum("bhqd,bhkd->bhqk", q, k) * 1.5)
+    got = np.asarray(f(q, k))
+    want = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(1.5)
+    np.testing.assert_array_equal(got, want)
+    assert calls == []  # (the batch lies as gemm reads it: native tasks, not NumPy)
+    steps = f.lower(q, k).compile()._executable.executable._steps
+    plans = [s[1] for s in steps if type(s) is tuple and type(s[1]) is cpu_exe._GemmTasks]
+    assert len(plans) == 1 and plans[0].tasks > 1 and plans[0].threaded
+
+
+def test_batch_dims_not_leading_split_the_batch_and_match_numpy(monkeypatch):
     calls = []
     real = cpu_exe._batch_across_threads
 
@@ -39,9 +55,10 @@ def test_attention_shapes_split_the_batch_and_match_numpy(monkeypatch):
         calls.append(lhs.shape)
         real(lhs, rhs, out)
     monkeypatch.setattr(cpu_exe, "_batch_across_threads", spy)
-    q, k = _data(4, 8, 256, 64), _data(4, 8, 256, 64)
-    got = np.asarray(ember.jit(lambda q, k: jnp.einsum("bhqd,bhkd->bhqk", q, k) * 1.5)(q, k))
-    want = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(1.5)
+    q, k = _data(256, 32, 64), _data(256, 32, 64)  # (batch dim 1: not as gemm reads it)
+    dims = (((2,), (2,)), ((1,), (1,)))
+    got = np.asarray(ember.jit(lambda q, k: ember.lax.dot_general(q, k, dims) * 1.5)(q, k))
+    want = np.matmul(q.transpose(1, 0, 2), k.transpose(1, 2, 0)) * np.float32(1.5)
     np.testing.assert_array_equal(got, want)
     if cpu_exe.threads.pool().size > 1:
         assert calls == [(32, 256, 64)]

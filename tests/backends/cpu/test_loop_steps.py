@@ -29,31 +29,47 @@ def _dot(lhs_dims, rhs_dims, lc, rc, dtype=np.float32, lb=(), rb=()):
 
 
 def test_gemm_layout_of_each_transpose():
-    # (letter, trans_a, trans_b, m, n, k, lda, ldb)
-    assert gemm_layout(_dot((3, 5), (5, 7), [1], [0])) == ("s", False, False, 3, 7, 5, 5, 7)
-    assert gemm_layout(_dot((5, 3), (5, 7), [0], [0])) == ("s", True, False, 3, 7, 5, 3, 7)
-    assert gemm_layout(_dot((3, 5), (7, 5), [1], [1])) == ("s", False, True, 3, 7, 5, 5, 5)
+    # (letter, trans_a, trans_b, m, n, k, lda, ldb, batch)
+    assert gemm_layout(_dot((3, 5), (5, 7), [1], [0])) == (
+        "s", False, False, 3, 7, 5, 5, 7, 1)
+    assert gemm_layout(_dot((5, 3), (5, 7), [0], [0])) == ("s", True, False, 3, 7, 5, 3, 7, 1)
+    assert gemm_layout(_dot((3, 5), (7, 5), [1], [1])) == ("s", False, True, 3, 7, 5, 5, 5, 1)
     assert gemm_layout(_dot((5, 3), (7, 5), [0], [1], np.float64)) == (
-        "d", True, True, 3, 7, 5, 3, 5)
+        "d", True, True, 3, 7, 5, 3, 5, 1)
     # Several free or contracting dims, in memory order: one matrix each.
     assert gemm_layout(_dot((2, 3, 4, 5), (4, 5, 6), [2, 3], [0, 1])) == (
-        "s", False, False, 6, 6, 20, 20, 6)
+        "s", False, False, 6, 6, 20, 20, 6, 1)
     # One instruction read twice (``x @ x``): each side keeps its own layout.
     square = _dot((4, 4), (4, 4), [1], [0])
     square.operands[1] = square.operands[0]
-    assert gemm_layout(square) == ("s", False, False, 4, 4, 4, 4, 4)
+    assert gemm_layout(square) == ("s", False, False, 4, 4, 4, 4, 4, 1)
     # A vector operand: m = 1.
-    assert gemm_layout(_dot((5,), (5, 7), [0], [0])) == ("s", False, False, 1, 7, 5, 5, 7)
+    assert gemm_layout(_dot((5,), (5, 7), [0], [0])) == ("s", False, False, 1, 7, 5, 5, 7, 1)
+
+
+def test_gemm_layout_of_leading_batch_dims():
+    assert gemm_layout(_dot((2, 3, 5), (2, 5, 7), [2], [1], lb=[0], rb=[0])) == (
+        "s", False, False, 3, 7, 5, 5, 7, 2)
+    # attention's scores: q @ k.T per (batch, head)
+    assert gemm_layout(_dot((4, 8, 16, 6), (4, 8, 9, 6), [3], [3], lb=[0, 1], rb=[0, 1])) == (
+        "s", False, True, 16, 9, 6, 6, 6, 32)
+    # a batch of matrix-vector products: n = 1
+    assert gemm_layout(_dot((6, 3, 5), (6, 5), [2], [1], lb=[0], rb=[0])) == (
+        "s", False, False, 3, 1, 5, 5, 1, 6)
 
 
 def test_gemm_layout_declines_what_one_gemm_cannot_read():
     assert gemm_layout(_dot((4, 5, 6), (6, 5), [2, 1], [0, 1])) is None  # reordered k
     assert gemm_layout(_dot((4, 5, 6), (6, 3), [1], [1])) is None  # k between free dims
-    assert gemm_layout(_dot((2, 3, 5), (2, 5, 7), [2], [1], lb=[0], rb=[0])) is None
+    # batch dims not leading, or not in the same order on both sides
+    assert gemm_layout(_dot((3, 2, 5), (2, 5, 7), [2], [1], lb=[1], rb=[0])) is None
+    assert gemm_layout(_dot((2, 3, 4, 5), (3, 2, 5, 7), [3], [2], lb=[0, 1],
+                            rb=[1, 0])) is None
     assert gemm_layout(_dot((3, 5), (5, 7), [1], [0], np.int32)) is None
     assert gemm_layout(_dot((3, 5), (5, 7), [1], [0], np.float16)) is None
     assert gemm_layout(_dot((0, 5), (5, 7), [1], [0])) is None  # empty
     assert gemm_layout(_dot((3, 0), (0, 7), [1], [0])) is None
+    assert gemm_layout(_dot((0, 3, 5), (0, 5, 7), [2], [1], lb=[0], rb=[0])) is None
 
 
 def _lstm(W, U, xs, h0, c0):
@@ -222,19 +238,56 @@ def test_small_products_outside_loops_run_in_one_native_call(n, monkeypatch):
     assert (compiled._executable.executable._runner is not None) == (n == 40)
 
 
+def _split(m, n, k, batch=1):
+    return X.gemm_split(("s", False, False, m, n, k, k, n, batch))
+
+
 def test_gemm_split_depends_on_the_shape_only():
-    assert X.gemm_split(32, 512, 64) == (False, 16, 2)
-    assert X.gemm_split(32, 512, 128) == (False, 16, 4)
-    assert X.gemm_split(200, 40, 256) == (True, 7, 3)
-    assert X.gemm_split(8, 8, 8) == (False, 1, 1)
-    assert X.gemm_split(4096, 4096, 4096)[2] == X.GEMM_MAX_TASKS
+    assert _split(32, 512, 64) == (False, 16, 2)
+    assert _split(32, 512, 128) == (False, 16, 4)
+    assert _split(200, 40, 256) == (True, 7, 3)
+    assert _split(8, 8, 8) == (False, 1, 1)
+    assert _split(4096, 4096, 4096)[2] == X.GEMM_MAX_TASKS
+    # a batch: each matrix's units, matrix after matrix
+    assert _split(128, 128, 64, batch=32) == (False, 128, X.GEMM_MAX_TASKS)
+    assert _split(100, 40, 64, batch=3) == (True, 12, 1)
+    assert _split(8, 8, 8, batch=5) == (False, 5, 1)
+
+
+@pytest.mark.parametrize("batch, m, n, k, trans", [(3, 200, 40, 256, False),
+                                                   (5, 24, 300, 256, True),
+                                                   (32, 72, 72, 64, True)])
+def test_a_batched_gemm_cut_into_tasks_matches_numpy(batch, m, n, k, trans):
+    # Tasks whose units span matrices (ragged last units), transposed operands; in a native
+    # loop and at the top level (the parallel runtime's tasks).
+    assert _split(m, n, k, batch)[2] > 1
+    rng = np.random.default_rng(m + n + batch)
+    a = rng.standard_normal((batch, k, m) if trans else (batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((batch, n, k) if trans else (batch, k, n)).astype(np.float32)
+    dims = (((1,), (2,)), ((0,), (0,))) if trans else (((2,), (1,)), ((0,), (0,)))
+
+    def f(a, b):
+        def body(i, c):
+            return c + lax.dot_general(a * (i + 1.0), b, dims)
+        return lax.fori_loop(0, 3, body, jnp.zeros((batch, m, n), jnp.float32))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    once = np.matmul(a64.transpose(0, 2, 1) if trans else a64,
+                     b64.transpose(0, 2, 1) if trans else b64)
+    np.testing.assert_allclose(np.asarray(ember.jit(f)(a, b)), 6 * once, rtol=1e-4, atol=1e-3)
+    loops, dots = _native_dots(f, a, b)
+    assert [loop.loop is not None for loop in loops] == [True]
+    assert [d.gemm[8] for d in dots] == [batch]
+    top = ember.jit(lambda a, b: lax.dot_general(a, b, dims))
+    np.testing.assert_allclose(np.asarray(top(a, b)), once, rtol=1e-4, atol=1e-4)
+    assert [d.gemm[8] for d in top.lower(a, b).compile()._executable.executable.program.steps
+            if type(d) is DotPlan] == [batch]
 
 
 @pytest.mark.parametrize("m, n, k, trans", [(200, 40, 256, False), (24, 300, 256, True),
                                             (200, 40, 256, True)])
 def test_a_gemm_cut_into_tasks_matches_numpy(m, n, k, trans):
     # Ragged last units (200 rows, 300 columns in units of 32), transposed operands.
-    assert X.gemm_split(m, n, k)[2] > 1
+    assert _split(m, n, k)[2] > 1
     rng = np.random.default_rng(m + n)
     a = rng.standard_normal((k, m) if trans else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if trans else (k, n)).astype(np.float32)
@@ -268,7 +321,7 @@ def test_a_matrix_power_in_a_native_loop():
     np.testing.assert_allclose(np.asarray(ember.jit(f)(m)), want, rtol=1e-5, atol=1e-7)
     loops, dots = _native_dots(f, m)
     assert [loop.loop is not None for loop in loops] == [True]
-    assert [d.gemm for d in dots] == [("s", False, False, 48, 48, 48, 48, 48)]
+    assert [d.gemm for d in dots] == [("s", False, False, 48, 48, 48, 48, 48, 1)]
 
 
 def test_element_cost_weighs_expensive_ops():

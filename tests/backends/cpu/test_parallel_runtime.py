@@ -230,3 +230,43 @@ def test_a_caller_that_sleeps_for_late_workers_still_gets_every_task():
             pytest.skip("no worker was still in a task when the caller finished its own")
     finally:
         eager.stop()
+
+
+@needs_runtime
+def test_rest_sends_spinning_workers_to_sleep():
+    # A runtime whose worker would spin for ages after a job: ``rest`` (called before BLAS
+    # runs on its own threads) puts it to sleep, and the next job wakes it and is whole.
+    from ember.backends.cpu import _source_stamp, native_lib
+    machine = parallel_runtime.platform.machine()
+    lib = native_lib.load_or_build(
+        f"test-runtime-long-spin:{_source_stamp()}",
+        lambda: parallel_runtime.runtime_ir(parallel_runtime._FUTEX[machine],
+                                            machine == "x86_64", spin_cycles=1 << 62,
+                                            spin_iterations=1 << 62),
+        2, native_lib.linker() is not None)
+    spinning = parallel_runtime.Runtime(lib, 2)
+    try:
+        kernel = _kernel()
+        extent = 1 << 16
+        x = np.arange(extent, dtype=np.float32)
+
+        def job():
+            out = np.full(extent, np.nan, np.float32)
+            bufs = cpu_exe._ffi.new("char*[]", [cpu_exe._fb(x), cpu_exe._fb(out)])
+            spinning.run(kernel.fn, cpu_exe._ffi.new("char**[]", [bufs]), 0, extent, 8)
+            np.testing.assert_array_equal(out, x * 3 + 1)
+
+        def sleepers_within(seconds):
+            deadline = time.monotonic() + seconds
+            while spinning.sleepers() == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            return spinning.sleepers()
+
+        job()
+        assert sleepers_within(0.05) == 0  # (still spinning)
+        spinning.rest()
+        assert sleepers_within(5) == 1
+        job()
+        assert sleepers_within(0.05) == 0
+    finally:
+        spinning.stop()
