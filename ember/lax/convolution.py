@@ -361,6 +361,8 @@ def _conv_phases(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, 
 # The custom-call target of a backend's native tap sums for ``_conv_scatter`` (the CPU
 # backend's ``tap_sum_kernel.tap_sums``; the registry keeps this layer from importing it).
 TAP_SUMS_TARGET = "ember.conv.tap_sums"
+# The custom-call target of a backend's direct convolution loop (``_conv_direct``).
+DIRECT_TARGET = "ember.conv.direct"
 # Products per chunk of ``_conv_scatter`` (about 1 MiB of float32: the adds read them from
 # cache).
 _SCATTER_CHUNK_ELEMENTS = 1 << 18
@@ -579,9 +581,10 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
     major, minor = (lhs_spec[0], lhs_spec[1]) if taps_form else (lhs_spec[1], lhs_spec[0])
     x = lhs.transpose((major,) + tuple(lhs_spec[2:]) + (minor,))
     x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
-    res = _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec)
-    if res is not None:
-        return res
+    for fast in (_conv_direct, _conv_shifted):
+        res = fast(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec)
+        if res is not None:
+            return res
     sp = x.strides[1:-1]
     by_out = tuple(st * s for st, s in zip(sp, strides))
     by_tap = tuple(st * d for st, d in zip(sp, rhs_dilation))
@@ -625,9 +628,29 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
 # cache) was as fast or faster on a 2-core machine (the two were within noise at 64).
 _SHIFTED_MAX_WASTE = 1.6
 _SHIFTED_MIN_FEATURES = 64
+# Convolutions with at most this many input features run on a backend's native direct loop
+# where it has one (``_conv_direct``).
+_DIRECT_MAX_FEATURES = 32
 # Rows per block of the GEMMs per tap: the block of the output stays in cache over the taps.
 _TAPS_BLOCK_ELEMENTS = 1 << 17
 _FAST_PATHS = True  # tests turn the paths below and the group loop off (plain im2col)
+
+
+def _conv_direct(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec):
+    """``_conv_flat``'s taps form by a backend's native loop computing each output in
+    registers (``DIRECT_TARGET``), for fewer than ``_DIRECT_MAX_FEATURES`` input features,
+    where im2col's GEMM is short and narrow (None where it does not apply)."""
+    native = CUSTOM_CALL_TARGETS.get(DIRECT_TARGET)
+    if not (_FAST_PATHS and taps_form) or native is None \
+            or x.shape[-1] > _DIRECT_MAX_FEATURES:
+        return None
+    nsp = x.ndim - 2
+    w = rhs.transpose(rhs_spec)  # (O, I, K...)
+    wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0)))  # (K..., I, O)
+    out = _scratch.empty((x.shape[0],) + tuple(out_sp) + (w.shape[0],), x.dtype)
+    if not native(x, wm, out, strides, rhs_dilation):
+        return None
+    return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
 
 
 def _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec):

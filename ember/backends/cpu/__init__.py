@@ -48,6 +48,7 @@ from ember import _blas_threads, _scratch
 from ember import monitoring as _monitoring
 from ember.backends.cpu import (
     buffer_pool,
+    direct_conv_kernel,
     eager_math,
     fft_kernel,
     native_lib,
@@ -79,6 +80,8 @@ register_custom_call_target(fft_kernel.NATIVE_TARGET, fft_kernel.transform)
 register_custom_call_target(small_linalg_kernel.NATIVE_TARGET, small_linalg_kernel.run)
 # A transposed convolution's tap sums run a native loop (see tap_sum_kernel).
 register_custom_call_target(tap_sum_kernel.NATIVE_TARGET, tap_sum_kernel.tap_sums)
+# Convolutions with few input features run a native direct loop (see direct_conv_kernel).
+register_custom_call_target(direct_conv_kernel.NATIVE_TARGET, direct_conv_kernel.direct_conv)
 # Library kernels' large temporaries (``ember._scratch``) come from the buffer pool.
 _scratch.register_allocator(buffer_pool.empty)
 

@@ -256,17 +256,17 @@ def test_rest_sends_spinning_workers_to_sleep():
             spinning.run(kernel.fn, cpu_exe._ffi.new("char**[]", [bufs]), 0, extent, 8)
             np.testing.assert_array_equal(out, x * 3 + 1)
 
-        def sleepers_within(seconds):
+        def sleepers_after(seconds, until):
             deadline = time.monotonic() + seconds
-            while spinning.sleepers() == 0 and time.monotonic() < deadline:
+            while spinning.sleepers() != until and time.monotonic() < deadline:
                 time.sleep(0.001)
             return spinning.sleepers()
 
         job()
-        assert sleepers_within(0.05) == 0  # (still spinning)
+        assert sleepers_after(0.05, until=1) == 0  # (still spinning)
         spinning.rest()
-        assert sleepers_within(5) == 1
-        job()
-        assert sleepers_within(0.05) == 0
+        assert sleepers_after(5, until=1) == 1
+        job()  # (wakes it: it spins again)
+        assert sleepers_after(5, until=0) == 0
     finally:
         spinning.stop()

@@ -1,0 +1,304 @@
+"""A native loop for convolutions with few input features: each output computed in registers.
+
+``lax.convolution`` runs a convolution as GEMMs (per tap over shifted rows, or im2col). With
+few input features the GEMM is short and narrow: a 3x3 convolution of one feature into 32
+(the first layer of a small CNN) multiplies (positions, 9) by (9, 32), where BLAS and the
+gathering of the patches cost several times the 9 multiply-adds per output. Here one loop
+computes the outputs where they are: for a few consecutive output positions and a slice of
+output features at a time, vector accumulators (``lanes`` features wide) sum ``x * w`` over
+the taps and input features, the input value broadcast across the lanes:
+
+    out[n, oh, ow, o] = sum over taps (kh, kw), features c of
+                        x[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * w[kh, kw, c, o]
+
+in that order (taps row-major, then features), each product added with one fused
+multiply-add where the target has it (``llvm.fmuladd``).
+
+Operands (C-ordered, real float32/float64, one or two spatial dims, one as a unit first dim):
+
+- ``x``: (batch, padded_h, padded_w, features), already padded and input-dilated;
+- ``w``: (taps, features, out_features), tap ``t = kh * k_w + kw``;
+- ``out``: (batch, out_h, out_w, out_features).
+
+A library per (dtype, lanes, accumulators per position, positions per block), compiled at
+first use (~30 ms of LLVM and ``cc``) and kept in the disk cache. Its entry point
+``<name>(buffers, lo, hi)`` (the parallel runtime's task signature) computes output rows
+``[lo, hi)`` (a row: one (batch, out_h) pair); the buffers are ``x``, ``w``, ``out``, an int64
+array of the sizes (``_DIMS``) and an int64 array of each tap's element offset in ``x``.
+The CPU backend registers ``direct_conv`` as the custom-call target ``NATIVE_TARGET``;
+``lax.convolution`` keeps its GEMMs where that answers False.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+_log = logging.getLogger(__name__)
+
+# The custom-call target name ``ember.lax.convolution`` looks this kernel up by.
+NATIVE_TARGET = "ember.conv.direct"
+DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# The sizes buffer's entries, in order.
+_DIMS = ("padded_h", "padded_w", "features", "out_h", "out_w", "out_features", "taps",
+         "stride_h", "stride_w")
+# Multiply-adds below which a whole convolution runs on the calling thread.
+PARALLEL_MIN_WORK = 1 << 18
+# Output features per block: at most this many accumulator vectors per position (a larger
+# count of output features runs block after block).
+MAX_ACCUMULATORS = 8
+# Vector registers a block may use (accumulators, the weights' vectors, one broadcast): the
+# 16 of AVX2, so nothing spills there.
+_REGISTERS = 16
+
+_kernels: dict[tuple, Callable | None] = {}
+_lock = threading.Lock()
+
+
+def _vector_bytes() -> int:
+    from ember.backends.cpu import llvm_support
+    return 64 if llvm_support.host_has_feature("avx512f") else 32
+
+
+def layout(dtype: np.dtype, out_features: int) -> tuple[int, int, int] | None:
+    """``(lanes, accumulators, positions)``: a block's vector width, its vectors per
+    position and its positions for ``out_features`` outputs, or None where the output
+    features are not a whole number of vectors of 4 or more lanes."""
+    for nbytes in (_vector_bytes(), 32, 16):
+        lanes = nbytes // dtype.itemsize
+        if lanes >= 4 and out_features % lanes == 0:
+            break
+    else:
+        return None
+    vectors = out_features // lanes
+    accumulators = max(a for a in range(1, MAX_ACCUMULATORS + 1) if vectors % a == 0)
+    positions = max(1, min(8, (_REGISTERS - 1 - accumulators) // accumulators))
+    return lanes, accumulators, positions
+
+
+def _symbol(dtype: np.dtype, lanes: int, accumulators: int, positions: int) -> str:
+    return f"ember_direct_conv_{dtype.name}_{lanes}x{accumulators}x{positions}"
+
+
+def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) -> str:
+    """The LLVM IR of one library (see the module docstring)."""
+    from llvmlite import ir
+
+    from ember.backends.cpu.scalar_ops import counted_loop
+
+    ty = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
+    vec = ir.VectorType(ty, lanes)
+    i32, i64, i8p = ir.IntType(32), ir.IntType(64), ir.IntType(8).as_pointer()
+    ptr = ty.as_pointer()
+    name = _symbol(dtype, lanes, accumulators, positions)
+    module = ir.Module(name=name)
+    fmuladd = ir.Function(module, ir.FunctionType(vec, [vec] * 3),
+                          f"llvm.fmuladd.v{lanes}{'f32' if dtype == np.float32 else 'f64'}")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64]),
+                     name)
+    bufs, lo, hi = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def c64(v):
+        return ir.Constant(i64, v)
+
+    def buffer(k, t):
+        return b.bitcast(b.load(b.gep(bufs, [c64(k)], inbounds=True)), t)
+
+    x, w, out = buffer(0, ptr), buffer(1, ptr), buffer(2, ptr)
+    sizes, offsets = buffer(3, i64.as_pointer()), buffer(4, i64.as_pointer())
+    d = {n: b.load(b.gep(sizes, [c64(k)], inbounds=True)) for k, n in enumerate(_DIMS)}
+    features, out_features = d["features"], d["out_features"]
+    width = lanes * accumulators  # output features per block
+    zero_vec = ir.Constant(vec, [0.0] * lanes)
+    undef_vec = ir.Constant(vec, ir.Undefined)
+    splat_mask = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
+
+    def carried_loop(start, stop, values, body):
+        """``for i in [start, stop)`` carrying ``values`` (phis); ``body(i, values)``
+        returns their next values. Returns the values after the loop."""
+        head, step, done = (fn.append_basic_block(n) for n in ("head", "step", "done"))
+        before = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(i64)
+        i.add_incoming(start, before)
+        phis = []
+        for v in values:
+            phi = b.phi(v.type)
+            phi.add_incoming(v, before)
+            phis.append(phi)
+        b.cbranch(b.icmp_signed("<", i, stop), step, done)
+        b.position_at_end(step)
+        new = body(i, phis)
+        i.add_incoming(b.add(i, c64(1)), b.block)
+        for phi, v in zip(phis, new):
+            phi.add_incoming(v, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        return phis
+
+    def block(row_x, out_row, ow, o0, count):
+        """Outputs ``ow .. ow+count-1`` of a row, features ``o0 .. o0+width-1``."""
+        starts = [b.gep(row_x, [b.mul(b.mul(b.add(ow, c64(p)), d["stride_w"]), features)],
+                        inbounds=True) for p in range(count)]
+
+        def per_tap(t, accs):
+            offset = b.load(b.gep(offsets, [t], inbounds=True))
+            bases = [b.gep(s, [offset], inbounds=True) for s in starts]
+            w_tap = b.gep(w, [b.add(b.mul(b.mul(t, features), out_features), o0)],
+                          inbounds=True)
+
+            def per_feature(c, accs):
+                w_c = b.gep(w_tap, [b.mul(c, out_features)], inbounds=True)
+                weights = [b.load(b.bitcast(b.gep(w_c, [c64(a * lanes)], inbounds=True),
+                                            vec.as_pointer()), align=dtype.itemsize)
+                           for a in range(accumulators)]
+                new = list(accs)
+                for p in range(count):
+                    value = b.load(b.gep(bases[p], [c], inbounds=True))
+                    splat = b.shuffle_vector(b.insert_element(undef_vec, value, ir.Constant(
+                        i32, 0)), undef_vec, splat_mask)
+                    for a in range(accumulators):
+                        k = p * accumulators + a
+                        new[k] = b.call(fmuladd, [splat, weights[a], accs[k]])
+                return new
+            return carried_loop(c64(0), features, accs, per_feature)
+
+        accs = carried_loop(c64(0), d["taps"], [zero_vec] * (count * accumulators), per_tap)
+        for p in range(count):
+            dst = b.gep(out_row, [b.add(b.mul(b.add(ow, c64(p)), out_features), o0)],
+                        inbounds=True)
+            for a in range(accumulators):
+                b.store(accs[p * accumulators + a],
+                        b.bitcast(b.gep(dst, [c64(a * lanes)], inbounds=True),
+                                  vec.as_pointer()), align=dtype.itemsize)
+
+    row, close_row = counted_loop(b, lo, hi)
+    batch, oh = b.sdiv(row, d["out_h"]), b.srem(row, d["out_h"])
+    # the row's first input row: (batch, oh * stride_h) of the padded input
+    first = b.add(b.mul(batch, d["padded_h"]), b.mul(oh, d["stride_h"]))
+    row_x = b.gep(x, [b.mul(b.mul(first, d["padded_w"]), features)], inbounds=True)
+    out_row = b.gep(out, [b.mul(b.mul(row, d["out_w"]), out_features)], inbounds=True)
+    chunk, close_chunk = counted_loop(b, c64(0), b.sdiv(out_features, c64(width)))
+    o0 = b.mul(chunk, c64(width))
+    # full blocks of ``positions`` outputs, then the rest one at a time
+    full = b.mul(b.sdiv(d["out_w"], c64(positions)), c64(positions))
+    blk, close_blk = counted_loop(b, c64(0), b.sdiv(full, c64(positions)))
+    block(row_x, out_row, b.mul(blk, c64(positions)), o0, positions)
+    close_blk()
+    if positions > 1:
+        ow, close_ow = counted_loop(b, full, d["out_w"])
+        block(row_x, out_row, ow, o0, 1)
+        close_ow()
+    close_chunk()
+    close_row()
+    b.ret_void()
+    return str(module)
+
+
+def _runner(key: tuple) -> Callable | None:
+    """``run(bufs, lo, hi)`` of a library (``key``: dtype, lanes, accumulators,
+    positions), or None where no code can be made."""
+    run = _kernels.get(key, False)
+    if run is not False:
+        return run
+    with _lock:
+        if key not in _kernels:
+            try:
+                _kernels[key] = _load(*key)
+            except Exception as e:  # noqa: BLE001 - the GEMMs still work
+                _log.debug("no native direct convolution for %s: %s", key, e)
+                _kernels[key] = None
+    return _kernels[key]
+
+
+def _load(dtype: np.dtype, lanes: int, accumulators: int, positions: int) -> Callable:
+    from ember.backends.cpu import (
+        _shared_libraries_enabled,
+        _source_stamp,
+        native_lib,
+        parallel_runtime,
+    )
+    from ember.backends.cpu.executable import TASKS_PER_THREAD, _ffi
+
+    name = _symbol(dtype, lanes, accumulators, positions)
+    lib = native_lib.load_or_build(
+        f"ember-direct-conv:{name}:{_source_stamp()}",
+        lambda: kernel_ir(dtype, lanes, accumulators, positions), 3,
+        _shared_libraries_enabled())
+    entry = _ffi.cast("void(*)(char**, long, long)", lib.address(name))
+    fb = _ffi.from_buffer
+
+    def run(arrays: Sequence[np.ndarray], lo: int, hi: int, threaded: bool) -> None:
+        """Rows ``[lo, hi)``; ``threaded`` (only with ``lo == 0``): as tasks of whole rows
+        on the parallel runtime's threads where it is up (a row's outputs never depend on
+        which thread computes them)."""
+        bufs = _ffi.new("char*[]", [fb(a) for a in arrays])
+        runtime = parallel_runtime.ready() if threaded and lo == 0 else None
+        if runtime is None:
+            entry(bufs, lo, hi)  # (frees the GIL)
+        else:
+            runtime.run(entry, _ffi.new("char**[]", [bufs]), 0, hi,
+                        min(hi, runtime.size * TASKS_PER_THREAD))
+
+    run._library = lib  # keeps the code loaded while the runner lives
+    return run
+
+
+def rows_of(out_shape: Sequence[int]) -> int:
+    """The number of output rows (``direct_conv``'s ``rows``) of an ``out`` of this shape."""
+    return out_shape[0] * (out_shape[1] if len(out_shape) == 4 else 1)
+
+
+def direct_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides: Sequence[int],
+                dilation: Sequence[int], rows: tuple[int, int] | None = None) -> bool:
+    """Fills ``out`` (batch, *out_spatial, out_features) with the convolution of the padded
+    ``x`` (batch, *padded_spatial, features) by ``w`` (*kernel, features, out_features),
+    ``strides`` and kernel ``dilation`` one per spatial dim (see the module docstring), on
+    the parallel runtime's threads when there is enough work. ``rows`` = (lo, hi) fills
+    only those output rows, on the calling thread (``rows_of``: a row is one (batch, out_h)
+    pair; threads may fill disjoint ranges at once). False (``out`` untouched) where there
+    is no native loop for the operands."""
+    nsp = x.ndim - 2
+    if not 1 <= nsp <= 2 or w.ndim != nsp + 2 or out.ndim != nsp + 2 \
+            or len(strides) != nsp or len(dilation) != nsp:
+        return False
+    if x.dtype not in DTYPES or w.dtype != x.dtype or out.dtype != x.dtype \
+            or not (x.flags.c_contiguous and w.flags.c_contiguous and out.flags.c_contiguous)\
+            or not out.flags.writeable:
+        return False
+    batch, *padded, features = x.shape
+    *kernel, w_features, out_features = w.shape
+    if out.shape[0] != batch or out.shape[-1] != out_features or w_features != features \
+            or any(s < 1 for s in strides) or any(v < 1 for v in dilation):
+        return False
+    out_sp = list(out.shape[1:-1])
+    # (every output's window lies inside the padded input: nothing is read out of bounds)
+    if any(o > 0 and (o - 1) * s + (k - 1) * v >= p
+           for o, s, k, v, p in zip(out_sp, strides, kernel, dilation, padded)):
+        raise ValueError(f"direct_conv: out {out.shape} reads past x {x.shape} with kernel "
+                         f"{kernel}, strides {strides}, dilation {dilation}")
+    if nsp == 1:  # (one spatial dim: a unit first one)
+        padded, out_sp, kernel = [1, *padded], [1, *out_sp], [1, *kernel]
+        strides, dilation = [1, *strides], [1, *dilation]
+    shape = layout(x.dtype, out_features)
+    if shape is None:
+        return False
+    run = _runner((x.dtype, *shape))
+    if run is None:
+        return False
+    lo, hi = (0, batch * out_sp[0]) if rows is None else rows
+    if not 0 <= lo <= hi <= batch * out_sp[0]:
+        raise ValueError(f"direct_conv: rows {rows} outside [0, {batch * out_sp[0]}]")
+    sizes = np.array([*padded, features, *out_sp, out_features, int(np.prod(kernel)),
+                      *strides], np.int64)
+    offsets = np.array([(kh * dilation[0] * padded[1] + kw * dilation[1]) * features
+                        for kh in range(kernel[0]) for kw in range(kernel[1])], np.int64)
+    if lo < hi and out_sp[1] and out_features:
+        work = (hi - lo) * out_sp[1] * out_features * sizes[6] * features
+        run((x, w, out, sizes, offsets), lo, hi, rows is None and work >= PARALLEL_MIN_WORK)
+    return True
