@@ -297,6 +297,21 @@ class _DeferredStart:
         timer.start()
 
 
+def _at_thread_shutdown(fn: Callable[[], None]) -> None:
+    """Calls ``fn`` at exit before the interpreter joins its non-daemon threads (so threads
+    ``fn`` starts are waited for), where this Python says how (the hook ``concurrent.futures``
+    uses); else with ``atexit``."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        try:
+            register(fn)
+        except RuntimeError:  # (the interpreter is shutting down already)
+            pass
+    else:
+        import atexit
+        atexit.register(fn)
+
+
 class CpuBackend:
     """Compiles modules to native code for the host CPU (platform ``cpu``)."""
 
@@ -321,6 +336,16 @@ class CpuBackend:
         self._deferred: dict[str, _DeferredStart] = {}
         self.stats = {"compiled": 0, "memory_hits": 0, "disk_hits": 0, "native_hits": 0,
                       "linked": 0, "quick_compiled": 0}
+        # At exit, work still held back for a first run that never came (a program compiled
+        # ahead of time, ``lower().compile()``, and not run) starts, before the interpreter
+        # waits for its non-daemon threads: the disk cache gets the optimized code.
+        _at_thread_shutdown(self._start_held_back)
+
+    def _start_held_back(self) -> None:
+        with self._lock:
+            deferred = list(self._deferred.values())
+        for start in deferred:
+            start()
 
     def native_key(self, module_text: str) -> str:
         """The key of a module's native library and run plan; needs no llvmlite."""
@@ -662,10 +687,7 @@ class CpuBackend:
         finished, including work started by work it waited for."""
         current = threading.current_thread()
         while True:
-            with self._lock:
-                deferred = list(self._deferred.values())
-            for start in deferred:
-                start()
+            self._start_held_back()
             with self._lock:
                 pending = [t for t in self._background if t.is_alive() and t is not current]
             if not pending:

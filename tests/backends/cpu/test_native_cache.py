@@ -348,3 +348,34 @@ def test_a_lowered_module_hit_files_the_fingerprint_too(tmp_path, monkeypatch):
     assert lowerings == [1] and get_backend("cpu").stats["compiled"] == compiled
     np.testing.assert_allclose(ember.jit(lambda a: f(a))(x), np.exp(x) * 2, rtol=1e-6)
     assert lowerings == [1]
+
+
+AHEAD_OF_TIME = """
+import json, numpy as np, ember, ember.numpy as jnp
+from ember.backends import get_backend
+m = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(64, 64)
+compiled = ember.jit(lambda a: jnp.tanh(a @ a.T) * 2.0).lower(m).compile()
+if {run}:
+    print(json.dumps({{"value": np.asarray(compiled(m)).tolist(),
+                      "stats": get_backend("cpu").stats}}))
+else:
+    print(json.dumps({{"stats": get_backend("cpu").stats}}))
+"""
+
+
+def test_a_program_compiled_ahead_of_time_and_never_run_is_stored_at_exit(tmp_path):
+    # (its optimizing compile waits for a first run that never comes: the exit starts it)
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_CPU_SHARED_LIBRARIES="1",
+               EMBER_PRELOAD="0")
+    env.pop("EMBER_DUMP_TO", None)
+
+    def run(program):
+        out = subprocess.run([sys.executable, "-c", program], env=env, check=True,
+                             capture_output=True, text=True, timeout=300)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    cold = run(AHEAD_OF_TIME.format(run=False))
+    assert cold["stats"]["native_hits"] == 0
+    warm = run(AHEAD_OF_TIME.format(run=True))
+    assert warm["stats"]["compiled"] == 0 and warm["stats"]["native_hits"] == 1
+    m = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(64, 64)
+    np.testing.assert_allclose(warm["value"], np.tanh(m @ m.T) * 2.0, rtol=1e-5, atol=1e-6)
