@@ -1,7 +1,8 @@
-"""The kernel of a StableHLO ``scatter`` of one operand (no batching dims): the operand copied
-to the output, then every update element, in row-major order of (scatter dims, window dims),
-combined into its position by the update computation; windows not wholly in bounds are
-skipped (JAX's out-of-bounds scatter drops them).
+"""The kernel of a StableHLO ``scatter`` of one operand: the operand copied to the output,
+then every update element, in row-major order of (scatter dims, window dims), combined into
+its position by the update computation (along an operand batching dim, the position of the
+matching indices batching dim); windows not wholly in bounds are skipped (JAX's
+out-of-bounds scatter drops them).
 
 By default one call does both (work item 0); the ``KernelBuilder``'s ``scatter_phase`` "copy"
 builds the copy alone, split across calls by elements, and "update" the updates alone (one
@@ -43,9 +44,8 @@ class ScatterKernel:
     function."""
 
     def __init__(self, kb, inst: Instruction):
-        a = inst.attrs
-        if len(inst.operands) != 3 or a["input_batching_dims"]:
-            raise UnsupportedOp("scatter of several operands or with batching dims")
+        if len(inst.operands) != 3:
+            raise UnsupportedOp("scatter of several operands")
         self.kb, self.b, self.inst = kb, kb.b, inst
 
     def build(self, lo, hi) -> KernelInfo:
@@ -66,7 +66,11 @@ class ScatterKernel:
         inserted = set(a["inserted_window_dims"])
         index_map = list(a["scatter_dims_to_operand_dims"])
         vector_dim = a["index_vector_dim"]
-        kept = [d for d in range(len(dims)) if d not in inserted]  # window dims, in order
+        # an operand batching dim's position: that of the matching indices batching dim (the
+        # update's scatter dims are the indices' dims in order, the index vector dim left out)
+        batching = {d: i - (vector_dim < indices.shape.rank and i > vector_dim) for d, i in
+                    zip(a["input_batching_dims"], a["scatter_indices_batching_dims"])}
+        kept = [d for d in range(len(dims)) if d not in inserted and d not in batching]
         sizes = {d: updates.dims[w] for d, w in zip(kept, window_dims)}
         out = kb.out_ptrs[0]
         # Scalar windows: a run in registers (its position ``run_at``, its value ``run_value``).
@@ -91,6 +95,9 @@ class ScatterKernel:
                 target = []
                 window = iter(multi[w] for w in window_dims)
                 for d, dim in enumerate(dims):
+                    if d in batching:
+                        target.append(batch[batching[d]])
+                        continue
                     offset = _c(0) if d in inserted else next(window)
                     if d in index_map:
                         start = em.index_vector_entry(indices, batch, vector_dim,

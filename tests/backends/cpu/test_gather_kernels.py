@@ -200,6 +200,50 @@ def test_native_scatter_matches_the_evaluator(seed):
     np.testing.assert_array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
 
 
+@pytest.mark.parametrize("vector_dim", [0, 1, 2])
+@pytest.mark.parametrize("kind", ["add", "set", "maximum"])
+@pytest.mark.parametrize("operand_batch", [0, 1])
+def test_native_scatter_with_batching_dims(vector_dim, kind, operand_batch):
+    # operand with a batch dim of 3 (first or second) beside dims 5 and 4; indices hold the
+    # batch dim and 2 index vectors per batch element (some out of bounds: dropped)
+    rng = np.random.default_rng(10 * vector_dim + operand_batch)
+    dims = [5, 4]
+    dims.insert(operand_batch, 3)
+    operand = rng.normal(size=dims).astype(np.float32)
+    shape = [3, 2]
+    shape.insert(vector_dim, 1)
+    indices = rng.integers(-2, 7, shape).astype(np.int32)
+    batch_dim = 0 if vector_dim > 0 else 1
+    updates = rng.normal(size=(3, 2, 4)).astype(np.float32)
+    row = 1 if operand_batch == 0 else 0  # (the indexed operand dim, 5 long)
+    m = Module("m")
+    body = update_computation(m, kind, np.dtype(np.float32))
+    b = Builder(m, "main")
+    ps = [b.parameter(i, Shape(x.dtype, x.shape)) for i, x in
+          enumerate([operand, indices, updates])]
+    b.build(b.op("scatter", *ps, calls=[body], update_window_dims=(2,),
+                 inserted_window_dims=(row,), scatter_dims_to_operand_dims=(row,),
+                 input_batching_dims=(operand_batch,),
+                 scatter_indices_batching_dims=(batch_dim,), index_vector_dim=vector_dim,
+                 indices_are_sorted=False, unique_indices=False), entry=True)
+    exe = get_backend("cpu").compile(m)
+    assert [type(s) for s in exe.program.steps] == [KernelPlan]
+    got, = exe.execute([operand, indices, updates])
+    want = evaluate_computation(m.entry, [operand, indices, updates])
+    np.testing.assert_array_equal(got, want)
+    # and a slow loop: batch element i's updates land in its own slice only
+    loop = operand.copy()
+    flat = indices.reshape(3, 2)
+    for i in range(3):
+        for j in range(2):
+            r = flat[i, j]
+            if 0 <= r < 5:
+                at = (i, r) if operand_batch == 0 else (r, i)
+                cur, upd = loop[at], updates[i, j]
+                loop[at] = {"add": cur + upd, "set": upd, "maximum": np.maximum(cur, upd)}[kind]
+    np.testing.assert_array_equal(got, loop)
+
+
 def test_jitted_scatters_match_numpy():
     rng = np.random.default_rng(5)
     v = rng.normal(size=20000).astype(np.float32)
