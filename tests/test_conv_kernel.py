@@ -68,7 +68,7 @@ def _pads(padding, x_shape, w_shape, strides, rhs_dil):
 @pytest.fixture
 def spy(monkeypatch):
     """Counts the calls of the fast kernels that produced a result."""
-    hits = {"shifted": 0, "depthwise": 0, "depthwise_kernel_grad": 0}
+    hits = {"shifted": 0, "depthwise": 0, "depthwise_kernel_grad": 0, "direct": 0}
     for name in hits:
         fn = getattr(C, "_conv_" + name)
 
@@ -81,20 +81,20 @@ def spy(monkeypatch):
 
 
 # (batch, H, W, C_in, C_out, kernel, strides, padding, rhs dilation, groups, fast path used
-# by the forward conv: "shifted", "depthwise" or None for im2col)
+# by the forward conv: "shifted", "depthwise", "direct" or None for im2col)
 CASES = [
-    (2, 12, 11, 64, 32, (3, 3), (1, 1), "SAME", (1, 1), 1, "shifted"),
-    (1, 9, 9, 64, 8, (1, 1), (1, 1), "VALID", (1, 1), 1, "shifted"),
+    (2, 12, 11, 80, 32, (3, 3), (1, 1), "SAME", (1, 1), 1, "shifted"),
+    (1, 9, 9, 64, 8, (1, 1), (1, 1), "VALID", (1, 1), 1, "direct"),
     (3, 10, 9, 96, 16, (3, 2), (1, 1), [(2, 1), (0, 2)], (2, 1), 1, "shifted"),
-    (2, 12, 11, 32, 32, (3, 3), (1, 1), "SAME", (1, 1), 1, None),  # few features
-    (2, 14, 14, 17, 5, (7, 7), (1, 1), "SAME", (1, 1), 1, None),  # too much padding
-    (32, 6, 6, 3, 8, (3, 3), (1, 1), "SAME_LOWER", (1, 1), 1, None),  # few features
-    (2, 15, 13, 3, 16, (7, 7), (2, 2), "SAME", (1, 1), 1, None),  # strided
+    (2, 12, 11, 32, 32, (3, 3), (1, 1), "SAME", (1, 1), 1, "direct"),  # few features
+    (2, 14, 14, 17, 5, (7, 7), (1, 1), "SAME", (1, 1), 1, None),  # 5 outputs: no vectors
+    (32, 6, 6, 3, 8, (3, 3), (1, 1), "SAME_LOWER", (1, 1), 1, "direct"),  # few features
+    (2, 15, 13, 3, 16, (7, 7), (2, 2), "SAME", (1, 1), 1, "direct"),  # strided
     (2, 16, 16, 256, 8, (3, 3), (2, 1), "VALID", (1, 1), 1, None),
     (2, 12, 12, 16, 16, (3, 3), (1, 1), "SAME", (1, 1), 16, "depthwise"),
     (2, 12, 12, 8, 24, (3, 3), (1, 1), "SAME", (1, 2), 8, "depthwise"),  # multiplier 3
-    (2, 12, 12, 32, 16, (3, 3), (1, 1), "SAME", (1, 1), 4, None),  # grouped, 8 per group
-    (2, 10, 10, 128, 32, (3, 3), (1, 1), "SAME", (1, 1), 2, "shifted"),  # 64 per group
+    (2, 12, 12, 32, 16, (3, 3), (1, 1), "SAME", (1, 1), 4, "direct"),  # grouped, 8 per group
+    (2, 10, 10, 160, 32, (3, 3), (1, 1), "SAME", (1, 1), 2, "shifted"),  # 80 per group
     (2, 11, 11, 64, 64, (3, 3), (2, 2), "SAME", (1, 1), 32, None),  # many small groups
 ]
 
@@ -113,8 +113,8 @@ def test_conv_paths_match_reference_and_im2col(case, spy, monkeypatch):
                                         dimension_numbers=NHWC, feature_group_count=groups)
 
     out = np.asarray(conv(x, w))
-    assert (spy["shifted"] > 0, spy["depthwise"] > 0) == \
-        (path == "shifted", path == "depthwise")
+    used = [name for name in ("shifted", "depthwise", "direct") if spy[name]]
+    assert used == ([path] if path else [])
     ref = ref_conv(x, w, strides, pads, rd, groups)
     np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
     ct = rng.randn(*out.shape).astype(np.float32)
@@ -138,12 +138,13 @@ def test_conv_paths_match_reference_and_im2col(case, spy, monkeypatch):
 def test_input_gradient_takes_the_shifted_path(spy):
     # Stride-1 3x3: the forward conv and the input gradient take the GEMMs per tap; the
     # kernel gradient (a long contraction with a small result) stays with im2col.
+    # (80 features: more than the direct loop takes)
     rng = np.random.RandomState(0)
-    x = rng.randn(4, 20, 20, 64).astype(np.float32)
-    w = rng.randn(3, 3, 64, 64).astype(np.float32)
+    x = rng.randn(4, 20, 20, 80).astype(np.float32)
+    w = rng.randn(3, 3, 80, 80).astype(np.float32)
     conv = ember.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
                                                            dimension_numbers=NHWC))
-    ct = rng.randn(4, 20, 20, 64).astype(np.float32)
+    ct = rng.randn(4, 20, 20, 80).astype(np.float32)
     dx, dw = (np.asarray(g) for g in ember.vjp(conv, x, w)[1](ct))
     assert spy["shifted"] == 2
     rdx, rdw = ref_grads(x, w, ct, (1, 1), [(1, 1), (1, 1)])

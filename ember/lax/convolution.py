@@ -628,13 +628,11 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
 # cache) was as fast or faster on a 2-core machine (the two were within noise at 64).
 _SHIFTED_MAX_WASTE = 1.6
 _SHIFTED_MIN_FEATURES = 64
-# Convolutions with at most this many input features, whose kernel takes at most this many
-# bytes, run on a backend's native direct loop where it has one (``_conv_direct``): against
-# im2col, a 3x3 convolution of (16, 28, 28, C) took 0.5-0.8 of the time for kernels of up to
-# 55 KiB (C = 8-48, 16-128 outputs), 1.2-2.4 times it from 73 KiB (the kernel no longer
-# stays in L1 between output positions).
+# Convolutions with at most this many input features run on a backend's native direct loop
+# where it has one and takes them (``_conv_direct``): against im2col, 3x3 convolutions of
+# (16, 28, 28, C) for C = 8-48 took 0.5-0.9 of the time (up to 64 outputs; 128 with C = 8),
+# 1x1 ones of 64-128 features 0.7-0.9 of the per-tap GEMMs' (``_conv_shifted``).
 _DIRECT_MAX_FEATURES = 64
-_DIRECT_MAX_KERNEL_BYTES = 1 << 16
 # Rows per block of the GEMMs per tap: the block of the output stays in cache over the taps.
 _TAPS_BLOCK_ELEMENTS = 1 << 17
 _FAST_PATHS = True  # tests turn the paths below and the group loop off (plain im2col)
@@ -642,13 +640,11 @@ _FAST_PATHS = True  # tests turn the paths below and the group loop off (plain i
 
 def _conv_direct(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec):
     """``_conv_flat``'s taps form by a backend's native loop computing each output in
-    registers (``DIRECT_TARGET``), for few input features and a small kernel
-    (``_DIRECT_MAX_FEATURES``, ``_DIRECT_MAX_KERNEL_BYTES``), where im2col's GEMM is short
-    and narrow (None where it does not apply)."""
+    registers (``DIRECT_TARGET``), for few input features (``_DIRECT_MAX_FEATURES``), where
+    im2col's GEMM is short and narrow (None where it does not apply)."""
     native = CUSTOM_CALL_TARGETS.get(DIRECT_TARGET)
     if not (_FAST_PATHS and taps_form) or native is None \
-            or x.shape[-1] > _DIRECT_MAX_FEATURES \
-            or rhs.size * x.itemsize > _DIRECT_MAX_KERNEL_BYTES:
+            or x.shape[-1] > _DIRECT_MAX_FEATURES:
         return None
     nsp = x.ndim - 2
     w = rhs.transpose(rhs_spec)  # (O, I, K...)

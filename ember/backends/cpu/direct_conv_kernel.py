@@ -51,8 +51,16 @@ PARALLEL_MIN_WORK = 1 << 18
 # count of output features runs block after block).
 MAX_ACCUMULATORS = 8
 # Vector registers a block may use (accumulators, the weights' vectors, one broadcast): the
-# 16 of AVX2, so nothing spills there.
-_REGISTERS = 16
+# 32 of AVX-512 where the host has them, else the 16 of AVX2, so nothing spills.
+_REGISTERS = {64: 32, 32: 16}
+# Output positions per block, at most.
+MAX_POSITIONS = 8
+# A kernel larger than this (no longer in L1 between blocks: each block streams it from L2)
+# runs here only with at least STREAMED_MIN_POSITIONS positions per block to share each
+# weight load: a 3x3 convolution of 16 features into 128 (73 KiB, 2 positions a block) took
+# 1.4 times im2col's time, of 48 into 64 (110 KiB, 6 positions) 0.9 times.
+L1_KERNEL_BYTES = 1 << 16
+STREAMED_MIN_POSITIONS = 4
 
 _kernels: dict[tuple, Callable | None] = {}
 _lock = threading.Lock()
@@ -67,7 +75,8 @@ def layout(dtype: np.dtype, out_features: int) -> tuple[int, int, int] | None:
     """``(lanes, accumulators, positions)``: a block's vector width, its vectors per
     position and its positions for ``out_features`` outputs, or None where the output
     features are not a whole number of vectors of 4 or more lanes."""
-    for nbytes in (_vector_bytes(), 32, 16):
+    widest = _vector_bytes()
+    for nbytes in (widest, 32, 16):
         lanes = nbytes // dtype.itemsize
         if lanes >= 4 and out_features % lanes == 0:
             break
@@ -75,7 +84,8 @@ def layout(dtype: np.dtype, out_features: int) -> tuple[int, int, int] | None:
         return None
     vectors = out_features // lanes
     accumulators = max(a for a in range(1, MAX_ACCUMULATORS + 1) if vectors % a == 0)
-    positions = max(1, min(8, (_REGISTERS - 1 - accumulators) // accumulators))
+    registers = _REGISTERS.get(widest, 16)
+    positions = max(1, min(MAX_POSITIONS, (registers - 1 - accumulators) // accumulators))
     return lanes, accumulators, positions
 
 
@@ -262,7 +272,7 @@ def direct_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides: Sequence
     the parallel runtime's threads when there is enough work. ``rows`` = (lo, hi) fills
     only those output rows, on the calling thread (``rows_of``: a row is one (batch, out_h)
     pair; threads may fill disjoint ranges at once). False (``out`` untouched) where there
-    is no native loop for the operands."""
+    is no native loop for the operands, or a GEMM would be faster (``L1_KERNEL_BYTES``)."""
     nsp = x.ndim - 2
     if not 1 <= nsp <= 2 or w.ndim != nsp + 2 or out.ndim != nsp + 2 \
             or len(strides) != nsp or len(dilation) != nsp:
@@ -286,7 +296,7 @@ def direct_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides: Sequence
         padded, out_sp, kernel = [1, *padded], [1, *out_sp], [1, *kernel]
         strides, dilation = [1, *strides], [1, *dilation]
     shape = layout(x.dtype, out_features)
-    if shape is None:
+    if shape is None or (w.nbytes > L1_KERNEL_BYTES and shape[2] < STREAMED_MIN_POSITIONS):
         return False
     run = _runner((x.dtype, *shape))
     if run is None:

@@ -88,7 +88,12 @@ def test_operands_without_a_loop_are_refused_untouched():
     assert not dck.direct_conv(x, w, out.astype(np.float64), (1, 1), (1, 1))
     assert not dck.direct_conv(x[..., ::-1], w, out, (1, 1), (1, 1))  # (not C-ordered)
     assert not dck.direct_conv(x[None], w, out, (1, 1), (1, 1))  # (three spatial dims)
-    assert (out == 7).all() and (odd == 7).all()
+    # a kernel past L1 with few positions per block (128 outputs: 8 vectors a position)
+    x2, w2, out_sp2 = _case(rng, np.float32, 1, (6, 6), 16, (3, 3), 128, (1, 1), (1, 1))
+    assert w2.nbytes > dck.L1_KERNEL_BYTES
+    big = np.full((1, *out_sp2, 128), 7.0, np.float32)
+    assert not dck.direct_conv(x2, w2, big, (1, 1), (1, 1))
+    assert (out == 7).all() and (odd == 7).all() and (big == 7).all()
 
 
 def test_outputs_that_would_read_past_the_input_are_an_error():
