@@ -32,6 +32,26 @@ def _same_bits(got, want):
     np.testing.assert_array_equal(gb, wb)
 
 
+def _half_fma_host() -> bool:
+    """Whether this CPU has float16 arithmetic (AVX512-FP16): XLA then contracts a float16
+    ``a * b + c`` into one FMA (one rounding), as it does float32 everywhere, where ember
+    rounds after each operation; on other hosts XLA computes float16 in float32 and rounds
+    after each operation too."""
+    from ember.backends.cpu import llvm_support
+    return llvm_support.host_has_feature("avx512fp16")
+
+
+def _one_rounding_apart(got, want):
+    """Equal up to one rounding of the largest intermediate, ``u * 5`` < 8 for
+    ``uniform(.., -2.0, 3.0)`` (an ulp there is 2**-8; after the shift by -2 that can be
+    many ulps of a result near 0)."""
+    gd, gs, _ = _raw(got)
+    wd, ws, _ = _raw(want)
+    assert (gd, gs) == (wd, ws)
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=0, atol=2.0 ** -8)
+
+
 # (name, sampler(random module, key), raw bits of JAX 0.10.2's result for key(0))
 _CASES = [
     # float16 bounds: the scale rounds after each operation (ember rounded once via float32)
@@ -63,10 +83,14 @@ def test_recorded_bits(name, fn, dtype, bits, mode):
 @pytest.mark.parametrize("name,fn,dtype,bits", _CASES, ids=[c[0] for c in _CASES])
 def test_against_jax(jax, name, fn, dtype, bits):
     jr = jax.random
-    _same_bits(fn(jr, jr.key(0)), np.array(bits, np.uint16).view(dtype))
+    # (a scale and shift of float16 values: XLA's FMA on float16 hosts, see _half_fma_host;
+    # the recorded bits are those of a host without)
+    same = _one_rounding_apart if name == "uniform_f16_bounds" and _half_fma_host() \
+        else _same_bits
+    same(fn(jr, jr.key(0)), np.array(bits, np.uint16).view(dtype))
     ks, eks = jr.split(jr.key(3), 3), er.split(er.key(3), 3)
-    _same_bits(ember.vmap(lambda k: fn(er, k))(eks), jax.vmap(lambda k: fn(jr, k))(ks))
-    _same_bits(ember.jit(lambda k: fn(er, k))(er.PRNGKey(5)), fn(jr, jr.PRNGKey(5)))
+    same(ember.vmap(lambda k: fn(er, k))(eks), jax.vmap(lambda k: fn(jr, k))(ks))
+    same(ember.jit(lambda k: fn(er, k))(er.PRNGKey(5)), fn(jr, jr.PRNGKey(5)))
 
 
 _DIVISIONS = {
