@@ -49,6 +49,11 @@ _KERNEL_SIG = "void(*)(char**, int64_t, int64_t)"
 
 # Elements of work below which a kernel runs on one thread (thread hand-off costs ~10 µs).
 PARALLEL_MIN_WORK = 1 << 16
+# ... and for a kernel after a dot that ran on BLAS's threads in the same program: OpenBLAS's
+# workers spin for a long while after a call, so the other core is taken and a hand-off
+# waits for it (an MLP train step's (128, 512) bias-and-relu kernels: 61 -> 23 us on one
+# thread, the step 2.29 -> 2.21 ms).
+AFTER_BLAS_MIN_WORK = 1 << 18
 # Tasks per thread a parallel kernel is cut into (``parallel_runtime``): load balance.
 TASKS_PER_THREAD = 8
 # Programs with less total work than this run as one native call when they can, a native
@@ -435,10 +440,10 @@ class _GemmTasks:
 class _Kernel:
     __slots__ = ("fn", "step", "parallel")
 
-    def __init__(self, fn, step: KernelPlan):
+    def __init__(self, fn, step: KernelPlan, min_work: int = PARALLEL_MIN_WORK):
         self.fn = fn
         self.step = step
-        self.parallel = step.work >= PARALLEL_MIN_WORK and step.extent > 1
+        self.parallel = step.work >= min_work and step.extent > 1
 
 
 class CpuExecutable:
@@ -487,11 +492,19 @@ class CpuExecutable:
         ``gemm``: whether native code may call BLAS (``_bind_gemm``); ``prefix``: that of
         the program's symbols."""
         out = []
+        after_blas = False  # (a dot on BLAS's threads ran before: see AFTER_BLAS_MIN_WORK)
         for step in steps:
             t = type(step)
             if t is KernelPlan:
-                out.append(_Kernel(_ffi.cast(_KERNEL_SIG, lib.address(step.name)), step))
-            elif t is DotPlan and gemm and step.gemm is not None:
+                # (partial reductions keep the rule: their threaded runs combine partial
+                # results, whose bits must not depend on what ran before)
+                slow_start = after_blas and not step.partial_reducers
+                out.append(_Kernel(_ffi.cast(_KERNEL_SIG, lib.address(step.name)), step,
+                                   AFTER_BLAS_MIN_WORK if slow_start else PARALLEL_MIN_WORK))
+                continue
+            after_blas = after_blas or (t is DotPlan and not (gemm and step.gemm is not None)
+                                        and _blas_threaded(step.inst))
+            if t is DotPlan and gemm and step.gemm is not None:
                 # (the native loop's tasks, also where the loop steps from Python: the same
                 # calls, so the same bits either way)
                 name = gemm_task_name(prefix, step.gemm)
@@ -978,6 +991,14 @@ class CpuExecutable:
 # Larger products keep BLAS's threads (four (128, 784) @ (784, 512) were faster with them).
 BATCH_SPLIT_MAX_WORK = 1 << 23
 BATCH_SPLIT_MIN_WORK = 1 << 20
+
+
+def _blas_threaded(inst) -> bool:
+    """Whether a ``dot_general`` run through NumPy (``_run_dot``) may use BLAS's threads:
+    more than SINGLE_THREAD_GEMM_MAX_PRODUCTS products."""
+    lhs = inst.operands[0]
+    contracted = math.prod(lhs.dims[d] for d in inst.attrs["lhs_contracting_dimensions"])
+    return math.prod(inst.shape.dims) * contracted > SINGLE_THREAD_GEMM_MAX_PRODUCTS
 
 
 def _split_batch(batch: int, products_each: int) -> bool:

@@ -236,3 +236,23 @@ def test_blas_thread_count_is_the_count_outside_one_blas_thread():
     with _blas_threads.one_blas_thread:
         assert _blas_threads.blas_thread_count() == count
     assert _blas_threads.blas_thread_count() == count
+
+
+def test_kernels_after_a_blas_threaded_dot_need_more_work_for_threads():
+    # (OpenBLAS's workers spin after a call: a small kernel after one runs on one thread)
+    x, w, b = _data(128, 784), _data(784, 512), _data(512)
+    f = ember.jit(lambda x, w, b: (jnp.tanh(x @ w + b), jnp.tanh(b * 2.0) + 1.0))
+    h, y = (np.asarray(v) for v in f(x, w, b))
+    np.testing.assert_allclose(h, np.tanh(x @ w + b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y, np.tanh(b * 2) + 1, rtol=1e-6, atol=1e-6)
+    steps = f.lower(x, w, b).compile()._executable.executable._steps
+    kernels = [s for s in steps if type(s) is cpu_exe._Kernel]
+    big = [k for k in kernels if k.step.work == 128 * 512]
+    assert big and cpu_exe.PARALLEL_MIN_WORK <= 128 * 512 < cpu_exe.AFTER_BLAS_MIN_WORK
+    assert not any(k.parallel for k in big)
+    # the same kernel without a dot before it keeps its threads
+    g = ember.jit(lambda h: jnp.tanh(h * 2.0 + 1.0))
+    alone = [s for s in g.lower(h).compile()._executable.executable._steps
+             if type(s) is cpu_exe._Kernel]
+    assert [k.parallel for k in alone] == [True]
+    np.testing.assert_allclose(np.asarray(g(h)), np.tanh(h * 2 + 1), rtol=1e-6, atol=1e-6)
