@@ -31,13 +31,10 @@ The CPU backend registers ``direct_conv`` as the custom-call target ``NATIVE_TAR
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
-_log = logging.getLogger(__name__)
 
 # The custom-call target name ``ember.lax.convolution`` looks this kernel up by.
 NATIVE_TARGET = "ember.conv.direct"
@@ -211,19 +208,11 @@ def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) ->
 
 
 def _runner(key: tuple) -> Callable | None:
-    """``run(bufs, lo, hi)`` of a library (``key``: dtype, lanes, accumulators,
-    positions), or None where no code can be made."""
-    run = _kernels.get(key, False)
-    if run is not False:
-        return run
-    with _lock:
-        if key not in _kernels:
-            try:
-                _kernels[key] = _load(*key)
-            except Exception as e:  # noqa: BLE001 - the GEMMs still work
-                _log.debug("no native direct convolution for %s: %s", key, e)
-                _kernels[key] = None
-    return _kernels[key]
+    """``run(arrays, lo, hi, threaded)`` of a library (``key``: dtype, lanes,
+    accumulators, positions), or None where no code can be made."""
+    from ember.backends.cpu import native_lib
+    return native_lib.load_once(_kernels, _lock, key, lambda: _load(*key),
+                                "direct convolution")
 
 
 def _load(dtype: np.dtype, lanes: int, accumulators: int, positions: int) -> Callable:

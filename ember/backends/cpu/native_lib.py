@@ -204,6 +204,24 @@ _MAX_NAME = 1024
 _DLOPEN_MODE = os.RTLD_NOW | os.RTLD_LOCAL
 
 
+def load_once(table: dict, lock: threading.Lock, key, load: Callable[[], object],
+              what: str):
+    """``table[key]``, made by ``load()`` at the first call (under ``lock``); None, kept,
+    where ``load`` fails (``what`` names the code in the debug log): a module's lazily built
+    native helpers, one per key."""
+    found = table.get(key, False)
+    if found is not False:
+        return found
+    with lock:
+        if key not in table:
+            try:
+                table[key] = load()
+            except Exception as e:  # noqa: BLE001 - callers keep their fallback
+                _log.debug("no native %s for %s: %s", what, key, e)
+                table[key] = None
+    return table[key]
+
+
 def _dlopen(so_bytes: bytes, directory: str | None) -> int:
     """The ``dlopen`` handle of ``so_bytes`` loaded as a library: from an anonymous
     in-memory file where the system allows it (about 0.2 ms faster than a file on disk),

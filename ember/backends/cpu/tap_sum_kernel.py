@@ -26,13 +26,10 @@ adds where that answers False (no native code, other dtypes or ranks).
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
-_log = logging.getLogger(__name__)
 
 # The custom-call target name ``ember.lax.convolution`` looks this kernel up by.
 NATIVE_TARGET = "ember.conv.tap_sums"
@@ -113,17 +110,8 @@ def kernel_ir(dtype: np.dtype) -> str:
 
 def _runner(dtype: np.dtype) -> Callable | None:
     """``run(y, out, sizes)`` of the dtype's library, or None where no code can be made."""
-    run = _kernels.get(dtype, False)
-    if run is not False:
-        return run
-    with _lock:
-        if dtype not in _kernels:
-            try:
-                _kernels[dtype] = _load(dtype)
-            except Exception as e:  # noqa: BLE001 - the NumPy adds still work
-                _log.debug("no native tap sums for %s: %s", dtype, e)
-                _kernels[dtype] = None
-    return _kernels[dtype]
+    from ember.backends.cpu import native_lib
+    return native_lib.load_once(_kernels, _lock, dtype, lambda: _load(dtype), "tap sums")
 
 
 def _load(dtype: np.dtype) -> Callable:

@@ -199,18 +199,23 @@ np.testing.assert_allclose(np.asarray(compiled(x)), expected, rtol=2e-6, atol=2e
                                       "after_wait", "True"]
 
 
+def _custom_runtime(name: str, **options) -> parallel_runtime.Runtime:
+    """A runtime of two threads built with ``runtime_ir``'s ``options`` (stop it after)."""
+    from ember.backends.cpu import _source_stamp, native_lib
+    machine = parallel_runtime.platform.machine()
+    lib = native_lib.load_or_build(
+        f"test-runtime-{name}:{_source_stamp()}",
+        lambda: parallel_runtime.runtime_ir(parallel_runtime._FUTEX[machine],
+                                            machine == "x86_64", **options),
+        2, native_lib.linker() is not None)
+    return parallel_runtime.Runtime(lib, 2)
+
+
 @needs_runtime
 def test_a_caller_that_sleeps_for_late_workers_still_gets_every_task():
     # A runtime built to sleep at once whenever a worker is still in its tasks: the
     # sleep-and-wake handshake runs on every such job, and every job still covers its range.
-    from ember.backends.cpu import _source_stamp, native_lib
-    machine = parallel_runtime.platform.machine()
-    lib = native_lib.load_or_build(
-        f"test-runtime-sleeping-drain:{_source_stamp()}",
-        lambda: parallel_runtime.runtime_ir(parallel_runtime._FUTEX[machine],
-                                            machine == "x86_64", drain_spin_cycles=0),
-        2, native_lib.linker() is not None)
-    eager = parallel_runtime.Runtime(lib, 2)
+    eager = _custom_runtime("sleeping-drain", drain_spin_cycles=0)
     try:
         kernel = _kernel()
         extent = 1 << 18
@@ -236,15 +241,7 @@ def test_a_caller_that_sleeps_for_late_workers_still_gets_every_task():
 def test_rest_sends_spinning_workers_to_sleep():
     # A runtime whose worker would spin for ages after a job: ``rest`` (called before BLAS
     # runs on its own threads) puts it to sleep, and the next job wakes it and is whole.
-    from ember.backends.cpu import _source_stamp, native_lib
-    machine = parallel_runtime.platform.machine()
-    lib = native_lib.load_or_build(
-        f"test-runtime-long-spin:{_source_stamp()}",
-        lambda: parallel_runtime.runtime_ir(parallel_runtime._FUTEX[machine],
-                                            machine == "x86_64", spin_cycles=1 << 62,
-                                            spin_iterations=1 << 62),
-        2, native_lib.linker() is not None)
-    spinning = parallel_runtime.Runtime(lib, 2)
+    spinning = _custom_runtime("long-spin", spin_cycles=1 << 62, spin_iterations=1 << 62)
     try:
         kernel = _kernel()
         extent = 1 << 16
