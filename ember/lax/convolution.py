@@ -580,11 +580,15 @@ def _conv_flat(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, lhs_spec, rh
     taps_form = math.prod(ks) <= math.prod(out_sp)
     major, minor = (lhs_spec[0], lhs_spec[1]) if taps_form else (lhs_spec[1], lhs_spec[0])
     x = lhs.transpose((major,) + tuple(lhs_spec[2:]) + (minor,))
-    x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
-    for fast in (_conv_direct, _conv_shifted):
-        res = fast(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec)
+    if taps_form:
+        res = _conv_direct(x, rhs, out_sp, strides, pads, lhs_dilation, rhs_dilation,
+                           rhs_spec)
         if res is not None:
             return res
+    x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
+    res = _conv_shifted(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec)
+    if res is not None:
+        return res
     sp = x.strides[1:-1]
     by_out = tuple(st * s for st, s in zip(sp, strides))
     by_tap = tuple(st * d for st, d in zip(sp, rhs_dilation))
@@ -638,19 +642,25 @@ _TAPS_BLOCK_ELEMENTS = 1 << 17
 _FAST_PATHS = True  # tests turn the paths below and the group loop off (plain im2col)
 
 
-def _conv_direct(x, rhs, taps_form, ks, out_sp, strides, rhs_dilation, rhs_spec):
+def _conv_direct(x, rhs, out_sp, strides, pads, lhs_dilation, rhs_dilation, rhs_spec):
     """``_conv_flat``'s taps form by a backend's native loop computing each output in
     registers (``DIRECT_TARGET``), for few input features (``_DIRECT_MAX_FEATURES``), where
-    im2col's GEMM is short and narrow (None where it does not apply)."""
+    im2col's GEMM is short and narrow (None where it does not apply). ``x`` is the lhs as
+    (batch, spatial..., features), not yet padded: the loop skips the taps in the padding
+    (a padded copy is made only for input dilation or negative padding)."""
     native = CUSTOM_CALL_TARGETS.get(DIRECT_TARGET)
-    if not (_FAST_PATHS and taps_form) or native is None \
-            or x.shape[-1] > _DIRECT_MAX_FEATURES:
+    if not _FAST_PATHS or native is None or x.shape[-1] > _DIRECT_MAX_FEATURES:
         return None
     nsp = x.ndim - 2
+    if all(v == 1 for v in lhs_dilation) and all(lo >= 0 and hi >= 0 for lo, hi in pads):
+        x, padding = np.ascontiguousarray(x), pads
+    else:
+        x = np.ascontiguousarray(_pad_dilate(x, range(1, nsp + 1), pads, lhs_dilation))
+        padding = None
     w = rhs.transpose(rhs_spec)  # (O, I, K...)
     wm = np.ascontiguousarray(w.transpose(tuple(range(2, 2 + nsp)) + (1, 0)))  # (K..., I, O)
     out = _scratch.empty((x.shape[0],) + tuple(out_sp) + (w.shape[0],), x.dtype)
-    if not native(x, wm, out, strides, rhs_dilation):
+    if not native(x, wm, out, strides, rhs_dilation, padding=padding):
         return None
     return out.transpose((0, nsp + 1) + tuple(range(1, nsp + 1)))
 

@@ -40,8 +40,8 @@ import numpy as np
 NATIVE_TARGET = "ember.conv.direct"
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # The sizes buffer's entries, in order.
-_DIMS = ("padded_h", "padded_w", "features", "out_h", "out_w", "out_features", "taps",
-         "stride_h", "stride_w")
+_DIMS = ("in_h", "in_w", "features", "out_h", "out_w", "out_features", "k_h", "k_w",
+         "stride_h", "stride_w", "dil_h", "dil_w", "pad_top", "pad_left")
 # Multiply-adds below which a whole convolution runs on the calling thread.
 PARALLEL_MIN_WORK = 1 << 18
 # Output features per block: at most this many accumulator vectors per position (a larger
@@ -148,34 +148,47 @@ def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) ->
         b.position_at_end(done)
         return phis
 
-    def block(row_x, out_row, ow, o0, count):
-        """Outputs ``ow .. ow+count-1`` of a row, features ``o0 .. o0+width-1``."""
-        starts = [b.gep(row_x, [b.mul(b.mul(b.add(ow, c64(p)), d["stride_w"]), features)],
-                        inbounds=True) for p in range(count)]
+    def select(cond, a, b_):
+        return b.select(cond, a, b_)
 
-        def per_tap(t, accs):
-            offset = b.load(b.gep(offsets, [t], inbounds=True))
-            bases = [b.gep(s, [offset], inbounds=True) for s in starts]
-            w_tap = b.gep(w, [b.add(b.mul(b.mul(t, features), out_features), o0)],
-                          inbounds=True)
+    def window(first, extent, size, dilation):
+        """The taps ``[lo, hi)`` along a dim that read inside ``[0, extent)`` for a window
+        starting at ``first`` (negative in the low padding), ``size`` taps ``dilation``
+        apart: ``0 <= first + t * dilation < extent``."""
+        low = select(b.icmp_signed("<", first, c64(0)),
+                     b.sdiv(b.add(b.sub(c64(0), first), b.sub(dilation, c64(1))), dilation),
+                     c64(0))
+        room = b.sub(b.sub(extent, c64(1)), first)
+        high = select(b.icmp_signed("<", room, c64(0)), c64(0),
+                      b.add(b.sdiv(room, dilation), c64(1)))
+        high = select(b.icmp_signed("<", high, size), high, size)
+        return low, select(b.icmp_signed("<", high, low), low, high)
 
-            def per_feature(c, accs):
-                w_c = b.gep(w_tap, [b.mul(c, out_features)], inbounds=True)
-                weights = [b.load(b.bitcast(b.gep(w_c, [c64(a * lanes)], inbounds=True),
-                                            vec.as_pointer()), align=dtype.itemsize)
-                           for a in range(accumulators)]
-                new = list(accs)
-                for p in range(count):
-                    value = b.load(b.gep(bases[p], [c], inbounds=True))
-                    splat = b.shuffle_vector(b.insert_element(undef_vec, value, ir.Constant(
-                        i32, 0)), undef_vec, splat_mask)
-                    for a in range(accumulators):
-                        k = p * accumulators + a
-                        new[k] = b.call(fmuladd, [splat, weights[a], accs[k]])
-                return new
-            return carried_loop(c64(0), features, accs, per_feature)
+    def features_of(accs, tap, bases, o0):
+        """``accs`` after the products of one tap: every input feature of it."""
+        w_tap = b.gep(w, [b.add(b.mul(b.mul(tap, features), out_features), o0)],
+                      inbounds=True)
+        offset = b.load(b.gep(offsets, [tap], inbounds=True))
+        starts = [b.add(base, offset) for base in bases]
 
-        accs = carried_loop(c64(0), d["taps"], [zero_vec] * (count * accumulators), per_tap)
+        def per_feature(c, accs):
+            w_c = b.gep(w_tap, [b.mul(c, out_features)], inbounds=True)
+            weights = [b.load(b.bitcast(b.gep(w_c, [c64(a * lanes)], inbounds=True),
+                                        vec.as_pointer()), align=dtype.itemsize)
+                       for a in range(accumulators)]
+            new = list(accs)
+            for p, start in enumerate(starts):
+                # (one address per load: a window start in the padding is no pointer)
+                value = b.load(b.gep(x, [b.add(start, c)], inbounds=True))
+                splat = b.shuffle_vector(b.insert_element(undef_vec, value, ir.Constant(
+                    i32, 0)), undef_vec, splat_mask)
+                for a in range(accumulators):
+                    k = p * accumulators + a
+                    new[k] = b.call(fmuladd, [splat, weights[a], accs[k]])
+            return new
+        return carried_loop(c64(0), features, accs, per_feature)
+
+    def store(out_row, ow, o0, accs, count):
         for p in range(count):
             dst = b.gep(out_row, [b.add(b.mul(b.add(ow, c64(p)), out_features), o0)],
                         inbounds=True)
@@ -184,23 +197,70 @@ def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) ->
                         b.bitcast(b.gep(dst, [c64(a * lanes)], inbounds=True),
                                   vec.as_pointer()), align=dtype.itemsize)
 
+    def position(row_base, ow):
+        """The element offset in ``x`` of output ``ow``'s window start (feature 0)."""
+        return b.add(row_base, b.mul(b.sub(b.mul(ow, d["stride_w"]), d["pad_left"]),
+                                     features))
+
+    def interior(row_base, out_row, taps, ow, o0, count):
+        """Outputs ``ow .. ow+count-1`` of a row whose windows lie inside the input's
+        width: the taps of rows ``taps`` (a range of the row-major tap order)."""
+        bases = [position(row_base, b.add(ow, c64(p))) for p in range(count)]
+        accs = carried_loop(taps[0], taps[1], [zero_vec] * (count * accumulators),
+                            lambda t, accs: features_of(accs, t, bases, o0))
+        store(out_row, ow, o0, accs, count)
+
+    def border(row_base, out_row, rows, ow, o0):
+        """Output ``ow``, whose window reaches into the width's padding: the taps of the
+        rows ``rows`` and of the columns inside the input."""
+        bases = [position(row_base, ow)]
+        first = b.sub(b.mul(ow, d["stride_w"]), d["pad_left"])
+        cols = window(first, d["in_w"], d["k_w"], d["dil_w"])
+
+        def per_row(kh, accs):
+            return carried_loop(cols[0], cols[1], accs, lambda kw, accs: features_of(
+                accs, b.add(b.mul(kh, d["k_w"]), kw), bases, o0))
+        store(out_row, ow, o0, carried_loop(rows[0], rows[1], [zero_vec] * accumulators,
+                                            per_row), 1)
+
     row, close_row = counted_loop(b, lo, hi)
     batch, oh = b.sdiv(row, d["out_h"]), b.srem(row, d["out_h"])
-    # the row's first input row: (batch, oh * stride_h) of the padded input
-    first = b.add(b.mul(batch, d["padded_h"]), b.mul(oh, d["stride_h"]))
-    row_x = b.gep(x, [b.mul(b.mul(first, d["padded_w"]), features)], inbounds=True)
+    # the row's window starts at input row ``first`` (negative in the top padding)
+    first = b.sub(b.mul(oh, d["stride_h"]), d["pad_top"])
+    rows = window(first, d["in_h"], d["k_h"], d["dil_h"])
+    taps = (b.mul(rows[0], d["k_w"]), b.mul(rows[1], d["k_w"]))
+    row_base = b.mul(b.mul(b.add(b.mul(batch, d["in_h"]), first), d["in_w"]), features)
     out_row = b.gep(out, [b.mul(b.mul(row, d["out_w"]), out_features)], inbounds=True)
+    # outputs ``[inner_lo, inner_hi)`` have windows inside the width
+    pad_left, stride_w = d["pad_left"], d["stride_w"]
+    inner_lo = select(b.icmp_signed("<=", pad_left, c64(0)), c64(0),
+                      b.sdiv(b.add(pad_left, b.sub(stride_w, c64(1))), stride_w))
+    inner_lo = select(b.icmp_signed("<", inner_lo, d["out_w"]), inner_lo, d["out_w"])
+    room = b.add(b.sub(b.sub(d["in_w"], c64(1)),
+                       b.mul(b.sub(d["k_w"], c64(1)), d["dil_w"])), pad_left)
+    inner_hi = select(b.icmp_signed("<", room, c64(0)), c64(0),
+                      b.add(b.sdiv(room, stride_w), c64(1)))
+    inner_hi = select(b.icmp_signed("<", inner_hi, d["out_w"]), inner_hi, d["out_w"])
+    inner_hi = select(b.icmp_signed("<", inner_hi, inner_lo), inner_lo, inner_hi)
     chunk, close_chunk = counted_loop(b, c64(0), b.sdiv(out_features, c64(width)))
     o0 = b.mul(chunk, c64(width))
-    # full blocks of ``positions`` outputs, then the rest one at a time
-    full = b.mul(b.sdiv(d["out_w"], c64(positions)), c64(positions))
-    blk, close_blk = counted_loop(b, c64(0), b.sdiv(full, c64(positions)))
-    block(row_x, out_row, b.mul(blk, c64(positions)), o0, positions)
+    ow, close_ow = counted_loop(b, c64(0), inner_lo)
+    border(row_base, out_row, rows, ow, o0)
+    close_ow()
+    # blocks of ``positions`` outputs, then the rest one at a time
+    blocks = b.sdiv(b.sub(inner_hi, inner_lo), c64(positions))
+    blk, close_blk = counted_loop(b, c64(0), blocks)
+    interior(row_base, out_row, taps, b.add(inner_lo, b.mul(blk, c64(positions))), o0,
+             positions)
     close_blk()
     if positions > 1:
-        ow, close_ow = counted_loop(b, full, d["out_w"])
-        block(row_x, out_row, ow, o0, 1)
+        ow, close_ow = counted_loop(b, b.add(inner_lo, b.mul(blocks, c64(positions))),
+                                    inner_hi)
+        interior(row_base, out_row, taps, ow, o0, 1)
         close_ow()
+    ow, close_ow = counted_loop(b, inner_hi, d["out_w"])
+    border(row_base, out_row, rows, ow, o0)
+    close_ow()
     close_chunk()
     close_row()
     b.ret_void()
@@ -254,36 +314,45 @@ def rows_of(out_shape: Sequence[int]) -> int:
 
 
 def direct_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides: Sequence[int],
-                dilation: Sequence[int], rows: tuple[int, int] | None = None) -> bool:
-    """Fills ``out`` (batch, *out_spatial, out_features) with the convolution of the padded
-    ``x`` (batch, *padded_spatial, features) by ``w`` (*kernel, features, out_features),
+                dilation: Sequence[int], rows: tuple[int, int] | None = None,
+                padding: Sequence[tuple[int, int]] | None = None) -> bool:
+    """Fills ``out`` (batch, *out_spatial, out_features) with the convolution of ``x``
+    (batch, *spatial, features), zero-padded by ``padding`` ((low, high) per spatial dim,
+    none by default; never negative), by ``w`` (*kernel, features, out_features),
     ``strides`` and kernel ``dilation`` one per spatial dim (see the module docstring), on
     the parallel runtime's threads when there is enough work. ``rows`` = (lo, hi) fills
     only those output rows, on the calling thread (``rows_of``: a row is one (batch, out_h)
     pair; threads may fill disjoint ranges at once). False (``out`` untouched) where there
     is no native loop for the operands, or a GEMM would be faster (``L1_KERNEL_BYTES``)."""
     nsp = x.ndim - 2
+    if padding is None:
+        padding = [(0, 0)] * max(nsp, 0)
     if not 1 <= nsp <= 2 or w.ndim != nsp + 2 or out.ndim != nsp + 2 \
-            or len(strides) != nsp or len(dilation) != nsp:
+            or len(strides) != nsp or len(dilation) != nsp or len(padding) != nsp:
         return False
     if x.dtype not in DTYPES or w.dtype != x.dtype or out.dtype != x.dtype \
             or not (x.flags.c_contiguous and w.flags.c_contiguous and out.flags.c_contiguous)\
             or not out.flags.writeable:
         return False
-    batch, *padded, features = x.shape
+    batch, *spatial, features = x.shape
     *kernel, w_features, out_features = w.shape
     if out.shape[0] != batch or out.shape[-1] != out_features or w_features != features \
-            or any(s < 1 for s in strides) or any(v < 1 for v in dilation):
+            or any(s < 1 for s in strides) or any(v < 1 for v in dilation) \
+            or any(lo < 0 or hi < 0 for lo, hi in padding):
         return False
     out_sp = list(out.shape[1:-1])
-    # (every output's window lies inside the padded input: nothing is read out of bounds)
+    # (every output's window lies inside the padded input: taps in the padding are skipped,
+    # so nothing is read out of bounds)
+    padded = [n + lo + hi for n, (lo, hi) in zip(spatial, padding)]
     if any(o > 0 and (o - 1) * s + (k - 1) * v >= p
            for o, s, k, v, p in zip(out_sp, strides, kernel, dilation, padded)):
-        raise ValueError(f"direct_conv: out {out.shape} reads past x {x.shape} with kernel "
-                         f"{kernel}, strides {strides}, dilation {dilation}")
+        raise ValueError(f"direct_conv: out {out.shape} reads past x {x.shape} padded by "
+                         f"{list(padding)} with kernel {kernel}, strides {strides}, "
+                         f"dilation {dilation}")
+    lows = [lo for lo, _ in padding]
     if nsp == 1:  # (one spatial dim: a unit first one)
-        padded, out_sp, kernel = [1, *padded], [1, *out_sp], [1, *kernel]
-        strides, dilation = [1, *strides], [1, *dilation]
+        spatial, out_sp, kernel = [1, *spatial], [1, *out_sp], [1, *kernel]
+        strides, dilation, lows = [1, *strides], [1, *dilation], [0, *lows]
     shape = layout(x.dtype, out_features)
     if shape is None or (w.nbytes > L1_KERNEL_BYTES and shape[2] < STREAMED_MIN_POSITIONS):
         return False
@@ -293,11 +362,11 @@ def direct_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides: Sequence
     lo, hi = (0, batch * out_sp[0]) if rows is None else rows
     if not 0 <= lo <= hi <= batch * out_sp[0]:
         raise ValueError(f"direct_conv: rows {rows} outside [0, {batch * out_sp[0]}]")
-    sizes = np.array([*padded, features, *out_sp, out_features, int(np.prod(kernel)),
-                      *strides], np.int64)
-    offsets = np.array([(kh * dilation[0] * padded[1] + kw * dilation[1]) * features
+    sizes = np.array([*spatial, features, *out_sp, out_features, *kernel, *strides,
+                      *dilation, *lows], np.int64)
+    offsets = np.array([(kh * dilation[0] * spatial[1] + kw * dilation[1]) * features
                         for kh in range(kernel[0]) for kw in range(kernel[1])], np.int64)
     if lo < hi and out_sp[1] and out_features:
-        work = (hi - lo) * out_sp[1] * out_features * sizes[6] * features
+        work = (hi - lo) * out_sp[1] * out_features * len(offsets) * features
         run((x, w, out, sizes, offsets), lo, hi, rows is None and work >= PARALLEL_MIN_WORK)
     return True

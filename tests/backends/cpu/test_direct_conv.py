@@ -62,6 +62,36 @@ def test_matches_a_float64_loop(case, dtype):
     np.testing.assert_allclose(out, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
+PADDED = [  # (batch, spatial, features, kernel, out_features, strides, dilation, padding)
+    (2, (10, 11), 1, (3, 3), 32, (1, 1), (1, 1), ((1, 1), (1, 1))),  # SAME
+    (3, (9, 13), 16, (3, 3), 32, (2, 2), (1, 1), ((1, 0), (0, 1))),
+    (1, (7, 6), 3, (5, 5), 16, (1, 1), (2, 2), ((4, 4), (4, 3))),  # taps mostly padding
+    (2, (4, 5), 2, (3, 3), 8, (1, 3), (1, 1), ((6, 5), (7, 2))),  # outputs only padding
+    (2, (3, 30), 4, (3, 3), 8, (1, 1), (1, 1), ((2, 2), (2, 2))),  # long interior rows
+    (3, (17,), 3, (4,), 24, (2,), (1,), ((3, 2),)),  # one spatial dim
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", PADDED)
+def test_padding_in_the_loop_matches_a_padded_input(case, dtype):
+    batch, spatial, features, kernel, out_features, strides, dilation, padding = case
+    rng = np.random.default_rng(sum(spatial) + features)
+    x = rng.standard_normal((batch, *spatial, features)).astype(dtype)
+    w = rng.standard_normal((*kernel, features, out_features)).astype(dtype)
+    xp = np.pad(x, ((0, 0), *padding, (0, 0)))
+    out_sp = [(p - (k - 1) * d - 1) // s + 1
+              for p, k, d, s in zip(xp.shape[1:-1], kernel, dilation, strides)]
+    got = np.full((batch, *out_sp, out_features), np.nan, dtype)
+    assert dck.direct_conv(x, w, got, strides, dilation, padding=padding)
+    want = np.full_like(got, np.nan)
+    assert dck.direct_conv(xp, w, want, strides, dilation)
+    np.testing.assert_array_equal(got, want)  # (the same products in the same order)
+    ref = _reference(xp, w, strides, dilation, out_sp)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * max(np.abs(ref).max(), 1))
+
+
 def test_row_ranges_and_threads_give_the_same_bits():
     rng = np.random.default_rng(3)
     x, w, out_sp = _case(rng, np.float32, 8, (34, 34), 16, (3, 3), 32, (1, 1), (1, 1))
@@ -88,6 +118,7 @@ def test_operands_without_a_loop_are_refused_untouched():
     assert not dck.direct_conv(x, w, out.astype(np.float64), (1, 1), (1, 1))
     assert not dck.direct_conv(x[..., ::-1], w, out, (1, 1), (1, 1))  # (not C-ordered)
     assert not dck.direct_conv(x[None], w, out, (1, 1), (1, 1))  # (three spatial dims)
+    assert not dck.direct_conv(x, w, out, (1, 1), (1, 1), padding=((0, 0), (-1, 1)))
     # a kernel past L1 with few positions per block (128 outputs: 8 vectors a position)
     x2, w2, out_sp2 = _case(rng, np.float32, 1, (6, 6), 16, (3, 3), 128, (1, 1), (1, 1))
     assert w2.nbytes > dck.L1_KERNEL_BYTES
