@@ -6,8 +6,9 @@ of it (``conv``, ``conv_with_general_padding``, ``conv_transpose``,
 feature_group_count batch_group_count precision preferred_element_type]`` has JAX's params;
 ``dimension_numbers`` is a ``ConvDimensionNumbers`` of three permutations (lhs: batch,
 feature, spatial...; rhs: out feature, in feature, spatial...; out: batch, feature,
-spatial...). The kernel (``conv_numpy``) is NumPy and BLAS: stride-1 convolutions with
-many features run one GEMM per kernel tap over shifted rows of the padded input, depthwise
+spatial...). The kernel (``conv_numpy``) is NumPy and BLAS: convolutions with few input
+features run a backend's native loop where it has one (``DIRECT_TARGET``), stride-1 ones
+with many features one GEMM per kernel tap over shifted rows of the padded input, depthwise
 ones a multiply-add per tap, the others im2col in cache-sized chunks, all spread over a
 thread per core; compiled code runs it as a library step (the ``ember.conv`` custom call).
 The primitive is bilinear: its JVP is two convolutions, and its transposes are

@@ -9,22 +9,25 @@ output features at a time, vector accumulators (``lanes`` features wide) sum ``x
 the taps and input features, the input value broadcast across the lanes:
 
     out[n, oh, ow, o] = sum over taps (kh, kw), features c of
-                        x[n, oh*sh + kh*dh, ow*sw + kw*dw, c] * w[kh, kw, c, o]
+                        x[n, oh*sh + kh*dh - top, ow*sw + kw*dw - left, c] * w[kh, kw, c, o]
 
 in that order (taps row-major, then features), each product added with one fused
-multiply-add where the target has it (``llvm.fmuladd``).
+multiply-add where the target has it (``llvm.fmuladd``). Taps in the zero padding are
+skipped, not read: a row's window rows are clipped to the input once, and the few outputs
+whose windows reach into the left or right padding clip their columns one at a time.
 
 Operands (C-ordered, real float32/float64, one or two spatial dims, one as a unit first dim):
 
-- ``x``: (batch, padded_h, padded_w, features), already padded and input-dilated;
-- ``w``: (taps, features, out_features), tap ``t = kh * k_w + kw``;
+- ``x``: (batch, in_h, in_w, features), unpadded (``padding``: (top, bottom), (left, right));
+- ``w``: (k_h, k_w, features, out_features), tap ``t = kh * k_w + kw``;
 - ``out``: (batch, out_h, out_w, out_features).
 
 A library per (dtype, lanes, accumulators per position, positions per block), compiled at
 first use (~30 ms of LLVM and ``cc``) and kept in the disk cache. Its entry point
 ``<name>(buffers, lo, hi)`` (the parallel runtime's task signature) computes output rows
 ``[lo, hi)`` (a row: one (batch, out_h) pair); the buffers are ``x``, ``w``, ``out``, an int64
-array of the sizes (``_DIMS``) and an int64 array of each tap's element offset in ``x``.
+array of the sizes (``_DIMS``) and an int64 array of each tap's element offset in ``x``
+from its window's start.
 The CPU backend registers ``direct_conv`` as the custom-call target ``NATIVE_TARGET``;
 ``lax.convolution`` keeps its GEMMs where that answers False.
 """
