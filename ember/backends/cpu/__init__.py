@@ -55,6 +55,7 @@ from ember.backends.cpu import (
     object_cache,
     parallel_runtime,
     small_linalg_kernel,
+    tap_grad_kernel,
     tap_sum_kernel,
 )
 from ember.backends.cpu.executable import (
@@ -82,6 +83,7 @@ register_custom_call_target(small_linalg_kernel.NATIVE_TARGET, small_linalg_kern
 register_custom_call_target(tap_sum_kernel.NATIVE_TARGET, tap_sum_kernel.tap_sums)
 # Convolutions with few input features run a native direct loop (see direct_conv_kernel).
 register_custom_call_target(direct_conv_kernel.NATIVE_TARGET, direct_conv_kernel.direct_conv)
+register_custom_call_target(tap_grad_kernel.NATIVE_TARGET, tap_grad_kernel.tap_grad)
 # Library kernels' large temporaries (``ember._scratch``) come from the buffer pool.
 _scratch.register_allocator(buffer_pool.empty)
 

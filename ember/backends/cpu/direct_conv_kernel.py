@@ -93,63 +93,62 @@ def _symbol(dtype: np.dtype, lanes: int, accumulators: int, positions: int) -> s
     return f"ember_direct_conv_{dtype.name}_{lanes}x{accumulators}x{positions}"
 
 
+class TaskFunction:
+    """A module holding one task function ``void name(i8** bufs, i64 lo, i64 hi)`` over three
+    float arrays (``arrays``: ``bufs[0..2]``), an int64 sizes array named by ``dims``
+    (``sizes``: name -> value) and an int64 table (``table``: ``bufs[4]``), and what its
+    vector code needs: the ``lanes``-wide vector type, ``fmuladd`` and ``splat``."""
+
+    def __init__(self, dtype: np.dtype, lanes: int, name: str, dims: Sequence[str]):
+        from llvmlite import ir
+        self.ir = ir
+        ty = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
+        self.vec = ir.VectorType(ty, lanes)
+        self.i32, self.i64 = ir.IntType(32), ir.IntType(64)
+        i8p = ir.IntType(8).as_pointer()
+        self.module = ir.Module(name=name)
+        self.fmuladd = ir.Function(
+            self.module, ir.FunctionType(self.vec, [self.vec] * 3),
+            f"llvm.fmuladd.v{lanes}{'f32' if dtype == np.float32 else 'f64'}")
+        self.fn = ir.Function(self.module, ir.FunctionType(
+            ir.VoidType(), [i8p.as_pointer(), self.i64, self.i64]), name)
+        bufs, self.lo, self.hi = self.fn.args
+        b = self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+
+        def buffer(k, t):
+            return b.bitcast(b.load(b.gep(bufs, [self.c64(k)], inbounds=True)), t)
+        self.arrays = [buffer(k, ty.as_pointer()) for k in range(3)]
+        sizes = buffer(3, self.i64.as_pointer())
+        self.table = buffer(4, self.i64.as_pointer())
+        self.sizes = {n: b.load(b.gep(sizes, [self.c64(k)], inbounds=True))
+                      for k, n in enumerate(dims)}
+        self._undef = ir.Constant(self.vec, ir.Undefined)
+        self._mask = ir.Constant(ir.VectorType(self.i32, lanes), [0] * lanes)
+
+    def c64(self, v: int):
+        return self.ir.Constant(self.i64, v)
+
+    def splat(self, value):
+        """``value`` in every lane."""
+        b = self.b
+        return b.shuffle_vector(b.insert_element(self._undef, value, self.ir.Constant(
+            self.i32, 0)), self._undef, self._mask)
+
+
 def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) -> str:
     """The LLVM IR of one library (see the module docstring)."""
     from llvmlite import ir
 
-    from ember.backends.cpu.scalar_ops import counted_loop
+    from ember.backends.cpu.scalar_ops import carried_loop, counted_loop
 
-    ty = ir.FloatType() if dtype == np.float32 else ir.DoubleType()
-    vec = ir.VectorType(ty, lanes)
-    i32, i64, i8p = ir.IntType(32), ir.IntType(64), ir.IntType(8).as_pointer()
-    ptr = ty.as_pointer()
-    name = _symbol(dtype, lanes, accumulators, positions)
-    module = ir.Module(name=name)
-    fmuladd = ir.Function(module, ir.FunctionType(vec, [vec] * 3),
-                          f"llvm.fmuladd.v{lanes}{'f32' if dtype == np.float32 else 'f64'}")
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64]),
-                     name)
-    bufs, lo, hi = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-
-    def c64(v):
-        return ir.Constant(i64, v)
-
-    def buffer(k, t):
-        return b.bitcast(b.load(b.gep(bufs, [c64(k)], inbounds=True)), t)
-
-    x, w, out = buffer(0, ptr), buffer(1, ptr), buffer(2, ptr)
-    sizes, offsets = buffer(3, i64.as_pointer()), buffer(4, i64.as_pointer())
-    d = {n: b.load(b.gep(sizes, [c64(k)], inbounds=True)) for k, n in enumerate(_DIMS)}
+    tf = TaskFunction(dtype, lanes, _symbol(dtype, lanes, accumulators, positions), _DIMS)
+    b, vec, fmuladd, c64 = tf.b, tf.vec, tf.fmuladd, tf.c64
+    lo, hi = tf.lo, tf.hi
+    x, w, out = tf.arrays
+    offsets, d = tf.table, tf.sizes
     features, out_features = d["features"], d["out_features"]
     width = lanes * accumulators  # output features per block
     zero_vec = ir.Constant(vec, [0.0] * lanes)
-    undef_vec = ir.Constant(vec, ir.Undefined)
-    splat_mask = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
-
-    def carried_loop(start, stop, values, body):
-        """``for i in [start, stop)`` carrying ``values`` (phis); ``body(i, values)``
-        returns their next values. Returns the values after the loop."""
-        head, step, done = (fn.append_basic_block(n) for n in ("head", "step", "done"))
-        before = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(i64)
-        i.add_incoming(start, before)
-        phis = []
-        for v in values:
-            phi = b.phi(v.type)
-            phi.add_incoming(v, before)
-            phis.append(phi)
-        b.cbranch(b.icmp_signed("<", i, stop), step, done)
-        b.position_at_end(step)
-        new = body(i, phis)
-        i.add_incoming(b.add(i, c64(1)), b.block)
-        for phi, v in zip(phis, new):
-            phi.add_incoming(v, b.block)
-        b.branch(head)
-        b.position_at_end(done)
-        return phis
 
     def select(cond, a, b_):
         return b.select(cond, a, b_)
@@ -182,14 +181,12 @@ def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) ->
             new = list(accs)
             for p, start in enumerate(starts):
                 # (one address per load: a window start in the padding is no pointer)
-                value = b.load(b.gep(x, [b.add(start, c)], inbounds=True))
-                splat = b.shuffle_vector(b.insert_element(undef_vec, value, ir.Constant(
-                    i32, 0)), undef_vec, splat_mask)
+                splat = tf.splat(b.load(b.gep(x, [b.add(start, c)], inbounds=True)))
                 for a in range(accumulators):
                     k = p * accumulators + a
                     new[k] = b.call(fmuladd, [splat, weights[a], accs[k]])
             return new
-        return carried_loop(c64(0), features, accs, per_feature)
+        return carried_loop(b, c64(0), features, accs, per_feature)
 
     def store(out_row, ow, o0, accs, count):
         for p in range(count):
@@ -209,7 +206,7 @@ def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) ->
         """Outputs ``ow .. ow+count-1`` of a row whose windows lie inside the input's
         width: the taps of rows ``taps`` (a range of the row-major tap order)."""
         bases = [position(row_base, b.add(ow, c64(p))) for p in range(count)]
-        accs = carried_loop(taps[0], taps[1], [zero_vec] * (count * accumulators),
+        accs = carried_loop(b, taps[0], taps[1], [zero_vec] * (count * accumulators),
                             lambda t, accs: features_of(accs, t, bases, o0))
         store(out_row, ow, o0, accs, count)
 
@@ -221,9 +218,9 @@ def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) ->
         cols = window(first, d["in_w"], d["k_w"], d["dil_w"])
 
         def per_row(kh, accs):
-            return carried_loop(cols[0], cols[1], accs, lambda kw, accs: features_of(
+            return carried_loop(b, cols[0], cols[1], accs, lambda kw, accs: features_of(
                 accs, b.add(b.mul(kh, d["k_w"]), kw), bases, o0))
-        store(out_row, ow, o0, carried_loop(rows[0], rows[1], [zero_vec] * accumulators,
+        store(out_row, ow, o0, carried_loop(b, rows[0], rows[1], [zero_vec] * accumulators,
                                             per_row), 1)
 
     row, close_row = counted_loop(b, lo, hi)
@@ -267,7 +264,7 @@ def kernel_ir(dtype: np.dtype, lanes: int, accumulators: int, positions: int) ->
     close_chunk()
     close_row()
     b.ret_void()
-    return str(module)
+    return str(tf.module)
 
 
 def _runner(key: tuple) -> Callable | None:
