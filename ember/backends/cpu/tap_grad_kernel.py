@@ -33,8 +33,10 @@ from ember.backends.cpu.direct_conv_kernel import DTYPES, TaskFunction, layout
 
 # The custom-call target name ``ember.lax.convolution`` looks this kernel up by.
 NATIVE_TARGET = "ember.conv.tap_grad"
+# (``step``: how far apart consecutive positions read ``x``, the convolution's kernel
+# dilation; its window strides are in the pairs' offsets)
 _DIMS = ("padded_h", "padded_w", "features", "in_h", "in_w", "out_features", "pairs",
-         "stride_h", "stride_w")
+         "step_h", "step_w")
 # Vector accumulators a pass holds: (t, c) pairs x vectors per pair; at least MIN_GROUP
 # pairs a pass, or im2col's GEMM does better (against it, on 3x3 kernel gradients: 0.35-0.8
 # of the time with 6-12 pairs a pass (up to 64 output features), 1.2 times with 3 (128)).
@@ -86,12 +88,12 @@ def kernel_ir(dtype: np.dtype, lanes: int, vectors: int, group: int) -> str:
 
     def per_row(row, accs):
         batch, i = b.sdiv(row, d["in_h"]), b.srem(row, d["in_h"])
-        top = b.add(b.mul(batch, d["padded_h"]), b.mul(i, d["stride_h"]))
+        top = b.add(b.mul(batch, d["padded_h"]), b.mul(i, d["step_h"]))
         x_row = b.mul(b.mul(top, d["padded_w"]), d["features"])
         dy_row = b.mul(b.mul(row, d["in_w"]), out_features)
 
         def per_position(j, accs):
-            start = b.add(x_row, b.mul(b.mul(j, d["stride_w"]), d["features"]))
+            start = b.add(x_row, b.mul(b.mul(j, d["step_w"]), d["features"]))
             grads = [b.load(b.bitcast(b.gep(dy, [b.add(b.add(dy_row, b.mul(j, out_features)),
                                                         c64(v * lanes))], inbounds=True),
                                       vptr), align=dtype.itemsize) for v in range(vectors)]
