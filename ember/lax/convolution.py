@@ -7,10 +7,11 @@ feature_group_count batch_group_count precision preferred_element_type]`` has JA
 ``dimension_numbers`` is a ``ConvDimensionNumbers`` of three permutations (lhs: batch,
 feature, spatial...; rhs: out feature, in feature, spatial...; out: batch, feature,
 spatial...). The kernel (``conv_numpy``) is NumPy and BLAS: convolutions with few input
-features run a backend's native loop where it has one (``DIRECT_TARGET``), stride-1 ones
-with many features one GEMM per kernel tap over shifted rows of the padded input, depthwise
-ones a multiply-add per tap, the others im2col in cache-sized chunks, all spread over a
-thread per core; compiled code runs it as a library step (the ``ember.conv`` custom call).
+features, and kernel gradients into few outputs, run a backend's native loops where it has
+them (``DIRECT_TARGET``, ``TAP_GRAD_TARGET``), stride-1 convolutions with many features one
+GEMM per kernel tap over shifted rows of the padded input, depthwise ones a multiply-add per
+tap, the others im2col in cache-sized chunks, all spread over a thread per core; compiled
+code runs it as a library step (the ``ember.conv`` custom call).
 The primitive is bilinear: its JVP is two convolutions, and its transposes are
 convolutions with swapped roles of strides and dilations (the adjoint of a strided, padded,
 dilated correlation).
