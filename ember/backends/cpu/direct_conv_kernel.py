@@ -276,20 +276,12 @@ def _runner(key: tuple) -> Callable | None:
 
 
 def _load(dtype: np.dtype, lanes: int, accumulators: int, positions: int) -> Callable:
-    from ember.backends.cpu import (
-        _shared_libraries_enabled,
-        _source_stamp,
-        native_lib,
-        parallel_runtime,
-    )
+    from ember.backends.cpu import native_lib, parallel_runtime
     from ember.backends.cpu.executable import TASKS_PER_THREAD, _ffi
 
-    name = _symbol(dtype, lanes, accumulators, positions)
-    lib = native_lib.load_or_build(
-        f"ember-direct-conv:{name}:{_source_stamp()}",
-        lambda: kernel_ir(dtype, lanes, accumulators, positions), 3,
-        _shared_libraries_enabled())
-    entry = _ffi.cast("void(*)(char**, long, long)", lib.address(name))
+    lib, entry = native_lib.load_task(
+        "direct-conv", _symbol(dtype, lanes, accumulators, positions),
+        lambda: kernel_ir(dtype, lanes, accumulators, positions))
     fb = _ffi.from_buffer
 
     def run(arrays: Sequence[np.ndarray], lo: int, hi: int, threaded: bool) -> None:

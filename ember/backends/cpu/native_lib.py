@@ -204,6 +204,19 @@ _MAX_NAME = 1024
 _DLOPEN_MODE = os.RTLD_NOW | os.RTLD_LOCAL
 
 
+def load_task(kind: str, name: str, ir_text: Callable[[], str]):
+    """``(library, entry)``: the helper library ``kind`` whose one task function ``name``
+    (``void(i8** buffers, i64 lo, i64 hi)``, the parallel runtime's signature) ``ir_text()``
+    defines, from the disk cache or compiled at O3 (keyed by the backend's sources too);
+    ``entry`` calls it through cffi (which frees the GIL). Keep ``library`` alive while
+    ``entry`` is used."""
+    from ember.backends.cpu import _shared_libraries_enabled, _source_stamp
+    from ember.backends.cpu.executable import _ffi
+    lib = load_or_build(f"ember-{kind}:{name}:{_source_stamp()}", ir_text, 3,
+                        _shared_libraries_enabled())
+    return lib, _ffi.cast("void(*)(char**, long, long)", lib.address(name))
+
+
 def load_once(table: dict, lock: threading.Lock, key, load: Callable[[], object],
               what: str):
     """``table[key]``, made by ``load()`` at the first call (under ``lock``); None, kept,

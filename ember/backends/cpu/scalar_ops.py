@@ -64,28 +64,21 @@ def counted_loop(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, step: int = 1):
 
 def carried_loop(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, values: list, body) -> list:
     """``for i in range(lo, hi)`` at ``b``'s position carrying ``values`` in registers
-    (phis): ``body(i, values)`` emits an iteration and returns the next values. Leaves
-    ``b`` after the loop; returns the values there."""
-    pre = b.block
-    fn = pre.function
-    head, step, end = (fn.append_basic_block(s) for s in ("head", "step", "end"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(lo.type)
-    i.add_incoming(lo, pre)
+    (phis beside ``counted_loop``'s counter): ``body(i, values)`` emits an iteration and
+    returns the next values. Leaves ``b`` after the loop; returns the values there."""
+    i, close = counted_loop(b, lo, hi)
+    at = ir.IRBuilder(i.parent)
+    at.position_after(i)
+    pre = i.incomings[0][1]
     phis = []
     for v in values:
-        phi = b.phi(v.type)
+        phi = at.phi(v.type)
         phi.add_incoming(v, pre)
         phis.append(phi)
-    b.cbranch(b.icmp_signed("<", i, hi), step, end)
-    b.position_at_end(step)
     new = body(i, phis)
-    i.add_incoming(b.add(i, ir.Constant(lo.type, 1), flags=["nsw"]), b.block)
     for phi, v in zip(phis, new):
         phi.add_incoming(v, b.block)
-    b.branch(head)
-    b.position_at_end(end)
+    close()
     return phis
 
 

@@ -126,19 +126,11 @@ def _runner(key: tuple) -> Callable | None:
 
 
 def _load(dtype: np.dtype, lanes: int, vectors: int, group: int) -> Callable:
-    from ember.backends.cpu import (
-        _shared_libraries_enabled,
-        _source_stamp,
-        native_lib,
-        parallel_runtime,
-    )
+    from ember.backends.cpu import native_lib, parallel_runtime
     from ember.backends.cpu.executable import _ffi
 
-    name = _symbol(dtype, lanes, vectors, group)
-    lib = native_lib.load_or_build(f"ember-tap-grad:{name}:{_source_stamp()}",
-                                   lambda: kernel_ir(dtype, lanes, vectors, group), 3,
-                                   _shared_libraries_enabled())
-    entry = _ffi.cast("void(*)(char**, long, long)", lib.address(name))
+    lib, entry = native_lib.load_task("tap-grad", _symbol(dtype, lanes, vectors, group),
+                                      lambda: kernel_ir(dtype, lanes, vectors, group))
     fb = _ffi.from_buffer
 
     def run(x, dy, partials, sizes, offsets, rows: int) -> None:

@@ -115,13 +115,10 @@ def _runner(dtype: np.dtype) -> Callable | None:
 
 
 def _load(dtype: np.dtype) -> Callable:
-    from ember.backends.cpu import _shared_libraries_enabled, _source_stamp, native_lib
+    from ember.backends.cpu import native_lib
     from ember.backends.cpu.executable import _ffi
 
-    name = _symbol(dtype)
-    lib = native_lib.load_or_build(f"ember-tap-sums:{name}:{_source_stamp()}",
-                                   lambda: kernel_ir(dtype), 3, _shared_libraries_enabled())
-    entry = _ffi.cast("void(*)(char**, long, long)", lib.address(name))
+    lib, entry = native_lib.load_task("tap-sums", _symbol(dtype), lambda: kernel_ir(dtype))
     fb = _ffi.from_buffer
 
     def run(y: np.ndarray, out: np.ndarray, sizes: np.ndarray, lo: int, hi: int) -> None:
