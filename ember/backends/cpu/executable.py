@@ -6,13 +6,15 @@ plan pickles, so the disk cache stores it next to the native library and a warm 
 without building the program (and without importing llvmlite or ``program.py``).
 
 ``execute(args)`` takes one C-contiguous NumPy array per entry parameter (others are made
-contiguous) and returns the outputs. A program whose steps are all native and whose work is
-small runs as one call of its native ``entry`` function; otherwise the steps run in order,
-kernels with enough work split across the thread pool (full reductions write per-range
-partials, combined afterwards with the reducer). Control flow runs nested step lists: a
-while loop whose steps are all native runs as one call of its ``loop`` function, others
-loop here (condition steps, a read of the pred, body steps); a case runs the steps of the
-branch its index picks.
+contiguous) and returns the outputs. A program whose steps are all native runs as one native
+call: of its ``entry`` function when its work is small (on the calling thread), else of its
+``steps`` function (``_threaded_steps``), whose kernels with enough work run on the parallel
+runtime and whose large products are CBLAS calls on BLAS's threads. Otherwise the steps run
+in order from Python, kernels with enough work split across the threads (full reductions
+write per-range partials, combined afterwards with the reducer). Control flow runs nested
+step lists: a while loop whose steps are all native runs as one call of its ``loop``
+function, others loop here (condition steps, a read of the pred, body steps); a case runs
+the steps of the branch its index picks.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ _fb = _ffi.from_buffer
 # The arena argument of an entry whose program has no arena (never read).
 _NO_ARENA = np.empty(0, np.uint8)
 _KERNEL_SIG = "void(*)(char**, int64_t, int64_t)"
+# A program's steps function: arena, parameter and output tables, the runtime's run, tasks
+# and rest (``program._emit_entry``).
+_STEPS_SIG = "void(*)(char*, char**, char**, char*, int64_t, char*)"
 
 # Elements of work below which a kernel runs on one thread (thread hand-off costs ~10 µs).
 PARALLEL_MIN_WORK = 1 << 16
@@ -227,7 +232,7 @@ def plan_symbols(plan) -> list[str]:
         elif type(step) is WhilePlan and step.loop is not None:
             names.append(step.loop)
     if plan.has_entry:
-        names.append(plan.entry_name)
+        names += [plan.entry_name, steps_name(plan.entry_name)]
     return names
 
 
@@ -256,6 +261,38 @@ def _single_call(steps) -> bool:
                 return False
             work += gemm_products(s.gemm) // GEMM_PRODUCTS_PER_ELEMENT
     return work < SINGLE_CALL_MAX_WORK
+
+
+def _threaded_steps(plan: RunPlan) -> bool | None:
+    """Whether a program with a native entry runs as one call of its steps function with
+    threads (``program._emit_entry``): None where it steps from Python, else whether it
+    has products on BLAS's threads (``whole_gemm``). Programs step from Python where a
+    reduction writes partial results over several ranges (combined in Python), and where
+    products on BLAS's threads come with products whose tasks run on the parallel runtime,
+    each on one BLAS thread (a batch, or a loop's): OpenBLAS's thread count is one setting
+    for the process, which cannot suit both within one call."""
+    whole = any(type(s) is DotPlan and s.gemm is not None and whole_gemm(s.gemm)
+                for s in _top_level_steps(plan.steps))
+    for s in nested_steps(plan.steps):
+        if type(s) is KernelPlan and s.partial_reducers \
+                and len(partial_ranges(s.extent, s.work)) > 1:
+            return None
+    if whole:
+        top = {id(s) for s in _top_level_steps(plan.steps)}
+        for s in nested_steps(plan.steps):
+            if type(s) is DotPlan and s.gemm is not None and not whole_gemm(s.gemm) and (
+                    id(s) not in top or gemm_products(s.gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS):
+                return None
+    return whole
+
+
+def _top_level_steps(steps):
+    """``steps`` and the steps of their cases (recursively), not those of loops."""
+    for step in steps:
+        yield step
+        if type(step) is CasePlan:
+            for branch in step.branches:
+                yield from _top_level_steps(branch)
 
 
 def _plan_steps(steps) -> tuple:
@@ -428,13 +465,15 @@ def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
 class _GemmTasks:
     """A ``DotPlan``'s native ``gemm`` tasks (``gemm_split``): on the parallel runtime when
     ``threaded`` (a batch of products with more work than one thread does well), else one
-    after another."""
+    after another; or, ``whole`` (``whole_gemm``), all of them as one call on BLAS's
+    threads."""
 
-    __slots__ = ("fn", "units", "tasks", "threaded")
+    __slots__ = ("fn", "units", "tasks", "threaded", "whole")
 
-    def __init__(self, fn, units: int, tasks: int, threaded: bool):
+    def __init__(self, fn, units: int, tasks: int, threaded: bool, whole: bool = False):
         self.fn, self.units, self.tasks = fn, units, tasks
-        self.threaded = threaded and tasks > 1
+        self.threaded = threaded and tasks > 1 and not whole
+        self.whole = whole
 
 
 class _Kernel:
@@ -475,6 +514,8 @@ class CpuExecutable:
         self._entry = None
         self._runner = None  # the generated single-call runner (made by the second run)
         self._runner_listeners = []
+        self._steps_fn = None  # (the native steps function, when the program runs as one)
+        self._steps_whole = False
         if program.has_entry and gemm and _single_call(nested_steps(program.steps)):
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
@@ -482,15 +523,22 @@ class CpuExecutable:
             self._first_run_pending = True
             self.execute_exact = self._until_runner
         else:
+            whole = _threaded_steps(program) if program.has_entry and gemm else None
+            if whole is not None:
+                self._steps_fn = _ffi.cast(_STEPS_SIG,
+                                           lib.address(steps_name(program.entry_name)))
+                self._steps_whole = whole
             self.execute_exact = self._execute_read_only
         self._tier = None  # (future, lock, listeners) while better code is being compiled
         self._tier_runs = 0
 
     @staticmethod
-    def _prepare(steps, lib, gemm: bool, prefix: str) -> list:
+    def _prepare(steps, lib, gemm: bool, prefix: str, top_level: bool = True) -> list:
         """What running ``steps`` needs: a ``_Kernel`` or a ``(plan, prepared)`` pair each.
         ``gemm``: whether native code may call BLAS (``_bind_gemm``); ``prefix``: that of
-        the program's symbols."""
+        the program's symbols; ``top_level``: whether the steps are the program's own (or
+        a case's there), not a loop's. (The rules are those of the native steps function,
+        ``program._emit_steps``: either way, the same calls.)"""
         out = []
         after_blas = False  # (a dot on BLAS's threads ran before: see AFTER_BLAS_MIN_WORK)
         for step in steps:
@@ -502,26 +550,28 @@ class CpuExecutable:
                 out.append(_Kernel(_ffi.cast(_KERNEL_SIG, lib.address(step.name)), step,
                                    AFTER_BLAS_MIN_WORK if slow_start else PARALLEL_MIN_WORK))
                 continue
-            after_blas = after_blas or (t is DotPlan and not (gemm and step.gemm is not None)
-                                        and _blas_threaded(step.inst))
-            if t is DotPlan and gemm and step.gemm is not None:
+            native = t is DotPlan and gemm and step.gemm is not None
+            whole = native and top_level and whole_gemm(step.gemm)
+            after_blas = after_blas or whole or (
+                t is DotPlan and not native and _blas_threaded(step.inst))
+            if native:
                 # (the native loop's tasks, also where the loop steps from Python: the same
                 # calls, so the same bits either way)
                 name = gemm_task_name(prefix, step.gemm)
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
                                              *gemm_split(step.gemm)[1:],
                                              gemm_products(step.gemm)
-                                             > SINGLE_THREAD_GEMM_MAX_PRODUCTS)))
+                                             > SINGLE_THREAD_GEMM_MAX_PRODUCTS, whole)))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
                 out.append((step, None))
             elif t is WhilePlan:
-                out.append((step, (CpuExecutable._prepare(step.cond, lib, gemm, prefix),
-                                   CpuExecutable._prepare(step.body, lib, gemm, prefix),
+                out.append((step, (CpuExecutable._prepare(step.cond, lib, gemm, prefix, False),
+                                   CpuExecutable._prepare(step.body, lib, gemm, prefix, False),
                                    _native_loop(step, lib) if gemm else None)))
             elif t is CasePlan:
-                out.append((step, [CpuExecutable._prepare(b, lib, gemm, prefix)
+                out.append((step, [CpuExecutable._prepare(b, lib, gemm, prefix, top_level)
                                    for b in step.branches]))
             elif step.inst.opcode in ("fusion", "call"):
                 out.append((step, Plan(step.inst.calls[0])))
@@ -649,6 +699,7 @@ class CpuExecutable:
         self._allocate_outputs = other._allocate_outputs
         self._allocate_arena = other._allocate_arena
         self._entry = other._entry
+        self._steps_fn, self._steps_whole = other._steps_fn, other._steps_whole
         self.program = other.program
         self.execute_exact = (self._execute_read_only if other._entry is None
                               else other._runner or other._make_runner())
@@ -776,13 +827,35 @@ class CpuExecutable:
         args = [_contiguous(np.asarray(a)) for a in args]
         outs = [allocate() for allocate in self._allocate_outputs]
         arena = self._allocate_arena() if prog.arena_bytes else None
-        if self._entry is None:
+        if self._steps_fn is not None and parallel_runtime.ready() is not None:
+            self._run_native_steps(args, outs, arena)
+        elif self._entry is None:  # (also while the runtime is being built: Python's threads)
             self._run_steps(args, outs, arena)
         else:
             with one_blas_thread if self._blas_tasks else _NO_REGION:
                 self._entry(*[_fb(a) for a in args], *[_fb(o) for o in outs],
                             _fb(arena) if arena is not None else _ffi.NULL)
         return [self._array(r, args, outs, arena, None) for r in prog.outputs]
+
+    def _run_native_steps(self, args, outs, arena) -> None:
+        """One call of the program's native steps function: its kernels with enough work
+        on the parallel runtime, its products on BLAS's threads (``whole_gemm``: under the
+        stall guard, judged as one call) or as ``gemm_split``'s tasks."""
+        params = _ffi.new("char*[]", [_fb(a) for a in args] or 1)
+        outputs = _ffi.new("char*[]", [_fb(o) for o in outs] or 1)
+        arena_ptr = _fb(arena) if arena is not None else _ffi.NULL
+        runtime = parallel_runtime.ready()
+        run, tasks = _ffi.cast("char*", runtime.run), runtime.size * TASKS_PER_THREAD
+        rest = _ffi.cast("char*", runtime.rest)
+        fn = self._steps_fn
+        if self._steps_whole:
+            blas_stall_guard.run((self.program.entry_name, "steps"),
+                                 lambda: fn(arena_ptr, params, outputs, run, tasks, rest))
+        elif self._blas_tasks:
+            with one_blas_thread:
+                fn(arena_ptr, params, outputs, run, tasks, rest)
+        else:
+            fn(arena_ptr, params, outputs, run, tasks, rest)
 
     def _run_steps(self, args, outs, arena) -> None:
         values = [None] * self.program.n_values
@@ -926,6 +999,12 @@ class CpuExecutable:
             bufs = _ffi.new("char*[]", [self._pointer(r, args, outs, arena_ptr, values)
                                         for r in (*step.inputs, step.output)])
             units, tasks = plan.units, plan.tasks
+            if plan.whole:  # (one call on BLAS's threads; the runtime's workers sleep)
+                runtime = parallel_runtime.ready()
+                if runtime is not None:
+                    runtime.rest()
+                blas_stall_guard.run((step.gemm, "whole"), lambda: plan.fn(bufs, 0, units))
+                return
             runtime = parallel_runtime.ready() if plan.threaded else None
             with one_blas_thread:
                 if runtime is not None:
@@ -1111,6 +1190,19 @@ def gemm_split(gemm: tuple) -> tuple[bool, int, int]:
 def gemm_products(gemm: tuple) -> int:
     """The multiply-adds of a ``gemm`` layout's products (all of its batch)."""
     return gemm[3] * gemm[4] * gemm[5] * gemm[8]
+
+
+def whole_gemm(gemm: tuple) -> bool:
+    """Whether a ``gemm`` layout outside loops is one CBLAS call on BLAS's own threads: one
+    matrix of more than SINGLE_THREAD_GEMM_MAX_PRODUCTS products (in a loop, or smaller,
+    it runs as ``gemm_split``'s tasks)."""
+    return gemm[8] == 1 and gemm_products(gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS
+
+
+def steps_name(entry_name: str) -> str:
+    """The native function running a program's steps with threads (``program._emit_entry``)
+    for the program whose entry is ``entry_name``."""
+    return entry_name.removesuffix("_entry") + "_steps"
 
 
 def gemm_task_name(prefix: str, gemm: tuple) -> str:

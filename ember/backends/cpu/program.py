@@ -5,8 +5,9 @@ Every instruction of the entry computation becomes a *step*:
 - ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice or update,
   single-operand scatter, ``reduce_window``, ``ember.top_k`` custom call or a custom call of
   ``select_and_scatter_add``) compiled to a native kernel;
-- ``DotStep``: ``dot_general`` through BLAS (NumPy's ``matmul``; in a loop body, a plain
-  matrix product calls CBLAS ``gemm`` from native code, so the loop stays native);
+- ``DotStep``: ``dot_general`` through BLAS: a product whose operands lie as CBLAS ``gemm``
+  reads them calls it from native code (``gemm_layout``), others go through NumPy's
+  ``matmul``;
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
   several operands or with batching dims, custom calls, and fusions whose
   ops have no native code (complex ``exp``, ``lgamma``, ...) — run by the NumPy evaluator,
@@ -23,11 +24,12 @@ Every instruction of the entry computation becomes a *step*:
 - parameters, constants, tuples and ``get_tuple_element`` only name buffers.
 
 All kernels of a module go into one LLVM module (one LLVM compile per program). When every
-step is native (kernels, copies, and loops and cases made of those), the module also gets an
-``entry`` function running them in order on buffers laid out by buffer assignment, so a
-small program runs with a single native call. A while whose condition and body are all
-native gets a function ``loop_N(arena)`` running the whole loop, which the entry calls (or
-the executable, when other steps are not native).
+step is native (kernels, ``gemm`` calls, copies, and loops and cases made of those), the
+module also gets a ``steps`` function running them in order on buffers laid out by buffer
+assignment, its kernels with enough work on the parallel runtime, and an ``entry`` running
+them on the calling thread: a program runs with a single native call. A while whose
+condition and body are all native gets a function ``loop_N`` running the whole loop, which
+the steps call (or the executable, when other steps are not native).
 
 A *buffer* is one leaf array of an instruction's result; ``BufferRef`` says where it lives:
 a parameter, a module constant, an output array, or a temporary at an offset of the arena
@@ -45,13 +47,17 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.executable import (
+    AFTER_BLAS_MIN_WORK,
     BATCH_SPLIT_MAX_WORK,
     GEMM_TASK_UNIT,
     PARALLEL_MIN_WORK,
     SINGLE_THREAD_GEMM_MAX_PRODUCTS,
     gemm_global,
+    gemm_products,
     gemm_split,
     gemm_task_name,
+    steps_name,
+    whole_gemm,
 )
 from ember.backends.cpu.kernel_gen import (
     I8P,
@@ -696,15 +702,13 @@ class ProgramBuilder:
             if all(r.kind != "value" for r in refs + out) \
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
-                # (outside loops, only a product too small for BLAS's threads: a program
-                # of such products and small kernels runs as one native call, without the
-                # Python around each BLAS call; larger ones keep BLAS's threads. A batch of
-                # products runs its matrices as tasks on the parallel runtime, each on one
-                # thread, unless they are large enough for BLAS's threads.)
-                largest = SINGLE_THREAD_GEMM_MAX_PRODUCTS if gemm is None or gemm[8] == 1 \
-                    else BATCH_SPLIT_MAX_WORK
-                if not self.loop_depth and gemm is not None \
-                        and math.prod(gemm[3:6]) > largest:
+                # (outside loops, one product larger than SINGLE_THREAD_GEMM_MAX_PRODUCTS
+                # is one CBLAS call on BLAS's threads (``whole_gemm``); smaller ones run on
+                # the calling thread. A batch of products runs its matrices as tasks on the
+                # parallel runtime, each on one thread, unless they are large enough for
+                # BLAS's threads: those go through NumPy's matmul.)
+                if not self.loop_depth and gemm is not None and gemm[8] > 1 \
+                        and math.prod(gemm[3:6]) > BATCH_SPLIT_MAX_WORK:
                     gemm = None
             if self.loop_depth and not (gemm is not None and _lanes_stride_rhs(inst)):
                 # (a kernel whose output lanes would stride through the rhs loses to gemm)
@@ -744,33 +748,45 @@ class ProgramBuilder:
     # ------------------------------------------------------------------ entry
 
     def _emit_entry(self, steps, n_params, n_outputs) -> None:
-        """``void entry(i8* params..., i8* outputs..., i8* arena)``: runs every step."""
-        n_args = n_params + n_outputs + 1
-        fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), [I8P] * n_args),
-                         self.entry_name)
-        entry, start = fn.append_basic_block("entry"), fn.append_basic_block("start")
-        ir.IRBuilder(entry).branch(start)  # (the entry block holds the stack slots)
+        """``void steps(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks, i8* rest)``
+        runs every step: ``params`` and ``outputs`` hold the program's parameter and output
+        buffers, ``run`` and ``tasks`` are a loop function's (``_emit_loop``), and ``rest``,
+        when not null, is the parallel runtime's ``ember_rt_rest``, called before each
+        product on BLAS's threads (``_emit_steps``). ``void entry(i8* params..., i8*
+        outputs..., i8* arena)`` runs them on the calling thread: a small program's single
+        native call."""
+        steps_fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), _STEPS_ARGS),
+                               steps_name(self.entry_name))
+        arena, params, outputs, *_, rest = steps_fn.args
+        first, start = steps_fn.append_basic_block("entry"), steps_fn.append_basic_block("start")
+        ir.IRBuilder(first).branch(start)  # (the entry block holds the stack slots)
         b = ir.IRBuilder(start)
-        args = fn.args
+        self._emit_steps(b, steps, self._table_pointer(arena, params, outputs),
+                         list(steps_fn.args[:5]), threaded=True, rest=rest)
+        b.ret_void()
 
-        def pointer(b, ref):
-            if ref.kind == "param":
-                return args[ref.index]
-            if ref.kind == "output":
-                return args[n_params + ref.index]
-            return self._arena_pointer(b, ref, args[-1])
-        # (the tables of parameters and outputs a loop function takes)
+        fn = ir.Function(self.ir_module, ir.FunctionType(
+            ir.VoidType(), [I8P] * (n_params + n_outputs + 1)), self.entry_name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
         tables = []
         for first, n in ((0, n_params), (n_params, n_outputs)):
-            at = ir.IRBuilder(entry)
-            at.position_at_start(entry)
-            table = at.alloca(ir.ArrayType(I8P, max(n, 1)))
+            table = b.alloca(ir.ArrayType(I8P, max(n, 1)))
             for k in range(n):
-                b.store(args[first + k], b.gep(table, [_i32(0), _i32(k)]))
+                b.store(fn.args[first + k], b.gep(table, [_i32(0), _i32(k)]))
             tables.append(b.bitcast(table, I8P.as_pointer()))
-        loop_args = [args[-1], *tables, ir.Constant(I8P, None), _i64(0)]
-        self._emit_steps(b, steps, pointer, loop_args)
+        null = ir.Constant(I8P, None)
+        b.call(steps_fn, [fn.args[-1], *tables, null, _i64(0), null])
         b.ret_void()
+
+    def _table_pointer(self, arena, params, outputs):
+        """``pointer(b, ref)`` of a function taking the arena and the tables of the
+        program's parameter and output buffers (a loop's, the steps')."""
+        def pointer(b, ref):
+            if ref.kind in ("param", "output"):
+                table = params if ref.kind == "param" else outputs
+                return b.load(b.gep(table, [_i64(ref.index)]))
+            return self._arena_pointer(b, ref, arena)
+        return pointer
 
     def _emit_loop(self, cond: list, pred: BufferRef, body: list) -> str:
         """``void loop_N(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks)``: runs a
@@ -786,12 +802,7 @@ class ProgramBuilder:
         entry, test, loop, done = blocks
         ir.IRBuilder(entry).branch(test)
         b = ir.IRBuilder(test)
-
-        def pointer(b, ref):
-            if ref.kind in ("param", "output"):
-                table = params if ref.kind == "param" else outputs
-                return b.load(b.gep(table, [_i64(ref.index)]))
-            return self._arena_pointer(b, ref, arena)
+        pointer = self._table_pointer(arena, params, outputs)
         self._emit_steps(b, cond, pointer, list(fn.args), threaded=True)
         flag = b.load(pointer(b, pred))
         b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(S.I8, 0)), loop, done)
@@ -809,14 +820,21 @@ class ProgramBuilder:
         return b.gep(arena, [ir.Constant(S.I64, ref.index)])
 
     def _emit_steps(self, b: ir.IRBuilder, steps: list, pointer, loop_args: list,
-                    threaded: bool = False) -> None:
+                    threaded: bool = False, rest: ir.Value | None = None) -> None:
         """Emits ``steps`` at ``b``'s position; ``pointer(b, ref)`` gives a buffer's
         address; ``loop_args`` are the arguments of a loop function (``_emit_loop``), and
-        ``threaded`` says whether their ``run`` may be set. Stack slots go to the
-        function's entry block, which holds nothing else (a loop must not grow the
-        stack)."""
+        ``threaded`` says whether their ``run`` may be set. ``rest`` is given for the
+        program's own steps (not a loop's): the ``rest`` argument of its steps function
+        (``_emit_entry``). There, one product of more than SINGLE_THREAD_GEMM_MAX_PRODUCTS
+        is a single CBLAS call on BLAS's threads (``whole_gemm``), after which kernels
+        need AFTER_BLAS_MIN_WORK elements for threads, and the tasks of other products go
+        to the parallel runtime only past SINGLE_THREAD_GEMM_MAX_PRODUCTS (a batch), as
+        ``executable.CpuExecutable._prepare`` steps them from Python.
+        Stack slots go to the function's entry block, which holds nothing else (a loop must
+        not grow the stack)."""
         fn = b.function
         slots = ir.IRBuilder(fn.entry_basic_block)
+        after_blas = False
         for step in steps:
             if isinstance(step, KernelStep):
                 info = step.info
@@ -829,9 +847,9 @@ class ProgramBuilder:
                     b.store(pointer(b, ref), slot)
                 bufs = b.bitcast(arr, I8P.as_pointer())
                 call = [bufs, ir.Constant(S.I64, 0), ir.Constant(S.I64, info.extent)]
+                min_work = AFTER_BLAS_MIN_WORK if after_blas else PARALLEL_MIN_WORK
                 if not (threaded and info.extent > 1 and not info.partial_reducers
-                        and info.extent * info.work_per_item * step.cost
-                        >= PARALLEL_MIN_WORK):
+                        and info.extent * info.work_per_item * step.cost >= min_work):
                     b.call(kfn, call)
                     continue
                 run, tasks = loop_args[3], loop_args[4]
@@ -857,7 +875,13 @@ class ProgramBuilder:
             elif isinstance(step, UpdateStep):
                 self._emit_update(b, step, pointer)
             elif isinstance(step, DotStep):
-                self._emit_gemm(b, step, pointer, loop_args, threaded)
+                if rest is not None and whole_gemm(step.gemm):
+                    self._emit_whole_gemm(b, step, pointer, rest)
+                    after_blas = True
+                else:
+                    self._emit_gemm(b, step, pointer, loop_args, threaded and (
+                        rest is None or gemm_products(step.gemm)
+                        > SINGLE_THREAD_GEMM_MAX_PRODUCTS))
             elif isinstance(step, WhileStep):
                 b.call(self.ir_module.globals[step.loop], loop_args)
             elif isinstance(step, CaseStep):
@@ -873,7 +897,7 @@ class ProgramBuilder:
                     switch.add_case(ir.Constant(S.I32, k), blocks[k])
                 for block, branch in zip(blocks, step.branches):
                     b.position_at_end(block)
-                    self._emit_steps(b, branch, pointer, loop_args, threaded)
+                    self._emit_steps(b, branch, pointer, loop_args, threaded, rest)
                     b.branch(done)
                 b.position_at_end(done)
             else:
@@ -890,19 +914,22 @@ class ProgramBuilder:
             slot.align = 8
         return slot
 
+    def _gemm_buffers(self, b: ir.IRBuilder, step: DotStep, pointer) -> ir.Value:
+        """``i8**`` of ``step``'s lhs, rhs and output (a ``gemm`` task's ``bufs``)."""
+        slots = ir.IRBuilder(b.function.entry_basic_block)
+        slots.position_at_start(b.function.entry_basic_block)
+        arr = slots.alloca(ir.ArrayType(I8P, 3))
+        for j, ref in enumerate((*step.inputs, step.output)):
+            b.store(pointer(b, ref), b.gep(arr, [_i64(0), _i32(j)]))
+        return b.bitcast(arr, I8P.as_pointer())
+
     def _emit_gemm(self, b: ir.IRBuilder, step: DotStep, pointer, run_args: list,
                    threaded: bool) -> None:
         """Runs ``step``'s ``gemm`` as the tasks of ``gemm_split`` (``_gemm_task``): on
         the parallel runtime when ``threaded`` and it is there, else one after another."""
         _, units, tasks = gemm_split(step.gemm)
         task = self._gemm_task(step.gemm)
-        fn = b.function
-        slots = ir.IRBuilder(fn.entry_basic_block)
-        slots.position_at_start(fn.entry_basic_block)
-        arr = slots.alloca(ir.ArrayType(I8P, 3))
-        for j, ref in enumerate((*step.inputs, step.output)):
-            b.store(pointer(b, ref), b.gep(arr, [_i64(0), _i32(j)]))
-        bufs = b.bitcast(arr, I8P.as_pointer())
+        bufs = self._gemm_buffers(b, step, pointer)
 
         def serial():
             for t in range(tasks):
@@ -911,6 +938,8 @@ class ProgramBuilder:
             serial()
             return
         run = run_args[3]
+        slots = ir.IRBuilder(b.function.entry_basic_block)
+        slots.position_at_start(b.function.entry_basic_block)
         table = slots.alloca(I8P.as_pointer())
         b.store(bufs, table)
         with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (par, seq):
@@ -919,6 +948,18 @@ class ProgramBuilder:
                        [b.bitcast(task, I8P), table, _i64(0), _i64(units), _i64(tasks)])
             with seq:
                 serial()
+
+    def _emit_whole_gemm(self, b: ir.IRBuilder, step: DotStep, pointer,
+                         rest: ir.Value) -> None:
+        """Runs ``step``'s ``gemm`` as one CBLAS call (its task over every unit), which
+        BLAS splits across its own threads; first, when ``rest`` is not null, the parallel
+        runtime's spinning workers go to sleep (their cores are BLAS's now)."""
+        units = gemm_split(step.gemm)[1]
+        task = self._gemm_task(step.gemm)
+        bufs = self._gemm_buffers(b, step, pointer)
+        with b.if_then(b.icmp_unsigned("!=", rest, ir.Constant(I8P, None))):
+            b.call(b.bitcast(rest, ir.FunctionType(ir.VoidType(), []).as_pointer()), [])
+        b.call(task, [bufs, _i64(0), _i64(units)])
 
     def _gemm_task(self, gemm: tuple) -> ir.Function:
         """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
@@ -1041,6 +1082,7 @@ def _i32(v: int) -> ir.Constant:
 
 # A loop function's arguments (``_emit_loop``) and the parallel runtime's ``ember_rt_run``.
 _LOOP_ARGS = [I8P, I8P.as_pointer(), I8P.as_pointer(), I8P, S.I64]
+_STEPS_ARGS = [*_LOOP_ARGS, I8P]  # (a loop's, and the runtime's ``ember_rt_rest``)
 _RUN = ir.FunctionType(ir.VoidType(), [I8P, I8P.as_pointer().as_pointer(), S.I64, S.I64,
                                        S.I64])
 

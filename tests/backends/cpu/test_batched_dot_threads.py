@@ -225,7 +225,18 @@ def test_guarded_products_are_numpys_bits_held_or_not(monkeypatch):
     np.testing.assert_array_equal(f(a, b), want)
     monkeypatch.setattr(guard, "_single_until", float("inf"))
     np.testing.assert_array_equal(f(a, b), want)
-    assert seen == [(300, 200, 100, np.float32)] * 2
+    # (one CBLAS call on BLAS's threads in the program's native steps, judged as one call)
+    exe = f.lower(a, b).compile()._executable.executable
+    assert exe._steps_whole and seen == [(exe.program.entry_name, "steps")] * 2
+    # a batch of products too large for tasks goes through NumPy's matmul, guarded
+    a3, b3 = np.stack([a] * 2), np.stack([_data(200, 200)] * 2)
+    assert 300 * 200 * 200 > cpu_exe.BATCH_SPLIT_MAX_WORK
+    seen.clear()
+    monkeypatch.setattr(cpu_exe, "BATCH_SPLIT_MIN_WORK", 1 << 40)  # (not split across threads)
+    monkeypatch.setattr(guard, "_single_until", 0.0)
+    g = ember.jit(lambda x, y: jnp.matmul(x, y) * 1.0)
+    np.testing.assert_array_equal(g(a3, b3), np.matmul(a3, b3))
+    assert seen == [(2, 300, 200, 200, np.float32)]
 
 
 def test_blas_thread_count_is_the_count_outside_one_blas_thread():
