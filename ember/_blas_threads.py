@@ -133,9 +133,13 @@ class StallGuard:
     - *Stalls* are seen by the CPU time a call got: OpenBLAS's threads compute or spin for
       the whole call, so an unhindered call gets ~threads x its wall time of CPU time (this
       process's, all threads); one that got less than ``BUSY_FRACTION`` of that, lasting
-      ``MIN_SECONDS`` or more, stalled. (A shape whose last call was shorter skips the CPU
-      clock's ~1 µs. With more than ``MAX_THREADS`` BLAS threads nothing is judged: a
-      product there need not use them all.)
+      ``MIN_SECONDS`` or more and ``SLOWDOWN`` times its key's fastest threaded call,
+      stalled. (The kernel counts the time of a thread running on another core at its clock
+      ticks, every 4 ms at 250 Hz, so a call of a few ms, a whole program's, often reads
+      as one thread's time: a call no slower than usual is not judged. A shape whose last
+      call was shorter than ``MIN_SECONDS`` skips the CPU clock's ~1 µs. With more than
+      ``MAX_THREADS`` BLAS threads nothing is judged: a product there need not use them
+      all.)
     - An idle machine has such calls now and then (a helper thread woke late); contention
       makes them come in runs. Two stalls within ``STALL_WINDOW_SECONDS`` start a *trial*:
       the products run under ``one_blas_thread`` for ``HOLD_SECONDS``, each shape's
@@ -153,6 +157,7 @@ class StallGuard:
     """
 
     MIN_SECONDS = 1e-3
+    SLOWDOWN = 2.0
     BUSY_FRACTION = 0.6
     MAX_THREADS = 8
     STALL_WINDOW_SECONDS = 0.1
@@ -165,6 +170,7 @@ class StallGuard:
     def __init__(self, threads: int | None = None):
         self.threads = threads  # (OpenBLAS's thread count, read at the first call)
         self._last: dict = {}  # shape key -> its last threaded call's seconds
+        self._fastest: dict = {}  # shape key -> its fastest threaded call's seconds
         self._single: dict = {}  # shape key -> its fastest call on one thread, this hold
         self._single_until = 0.0
         self._deciding = 0  # threaded calls of noted shapes still to beat one thread
@@ -193,6 +199,9 @@ class StallGuard:
         end = time.perf_counter()
         wall = end - start
         self._last[key] = wall
+        fastest = self._fastest.get(key, float("inf"))
+        if wall < fastest:
+            self._fastest[key] = wall
         if self._deciding and key in self._single:
             if wall > self._single[key]:  # one thread did better: hold longer
                 self._backoff = self.TRIAL_BACKOFF_SECONDS
@@ -206,7 +215,7 @@ class StallGuard:
             return
         if self._deciding and end - self._single_until > self.HOLD_MAX_SECONDS:
             self._deciding = 0  # (the noted shapes stopped coming)
-        if not judged or wall < self.MIN_SECONDS or \
+        if not judged or wall < self.MIN_SECONDS or wall < self.SLOWDOWN * fastest or \
                 time.process_time() - cpu >= self.BUSY_FRACTION * self.threads * wall:
             return
         self.stalls += 1

@@ -190,6 +190,22 @@ def test_inline_runs_are_the_short_ones():
     assert 100 < dispatch.estimated_microseconds(cost) < dispatch.INLINE_MAX_MICROSECONDS
 
 
+def test_products_are_estimated_at_blas_rate():
+    # An MLP layer's product (~0.3 ms on BLAS's threads) is no longer estimated at the
+    # elementwise rate (~2 ms): called and waited for, it needs no worker woken up.
+    closed = ember.make_jaxpr(lambda a, b: jnp.tanh(a @ b))(jnp.zeros((128, 784)),
+                                                            jnp.zeros((784, 512)))
+    exe = dispatch.compile_closed_jaxpr(closed, "layer")
+    dot = 2.0 * 128 * 784 * 512
+    assert exe.cost["dot flops"] == dot == exe.cost["flops"]  # (tanh: transcendentals)
+    plain = {k: v for k, v in exe.cost.items() if k != "dot flops"}
+    assert dispatch.estimated_microseconds(exe.cost) == pytest.approx(
+        dispatch.estimated_microseconds(plain) - dot / dispatch._FLOPS_PER_US
+        + dot / dispatch._DOT_FLOPS_PER_US)
+    assert not exe.inline and not exe.wake
+    assert dispatch.estimated_microseconds(plain) > 2 * dispatch.estimated_microseconds(exe.cost)
+
+
 def test_pending_arrays_work_everywhere():
     f = ember.jit(lambda x: hold_p.bind(x) * 3.0)
     x = jnp.arange(float(BIG))

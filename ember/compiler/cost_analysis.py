@@ -52,21 +52,26 @@ _FREE = frozenset({"parameter", "constant", "tuple", "get_tuple_element"})
 
 
 class _Cost:
-    __slots__ = ("flops", "transcendentals", "bytes")
+    __slots__ = ("flops", "transcendentals", "bytes", "dot_flops")
 
     def __init__(self, flops: float = 0.0, transcendentals: float = 0.0, nbytes: float = 0.0):
         self.flops = flops
         self.transcendentals = transcendentals
         self.bytes = nbytes
+        self.dot_flops = 0.0  # (the part of ``flops`` in top-level ``dot_general`` ops)
 
     def add(self, other: _Cost, times: float = 1.0) -> None:
         self.flops += other.flops * times
         self.transcendentals += other.transcendentals * times
         self.bytes += other.bytes * times
+        self.dot_flops += other.dot_flops * times
 
-    def as_dict(self) -> dict[str, float]:
-        return {"flops": float(self.flops), "transcendentals": float(self.transcendentals),
-                "bytes accessed": float(self.bytes)}
+    def as_dict(self, dot_flops: bool = False) -> dict[str, float]:
+        out = {"flops": float(self.flops), "transcendentals": float(self.transcendentals),
+               "bytes accessed": float(self.bytes)}
+        if dot_flops:
+            out["dot flops"] = float(self.dot_flops)
+        return out
 
 
 def _elements(inst: Instruction) -> int:
@@ -109,7 +114,7 @@ def _instruction_cost(inst: Instruction, top_level: bool) -> _Cost:
         else:
             cost.flops = _elements(inst)
     elif op == "dot_general":
-        cost.flops = _dot_flops(inst)
+        cost.flops = cost.dot_flops = _dot_flops(inst)
     elif op == "reduce":
         cost.add(_region_flops(inst.calls[0]), _operand_elements(inst, 0))
     elif op == "reduce_window":
@@ -144,15 +149,19 @@ def instruction_cost(inst: Instruction) -> dict[str, float]:
     return _instruction_cost(inst, top_level=True).as_dict()
 
 
-def cost_analysis(module: Module | Computation) -> dict[str, float]:
+def cost_analysis(module: Module | Computation, dot_flops: bool = False
+                  ) -> dict[str, float]:
     """Estimated cost of running ``module``'s entry computation (or a computation).
 
     Args:
         module: an HLO module (fused or not) or one computation.
+        dot_flops: also give ``"dot flops"``, the part of the flops in ``dot_general`` ops
+            (not fused ones), which BLAS runs at a rate of its own (``ember.runtime.
+            dispatch.estimated_microseconds``).
 
     Returns:
         ``{"flops": ..., "transcendentals": ..., "bytes accessed": ...}`` as floats, like
         JAX's ``compiled.cost_analysis()``.
     """
     comp = module.entry if isinstance(module, Module) else module
-    return _compute_cost(comp, top_level=True).as_dict()
+    return _compute_cost(comp, top_level=True).as_dict(dot_flops)

@@ -55,6 +55,20 @@ def test_dot_general_with_batch_dimensions():
     assert cost_analysis(m) == cost(2 * 2 * 3 * 5 * 4, 0, (24 + 40 + 30) * 4)
 
 
+def test_dot_flops_are_the_part_of_the_flops_in_products():
+    m = Module("dots")
+    b = Builder(m, "main")
+    a = b.parameter(0, Shape(F32, (16, 32)))
+    w = b.parameter(1, Shape(F32, (32, 8)))
+    d = b.op("dot_general", a, w, lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+             lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,))
+    b.build(b.op("add", d, d), entry=True)  # 128 more flops, not a product's
+    dot = 2 * 16 * 8 * 32
+    assert cost_analysis(m, dot_flops=True) == {**cost(dot + 128, 0, cost_analysis(m)[
+        "bytes accessed"]), "dot flops": float(dot)}
+    assert "dot flops" not in cost_analysis(m)  # (JAX's keys by default)
+
+
 def test_matmul_of_float64():
     m = Module("matmul")
     b = Builder(m, "main")

@@ -210,6 +210,13 @@ def test_stall_guard_tries_one_thread_after_stalls_and_keeps_what_is_faster(monk
     wall[0] += 0.5
     assert not run(0.002) and not run(0.002)  # threads win again: the next wait is 4 s
     assert guard._no_trial_until == wall[0] + 4.0
+    # a call no slower than SLOWDOWN x its key's fastest is no stall, whatever its CPU time
+    # (the CPU clock counts other cores' threads at ticks: a whole program's call of 2 ms
+    # may read as one thread's time)
+    guard = _blas_threads.StallGuard(threads=2)
+    assert not run(0.002, key="program")
+    assert not run(0.0039, 0.0039, key="program") and guard.stalls == 0
+    assert not run(0.004, 0.004, key="program") and guard.stalls == 1
     one_thread = _blas_threads.StallGuard(threads=1)  # one BLAS thread: nothing to judge
     one_thread.run("shape", lambda: wall.__setitem__(0, wall[0] + 0.01))
     assert one_thread.stalls == 0
