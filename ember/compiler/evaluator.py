@@ -20,6 +20,9 @@ _EVAL_RULES: dict[str, Callable] = {}
 
 # custom_call targets: name -> fn(*operand_values, **attrs) -> value(s).
 CUSTOM_CALL_TARGETS: dict[str, Callable] = {}
+# ... and, for some, a leaner function of the same arguments for compiled programs, whose
+# operands are known to have the instruction's shapes and dtypes (no checks): name -> fn.
+COMPILED_CUSTOM_CALL_TARGETS: dict[str, Callable] = {}
 
 
 def eval_rule(*opcodes: str):
@@ -30,9 +33,32 @@ def eval_rule(*opcodes: str):
     return register
 
 
-def register_custom_call_target(name: str, fn: Callable) -> None:
-    """Makes ``custom_call`` with ``call_target_name=name`` run ``fn`` (library routines)."""
+def register_custom_call_target(name: str, fn: Callable,
+                                compiled: Callable | None = None) -> None:
+    """Makes ``custom_call`` with ``call_target_name=name`` run ``fn`` (library routines);
+    ``compiled``, if given, runs it in compiled programs (``CustomCall``)."""
     CUSTOM_CALL_TARGETS[name] = fn
+    if compiled is not None:
+        COMPILED_CUSTOM_CALL_TARGETS[name] = compiled
+
+
+class CustomCall:
+    """A custom call of a compiled program with its target and attributes looked up once:
+    ``run(operands)`` computes what ``evaluate_instruction`` does (with the target's
+    ``compiled`` function where it has one)."""
+
+    __slots__ = ("fn", "attrs")
+
+    def __init__(self, inst: Instruction):
+        name = inst.attrs["call_target_name"]
+        fn = COMPILED_CUSTOM_CALL_TARGETS.get(name) or CUSTOM_CALL_TARGETS.get(name)
+        if fn is None:
+            raise NotImplementedError(f"custom_call: unknown target {name!r}")
+        self.fn = fn
+        self.attrs = {k: v for k, v in inst.attrs.items() if k != "call_target_name"}
+
+    def run(self, operands: Sequence[Any]) -> Any:
+        return self.fn(*operands, **self.attrs)
 
 
 def _load_rule_modules() -> None:

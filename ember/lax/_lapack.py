@@ -97,6 +97,7 @@ class _Binding:
         self.prefix, self.suffix = prefix, suffix
         self.cache: dict = {}
         self.declared: dict = {}  # symbol name -> cffi function
+        self.constants: dict = {}  # int -> a cell holding it, never written (``_Call.const``)
 
     def symbol(self, kind: str, letter: str) -> str:
         return self.prefix + _routine_names(kind, letter) + self.suffix
@@ -207,10 +208,15 @@ def single_threaded(*arrays: np.ndarray):
 
 
 def threads_kernel(f):
-    """A kernel run under ``single_threaded`` for its array arguments."""
+    """A kernel run as under ``single_threaded`` for its array arguments (without the
+    generator context's ~2 µs a call: a 64 x 64 solve's whole LAPACK call takes ~10)."""
     @functools.wraps(f)
     def run(*args, **kw):
-        with single_threaded(*(a for a in args if isinstance(a, np.ndarray) and a.ndim >= 2)):
+        for a in args:
+            if isinstance(a, np.ndarray) and a.ndim >= 2 and \
+                    max(a.shape[-2:]) > SINGLE_THREAD_MAX_DIM:
+                return f(*args, **kw)
+        with one_blas_thread:
             return f(*args, **kw)
     return run
 
@@ -263,11 +269,26 @@ class _Call:
     def i(self, v: int = 0):
         return self.ffi.new(self.b.itype + "*", int(v))
 
+    def const(self, v: int):
+        """A cell holding ``v`` for an input-only integer argument (dimensions, strides):
+        shared by every call, as LAPACK never writes those."""
+        cell = self.b.constants.get(v)
+        if cell is None:
+            cell = self.b.constants[v] = self.i(v)
+        return cell
+
     def ptrs(self, arr: np.ndarray):
         """Pointers to each matrix/vector of a C-contiguous stack ``arr`` (batch, ...)."""
         base = self.ffi.cast("char*", self.ffi.from_buffer(arr))
-        step = arr.strides[0] if arr.ndim and arr.shape[0] > 1 else 0
+        if arr.ndim == 0 or arr.shape[0] == 1:
+            return [base]
+        step = arr.strides[0]
         return [base + k * step for k in range(arr.shape[0])]
+
+
+# A one of each dtype, for ``alpha`` arguments (read only).
+_ONES = {np.dtype(t): np.ones(1, t) for t in (np.float32, np.float64, np.complex64,
+                                                np.complex128)}
 
 
 def _flat_t(x: np.ndarray) -> np.ndarray:
@@ -304,13 +325,13 @@ def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nb, k = f.shape[0], min(m, n)
     ipiv = np.empty((nb, k), b.idtype)
     fn = b.fn("getrf", x.dtype)
-    M, N, LD, info = c.i(m), c.i(n), c.i(max(1, m)), c.i()
+    M, N, LD, info = c.const(m), c.const(n), c.const(max(1, m)), c.i()
     # The permutation: the row swaps applied (dlaswp) to a column holding 0..m-1 (exact in
     # float64), one call per matrix instead of a Python step per pivot.
     perm = np.empty((nb, m), np.float64)
     perm[:] = np.arange(m, dtype=np.float64)
     swap = b.fn("laswp", np.dtype(np.float64))
-    one, K1, K2 = c.i(1), c.i(1), c.i(k)
+    one, K1, K2 = c.const(1), c.const(1), c.const(k)
     for pa, pp, pr in zip(c.ptrs(f), c.ptrs(ipiv), c.ptrs(perm)):  # (serial: _each_matrix)
         fn(M, N, pa, LD, pp, info)
         swap(one, pr, LD, K1, K2, pp, one)
@@ -340,10 +361,9 @@ def trsm(a: np.ndarray, b_: np.ndarray, *, left_side: bool, lower: bool, transpo
     side = b"R" if left_side else b"L"
     uplo = b"U" if lower else b"L"
     diag = b"U" if unit_diagonal else b"N"
-    alpha = np.ones(1, x.dtype)
     fn = b.fn("trsm", x.dtype)
-    M, N, LDA, LDB = c.i(n), c.i(m), c.i(max(1, k)), c.i(max(1, n))
-    pal = c.ffi.from_buffer(alpha)
+    M, N, LDA, LDB = c.const(n), c.const(m), c.const(max(1, k)), c.const(max(1, n))
+    pal = c.ffi.from_buffer(_ONES[x.dtype])
     for pa, px in zip(c.ptrs(at), c.ptrs(x)):  # (serial: see _each_matrix)
         fn(side, uplo, trans, diag, M, N, pal, pa, LDA, px, LDB, 1, 1, 1, 1)
     return x.reshape(b_.shape)

@@ -67,11 +67,21 @@ def _library_primitive(name: str, impl: Callable, abstract_eval: Callable,
                 for o, a in zip(outs, avals)]
         return outs if multiple_results else outs[0]
 
+    def compiled(*args, **params):
+        # (a compiled program's operands have the shapes and dtypes it was traced for, and
+        # it shapes the results: only empty operands need ``run``)
+        for a in args:
+            if a.size == 0:
+                outs = run(*args, **params)
+                return tuple(outs) if multiple_results else outs
+        outs = impl(*args, **params)
+        return tuple(outs) if multiple_results else outs
+
     prim.def_impl(run)
     prim.def_abstract_eval(abstract_eval)
     target = _TARGET + name
     register_custom_call_target(
-        target, (lambda *v, **p: tuple(run(*v, **p))) if multiple_results else run)
+        target, (lambda *v, **p: tuple(run(*v, **p))) if multiple_results else run, compiled)
 
     @prim.def_lowering
     def _lowering(ctx, *operands, **params):

@@ -36,7 +36,12 @@ from ember import _threads as threads
 from ember._blas_threads import blas_paths, blas_stall_guard, one_blas_thread
 from ember.backends.cpu import buffer_pool, parallel_runtime
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, gemm_operand, simple_reduce
-from ember.compiler.evaluator import Plan, evaluate_instruction
+from ember.compiler.evaluator import (
+    CUSTOM_CALL_TARGETS,
+    CustomCall,
+    Plan,
+    evaluate_instruction,
+)
 from ember.compiler.hlo import Instruction
 
 # The C backend's FFI: casts, ``new`` and ``from_buffer`` with C type strings, without
@@ -575,6 +580,9 @@ class CpuExecutable:
                                    for b in step.branches]))
             elif step.inst.opcode in ("fusion", "call"):
                 out.append((step, Plan(step.inst.calls[0])))
+            elif step.inst.opcode == "custom_call" and (
+                    step.inst.attrs["call_target_name"] in CUSTOM_CALL_TARGETS):
+                out.append((step, CustomCall(step.inst)))
             else:
                 out.append((step, None))
         return out
@@ -1054,10 +1062,12 @@ class CpuExecutable:
             value = np.asarray(value)
             if value.dtype != ref.dtype:
                 value = value.astype(ref.dtype)
+            if value.shape != ref.dims:  # (a scalar's broadcast, say)
+                value = np.broadcast_to(value, ref.dims)
             if ref.kind == "output":
-                outs[ref.index] = _contiguous(np.broadcast_to(value, ref.dims))
+                outs[ref.index] = _contiguous(value)
             else:
-                values[ref.index] = np.broadcast_to(value, ref.dims)
+                values[ref.index] = value
 
 
 # A batched dot whose matrices have at most BATCH_SPLIT_MAX_WORK products each runs them as
