@@ -8,7 +8,7 @@ without building the program (and without importing llvmlite or ``program.py``).
 ``execute(args)`` takes one C-contiguous NumPy array per entry parameter (others are made
 contiguous) and returns the outputs. A program whose steps are all native runs as one native
 call: of its ``entry`` function when its work is small (on the calling thread), else of its
-``steps`` function (``_threaded_steps``), whose kernels with enough work run on the parallel
+``steps`` function (``native_call``), whose kernels with enough work run on the parallel
 runtime and whose large products are CBLAS calls on BLAS's threads. Otherwise the steps run
 in order from Python, kernels with enough work split across the threads (full reductions
 write per-range partials, combined afterwards with the reducer). Control flow runs nested
@@ -54,7 +54,7 @@ _fb = _ffi.from_buffer
 _NO_ARENA = np.empty(0, np.uint8)
 _KERNEL_SIG = "void(*)(char**, int64_t, int64_t)"
 # A program's steps function: arena, parameter and output tables, the runtime's run, tasks
-# and rest (``program._emit_entry``).
+# and rest (``program._emit_steps_function``).
 _STEPS_SIG = "void(*)(char*, char**, char**, char*, int64_t, char*)"
 
 # Elements of work below which a kernel runs on one thread (thread hand-off costs ~10 µs).
@@ -236,8 +236,9 @@ def plan_symbols(plan) -> list[str]:
             names.append(step.name)
         elif type(step) is WhilePlan and step.loop is not None:
             names.append(step.loop)
-    if plan.has_entry:
-        names += [plan.entry_name, steps_name(plan.entry_name)]
+    if plan.native_call is not None:
+        names.append(plan.entry_name if plan.native_call == "entry"
+                     else steps_name(plan.entry_name))
     return names
 
 
@@ -268,27 +269,35 @@ def _single_call(steps) -> bool:
     return work < SINGLE_CALL_MAX_WORK
 
 
-def _threaded_steps(plan: RunPlan) -> bool | None:
-    """Whether a program with a native entry runs as one call of its steps function with
-    threads (``program._emit_entry``): None where it steps from Python, else whether it
-    has products on BLAS's threads (``whole_gemm``). Programs step from Python where a
-    reduction writes partial results over several ranges (combined in Python), and where
-    products on BLAS's threads come with products whose tasks run on the parallel runtime,
-    each on one BLAS thread (a batch, or a loop's): OpenBLAS's thread count is one setting
-    for the process, which cannot suit both within one call."""
-    whole = any(type(s) is DotPlan and s.gemm is not None and whole_gemm(s.gemm)
-                for s in _top_level_steps(plan.steps))
-    for s in nested_steps(plan.steps):
+def native_call(steps) -> str | None:
+    """How a program whose steps are all native runs as one native call: ``"entry"`` (its
+    ``entry`` function, on the calling thread: under ``SINGLE_CALL_MAX_WORK``, ``_single_call``),
+    ``"steps"`` (its ``steps`` function, with threads: ``program._emit_steps_function``) or
+    None, when its steps run from Python: where a reduction writes partial results over
+    several ranges (combined in Python), or where products on BLAS's threads
+    (``whole_gemm``) come with products whose tasks run on the parallel runtime, each on
+    one BLAS thread (a batch, or a loop's): OpenBLAS's thread count is one setting for the
+    process, which cannot suit both within one call. ``steps``: the program's plan steps
+    (``program.py``'s steps work too, made into plan steps)."""
+    if _single_call(nested_steps(steps)):
+        return "entry"
+    for s in nested_steps(steps):
         if type(s) is KernelPlan and s.partial_reducers \
                 and len(partial_ranges(s.extent, s.work)) > 1:
             return None
-    if whole:
-        top = {id(s) for s in _top_level_steps(plan.steps)}
-        for s in nested_steps(plan.steps):
+    if whole_gemms(steps):
+        top = {id(s) for s in _top_level_steps(steps)}
+        for s in nested_steps(steps):
             if type(s) is DotPlan and s.gemm is not None and not whole_gemm(s.gemm) and (
                     id(s) not in top or gemm_products(s.gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS):
                 return None
-    return whole
+    return "steps"
+
+
+def whole_gemms(steps) -> bool:
+    """Whether ``steps`` (a program's) have a product on BLAS's threads (``whole_gemm``)."""
+    return any(type(s) is DotPlan and s.gemm is not None and whole_gemm(s.gemm)
+               for s in _top_level_steps(steps))
 
 
 def _top_level_steps(steps):
@@ -300,7 +309,7 @@ def _top_level_steps(steps):
                 yield from _top_level_steps(branch)
 
 
-def _plan_steps(steps) -> tuple:
+def plan_steps(steps) -> tuple:
     """The run-plan records of ``program.py``'s steps (duck-typed)."""
     out = []
     for step in steps:
@@ -310,12 +319,12 @@ def _plan_steps(steps) -> tuple:
                                   tuple(info.partial_reducers), _refs(step.inputs),
                                   _refs(step.outputs)))
         elif hasattr(step, "pred"):  # WhileStep
-            cond, body = _plan_steps(step.cond), _plan_steps(step.body)
+            cond, body = plan_steps(step.cond), plan_steps(step.body)
             work = _work(nested_steps(cond + body))
             out.append(WhilePlan(cond, _ref(step.pred), body, step.loop, work))
         elif hasattr(step, "branches"):  # CaseStep
             out.append(CasePlan(_ref(step.index),
-                                tuple(_plan_steps(b) for b in step.branches)))
+                                tuple(plan_steps(b) for b in step.branches)))
         elif hasattr(step, "starts"):  # UpdateStep
             out.append(UpdatePlan(_ref(step.update), _ref(step.dst), _refs(step.starts)))
         elif hasattr(step, "src"):  # CopyStep
@@ -335,7 +344,7 @@ class RunPlan(_Record):
 
     __slots__ = ("steps", "constants", "constant_names", "n_params", "outputs",
                  "output_shapes", "arena_bytes", "has_entry", "n_values", "entry_name",
-                 "max_work")
+                 "max_work", "native_call")
 
     steps: tuple
     constants: tuple
@@ -348,16 +357,17 @@ class RunPlan(_Record):
     n_values: int
     entry_name: str
     max_work: int
+    native_call: str | None
 
     @staticmethod
     def of(program) -> RunPlan:
         """The plan of a ``program.Program`` (duck-typed: ``program.py`` is not imported)."""
-        steps = _plan_steps(program.steps)
+        steps = plan_steps(program.steps)
         return RunPlan(steps, tuple(program.constants), tuple(program.constant_names),
                        program.n_params, _refs(program.outputs),
                        tuple((tuple(d), np.dtype(t)) for d, t in program.output_shapes),
                        program.arena_bytes, program.has_entry, program.n_values,
-                       program.entry_name, program.max_work)
+                       program.entry_name, program.max_work, program.native_call)
 
 
 class _CanonicalDtypePickler(pickle.Pickler):
@@ -470,15 +480,33 @@ def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
 class _GemmTasks:
     """A ``DotPlan``'s native ``gemm`` tasks (``gemm_split``): on the parallel runtime when
     ``threaded`` (a batch of products with more work than one thread does well), else one
-    after another; or, ``whole`` (``whole_gemm``), all of them as one call on BLAS's
-    threads."""
+    after another."""
 
-    __slots__ = ("fn", "units", "tasks", "threaded", "whole")
+    __slots__ = ("fn", "units", "tasks", "threaded")
 
-    def __init__(self, fn, units: int, tasks: int, threaded: bool, whole: bool = False):
+    def __init__(self, fn, units: int, tasks: int, threaded: bool):
         self.fn, self.units, self.tasks = fn, units, tasks
-        self.threaded = threaded and tasks > 1 and not whole
-        self.whole = whole
+        self.threaded = threaded and tasks > 1
+
+
+class _WholeGemm:
+    """A ``DotPlan``'s ``whole_gemm``: one CBLAS call on BLAS's threads, through cffi."""
+
+    __slots__ = ("fn", "pointer", "arguments")
+
+    def __init__(self, gemm: tuple):
+        c = "float" if gemm[0] == "s" else "double"
+        self.fn = _ffi.cast(f"void(*)(int, int, int, int64_t, int64_t, int64_t, {c}, {c}*, "
+                            f"int64_t, {c}*, int64_t, {c}, {c}*, int64_t)",
+                            gemm_address(gemm[0]))
+        self.pointer = f"{c}*"
+        self.arguments = whole_gemm_arguments(gemm)
+
+    def __call__(self, a, b, c) -> None:
+        order, ta, tb, m, n, k, lda, ldb, ldc = self.arguments
+        cast, p = _ffi.cast, self.pointer
+        self.fn(order, ta, tb, m, n, k, 1.0, cast(p, a), lda, cast(p, b), ldb, 0.0,
+                cast(p, c), ldc)
 
 
 class _Kernel:
@@ -521,18 +549,18 @@ class CpuExecutable:
         self._runner_listeners = []
         self._steps_fn = None  # (the native steps function, when the program runs as one)
         self._steps_whole = False
-        if program.has_entry and gemm and _single_call(nested_steps(program.steps)):
+        kind = program.native_call if gemm else None
+        if kind == "entry":
             n = program.n_params + len(program.output_shapes) + 1
             self._entry = _ffi.cast(f"void(*)({', '.join(['char*'] * n)})",
                                     lib.address(program.entry_name))
             self._first_run_pending = True
             self.execute_exact = self._until_runner
         else:
-            whole = _threaded_steps(program) if program.has_entry and gemm else None
-            if whole is not None:
+            if kind == "steps":
                 self._steps_fn = _ffi.cast(_STEPS_SIG,
                                            lib.address(steps_name(program.entry_name)))
-                self._steps_whole = whole
+                self._steps_whole = whole_gemms(program.steps)
             self.execute_exact = self._execute_read_only
         self._tier = None  # (future, lock, listeners) while better code is being compiled
         self._tier_runs = 0
@@ -559,14 +587,16 @@ class CpuExecutable:
             whole = native and top_level and whole_gemm(step.gemm)
             after_blas = after_blas or whole or (
                 t is DotPlan and not native and _blas_threaded(step.inst))
-            if native:
+            if whole:
+                out.append((step, _WholeGemm(step.gemm)))
+            elif native:
                 # (the native loop's tasks, also where the loop steps from Python: the same
                 # calls, so the same bits either way)
                 name = gemm_task_name(prefix, step.gemm)
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
                                              *gemm_split(step.gemm)[1:],
                                              gemm_products(step.gemm)
-                                             > SINGLE_THREAD_GEMM_MAX_PRODUCTS, whole)))
+                                             > SINGLE_THREAD_GEMM_MAX_PRODUCTS)))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
@@ -1003,16 +1033,18 @@ class CpuExecutable:
             np.copyto(dest, combined.astype(ref.dtype, copy=False))
 
     def _run_dot(self, step: DotPlan, plan, args, outs, arena, arena_ptr, values) -> None:
+        if type(plan) is _WholeGemm:  # (one call on BLAS's threads; the runtime's workers sleep)
+            a, b, c = (self._pointer(r, args, outs, arena_ptr, values)
+                       for r in (*step.inputs, step.output))
+            runtime = parallel_runtime.ready()
+            if runtime is not None:
+                runtime.rest()
+            blas_stall_guard.run(step.gemm, lambda: plan(a, b, c))
+            return
         if type(plan) is _GemmTasks:
             bufs = _ffi.new("char*[]", [self._pointer(r, args, outs, arena_ptr, values)
                                         for r in (*step.inputs, step.output)])
             units, tasks = plan.units, plan.tasks
-            if plan.whole:  # (one call on BLAS's threads; the runtime's workers sleep)
-                runtime = parallel_runtime.ready()
-                if runtime is not None:
-                    runtime.rest()
-                blas_stall_guard.run((step.gemm, "whole"), lambda: plan.fn(bufs, 0, units))
-                return
             runtime = parallel_runtime.ready() if plan.threaded else None
             with one_blas_thread:
                 if runtime is not None:
@@ -1209,9 +1241,21 @@ def whole_gemm(gemm: tuple) -> bool:
     return gemm[8] == 1 and gemm_products(gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS
 
 
+CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
+
+
+def whole_gemm_arguments(gemm: tuple) -> tuple[int, ...]:
+    """The integer arguments of the one CBLAS call of a ``whole_gemm`` (order, the two
+    transposes, m, n, k, lda, ldb, ldc), made from native code (``program._emit_steps``)
+    or from Python (``_WholeGemm``): the same call either way, so the same bits."""
+    _, trans_a, trans_b, m, n, k, lda, ldb, _ = gemm
+    return (CBLAS_ROW_MAJOR, CBLAS_TRANS if trans_a else CBLAS_NO_TRANS,
+            CBLAS_TRANS if trans_b else CBLAS_NO_TRANS, m, n, k, lda, ldb, n)
+
+
 def steps_name(entry_name: str) -> str:
-    """The native function running a program's steps with threads (``program._emit_entry``)
-    for the program whose entry is ``entry_name``."""
+    """The native function running a program's steps with threads
+    (``program._emit_steps_function``) for the program whose entry is ``entry_name``."""
     return entry_name.removesuffix("_entry") + "_steps"
 
 

@@ -25,9 +25,10 @@ Every instruction of the entry computation becomes a *step*:
 
 All kernels of a module go into one LLVM module (one LLVM compile per program). When every
 step is native (kernels, ``gemm`` calls, copies, and loops and cases made of those), the
-module also gets a ``steps`` function running them in order on buffers laid out by buffer
-assignment, its kernels with enough work on the parallel runtime, and an ``entry`` running
-them on the calling thread: a program runs with a single native call. A while whose
+module also gets a function running them in order on buffers laid out by buffer
+assignment (``executable.native_call`` picks which): ``entry``, on the calling thread, for
+a small program, or ``steps``, its kernels with enough work on the parallel runtime and its
+large products on BLAS's threads: a program runs with a single native call. A while whose
 condition and body are all native gets a function ``loop_N`` running the whole loop, which
 the steps call (or the executable, when other steps are not native).
 
@@ -49,6 +50,9 @@ from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.executable import (
     AFTER_BLAS_MIN_WORK,
     BATCH_SPLIT_MAX_WORK,
+    CBLAS_NO_TRANS,
+    CBLAS_ROW_MAJOR,
+    CBLAS_TRANS,
     GEMM_TASK_UNIT,
     PARALLEL_MIN_WORK,
     SINGLE_THREAD_GEMM_MAX_PRODUCTS,
@@ -56,8 +60,11 @@ from ember.backends.cpu.executable import (
     gemm_products,
     gemm_split,
     gemm_task_name,
+    native_call,
+    plan_steps,
     steps_name,
     whole_gemm,
+    whole_gemm_arguments,
 )
 from ember.backends.cpu.kernel_gen import (
     I8P,
@@ -271,7 +278,6 @@ _FLOAT32_64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 # CBLAS's enum values (``cblas.h``).
-CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 
 
 def gemm_layout(inst: Instruction) -> tuple | None:
@@ -402,6 +408,9 @@ class Program:
     # Kernels vectorized across short rows (``short_rows``): their code compiles slowly,
     # so a quick first tier rebuilds the program without them (``ProgramBuilder``).
     short_row_kernels: int = 0
+    # The native function that runs a program of native steps in one call: "entry",
+    # "steps" or None (``executable.native_call``, decided when the code is made).
+    native_call: str | None = None
 
     @property
     def max_work(self) -> int:
@@ -450,11 +459,16 @@ class ProgramBuilder:
         steps = self._plan(comp, params, output_of)
         outputs = list(self._root_refs(comp))
         has_entry = all(is_native(s) for s in steps)
-        if has_entry:
+        # (one native function runs the program: the executable picks it by the same rule)
+        kind = native_call(plan_steps(steps)) if has_entry else None
+        if kind == "entry":
             self._emit_entry(steps, len(comp.parameters), len(output_shapes))
+        elif kind == "steps":
+            self._emit_steps_function(steps)
         return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
                        len(comp.parameters), outputs, output_shapes, self.arena_end,
-                       has_entry, self.n_values, self.entry_name, self.short_row_kernels)
+                       has_entry, self.n_values, self.entry_name, self.short_row_kernels,
+                       kind)
 
     def _plan(self, comp: Computation, param_refs: list[list[BufferRef]],
               output_of: dict, in_place: frozenset[int] = frozenset(),
@@ -716,7 +730,7 @@ class ProgramBuilder:
                 info = self._try_kernel(fused) if fused is not None else None
                 if info is not None:
                     return KernelStep(info, refs, out)
-            if gemm is not None:
+            if gemm is not None and (self.loop_depth or not whole_gemm(gemm)):
                 self._gemm_task(gemm)  # (also run from Python where the loop steps)
             return DotStep(inst, refs, out[0], gemm)
         # Library thunk: results are fresh arrays held in value slots (or copied into outputs).
@@ -748,34 +762,49 @@ class ProgramBuilder:
     # ------------------------------------------------------------------ entry
 
     def _emit_entry(self, steps, n_params, n_outputs) -> None:
+        """``void entry(i8* params..., i8* outputs..., i8* arena)``: runs every step on the
+        calling thread (a small program's single native call)."""
+        n_args = n_params + n_outputs + 1
+        fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), [I8P] * n_args),
+                         self.entry_name)
+        entry, start = fn.append_basic_block("entry"), fn.append_basic_block("start")
+        ir.IRBuilder(entry).branch(start)  # (the entry block holds the stack slots)
+        b = ir.IRBuilder(start)
+        args = fn.args
+
+        def pointer(b, ref):
+            if ref.kind == "param":
+                return args[ref.index]
+            if ref.kind == "output":
+                return args[n_params + ref.index]
+            return self._arena_pointer(b, ref, args[-1])
+        # (the tables of parameters and outputs a loop function takes)
+        tables = []
+        for first, n in ((0, n_params), (n_params, n_outputs)):
+            at = ir.IRBuilder(entry)
+            at.position_at_start(entry)
+            table = at.alloca(ir.ArrayType(I8P, max(n, 1)))
+            for k in range(n):
+                b.store(args[first + k], b.gep(table, [_i32(0), _i32(k)]))
+            tables.append(b.bitcast(table, I8P.as_pointer()))
+        loop_args = [args[-1], *tables, ir.Constant(I8P, None), _i64(0)]
+        self._emit_steps(b, steps, pointer, loop_args)
+        b.ret_void()
+
+    def _emit_steps_function(self, steps) -> None:
         """``void steps(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks, i8* rest)``
         runs every step: ``params`` and ``outputs`` hold the program's parameter and output
         buffers, ``run`` and ``tasks`` are a loop function's (``_emit_loop``), and ``rest``,
         when not null, is the parallel runtime's ``ember_rt_rest``, called before each
-        product on BLAS's threads (``_emit_steps``). ``void entry(i8* params..., i8*
-        outputs..., i8* arena)`` runs them on the calling thread: a small program's single
-        native call."""
-        steps_fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), _STEPS_ARGS),
-                               steps_name(self.entry_name))
-        arena, params, outputs, *_, rest = steps_fn.args
-        first, start = steps_fn.append_basic_block("entry"), steps_fn.append_basic_block("start")
-        ir.IRBuilder(first).branch(start)  # (the entry block holds the stack slots)
+        product on BLAS's threads (``_emit_steps``)."""
+        fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), _STEPS_ARGS),
+                         steps_name(self.entry_name))
+        arena, params, outputs, *_, rest = fn.args
+        entry, start = fn.append_basic_block("entry"), fn.append_basic_block("start")
+        ir.IRBuilder(entry).branch(start)  # (the entry block holds the stack slots)
         b = ir.IRBuilder(start)
         self._emit_steps(b, steps, self._table_pointer(arena, params, outputs),
-                         list(steps_fn.args[:5]), threaded=True, rest=rest)
-        b.ret_void()
-
-        fn = ir.Function(self.ir_module, ir.FunctionType(
-            ir.VoidType(), [I8P] * (n_params + n_outputs + 1)), self.entry_name)
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        tables = []
-        for first, n in ((0, n_params), (n_params, n_outputs)):
-            table = b.alloca(ir.ArrayType(I8P, max(n, 1)))
-            for k in range(n):
-                b.store(fn.args[first + k], b.gep(table, [_i32(0), _i32(k)]))
-            tables.append(b.bitcast(table, I8P.as_pointer()))
-        null = ir.Constant(I8P, None)
-        b.call(steps_fn, [fn.args[-1], *tables, null, _i64(0), null])
+                         list(fn.args[:5]), threaded=True, rest=rest)
         b.ret_void()
 
     def _table_pointer(self, arena, params, outputs):
@@ -825,7 +854,7 @@ class ProgramBuilder:
         address; ``loop_args`` are the arguments of a loop function (``_emit_loop``), and
         ``threaded`` says whether their ``run`` may be set. ``rest`` is given for the
         program's own steps (not a loop's): the ``rest`` argument of its steps function
-        (``_emit_entry``). There, one product of more than SINGLE_THREAD_GEMM_MAX_PRODUCTS
+        (``_emit_steps_function``). There, one product of more than SINGLE_THREAD_GEMM_MAX_PRODUCTS
         is a single CBLAS call on BLAS's threads (``whole_gemm``), after which kernels
         need AFTER_BLAS_MIN_WORK elements for threads, and the tasks of other products go
         to the parallel runtime only past SINGLE_THREAD_GEMM_MAX_PRODUCTS (a batch), as
@@ -951,15 +980,20 @@ class ProgramBuilder:
 
     def _emit_whole_gemm(self, b: ir.IRBuilder, step: DotStep, pointer,
                          rest: ir.Value) -> None:
-        """Runs ``step``'s ``gemm`` as one CBLAS call (its task over every unit), which
-        BLAS splits across its own threads; first, when ``rest`` is not null, the parallel
-        runtime's spinning workers go to sleep (their cores are BLAS's now)."""
-        units = gemm_split(step.gemm)[1]
-        task = self._gemm_task(step.gemm)
-        bufs = self._gemm_buffers(b, step, pointer)
+        """Runs ``step``'s ``gemm`` as one CBLAS call (``executable.whole_gemm_arguments``),
+        which BLAS splits across its own threads; first, when ``rest`` is not null, the
+        parallel runtime's spinning workers go to sleep (their cores are BLAS's now)."""
+        letter = step.gemm[0]
+        ty = S.F32 if letter == "s" else S.F64
+        ptr = ty.as_pointer()
+        a, x, c = (b.bitcast(pointer(b, ref), ptr) for ref in (*step.inputs, step.output))
         with b.if_then(b.icmp_unsigned("!=", rest, ir.Constant(I8P, None))):
             b.call(b.bitcast(rest, ir.FunctionType(ir.VoidType(), []).as_pointer()), [])
-        b.call(task, [bufs, _i64(0), _i64(units)])
+        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), _cblas_gemm_type(ty).as_pointer())
+        order, ta, tb, m, n, k, lda, ldb, ldc = whole_gemm_arguments(step.gemm)
+        b.call(gemm_fn, [_i32(order), _i32(ta), _i32(tb), _i64(m), _i64(n), _i64(k),
+                         ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
+                         ir.Constant(ty, 0.0), c, _i64(ldc)])
 
     def _gemm_task(self, gemm: tuple) -> ir.Function:
         """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
@@ -982,9 +1016,7 @@ class ProgramBuilder:
         b = ir.IRBuilder(entry)
         base_a, base_x, base_c = (b.bitcast(b.load(b.gep(bufs, [_i64(j)])), ptr)
                                   for j in range(3))
-        fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I32, S.I64, S.I64, S.I64,
-                                                  ty, ptr, S.I64, ptr, S.I64, ty, ptr, S.I64])
-        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), fn_type.as_pointer())
+        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), _cblas_gemm_type(ty).as_pointer())
         total = _i64(m if by_rows else n)
         loop, done = fn.append_basic_block("matrix"), fn.append_basic_block("done")
         b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
@@ -1081,6 +1113,13 @@ def _i32(v: int) -> ir.Constant:
 
 
 # A loop function's arguments (``_emit_loop``) and the parallel runtime's ``ember_rt_run``.
+def _cblas_gemm_type(ty: ir.Type) -> ir.FunctionType:
+    """CBLAS ``gemm``'s type with 64-bit integers, for ``ty`` (float or double)."""
+    ptr = ty.as_pointer()
+    return ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I32, S.I64, S.I64, S.I64, ty, ptr,
+                                           S.I64, ptr, S.I64, ty, ptr, S.I64])
+
+
 _LOOP_ARGS = [I8P, I8P.as_pointer(), I8P.as_pointer(), I8P, S.I64]
 _STEPS_ARGS = [*_LOOP_ARGS, I8P]  # (a loop's, and the runtime's ``ember_rt_rest``)
 _RUN = ir.FunctionType(ir.VoidType(), [I8P, I8P.as_pointer().as_pointer(), S.I64, S.I64,

@@ -31,11 +31,12 @@ def _executable(f, *args):
     return ember.jit(f).lower(*args).compile()._executable.executable
 
 
-def _stepped_from_python(exe, monkeypatch):
+def _stepped_from_python(exe):
     """The same program and native code, its steps run from Python."""
-    with monkeypatch.context() as m:
-        m.setattr(cpu_exe, "_threaded_steps", lambda plan: None)
-        python = cpu_exe.CpuExecutable(exe.program, exe._lib)
+    plan = exe.program
+    fields = {f: getattr(plan, f) for f in cpu_exe.RunPlan.__slots__}
+    fields["native_call"] = None
+    python = cpu_exe.CpuExecutable(cpu_exe.RunPlan(**fields), exe._lib)
     assert python._steps_fn is None and python._entry is None
     return python
 
@@ -73,7 +74,7 @@ def test_a_train_step_runs_as_one_native_call_with_pythons_bits(dtype, monkeypat
         exe = _executable(_mlp_step, params, x, y)
         assert exe._steps_fn is not None and exe._steps_whole and exe._entry is None
         args = [*_flat(params), x, y]
-        python = _stepped_from_python(exe, monkeypatch)
+        python = _stepped_from_python(exe)
         calls = []
         monkeypatch.setattr(python, "_run_steps",
                             lambda *a: (calls.append(1), cpu_exe.CpuExecutable._run_steps(
@@ -95,19 +96,19 @@ def test_a_train_step_runs_as_one_native_call_with_pythons_bits(dtype, monkeypat
     np.testing.assert_allclose(got[0], -(logp * y).sum(axis=1).mean(), rtol=tol)
 
 
-def test_kernels_alone_run_as_one_native_call_with_pythons_bits(monkeypatch):
+def test_kernels_alone_run_as_one_native_call_with_pythons_bits():
     # (a softmax over (1024, 1024): row reductions, no partial results; no product)
     x = _data(1024, 1024)
     exe = _executable(lambda x: ember.nn.softmax(x * 2.0, axis=-1), x)
     assert exe._steps_fn is not None and not exe._steps_whole
     got, = exe.execute([x])
-    want, = _stepped_from_python(exe, monkeypatch).execute([x])
+    want, = _stepped_from_python(exe).execute([x])
     np.testing.assert_array_equal(got, want)
     e = np.exp(2.0 * x.astype(np.float64) - 2.0 * x.max(axis=-1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(axis=-1, keepdims=True), rtol=2e-6, atol=1e-9)
 
 
-def test_a_large_product_in_a_case_branch_runs_on_blas_threads(monkeypatch):
+def test_a_large_product_in_a_case_branch_runs_on_blas_threads():
     a, b = _data(256, 300), _data(300, 200)
 
     def f(i, a, b):
@@ -115,7 +116,7 @@ def test_a_large_product_in_a_case_branch_runs_on_blas_threads(monkeypatch):
                               lambda a, b: (a * 2.0) @ b + 1.0], a, b)
     exe = _executable(f, np.int32(0), a, b)
     assert exe._steps_fn is not None and exe._steps_whole
-    python = _stepped_from_python(exe, monkeypatch)
+    python = _stepped_from_python(exe)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     for i, want in ((0, np.tanh(a64 @ b64)), (1, 2.0 * a64 @ b64 + 1.0), (5, None)):
         got, = exe.execute([np.int32(i), a, b])
