@@ -480,13 +480,15 @@ def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
 class _GemmTasks:
     """A ``DotPlan``'s native ``gemm`` tasks (``gemm_split``): on the parallel runtime when
     ``threaded`` (a batch of products with more work than one thread does well), else one
-    after another."""
+    after another; under ``one_blas_thread`` when ``one_thread`` (always, but for a small
+    product of a program whose steps function calls BLAS on its threads)."""
 
-    __slots__ = ("fn", "units", "tasks", "threaded")
+    __slots__ = ("fn", "units", "tasks", "threaded", "one_thread")
 
-    def __init__(self, fn, units: int, tasks: int, threaded: bool):
+    def __init__(self, fn, units: int, tasks: int, threaded: bool, one_thread: bool = True):
         self.fn, self.units, self.tasks = fn, units, tasks
         self.threaded = threaded and tasks > 1
+        self.one_thread = one_thread
 
 
 class _WholeGemm:
@@ -540,7 +542,8 @@ class CpuExecutable:
         self._blas_tasks = gemm and any(type(s) is DotPlan and s.gemm is not None
                                         for s in nested_steps(program.steps))
         self._steps = self._prepare(program.steps, lib, gemm,
-                                    program.entry_name.removesuffix("_entry"))
+                                    program.entry_name.removesuffix("_entry"),
+                                    blas_threads=whole_gemms(program.steps))
         self._out_shapes = program.output_shapes
         self._allocate_outputs = [buffer_pool.allocator(d, t) for d, t in self._out_shapes]
         self._allocate_arena = buffer_pool.allocator(program.arena_bytes, np.uint8)
@@ -566,12 +569,15 @@ class CpuExecutable:
         self._tier_runs = 0
 
     @staticmethod
-    def _prepare(steps, lib, gemm: bool, prefix: str, top_level: bool = True) -> list:
+    def _prepare(steps, lib, gemm: bool, prefix: str, top_level: bool = True,
+                 blas_threads: bool = False) -> list:
         """What running ``steps`` needs: a ``_Kernel`` or a ``(plan, prepared)`` pair each.
         ``gemm``: whether native code may call BLAS (``_bind_gemm``); ``prefix``: that of
         the program's symbols; ``top_level``: whether the steps are the program's own (or
-        a case's there), not a loop's. (The rules are those of the native steps function,
-        ``program._emit_steps``: either way, the same calls.)"""
+        a case's there), not a loop's; ``blas_threads``: whether the program has products on
+        BLAS's threads (``whole_gemm``), when its own small products keep them too. (The
+        rules are those of the native steps function, ``program._emit_steps``: either way,
+        the same calls with the same BLAS threads.)"""
         out = []
         after_blas = False  # (a dot on BLAS's threads ran before: see AFTER_BLAS_MIN_WORK)
         for step in steps:
@@ -593,10 +599,10 @@ class CpuExecutable:
                 # (the native loop's tasks, also where the loop steps from Python: the same
                 # calls, so the same bits either way)
                 name = gemm_task_name(prefix, step.gemm)
+                large = gemm_products(step.gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
-                                             *gemm_split(step.gemm)[1:],
-                                             gemm_products(step.gemm)
-                                             > SINGLE_THREAD_GEMM_MAX_PRODUCTS)))
+                                             *gemm_split(step.gemm)[1:], large,
+                                             not (top_level and blas_threads and not large))))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
@@ -606,7 +612,8 @@ class CpuExecutable:
                                    CpuExecutable._prepare(step.body, lib, gemm, prefix, False),
                                    _native_loop(step, lib) if gemm else None)))
             elif t is CasePlan:
-                out.append((step, [CpuExecutable._prepare(b, lib, gemm, prefix, top_level)
+                out.append((step, [CpuExecutable._prepare(b, lib, gemm, prefix, top_level,
+                                                          blas_threads)
                                    for b in step.branches]))
             elif step.inst.opcode in ("fusion", "call"):
                 out.append((step, Plan(step.inst.calls[0])))
@@ -1046,7 +1053,7 @@ class CpuExecutable:
                                         for r in (*step.inputs, step.output)])
             units, tasks = plan.units, plan.tasks
             runtime = parallel_runtime.ready() if plan.threaded else None
-            with one_blas_thread:
+            with one_blas_thread if plan.one_thread else _NO_REGION:
                 if runtime is not None:
                     runtime.run(plan.fn, _ffi.new("char**[]", [bufs]), 0, units, tasks)
                     return
