@@ -43,15 +43,16 @@ def register_custom_call_target(name: str, fn: Callable,
 
 
 class CustomCall:
-    """A custom call of a compiled program with its target and attributes looked up once:
-    ``run(operands)`` computes what ``evaluate_instruction`` does (with the target's
-    ``compiled`` function where it has one)."""
+    """A custom call with its target and attributes looked up once: ``run(operands)``
+    computes what ``evaluate_instruction`` does; ``compiled``: with the target's
+    ``compiled`` function where it has one (a compiled program's library step)."""
 
     __slots__ = ("fn", "attrs")
 
-    def __init__(self, inst: Instruction):
+    def __init__(self, inst: Instruction, compiled: bool = True):
         name = inst.attrs["call_target_name"]
-        fn = COMPILED_CUSTOM_CALL_TARGETS.get(name) or CUSTOM_CALL_TARGETS.get(name)
+        fn = COMPILED_CUSTOM_CALL_TARGETS.get(name) if compiled else None
+        fn = fn or CUSTOM_CALL_TARGETS.get(name)
         if fn is None:
             raise NotImplementedError(f"custom_call: unknown target {name!r}")
         self.fn = fn
@@ -188,9 +189,4 @@ def _case(inst, index, *values):
 
 @eval_rule("custom_call")
 def _custom_call(inst, *values):
-    name = inst.attrs["call_target_name"]
-    fn = CUSTOM_CALL_TARGETS.get(name)
-    if fn is None:
-        raise NotImplementedError(f"custom_call: unknown target {name!r}")
-    attrs = {k: v for k, v in inst.attrs.items() if k != "call_target_name"}
-    return fn(*values, **attrs)
+    return CustomCall(inst, compiled=False).run(values)

@@ -195,12 +195,16 @@ def disable(off: bool = True) -> None:
 SINGLE_THREAD_MAX_DIM = 1024
 
 
+def _large(arrays) -> bool:
+    """Whether a matrix of ``arrays`` is more than ``SINGLE_THREAD_MAX_DIM`` on a side."""
+    return any(max(a.shape[-2:], default=0) > SINGLE_THREAD_MAX_DIM for a in arrays)
+
+
 @contextlib.contextmanager
 def single_threaded(*arrays: np.ndarray):
     """Runs the LAPACK calls inside (ours or NumPy's) on the calling thread when the
     matrices of ``arrays`` are at most ``SINGLE_THREAD_MAX_DIM`` on a side."""
-    if max((max(a.shape[-2:], default=0) for a in arrays), default=0) > \
-            SINGLE_THREAD_MAX_DIM:
+    if _large(arrays):
         yield
         return
     with one_blas_thread:  # (process-wide: threads inside at once share it)
@@ -212,10 +216,8 @@ def threads_kernel(f):
     generator context's ~2 µs a call: a 64 x 64 solve's whole LAPACK call takes ~10)."""
     @functools.wraps(f)
     def run(*args, **kw):
-        for a in args:
-            if isinstance(a, np.ndarray) and a.ndim >= 2 and \
-                    max(a.shape[-2:]) > SINGLE_THREAD_MAX_DIM:
-                return f(*args, **kw)
+        if _large([a for a in args if isinstance(a, np.ndarray) and a.ndim >= 2]):
+            return f(*args, **kw)
         with one_blas_thread:
             return f(*args, **kw)
     return run

@@ -872,8 +872,9 @@ class CpuExecutable:
         args = [_contiguous(np.asarray(a)) for a in args]
         outs = [allocate() for allocate in self._allocate_outputs]
         arena = self._allocate_arena() if prog.arena_bytes else None
-        if self._steps_fn is not None and parallel_runtime.ready() is not None:
-            self._run_native_steps(args, outs, arena)
+        runtime = parallel_runtime.ready() if self._steps_fn is not None else None
+        if runtime is not None:
+            self._run_native_steps(runtime, args, outs, arena)
         elif self._entry is None:  # (also while the runtime is being built: Python's threads)
             self._run_steps(args, outs, arena)
         else:
@@ -882,16 +883,15 @@ class CpuExecutable:
                             _fb(arena) if arena is not None else _ffi.NULL)
         return [self._array(r, args, outs, arena, None) for r in prog.outputs]
 
-    def _run_native_steps(self, args, outs, arena) -> None:
+    def _run_native_steps(self, runtime, args, outs, arena) -> None:
         """One call of the program's native steps function: its kernels with enough work
         on the parallel runtime, its products on BLAS's threads (``whole_gemm``: under the
         stall guard, judged as one call) or as ``gemm_split``'s tasks."""
         params = _ffi.new("char*[]", [_fb(a) for a in args] or 1)
         outputs = _ffi.new("char*[]", [_fb(o) for o in outs] or 1)
         arena_ptr = _fb(arena) if arena is not None else _ffi.NULL
-        runtime = parallel_runtime.ready()
-        run, tasks = _ffi.cast("char*", runtime.run), runtime.size * TASKS_PER_THREAD
-        rest = _ffi.cast("char*", runtime.rest)
+        run, tasks = runtime.run_address, runtime.size * TASKS_PER_THREAD
+        rest = runtime.rest_address
         fn = self._steps_fn
         if self._steps_whole:
             blas_stall_guard.run((self.program.entry_name, "steps"),
@@ -939,8 +939,7 @@ class CpuExecutable:
                     run, tasks = _ffi.NULL, 0
                     runtime = parallel_runtime.ready() if threaded else None
                     if runtime is not None:
-                        run = _ffi.cast("char*", runtime.run)
-                        tasks = runtime.size * TASKS_PER_THREAD
+                        run, tasks = runtime.run_address, runtime.size * TASKS_PER_THREAD
                     if runtime is not None or not threaded:
                         p = o = _ffi.NULL
                         if tables:

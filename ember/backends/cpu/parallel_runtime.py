@@ -86,6 +86,9 @@ class Runtime:
         # (``rest()``: workers spinning for the next job sleep at once; called before work
         # that runs on other threads, BLAS's, which spinning workers would slow)
         self.rest = _ffi.cast("void(*)(void)", lib.address("ember_rt_rest"))
+        # (``run`` and ``rest`` as the ``char*`` arguments native loops and steps take)
+        self.run_address = _ffi.cast("char*", self.run)
+        self.rest_address = _ffi.cast("char*", self.rest)
         self._pid = os.getpid()
         start(size - 1)
         atexit.register(self.stop)
