@@ -1626,7 +1626,7 @@ class KernelBuilder:
                  for r in reduces for j in range(len(r.operands) // 2)}
         float_sums = [r for r in reduces if len(r.operands) == 2 and
                       simple_reducer(r.calls[0]) == "add" and S.is_float(r.dtype)]
-        arrays = {key: loops.alloca(ir.ArrayType(inits[key].type, width), align=64)
+        arrays = {key: loops.alloca(ir.ArrayType(_held_type(inits[key].type), width), align=64)
                   for key in leaves}
         wide = {(id(r), 0): loops.alloca(ir.ArrayType(S.F64, width), align=64)
                 for r in float_sums}
@@ -1651,7 +1651,7 @@ class KernelBuilder:
             def fill(arrs, value_of):
                 def body(c):
                     for key, arr in arrs.items():
-                        b.store(value_of(key), slot(arr, c))
+                        _store_held(b, value_of(key), slot(arr, c))
                 loops.loop(_c(0), n, body, name="fill")
             fill(arrays, lambda key: inits[key])
             fill(wide, lambda key: self._widen(inits[key]))
@@ -1725,7 +1725,8 @@ class KernelBuilder:
                     if key in wide:
                         value = self._narrow(b.load(slot(wide[key], c)), inst.dtype)
                     else:
-                        value = self._from_accumulator(inst, b.load(slot(arrays[key], c)))
+                        value = self._from_accumulator(
+                            inst, _load_held(b, slot(arrays[key], c), inits[key].type))
                     self._store(k, value, index)
             loops.loop(_c(0), n, store, name="out")
 
@@ -1827,7 +1828,7 @@ class KernelBuilder:
         body = r.calls[0]
         op = simple_reducer(body)
         if op is not None and len(slots) == 1:
-            acc = b.load(slots[0])
+            acc = _load_held(b, slots[0], values[0].type)
             dt = r.dtype if not r.shape.is_tuple else r.shape.tuple_shapes[0].dtype
             if op == "add" and S.is_float(dt):
                 out = b.fadd(acc, values[0])
@@ -1836,12 +1837,31 @@ class KernelBuilder:
                 out = S.round_low_float(b, b.fmul(acc, values[0]), dt)
             else:
                 out = S.binary(b, op, acc, values[0], dt, dt, {})
-            b.store(out, slots[0])
+            _store_held(b, out, slots[0])
             return
-        accs = [b.load(s) for s in slots]
+        accs = [_load_held(b, s, v.type) for s, v in zip(slots, values)]
         outs = emit_computation(b, body, accs + list(values), self.module_consts)
         for s, v in zip(slots, outs):
-            b.store(v, s)
+            _store_held(b, v, s)
+
+
+def _held_type(ty: ir.Type) -> ir.Type:
+    """The element type of an accumulator array for values of type ``ty``: a byte for a
+    pred, as LLVM does not vectorize loads and stores of ``i1`` (not a whole byte)."""
+    return S.I8 if ty == S.I1 else ty
+
+
+def _store_held(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value) -> None:
+    """Stores an accumulator's ``value`` at ``ptr`` (a pred into a byte as 0 or 1)."""
+    if value.type == S.I1 and ptr.type.pointee == S.I8:
+        value = b.zext(value, S.I8)
+    b.store(value, ptr)
+
+
+def _load_held(b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type) -> ir.Value:
+    """The accumulator value of type ``ty`` held at ``ptr`` (see ``_store_held``)."""
+    value = b.load(ptr)
+    return b.trunc(value, S.I1) if ty == S.I1 and value.type == S.I8 else value
 
 
 # Reducers whose result does not depend on the order of combining (float maximum/minimum

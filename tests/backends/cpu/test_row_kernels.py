@@ -453,6 +453,32 @@ def test_column_reduction_vectorizes(tmp_path, monkeypatch):
     assert "x float>" in opt
 
 
+@pytest.mark.parametrize("shape,axes", COLUMN_CASES)
+def test_column_any_all_match_numpy(shape, axes):
+    # Pred accumulators: a few columns with a single hit or a single miss among the rows.
+    x = rng.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[rng.choice(flat.size, max(1, flat.size // 5000), replace=False)] = 9.0
+    flat[rng.choice(flat.size, max(1, flat.size // 5000), replace=False)] = -9.0
+    (hits, none_low), _ = run_native(
+        lambda a: (jnp.any(a > 4, axis=axes), jnp.all(a > -4, axis=axes)), x)
+    np.testing.assert_array_equal(hits, np.any(x > 4, axis=axes))
+    np.testing.assert_array_equal(none_low, np.all(x > -4, axis=axes))
+
+
+def test_column_any_vectorizes(tmp_path, monkeypatch):
+    # The accumulators of a pred reduction are bytes: LLVM leaves loops over i1 arrays in
+    # memory scalar (an any over axis 0 of (2000, 2000) float32 took 2.0 ms, 0.47 with bytes).
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    monkeypatch.setenv("EMBER_CPU_TIERED", "0")
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
+    x = rng.standard_normal((256, 512)).astype(np.float32)
+    out = ember.jit(lambda a: jnp.any(a > 2, axis=0))(x)
+    np.testing.assert_array_equal(np.asarray(out), np.any(x > 2, axis=0))
+    opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+    assert "fcmp ogt <" in opt  # (the comparisons run on float vectors)
+
+
 @pytest.mark.parametrize("reducer", ["sum", "max"])
 @pytest.mark.parametrize("shape,axis", [((4096, 16), 1), ((256, 64), 1), ((4096, 16), 0),
                                         ((64, 512, 16), (0, 1))])
