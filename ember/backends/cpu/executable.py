@@ -74,6 +74,11 @@ TASKS_PER_THREAD = 8
 SINGLE_CALL_MAX_WORK = 1 << 16
 GEMM_PRODUCTS_PER_ELEMENT = 32
 SINGLE_THREAD_GEMM_MAX_PRODUCTS = 1 << 20
+# ... and SINGLE_THREAD_GEMV_MAX_PRODUCTS for a product with one row or column (``gemv``:
+# it reads each matrix element once, memory-bound): OpenBLAS's threads gain nothing up to
+# (512, 512) and take a (1000, 1000) float32 matvec from 113 to 31 us (each core's cache
+# holds its half).
+SINGLE_THREAD_GEMV_MAX_PRODUCTS = 1 << 18
 # Tiered programs: while the optimized code compiles, a run whose quick code took at most this
 # many seconds the first time runs the quick code again instead of waiting (both give the same
 # bits), so a caller's loop goes on meanwhile; a slower quick code waits for the optimized one,
@@ -263,7 +268,7 @@ def _single_call(steps) -> bool:
         if type(s) is KernelPlan:
             work += s.work
         elif type(s) is DotPlan and s.gemm is not None:
-            if gemm_products(s.gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS:
+            if blas_threads_pay(s.gemm):
                 return False
             work += gemm_products(s.gemm) // GEMM_PRODUCTS_PER_ELEMENT
     return work < SINGLE_CALL_MAX_WORK
@@ -289,7 +294,7 @@ def native_call(steps) -> str | None:
         top = {id(s) for s in _top_level_steps(steps)}
         for s in nested_steps(steps):
             if type(s) is DotPlan and s.gemm is not None and not whole_gemm(s.gemm) and (
-                    id(s) not in top or gemm_products(s.gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS):
+                    id(s) not in top or blas_threads_pay(s.gemm)):
                 return None
     return "steps"
 
@@ -492,21 +497,35 @@ class _GemmTasks:
 
 
 class _WholeGemm:
-    """A ``DotPlan``'s ``whole_gemm``: one CBLAS call on BLAS's threads, through cffi."""
+    """A ``DotPlan``'s ``whole_gemm``: one CBLAS call on BLAS's threads, through cffi (the
+    call ``program._emit_whole_gemm`` makes: ``gemm``, or ``gemv`` for one row or column)."""
 
-    __slots__ = ("fn", "pointer", "arguments")
+    __slots__ = ("fn", "pointer", "arguments", "gemv")
 
     def __init__(self, gemm: tuple):
         c = "float" if gemm[0] == "s" else "double"
-        self.fn = _ffi.cast(f"void(*)(int, int, int, int64_t, int64_t, int64_t, {c}, {c}*, "
-                            f"int64_t, {c}*, int64_t, {c}, {c}*, int64_t)",
-                            gemm_address(gemm[0]))
+        routine = blas_routine(gemm)
+        self.gemv = routine.endswith("gemv")
+        if self.gemv:
+            signature = (f"void(*)(int, int, int64_t, int64_t, {c}, {c}*, int64_t, {c}*, "
+                         f"int64_t, {c}, {c}*, int64_t)")
+            self.arguments = gemv_arguments(gemm, gemm[3], gemm[4])
+        else:
+            signature = (f"void(*)(int, int, int, int64_t, int64_t, int64_t, {c}, {c}*, "
+                         f"int64_t, {c}*, int64_t, {c}, {c}*, int64_t)")
+            self.arguments = whole_gemm_arguments(gemm)
+        self.fn = _ffi.cast(signature, blas_address(routine))
         self.pointer = f"{c}*"
-        self.arguments = whole_gemm_arguments(gemm)
 
     def __call__(self, a, b, c) -> None:
-        order, ta, tb, m, n, k, lda, ldb, ldc = self.arguments
         cast, p = _ffi.cast, self.pointer
+        if self.gemv:
+            matrix, trans, m, n, ld = self.arguments
+            mat, vec = (b, a) if matrix else (a, b)
+            self.fn(CBLAS_ROW_MAJOR, trans, m, n, 1.0, cast(p, mat), ld, cast(p, vec), 1, 0.0,
+                    cast(p, c), 1)
+            return
+        order, ta, tb, m, n, k, lda, ldb, ldc = self.arguments
         self.fn(order, ta, tb, m, n, k, 1.0, cast(p, a), lda, cast(p, b), ldb, 0.0,
                 cast(p, c), ldc)
 
@@ -599,7 +618,7 @@ class CpuExecutable:
                 # (the native loop's tasks, also where the loop steps from Python: the same
                 # calls, so the same bits either way)
                 name = gemm_task_name(prefix, step.gemm)
-                large = gemm_products(step.gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS
+                large = blas_threads_pay(step.gemm)
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
                                              *gemm_split(step.gemm)[1:], large,
                                              not (top_level and blas_threads and not large))))
@@ -1182,18 +1201,18 @@ def _native_loop(step: WhilePlan, lib):
     return fn, threaded, tables, gemms
 
 
-# CBLAS ``gemm`` with 64-bit integers (``{letter}`` is s or d), as the BLAS libraries NumPy
-# links name it (scipy-openblas, OpenBLAS built with a symbol suffix); a name without a
-# 64-bit marker may take 32-bit integers, so it is not used.
-_GEMM_SYMBOLS = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_", "cblas_{}gemm_64")
-_gemm_addresses: dict[str, int] = {}
+# CBLAS routines with 64-bit integers (``{}``: ``sgemm``, ``dgemv``...), as the BLAS libraries
+# NumPy links name them (scipy-openblas, OpenBLAS built with a symbol suffix); a name without
+# a 64-bit marker may take 32-bit integers, so it is not used.
+_BLAS_SYMBOLS = ("scipy_cblas_{}64_", "cblas_{}64_", "cblas_{}_64")
+_blas_addresses: dict[str, int] = {}
 
 
-def gemm_address(letter: str) -> int:
-    """The address of the process's 64-bit-integer CBLAS ``{letter}gemm`` (0 if none is
-    loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy)."""
-    if letter in _gemm_addresses:
-        return _gemm_addresses[letter]
+def blas_address(routine: str) -> int:
+    """The address of the process's 64-bit-integer CBLAS ``routine`` (``sgemm``, ``dgemv``...;
+    0 if none is loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy)."""
+    if routine in _blas_addresses:
+        return _blas_addresses[routine]
     import _ctypes
     addr = 0
     for path in blas_paths():
@@ -1201,16 +1220,16 @@ def gemm_address(letter: str) -> int:
             handle = _ctypes.dlopen(path, os.RTLD_NOW)
         except OSError:
             continue
-        for pattern in _GEMM_SYMBOLS:
+        for pattern in _BLAS_SYMBOLS:
             try:
-                addr = _ctypes.dlsym(handle, pattern.format(letter))
+                addr = _ctypes.dlsym(handle, pattern.format(routine))
             except OSError:
                 continue
             if addr:
                 break
         if addr:
             break
-    _gemm_addresses[letter] = addr
+    _blas_addresses[routine] = addr
     return addr
 
 
@@ -1240,14 +1259,47 @@ def gemm_products(gemm: tuple) -> int:
     return gemm[3] * gemm[4] * gemm[5] * gemm[8]
 
 
+def blas_threads_pay(gemm: tuple) -> bool:
+    """Whether the products of a ``gemm`` layout are enough work for several threads: more
+    than SINGLE_THREAD_GEMM_MAX_PRODUCTS, or SINGLE_THREAD_GEMV_MAX_PRODUCTS where they
+    have one row or column (``blas_routine``)."""
+    most = (SINGLE_THREAD_GEMV_MAX_PRODUCTS if blas_routine(gemm).endswith("gemv")
+            else SINGLE_THREAD_GEMM_MAX_PRODUCTS)
+    return gemm_products(gemm) > most
+
+
 def whole_gemm(gemm: tuple) -> bool:
     """Whether a ``gemm`` layout outside loops is one CBLAS call on BLAS's own threads: one
-    matrix of more than SINGLE_THREAD_GEMM_MAX_PRODUCTS products (in a loop, or smaller,
-    it runs as ``gemm_split``'s tasks)."""
-    return gemm[8] == 1 and gemm_products(gemm) > SINGLE_THREAD_GEMM_MAX_PRODUCTS
+    matrix with enough products (``blas_threads_pay``; in a loop, or smaller, it runs as
+    ``gemm_split``'s tasks)."""
+    return gemm[8] == 1 and blas_threads_pay(gemm)
 
 
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
+
+
+def blas_routine(gemm: tuple) -> str:
+    """The CBLAS routine computing a ``gemm`` layout's products: ``{letter}gemv`` where they
+    have one row or one column (``gemv_arguments``), else ``{letter}gemm``."""
+    return gemm[0] + ("gemv" if gemm[3] == 1 or gemm[4] == 1 else "gemm")
+
+
+def gemv_arguments(gemm: tuple, rows, cols) -> tuple:
+    """The CBLAS ``gemv`` call computing ``rows`` x ``cols`` outputs of a ``gemm`` layout with
+    one row or one column (``blas_routine``): ``(matrix, trans, M, N, ld)``, ``matrix`` 0
+    where the lhs is the matrix (one column: ``C = op(A) x``), 1 where the rhs is (one row:
+    ``C^T = op(B)^T a^T``); the other operand is the vector, contiguous as ``gemm_layout``
+    lays it (increment 1), as is the output. ``rows`` and ``cols`` may be ints or native
+    values (a task's share, ``program._gemm_task``): they are only placed.
+
+    A product with one row or column reads its matrix once: OpenBLAS's ``gemm`` packs it
+    first (a (4000, 4000) @ (4000,) float32 took 3.3 ms as ``gemm``, 1.1 as ``gemv``)."""
+    _, trans_a, trans_b, m, n, k, lda, ldb, _ = gemm
+    if n == 1 and m > 1:
+        trans = CBLAS_TRANS if trans_a else CBLAS_NO_TRANS
+        return (0, trans, *((k, rows) if trans_a else (rows, k)), lda)
+    trans = CBLAS_NO_TRANS if trans_b else CBLAS_TRANS
+    return (1, trans, *((cols, k) if trans_b else (k, cols)), ldb)
 
 
 def whole_gemm_arguments(gemm: tuple) -> tuple[int, ...]:
@@ -1271,26 +1323,26 @@ def gemm_task_name(prefix: str, gemm: tuple) -> str:
     return f"{prefix}_gemm_task_{gemm[0]}_{'_'.join(str(int(v)) for v in gemm[1:])}"
 
 
-def gemm_global(prefix: str, letter: str) -> str:
+def blas_global(prefix: str, routine: str) -> str:
     """The name of the global of a program's native code (symbols starting ``prefix``)
-    holding the address of CBLAS ``{letter}gemm``."""
-    return f"{prefix}_gemm_{letter}"
+    holding the address of CBLAS ``routine`` (``blas_routine``)."""
+    return f"{prefix}_blas_{routine}"
 
 
 def _bind_gemm(plan: RunPlan, lib) -> bool:
-    """Stores the addresses of the BLAS ``gemm`` calls the native code of ``plan`` makes
-    into its globals (``program.gemm_global``); False when this process has no such BLAS
-    (the code that calls it must not run: its loops then step from Python)."""
-    letters = {s.gemm[0] for s in nested_steps(plan.steps)
-               if type(s) is DotPlan and s.gemm is not None}
-    if not letters:
+    """Stores the addresses of the BLAS routines the native code of ``plan`` calls for its
+    products into its globals (``program.blas_global``); False when this process has no
+    such BLAS (the code that calls it must not run: its loops then step from Python)."""
+    routines = {blas_routine(s.gemm) for s in nested_steps(plan.steps)
+                if type(s) is DotPlan and s.gemm is not None}
+    if not routines:
         return True
     prefix = plan.entry_name.removesuffix("_entry")
-    for letter in sorted(letters):
-        addr = gemm_address(letter)
+    for routine in sorted(routines):
+        addr = blas_address(routine)
         if not addr:
             return False
-        slot = _ffi.cast("void**", lib.global_address(gemm_global(prefix, letter)))
+        slot = _ffi.cast("void**", lib.global_address(blas_global(prefix, routine)))
         slot[0] = _ffi.cast("void*", addr)
     return True
 

@@ -55,11 +55,12 @@ from ember.backends.cpu.executable import (
     CBLAS_TRANS,
     GEMM_TASK_UNIT,
     PARALLEL_MIN_WORK,
-    SINGLE_THREAD_GEMM_MAX_PRODUCTS,
-    gemm_global,
-    gemm_products,
+    blas_global,
+    blas_routine,
+    blas_threads_pay,
     gemm_split,
     gemm_task_name,
+    gemv_arguments,
     native_call,
     plan_steps,
     steps_name,
@@ -716,7 +717,7 @@ class ProgramBuilder:
             if all(r.kind != "value" for r in refs + out) \
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
-                # (outside loops, one product larger than SINGLE_THREAD_GEMM_MAX_PRODUCTS
+                # (outside loops, one product worth several threads (``blas_threads_pay``)
                 # is one CBLAS call on BLAS's threads (``whole_gemm``); smaller ones run on
                 # the calling thread. A batch of products runs its matrices as tasks on the
                 # parallel runtime, each on one thread, unless they are large enough for
@@ -854,10 +855,10 @@ class ProgramBuilder:
         address; ``loop_args`` are the arguments of a loop function (``_emit_loop``), and
         ``threaded`` says whether their ``run`` may be set. ``rest`` is given for the
         program's own steps (not a loop's): the ``rest`` argument of its steps function
-        (``_emit_steps_function``). There, one product of more than SINGLE_THREAD_GEMM_MAX_PRODUCTS
-        is a single CBLAS call on BLAS's threads (``whole_gemm``), after which kernels
-        need AFTER_BLAS_MIN_WORK elements for threads, and the tasks of other products go
-        to the parallel runtime only past SINGLE_THREAD_GEMM_MAX_PRODUCTS (a batch), as
+        (``_emit_steps_function``). There, one product worth several threads
+        (``blas_threads_pay``) is a single CBLAS call on BLAS's threads (``whole_gemm``),
+        after which kernels need AFTER_BLAS_MIN_WORK elements for threads, and the tasks of
+        other products go to the parallel runtime only when worth it (a batch), as
         ``executable.CpuExecutable._prepare`` steps them from Python.
         Stack slots go to the function's entry block, which holds nothing else (a loop must
         not grow the stack)."""
@@ -909,8 +910,7 @@ class ProgramBuilder:
                     after_blas = True
                 else:
                     self._emit_gemm(b, step, pointer, loop_args, threaded and (
-                        rest is None or gemm_products(step.gemm)
-                        > SINGLE_THREAD_GEMM_MAX_PRODUCTS))
+                        rest is None or blas_threads_pay(step.gemm)))
             elif isinstance(step, WhileStep):
                 b.call(self.ir_module.globals[step.loop], loop_args)
             elif isinstance(step, CaseStep):
@@ -932,10 +932,10 @@ class ProgramBuilder:
             else:
                 raise AssertionError(f"no native code for {type(step).__name__}")
 
-    def _gemm_slot(self, letter: str) -> ir.GlobalVariable:
-        """The global holding the address of CBLAS ``{letter}gemm``, which the executable
-        sets when it loads the code (``executable._bind_gemm``)."""
-        name = gemm_global(self.prefix, letter)
+    def _blas_slot(self, routine: str) -> ir.GlobalVariable:
+        """The global holding the address of CBLAS ``routine``, which the executable sets
+        when it loads the code (``executable._bind_gemm``)."""
+        name = blas_global(self.prefix, routine)
         slot = self.ir_module.globals.get(name)
         if slot is None:
             slot = ir.GlobalVariable(self.ir_module, I8P, name)
@@ -989,11 +989,30 @@ class ProgramBuilder:
         a, x, c = (b.bitcast(pointer(b, ref), ptr) for ref in (*step.inputs, step.output))
         with b.if_then(b.icmp_unsigned("!=", rest, ir.Constant(I8P, None))):
             b.call(b.bitcast(rest, ir.FunctionType(ir.VoidType(), []).as_pointer()), [])
-        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), _cblas_gemm_type(ty).as_pointer())
+        if blas_routine(step.gemm).endswith("gemv"):
+            self._emit_gemv(b, step.gemm, _i64(step.gemm[3]), _i64(step.gemm[4]), a, x, c)
+            return
+        gemm_fn = b.bitcast(b.load(self._blas_slot(blas_routine(step.gemm))),
+                            _cblas_gemm_type(ty).as_pointer())
         order, ta, tb, m, n, k, lda, ldb, ldc = whole_gemm_arguments(step.gemm)
         b.call(gemm_fn, [_i32(order), _i32(ta), _i32(tb), _i64(m), _i64(n), _i64(k),
                          ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
                          ir.Constant(ty, 0.0), c, _i64(ldc)])
+
+    def _emit_gemv(self, b: ir.IRBuilder, gemm: tuple, rows: ir.Value, cols: ir.Value,
+                   a: ir.Value, x: ir.Value, c: ir.Value) -> None:
+        """Calls CBLAS ``gemv`` for ``rows`` x ``cols`` outputs ``c`` of a ``gemm`` layout
+        with one row or column, from its lhs ``a`` and rhs ``x`` (``gemv_arguments``)."""
+        ty = S.F32 if gemm[0] == "s" else S.F64
+        ptr = ty.as_pointer()
+        fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I64, S.I64, ty, ptr, S.I64,
+                                                  ptr, S.I64, ty, ptr, S.I64])
+        gemv_fn = b.bitcast(b.load(self._blas_slot(blas_routine(gemm))), fn_type.as_pointer())
+        matrix, trans, m, n, ld = gemv_arguments(gemm, rows, cols)
+        mat, vec = (x, a) if matrix else (a, x)
+        m, n = (v if isinstance(v, ir.Value) else _i64(v) for v in (m, n))
+        b.call(gemv_fn, [_i32(CBLAS_ROW_MAJOR), _i32(trans), m, n, ir.Constant(ty, 1.0), mat,
+                         _i64(ld), vec, _i64(1), ir.Constant(ty, 0.0), c, _i64(1)])
 
     def _gemm_task(self, gemm: tuple) -> ir.Function:
         """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
@@ -1016,7 +1035,10 @@ class ProgramBuilder:
         b = ir.IRBuilder(entry)
         base_a, base_x, base_c = (b.bitcast(b.load(b.gep(bufs, [_i64(j)])), ptr)
                                   for j in range(3))
-        gemm_fn = b.bitcast(b.load(self._gemm_slot(letter)), _cblas_gemm_type(ty).as_pointer())
+        gemv = blas_routine(gemm).endswith("gemv")
+        if not gemv:
+            gemm_fn = b.bitcast(b.load(self._blas_slot(blas_routine(gemm))),
+                                _cblas_gemm_type(ty).as_pointer())
         total = _i64(m if by_rows else n)
         loop, done = fn.append_basic_block("matrix"), fn.append_basic_block("done")
         b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
@@ -1043,11 +1065,14 @@ class ProgramBuilder:
             x = b.gep(x, [b.mul(start, _i64(ldb if trans_b else 1))])
             c = b.gep(c, [start])
             rows, cols = _i64(m), count
-        b.call(gemm_fn, [_i32(CBLAS_ROW_MAJOR),
-                         _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
-                         _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), rows, cols,
-                         _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
-                         ir.Constant(ty, 0.0), c, _i64(n)])
+        if gemv:
+            self._emit_gemv(b, gemm, rows, cols, a, x, c)
+        else:
+            b.call(gemm_fn, [_i32(CBLAS_ROW_MAJOR),
+                             _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
+                             _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), rows, cols,
+                             _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),
+                             ir.Constant(ty, 0.0), c, _i64(n)])
         u.add_incoming(end, b.block)
         b.cbranch(b.icmp_signed("<", end, hi), loop, done)
         b.position_at_end(done)

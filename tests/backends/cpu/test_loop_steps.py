@@ -165,10 +165,10 @@ def test_lstm_grad_matches_jax():
     assert all(loop.loop is not None for loop in loops)
 
 
-def test_without_a_blas_gemm_the_loop_steps_from_python(monkeypatch):
+def test_without_blas_routines_the_loop_steps_from_python(monkeypatch):
     args = _lstm_data(steps=4)
     want = _lstm_numpy(*args)
-    monkeypatch.setattr(X, "gemm_address", lambda letter: 0)
+    monkeypatch.setattr(X, "blas_address", lambda routine: 0)
 
     def fresh(W, U, xs, h0, c0):  # (a module no other test compiles)
         return _lstm(W, U, xs, h0, c0) * np.float32(1.0)
