@@ -1331,19 +1331,23 @@ def blas_global(prefix: str, routine: str) -> str:
 
 def _bind_gemm(plan: RunPlan, lib) -> bool:
     """Stores the addresses of the BLAS routines the native code of ``plan`` calls for its
-    products into its globals (``program.blas_global``); False when this process has no
-    such BLAS (the code that calls it must not run: its loops then step from Python)."""
-    routines = {blas_routine(s.gemm) for s in nested_steps(plan.steps)
-                if type(s) is DotPlan and s.gemm is not None}
-    if not routines:
-        return True
+    products into its globals (``program.blas_global``); False when this process lacks a
+    routine of the plan's products (the code that calls it must not run: its loops then
+    step from Python, and so do its products, through NumPy).
+
+    The native code calls BLAS for products in loops and for those outside loops run as
+    tasks; for a ``whole_gemm`` only from its entry or steps function, which a program
+    stepped from Python has not got (its ``_WholeGemm`` calls through cffi)."""
+    top = {id(s) for s in _top_level_steps(plan.steps)}
+    dots = [s for s in nested_steps(plan.steps) if type(s) is DotPlan and s.gemm is not None]
+    if any(not blas_address(blas_routine(s.gemm)) for s in dots):
+        return False
+    native = {blas_routine(s.gemm) for s in dots
+              if id(s) not in top or not whole_gemm(s.gemm) or plan.native_call is not None}
     prefix = plan.entry_name.removesuffix("_entry")
-    for routine in sorted(routines):
-        addr = blas_address(routine)
-        if not addr:
-            return False
+    for routine in sorted(native):
         slot = _ffi.cast("void**", lib.global_address(blas_global(prefix, routine)))
-        slot[0] = _ffi.cast("void*", addr)
+        slot[0] = _ffi.cast("void*", blas_address(routine))
     return True
 
 

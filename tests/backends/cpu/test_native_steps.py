@@ -175,3 +175,16 @@ def test_while_the_runtime_is_not_ready_the_steps_run_from_python(monkeypatch):
     got, = exe.execute([a, b])
     assert stepped == [1]
     np.testing.assert_array_equal(got, want)
+
+
+def test_python_stepped_program_whose_products_all_take_blas_threads():
+    # A full reduction's partial results step the program from Python (no entry or steps
+    # function), and every product is a whole_gemm run through cffi: the native code calls
+    # no BLAS routine, so there is no global to bind (this failed to compile).
+    x, a, b = _data(256, 512), _data(512, 512) * 0.05, _data(512, 512) * 0.05
+    f = lambda x, a, b: jnp.sum(jnp.tanh(x @ a) @ b)  # noqa: E731
+    exe = _executable(f, x, a, b)
+    dots = [s for s in exe.program.steps if type(s) is cpu_exe.DotPlan]
+    assert exe.program.native_call is None and all(cpu_exe.whole_gemm(d.gemm) for d in dots)
+    want = np.sum(np.tanh(x.astype(np.float64) @ a) @ b)
+    np.testing.assert_allclose(float(ember.jit(f)(x, a, b)), want, rtol=1e-4)
