@@ -159,6 +159,24 @@ def test_dot_general_preferred_element_type():
     assert "preferred_element_type=float32" in jaxpr and "dot_general" in jaxpr
 
 
+@pytest.mark.parametrize("k", [1024, 1025, 40000])  # (float32 exact, float64, float64)
+@pytest.mark.parametrize("dtypes", [(np.int8, np.int8), (np.uint8, np.int8), (np.uint8, bool)])
+def test_8bit_integer_dots_are_exact_at_their_extremes(k, dtypes):
+    # The simplifier runs these as float dots (small_int_dot_as_float): the largest sums
+    # (every product at its extreme, a random sign pattern otherwise) must come out exact.
+    rng = np.random.default_rng(k)
+    a = np.full((3, k), np.iinfo(dtypes[0]).min or np.iinfo(dtypes[0]).max, dtypes[0])
+    b = (np.full((k, 4), -128, dtypes[1]) if dtypes[1] is np.int8
+         else np.ones((k, 4), dtypes[1]))
+    a[1] = rng.integers(np.iinfo(dtypes[0]).min, np.iinfo(dtypes[0]).max, k, endpoint=True)
+    b[:, 2] = b[::-1, 2] if dtypes[1] is bool else rng.integers(-128, 127, k, endpoint=True)
+    f = ember.jit(lambda a, b: lax.dot(a, b, preferred_element_type=np.int32))
+    got = np.asarray(f(a, b))
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
 def test_low_precision_accumulates_in_float32():
     x = np.full((1, 4096), 1.0, np.float16)
     out = lax.dot(x, np.full((4096,), 1.0, np.float16))

@@ -513,6 +513,22 @@ def _dot_without_contraction(lhs_dims, rhs_dims, out_dims, dtype=F32, out=F32, *
     return build
 
 
+def _int_dot(lhs, rhs, k, out=np.int32, widen=True):
+    """``dot_general`` of (3, k) and (k, 2) integer operands of dtypes ``lhs`` and ``rhs``,
+    converted to ``out`` first when ``widen`` (as ``preferred_element_type`` lowers)."""
+    out = np.dtype(out)
+
+    def build(b):
+        x, y = _x(b, np.dtype(lhs), (3, k)), _x(b, np.dtype(rhs), (k, 2), i=1)
+        if widen:
+            x = b.op("convert", x, shape=Shape(out, (3, k)))
+            y = b.op("convert", y, shape=Shape(out, (k, 2)))
+        return b.op("dot_general", x, y, shape=Shape(out, (3, 2)),
+                    lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+                    lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,))
+    return build
+
+
 def _dot_of_transposed(x_dims, perm, y_dims, out_dims, lhs_contracting_dimensions):
     """``dot_general(transpose(x, perm), y)``, contracting y's dim 0."""
     def build(b):
@@ -787,6 +803,13 @@ ALGEBRAIC_CASES = {
     "keep_dot_with_vector_side_of_small_batched_matrices": _dot_without_contraction(
         (2, 8, 9), (9, 2), (2, 8), lhs_batching_dimensions=(0,), rhs_batching_dimensions=(1,),
         lhs_contracting_dimensions=(2,), rhs_contracting_dimensions=(0,)),
+    "small_int_dot_as_float": _int_dot(np.int8, np.int8, 4),
+    "small_int_dot_as_float_u8_pred": _int_dot(np.uint8, np.bool_, 4),
+    "small_int_dot_as_float_unwidened": _int_dot(np.int8, np.int8, 4, widen=False),
+    "small_int_dot_as_float_in_float64": _int_dot(np.int8, np.uint8, 1024),
+    "keep_small_int_dot_that_may_wrap": _int_dot(np.int8, np.int8, 1 << 17),
+    "keep_int_dot_of_wide_values": _int_dot(np.int16, np.int8, 4),
+    "keep_unsigned_int_dot_of_signed_values": _int_dot(np.int8, np.uint8, 4, out=np.uint32),
     "dot_of_transpose": _dot_of_transposed((4, 2), (1, 0), (4, 3), (2, 3),
                                            lhs_contracting_dimensions=(1,)),
     "keep_dot_of_transpose_reordering_free_dims": _dot_of_transposed(
@@ -1342,6 +1365,73 @@ ALGEBRAIC_GOLDEN = {
           %multiply.5 = f32[3,5] multiply(%transpose.4, %Arg_1.2)
           %constant.6 = f32[] constant(0)
           ROOT %reduce.11 = f32[3] reduce(%multiply.5, %constant.6), dimensions={1}, calls={%add_reducer.7}
+        }
+    """,
+    "small_int_dot_as_float": """
+        ENTRY %main (Arg_0.1: s8[3,4], Arg_1.2: s8[4,2]) -> s32[3,2] {
+          %Arg_0.1 = s8[3,4] parameter(0)
+          %Arg_1.2 = s8[4,2] parameter(1)
+          %convert.6 = f32[3,4] convert(%Arg_0.1)
+          %convert.7 = f32[4,2] convert(%Arg_1.2)
+          %dot_general.8 = f32[3,2] dot_general(%convert.6, %convert.7), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+          ROOT %convert.9 = s32[3,2] convert(%dot_general.8)
+        }
+    """,
+    "small_int_dot_as_float_u8_pred": """
+        ENTRY %main (Arg_0.1: u8[3,4], Arg_1.2: pred[4,2]) -> s32[3,2] {
+          %Arg_0.1 = u8[3,4] parameter(0)
+          %Arg_1.2 = pred[4,2] parameter(1)
+          %convert.6 = f32[3,4] convert(%Arg_0.1)
+          %convert.7 = f32[4,2] convert(%Arg_1.2)
+          %dot_general.8 = f32[3,2] dot_general(%convert.6, %convert.7), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+          ROOT %convert.9 = s32[3,2] convert(%dot_general.8)
+        }
+    """,
+    "small_int_dot_as_float_unwidened": """
+        ENTRY %main (Arg_0.1: s8[3,4], Arg_1.2: s8[4,2]) -> s32[3,2] {
+          %Arg_0.1 = s8[3,4] parameter(0)
+          %Arg_1.2 = s8[4,2] parameter(1)
+          %convert.4 = f32[3,4] convert(%Arg_0.1)
+          %convert.5 = f32[4,2] convert(%Arg_1.2)
+          %dot_general.6 = f32[3,2] dot_general(%convert.4, %convert.5), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+          ROOT %convert.7 = s32[3,2] convert(%dot_general.6)
+        }
+    """,
+    "small_int_dot_as_float_in_float64": """
+        ENTRY %main (Arg_0.1: s8[3,1024], Arg_1.2: u8[1024,2]) -> s32[3,2] {
+          %Arg_0.1 = s8[3,1024] parameter(0)
+          %Arg_1.2 = u8[1024,2] parameter(1)
+          %convert.6 = f64[3,1024] convert(%Arg_0.1)
+          %convert.7 = f64[1024,2] convert(%Arg_1.2)
+          %dot_general.8 = f64[3,2] dot_general(%convert.6, %convert.7), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+          ROOT %convert.9 = s32[3,2] convert(%dot_general.8)
+        }
+    """,
+    "keep_small_int_dot_that_may_wrap": """
+        ENTRY %main (Arg_0.1: s8[3,131072], Arg_1.2: s8[131072,2]) -> s32[3,2] {
+          %Arg_0.1 = s8[3,131072] parameter(0)
+          %Arg_1.2 = s8[131072,2] parameter(1)
+          %convert.3 = s32[3,131072] convert(%Arg_0.1)
+          %convert.4 = s32[131072,2] convert(%Arg_1.2)
+          ROOT %dot_general.5 = s32[3,2] dot_general(%convert.3, %convert.4), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+        }
+    """,
+    "keep_int_dot_of_wide_values": """
+        ENTRY %main (Arg_0.1: s16[3,4], Arg_1.2: s8[4,2]) -> s32[3,2] {
+          %Arg_0.1 = s16[3,4] parameter(0)
+          %Arg_1.2 = s8[4,2] parameter(1)
+          %convert.3 = s32[3,4] convert(%Arg_0.1)
+          %convert.4 = s32[4,2] convert(%Arg_1.2)
+          ROOT %dot_general.5 = s32[3,2] dot_general(%convert.3, %convert.4), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
+        }
+    """,
+    "keep_unsigned_int_dot_of_signed_values": """
+        ENTRY %main (Arg_0.1: s8[3,4], Arg_1.2: u8[4,2]) -> u32[3,2] {
+          %Arg_0.1 = s8[3,4] parameter(0)
+          %Arg_1.2 = u8[4,2] parameter(1)
+          %convert.3 = u32[3,4] convert(%Arg_0.1)
+          %convert.4 = u32[4,2] convert(%Arg_1.2)
+          ROOT %dot_general.5 = u32[3,2] dot_general(%convert.3, %convert.4), lhs_batching_dimensions={}, lhs_contracting_dimensions={1}, rhs_batching_dimensions={}, rhs_contracting_dimensions={0}
         }
     """,
     "dot_without_free_dims_widening": """

@@ -10,7 +10,9 @@ replacement. A rewrite applies only when the replacement has exactly the instruc
 The identities in the table are exact: ``x * 0 -> 0`` holds for integers only (``nan * 0`` is
 NaN), ``x - x`` and ``compare(x, x)`` likewise; ``x * 1 -> x`` is not applied to complex
 numbers (``(inf + 0j) * (1 + 0j)`` is ``inf + nanj``). As in XLA, ``x + 0 -> x`` is applied to
-floats too, although ``-0.0 + 0.0`` is ``+0.0``.
+floats too, although ``-0.0 + 0.0`` is ``+0.0``. ``small_int_dot_as_float`` is exact too: it
+runs a dot of 8-bit integers in a float type that holds every partial sum exactly (BLAS
+instead of an integer loop).
 
 The division rules are not exact: like XLA's simplifier, which gives JAX its numbers, they
 trade a division for a multiplication (``a / c -> a * (1 / c)`` for a constant ``c``,
@@ -632,6 +634,63 @@ def _dot_of_splat(m: Match) -> Instruction | None:
                   broadcast_dimensions=tuple(sorted(where)))
 
 
+# The float types an integer ``dot_general`` may run in (``small_int_dot_as_float``), with the
+# largest integer each holds exactly (every integer of at most that magnitude).
+_EXACT_FLOATS = ((np.dtype(np.float32), 1 << 24), (np.dtype(np.float64), 1 << 53))
+
+
+def _narrow_int_source(x: Instruction) -> Instruction | None:
+    """The 8-bit integer (or pred) array whose values the integer array ``x`` holds: ``x``
+    itself, or what a widening ``convert`` (``jnp``'s ``preferred_element_type``) read;
+    None for other arrays."""
+    while x.opcode == "convert" and x.dtype.kind in "iu" and \
+            x.operands[0].dtype.itemsize <= x.dtype.itemsize and \
+            (x.operands[0].dtype.kind == x.dtype.kind or x.operands[0].dtype.kind in "bu"):
+        x = x.operands[0]
+    dt = x.dtype
+    return x if dt == np.bool_ or (dt.kind in "iu" and dt.itemsize == 1) else None
+
+
+def _int_dot_float_type(dot: Instruction) -> np.dtype | None:
+    """The float type in which an integer ``dot_general`` of 8-bit values
+    (``_narrow_int_source``) gives exactly its integer result, or None. Its sums never pass
+    ``contracted * max|a| * max|b|``; float32 (then float64) is chosen while that stays an
+    exact integer of the type, and while it fits the result type, so the integer dot could
+    not have wrapped either."""
+    out = dot.dtype
+    if out.kind not in "iu" or not _sums_something(dot):
+        return None
+    most = 1
+    for operand in dot.operands:
+        source = _narrow_int_source(operand)
+        if source is None or (out.kind == "u" and source.dtype.kind == "i"):
+            return None
+        if source.dtype != np.bool_:
+            info = np.iinfo(source.dtype)
+            most *= int(max(-int(info.min), int(info.max)))
+    lhs = dot.operands[0]
+    bound = most * math.prod(lhs.dims[d] for d in dot.attrs["lhs_contracting_dimensions"])
+    if bound > np.iinfo(out).max:
+        return None
+    return next((ft for ft, exact in _EXACT_FLOATS if bound <= exact), None)
+
+
+def _small_int_dot_as_float(m: Match) -> Instruction | None:
+    """An integer ``dot_general`` of 8-bit values (``int8`` matrices with ``int32``
+    results, widened by converts or not) as the same dot in float32 or float64, converted
+    back: exact, every partial sum being an integer the float type holds
+    (``_int_dot_float_type``), and a BLAS product instead of an integer loop (a (256, 512)
+    @ (512, 256) int8 dot: 0.6 ms, 0.1 in float32)."""
+    dot = m.inst
+    ft = _int_dot_float_type(dot)
+    if ft is None:
+        return None
+    sources = [_narrow_int_source(x) for x in dot.operands]
+    operands = [m.emit("convert", [x], Shape(ft, x.dims)) for x in sources]
+    product = m.emit("dot_general", operands, Shape(ft, dot.dims), **dot.attrs)
+    return m.emit("convert", [product], dot.shape)
+
+
 def _add_reducer(m: Match, dtype: np.dtype) -> Computation:
     """A new reducer computation ``add(p0, p1)`` on scalars of ``dtype``."""
     body = Builder(m.module, m.module.new_name("add_reducer"))
@@ -1103,6 +1162,7 @@ REWRITES: tuple[Rewrite, ...] = (
             _dot_of_splat, exact=False),
     Rewrite("dot_with_vector_side", Op("dot_general"), _dot_with_vector_side,
             where=lambda m: _vector_side(m.inst, m.uses) is not None, exact=False),
+    Rewrite("small_int_dot_as_float", Op("dot_general"), _small_int_dot_as_float),
     Rewrite("complex_sum_as_parts", Op("reduce", Any("x"), Any("init")),
             _complex_sum_as_parts, exact=False),
     Rewrite("complex_window_sum_as_parts", Op("reduce_window", Any("x"), Any("init")),
