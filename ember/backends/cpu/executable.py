@@ -281,37 +281,45 @@ def native_call(steps) -> str | None:
     None, when its steps run from Python: where a reduction writes partial results over
     several ranges (combined in Python), or where products on BLAS's threads
     (``whole_gemm``) come with products whose tasks run on the parallel runtime, each on
-    one BLAS thread (a batch, or a loop's): OpenBLAS's thread count is one setting for the
-    process, which cannot suit both within one call. ``steps``: the program's plan steps
-    (``program.py``'s steps work too, made into plan steps)."""
+    one BLAS thread (a batch, or those of a loop without products on BLAS's threads):
+    OpenBLAS's thread count is one setting for the process, which cannot suit both within
+    one call. ``steps``: the program's plan steps (``program.py``'s steps work too, made
+    into plan steps)."""
     if _single_call(nested_steps(steps)):
         return "entry"
     for s in nested_steps(steps):
         if type(s) is KernelPlan and s.partial_reducers \
                 and len(partial_ranges(s.extent, s.work)) > 1:
             return None
-    if whole_gemms(steps):
-        top = {id(s) for s in _top_level_steps(steps)}
-        for s in nested_steps(steps):
-            if type(s) is DotPlan and s.gemm is not None and not whole_gemm(s.gemm) and (
-                    id(s) not in top or blas_threads_pay(s.gemm)):
-                return None
+    if whole_gemms(steps) and _runtime_gemm_tasks(steps):
+        return None
     return "steps"
 
 
+def _runtime_gemm_tasks(steps, in_loop: bool = False) -> bool:
+    """Whether ``steps`` have products whose tasks may run on the parallel runtime, each on
+    one BLAS thread: a batch worth several threads, or any product of a loop (``in_loop``)
+    that has none on BLAS's threads (a loop with some runs its other products on the
+    calling thread, as outside loops: ``program._emit_loop``)."""
+    for s in steps:
+        t = type(s)
+        if t is DotPlan and s.gemm is not None and not whole_gemm(s.gemm) and (
+                in_loop or blas_threads_pay(s.gemm)):
+            return True
+        if t is WhilePlan:
+            inner = s.cond + s.body
+            if _runtime_gemm_tasks(inner, not whole_gemms(inner)):
+                return True
+        elif t is CasePlan and any(_runtime_gemm_tasks(b, in_loop) for b in s.branches):
+            return True
+    return False
+
+
 def whole_gemms(steps) -> bool:
-    """Whether ``steps`` (a program's) have a product on BLAS's threads (``whole_gemm``)."""
+    """Whether ``steps`` (a program's, a loop's), their loops' included, have a product on
+    BLAS's threads (``whole_gemm``)."""
     return any(type(s) is DotPlan and s.gemm is not None and whole_gemm(s.gemm)
-               for s in _top_level_steps(steps))
-
-
-def _top_level_steps(steps):
-    """``steps`` and the steps of their cases (recursively), not those of loops."""
-    for step in steps:
-        yield step
-        if type(step) is CasePlan:
-            for branch in step.branches:
-                yield from _top_level_steps(branch)
+               for s in nested_steps(steps))
 
 
 def plan_steps(steps) -> tuple:
@@ -588,17 +596,17 @@ class CpuExecutable:
         self._tier_runs = 0
 
     @staticmethod
-    def _prepare(steps, lib, gemm: bool, prefix: str, top_level: bool = True,
-                 blas_threads: bool = False) -> list:
+    def _prepare(steps, lib, gemm: bool, prefix: str, blas_threads: bool = False,
+                 in_loop: bool = False) -> list:
         """What running ``steps`` needs: a ``_Kernel`` or a ``(plan, prepared)`` pair each.
         ``gemm``: whether native code may call BLAS (``_bind_gemm``); ``prefix``: that of
-        the program's symbols; ``top_level``: whether the steps are the program's own (or
-        a case's there), not a loop's; ``blas_threads``: whether the program has products on
-        BLAS's threads (``whole_gemm``), when its own small products keep them too. (The
-        rules are those of the native steps function, ``program._emit_steps``: either way,
-        the same calls with the same BLAS threads.)"""
+        the program's symbols; ``blas_threads``: whether the steps' program (a loop's steps,
+        ``in_loop``: the loop) has products on BLAS's threads (``whole_gemm``), when its
+        small products keep them too. (The rules are those of the native functions,
+        ``program._emit_steps``: either way, the same calls with the same BLAS threads.)"""
         out = []
-        after_blas = False  # (a dot on BLAS's threads ran before: see AFTER_BLAS_MIN_WORK)
+        # (a dot on BLAS's threads ran before, or in a loop's last round: AFTER_BLAS_MIN_WORK)
+        after_blas = blas_threads and in_loop
         for step in steps:
             t = type(step)
             if t is KernelPlan:
@@ -609,7 +617,7 @@ class CpuExecutable:
                                    AFTER_BLAS_MIN_WORK if slow_start else PARALLEL_MIN_WORK))
                 continue
             native = t is DotPlan and gemm and step.gemm is not None
-            whole = native and top_level and whole_gemm(step.gemm)
+            whole = native and whole_gemm(step.gemm)
             after_blas = after_blas or whole or (
                 t is DotPlan and not native and _blas_threaded(step.inst))
             if whole:
@@ -621,18 +629,21 @@ class CpuExecutable:
                 large = blas_threads_pay(step.gemm)
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
                                              *gemm_split(step.gemm)[1:], large,
-                                             not (top_level and blas_threads and not large))))
+                                             not (blas_threads and not large))))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
                 out.append((step, None))
             elif t is WhilePlan:
-                out.append((step, (CpuExecutable._prepare(step.cond, lib, gemm, prefix, False),
-                                   CpuExecutable._prepare(step.body, lib, gemm, prefix, False),
-                                   _native_loop(step, lib) if gemm else None)))
+                whole_inside = gemm and whole_gemms(step.cond + step.body)
+                after_blas = after_blas or whole_inside
+                out.append((step, tuple(
+                    CpuExecutable._prepare(part, lib, gemm, prefix, whole_inside, True)
+                    for part in (step.cond, step.body)) + (
+                        _native_loop(step, lib) if gemm else None,)))
             elif t is CasePlan:
-                out.append((step, [CpuExecutable._prepare(b, lib, gemm, prefix, top_level,
-                                                          blas_threads)
+                out.append((step, [CpuExecutable._prepare(b, lib, gemm, prefix, blas_threads,
+                                                          in_loop)
                                    for b in step.branches]))
             elif step.inst.opcode in ("fusion", "call"):
                 out.append((step, Plan(step.inst.calls[0])))
@@ -955,10 +966,11 @@ class CpuExecutable:
                 cond, body, loop = plan
                 if loop is not None:
                     fn, threaded, tables, gemms = loop
-                    run, tasks = _ffi.NULL, 0
+                    run, tasks, rest = _ffi.NULL, 0, _ffi.NULL
                     runtime = parallel_runtime.ready() if threaded else None
                     if runtime is not None:
                         run, tasks = runtime.run_address, runtime.size * TASKS_PER_THREAD
+                        rest = runtime.rest_address
                     if runtime is not None or not threaded:
                         p = o = _ffi.NULL
                         if tables:
@@ -966,7 +978,7 @@ class CpuExecutable:
                             o = _ffi.new("char*[]", [_fb(a) for a in outs])
                         with one_blas_thread if gemms else _NO_REGION:
                             fn(arena_ptr if arena_ptr is not None else _ffi.NULL, p, o, run,
-                               tasks)
+                               tasks, rest)
                         continue
                 pred = step.pred
                 while True:
@@ -1185,19 +1197,24 @@ def _native_loop(step: WhilePlan, lib):
     (the loop runs in Python while the runtime is not ready), unless a reduction in it
     writes partial results (combined in Python, so the loop stays here). ``tables``:
     whether the loop reads the program's parameters or outputs; ``gemms``: whether it calls
-    BLAS (its ``gemm`` tasks, run under ``one_blas_thread``)."""
+    BLAS as ``gemm`` tasks, run under ``one_blas_thread``: not a loop with products on
+    BLAS's threads (``whole_gemm``), whose other products keep them too, as outside loops
+    (and which needs no tasks of one BLAS thread on the runtime: ``native_call``)."""
     if step.loop is None:
         return None
     inner = list(nested_steps(step.cond + step.body))
-    threaded = step.work >= PARALLEL_MIN_WORK or any(
+    whole = whole_gemms(step.cond + step.body)
+    if whole and _runtime_gemm_tasks(step.cond + step.body, False):
+        return None  # (BLAS's threads and tasks each on one: see ``native_call``)
+    threaded = whole or step.work >= PARALLEL_MIN_WORK or any(
         type(s) is DotPlan and s.gemm is not None and gemm_split(s.gemm)[2] > 1
         for s in inner)
     if threaded and any(type(s) is KernelPlan and s.partial_reducers
                         and len(partial_ranges(s.extent, s.work)) > 1 for s in inner):
         return None
     tables = any(r.kind in ("param", "output") for s in inner for r in _plan_refs(s))
-    gemms = any(type(s) is DotPlan and s.gemm is not None for s in inner)
-    fn = _ffi.cast("void(*)(char*, char**, char**, char*, long)", lib.address(step.loop))
+    gemms = not whole and any(type(s) is DotPlan and s.gemm is not None for s in inner)
+    fn = _ffi.cast(_STEPS_SIG, lib.address(step.loop))
     return fn, threaded, tables, gemms
 
 
@@ -1335,19 +1352,20 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
     routine of the plan's products (the code that calls it must not run: its loops then
     step from Python, and so do its products, through NumPy).
 
-    The native code calls BLAS for products in loops and for those outside loops run as
-    tasks; for a ``whole_gemm`` only from its entry or steps function, which a program
-    stepped from Python has not got (its ``_WholeGemm`` calls through cffi)."""
-    top = {id(s) for s in _top_level_steps(plan.steps)}
-    dots = [s for s in nested_steps(plan.steps) if type(s) is DotPlan and s.gemm is not None]
-    if any(not blas_address(blas_routine(s.gemm)) for s in dots):
+    Code that calls no routine of a kind has no global for it: a program stepped from
+    Python whose products all run on BLAS's threads (``whole_gemm``, through cffi there,
+    ``_WholeGemm``) has none."""
+    routines = {blas_routine(s.gemm) for s in nested_steps(plan.steps)
+                if type(s) is DotPlan and s.gemm is not None}
+    if any(not blas_address(routine) for routine in routines):
         return False
-    native = {blas_routine(s.gemm) for s in dots
-              if id(s) not in top or not whole_gemm(s.gemm) or plan.native_call is not None}
     prefix = plan.entry_name.removesuffix("_entry")
-    for routine in sorted(native):
-        slot = _ffi.cast("void**", lib.global_address(blas_global(prefix, routine)))
-        slot[0] = _ffi.cast("void*", blas_address(routine))
+    for routine in sorted(routines):
+        try:
+            address = lib.global_address(blas_global(prefix, routine))
+        except ValueError:
+            continue
+        _ffi.cast("void**", address)[0] = _ffi.cast("void*", blas_address(routine))
     return True
 
 

@@ -66,6 +66,7 @@ from ember.backends.cpu.executable import (
     steps_name,
     whole_gemm,
     whole_gemm_arguments,
+    whole_gemms,
 )
 from ember.backends.cpu.kernel_gen import (
     I8P,
@@ -437,6 +438,7 @@ class ProgramBuilder:
         self.n_values = 0
         self.kernel_count = 0
         self.loop_count = 0
+        self.whole_loops: set[str] = set()  # (loops with a product on BLAS's threads)
         self.loop_depth = 0  # how many while loops enclose the computation being planned
         self.arena_end = 0  # the arena's size so far (each computation takes a region)
 
@@ -731,7 +733,7 @@ class ProgramBuilder:
                 info = self._try_kernel(fused) if fused is not None else None
                 if info is not None:
                     return KernelStep(info, refs, out)
-            if gemm is not None and (self.loop_depth or not whole_gemm(gemm)):
+            if gemm is not None and not whole_gemm(gemm):
                 self._gemm_task(gemm)  # (also run from Python where the loop steps)
             return DotStep(inst, refs, out[0], gemm)
         # Library thunk: results are fresh arrays held in value slots (or copied into outputs).
@@ -788,7 +790,8 @@ class ProgramBuilder:
             for k in range(n):
                 b.store(args[first + k], b.gep(table, [_i32(0), _i32(k)]))
             tables.append(b.bitcast(table, I8P.as_pointer()))
-        loop_args = [args[-1], *tables, ir.Constant(I8P, None), _i64(0)]
+        loop_args = [args[-1], *tables, ir.Constant(I8P, None), _i64(0),
+                     ir.Constant(I8P, None)]
         self._emit_steps(b, steps, pointer, loop_args)
         b.ret_void()
 
@@ -805,7 +808,7 @@ class ProgramBuilder:
         ir.IRBuilder(entry).branch(start)  # (the entry block holds the stack slots)
         b = ir.IRBuilder(start)
         self._emit_steps(b, steps, self._table_pointer(arena, params, outputs),
-                         list(fn.args[:5]), threaded=True, rest=rest)
+                         list(fn.args), threaded=True, rest=rest)
         b.ret_void()
 
     def _table_pointer(self, arena, params, outputs):
@@ -819,25 +822,33 @@ class ProgramBuilder:
         return pointer
 
     def _emit_loop(self, cond: list, pred: BufferRef, body: list) -> str:
-        """``void loop_N(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks)``: runs a
-        while loop. ``params`` and ``outputs`` hold the program's parameter and output
-        buffers. ``run``, when not null, is the parallel runtime's ``ember_rt_run``: kernels
-        of at least ``PARALLEL_MIN_WORK`` elements then run as up to ``tasks`` tasks on its
-        threads, without leaving native code (which results never depend on)."""
+        """``void loop_N(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks,
+        i8* rest)``: runs a while loop. ``params`` and ``outputs`` hold the program's
+        parameter and output buffers. ``run``, when not null, is the parallel runtime's
+        ``ember_rt_run``: kernels of at least ``PARALLEL_MIN_WORK`` elements then run as up
+        to ``tasks`` tasks on its threads, without leaving native code (which results never
+        depend on). A loop with a product worth BLAS's threads (``whole_gemm``) runs its
+        products as the steps function runs the program's (``_emit_steps``, with ``rest``);
+        in other loops every product runs as tasks, on the runtime when it is given."""
         name = f"{self.prefix}_loop_{self.loop_count}"
         self.loop_count += 1
         fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), _LOOP_ARGS), name)
         arena, params, outputs = fn.args[:3]
+        whole = whole_gemms(plan_steps(cond + body))
+        if whole:
+            self.whole_loops.add(name)
+        rest = fn.args[5] if whole else None
         blocks = [fn.append_basic_block(n) for n in ("entry", "cond", "body", "done")]
         entry, test, loop, done = blocks
         ir.IRBuilder(entry).branch(test)
         b = ir.IRBuilder(test)
         pointer = self._table_pointer(arena, params, outputs)
-        self._emit_steps(b, cond, pointer, list(fn.args), threaded=True)
+        # (after a round's product on BLAS's threads, the next round's kernels come)
+        self._emit_steps(b, cond, pointer, list(fn.args), True, rest, after_blas=whole)
         flag = b.load(pointer(b, pred))
         b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(S.I8, 0)), loop, done)
         b.position_at_end(loop)
-        self._emit_steps(b, body, pointer, list(fn.args), threaded=True)
+        self._emit_steps(b, body, pointer, list(fn.args), True, rest, after_blas=whole)
         b.branch(test)
         b.position_at_end(done)
         b.ret_void()
@@ -850,21 +861,22 @@ class ProgramBuilder:
         return b.gep(arena, [ir.Constant(S.I64, ref.index)])
 
     def _emit_steps(self, b: ir.IRBuilder, steps: list, pointer, loop_args: list,
-                    threaded: bool = False, rest: ir.Value | None = None) -> None:
+                    threaded: bool = False, rest: ir.Value | None = None,
+                    after_blas: bool = False) -> None:
         """Emits ``steps`` at ``b``'s position; ``pointer(b, ref)`` gives a buffer's
         address; ``loop_args`` are the arguments of a loop function (``_emit_loop``), and
         ``threaded`` says whether their ``run`` may be set. ``rest`` is given for the
-        program's own steps (not a loop's): the ``rest`` argument of its steps function
-        (``_emit_steps_function``). There, one product worth several threads
-        (``blas_threads_pay``) is a single CBLAS call on BLAS's threads (``whole_gemm``),
-        after which kernels need AFTER_BLAS_MIN_WORK elements for threads, and the tasks of
-        other products go to the parallel runtime only when worth it (a batch), as
-        ``executable.CpuExecutable._prepare`` steps them from Python.
+        program's own steps and those of a loop with a product on BLAS's threads: the
+        ``rest`` argument of the function (``_emit_steps_function``, ``_emit_loop``); and
+        ``after_blas`` where such a product may have run before. There, one product worth
+        several threads (``blas_threads_pay``) is a single CBLAS call on BLAS's threads
+        (``whole_gemm``), after which kernels need AFTER_BLAS_MIN_WORK elements for threads,
+        and the tasks of other products go to the parallel runtime only when worth it (a
+        batch), as ``executable.CpuExecutable._prepare`` steps them from Python.
         Stack slots go to the function's entry block, which holds nothing else (a loop must
         not grow the stack)."""
         fn = b.function
         slots = ir.IRBuilder(fn.entry_basic_block)
-        after_blas = False
         for step in steps:
             if isinstance(step, KernelStep):
                 info = step.info
@@ -913,6 +925,7 @@ class ProgramBuilder:
                         rest is None or blas_threads_pay(step.gemm)))
             elif isinstance(step, WhileStep):
                 b.call(self.ir_module.globals[step.loop], loop_args)
+                after_blas = after_blas or step.loop in self.whole_loops
             elif isinstance(step, CaseStep):
                 n = len(step.branches)
                 index = b.load(b.bitcast(pointer(b, step.index), S.I32.as_pointer()))
@@ -926,7 +939,8 @@ class ProgramBuilder:
                     switch.add_case(ir.Constant(S.I32, k), blocks[k])
                 for block, branch in zip(blocks, step.branches):
                     b.position_at_end(block)
-                    self._emit_steps(b, branch, pointer, loop_args, threaded, rest)
+                    self._emit_steps(b, branch, pointer, loop_args, threaded, rest,
+                                     after_blas)
                     b.branch(done)
                 b.position_at_end(done)
             else:
@@ -1145,8 +1159,9 @@ def _cblas_gemm_type(ty: ir.Type) -> ir.FunctionType:
                                            S.I64, ptr, S.I64, ty, ptr, S.I64])
 
 
-_LOOP_ARGS = [I8P, I8P.as_pointer(), I8P.as_pointer(), I8P, S.I64]
-_STEPS_ARGS = [*_LOOP_ARGS, I8P]  # (a loop's, and the runtime's ``ember_rt_rest``)
+# (the runtime's ``ember_rt_rest`` last; a steps function takes a loop function's arguments)
+_LOOP_ARGS = [I8P, I8P.as_pointer(), I8P.as_pointer(), I8P, S.I64, I8P]
+_STEPS_ARGS = _LOOP_ARGS
 _RUN = ir.FunctionType(ir.VoidType(), [I8P, I8P.as_pointer().as_pointer(), S.I64, S.I64,
                                        S.I64])
 

@@ -126,24 +126,35 @@ def test_a_large_product_in_a_case_branch_runs_on_blas_threads():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
-def test_a_loop_of_products_runs_in_the_steps_on_one_blas_thread(monkeypatch):
-    # (a loop's products are tasks on the parallel runtime, each on one BLAS thread: with
-    # no large product outside, the whole program runs under ``one_blas_thread``)
-    w, h0 = _data(256, 256) * 0.05, _data(256, 256)
-    f = lambda w, h: lax.fori_loop(0, 4, lambda i, h: jnp.tanh(h @ w), h) * 2.0  # noqa: E731
-    exe = _executable(f, w, h0)
-    assert exe._steps_fn is not None and not exe._steps_whole and exe._blas_tasks
+@pytest.mark.parametrize("n", [128, 256])
+def test_a_loops_products_run_on_blas_threads_or_as_tasks_on_one(n, monkeypatch):
+    # (256, 256) products are worth BLAS's threads (whole_gemm), in a loop as outside: the
+    # steps run without ``one_blas_thread``. (64, 128) @ (128, 128) ones are not: they are
+    # tasks on the parallel runtime, each on one BLAS thread, the program under the region.
+    # (A (400, 400) elementwise output makes either program too large for one call.)
+    w, h0 = _data(n, n) * np.float32(0.8 / np.sqrt(n)), _data(64 if n == 128 else n, n)
+    big = _data(400, 400)
+
+    def f(w, h, big):
+        return lax.fori_loop(0, 4, lambda i, h: jnp.tanh(h @ w), h) * 2.0, big * 3.0
+    exe = _executable(f, w, h0, big)
+    whole = n == 256
+    assert exe._steps_fn is not None and exe._steps_whole == whole and exe._blas_tasks
     counts = []
     real = _blas_threads.one_blas_thread.__enter__
     monkeypatch.setattr(type(_blas_threads.one_blas_thread), "__enter__",
                         lambda self: (counts.append(_blas_threads.blas_thread_count()),
                                       real())[1])
-    got, = exe.execute([w, h0])
-    assert counts  # (the call ran inside the region)
+    got, tripled = exe.execute([w, h0, big])
+    assert bool(counts) != whole  # (the call ran inside the region, or not at all)
     want = h0.astype(np.float64)
     for _ in range(4):
         want = np.tanh(want @ w)
     np.testing.assert_allclose(got, 2.0 * want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(tripled, big * np.float32(3.0))
+    # the same bits stepped from Python (its loop native, or in Python)
+    python = _stepped_from_python(exe)
+    np.testing.assert_array_equal(python.execute([w, h0, big])[0], got)
 
 
 def test_which_programs_run_as_one_native_call():
