@@ -453,6 +453,31 @@ def test_column_reduction_vectorizes(tmp_path, monkeypatch):
     assert "x float>" in opt
 
 
+@pytest.mark.parametrize("shape,axis", [((300, 2000), 1), ((64, 5, 700), (1, 2)),
+                                        ((7, 3), 1), ((20, 40), None)])
+def test_row_products_in_lanes_match_float64_numpy(shape, axis, tmp_path, monkeypatch):
+    # Products accumulate in lanes as sums do (LANE_REDUCERS): vectorized, in a fixed order.
+    monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path))
+    monkeypatch.setenv("EMBER_CPU_TIERED", "0")
+    monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)
+    x = (rng.standard_normal(shape) * 0.05 + 1.0).astype(np.float32)
+    got = np.asarray(ember.jit(lambda a: jnp.prod(a, axis=axis))(x))
+    want = np.prod(x.astype(np.float64), axis=axis)
+    # (each float32 multiplication rounds: ~sqrt(n) half-ulps over n factors)
+    np.testing.assert_allclose(got, want, rtol=2e-5)
+    if shape == (300, 2000):
+        opt = open(glob.glob(str(tmp_path / "*.llvm.opt.ll"))[0]).read()
+        assert "fmul <" in opt
+
+
+def test_threaded_row_products_are_bitwise_identical(monkeypatch, one_tier):
+    x = (rng.standard_normal((3000, 700)) * 0.05 + 1.0).astype(np.float32)
+    threaded = np.asarray(ember.jit(lambda a: jnp.prod(a, axis=1))(x))
+    monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
+    single = np.asarray(ember.jit(lambda a: jnp.prod(a * 1.0, axis=1))(x))
+    np.testing.assert_array_equal(threaded, single)
+
+
 @pytest.mark.parametrize("shape,axes", COLUMN_CASES)
 def test_column_any_all_match_numpy(shape, axes):
     # Pred accumulators: a few columns with a single hit or a single miss among the rows.
