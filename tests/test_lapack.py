@@ -4,6 +4,7 @@ results against JAX's (same LAPACK routines: pivots bit for bit), every flag of
 tridiagonal systems), batches, size 0 and 1, non-contiguous inputs, jit against eager, and
 the NumPy fallback when no library is bound."""
 
+import itertools
 import threading
 
 import numpy as np
@@ -138,6 +139,39 @@ def test_triangular_solve_every_flag(jax64, dtype):
     np.testing.assert_array_equal(
         np.asarray(ember.jit(lambda p, q: el.triangular_solve(p, q, **kw))(at, b[..., 0, :])),
         np.asarray(el.triangular_solve(at, b[..., 0, :], **kw)))
+
+
+@needs_lapack
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_trsm_reads_column_major_triangles_in_place(dtype, batch):
+    # getrf's factors lie column-major (a transposed view): trsm reads them as they lie,
+    # with its transpose and triangle flags swapped, instead of copying them row-major.
+    k = 24
+    stack = _mat((int(np.prod(batch)), k, k), dtype) + 6 * np.eye(k, dtype=dtype)
+    a = np.swapaxes(np.ascontiguousarray(np.swapaxes(stack, -1, -2)), -1, -2)
+    a = a.reshape(batch + (k, k))  # (each matrix column-major, ``strides[0]`` apart)
+    assert not a.flags.c_contiguous and a.strides[-2:] == (a.itemsize, k * a.itemsize)
+    ref = np.array(a, dtype=np.complex128)
+    for left in (True, False):
+        b = _mat(batch + ((k, 5) if left else (5, k)), dtype)
+        for lower, tr, conj, unit in itertools.product((True, False), repeat=4):
+            got = _lapack.trsm(a, b, left_side=left, lower=lower, transpose_a=tr,
+                               conjugate_a=conj, unit_diagonal=unit)
+            t = np.tril(ref) if lower else np.triu(ref)
+            if unit:
+                t = t - t * np.eye(k) + np.eye(k)
+            if conj:
+                t = np.conj(t)
+            if tr:
+                t = np.swapaxes(t, -1, -2)
+            want = np.linalg.solve(t, b) if left else np.swapaxes(np.linalg.solve(
+                np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+            np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+            # (the same solve from a row-major copy of the triangle)
+            copied = _lapack.trsm(np.ascontiguousarray(a), b, left_side=left, lower=lower,
+                                  transpose_a=tr, conjugate_a=conj, unit_diagonal=unit)
+            np.testing.assert_allclose(got, copied, rtol=2e-4, atol=2e-4)
 
 
 @needs_lapack
