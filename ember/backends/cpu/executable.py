@@ -34,6 +34,7 @@ import numpy as np
 
 from ember import _threads as threads
 from ember._blas_threads import blas_paths, blas_stall_guard, one_blas_thread
+from ember._tiled_copy import COPY_TILE, copy_tiled  # noqa: F401  (COPY_TILE: re-exported)
 from ember.backends.cpu import buffer_pool, parallel_runtime
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, gemm_operand, simple_reduce
 from ember.compiler.evaluator import (
@@ -461,33 +462,6 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
     out = buffer_pool.empty(a.shape, a.dtype)
     copy_tiled(out, a)
     return out
-
-
-# The side, in elements, of the tiles ``copy_tiled`` copies a transposed view in.
-COPY_TILE = 256
-
-
-def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
-    """``np.copyto(out, a)`` for a C-contiguous ``out``, in square tiles where ``a``'s
-    fastest-varying axis is not its last. NumPy's copy walks ``a`` in ``out``'s order, so a
-    transposed view is read one element per cache line: (4096, 1024) float32 from a
-    transpose took ~30 ms, in tiles of 256 x 256 (whose lines stay in cache while a tile is
-    copied) ~5.6 ms, a plain copy ~1.2 ms."""
-    last = a.ndim - 1
-    if last < 1:
-        np.copyto(out, a)
-        return
-    fastest = min(range(a.ndim), key=lambda d: abs(a.strides[d]) if a.shape[d] > 1
-                  else math.inf)
-    if fastest == last or a.shape[fastest] <= COPY_TILE and a.shape[last] <= COPY_TILE:
-        np.copyto(out, a)
-        return
-    index = [slice(None)] * a.ndim
-    for i in range(0, a.shape[fastest], COPY_TILE):
-        index[fastest] = slice(i, i + COPY_TILE)
-        for j in range(0, a.shape[last], COPY_TILE):
-            index[last] = slice(j, j + COPY_TILE)
-            out[tuple(index)] = a[tuple(index)]
 
 
 class _GemmTasks:
