@@ -99,6 +99,14 @@ def test_choose_clip_clips_negative_entries_to_zero(jit):
     _check(out, [0, 10, 200, 3], np.int32)
 
 
+def test_raise_mode_under_jit_names_the_other_modes():
+    # (JAX's message: the checked indices must be concrete, 'wrap' and 'clip' work traced)
+    with pytest.raises(ember.errors.ConcretizationTypeError, match="mode='wrap' or mode='clip'"):
+        ember.jit(lambda a: jnp.choose(a, [jnp.arange(2), jnp.ones(2, int)]))(jnp.array([0, 1]))
+    with pytest.raises(ember.errors.ConcretizationTypeError, match="ravel_multi_index was jit"):
+        ember.jit(lambda i: jnp.ravel_multi_index((i, i), (3, 3)))(jnp.array([0, 1]))
+
+
 def test_take_along_axis_axis_none_needs_1d_indices():
     x = jnp.arange(4.0).reshape(2, 2)
     with pytest.raises(ValueError):

@@ -188,10 +188,15 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str | N
 # ---------------------------------------------------------------- nonzero and friends
 
 
-def _concrete_value(fn: str, a: Any) -> np.ndarray:
+# Why an index checked with mode='raise' must be concrete (JAX's words).
+_RAISE_MODE = ("The error occurred because {} was jit-compiled with mode='raise'. Use "
+               "mode='wrap' or mode='clip' instead.")
+
+
+def _concrete_value(fn: str, a: Any, why: str | None = None) -> np.ndarray:
     a = core.concrete_or_error(
-        a, f"{fn}: the size of the result depends on the values of the argument; pass a static "
-           "size= to use it under jit/tracing")
+        a, why or f"{fn}: the size of the result depends on the values of the argument; pass "
+                  "a static size= to use it under jit/tracing")
     return np.asarray(a)
 
 
@@ -401,7 +406,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
     _util.check_arraylike("choose", a, *choices)
     n = len(choices)
     if mode == "raise":
-        v = _concrete_value("choose", a)
+        v = _concrete_value("choose", a, _RAISE_MODE.format("jnp.choose"))
         if v.size and (v.min() < 0 or v.max() >= n):
             raise ValueError("choose: invalid entry in choice array")
         mode = "clip"
@@ -603,7 +608,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                          f"array of shape {dims}; pass a larger dtype=")
     if mode == "raise":
         for k, (i, d) in enumerate(zip(multi_index, dims)):
-            v = _concrete_value("ravel_multi_index", i)
+            v = _concrete_value("ravel_multi_index", i, _RAISE_MODE.format("ravel_multi_index"))
             if v.size and (v.min() < 0 or v.max() >= d):
                 raise ValueError(f"ravel_multi_index: invalid entry in coordinates array "
                                  f"{k} (out of bounds for dimension of size {d})")
