@@ -12,6 +12,7 @@ parameters of the same operand and boolean ops (``and``, ``or``, ``not``, ``xor`
 body's result depends only on how its inputs compare (less, equal, greater, NaN or not), so
 evaluating it on values ``{1, 2, NaN}`` and indices ``{0, 1}`` in every combination covers
 every case, and the table either matches argmax's (argmin's) or the body is something else.
+(Pred values take ``{False, True}``, which covers every case of theirs.)
 
 Example:
     >>> arg_reducer_kind(body_of(jnp.argmax))
@@ -41,7 +42,7 @@ def _shape_ok(body: Computation) -> bool:
             ai.shape.is_tuple or av.shape.dims != () or ai.shape.dims != ():
         return False
     vdt = np.dtype(av.shape.dtype)
-    if not (vdt.kind in "fiu" or dtypes.is_float(vdt)) or \
+    if not (vdt.kind in "fiub" or dtypes.is_float(vdt)) or \
             np.dtype(ai.shape.dtype).kind not in "iu":  # (bfloat16 is kind "V")
         return False
     operand_of = {id(av): 0, id(bv): 0, id(ai): 1, id(bi): 1}
@@ -91,7 +92,7 @@ def arg_reducer_kind(body: Computation) -> str | None:
     vdt = np.dtype(body.parameters[0].shape.dtype)
     idt = np.dtype(body.parameters[1].shape.dtype)
     is_float = dtypes.is_float(vdt)
-    values = _VALUES if is_float else _VALUES[:2]
+    values = _VALUES if is_float else (False, True) if vdt == np.bool_ else _VALUES[:2]
     cases = [(a, ia, b, ib) for a, b in itertools.product(values, repeat=2)
              for ia, ib in itertools.product(_INDICES, repeat=2)]
     a, ia, b, ib = (np.array(column, dt) for column, dt in zip(zip(*cases),

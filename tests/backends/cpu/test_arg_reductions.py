@@ -29,6 +29,7 @@ from ember.compiler.pipeline import optimize
 from tests.backends.cpu.helpers import optimized, x64
 
 DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int32, np.uint8, np.int8]  # (float64: x64)
+BODY_DTYPES = DTYPES + [np.bool_]
 
 
 def lowered_body(f, x):
@@ -37,7 +38,7 @@ def lowered_body(f, x):
                 if i.opcode == "reduce" and len(i.operands) == 4)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", BODY_DTYPES)
 def test_lowered_argmax_and_argmin_bodies_are_recognized(dtype):
     x = np.zeros((2, 3), dtype)
     assert arg_reducer_kind(lowered_body(lambda a: jnp.argmax(a, axis=1), x)) == "max"
@@ -470,3 +471,19 @@ def test_jitted_column_argmax_matches_numpy():
     np.testing.assert_array_equal(np.asarray(amax), np.argmax(x, axis=0))
     np.testing.assert_array_equal(np.asarray(amin), np.argmin(y, axis=1))
     np.testing.assert_array_equal(np.asarray(fused), np.argmax(x * 2 + 1, axis=0))
+
+
+def test_column_argmax_and_argmin_of_preds_match_numpy():
+    # (argmax(mask, axis=0): the first True of each column, or 0 where there is none; pred
+    # values run in the column kernel, bytes in its accumulators)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2000, 300)).astype(np.float32)
+    x[:, 5] = 0.0  # (a column without a hit)
+    y = rng.normal(size=(6, 500, 40)).astype(np.float32)
+    f = ember.jit(lambda a, b: (jnp.argmax(a > 2, axis=0), jnp.argmin(a > -2, axis=0),
+                                jnp.argmax(b > 2.5, axis=1)))
+    first_hit, first_miss, in_middle = f(x, y)
+    np.testing.assert_array_equal(np.asarray(first_hit), np.argmax(x > 2, axis=0))
+    np.testing.assert_array_equal(np.asarray(first_miss), np.argmin(x > -2, axis=0))
+    np.testing.assert_array_equal(np.asarray(in_middle), np.argmax(y > 2.5, axis=1))
+    assert np.asarray(first_hit)[5] == 0
