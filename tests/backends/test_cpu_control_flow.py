@@ -11,11 +11,16 @@ import re
 import numpy as np
 import pytest
 
+import ember
+import ember.numpy as jnp
+from ember import lax
 from ember.backends import cpu as cpu_backend
 from ember.backends import get_backend
 from ember.backends.cpu.executable import (
     CasePlan,
+    CopyPlan,
     DotPlan,
+    KernelPlan,
     LibraryPlan,
     UpdatePlan,
     WhilePlan,
@@ -901,3 +906,23 @@ def test_in_place_update_waits_for_readers_whose_results_are_buffers():
     assert _readers_own_their_results(update, users, refs)
     refs[id(others[0])] = [BufferRef("value", 0, np.dtype(np.float32), (1, 16))]
     assert not _readers_own_their_results(update, users, refs)
+
+
+def test_a_branch_kernel_writes_the_case_result_itself():
+    # The branch computing x * 2 writes the case's result buffer (no copy after it); the
+    # branch passing x on copies it. Tuple results: one leaf computed, one passed on.
+    x = np.random.default_rng(5).standard_normal((300, 200)).astype(np.float32)
+
+    def f(x, p):
+        return lax.cond(p > 0, lambda x: (x * 2, x), lambda x: (x, jnp.tanh(x)), x)
+    exe = ember.jit(f).lower(x, np.float32(1)).compile()._executable.executable
+    (case,) = [s for s in exe.program.steps if type(s) is CasePlan]
+    for branch in case.branches:
+        copies = [s for s in branch if type(s) is CopyPlan]
+        kernels = [s for s in branch if type(s) is KernelPlan]
+        assert len(copies) == 1 and len(kernels) == 1
+        assert kernels[0].outputs[0].kind == "output"
+    for p, want in ((1, (x * 2, x)), (-1, (x, np.tanh(x)))):
+        got = ember.jit(f)(x, np.float32(p))
+        np.testing.assert_array_equal(np.asarray(got[0]), want[0])
+        np.testing.assert_allclose(np.asarray(got[1]), want[1], rtol=2e-6, atol=2e-6)

@@ -555,7 +555,9 @@ class ProgramBuilder:
             for comp in inst.calls:
                 self.arena_end = base
                 sub = self._plan(comp, operands[1:] if inst.opcode == "case" else operands, {})
-                sub += [CopyStep(s, d) for s, d in zip(self.refs[id(comp.root)], outs)]
+                # (a branch's kernel writes its result straight into the result buffer)
+                results = _write_results_in_place(sub, list(self.refs[id(comp.root)]), outs)
+                sub += [CopyStep(s, d) for s, d in zip(results, outs) if s != d]
                 branches.append(sub)
                 end = max(end, self.arena_end)
             self.arena_end = end
@@ -1395,12 +1397,13 @@ def _step_refs(step) -> tuple[list, list]:
 
 def _write_results_in_place(body: list, results: list, state: list) -> list:
     """Makes the kernel computing a loop body's result write it straight into its state
-    buffer, which saves a copy per iteration, where that cannot change what is computed:
+    buffer, which saves a copy per iteration (a case branch's, into the case's result
+    buffer: a copy per call), where that cannot change what is computed:
     the kernel is the result's only writer and reads the state buffer at most at the element
     it writes, no later step (and no other result) reads the state buffer, and no loop or
     case follows (their native code is already emitted). Returns the results' buffers."""
     for k, (src, dst) in enumerate(zip(results, state)):
-        if (src.kind != "temp" or _overlaps(src, dst)
+        if (src.kind != "temp" or dst.kind not in ("temp", "output") or _overlaps(src, dst)
                 or sum(_overlaps(r, src) for r in results) != 1
                 or any(_overlaps(r, dst) for r in results)):
             continue
