@@ -448,3 +448,13 @@ def test_scipy_eigh_symmetrizes_its_input():
         w, v = S.eigh(a, lower=lower)
         np.testing.assert_allclose(w, want, rtol=1e-5)
         np.testing.assert_allclose((a + a.T) / 2 @ v, v * w, rtol=1e-4, atol=1e-3)
+
+
+def test_eigvals_computes_no_eigenvectors(monkeypatch):
+    # (eigenvalues alone come from LAPACK's geev without vectors, 2x faster)
+    a = np.random.default_rng(8).standard_normal((3, 20, 20)).astype(np.float32)
+    monkeypatch.setattr(np.linalg, "eig", lambda *_: pytest.fail("eigenvectors computed"))
+    got = np.asarray(ember.jit(jnp.linalg.eigvals)(a))
+    assert got.dtype == np.complex64
+    want = np.linalg.eigvals(a.astype(np.float64))
+    np.testing.assert_allclose(np.sort_complex(got), np.sort_complex(want), atol=1e-4)
