@@ -111,3 +111,27 @@ def test_bitcast_convert_is_an_elementwise_op_with_a_native_kernel():
     exe = get_backend("cpu").compile(optimize(parse_module(text)))
     assert [type(s) for s in exe.program.steps] == [KernelPlan]  # fused with the add
     np.testing.assert_array_equal(exe.execute([x])[0], x.view(np.int32) + 1)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_native_reduce_precision_has_the_evaluators_bits(dt):
+    # The CPU backend's kernels compute it in place (not through the evaluator): every
+    # format on random bit patterns (NaNs, infinities and subnormals among them).
+    from ember.compiler.eval_elementwise import reduce_precision
+    rng = np.random.default_rng(12)
+    ut = np.uint32 if dt == np.float32 else np.uint64
+    x = np.concatenate([rng.integers(0, np.iinfo(ut).max, 4000, dtype=ut).view(dt),
+                        (rng.standard_normal(2000) * 1e3).astype(dt),
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65520.0], dt)])
+    formats = [(5, 10), (8, 7), (8, 0), (2, 1), (4, 22)] + (
+        [(11, 52), (11, 30), (9, 40)] if dt == np.float64 else [])
+    with ember.enable_x64(dt == np.float64):
+        for e, m in formats:
+            f = ember.jit(lambda v, e=e, m=m: lax.reduce_precision(v * 1, e, m))
+            steps = f.lower(x).compile()._executable.executable.program.steps
+            assert [type(s).__name__ for s in steps] == ["KernelPlan"]  # (native)
+            got = np.asarray(f(x))
+            want = reduce_precision(x, e, m)
+            nan = np.isnan(want)
+            np.testing.assert_array_equal(np.isnan(got), nan)
+            np.testing.assert_array_equal(got[~nan].view(ut), want[~nan].view(ut))

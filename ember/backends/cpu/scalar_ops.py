@@ -311,10 +311,47 @@ def unary(b: ir.IRBuilder, opcode: str, x: ir.Value, dt: np.dtype, out_dt: np.dt
         return b.fcmp_ordered("<", fintr(b, "fabs", x), ir.Constant(x.type, float("inf")))
     if opcode == "not":
         return b.not_(x)
+    if opcode == "reduce_precision":
+        return reduce_precision(b, x, dt, attrs["exponent_bits"], attrs["mantissa_bits"])
     if is_float(dt):
         out = _float_unary(b, opcode, x)
         return round_low_float(b, out, out_dt)
     return _int_unary(b, opcode, x, dt)
+
+
+def reduce_precision(b: ir.IRBuilder, x: ir.Value, dt: np.dtype, exponent_bits: int,
+                     mantissa_bits: int) -> ir.Value:
+    """XLA's ``reduce_precision`` on ``x``'s own bits, as the evaluator computes it
+    (``eval_elementwise.reduce_precision``): the mantissa rounds to nearest even by an
+    integer add, a narrower exponent range overflows to infinity and underflows to zero,
+    NaN stays NaN. float32 and float64 (a float16/bfloat16 register holds a widened value,
+    not the type's bits: the evaluator does those)."""
+    dt = np.dtype(dt)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise UnsupportedOp(f"reduce_precision on {dt}")
+    nbits = 8 * dt.itemsize
+    src_mantissa = 23 if nbits == 32 else 52
+    src_exponent = nbits - 1 - src_mantissa
+    it = ir.IntType(nbits)
+
+    def c(v):
+        return ir.Constant(it, v & ((1 << nbits) - 1))
+    bits = b.bitcast(x, it)
+    if mantissa_bits < src_mantissa:
+        shift = src_mantissa - mantissa_bits
+        last_kept = b.lshr(b.and_(bits, c(1 << shift)), c(shift))
+        bias = b.add(last_kept, c((1 << (shift - 1)) - 1))
+        bits = b.and_(b.add(bits, bias), c(~((1 << shift) - 1)))
+    if exponent_bits < src_exponent:
+        exponent_mask = ((1 << src_exponent) - 1) << src_mantissa
+        src_bias = (1 << (src_exponent - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        exponent = b.and_(bits, c(exponent_mask))
+        sign = b.and_(bits, c(1 << (nbits - 1)))
+        over = b.icmp_unsigned(">", exponent, c((src_bias + reduced_bias) << src_mantissa))
+        under = b.icmp_unsigned("<=", exponent, c((src_bias - reduced_bias) << src_mantissa))
+        bits = b.select(over, b.or_(sign, c(exponent_mask)), b.select(under, sign, bits))
+    return b.select(b.fcmp_unordered("uno", x, x), x, b.bitcast(bits, x.type))
 
 
 def bitcast(b: ir.IRBuilder, x: ir.Value, dt: np.dtype, out_dt: np.dtype) -> ir.Value:
