@@ -1,6 +1,6 @@
 """A fusion whose root is a concatenate writes each operand's slab with a loop nest of its
-own (not a pick among every operand per element); it must agree exactly with the evaluator,
-on one thread or several."""
+own (not a pick among every operand per element), a call the part of each slab within its
+range of rows; it must agree exactly with the evaluator, on one thread or several."""
 
 import numpy as np
 import pytest
@@ -52,8 +52,9 @@ def test_large_concatenates_split_across_threads(dim, monkeypatch):
     pieces = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     threaded, steps = run_both(concat_module(pieces, dim, "negate"), pieces)
     assert [type(s) for s in steps] == [KernelPlan]
-    # Stacked along dim 0, the work items are the pieces.
-    assert steps[0].extent == (len(pieces) if dim == 0 else shapes[0][0])
+    # The work items are the rows of dim 0, split among the pieces stacked along it (whole
+    # pieces as items left the (700, 500) one to one thread).
+    assert steps[0].extent == (1001 if dim == 0 else shapes[0][0])
     monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
     single, _ = run_both(concat_module(pieces, dim, "negate"), pieces)
     np.testing.assert_array_equal(threaded, single)
