@@ -1269,10 +1269,19 @@ def whole_gemm(gemm: tuple) -> bool:
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 
 
+# A product with one row or column and at least this many multiply-adds per matrix calls
+# ``gemv`` (``blas_routine``); smaller ones stay ``gemm`` calls, which OpenBLAS runs through
+# its small-matrix kernels: three (1, 256) @ (256, 256) products of a program took ~1 us
+# longer as ``gemv``s.
+GEMV_MIN_PRODUCTS = 1 << 17
+
+
 def blas_routine(gemm: tuple) -> str:
     """The CBLAS routine computing a ``gemm`` layout's products: ``{letter}gemv`` where they
-    have one row or one column (``gemv_arguments``), else ``{letter}gemm``."""
-    return gemm[0] + ("gemv" if gemm[3] == 1 or gemm[4] == 1 else "gemm")
+    have one row or one column (``gemv_arguments``) and ``GEMV_MIN_PRODUCTS`` each, else
+    ``{letter}gemm``."""
+    vector = (gemm[3] == 1 or gemm[4] == 1) and gemm[3] * gemm[4] * gemm[5] >= GEMV_MIN_PRODUCTS
+    return gemm[0] + ("gemv" if vector else "gemm")
 
 
 def gemv_arguments(gemm: tuple, rows, cols) -> tuple:

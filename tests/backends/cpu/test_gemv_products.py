@@ -1,7 +1,8 @@
-"""Products with one output row or column (matrix-vector, vector-matrix) call CBLAS ``gemv``
-(``executable.blas_routine``, ``gemv_arguments``): OpenBLAS's ``gemm`` packs the matrix
-first. Every layout (transposed operands, vector on either side, batches, loops), as one call
-on BLAS's threads and as tasks, native and stepped from Python, against float64 NumPy."""
+"""Products with one output row or column (matrix-vector, vector-matrix) of at least
+``GEMV_MIN_PRODUCTS`` call CBLAS ``gemv`` (``executable.blas_routine``, ``gemv_arguments``):
+OpenBLAS's ``gemm`` packs the matrix first. Every layout (transposed operands, vector on
+either side, batches, loops), as one call on BLAS's threads and as tasks, native and stepped
+from Python, against float64 NumPy."""
 
 import numpy as np
 import pytest
@@ -91,14 +92,14 @@ def test_large_matvec_is_one_call_on_blas_threads_and_small_one_is_a_task():
 
 
 def test_batched_matvecs():
-    a, v = _data(8, 1000, 96), _data(8, 96)
+    a, v = _data(8, 1000, 256), _data(8, 256)
     f = lambda a, v: jnp.einsum("bij,bj->bi", a, v)  # noqa: E731
     (dot,) = _dots(_executable(f, a, v))
     assert dot.gemm[8] == 8 and cpu_exe.blas_routine(dot.gemm) == "sgemv"
-    _close(ember.jit(f)(a, v), np.einsum("bij,bj->bi", a.astype(np.float64), v), 96)
+    _close(ember.jit(f)(a, v), np.einsum("bij,bj->bi", a.astype(np.float64), v), 256)
 
 
-@pytest.mark.parametrize("n,k", [(256, 256), (1000, 512)])  # (one call; steps with threads)
+@pytest.mark.parametrize("n,k", [(512, 512), (1000, 512)])  # (one call; steps with threads)
 @pytest.mark.parametrize("side", ["row", "transposed column"])
 def test_matvecs_in_native_loops(side, n, k):
     w = _data(k, n) * (1 / np.sqrt(k))
@@ -115,6 +116,13 @@ def test_matvecs_in_native_loops(side, n, k):
     for _ in range(5):
         h = step(np, h, w.astype(np.float64))
     _close(ember.jit(loop)(h0), h, k)
+
+
+def test_small_products_with_one_row_stay_gemm_calls():
+    # (below GEMV_MIN_PRODUCTS, OpenBLAS's small-matrix gemm was the faster call)
+    exe = _executable(lambda x, w: jnp.tanh(x @ w) @ w, _data(1, 256), _data(256, 256))
+    assert [cpu_exe.blas_routine(d.gemm) for d in _dots(exe)] == ["sgemm", "sgemm"]
+    assert cpu_exe.blas_routine(("s", False, False, 1, 512, 256, 256, 512, 1)) == "sgemv"
 
 
 def test_gemv_arguments_place_the_matrix_and_the_shares():
