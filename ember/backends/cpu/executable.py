@@ -1260,9 +1260,9 @@ def blas_threads_pay(gemm: tuple) -> bool:
 
 
 def whole_gemm(gemm: tuple) -> bool:
-    """Whether a ``gemm`` layout outside loops is one CBLAS call on BLAS's own threads: one
-    matrix with enough products (``blas_threads_pay``; in a loop, or smaller, it runs as
-    ``gemm_split``'s tasks)."""
+    """Whether a ``gemm`` layout is one CBLAS call on BLAS's own threads, in loops as outside
+    them: one matrix with enough products (``blas_threads_pay``; a batch, or a smaller
+    product, runs as ``gemm_split``'s tasks)."""
     return gemm[8] == 1 and blas_threads_pay(gemm)
 
 

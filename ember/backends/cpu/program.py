@@ -721,11 +721,11 @@ class ProgramBuilder:
             if all(r.kind != "value" for r in refs + out) \
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
-                # (outside loops, one product worth several threads (``blas_threads_pay``)
-                # is one CBLAS call on BLAS's threads (``whole_gemm``); smaller ones run on
-                # the calling thread. A batch of products runs its matrices as tasks on the
-                # parallel runtime, each on one thread, unless they are large enough for
-                # BLAS's threads: those go through NumPy's matmul.)
+                # (one product worth several threads (``blas_threads_pay``) is one CBLAS
+                # call on BLAS's threads (``whole_gemm``), in loops too; smaller ones run
+                # on the calling thread. A batch of products runs its matrices as tasks on
+                # the parallel runtime, each on one thread, unless they are large enough
+                # for BLAS's threads: outside loops, those go through NumPy's matmul.)
                 if not self.loop_depth and gemm is not None and gemm[8] > 1 \
                         and math.prod(gemm[3:6]) > BATCH_SPLIT_MAX_WORK:
                     gemm = None
