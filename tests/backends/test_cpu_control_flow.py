@@ -926,3 +926,21 @@ def test_a_branch_kernel_writes_the_case_result_itself():
         got = ember.jit(f)(x, np.float32(p))
         np.testing.assert_array_equal(np.asarray(got[0]), want[0])
         np.testing.assert_allclose(np.asarray(got[1]), want[1], rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("shape", [(1000, 1000), (513, 517)])
+def test_large_copies_run_in_chunks_on_the_runtime(shape):
+    # A branch passing a large operand on copies it (COPY_THREADS_MIN_BYTES or more: as
+    # COPY_CHUNK_BYTES chunks on the parallel runtime, the last one short).
+    from ember.backends.cpu import program
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    assert x.nbytes >= program.COPY_THREADS_MIN_BYTES and x.nbytes % program.COPY_CHUNK_BYTES
+
+    def f(x, p):
+        return lax.cond(p > 0, lambda x: x * 2, lambda x: x, x)
+    exe = ember.jit(f).lower(x, np.float32(1)).compile()._executable.executable
+    assert exe.program.native_call == "steps"
+    exe._lib.address(exe.program.entry_name.removesuffix("_entry") + "_copy_chunks")
+    for p in (-1, 1, -1):
+        got = np.asarray(ember.jit(f)(x, np.float32(p)))
+        np.testing.assert_array_equal(got, x if p < 0 else x * 2)

@@ -910,12 +910,13 @@ class ProgramBuilder:
                         b.call(kfn, call)
             elif isinstance(step, CopyStep):
                 nbytes = _nbytes(step.dst)
-                if nbytes:
-                    memcpy = self.ir_module.declare_intrinsic(
-                        "llvm.memcpy", [I8P, I8P, S.I64],
-                        ir.FunctionType(ir.VoidType(), [I8P, I8P, S.I64, S.I1]))
-                    b.call(memcpy, [pointer(b, step.dst), pointer(b, step.src),
-                                    ir.Constant(S.I64, nbytes), ir.Constant(S.I1, 0)])
+                min_bytes = COPY_THREADS_MIN_BYTES * (
+                    AFTER_BLAS_MIN_WORK // PARALLEL_MIN_WORK if after_blas else 1)
+                if threaded and nbytes >= min_bytes:
+                    self._emit_threaded_copy(b, step, pointer, nbytes, loop_args, slots)
+                elif nbytes:
+                    b.call(self._memcpy(), [pointer(b, step.dst), pointer(b, step.src),
+                                            ir.Constant(S.I64, nbytes), ir.Constant(S.I1, 0)])
             elif isinstance(step, UpdateStep):
                 self._emit_update(b, step, pointer)
             elif isinstance(step, DotStep):
@@ -947,6 +948,56 @@ class ProgramBuilder:
                 b.position_at_end(done)
             else:
                 raise AssertionError(f"no native code for {type(step).__name__}")
+
+    def _memcpy(self) -> ir.Function:
+        return self.ir_module.declare_intrinsic(
+            "llvm.memcpy", [I8P, I8P, S.I64],
+            ir.FunctionType(ir.VoidType(), [I8P, I8P, S.I64, S.I1]))
+
+    def _emit_threaded_copy(self, b: ir.IRBuilder, step: CopyStep, pointer, nbytes: int,
+                            loop_args: list, slots: ir.IRBuilder) -> None:
+        """Copies ``step``'s ``nbytes`` as ``COPY_CHUNK_BYTES`` chunks on the parallel
+        runtime (``_copy_chunks``) when its ``run`` is given, else with one ``memcpy``: one
+        core copied 4 MiB in ~290 us here, two in ~180."""
+        slots.position_at_start(b.function.entry_basic_block)
+        bufs = slots.alloca(ir.ArrayType(I8P, 3))
+        table = slots.alloca(I8P.as_pointer())
+        for j, v in enumerate((pointer(b, step.dst), pointer(b, step.src),
+                               b.inttoptr(_i64(nbytes), I8P))):
+            b.store(v, b.gep(bufs, [_i64(0), _i32(j)]))
+        b.store(b.bitcast(bufs, I8P.as_pointer()), table)
+        run, tasks = loop_args[3], loop_args[4]
+        chunks = _i64(-(-nbytes // COPY_CHUNK_BYTES))
+        with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (par, serial):
+            with par:
+                n = b.select(b.icmp_signed("<", tasks, chunks), tasks, chunks)
+                b.call(b.bitcast(run, _RUN.as_pointer()),
+                       [b.bitcast(self._copy_chunks(), I8P), table, _i64(0), chunks, n])
+            with serial:
+                b.call(self._memcpy(), [pointer(b, step.dst), pointer(b, step.src),
+                                        _i64(nbytes), ir.Constant(S.I1, 0)])
+
+    def _copy_chunks(self) -> ir.Function:
+        """``void copy_chunks(i8** bufs, i64 lo, i64 hi)``: chunks ``[lo, hi)`` of
+        ``COPY_CHUNK_BYTES`` of the copy of ``bufs[2]`` (a byte count) bytes from ``bufs[1]``
+        to ``bufs[0]`` (the last chunk ends at the count), a kernel for the runtime."""
+        name = f"{self.prefix}_copy_chunks"
+        if name in self.ir_module.globals:
+            return self.ir_module.globals[name]
+        fn = ir.Function(self.ir_module, ir.FunctionType(
+            ir.VoidType(), [I8P.as_pointer(), S.I64, S.I64]), name)
+        bufs, lo, hi = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        dst, src = (b.load(b.gep(bufs, [_i64(j)])) for j in range(2))
+        total = b.ptrtoint(b.load(b.gep(bufs, [_i64(2)])), S.I64)
+        start = b.mul(lo, _i64(COPY_CHUNK_BYTES))
+        end = b.mul(hi, _i64(COPY_CHUNK_BYTES))
+        end = b.select(b.icmp_signed("<", end, total), end, total)
+        with b.if_then(b.icmp_signed("<", start, end)):
+            b.call(self._memcpy(), [b.gep(dst, [start]), b.gep(src, [start]),
+                                    b.sub(end, start), ir.Constant(S.I1, 0)])
+        b.ret_void()
+        return fn
 
     def _blas_slot(self, routine: str) -> ir.GlobalVariable:
         """The global holding the address of CBLAS ``routine``, which the executable sets
@@ -1161,6 +1212,10 @@ def _cblas_gemm_type(ty: ir.Type) -> ir.FunctionType:
                                            S.I64, ptr, S.I64, ty, ptr, S.I64])
 
 
+# Copies of at least COPY_THREADS_MIN_BYTES in native code with the runtime run as chunks of
+# COPY_CHUNK_BYTES on its threads (``ProgramBuilder._emit_threaded_copy``).
+COPY_THREADS_MIN_BYTES = 1 << 20
+COPY_CHUNK_BYTES = 1 << 16
 # (the runtime's ``ember_rt_rest`` last; a steps function takes a loop function's arguments)
 _LOOP_ARGS = [I8P, I8P.as_pointer(), I8P.as_pointer(), I8P, S.I64, I8P]
 _STEPS_ARGS = _LOOP_ARGS
