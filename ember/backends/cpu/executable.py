@@ -34,7 +34,7 @@ import numpy as np
 
 from ember import _threads as threads
 from ember._blas_threads import blas_paths, blas_stall_guard, one_blas_thread
-from ember._tiled_copy import COPY_TILE, copy_tiled  # noqa: F401  (COPY_TILE: re-exported)
+from ember._tiled_copy import copy_tiled
 from ember.backends.cpu import buffer_pool, parallel_runtime
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, gemm_operand, simple_reduce
 from ember.compiler.evaluator import (

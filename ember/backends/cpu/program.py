@@ -896,18 +896,8 @@ class ProgramBuilder:
                         and info.extent * info.work_per_item * step.cost >= min_work):
                     b.call(kfn, call)
                     continue
-                run, tasks = loop_args[3], loop_args[4]
-                table = slots.alloca(I8P.as_pointer())
-                b.store(bufs, table)
-                with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (
-                        par, serial):
-                    with par:
-                        extent = _i64(info.extent)
-                        n = b.select(b.icmp_signed("<", tasks, extent), tasks, extent)
-                        b.call(b.bitcast(run, _RUN.as_pointer()),
-                               [b.bitcast(kfn, I8P), table, _i64(0), extent, n])
-                    with serial:
-                        b.call(kfn, call)
+                self._on_runtime(b, loop_args, kfn, bufs, info.extent, None,
+                                 lambda kfn=kfn, call=call: b.call(kfn, call))
             elif isinstance(step, CopyStep):
                 nbytes = _nbytes(step.dst)
                 min_bytes = COPY_THREADS_MIN_BYTES * (
@@ -960,22 +950,34 @@ class ProgramBuilder:
         runtime (``_copy_chunks``) when its ``run`` is given, else with one ``memcpy``: one
         core copied 4 MiB in ~290 us here, two in ~180."""
         slots.position_at_start(b.function.entry_basic_block)
-        bufs = slots.alloca(ir.ArrayType(I8P, 3))
+        arr = slots.alloca(ir.ArrayType(I8P, 3))
+        dst, src = pointer(b, step.dst), pointer(b, step.src)
+        for j, v in enumerate((dst, src, b.inttoptr(_i64(nbytes), I8P))):
+            b.store(v, b.gep(arr, [_i64(0), _i32(j)]))
+        self._on_runtime(b, loop_args, self._copy_chunks(), b.bitcast(arr, I8P.as_pointer()),
+                         -(-nbytes // COPY_CHUNK_BYTES), None,
+                         lambda: b.call(self._memcpy(), [dst, src, _i64(nbytes),
+                                                         ir.Constant(S.I1, 0)]))
+
+    def _on_runtime(self, b: ir.IRBuilder, loop_args: list, kernel: ir.Function,
+                    bufs: ir.Value, extent: int, tasks: int | None, serial) -> None:
+        """Runs the kernel-shaped ``kernel(bufs, lo, hi)`` over ``[0, extent)`` as ``tasks``
+        tasks on the parallel runtime when the function's ``run`` (``loop_args[3]``) is
+        given, else emits ``serial()``. ``tasks`` None: as many as the function's ``tasks``
+        argument, at most ``extent``."""
+        run = loop_args[3]
+        slots = ir.IRBuilder(b.function.entry_basic_block)
+        slots.position_at_start(b.function.entry_basic_block)
         table = slots.alloca(I8P.as_pointer())
-        for j, v in enumerate((pointer(b, step.dst), pointer(b, step.src),
-                               b.inttoptr(_i64(nbytes), I8P))):
-            b.store(v, b.gep(bufs, [_i64(0), _i32(j)]))
-        b.store(b.bitcast(bufs, I8P.as_pointer()), table)
-        run, tasks = loop_args[3], loop_args[4]
-        chunks = _i64(-(-nbytes // COPY_CHUNK_BYTES))
-        with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (par, serial):
+        b.store(bufs, table)
+        with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (par, seq):
             with par:
-                n = b.select(b.icmp_signed("<", tasks, chunks), tasks, chunks)
+                n = _i64(tasks) if tasks is not None else b.select(
+                    b.icmp_signed("<", loop_args[4], _i64(extent)), loop_args[4], _i64(extent))
                 b.call(b.bitcast(run, _RUN.as_pointer()),
-                       [b.bitcast(self._copy_chunks(), I8P), table, _i64(0), chunks, n])
-            with serial:
-                b.call(self._memcpy(), [pointer(b, step.dst), pointer(b, step.src),
-                                        _i64(nbytes), ir.Constant(S.I1, 0)])
+                       [b.bitcast(kernel, I8P), table, _i64(0), _i64(extent), n])
+            with seq:
+                serial()
 
     def _copy_chunks(self) -> ir.Function:
         """``void copy_chunks(i8** bufs, i64 lo, i64 hi)``: chunks ``[lo, hi)`` of
@@ -1033,17 +1035,7 @@ class ProgramBuilder:
         if not (threaded and tasks > 1):
             serial()
             return
-        run = run_args[3]
-        slots = ir.IRBuilder(b.function.entry_basic_block)
-        slots.position_at_start(b.function.entry_basic_block)
-        table = slots.alloca(I8P.as_pointer())
-        b.store(bufs, table)
-        with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (par, seq):
-            with par:
-                b.call(b.bitcast(run, _RUN.as_pointer()),
-                       [b.bitcast(task, I8P), table, _i64(0), _i64(units), _i64(tasks)])
-            with seq:
-                serial()
+        self._on_runtime(b, run_args, task, bufs, units, tasks, serial)
 
     def _emit_whole_gemm(self, b: ir.IRBuilder, step: DotStep, pointer,
                          rest: ir.Value) -> None:
@@ -1169,9 +1161,7 @@ class ProgramBuilder:
             start = b.select(b.icmp_signed(">", start, hi), hi, start)
             base = b.add(base, b.mul(start, _i64(strides[k])))
         dst, src = pointer(b, step.dst), pointer(b, step.update)
-        memcpy = self.ir_module.declare_intrinsic(
-            "llvm.memcpy", [I8P, I8P, S.I64],
-            ir.FunctionType(ir.VoidType(), [I8P, I8P, S.I64, S.I1]))
+        memcpy = self._memcpy()
         n_runs = int(np.prod(sizes[:j], dtype=np.int64))
         if n_runs == 1:
             b.call(memcpy, [b.gep(dst, [b.mul(base, _i64(itemsize))]), src, _i64(run),
