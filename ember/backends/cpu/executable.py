@@ -245,6 +245,7 @@ def plan_symbols(plan) -> list[str]:
     if plan.native_call is not None:
         names.append(plan.entry_name if plan.native_call == "entry"
                      else steps_name(plan.entry_name))
+    names.extend(name for _, _, name in plan.segments)
     return names
 
 
@@ -358,7 +359,7 @@ class RunPlan(_Record):
 
     __slots__ = ("steps", "constants", "constant_names", "n_params", "outputs",
                  "output_shapes", "arena_bytes", "has_entry", "n_values", "entry_name",
-                 "max_work", "native_call")
+                 "max_work", "native_call", "segments")
 
     steps: tuple
     constants: tuple
@@ -372,6 +373,7 @@ class RunPlan(_Record):
     entry_name: str
     max_work: int
     native_call: str | None
+    segments: tuple
 
     @staticmethod
     def of(program) -> RunPlan:
@@ -381,7 +383,8 @@ class RunPlan(_Record):
                        program.n_params, _refs(program.outputs),
                        tuple((tuple(d), np.dtype(t)) for d, t in program.output_shapes),
                        program.arena_bytes, program.has_entry, program.n_values,
-                       program.entry_name, program.max_work, program.native_call)
+                       program.entry_name, program.max_work, program.native_call,
+                       tuple(getattr(program, "segments", ())))
 
 
 class _CanonicalDtypePickler(pickle.Pickler):
@@ -434,7 +437,8 @@ def renamed_plan(plan: RunPlan, old: str, new: str) -> RunPlan:
     steps = renamed(plan.steps)
     fields = {f: getattr(plan, f) for f in RunPlan.__slots__}
     fields.update(steps=steps, constant_names=tuple(rename(n) for n in plan.constant_names),
-                  entry_name=rename(plan.entry_name))
+                  entry_name=rename(plan.entry_name),
+                  segments=tuple((a, b, rename(n)) for a, b, n in plan.segments))
     return RunPlan(*(fields[f] for f in RunPlan.__slots__))
 
 
@@ -512,6 +516,21 @@ class _WholeGemm:
                 cast(p, c), ldc)
 
 
+class _Segment:
+    """Native steps of a program stepped from Python that one native call runs
+    (``program.ProgramBuilder._emit_segments``), as the steps function runs a whole program
+    (``CpuExecutable._run_native_steps``); ``steps`` (prepared) run from Python while the
+    parallel runtime is not ready."""
+
+    __slots__ = ("fn", "name", "steps", "whole", "blas_tasks")
+
+    def __init__(self, fn, name: str, steps: list, plans: tuple):
+        self.fn, self.name, self.steps = fn, name, steps
+        self.whole = whole_gemms(plans)
+        self.blas_tasks = any(type(s) is DotPlan and s.gemm is not None
+                              for s in nested_steps(plans))
+
+
 class _Kernel:
     __slots__ = ("fn", "step", "parallel")
 
@@ -545,6 +564,8 @@ class CpuExecutable:
         self._steps = self._prepare(program.steps, lib, gemm,
                                     program.entry_name.removesuffix("_entry"),
                                     blas_threads=whole_gemms(program.steps))
+        if gemm and program.segments:
+            self._steps = self._with_segments(self._steps, program, lib)
         self._out_shapes = program.output_shapes
         self._allocate_outputs = [buffer_pool.allocator(d, t) for d, t in self._out_shapes]
         self._allocate_arena = buffer_pool.allocator(program.arena_bytes, np.uint8)
@@ -626,6 +647,18 @@ class CpuExecutable:
                 out.append((step, CustomCall(step.inst)))
             else:
                 out.append((step, None))
+        return out
+
+    @staticmethod
+    def _with_segments(prepared: list, program: RunPlan, lib) -> list:
+        """``prepared`` (the program's steps) with each of its segments one ``_Segment``."""
+        out, at = [], 0
+        for first, end, name in program.segments:
+            out.extend(prepared[at:first])
+            out.append(_Segment(_ffi.cast(_STEPS_SIG, lib.address(name)), name,
+                                prepared[first:end], program.steps[first:end]))
+            at = end
+        out.extend(prepared[at:])
         return out
 
     # ------------------------------------------------------------------ tiered compilation
@@ -919,6 +952,9 @@ class CpuExecutable:
             if type(step) is _Kernel:
                 self._run_kernel(step, args, outs, arena, arena_ptr, values)
                 continue
+            if type(step) is _Segment:
+                self._run_segment(step, args, outs, arena, arena_ptr, values)
+                continue
             step, plan = step
             t = type(step)
             if t is DotPlan:
@@ -967,6 +1003,26 @@ class CpuExecutable:
                 self._run(plan[i], args, outs, arena, arena_ptr, values)
             else:
                 self._run_library(step, plan, args, outs, arena, values)
+
+    def _run_segment(self, seg: _Segment, args, outs, arena, arena_ptr, values) -> None:
+        runtime = parallel_runtime.ready()
+        if runtime is None:
+            self._run(seg.steps, args, outs, arena, arena_ptr, values)
+            return
+        # (the tables now: a library call may have replaced an output's array)
+        params = _ffi.new("char*[]", [_fb(a) for a in args] or 1)
+        outputs = _ffi.new("char*[]", [_fb(o) for o in outs] or 1)
+        arena_ptr = arena_ptr if arena_ptr is not None else _ffi.NULL
+        run, tasks = runtime.run_address, runtime.size * TASKS_PER_THREAD
+        rest, fn = runtime.rest_address, seg.fn
+        if seg.whole:
+            blas_stall_guard.run((self.program.entry_name, seg.name),
+                                 lambda: fn(arena_ptr, params, outputs, run, tasks, rest))
+        elif seg.blas_tasks:
+            with one_blas_thread:
+                fn(arena_ptr, params, outputs, run, tasks, rest)
+        else:
+            fn(arena_ptr, params, outputs, run, tasks, rest)
 
     def _array(self, ref, args, outs, arena, values) -> np.ndarray:
         kind = ref.kind

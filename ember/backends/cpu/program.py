@@ -188,6 +188,9 @@ _NATIVE_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 INVARIANT_ALIAS_MIN_BYTES = 1 << 16
 # A guess of a loop's trip count, for the work measures that decide the optimization level.
 LOOP_TRIPS_ESTIMATE = 1024
+# The fewest native steps a segment of a program stepped from Python holds: one step gains
+# nothing (a kernel's call from Python costs what a segment's does, ~2 us).
+MIN_SEGMENT_STEPS = 2
 
 
 def nested_kernels(steps, trips: int = 1):
@@ -413,6 +416,9 @@ class Program:
     # The native function that runs a program of native steps in one call: "entry",
     # "steps" or None (``executable.native_call``, decided when the code is made).
     native_call: str | None = None
+    # In a program stepped from Python, runs of native steps that one native call runs:
+    # ``(first, end, function)`` over ``steps`` (``ProgramBuilder._emit_segments``).
+    segments: tuple = ()
 
     @property
     def max_work(self) -> int:
@@ -468,10 +474,38 @@ class ProgramBuilder:
             self._emit_entry(steps, len(comp.parameters), len(output_shapes))
         elif kind == "steps":
             self._emit_steps_function(steps)
+        segments = () if has_entry else self._emit_segments(steps)
         return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
                        len(comp.parameters), outputs, output_shapes, self.arena_end,
                        has_entry, self.n_values, self.entry_name, self.short_row_kernels,
-                       kind)
+                       kind, segments)
+
+    def _emit_segments(self, steps) -> tuple:
+        """The segments of a program stepped from Python (one with a library call, say):
+        each run of at least ``MIN_SEGMENT_STEPS`` native steps that reads no value a
+        library call made (those live in Python) gets a function of the steps function's
+        signature (``_emit_steps_function``) that runs it, so that the executable makes one
+        call where it made one per kernel or product (~2-8 us of Python each). Steps that
+        need Python (``native_call``: a reduction whose partial results are combined there)
+        end a run; a run that could not be one native call (products on BLAS's threads
+        mixed with tasks of one BLAS thread) stays stepped."""
+        segments, run = [], []
+
+        def close(end: int) -> None:
+            if len(run) >= MIN_SEGMENT_STEPS and native_call(plan_steps(run)) is not None:
+                name = f"{self.prefix}_segment_{len(segments)}"
+                self._emit_steps_function(run, name)
+                segments.append((end - len(run), end, name))
+            run.clear()
+
+        for i, step in enumerate(steps):
+            if is_native(step) and native_call(plan_steps([step])) is not None and \
+                    not any(r.kind == "value" for r in _step_refs(step)[0]):
+                run.append(step)
+            else:
+                close(i)
+        close(len(steps))
+        return tuple(segments)
 
     def _plan(self, comp: Computation, param_refs: list[list[BufferRef]],
               output_of: dict, in_place: frozenset[int] = frozenset(),
@@ -797,14 +831,15 @@ class ProgramBuilder:
         self._emit_steps(b, steps, pointer, loop_args)
         b.ret_void()
 
-    def _emit_steps_function(self, steps) -> None:
+    def _emit_steps_function(self, steps, name: str | None = None) -> None:
         """``void steps(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks, i8* rest)``
-        runs every step: ``params`` and ``outputs`` hold the program's parameter and output
-        buffers, ``run`` and ``tasks`` are a loop function's (``_emit_loop``), and ``rest``,
+        (or ``name``: a segment's) runs every step: ``params`` and ``outputs`` hold the
+        program's parameter and output buffers, ``run`` and ``tasks`` are a loop
+        function's (``_emit_loop``), and ``rest``,
         when not null, is the parallel runtime's ``ember_rt_rest``, called before each
         product on BLAS's threads (``_emit_steps``)."""
         fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), _STEPS_ARGS),
-                         steps_name(self.entry_name))
+                         name or steps_name(self.entry_name))
         arena, params, outputs, *_, rest = fn.args
         entry, start = fn.append_basic_block("entry"), fn.append_basic_block("start")
         ir.IRBuilder(entry).branch(start)  # (the entry block holds the stack slots)
