@@ -835,9 +835,8 @@ class ProgramBuilder:
         """``void steps(i8* arena, i8** params, i8** outputs, i8* run, i64 tasks, i8* rest)``
         (or ``name``: a segment's) runs every step: ``params`` and ``outputs`` hold the
         program's parameter and output buffers, ``run`` and ``tasks`` are a loop
-        function's (``_emit_loop``), and ``rest``,
-        when not null, is the parallel runtime's ``ember_rt_rest``, called before each
-        product on BLAS's threads (``_emit_steps``)."""
+        function's (``_emit_loop``), and ``rest``, when not null, is the parallel runtime's
+        ``ember_rt_rest``, called before each product on BLAS's threads (``_emit_steps``)."""
         fn = ir.Function(self.ir_module, ir.FunctionType(ir.VoidType(), _STEPS_ARGS),
                          name or steps_name(self.entry_name))
         arena, params, outputs, *_, rest = fn.args
