@@ -379,3 +379,25 @@ def test_pool_runs_nested_ranges_on_the_worker_itself():
 
     pool.run(outer, [(0, 1), (1, 2)])
     assert sorted(seen) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+@needs_lapack
+@pytest.mark.parametrize("order", ["F", "column"])
+def test_kernels_leave_inputs_whose_transpose_is_contiguous_untouched(order):
+    # LAPACK overwrites the column-major copy it is handed: an input whose transposed view
+    # is C-contiguous already (Fortran-ordered, or one column) must still be copied.
+    x = RNG.standard_normal((6, 6) if order == "F" else (6, 1))
+    x = np.asfortranarray(x) if order == "F" else x
+    kept = x.copy()
+    lu, piv, perm = _lapack.getrf(x)
+    np.testing.assert_array_equal(x, kept)
+    a, taus = _lapack.geqrf(x)
+    np.testing.assert_array_equal(x, kept)
+    q = _lapack.orgqr(a, taus)
+    np.testing.assert_array_equal(x, kept)
+    # and the results are right: P A = L U, A = Q R
+    m, n = x.shape
+    k = min(m, n)
+    lower = np.tril(lu, -1)[:, :k] + np.eye(m, k)
+    np.testing.assert_allclose(x[perm], lower @ np.triu(lu)[:k], atol=1e-12)
+    np.testing.assert_allclose(q @ np.triu(a)[:k], x, atol=1e-12)

@@ -304,7 +304,9 @@ def _flat_t(x: np.ndarray) -> np.ndarray:
     float32, in tiles 1.4)."""
     t = np.swapaxes(x.reshape((-1,) + x.shape[-2:]), -1, -2)
     if t.shape[-1] <= SMALL_COPY_TILE and t.shape[-2] <= SMALL_COPY_TILE:
-        return np.ascontiguousarray(t)  # (one tile: ~1 us for 64 x 64, copy_tiled's ~3)
+        # (one tile: ~1 us for 64 x 64, copy_tiled's ~3; a copy even where ``t`` is
+        # contiguous already: LAPACK overwrites it)
+        return np.array(t, order="C", copy=True)
     out = np.empty(t.shape, x.dtype)
     copy_tiled(out, t)
     return out
