@@ -259,6 +259,21 @@ def test_exp_overflow_and_denormal_thresholds(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_exp_is_zero_exactly_where_it_rounds_to_zero(dtype):
+    # Below ``UNDERFLOW_TO_ZERO`` exp's lanes are set to 0 by a select (sparing the scaling
+    # a microcode assist); above it the denormal results stay as the reference rounds them.
+    t = vecmath.UNDERFLOW_TO_ZERO[dtype == np.float64]
+    x = np.concatenate([np.linspace(t - 3, t + 3, 60001), [t, -np.inf, -1e30]]).astype(dtype)
+    x = np.concatenate([x, np.nextafter(x[-3:-2], np.inf), np.nextafter(x[-3:-2], -np.inf)])
+    for opcode in ("exponential", "logistic"):
+        got = kernel(opcode, dtype)(x)
+        ref = reference(opcode, x)
+        assert ulp_dist(got, ref).max() <= 1, opcode
+        assert np.array_equal(got == 0, ref == 0), opcode
+        assert (got[x < t] == 0).all() and not np.signbit(got).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 def test_log_of_denormals(dtype):
     info = np.finfo(dtype)
     x = np.geomspace(float(info.smallest_subnormal), float(info.tiny) * 4, 100001).astype(dtype)
