@@ -384,7 +384,7 @@ class RunPlan(_Record):
                        tuple((tuple(d), np.dtype(t)) for d, t in program.output_shapes),
                        program.arena_bytes, program.has_entry, program.n_values,
                        program.entry_name, program.max_work, program.native_call,
-                       tuple(getattr(program, "segments", ())))
+                       tuple(program.segments))
 
 
 class _CanonicalDtypePickler(pickle.Pickler):
