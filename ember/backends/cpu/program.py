@@ -1345,8 +1345,16 @@ def _element_cost(fused: Computation) -> int:
     ``EXPENSIVE_OP_COST`` per expensive elementwise op. (An LSTM cell's 4096 elements of
     five ``tanh``/``logistic`` each take ~11 µs: worth two threads in a native loop,
     whose runtime workers are awake between a step's kernels.)"""
-    return 1 + EXPENSIVE_OP_COST * sum(i.opcode in EXPENSIVE_ELEMENTWISE
-                                       for i in fused.instructions)
+    return 1 + EXPENSIVE_OP_COST * sum(_expensive(i) for i in fused.instructions)
+
+
+def _expensive(inst: Instruction) -> bool:
+    """Whether ``inst`` is an expensive elementwise op: one of EXPENSIVE_ELEMENTWISE, or the
+    magnitude (``abs``, ``sign``) of a complex number, a float64 square root (a Mandelbrot
+    step's 60,000 elements took ~100 us on one thread)."""
+    return inst.opcode in EXPENSIVE_ELEMENTWISE or (
+        inst.opcode in ("abs", "sign") and bool(inst.operands)
+        and np.dtype(inst.operands[0].dtype).kind == "c")
 
 
 def _refill(prior: list, ref: BufferRef, dst: BufferRef) -> KernelStep | None:
