@@ -921,19 +921,25 @@ class CpuExecutable:
         return [self._array(r, args, outs, arena, None) for r in prog.outputs]
 
     def _run_native_steps(self, runtime, args, outs, arena) -> None:
-        """One call of the program's native steps function: its kernels with enough work
-        on the parallel runtime, its products on BLAS's threads (``whole_gemm``: under the
-        stall guard, judged as one call) or as ``gemm_split``'s tasks."""
+        """One call of the program's native steps function."""
+        self._call_steps(self._steps_fn, "steps", self._steps_whole, self._blas_tasks,
+                         runtime, args, outs, _fb(arena) if arena is not None else None)
+
+    def _call_steps(self, fn, name: str, whole: bool, blas_tasks: bool, runtime, args,
+                    outs, arena_ptr) -> None:
+        """Calls ``fn``, a function of the steps function's signature (the program's, or a
+        segment's ``name``): its kernels with enough work on the parallel runtime, its
+        products on BLAS's threads (``whole``: under the stall guard, judged as one call)
+        or as ``gemm_split``'s tasks (``blas_tasks``: each on one BLAS thread)."""
         params = _ffi.new("char*[]", [_fb(a) for a in args] or 1)
         outputs = _ffi.new("char*[]", [_fb(o) for o in outs] or 1)
-        arena_ptr = _fb(arena) if arena is not None else _ffi.NULL
+        arena_ptr = arena_ptr if arena_ptr is not None else _ffi.NULL
         run, tasks = runtime.run_address, runtime.size * TASKS_PER_THREAD
         rest = runtime.rest_address
-        fn = self._steps_fn
-        if self._steps_whole:
-            blas_stall_guard.run((self.program.entry_name, "steps"),
+        if whole:
+            blas_stall_guard.run((self.program.entry_name, name),
                                  lambda: fn(arena_ptr, params, outputs, run, tasks, rest))
-        elif self._blas_tasks:
+        elif blas_tasks:
             with one_blas_thread:
                 fn(arena_ptr, params, outputs, run, tasks, rest)
         else:
@@ -1010,19 +1016,8 @@ class CpuExecutable:
             self._run(seg.steps, args, outs, arena, arena_ptr, values)
             return
         # (the tables now: a library call may have replaced an output's array)
-        params = _ffi.new("char*[]", [_fb(a) for a in args] or 1)
-        outputs = _ffi.new("char*[]", [_fb(o) for o in outs] or 1)
-        arena_ptr = arena_ptr if arena_ptr is not None else _ffi.NULL
-        run, tasks = runtime.run_address, runtime.size * TASKS_PER_THREAD
-        rest, fn = runtime.rest_address, seg.fn
-        if seg.whole:
-            blas_stall_guard.run((self.program.entry_name, seg.name),
-                                 lambda: fn(arena_ptr, params, outputs, run, tasks, rest))
-        elif seg.blas_tasks:
-            with one_blas_thread:
-                fn(arena_ptr, params, outputs, run, tasks, rest)
-        else:
-            fn(arena_ptr, params, outputs, run, tasks, rest)
+        self._call_steps(seg.fn, seg.name, seg.whole, seg.blas_tasks, runtime, args, outs,
+                         arena_ptr)
 
     def _array(self, ref, args, outs, arena, values) -> np.ndarray:
         kind = ref.kind
