@@ -124,12 +124,27 @@ def test_segments_after_a_library_call_that_replaced_an_output():
 
     def f(a):
         lu, piv, perm = lax.linalg.lu(jnp.tanh(a) * 2.0 + a)
-        return lu, jnp.cos(lu) * 3.0 + 1.0, piv
+        return lu, jnp.cos(lu) * 3.0 + 1.0, piv, (jnp.sin(lu) @ lu).sum(0) * 2.0
 
     exe = _executable(f, a)
+    plan = exe.program
+    library = [i for i, s in enumerate(plan.steps) if type(s) is cpu_exe.LibraryPlan]
+    made = {r.index for i in library for r in plan.steps[i].outputs if r.kind == "output"}
+    # a segment reads an output that the library call set
+    assert any(r.kind == "output" and r.index in made
+               for first, end, _ in plan.segments
+               for step in cpu_exe.nested_steps(plan.steps[first:end]) for r in _reads(step))
     got = _check_same_bits(exe, a)
-    lu = got[0]
+    lu = got[0].astype(np.float64)
     np.testing.assert_allclose(got[1], np.cos(lu) * 3 + 1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got[3], (np.sin(lu) @ lu).sum(0) * 2, rtol=1e-4, atol=1e-3)
+    # and the factors are right: P A = L U
+    x = np.tanh(a.astype(np.float64)) * 2 + a
+    low = np.tril(lu, -1) + np.eye(48)
+    perm = np.arange(48)
+    for i, p in enumerate(got[2]):
+        perm[[i, p]] = perm[[p, i]]
+    np.testing.assert_allclose(x[perm], low @ np.triu(lu), rtol=1e-4, atol=1e-4)
 
 
 def test_jit_results_with_segments_match_numpy_across_calls():
