@@ -324,6 +324,11 @@ def whole_gemms(steps) -> bool:
                for s in nested_steps(steps))
 
 
+def native_products(steps) -> bool:
+    """Whether ``steps``, nested ones included, have a product with native ``gemm`` code."""
+    return any(type(s) is DotPlan and s.gemm is not None for s in nested_steps(steps))
+
+
 def plan_steps(steps) -> tuple:
     """The run-plan records of ``program.py``'s steps (duck-typed)."""
     out = []
@@ -527,8 +532,7 @@ class _Segment:
     def __init__(self, fn, name: str, steps: list, plans: tuple):
         self.fn, self.name, self.steps = fn, name, steps
         self.whole = whole_gemms(plans)
-        self.blas_tasks = any(type(s) is DotPlan and s.gemm is not None
-                              for s in nested_steps(plans))
+        self.blas_tasks = native_products(plans)
 
 
 class _Kernel:
@@ -559,8 +563,7 @@ class CpuExecutable:
         gemm = _bind_gemm(program, lib)
         # (native ``gemm`` tasks run BLAS on their own threads, ``one_blas_thread``: held
         # around the entry's call, a native loop's, or a Python-stepped dot's tasks)
-        self._blas_tasks = gemm and any(type(s) is DotPlan and s.gemm is not None
-                                        for s in nested_steps(program.steps))
+        self._blas_tasks = gemm and native_products(program.steps)
         self._steps = self._prepare(program.steps, lib, gemm,
                                     program.entry_name.removesuffix("_entry"),
                                     blas_threads=whole_gemms(program.steps))
@@ -1238,7 +1241,7 @@ def _native_loop(step: WhilePlan, lib):
                         and len(partial_ranges(s.extent, s.work)) > 1 for s in inner):
         return None
     tables = any(r.kind in ("param", "output") for s in inner for r in _plan_refs(s))
-    gemms = not whole and any(type(s) is DotPlan and s.gemm is not None for s in inner)
+    gemms = not whole and native_products(step.cond + step.body)
     fn = _ffi.cast(_STEPS_SIG, lib.address(step.loop))
     return fn, threaded, tables, gemms
 

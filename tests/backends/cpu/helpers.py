@@ -62,3 +62,20 @@ def x64(on=True):
         yield
     finally:
         ember.config.update("jax_enable_x64", previous)
+
+
+def cpu_executable(f, *args):
+    """The CPU backend's executable (``CpuExecutable``) of ``jit(f)`` for ``args``."""
+    import ember
+
+    return ember.jit(f).lower(*args).compile()._executable.executable
+
+
+def replanned(exe, **fields):
+    """An executable of ``exe``'s native code whose plan has ``fields`` replaced
+    (``native_call=None``: its steps run from Python; ``segments=()``: no segments)."""
+    from ember.backends.cpu import executable as cpu_exe
+
+    plan = {f: getattr(exe.program, f) for f in cpu_exe.RunPlan.__slots__}
+    plan.update(fields)
+    return cpu_exe.CpuExecutable(cpu_exe.RunPlan(**plan), exe._lib)

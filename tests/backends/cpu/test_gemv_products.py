@@ -11,6 +11,8 @@ import ember
 import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
+from tests.backends.cpu.helpers import cpu_executable as _executable
+from tests.backends.cpu.helpers import replanned
 
 rng = np.random.default_rng(23)
 
@@ -24,20 +26,13 @@ def _data(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
 
-def _executable(f, *args):
-    return ember.jit(f).lower(*args).compile()._executable.executable
-
-
 def _dots(exe):
     return [s for s in cpu_exe.nested_steps(exe.program.steps)
             if type(s) is cpu_exe.DotPlan and s.gemm is not None]
 
 
 def _stepped_from_python(exe):
-    plan = exe.program
-    fields = {f: getattr(plan, f) for f in cpu_exe.RunPlan.__slots__}
-    fields["native_call"] = None
-    return cpu_exe.CpuExecutable(cpu_exe.RunPlan(**fields), exe._lib)
+    return replanned(exe, native_call=None)
 
 
 def _close(got, want, k):

@@ -13,6 +13,8 @@ import ember
 import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
+from tests.backends.cpu.helpers import cpu_executable as _executable
+from tests.backends.cpu.helpers import replanned
 
 rng = np.random.default_rng(31)
 
@@ -24,10 +26,6 @@ def _no_stall_holds(monkeypatch):
 
 def _data(*shape, scale=1.0):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
-def _executable(f, *args):
-    return ember.jit(f).lower(*args).compile()._executable.executable
 
 
 def _loops(exe):
@@ -43,10 +41,7 @@ def _reference_loop(h, w, rounds):
 
 
 def _stepped_from_python(exe):
-    plan = exe.program
-    fields = {f: getattr(plan, f) for f in cpu_exe.RunPlan.__slots__}
-    fields["native_call"] = None
-    return cpu_exe.CpuExecutable(cpu_exe.RunPlan(**fields), exe._lib)
+    return replanned(exe, native_call=None)
 
 
 def test_a_loops_large_products_are_whole_and_need_no_tasks():

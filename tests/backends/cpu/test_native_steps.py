@@ -12,6 +12,8 @@ import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import parallel_runtime
+from tests.backends.cpu.helpers import cpu_executable as _executable
+from tests.backends.cpu.helpers import replanned
 
 rng = np.random.default_rng(11)
 
@@ -27,16 +29,9 @@ def _no_stall_holds(monkeypatch):
     monkeypatch.setattr(_blas_threads.blas_stall_guard, "run", lambda key, call: call())
 
 
-def _executable(f, *args):
-    return ember.jit(f).lower(*args).compile()._executable.executable
-
-
 def _stepped_from_python(exe):
     """The same program and native code, its steps run from Python."""
-    plan = exe.program
-    fields = {f: getattr(plan, f) for f in cpu_exe.RunPlan.__slots__}
-    fields["native_call"] = None
-    python = cpu_exe.CpuExecutable(cpu_exe.RunPlan(**fields), exe._lib)
+    python = replanned(exe, native_call=None)
     assert python._steps_fn is None and python._entry is None
     return python
 

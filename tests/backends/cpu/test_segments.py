@@ -11,6 +11,8 @@ import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
 from ember.backends.cpu import parallel_runtime
+from tests.backends.cpu.helpers import cpu_executable as _executable
+from tests.backends.cpu.helpers import replanned
 
 rng = np.random.default_rng(5)
 
@@ -22,15 +24,9 @@ def _no_stall_holds(monkeypatch):
     monkeypatch.setattr(_blas_threads.blas_stall_guard, "run", lambda key, call: call())
 
 
-def _executable(f, *args):
-    return ember.jit(f).lower(*args).compile()._executable.executable
-
-
 def _without_segments(exe):
     """The same program and native code, every step run from Python."""
-    fields = {f: getattr(exe.program, f) for f in cpu_exe.RunPlan.__slots__}
-    fields["segments"] = ()
-    return cpu_exe.CpuExecutable(cpu_exe.RunPlan(**fields), exe._lib)
+    return replanned(exe, segments=())
 
 
 def _segments(exe) -> list:
