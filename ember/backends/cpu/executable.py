@@ -511,10 +511,10 @@ class _WholeGemm:
     def __call__(self, a, b, c) -> None:
         cast, p = _ffi.cast, self.pointer
         if self.gemv:
-            matrix, trans, m, n, ld = self.arguments
+            matrix, trans, m, n, ld, inc = self.arguments
             mat, vec = (b, a) if matrix else (a, b)
-            self.fn(CBLAS_ROW_MAJOR, trans, m, n, 1.0, cast(p, mat), ld, cast(p, vec), 1, 0.0,
-                    cast(p, c), 1)
+            self.fn(CBLAS_ROW_MAJOR, trans, m, n, 1.0, cast(p, mat), ld, cast(p, vec), inc,
+                    0.0, cast(p, c), 1)
             return
         order, ta, tb, m, n, k, lda, ldb, ldc = self.arguments
         self.fn(order, ta, tb, m, n, k, 1.0, cast(p, a), lda, cast(p, b), ldb, 0.0,
@@ -1340,27 +1340,28 @@ def blas_routine(gemm: tuple) -> str:
 
 def gemv_arguments(gemm: tuple, rows, cols) -> tuple:
     """The CBLAS ``gemv`` call computing ``rows`` x ``cols`` outputs of a ``gemm`` layout with
-    one row or one column (``blas_routine``): ``(matrix, trans, M, N, ld)``, ``matrix`` 0
-    where the lhs is the matrix (one column: ``C = op(A) x``), 1 where the rhs is (one row:
-    ``C^T = op(B)^T a^T``); the other operand is the vector, contiguous as ``gemm_layout``
-    lays it (increment 1), as is the output. ``rows`` and ``cols`` may be ints or native
-    values (a task's share, ``program._gemm_task``): they are only placed.
+    one row or one column (``blas_routine``): ``(matrix, trans, M, N, ld, inc)``, ``matrix``
+    0 where the lhs is the matrix (one column: ``C = op(A) x``), 1 where the rhs is (one row:
+    ``C^T = op(B)^T a^T``); the other operand is the vector, its elements ``inc`` apart (a
+    column of a matrix lying as ``gemm_layout`` says); the output's are contiguous. ``rows``
+    and ``cols`` may be ints or native values (a task's share, ``program._gemm_task``): they
+    are only placed.
 
     A product with one row or column reads its matrix once: OpenBLAS's ``gemm`` packs it
     first (a (4000, 4000) @ (4000,) float32 took 3.3 ms as ``gemm``, 1.1 as ``gemv``)."""
-    _, trans_a, trans_b, m, n, k, lda, ldb, _ = gemm
+    _, trans_a, trans_b, m, n, k, lda, ldb, _, _ = gemm
     if n == 1 and m > 1:
         trans = CBLAS_TRANS if trans_a else CBLAS_NO_TRANS
-        return (0, trans, *((k, rows) if trans_a else (rows, k)), lda)
+        return (0, trans, *((k, rows) if trans_a else (rows, k)), lda, 1 if trans_b else ldb)
     trans = CBLAS_NO_TRANS if trans_b else CBLAS_TRANS
-    return (1, trans, *((cols, k) if trans_b else (k, cols)), ldb)
+    return (1, trans, *((cols, k) if trans_b else (k, cols)), ldb, lda if trans_a else 1)
 
 
 def whole_gemm_arguments(gemm: tuple) -> tuple[int, ...]:
     """The integer arguments of the one CBLAS call of a ``whole_gemm`` (order, the two
     transposes, m, n, k, lda, ldb, ldc), made from native code (``program._emit_steps``)
     or from Python (``_WholeGemm``): the same call either way, so the same bits."""
-    _, trans_a, trans_b, m, n, k, lda, ldb, _ = gemm
+    _, trans_a, trans_b, m, n, k, lda, ldb, _, _ = gemm
     return (CBLAS_ROW_MAJOR, CBLAS_TRANS if trans_a else CBLAS_NO_TRANS,
             CBLAS_TRANS if trans_b else CBLAS_NO_TRANS, m, n, k, lda, ldb, n)
 
@@ -1374,7 +1375,8 @@ def steps_name(entry_name: str) -> str:
 def gemm_task_name(prefix: str, gemm: tuple) -> str:
     """The native function running the tasks of a ``gemm`` call (``program._gemm_task``),
     ``void(char** bufs, int64 lo, int64 hi)`` as a kernel."""
-    return f"{prefix}_gemm_task_{gemm[0]}_{'_'.join(str(int(v)) for v in gemm[1:])}"
+    numbers = [int(v) for v in gemm[1:9]] + [v for dim in gemm[9] for v in dim]
+    return f"{prefix}_gemm_task_{gemm[0]}_{'_'.join(str(v) for v in numbers)}"
 
 
 def blas_global(prefix: str, routine: str) -> str:

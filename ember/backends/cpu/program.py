@@ -282,48 +282,85 @@ LOOP_DOT_MAX_WORK = 1 << 16
 _FLOAT32_64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-# CBLAS's enum values (``cblas.h``).
-
-
 def gemm_layout(inst: Instruction) -> tuple | None:
-    """``(letter, trans_a, trans_b, m, n, k, lda, ldb, batch)``: a float32/64 ``dot_general``
-    as ``batch`` row-major CBLAS ``gemm`` calls on its operands' buffers as they lie (each
-    operand's batch dims leading, in order, then its free dims then its contracting dims in
-    memory order, or the reverse: a transposed matrix; matrix ``i`` of an operand starts
-    ``i`` matrices in); None for other dots, and for empty ones."""
+    """``(letter, trans_a, trans_b, m, n, k, lda, ldb, batch, batches)``: a float32/64
+    ``dot_general`` as ``batch`` row-major CBLAS ``gemm`` calls on its operands' buffers as
+    they lie, or None for other dots, and for empty ones. Each operand's matrix is its free
+    and contracting dims (``_matrix_layout``: each group strided as one dim, one group
+    contiguous: a transposed matrix where that is the rows); its batch dims may lie
+    anywhere: ``batches`` holds ``(size, lhs_stride, rhs_stride)`` per batch dim, outer
+    to inner, merged where they can be (empty for one matrix), so that matrix ``i`` of the
+    result (its batch dims lead) reads the operands' matrices at those strides
+    (``gemm_offsets``)."""
     a = inst.attrs
     lhs, rhs = inst.operands
-    batch_dims = list(range(len(a["lhs_batching_dimensions"])))
-    if list(a["lhs_batching_dimensions"]) != batch_dims \
-            or list(a["rhs_batching_dimensions"]) != batch_dims \
-            or inst.dtype not in _FLOAT32_64 or lhs.dtype != inst.dtype \
-            or rhs.dtype != inst.dtype:
+    if inst.dtype not in _FLOAT32_64 or lhs.dtype != inst.dtype or rhs.dtype != inst.dtype:
         return None
-    layout = []
-    for side, op, contracting in ((0, lhs, a["lhs_contracting_dimensions"]),
-                                  (1, rhs, a["rhs_contracting_dimensions"])):
-        contracting = list(contracting)
-        free = [d for d in range(len(batch_dims), op.shape.rank) if d not in contracting]
-        in_order = list(range(len(batch_dims), op.shape.rank))
-        # (by side, not identity: ``x @ x`` reads one instruction twice)
-        rows, cols = (free, contracting) if side == 0 else (contracting, free)
-        if rows + cols == in_order:
-            trans = False
-        elif cols + rows == in_order:
-            trans = True
-        else:
-            return None
-        layout.append((trans, math.prod(op.dims[d] for d in cols),
-                       math.prod(op.dims[d] for d in rows)))
-    (trans_a, cols_a, rows_a), (trans_b, cols_b, rows_b) = layout
-    m, k, n = rows_a, cols_a, cols_b
-    batch = math.prod(lhs.dims[d] for d in batch_dims)
+    lb, rb = list(a["lhs_batching_dimensions"]), list(a["rhs_batching_dimensions"])
+    lc, rc = list(a["lhs_contracting_dimensions"]), list(a["rhs_contracting_dimensions"])
+    lf = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
+    rf = [d for d in range(rhs.shape.rank) if d not in rb and d not in rc]
+    # (by side, not identity: ``x @ x`` reads one instruction twice)
+    matrix_a = _matrix_layout(lhs.dims, lf, lc)
+    matrix_b = _matrix_layout(rhs.dims, rc, rf)
+    if matrix_a is None or matrix_b is None:
+        return None
+    (trans_a, lda), (trans_b, ldb) = matrix_a, matrix_b
+    m, k, n = (math.prod(lhs.dims[d] for d in lf), math.prod(lhs.dims[d] for d in lc),
+               math.prod(rhs.dims[d] for d in rf))
+    batch = math.prod(lhs.dims[d] for d in lb)
     if 0 in (m, n, k, batch):
         return None
-    # (a transposed operand lies as its transpose: the leading dim is its own rows)
-    lda = m if trans_a else k
-    ldb = k if trans_b else n
-    return "s" if inst.dtype == np.float32 else "d", trans_a, trans_b, m, n, k, lda, ldb, batch
+    lhs_strides, rhs_strides = _strides(lhs.dims), _strides(rhs.dims)
+    batches: list[list[int]] = []
+    for dl, dr in zip(lb, rb):
+        size, sa, sb = lhs.dims[dl], lhs_strides[dl], rhs_strides[dr]
+        if size == 1:
+            continue
+        if batches and batches[-1][1] == sa * size and batches[-1][2] == sb * size:
+            batches[-1] = [batches[-1][0] * size, sa, sb]  # (one dim with the inner one)
+        else:
+            batches.append([size, sa, sb])
+    letter = "s" if inst.dtype == np.float32 else "d"
+    return (letter, trans_a, trans_b, m, n, k, lda, ldb, batch,
+            tuple(tuple(b) for b in batches))
+
+
+def _strides(dims) -> list[int]:
+    """Row-major strides of ``dims``, in elements."""
+    strides, step = [], 1
+    for d in reversed(dims):
+        strides.append(step)
+        step *= d
+    return strides[::-1]
+
+
+def _matrix_layout(dims, rows: list, cols: list) -> tuple[bool, int] | None:
+    """``(trans, ld)``: how a row-major CBLAS call reads the matrix whose row index runs
+    over dims ``rows`` and column index over ``cols`` (row-major over each list) of an
+    array of ``dims``: each group's dims (size-1 ones aside) one after another in memory,
+    and one group contiguous: the columns (``ld`` the rows' stride), or the rows (``trans``:
+    it lies as its transpose, ``ld`` the columns' stride); None where it cannot. A group of
+    one element lies either way; the other group is the contiguous one where it can be, so
+    a vector's elements lie one after another."""
+    strides = _strides(dims)
+
+    def run(group):  # (elements, stride of its innermost dim), or None: not one stride
+        group = [d for d in group if dims[d] != 1]
+        for outer, inner in zip(group, group[1:]):
+            if strides[outer] != strides[inner] * dims[inner]:
+                return None
+        return math.prod(dims[d] for d in group), strides[group[-1]] if group else None
+    row_run, col_run = run(rows), run(cols)
+    if row_run is None or col_run is None:
+        return None
+    (n_rows, row_stride), (n_cols, col_stride) = row_run, col_run
+    # (ld >= the contiguous group's length: its dims come last, all others before them)
+    if col_stride in (None, 1) and not (n_cols == 1 and row_stride == 1):
+        return False, max(1, n_cols) if row_stride is None else row_stride
+    if row_stride in (None, 1):
+        return True, max(1, n_rows) if col_stride is None else col_stride
+    return None
 
 
 def _loop_dot_computation(inst: Instruction) -> Computation | None:
@@ -1101,11 +1138,11 @@ class ProgramBuilder:
         fn_type = ir.FunctionType(ir.VoidType(), [S.I32, S.I32, S.I64, S.I64, ty, ptr, S.I64,
                                                   ptr, S.I64, ty, ptr, S.I64])
         gemv_fn = b.bitcast(b.load(self._blas_slot(blas_routine(gemm))), fn_type.as_pointer())
-        matrix, trans, m, n, ld = gemv_arguments(gemm, rows, cols)
+        matrix, trans, m, n, ld, inc = gemv_arguments(gemm, rows, cols)
         mat, vec = (x, a) if matrix else (a, x)
         m, n = (v if isinstance(v, ir.Value) else _i64(v) for v in (m, n))
         b.call(gemv_fn, [_i32(CBLAS_ROW_MAJOR), _i32(trans), m, n, ir.Constant(ty, 1.0), mat,
-                         _i64(ld), vec, _i64(1), ir.Constant(ty, 0.0), c, _i64(1)])
+                         _i64(ld), vec, _i64(inc), ir.Constant(ty, 0.0), c, _i64(1)])
 
     def _gemm_task(self, gemm: tuple) -> ir.Function:
         """``void task(i8** bufs, i64 lo, i64 hi)``: units ``[lo, hi)`` (``gemm_split``) of
@@ -1116,7 +1153,7 @@ class ProgramBuilder:
         name = gemm_task_name(self.prefix, gemm)
         if name in self.ir_module.globals:
             return self.ir_module.globals[name]
-        letter, trans_a, trans_b, m, n, k, lda, ldb, _ = gemm
+        letter, trans_a, trans_b, m, n, k, lda, ldb, _, batches = gemm
         by_rows = gemm_split(gemm)[0]
         per_matrix = -(-(m if by_rows else n) // GEMM_TASK_UNIT)  # (units of one matrix)
         ty = S.F32 if letter == "s" else S.F64
@@ -1147,8 +1184,8 @@ class ProgramBuilder:
         stop = b.mul(b.sub(end, first), _i64(GEMM_TASK_UNIT))
         stop = b.select(b.icmp_signed("<", stop, total), stop, total)
         count = b.sub(stop, start)
-        a = b.gep(base_a, [b.mul(matrix, _i64(m * k))])
-        x = b.gep(base_x, [b.mul(matrix, _i64(k * n))])
+        a, x = (b.gep(base, [offset])
+                for base, offset in zip((base_a, base_x), _matrix_offsets(b, matrix, batches)))
         c = b.gep(base_c, [b.mul(matrix, _i64(m * n))])
         if by_rows:  # rows of A (its columns where it lies transposed) and C
             a = b.gep(a, [b.mul(start, _i64(1 if trans_a else lda))])
@@ -1218,6 +1255,18 @@ class ProgramBuilder:
         r.add_incoming(nxt, b.block)
         b.cbranch(b.icmp_unsigned("<", nxt, _i64(n_runs)), head, done)
         b.position_at_end(done)
+
+
+def _matrix_offsets(b: ir.IRBuilder, matrix: ir.Value, batches: tuple) -> list[ir.Value]:
+    """The offsets (elements) of the lhs and rhs matrices of a ``gemm`` layout's product
+    ``matrix`` (``gemm_layout``'s ``batches``: its index split over the batch dims)."""
+    offsets, rest = [_i64(0), _i64(0)], matrix
+    for j in reversed(range(len(batches))):
+        size, *strides = batches[j]
+        index = rest if j == 0 else b.urem(rest, _i64(size))
+        rest = b.udiv(rest, _i64(size))
+        offsets = [b.add(o, b.mul(index, _i64(s))) for o, s in zip(offsets, strides)]
+    return offsets
 
 
 def _i64(v: int) -> ir.Constant:

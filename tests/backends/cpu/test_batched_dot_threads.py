@@ -47,7 +47,22 @@ def test_attention_shapes_run_native_gemm_tasks_on_threads(monkeypatch):
     assert len(plans) == 1 and plans[0].tasks > 1 and plans[0].threaded
 
 
-def test_batch_dims_not_leading_split_the_batch_and_match_numpy(monkeypatch):
+def test_batch_dims_not_leading_run_native_gemm_tasks_with_numpys_bits(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cpu_exe, "_batch_across_threads", lambda *a: calls.append(a))
+    q, k = _data(256, 32, 64), _data(256, 32, 64)  # (batch dim 1: its rows 32 * 64 apart)
+    dims = (((2,), (2,)), ((1,), (1,)))
+    f = ember.jit(lambda q, k: ember.lax.dot_general(q, k, dims) * 1.5)
+    got = np.asarray(f(q, k))
+    want = np.matmul(q.transpose(1, 0, 2), k.transpose(1, 2, 0)) * np.float32(1.5)
+    np.testing.assert_array_equal(got, want)
+    assert calls == []
+    steps = f.lower(q, k).compile()._executable.executable._steps
+    plans = [s[1] for s in steps if type(s) is tuple and type(s[1]) is cpu_exe._GemmTasks]
+    assert len(plans) == 1 and plans[0].tasks > 1
+
+
+def test_batch_no_gemm_reads_splits_the_batch_and_matches_numpy(monkeypatch):
     calls = []
     real = cpu_exe._batch_across_threads
 
@@ -55,10 +70,10 @@ def test_batch_dims_not_leading_split_the_batch_and_match_numpy(monkeypatch):
         calls.append(lhs.shape)
         real(lhs, rhs, out)
     monkeypatch.setattr(cpu_exe, "_batch_across_threads", spy)
-    q, k = _data(256, 32, 64), _data(256, 32, 64)  # (batch dim 1: not as gemm reads it)
-    dims = (((2,), (2,)), ((1,), (1,)))
+    q, k = _data(256, 64, 32), _data(256, 64, 32)  # (batch dim 2, the minor one: no gemm)
+    dims = (((1,), (1,)), ((2,), (2,)))
     got = np.asarray(ember.jit(lambda q, k: ember.lax.dot_general(q, k, dims) * 1.5)(q, k))
-    want = np.matmul(q.transpose(1, 0, 2), k.transpose(1, 2, 0)) * np.float32(1.5)
+    want = np.matmul(q.transpose(2, 0, 1), k.transpose(2, 1, 0)) * np.float32(1.5)
     np.testing.assert_array_equal(got, want)
     if cpu_exe.threads.pool().size > 1:
         assert calls == [(32, 256, 64)]

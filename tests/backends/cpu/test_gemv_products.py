@@ -79,8 +79,8 @@ def test_large_matvec_is_one_call_on_blas_threads_and_small_one_is_a_task():
     big = _executable(lambda a, v: a @ v, _data(1000, 1000), _data(1000))
     (dot,) = _dots(big)
     assert cpu_exe.whole_gemm(dot.gemm)  # (more than SINGLE_THREAD_GEMV_MAX_PRODUCTS)
-    assert not cpu_exe.whole_gemm(("s", False, False, 1000, 1, 200, 200, 1, 1))
-    assert not cpu_exe.whole_gemm(("s", False, False, 100, 100, 100, 100, 100, 1))  # (gemm)
+    assert not cpu_exe.whole_gemm(("s", False, False, 1000, 1, 200, 200, 1, 1, ()))
+    assert not cpu_exe.whole_gemm(("s", False, False, 100, 100, 100, 100, 100, 1, ()))  # (gemm)
     small = _executable(lambda a, v: a @ v, _data(400, 400), _data(400))
     (dot,) = _dots(small)
     assert not cpu_exe.whole_gemm(dot.gemm) and small.program.native_call == "entry"
@@ -117,18 +117,25 @@ def test_small_products_with_one_row_stay_gemm_calls():
     # (below GEMV_MIN_PRODUCTS, OpenBLAS's small-matrix gemm was the faster call)
     exe = _executable(lambda x, w: jnp.tanh(x @ w) @ w, _data(1, 256), _data(256, 256))
     assert [cpu_exe.blas_routine(d.gemm) for d in _dots(exe)] == ["sgemm", "sgemm"]
-    assert cpu_exe.blas_routine(("s", False, False, 1, 512, 256, 256, 512, 1)) == "sgemv"
+    assert cpu_exe.blas_routine(("s", False, False, 1, 512, 256, 256, 512, 1, ())) == "sgemv"
 
 
 def test_gemv_arguments_place_the_matrix_and_the_shares():
     # one column: the lhs is the matrix, M x N its rows x k (or k x rows transposed)
-    assert cpu_exe.gemv_arguments(("s", False, False, 40, 1, 7, 7, 1, 1), 40, 1) == (
-        0, cpu_exe.CBLAS_NO_TRANS, 40, 7, 7)
-    assert cpu_exe.gemv_arguments(("s", True, False, 40, 1, 7, 40, 1, 1), 16, 1) == (
-        0, cpu_exe.CBLAS_TRANS, 7, 16, 40)
+    assert cpu_exe.gemv_arguments(("s", False, False, 40, 1, 7, 7, 1, 1, ()), 40, 1) == (
+        0, cpu_exe.CBLAS_NO_TRANS, 40, 7, 7, 1)
+    assert cpu_exe.gemv_arguments(("s", True, False, 40, 1, 7, 40, 1, 1, ()), 16, 1) == (
+        0, cpu_exe.CBLAS_TRANS, 7, 16, 40, 1)
     # one row: the rhs is the matrix, read transposed unless it lies transposed
-    assert cpu_exe.gemv_arguments(("d", False, False, 1, 30, 7, 7, 30, 1), 1, 30) == (
-        1, cpu_exe.CBLAS_TRANS, 7, 30, 30)
-    assert cpu_exe.gemv_arguments(("d", False, True, 1, 30, 7, 7, 7, 1), 1, 8) == (
-        1, cpu_exe.CBLAS_NO_TRANS, 8, 7, 7)
-    assert cpu_exe.blas_routine(("s", False, False, 2, 2, 7, 7, 2, 1)) == "sgemm"
+    assert cpu_exe.gemv_arguments(("d", False, False, 1, 30, 7, 7, 30, 1, ()), 1, 30) == (
+        1, cpu_exe.CBLAS_TRANS, 7, 30, 30, 1)
+    assert cpu_exe.gemv_arguments(("d", False, True, 1, 30, 7, 7, 7, 1, ()), 1, 8) == (
+        1, cpu_exe.CBLAS_NO_TRANS, 8, 7, 7, 1)
+    # vectors strided by a batch dim: a column of a matrix, ``ld`` apart
+    assert cpu_exe.gemv_arguments(
+        ("s", True, False, 1, 30, 7, 3, 30, 3, ((3, 1, 210),)), 1, 30) == (
+            1, cpu_exe.CBLAS_TRANS, 7, 30, 30, 3)
+    assert cpu_exe.gemv_arguments(
+        ("s", False, False, 40, 1, 7, 7, 5, 5, ((5, 280, 1),)), 40, 1) == (
+            0, cpu_exe.CBLAS_NO_TRANS, 40, 7, 7, 5)
+    assert cpu_exe.blas_routine(("s", False, False, 2, 2, 7, 7, 2, 1, ())) == "sgemm"

@@ -29,42 +29,66 @@ def _dot(lhs_dims, rhs_dims, lc, rc, dtype=np.float32, lb=(), rb=()):
 
 
 def test_gemm_layout_of_each_transpose():
-    # (letter, trans_a, trans_b, m, n, k, lda, ldb, batch)
+    # (letter, trans_a, trans_b, m, n, k, lda, ldb, batch, batches)
     assert gemm_layout(_dot((3, 5), (5, 7), [1], [0])) == (
-        "s", False, False, 3, 7, 5, 5, 7, 1)
-    assert gemm_layout(_dot((5, 3), (5, 7), [0], [0])) == ("s", True, False, 3, 7, 5, 3, 7, 1)
-    assert gemm_layout(_dot((3, 5), (7, 5), [1], [1])) == ("s", False, True, 3, 7, 5, 5, 5, 1)
+        "s", False, False, 3, 7, 5, 5, 7, 1, ())
+    assert gemm_layout(_dot((5, 3), (5, 7), [0], [0])) == (
+        "s", True, False, 3, 7, 5, 3, 7, 1, ())
+    assert gemm_layout(_dot((3, 5), (7, 5), [1], [1])) == (
+        "s", False, True, 3, 7, 5, 5, 5, 1, ())
     assert gemm_layout(_dot((5, 3), (7, 5), [0], [1], np.float64)) == (
-        "d", True, True, 3, 7, 5, 3, 5, 1)
+        "d", True, True, 3, 7, 5, 3, 5, 1, ())
     # Several free or contracting dims, in memory order: one matrix each.
     assert gemm_layout(_dot((2, 3, 4, 5), (4, 5, 6), [2, 3], [0, 1])) == (
-        "s", False, False, 6, 6, 20, 20, 6, 1)
+        "s", False, False, 6, 6, 20, 20, 6, 1, ())
     # One instruction read twice (``x @ x``): each side keeps its own layout.
     square = _dot((4, 4), (4, 4), [1], [0])
     square.operands[1] = square.operands[0]
-    assert gemm_layout(square) == ("s", False, False, 4, 4, 4, 4, 4, 1)
-    # A vector operand: m = 1.
-    assert gemm_layout(_dot((5,), (5, 7), [0], [0])) == ("s", False, False, 1, 7, 5, 5, 7, 1)
+    assert gemm_layout(square) == ("s", False, False, 4, 4, 4, 4, 4, 1, ())
+    # A vector operand: m = 1; a vector lies contiguous (so ``gemv`` reads it in order).
+    assert gemm_layout(_dot((5,), (5, 7), [0], [0])) == (
+        "s", False, False, 1, 7, 5, 5, 7, 1, ())
+    assert gemm_layout(_dot((3, 5), (5,), [1], [0])) == (
+        "s", False, True, 3, 1, 5, 5, 5, 1, ())
 
 
 def test_gemm_layout_of_leading_batch_dims():
     assert gemm_layout(_dot((2, 3, 5), (2, 5, 7), [2], [1], lb=[0], rb=[0])) == (
-        "s", False, False, 3, 7, 5, 5, 7, 2)
-    # attention's scores: q @ k.T per (batch, head)
+        "s", False, False, 3, 7, 5, 5, 7, 2, ((2, 15, 35),))
+    # attention's scores: q @ k.T per (batch, head): the two batch dims merge
     assert gemm_layout(_dot((4, 8, 16, 6), (4, 8, 9, 6), [3], [3], lb=[0, 1], rb=[0, 1])) == (
-        "s", False, True, 16, 9, 6, 6, 6, 32)
+        "s", False, True, 16, 9, 6, 6, 6, 32, ((32, 96, 54),))
     # a batch of matrix-vector products: n = 1
     assert gemm_layout(_dot((6, 3, 5), (6, 5), [2], [1], lb=[0], rb=[0])) == (
-        "s", False, False, 3, 1, 5, 5, 1, 6)
+        "s", False, True, 3, 1, 5, 5, 5, 6, ((6, 15, 5),))
+
+
+def test_gemm_layout_of_batch_dims_anywhere():
+    # attention's scores on (batch, seq, heads, dim) operands: each (batch, head)'s matrix
+    # has rows 8 * 6 = 48 elements apart
+    assert gemm_layout(_dot((4, 16, 8, 6), (4, 9, 8, 6), [3], [3], lb=[0, 2], rb=[0, 2])) == (
+        "s", False, True, 16, 9, 6, 48, 48, 32, ((4, 768, 432), (8, 6, 6)))
+    # a batch dim between the free and the contracting dims; another order on each side
+    assert gemm_layout(_dot((3, 2, 5), (2, 5, 7), [2], [1], lb=[1], rb=[0])) == (
+        "s", False, False, 3, 7, 5, 10, 7, 2, ((2, 5, 35),))
+    assert gemm_layout(_dot((2, 3, 4, 5), (3, 2, 5, 7), [3], [2], lb=[0, 1],
+                            rb=[1, 0])) == (
+        "s", False, False, 4, 7, 5, 5, 7, 6, ((2, 60, 35), (3, 20, 70)))
+    # size-1 batch dims drop out
+    assert gemm_layout(_dot((1, 2, 3, 5), (1, 2, 5, 7), [3], [2], lb=[0, 1],
+                            rb=[0, 1])) == ("s", False, False, 3, 7, 5, 5, 7, 2, ((2, 15, 35),))
+    # a vector strided by a batch dim: lying "transposed", its elements lda apart
+    assert gemm_layout(_dot((5, 3), (3, 5, 7), [0], [1], lb=[1], rb=[0])) == (
+        "s", True, False, 1, 7, 5, 3, 7, 3, ((3, 1, 35),))
 
 
 def test_gemm_layout_declines_what_one_gemm_cannot_read():
     assert gemm_layout(_dot((4, 5, 6), (6, 5), [2, 1], [0, 1])) is None  # reordered k
     assert gemm_layout(_dot((4, 5, 6), (6, 3), [1], [1])) is None  # k between free dims
-    # batch dims not leading, or not in the same order on both sides
-    assert gemm_layout(_dot((3, 2, 5), (2, 5, 7), [2], [1], lb=[1], rb=[0])) is None
-    assert gemm_layout(_dot((2, 3, 4, 5), (3, 2, 5, 7), [3], [2], lb=[0, 1],
-                            rb=[1, 0])) is None
+    # a batch dim between two contracting dims, or the minor one
+    assert gemm_layout(_dot((5, 2, 6), (2, 5, 6, 3), [0, 2], [1, 2], lb=[1],
+                            rb=[0])) is None
+    assert gemm_layout(_dot((3, 5, 2), (2, 5, 7), [1], [1], lb=[2], rb=[0])) is None
     assert gemm_layout(_dot((3, 5), (5, 7), [1], [0], np.int32)) is None
     assert gemm_layout(_dot((3, 5), (5, 7), [1], [0], np.float16)) is None
     assert gemm_layout(_dot((0, 5), (5, 7), [1], [0])) is None  # empty
@@ -325,7 +349,7 @@ def test_a_matrix_power_in_a_native_loop():
     np.testing.assert_allclose(np.asarray(ember.jit(f)(m)), want, rtol=1e-5, atol=1e-7)
     loops, dots = _native_dots(f, m)
     assert [loop.loop is not None for loop in loops] == [True]
-    assert [d.gemm for d in dots] == [("s", False, False, 48, 48, 48, 48, 48, 1)]
+    assert [d.gemm for d in dots] == [("s", False, False, 48, 48, 48, 48, 48, 1, ())]
 
 
 def test_element_cost_weighs_expensive_ops():
