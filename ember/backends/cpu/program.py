@@ -326,6 +326,35 @@ def gemm_layout(inst: Instruction) -> tuple | None:
             tuple(tuple(b) for b in batches))
 
 
+def _gemm_operand_copies(inst: Instruction) -> tuple | None:
+    """``(dot, copies)``: a float32/64 ``dot_general`` that ``gemm_layout`` cannot read as
+    its operands lie (a transpose folded into it split a matrix's rows, say) as the same
+    product of the operands it cannot read transposed (batch dims, then each matrix's rows
+    and columns), which it can: ``copies`` holds ``(side, transpose)`` for each; None where
+    that does not help (other dtypes, empty products). The free dims keep their order, so
+    the result lies as it did."""
+    if inst.dtype not in _FLOAT32_64 or any(op.dtype != inst.dtype for op in inst.operands):
+        return None
+    attrs, operands, copies = dict(inst.attrs), list(inst.operands), []
+    for side, prefix in enumerate(("lhs", "rhs")):
+        op = operands[side]
+        batch = list(attrs[f"{prefix}_batching_dimensions"])
+        contracting = list(attrs[f"{prefix}_contracting_dimensions"])
+        free = [d for d in range(op.shape.rank) if d not in batch and d not in contracting]
+        rows, cols = (free, contracting) if side == 0 else (contracting, free)
+        if _matrix_layout(op.dims, rows, cols) is not None:
+            continue
+        perm = batch + rows + cols
+        transpose = Instruction("transpose", [op], op.shape.with_dims([op.dims[d] for d in perm]),
+                                {"permutation": tuple(perm)}, name=f"{inst.name}.{prefix}")
+        attrs[f"{prefix}_batching_dimensions"] = tuple(range(len(batch)))
+        attrs[f"{prefix}_contracting_dimensions"] = tuple(perm.index(d) for d in contracting)
+        operands[side] = transpose
+        copies.append((side, transpose))
+    dot = Instruction("dot_general", operands, inst.shape, attrs, name=inst.name)
+    return (dot, copies) if copies and gemm_layout(dot) is not None else None
+
+
 def _strides(dims) -> list[int]:
     """Row-major strides of ``dims``, in elements."""
     strides, step = [], 1
@@ -689,8 +718,8 @@ class ProgramBuilder:
                                                      and s.outputs == [ref])]
         return state, before, after
 
-    def _scratch(self, like: BufferRef) -> BufferRef:
-        """A new arena buffer of ``like``'s dtype and dims."""
+    def _scratch(self, like) -> BufferRef:
+        """A new arena buffer of ``like``'s dtype and dims (a buffer's, or a shape's)."""
         offset = self.arena_end
         nbytes = int(np.prod(like.dims, dtype=np.int64)) * np.dtype(like.dtype).itemsize
         self.arena_end += -(-max(nbytes, 1) // ALIGN) * ALIGN
@@ -788,24 +817,39 @@ class ProgramBuilder:
             out = self._result_refs(inst, assignment, offsets, output_of)
             self.refs[id(inst)] = out
             refs = [r[0] for r in inputs]
-            gemm = None
+            gemm = copied = None
             if all(r.kind != "value" for r in refs + out) \
                     and not any(_overlaps(r, out[0]) for r in refs):
                 gemm = gemm_layout(inst)
+                copied = _gemm_operand_copies(inst) if gemm is None else None
                 # (one product worth several threads (``blas_threads_pay``) is one CBLAS
                 # call on BLAS's threads (``whole_gemm``), in loops too; smaller ones run
                 # on the calling thread. A batch of products runs its matrices as tasks on
                 # the parallel runtime, each on one thread, unless they are large enough
                 # for BLAS's threads: outside loops, those go through NumPy's matmul.)
-                if not self.loop_depth and gemm is not None and gemm[8] > 1 \
-                        and math.prod(gemm[3:6]) > BATCH_SPLIT_MAX_WORK:
-                    gemm = None
+                layout = gemm or (copied and gemm_layout(copied[0]))
+                if not self.loop_depth and layout and layout[8] > 1 \
+                        and math.prod(layout[3:6]) > BATCH_SPLIT_MAX_WORK:
+                    gemm = copied = None
             if self.loop_depth and not (gemm is not None and _lanes_stride_rhs(inst)):
                 # (a kernel whose output lanes would stride through the rhs loses to gemm)
                 fused = _loop_dot_computation(inst)
                 info = self._try_kernel(fused) if fused is not None else None
                 if info is not None:
                     return KernelStep(info, refs, out)
+            if copied is not None:  # (each copy a transpose kernel into a scratch buffer)
+                dot, copies = copied
+                infos = [self._try_kernel(_single_op_computation(t)) for _, t in copies]
+                if None not in infos:
+                    steps = []
+                    for (side, transpose), info in zip(copies, infos):
+                        scratch = self._scratch(transpose.shape)
+                        steps.append(KernelStep(info, [refs[side]], [scratch]))
+                        refs[side] = scratch
+                    inst, gemm = dot, gemm_layout(dot)
+                    if not whole_gemm(gemm):
+                        self._gemm_task(gemm)
+                    return steps + [DotStep(inst, refs, out[0], gemm)]
             if gemm is not None and not whole_gemm(gemm):
                 self._gemm_task(gemm)  # (also run from Python where the loop steps)
             return DotStep(inst, refs, out[0], gemm)

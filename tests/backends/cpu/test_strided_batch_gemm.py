@@ -148,3 +148,41 @@ def test_strided_batches_in_a_native_loop():
         want = np.tanh(np.einsum("bnts,bsnh->btnh", s, k64))
     got = np.asarray(ember.jit(loop)(q))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
+
+
+def _plan_kinds(steps):
+    return [type(s).__name__ for s in steps]
+
+
+def test_operands_no_gemm_reads_are_copied_for_it():
+    # attention's output projection with the heads' transpose folded into the product:
+    # its rows (b, t) and its sum (n, h) are each split by the other's dims
+    o, w = _data(4, 4, 128, 64), _data(4, 64, 256)
+    dims = (((1, 3), (0, 1)), ((), ()))
+    exe = _check(o, w, dims, 256)
+    assert _plan_kinds(exe.program.steps) == ["KernelPlan", "DotPlan"]
+    (dot,) = _dots(exe)
+    assert dot.gemm[3:6] == (512, 256, 256) and dot.inputs[0].kind == "temp"
+    # both operands copied (each has its minor dim among its batch dims), in float64
+    with ember.enable_x64():
+        a, b = _data(6, 40, 3, dtype=np.float64), _data(40, 50, 3, dtype=np.float64)
+        exe = _check(a, b, (((1,), (0,)), ((2,), (2,))), 40)
+        assert _plan_kinds(exe.program.steps) == ["KernelPlan", "KernelPlan", "DotPlan"]
+
+
+def test_copied_operands_keep_a_loop_native():
+    o, w = _data(2, 4, 16, 64) * 0.5, _data(4, 64, 256) * 0.1
+
+    def body(i, o):  # (k = 256: more than a loop's dot kernel sums)
+        y = jnp.einsum("bnth,nhd->btd", o, w)
+        return jnp.tanh(y.reshape(2, 16, 4, 64).transpose(0, 2, 1, 3) + 0.5)
+
+    loop = lambda o: lax.fori_loop(0, 6, body, o)  # noqa: E731
+    exe = cpu_executable(loop, o)
+    (whiles,) = [s for s in exe.program.steps if type(s) is cpu_exe.WhilePlan]
+    assert whiles.loop is not None and len(_dots(exe)) == 1
+    want, w64 = o.astype(np.float64), w.astype(np.float64)
+    for _ in range(6):
+        y = np.einsum("bnth,nhd->btd", want, w64)
+        want = np.tanh(y.reshape(2, 16, 4, 64).transpose(0, 2, 1, 3) + 0.5)
+    np.testing.assert_allclose(np.asarray(ember.jit(loop)(o)), want, rtol=0, atol=1e-4)
