@@ -1168,8 +1168,8 @@ class CpuExecutable:
 
 
 # A batched dot whose matrices have at most BATCH_SPLIT_MAX_WORK products each runs them as
-# native ``gemm`` tasks on the parallel runtime where its operands lie as ``gemm`` reads them
-# (``program.gemm_layout``). Otherwise one of at least a thread's worth of matrices and
+# native ``gemm`` tasks on the parallel runtime (``program.gemm_layout``), but where an
+# operand is a library call's result. Otherwise one of at least a thread's worth of matrices and
 # BATCH_SPLIT_MIN_WORK products in all runs its matrices on ember's Python-side
 # threads, one single-threaded BLAS call each (``_batch_across_threads``), instead of one
 # ``matmul`` whose BLAS threads split every small product and busy-wait in between: 32

@@ -5,9 +5,11 @@ Every instruction of the entry computation becomes a *step*:
 - ``KernelStep``: a fusion (or a lone shape op, reduce, gather, dynamic slice or update,
   single-operand scatter, ``reduce_window``, ``ember.top_k`` custom call or a custom call of
   ``select_and_scatter_add``) compiled to a native kernel;
-- ``DotStep``: ``dot_general`` through BLAS: a product whose operands lie as CBLAS ``gemm``
-  reads them calls it from native code (``gemm_layout``), others go through NumPy's
-  ``matmul``;
+- ``DotStep``: ``dot_general`` through BLAS: a float product calls CBLAS ``gemm`` from
+  native code on its operands as they lie (``gemm_layout``: batch dims anywhere, each
+  matrix's rows a stride apart), or on copies of those it cannot read so, made by a
+  transpose kernel (``_gemm_operand_copies``); others (other dtypes, operands a library
+  call made) go through NumPy's ``matmul``;
 - ``LibraryStep`` (the library thunk): everything without a kernel — sort, scatters of
   several operands or with batching dims, custom calls, and fusions whose
   ops have no native code (complex ``exp``, ``lgamma``, ...) — run by the NumPy evaluator,

@@ -1,7 +1,7 @@
 """Batched dots of many small matrices (attention's scores and values) run their matrices on
 threads, one single-threaded BLAS call each, rather than one ``matmul`` whose BLAS threads
-split every small product: native ``gemm`` tasks on the parallel runtime where the batch lies
-as ``gemm`` reads it, else ember's Python-side threads
+split every small product: native ``gemm`` tasks on the parallel runtime, or ember's
+Python-side threads where an operand is a library call's result
 (``executable._batch_across_threads``). The products must be the very same bits as NumPy's
 ``matmul`` of the batch."""
 
