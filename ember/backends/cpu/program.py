@@ -293,7 +293,7 @@ def gemm_layout(inst: Instruction) -> tuple | None:
     anywhere: ``batches`` holds ``(size, lhs_stride, rhs_stride)`` per batch dim, outer
     to inner, merged where they can be (empty for one matrix), so that matrix ``i`` of the
     result (its batch dims lead) reads the operands' matrices at those strides
-    (``gemm_offsets``)."""
+    (``_matrix_offsets``)."""
     a = inst.attrs
     lhs, rhs = inst.operands
     if inst.dtype not in _FLOAT32_64 or lhs.dtype != inst.dtype or rhs.dtype != inst.dtype:
