@@ -35,7 +35,7 @@ import numpy as np
 from ember import _threads as threads
 from ember._blas_threads import blas_paths, blas_stall_guard, one_blas_thread
 from ember._tiled_copy import copy_tiled
-from ember.backends.cpu import buffer_pool, parallel_runtime
+from ember.backends.cpu import buffer_pool, parallel_runtime, small_linalg_kernel
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, gemm_operand, simple_reduce
 from ember.compiler.evaluator import (
     CUSTOM_CALL_TARGETS,
@@ -364,7 +364,7 @@ class RunPlan(_Record):
 
     __slots__ = ("steps", "constants", "constant_names", "n_params", "outputs",
                  "output_shapes", "arena_bytes", "has_entry", "n_values", "entry_name",
-                 "max_work", "native_call", "segments")
+                 "max_work", "native_call", "segments", "routines")
 
     steps: tuple
     constants: tuple
@@ -379,6 +379,7 @@ class RunPlan(_Record):
     max_work: int
     native_call: str | None
     segments: tuple
+    routines: tuple
 
     @staticmethod
     def of(program) -> RunPlan:
@@ -389,7 +390,7 @@ class RunPlan(_Record):
                        tuple((tuple(d), np.dtype(t)) for d, t in program.output_shapes),
                        program.arena_bytes, program.has_entry, program.n_values,
                        program.entry_name, program.max_work, program.native_call,
-                       tuple(program.segments))
+                       tuple(program.segments), tuple(program.routines))
 
 
 class _CanonicalDtypePickler(pickle.Pickler):
@@ -561,6 +562,7 @@ class CpuExecutable:
         self._const_ptrs = [_ffi.cast("char*", lib.global_address(n))
                             for n in program.constant_names]
         gemm = _bind_gemm(program, lib)
+        _bind_routines(program, lib)
         # (native ``gemm`` tasks run BLAS on their own threads, ``one_blas_thread``: held
         # around the entry's call, a native loop's, or a Python-stepped dot's tasks)
         self._blas_tasks = gemm and native_products(program.steps)
@@ -1406,6 +1408,31 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
             continue
         _ffi.cast("void**", address)[0] = _ffi.cast("void*", blas_address(routine))
     return True
+
+
+def routine_global(prefix: str, routine: tuple) -> str:
+    """The name of the global of a program's native code (symbols starting ``prefix``)
+    holding the address of the small-matrix ``routine`` (``linalg_steps``): (kernel, dtype
+    name, side)."""
+    kernel, dtype, side = routine
+    return f"{prefix}_routine_{kernel}_{dtype}_{side}"
+
+
+def _bind_routines(plan: RunPlan, lib) -> None:
+    """Stores the addresses of the small-matrix routines the kernels of ``plan`` call
+    (``small_linalg_kernel.kernel``: compiled once per machine, then loaded from the disk
+    cache) into its globals (``routine_global``)."""
+    prefix = plan.entry_name.removesuffix("_entry")
+    for routine in plan.routines:
+        kernel, dtype, side = routine
+        fn = small_linalg_kernel.kernel(kernel, np.dtype(dtype), side)
+        if fn is None:  # (it was made when the program was: only a broken cache lacks it)
+            raise RuntimeError(f"no native small-matrix routine {routine}")
+        try:
+            address = lib.global_address(routine_global(prefix, routine))
+        except ValueError:  # (no kernel of this code calls it)
+            continue
+        _ffi.cast("void**", address)[0] = _ffi.cast("void*", fn)
 
 
 def _flatten(value) -> list:

@@ -913,6 +913,7 @@ class KernelBuilder:
         self.scatter_phase = scatter_phase
         self.short_rows = short_rows  # (may take ``short_rows.ShortRowKernel``)
         self.short_row_kernel = False  # (whether it did)
+        self.routines: list[tuple] = []  # small-matrix routines it calls (``linalg_steps``)
         self.name = name
         self.fused = fused
         self.module_consts = module_consts
@@ -947,6 +948,7 @@ class KernelBuilder:
         # (Once each: a variadic reduce is an output per leaf.)
         reduces = list({id(inst): inst for inst, _ in self.outputs
                         if inst.opcode == "reduce"}.values())
+        from ember.backends.cpu.linalg_steps import LinalgKernel, is_native_linalg
         from ember.backends.cpu.row_kernel import RowKernel, row_kernel_space
         from ember.backends.cpu.short_dots import ShortDotKernel, short_dot_lanes
         from ember.backends.cpu.short_rows import (
@@ -976,6 +978,8 @@ class KernelBuilder:
             info = self._build_scan(self.fused.root, lo, hi)
         elif window_kernel.is_scatter_call(self.fused.root):
             info = window_kernel.ScatterSelectedKernel(self, self.fused.root).build(lo, hi)
+        elif is_native_linalg(self.fused.root):
+            info = LinalgKernel(self, self.fused.root).build(lo, hi)
         elif (self.fused.root.opcode == "custom_call"
               and not window_kernel.is_window_call(self.fused.root)):  # (top_k)
             from ember.backends.cpu.topk_kernel import TopKKernel

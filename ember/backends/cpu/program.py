@@ -77,6 +77,7 @@ from ember.backends.cpu.kernel_gen import (
     KernelInfo,
     is_small_dot,
 )
+from ember.backends.cpu.linalg_steps import is_native_linalg
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.backends.cpu.topk_kernel import is_native_top_k
 from ember.backends.cpu.window_kernel import is_window_call
@@ -487,6 +488,9 @@ class Program:
     # In a program stepped from Python, runs of native steps that one native call runs:
     # ``(first, end, function)`` over ``steps`` (``ProgramBuilder._emit_segments``).
     segments: tuple = ()
+    # The small-matrix routines its kernels call (``linalg_steps``): (kernel, dtype name,
+    # side), whose addresses the executable stores in the code's globals.
+    routines: tuple = ()
 
     @property
     def max_work(self) -> int:
@@ -505,6 +509,7 @@ class ProgramBuilder:
         # results as the looped row kernel, bit for bit: faster code, slower to compile).
         self.short_rows = short_rows
         self.short_row_kernels = 0
+        self.routines: set[tuple] = set()  # (``Program.routines``)
         self.entry = module.entry
         self.ir_module = ir.Module(name="ember")
         self.consts = ConstantPool(self.ir_module, prefix)
@@ -546,7 +551,7 @@ class ProgramBuilder:
         return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
                        len(comp.parameters), outputs, output_shapes, self.arena_end,
                        has_entry, self.n_values, self.entry_name, self.short_row_kernels,
-                       kind, segments)
+                       kind, segments, tuple(sorted(self.routines)))
 
     def _emit_segments(self, steps) -> tuple:
         """The segments of a program stepped from Python (one with a library call, say):
@@ -800,7 +805,7 @@ class ProgramBuilder:
                                        and (not inst.shape.is_tuple
                                             or inst.opcode == "reduce_window")
                                        and _has_kernel(inst)) \
-                or is_native_top_k(inst) or is_window_call(inst):
+                or is_native_top_k(inst) or is_window_call(inst) or is_native_linalg(inst):
             fused = inst.calls[0] if inst.opcode == "fusion" else _single_op_computation(inst)
             phases = [None]
             if (fused.root.opcode == "scatter"
@@ -876,6 +881,7 @@ class ProgramBuilder:
                                short_rows=self.short_rows, scatter_phase=scatter_phase)
             info = kb.build()
             self.short_row_kernels += kb.short_row_kernel
+            self.routines.update(kb.routines)
             return info
         except UnsupportedOp:
             self.ir_module.globals.pop(name, None)

@@ -1,0 +1,167 @@
+"""Small LU and Cholesky factorizations and left-side triangular solves are kernels of the
+program (``linalg_steps``), not library calls: against LAPACK's results (the eager
+primitives) and float64 NumPy, with NaN, singular and indefinite matrices; a loop holding
+them runs natively."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+import ember.scipy.linalg
+from ember import lax
+from ember.backends.cpu import executable as cpu_exe
+from tests.backends.cpu.helpers import cpu_executable
+
+rng = np.random.default_rng(17)
+
+
+def _kinds(exe):
+    return [type(s).__name__ for s in cpu_exe.nested_steps(exe.program.steps)]
+
+
+def _lu(x):
+    return lax.linalg.lu(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch,n", [((), 1), ((), 3), ((), 16), ((3,), 8), ((2, 5), 4),
+                                     ((20,), 12), ((40,), 4)])  # (the last: 16 lanes)
+def test_lu_kernel_matches_lapack(batch, n, dtype):
+    x = rng.standard_normal(batch + (n, n)).astype(dtype)
+    with ember.enable_x64(dtype == np.float64):
+        exe = cpu_executable(_lu, x)
+        assert "LibraryPlan" not in _kinds(exe)
+        got = [np.asarray(v) for v in ember.jit(_lu)(x)]
+        want = [np.asarray(v) for v in _lu(x)]  # (eager: LAPACK, or the batched library)
+    np.testing.assert_array_equal(got[1], want[1])  # pivots
+    np.testing.assert_array_equal(got[2], want[2])  # permutation
+    tol = 50 * np.finfo(dtype).eps * n
+    np.testing.assert_allclose(got[0], want[0], rtol=tol, atol=tol)
+    # P A = L U, in float64
+    lower = np.tril(got[0].astype(np.float64), -1) + np.eye(n)
+    upper = np.triu(got[0].astype(np.float64))
+    flat = x.reshape((-1, n, n)).astype(np.float64)
+    for k, perm in enumerate(got[2].reshape((-1, n))):
+        np.testing.assert_allclose((lower.reshape((-1, n, n))[k] @ upper.reshape((-1, n, n))[k]),
+                                   flat[k][perm], rtol=0, atol=tol * 10)
+
+
+def test_lu_of_singular_matrices_follows_lapack():
+    singular = np.array([[0, 1, 2], [0, 3, 4], [0, 5, 6]], np.float32)  # (a zero pivot)
+    for x in (singular, np.zeros((4, 4), np.float32), np.ones((5, 5), np.float32)):
+        got = [np.asarray(v) for v in ember.jit(_lu)(x)]
+        want = [np.asarray(v) for v in _lu(x)]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_a_matrix_with_nans_solves_to_nans():
+    # (its pivots are the batched kernels' (the first NaN of a column), which OpenBLAS's
+    # vectorized search need not pick: either way the solution is all NaN)
+    x = np.array([[1, 2, 3], [np.nan, 1, 1], [5, np.nan, 2]], np.float32)
+    b = np.ones((3, 2), np.float32)
+    assert np.isnan(np.asarray(ember.jit(jnp.linalg.solve)(x, b))).all()
+    assert np.isnan(np.asarray(jnp.linalg.solve(x, b))).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("lower,transpose_a,unit", list(itertools.product([True, False],
+                                                                          repeat=3)))
+def test_left_triangular_solves_match_numpy(lower, transpose_a, unit, dtype):
+    n, cols = 7, 3
+    a = (rng.standard_normal((2, n, n)) + 4 * np.eye(n)).astype(dtype)
+    b = rng.standard_normal((2, n, cols)).astype(dtype)
+
+    def solve(a, b):
+        return lax.linalg.triangular_solve(a, b, left_side=True, lower=lower,
+                                           transpose_a=transpose_a, unit_diagonal=unit)
+    with ember.enable_x64(dtype == np.float64):
+        exe = cpu_executable(solve, a, b)
+        assert "LibraryPlan" not in _kinds(exe)
+        got = np.asarray(ember.jit(solve)(a, b))
+    t = (np.tril(a) if lower else np.triu(a)).astype(np.float64)
+    if unit:  # (the diagonal is not read)
+        t[:, np.arange(n), np.arange(n)] = 1
+    if transpose_a:
+        t = np.swapaxes(t, -1, -2)
+    want = np.linalg.solve(t, b.astype(np.float64))
+    tol = 100 * np.finfo(dtype).eps
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_solve_and_inverse_through_the_kernels():
+    a = (rng.standard_normal((16, 16)) + 8 * np.eye(16)).astype(np.float32)
+    b = rng.standard_normal((16, 5)).astype(np.float32)
+    exe = cpu_executable(jnp.linalg.solve, a, b)
+    assert "LibraryPlan" not in _kinds(exe) and exe.program.native_call is not None
+    want = np.linalg.solve(a.astype(np.float64), b)
+    np.testing.assert_allclose(np.asarray(ember.jit(jnp.linalg.solve)(a, b)), want,
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(ember.jit(jnp.linalg.inv)(a)),
+                               np.linalg.inv(a.astype(np.float64)), rtol=1e-4, atol=1e-5)
+    # a batch large enough for threads: the same results as one thread computes
+    a = (rng.standard_normal((300, 16, 16)) + 8 * np.eye(16)).astype(np.float32)
+    b = rng.standard_normal((300, 16, 16)).astype(np.float32)
+    got = np.asarray(ember.jit(jnp.linalg.solve)(a, b))
+    np.testing.assert_allclose(got, np.linalg.solve(a.astype(np.float64), b),
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_kernel(dtype):
+    m = rng.standard_normal((3, 9, 9))
+    x = (m @ np.swapaxes(m, -1, -2) + 9 * np.eye(9)).astype(dtype)
+    x[1, 0, 0] = -1.0  # (not positive definite: a lower triangle of NaN)
+    chol = lambda x: lax.linalg.cholesky(x, symmetrize_input=False)  # noqa: E731
+    with ember.enable_x64(dtype == np.float64):
+        exe = cpu_executable(chol, x)
+        assert "LibraryPlan" not in _kinds(exe)
+        got = np.asarray(ember.jit(chol)(x))
+        want = np.asarray(chol(x))
+    tol = 100 * np.finfo(dtype).eps
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert np.isnan(got[1][np.tril_indices(9)]).all()
+    for k in (0, 2):
+        np.testing.assert_allclose(np.tril(got[k]).astype(np.float64),
+                                   np.linalg.cholesky(x[k].astype(np.float64)),
+                                   rtol=tol, atol=tol * 10)
+    b = rng.standard_normal((9, 2)).astype(dtype)
+    f = lambda a, b: ember.scipy.linalg.cho_solve(ember.scipy.linalg.cho_factor(a), b)  # noqa: E731
+    with ember.enable_x64(dtype == np.float64):
+        assert "LibraryPlan" not in _kinds(cpu_executable(f, x[0], b))
+        got = np.asarray(ember.jit(f)(x[0], b))
+    np.testing.assert_allclose(got, np.linalg.solve(x[0].astype(np.float64), b),
+                               rtol=tol * 10, atol=tol * 10)
+
+
+def test_newton_iterations_run_as_a_native_loop():
+    def residual(m, x):
+        return m.tanh(x) + x ** 3 - 0.5
+
+    def newton(x0):
+        return lax.fori_loop(0, 6, lambda i, x: x - jnp.linalg.solve(
+            ember.jacfwd(lambda x: residual(jnp, x))(x), residual(jnp, x)), x0)
+
+    x0 = (rng.standard_normal(16) * 0.1).astype(np.float32)
+    exe = cpu_executable(newton, x0)
+    (loop,) = [s for s in exe.program.steps if type(s) is cpu_exe.WhilePlan]
+    assert loop.loop is not None and "LibraryPlan" not in _kinds(exe)
+    x = x0.astype(np.float64)
+    for _ in range(6):
+        jac = np.diag(1 - np.tanh(x) ** 2 + 3 * x ** 2)
+        x = x - np.linalg.solve(jac, residual(np, x))
+    np.testing.assert_allclose(np.asarray(ember.jit(newton)(x0)), x, rtol=1e-5, atol=1e-6)
+
+
+def test_what_keeps_the_library():
+    a, b = rng.standard_normal((5, 5)).astype(np.float32), \
+        rng.standard_normal((3, 5)).astype(np.float32)
+    right = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=False)  # noqa: E731
+    assert "LibraryPlan" in _kinds(cpu_executable(right, a, b))
+    big = rng.standard_normal((17, 17)).astype(np.float32)
+    assert "LibraryPlan" in _kinds(cpu_executable(_lu, big))
+    complex_ = (a + 1j * a).astype(np.complex64)
+    assert "LibraryPlan" in _kinds(cpu_executable(_lu, complex_))
