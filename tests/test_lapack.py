@@ -97,8 +97,11 @@ def test_lu_matches_jax_bit_for_bit_pivots(jax64, dtype, shape):
     for g, w in zip(got[1:], want[1:]):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
         assert np.asarray(g).dtype == np.int32
-    # jit gives eager's bits
-    for g, j in zip(got, ember.jit(el.lu)(x)):
+    # jit gives eager's pivots, and its factors to rounding (a small matrix is a kernel of
+    # the program there, ``backends/cpu/linalg_steps.py``, not a LAPACK call)
+    jitted = ember.jit(el.lu)(x)
+    _close(jitted[0], got[0], dtype)
+    for g, j in zip(got[1:], jitted[1:]):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(j))
 
 

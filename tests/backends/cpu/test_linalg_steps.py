@@ -4,6 +4,10 @@ primitives) and float64 NumPy, with NaN, singular and indefinite matrices; a loo
 them runs natively."""
 
 import itertools
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -165,3 +169,27 @@ def test_what_keeps_the_library():
     assert "LibraryPlan" in _kinds(cpu_executable(_lu, big))
     complex_ = (a + 1j * a).astype(np.complex64)
     assert "LibraryPlan" in _kinds(cpu_executable(_lu, complex_))
+
+
+SOLVE_PROGRAM = """
+import json, numpy as np, ember, ember.numpy as jnp
+from ember.backends import get_backend
+a = np.eye(6, dtype=np.float32) * 4 + np.tri(6, k=-1, dtype=np.float32)
+out = ember.jit(lambda a, b: jnp.linalg.solve(a, b) * 2.0)(a, np.arange(6, dtype=np.float32))
+get_backend("cpu").wait_for_background()
+print(json.dumps({"value": np.asarray(out).tolist(), "stats": get_backend("cpu").stats}))
+"""
+
+
+def test_a_second_process_binds_the_routines_of_cached_code(tmp_path):
+    def run():
+        env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
+        out = subprocess.run([sys.executable, "-c", SOLVE_PROGRAM], env=env, check=True,
+                             capture_output=True, text=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    first, second = run(), run()
+    assert second["stats"]["disk_hits"] >= 1 and second["stats"]["compiled"] == 0
+    a = np.eye(6) * 4 + np.tri(6, k=-1)
+    want = np.linalg.solve(a, np.arange(6.0)) * 2
+    np.testing.assert_allclose(second["value"], want, rtol=1e-5)
+    assert second["value"] == first["value"]
