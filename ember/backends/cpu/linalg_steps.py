@@ -47,8 +47,8 @@ _I8P = ir.IntType(8).as_pointer()
 
 
 def is_native_linalg(inst: Instruction) -> bool:
-    """Whether a lone ``inst`` is an LU factorization or a left-side triangular solve of
-    small real matrices that a program kernel computes (the module docstring)."""
+    """Whether a lone ``inst`` is an LU or Cholesky factorization or a left-side triangular
+    solve of small real matrices that a program kernel computes (the module docstring)."""
     if inst.opcode != "custom_call" or not inst.operands:
         return False
     target = inst.attrs.get("call_target_name")
@@ -60,15 +60,17 @@ def is_native_linalg(inst: Instruction) -> bool:
         return False
     if target == LU_TARGET:
         leaves = inst.shape.leaves() if inst.shape.is_tuple else ()
-        return len(inst.operands) == 1 and len(leaves) == 3
+        indices = a.dims[:-1]  # (the pivots and the permutation: int32, n per matrix)
+        return len(inst.operands) == 1 and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
+            [(a.dtype, a.dims), (np.dtype(np.int32), indices), (np.dtype(np.int32), indices)]
     if target == CHOLESKY_TARGET:
         return len(inst.operands) == 1 and not inst.shape.is_tuple
     if target == SOLVE_TARGET:
         if len(inst.operands) != 2 or not inst.attrs.get("left_side"):
             return False
         b = inst.operands[1]
-        return b.dtype == a.dtype and b.dims[:-2] == a.dims[:-2] and b.dims[-2] == n \
-            and b.shape.size > 0
+        return b.dtype == a.dtype and b.shape.rank == a.shape.rank and \
+            b.dims[:-2] == a.dims[:-2] and b.dims[-2] == n and b.shape.size > 0
     return False
 
 
