@@ -79,3 +79,12 @@ def replanned(exe, **fields):
     plan = {f: getattr(exe.program, f) for f in cpu_exe.RunPlan.__slots__}
     plan.update(fields)
     return cpu_exe.CpuExecutable(cpu_exe.RunPlan(**plan), exe._lib)
+
+
+def native_dots(exe) -> list:
+    """The products of an executable's plan (nested ones included) with native ``gemm``
+    code (a ``gemm`` layout)."""
+    from ember.backends.cpu import executable as cpu_exe
+
+    return [s for s in cpu_exe.nested_steps(exe.program.steps)
+            if type(s) is cpu_exe.DotPlan and s.gemm is not None]

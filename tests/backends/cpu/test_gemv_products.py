@@ -12,7 +12,7 @@ import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
 from tests.backends.cpu.helpers import cpu_executable as _executable
-from tests.backends.cpu.helpers import replanned
+from tests.backends.cpu.helpers import native_dots, replanned
 
 rng = np.random.default_rng(23)
 
@@ -24,11 +24,6 @@ def _no_stall_holds(monkeypatch):
 
 def _data(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
-
-
-def _dots(exe):
-    return [s for s in cpu_exe.nested_steps(exe.program.steps)
-            if type(s) is cpu_exe.DotPlan and s.gemm is not None]
 
 
 def _stepped_from_python(exe):
@@ -63,7 +58,7 @@ def test_one_row_or_column_products_call_gemv(name, f, shapes, m, k, dtype):
     args = [_data(*s, dtype=dtype) for s in shapes(m, k)]
     with ember.enable_x64(dtype == np.float64):
         exe = _executable(f, *args)
-        (dot,) = _dots(exe)
+        (dot,) = native_dots(exe)
         assert cpu_exe.blas_routine(dot.gemm) == ("s" if dtype == np.float32 else "d") + "gemv"
         want = f(*(a.astype(np.float64) for a in args))
         native = np.asarray(ember.jit(f)(*args))
@@ -77,19 +72,19 @@ def test_one_row_or_column_products_call_gemv(name, f, shapes, m, k, dtype):
 
 def test_large_matvec_is_one_call_on_blas_threads_and_small_one_is_a_task():
     big = _executable(lambda a, v: a @ v, _data(1000, 1000), _data(1000))
-    (dot,) = _dots(big)
+    (dot,) = native_dots(big)
     assert cpu_exe.whole_gemm(dot.gemm)  # (more than SINGLE_THREAD_GEMV_MAX_PRODUCTS)
     assert not cpu_exe.whole_gemm(("s", False, False, 1000, 1, 200, 200, 1, 1, ()))
     assert not cpu_exe.whole_gemm(("s", False, False, 100, 100, 100, 100, 100, 1, ()))  # (gemm)
     small = _executable(lambda a, v: a @ v, _data(400, 400), _data(400))
-    (dot,) = _dots(small)
+    (dot,) = native_dots(small)
     assert not cpu_exe.whole_gemm(dot.gemm) and small.program.native_call == "entry"
 
 
 def test_batched_matvecs():
     a, v = _data(8, 1000, 256), _data(8, 256)
     f = lambda a, v: jnp.einsum("bij,bj->bi", a, v)  # noqa: E731
-    (dot,) = _dots(_executable(f, a, v))
+    (dot,) = native_dots(_executable(f, a, v))
     assert dot.gemm[8] == 8 and cpu_exe.blas_routine(dot.gemm) == "sgemv"
     _close(ember.jit(f)(a, v), np.einsum("bij,bj->bi", a.astype(np.float64), v), 256)
 
@@ -106,7 +101,7 @@ def test_matvecs_in_native_loops(side, n, k):
     wj = jnp.asarray(w)
     loop = lambda h: lax.fori_loop(0, 5, lambda i, h: step(jnp, h, wj), h)  # noqa: E731
     exe = _executable(loop, h0)
-    assert any(cpu_exe.blas_routine(d.gemm) == "sgemv" for d in _dots(exe))
+    assert any(cpu_exe.blas_routine(d.gemm) == "sgemv" for d in native_dots(exe))
     h = h0.astype(np.float64)
     for _ in range(5):
         h = step(np, h, w.astype(np.float64))
@@ -116,7 +111,7 @@ def test_matvecs_in_native_loops(side, n, k):
 def test_small_products_with_one_row_stay_gemm_calls():
     # (below GEMV_MIN_PRODUCTS, OpenBLAS's small-matrix gemm was the faster call)
     exe = _executable(lambda x, w: jnp.tanh(x @ w) @ w, _data(1, 256), _data(256, 256))
-    assert [cpu_exe.blas_routine(d.gemm) for d in _dots(exe)] == ["sgemm", "sgemm"]
+    assert [cpu_exe.blas_routine(d.gemm) for d in native_dots(exe)] == ["sgemm", "sgemm"]
     assert cpu_exe.blas_routine(("s", False, False, 1, 512, 256, 256, 512, 1, ())) == "sgemv"
 
 

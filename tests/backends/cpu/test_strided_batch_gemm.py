@@ -13,7 +13,7 @@ import ember
 import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
-from tests.backends.cpu.helpers import cpu_executable, replanned
+from tests.backends.cpu.helpers import cpu_executable, native_dots, replanned
 
 rng = np.random.default_rng(41)
 
@@ -25,11 +25,6 @@ def _no_stall_holds(monkeypatch):
 
 def _data(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
-
-
-def _dots(exe):
-    return [s for s in cpu_exe.nested_steps(exe.program.steps)
-            if type(s) is cpu_exe.DotPlan and s.gemm is not None]
 
 
 def _einsum_reference(lhs, rhs, dims):
@@ -92,7 +87,7 @@ def test_random_dimension_layouts_match_numpy():
     for _ in range(100):
         (lhs, rhs), dims, k = _random_dot(r)
         exe = _check(lhs, rhs, dims, k)
-        native += bool(_dots(exe))
+        native += bool(native_dots(exe))
     # (the rest lie as no gemm reads them, through NumPy, or are small: kernels)
     assert native >= 12
 
@@ -103,19 +98,19 @@ def test_attention_on_seq_major_operands_calls_gemm_where_they_lie(dtype):
     with ember.enable_x64(dtype == np.float64):
         scores = (((3,), (3,)), ((0, 2), (0, 2)))  # "btnh,bsnh->bnts"
         exe = _check(q, k, scores, 32)
-        (dot,) = _dots(exe)
+        (dot,) = native_dots(exe)
         assert dot.gemm[6:] == (4 * 32, 4 * 32, 8, ((2, 64 * 4 * 32, 64 * 4 * 32),
                                                     (4, 32, 32)))
         p = _data(2, 4, 64, 64, dtype=dtype)
         values = (((3,), (1,)), ((0, 1), (0, 2)))  # "bnts,bsnh->bnth"
-        (dot,) = _dots(_check(p, v, values, 64))
+        (dot,) = native_dots(_check(p, v, values, 64))
         assert dot.gemm[7] == 4 * 32
 
 
 def test_threaded_tasks_of_strided_batches():
     q, k = _data(4, 256, 8, 64), _data(4, 256, 8, 64)
     exe = _check(q, k, (((3,), (3,)), ((0, 2), (0, 2))), 64)
-    (dot,) = _dots(exe)
+    (dot,) = native_dots(exe)
     assert cpu_exe.gemm_split(dot.gemm)[2] > 1
 
 
@@ -123,11 +118,11 @@ def test_strided_vectors_call_gemv():
     # a vector strided by a batch dim (its elements 3 apart), times a batch of matrices
     v, a = _data(512, 3), _data(3, 512, 300)
     exe = _check(v, a, (((0,), (1,)), ((1,), (0,))), 512)
-    (dot,) = _dots(exe)
+    (dot,) = native_dots(exe)
     assert cpu_exe.blas_routine(dot.gemm) == "sgemv" and dot.gemm[1]  # (trans_a)
     # a batch of matrices times strided vectors
     a, w = _data(3, 300, 512), _data(512, 3)
-    (dot,) = _dots(_check(a, w, (((2,), (0,)), ((0,), (1,))), 512))
+    (dot,) = native_dots(_check(a, w, (((2,), (0,)), ((0,), (1,))), 512))
     assert cpu_exe.blas_routine(dot.gemm) == "sgemv"
 
 
@@ -140,7 +135,7 @@ def test_strided_batches_in_a_native_loop():
 
     loop = lambda q: lax.fori_loop(0, 4, body, q)  # noqa: E731
     exe = cpu_executable(loop, q)
-    assert len(_dots(exe)) == 2
+    assert len(native_dots(exe)) == 2
     want = q.astype(np.float64)
     k64 = k.astype(np.float64)
     for _ in range(4):
@@ -161,7 +156,7 @@ def test_operands_no_gemm_reads_are_copied_for_it():
     dims = (((1, 3), (0, 1)), ((), ()))
     exe = _check(o, w, dims, 256)
     assert _plan_kinds(exe.program.steps) == ["KernelPlan", "DotPlan"]
-    (dot,) = _dots(exe)
+    (dot,) = native_dots(exe)
     assert dot.gemm[3:6] == (512, 256, 256) and dot.inputs[0].kind == "temp"
     # both operands copied (each has its minor dim among its batch dims), in float64
     with ember.enable_x64():
@@ -180,7 +175,7 @@ def test_copied_operands_keep_a_loop_native():
     loop = lambda o: lax.fori_loop(0, 6, body, o)  # noqa: E731
     exe = cpu_executable(loop, o)
     (whiles,) = [s for s in exe.program.steps if type(s) is cpu_exe.WhilePlan]
-    assert whiles.loop is not None and len(_dots(exe)) == 1
+    assert whiles.loop is not None and len(native_dots(exe)) == 1
     want, w64 = o.astype(np.float64), w.astype(np.float64)
     for _ in range(6):
         y = np.einsum("bnth,nhd->btd", want, w64)
