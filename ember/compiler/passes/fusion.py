@@ -793,7 +793,8 @@ def _cone_cost(inst: Instruction, limit: int) -> int:
     each counted once, up to the first sum past ``limit``. A scatter's fusion pulls in its
     index's producers only when all of them fit its limit: a part of them would leave the
     rest a fusion writing every value that part reads (``histogram``'s binary search, cut
-    in its middle, wrote 12 arrays of its elements' size; 7.5 ms, 1.6 split at its index).
+    in its middle, wrote 12 arrays of its elements' size: 1e6 values into 50 bins took
+    9.5 ms, 1.6 split at the index).
     (Its updates' producers are pulled in as far as they fit: an embedding gradient's
     last few products cost nothing more in the scatter's kernel, ~5% more outside it.)"""
     total, seen, stack = 0, set(), [inst]
