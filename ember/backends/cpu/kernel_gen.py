@@ -173,6 +173,19 @@ def _is_identity(opcode: str, inst: Instruction) -> bool:
         REDUCE_UFUNCS[opcode], np.asarray(inst.attrs["value"]))
 
 
+def address_slot(module: ir.Module, name: str) -> ir.GlobalVariable:
+    """The ``i8*`` global ``name`` of ``module`` (made at the first request) holding the
+    address of a function outside the code, which the executable stores when it loads the
+    code: a BLAS routine (``executable._bind_gemm``), a small-matrix routine
+    (``executable._bind_routines``)."""
+    slot = module.globals.get(name)
+    if slot is None:
+        slot = ir.GlobalVariable(module, I8P, name)
+        slot.initializer = ir.Constant(I8P, None)  # (external: LLVM may not fold it)
+        slot.align = 8
+    return slot
+
+
 def _strides(dims) -> list[int]:
     out, s = [], 1
     for d in reversed(dims):

@@ -34,7 +34,7 @@ from llvmlite import ir
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu import small_linalg_kernel
 from ember.backends.cpu.executable import routine_global
-from ember.backends.cpu.kernel_gen import KernelInfo, _c
+from ember.backends.cpu.kernel_gen import I8P, KernelInfo, _c, address_slot
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
 from ember.compiler.hlo import Instruction
 
@@ -43,7 +43,6 @@ SOLVE_TARGET = "ember.linalg.triangular_solve"
 CHOLESKY_TARGET = "ember.linalg.cholesky"
 MAX_DIM = small_linalg_kernel.MAX_DIM
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_I8P = ir.IntType(8).as_pointer()
 
 
 def is_native_linalg(inst: Instruction) -> bool:
@@ -113,35 +112,30 @@ class LinalgKernel:
             raise UnsupportedOp(f"no native {kernel} routine")  # (the library thunk runs it)
         self.kb.routines.append(routine)
         prefix = self.kb.name.rsplit("_kernel_", 1)[0]  # (``ProgramBuilder._try_kernel``)
-        module, name = self.kb.module, routine_global(prefix, routine)
-        slot = module.globals.get(name)
-        if slot is None:
-            slot = ir.GlobalVariable(module, _I8P, name)
-            slot.initializer = ir.Constant(_I8P, None)  # (external: LLVM may not fold it)
-            slot.align = 8
-        fn_type = ir.FunctionType(ir.VoidType(), [_I8P.as_pointer(), I64, I64])
+        slot = address_slot(self.kb.module, routine_global(prefix, routine))
+        fn_type = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I64, I64])
         return self.b.bitcast(self.b.load(slot), fn_type.as_pointer())
 
     def _buffers(self, pointers: list, dims: list) -> ir.Value:
         """An ``i8**`` of ``pointers`` and then of the int64 ``dims`` (the routine's last
         buffer), on the stack."""
         b, loops = self.b, self.kb.loops
-        table = loops.alloca(ir.ArrayType(_I8P, len(pointers) + 1))
+        table = loops.alloca(ir.ArrayType(I8P, len(pointers) + 1))
         sizes = loops.alloca(ir.ArrayType(I64, 4))
         for k, v in enumerate(dims + [0] * (4 - len(dims))):
             b.store(v if isinstance(v, ir.Value) else _c(v), b.gep(sizes, [_c(0), _c(k)]))
         for k, p in enumerate([*pointers, sizes]):
-            b.store(b.bitcast(p, _I8P), b.gep(table, [_c(0), _c(k)]))
-        return b.bitcast(table, _I8P.as_pointer())
+            b.store(b.bitcast(p, I8P), b.gep(table, [_c(0), _c(k)]))
+        return b.bitcast(table, I8P.as_pointer())
 
     def _copy(self, dst, src, lo, hi, per_item: int) -> None:
         """Copies work items ``[lo, hi)`` of ``per_item`` elements from ``src`` to ``dst``."""
         b = self.b
-        memcpy = self.kb.module.declare_intrinsic("llvm.memcpy", [_I8P, _I8P, I64])
+        memcpy = self.kb.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
         start = b.mul(lo, _c(per_item))
         nbytes = b.mul(b.sub(hi, lo), _c(per_item * self.dtype.itemsize))
-        b.call(memcpy, [b.bitcast(b.gep(dst, [start], inbounds=True), _I8P),
-                        b.bitcast(b.gep(src, [start], inbounds=True), _I8P), nbytes,
+        b.call(memcpy, [b.bitcast(b.gep(dst, [start], inbounds=True), I8P),
+                        b.bitcast(b.gep(src, [start], inbounds=True), I8P), nbytes,
                         ir.Constant(ir.IntType(1), 0)])
 
     def _lu(self, x, outs, lo, hi) -> None:
@@ -173,7 +167,7 @@ class LinalgKernel:
             square = kb.loops.alloca(ir.ArrayType(self.fty, n * n))
             t = b.bitcast(square, self.fty.as_pointer())
             buffers = self._buffers([t, x], dims)
-            slots = b.bitcast(buffers, _I8P.as_pointer())
+            slots = b.bitcast(buffers, I8P.as_pointer())
 
             def matrix(e):
                 base = b.mul(e, _c(n * n))
@@ -184,6 +178,6 @@ class LinalgKernel:
                     b.store(b.load(src), b.gep(t, [q], inbounds=True))
                 kb.loops.loop(_c(0), _c(n * n), entry, name="transpose", unroll=False)
                 column = b.gep(x, [b.mul(e, _c(n * cols))], inbounds=True)
-                b.store(b.bitcast(column, _I8P), b.gep(slots, [_c(1)]))
+                b.store(b.bitcast(column, I8P), b.gep(slots, [_c(1)]))
                 b.call(solve, [buffers, _c(0), _c(1)])
             kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)

@@ -75,6 +75,8 @@ from ember.backends.cpu.kernel_gen import (
     SMALL_DOT_K,
     KernelBuilder,
     KernelInfo,
+    _strides,
+    address_slot,
     is_small_dot,
 )
 from ember.backends.cpu.linalg_steps import is_native_linalg
@@ -356,15 +358,6 @@ def _gemm_operand_copies(inst: Instruction) -> tuple | None:
         copies.append((side, transpose))
     dot = Instruction("dot_general", operands, inst.shape, attrs, name=inst.name)
     return (dot, copies) if copies and gemm_layout(dot) is not None else None
-
-
-def _strides(dims) -> list[int]:
-    """Row-major strides of ``dims``, in elements."""
-    strides, step = [], 1
-    for d in reversed(dims):
-        strides.append(step)
-        step *= d
-    return strides[::-1]
 
 
 def _matrix_layout(dims, rows: list, cols: list) -> tuple[bool, int] | None:
@@ -1127,13 +1120,7 @@ class ProgramBuilder:
     def _blas_slot(self, routine: str) -> ir.GlobalVariable:
         """The global holding the address of CBLAS ``routine``, which the executable sets
         when it loads the code (``executable._bind_gemm``)."""
-        name = blas_global(self.prefix, routine)
-        slot = self.ir_module.globals.get(name)
-        if slot is None:
-            slot = ir.GlobalVariable(self.ir_module, I8P, name)
-            slot.initializer = ir.Constant(I8P, None)  # (external: LLVM may not fold it)
-            slot.align = 8
-        return slot
+        return address_slot(self.ir_module, blas_global(self.prefix, routine))
 
     def _gemm_buffers(self, b: ir.IRBuilder, step: DotStep, pointer) -> ir.Value:
         """``i8**`` of ``step``'s lhs, rhs and output (a ``gemm`` task's ``bufs``)."""
