@@ -65,6 +65,7 @@ from ember.compiler.hlo import (
     Computation,
     Instruction,
 )
+from ember.compiler.passes.fusion import cone_cost
 
 I8P = S.I8.as_pointer()
 I8PP = I8P.as_pointer()
@@ -111,6 +112,10 @@ ARG_TINY_ROW_MAX = 8
 # (``KernelBuilder._arg_vector_row``; (1e6, 16) float32: 17 -> 1.7 ms, (1e6, 64): 22 -> 6.7);
 # longer rows take two vectorized passes.
 ARG_VECTOR_ROW_MAX = 64
+# Values costing more than this (``fusion.cone_cost``) are computed into a row on the stack
+# first, by a loop, rather than unrolled once per element: ``categorical``'s Gumbel noise
+# over 40 logits (a threefry hash each) was 10k instructions, 0.45 s to compile.
+ARG_UNROLL_MAX_COST = 8
 # A column reduction with fewer work items than this (kept positions times column blocks:
 # (4096, 1024).sum(0) has one) splits its reduced rows across calls instead, each call
 # writing partial results that the executable combines, when its reducers allow that.
@@ -1497,7 +1502,7 @@ class KernelBuilder:
         if n <= ARG_TINY_ROW_MAX:
             m, w = self._arg_tiny_row(values, kind, n, at)
         elif _arg_vector_row_fits(in_dims, dim):
-            m, w = self._arg_vector_row(values, kind, n, at)
+            m, w = self._arg_vector_row(self._row_loader(values, n, at), vdt, kind, n)
         else:
             m, w = self._arg_two_passes(values, kind, n, at, v0)
         index = S.convert(b, w, np.dtype(np.int64), idt)
@@ -1540,14 +1545,28 @@ class KernelBuilder:
         w = b.load(first)  # (< n: the extreme is an element's value or the init's, a tie)
         return self._emitter().emit(values, at(w)), w
 
-    def _arg_vector_row(self, values, kind, n, at):
+    def _row_loader(self, values, n, at):
+        """``load(j)``: the element ``j`` (an i64 value or constant) of a row of ``n``
+        ``values`` (``at(j)`` its index). Values costing more than ARG_UNROLL_MAX_COST are
+        computed once into a row on the stack by a loop and loaded from there."""
+        b = self.b
+        if cone_cost(values, ARG_UNROLL_MAX_COST) <= ARG_UNROLL_MAX_COST:
+            return lambda j: self._emitter().emit(values, at(j))
+        row = self.loops.alloca(ir.ArrayType(S.value_type(values.dtype), n), name="arg_row")
+
+        def fill(j):
+            b.store(self._emitter().emit(values, at(j)), b.gep(row, [_c(0), j]))
+        self.loops.loop(_c(0), _c(n), fill, name="argrow")
+        return lambda j: b.load(b.gep(row, [_c(0), j]))
+
+    def _arg_vector_row(self, load, vdt, kind, n):
         """(extreme, its first position as i64) of a contiguous row of a few dozen elements
-        held in one vector (LLVM turns the row's element loads into vector loads): a tree of
-        compare-and-selects for the extreme, then the first set bit of the mask of lanes
-        equal to it, or of the NaN lanes when there are any. Lanes past the row's end repeat
-        its first element, which changes neither."""
-        b, vdt = self.b, values.dtype
-        xs = [self._emitter().emit(values, at(_c(j))) for j in range(n)]
+        (``load(j)`` the element at ``j``) held in one vector (LLVM turns the row's element
+        loads into vector loads): a tree of compare-and-selects for the extreme, then the
+        first set bit of the mask of lanes equal to it, or of the NaN lanes when there are
+        any. Lanes past the row's end repeat its first element, which changes neither."""
+        b = self.b
+        xs = [load(_c(j)) for j in range(n)]
         lanes = 1 << (n - 1).bit_length()
         vec = ir.Constant(ir.VectorType(xs[0].type, lanes), ir.Undefined)
         for j in range(lanes):
@@ -1581,7 +1600,7 @@ class KernelBuilder:
             hits = b.bitcast(b.icmp_signed("==", vec, splat), bits)
         w = b.cttz(hits, ir.Constant(ir.IntType(1), 1))
         w = b.zext(w, I64) if lanes < 64 else w
-        return self._emitter().emit(values, at(w)), w
+        return load(w), w
 
     def _arg_tiny_row(self, values, kind, n, at):
         """(extreme, its first position as i64) of a row of a few elements in one unrolled

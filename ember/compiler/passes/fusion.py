@@ -60,7 +60,7 @@ concatenate computes every operand's element at each index and picks one.
 
 A ``scatter`` of one operand is the root and only output of its fusion, with producers of its
 operands worth at most ``MAX_SCATTER_FUSION_COST`` (its kernel is serial), and those of its
-index only when all of them fit (``_cone_cost``).
+index only when all of them fit (``cone_cost``).
 
 Never fused: ``dot_general``, other ``scatter``\\s, ``sort``, ``while``, ``case``, ``call``,
 ``custom_call``, ``dynamic_update_slice``, tuples, parameters and non-scalar constants.
@@ -340,7 +340,7 @@ class _ComputationFuser:
                 self.kept_apart.add(id(op))
                 continue
             if g.scatter and inst.opcode == "scatter" and op is inst.operands[1] and \
-                    _cone_cost(op, MAX_SCATTER_FUSION_COST) > MAX_SCATTER_FUSION_COST:
+                    cone_cost(op, MAX_SCATTER_FUSION_COST) > MAX_SCATTER_FUSION_COST:
                 continue  # (a loop fusion computes the index, threaded, into one buffer)
             self._try_fuse(op, g, depth, reused)
 
@@ -788,7 +788,7 @@ def _code_cost(inst: Instruction) -> int:
     return EXPENSIVE_CODE_COST if inst.opcode in EXPENSIVE_ELEMENTWISE else 1
 
 
-def _cone_cost(inst: Instruction, limit: int) -> int:
+def cone_cost(inst: Instruction, limit: int) -> int:
     """The ``_code_cost`` of ``inst`` and of the loop-fusible producers it is computed from,
     each counted once, up to the first sum past ``limit``. A scatter's fusion pulls in its
     index's producers only when all of them fit its limit: a part of them would leave the

@@ -200,7 +200,7 @@ def test_vector_rows_find_the_first_extreme_as_numpy(n, monkeypatch):
     original = kernel_gen.KernelBuilder._arg_vector_row
 
     def spy(self, *args):
-        built.append(args[2])
+        built.append(args[3])
         return original(self, *args)
     monkeypatch.setattr(kernel_gen.KernelBuilder, "_arg_vector_row", spy)
     f = ember.jit(lambda a: (jnp.argmax(a, axis=1), jnp.argmin(a, axis=1),
@@ -214,6 +214,62 @@ def test_vector_rows_find_the_first_extreme_as_numpy(n, monkeypatch):
     np.testing.assert_array_equal(np.asarray(amax), numpy_arg(rows, np.argmax))
     np.testing.assert_array_equal(np.asarray(amin), numpy_arg(rows, np.argmin))
     np.testing.assert_array_equal(np.asarray(fused), numpy_arg(rows * 2 - 1, np.argmax))
+
+
+def row_hash(a):
+    """A costly integer function of each element (a few dozen ops, as a random number
+    generator's hash), exact in NumPy and in ember."""
+    for k in range(4):
+        a = a * np.uint32(2654435761) + np.uint32(k)
+        a = a ^ (a >> np.uint32(13))
+    return a
+
+
+def staged_rows(monkeypatch):
+    """Spies on ``KernelBuilder._row_loader``: the list it fills with whether each row was
+    computed into a row on the stack."""
+    staged = []
+    original = kernel_gen.KernelBuilder._row_loader
+
+    def spy(self, *args):
+        load = original(self, *args)
+        staged.append(any(i.name.startswith("arg_row")
+                          for i in self.loops.entry_block.instructions))
+        return load
+    monkeypatch.setattr(kernel_gen.KernelBuilder, "_row_loader", spy)
+    return staged
+
+
+@pytest.mark.parametrize("n", [9, 40, 64])
+def test_costly_row_values_are_computed_once_into_a_stack_row(n, monkeypatch):
+    x = np.random.default_rng(n).integers(0, 2**32, (50, n), dtype=np.uint32)
+    x[3] = x[3, 0]  # (a row of one value: the first position wins)
+    staged = staged_rows(monkeypatch)
+    amax = ember.jit(lambda a: jnp.argmax(row_hash(a), axis=1), backend="cpu")(x)
+    amin = ember.jit(lambda a: jnp.argmin(row_hash(a), axis=1), backend="cpu")(x)
+    cheap = ember.jit(lambda a: jnp.argmax(a + 1, axis=1), backend="cpu")(x)
+    assert staged == [True, True, False]
+    h = row_hash(x)
+    np.testing.assert_array_equal(np.asarray(amax), np.argmax(h, axis=1))
+    np.testing.assert_array_equal(np.asarray(amin), np.argmin(h, axis=1))
+    np.testing.assert_array_equal(np.asarray(cheap), np.argmax(x + 1, axis=1))
+
+
+def test_staged_and_unrolled_float_rows_agree_bit_for_bit(monkeypatch):
+    rows = planted_rows(40).astype(np.float32)
+
+    def f(a, pick):
+        return pick(jnp.exp(jnp.sin(a) * 3.0) + jnp.tanh(a) * jnp.log1p(jnp.abs(a)), axis=1)
+    staged = staged_rows(monkeypatch)
+    got = [ember.jit(f, static_argnums=1, backend="cpu")(rows, pick)
+           for pick in (jnp.argmax, jnp.argmin)]
+    monkeypatch.setattr(kernel_gen, "ARG_UNROLL_MAX_COST", 10**9)
+    unrolled = [ember.jit(lambda a, pick: f(a + 0.0, pick), static_argnums=1,  # (new programs)
+                          backend="cpu")(rows, pick) for pick in (jnp.argmax, jnp.argmin)]
+    assert staged == [True, True, False, False]
+    for g, u in zip(got, unrolled):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(u))
+    assert int(got[0][2]) == 20  # (the row's first NaN)
 
 
 def test_jitted_argmax_and_argmin_match_numpy():
