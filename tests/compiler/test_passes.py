@@ -303,6 +303,32 @@ def test_cse_merges_identical_computations_then_their_callers():
     """)
 
 
+def test_computation_fingerprints_ignore_names_and_see_values_and_callees():
+    from ember.compiler.passes.cse import computation_fingerprint
+    m = Module("m")
+
+    def scaled_sum(scale, body_op="add", dims=(2, 3)):
+        body = Builder(m, m.new_name("body"))
+        p0, p1 = body.parameter(0, shape(F32)), body.parameter(1, shape(F32))
+        body = body.build(body.op(body_op, p0, p1))
+        b = Builder(m, m.new_name("fused"))
+        x = b.parameter(0, shape(F32, *dims))
+        y = b.op("multiply", x, bcast(b, scale, F32, dims))
+        return b.build(b.op("reduce", y, b.constant(F32(0)), dimensions=(1,), calls=[body]))
+
+    first = computation_fingerprint(scaled_sum(2.0))
+    assert computation_fingerprint(scaled_sum(2.0)) == first  # (other names, bodies)
+    reordered = scaled_sum(2.0)  # (another topological listing: the constants first)
+    reordered.instructions.sort(key=lambda i: i.opcode not in ("constant", "broadcast_in_dim"))
+    assert reordered.instructions[0].opcode == "constant"
+    assert computation_fingerprint(reordered) == first
+    assert computation_fingerprint(scaled_sum(3.0)) != first  # a constant's value
+    assert computation_fingerprint(scaled_sum(2.0, "maximum")) != first  # the callee
+    assert computation_fingerprint(scaled_sum(2.0, dims=(2, 4))) != first  # shapes
+    assert computation_fingerprint(scaled_sum(-0.0)) != computation_fingerprint(
+        scaled_sum(0.0))
+
+
 def test_cse_keeps_parameters_side_effects_and_different_attrs():
     register_custom_call_target("test_passes.identity", lambda v, **attrs: v)
     m, b = new()

@@ -92,6 +92,7 @@ from ember.compiler.hlo import (
     Instruction,
     Module,
 )
+from ember.compiler.passes.cse import computation_fingerprint
 
 ALIGN = 64
 # Ops that get a kernel of their own when they stand alone in the entry computation.
@@ -509,6 +510,12 @@ class ProgramBuilder:
         self.refs: dict[int, list[BufferRef]] = {}  # id(inst) -> leaf refs
         self.n_values = 0
         self.kernel_count = 0
+        # Kernels by what they compute (``cse.computation_fingerprint``, the scatter
+        # phase): a fusion computing what another one does runs that one's kernel on its
+        # own buffers (an optimizer's update of same-shaped parameters, the two gamma
+        # samplers of ``beta``: one function compiled instead of several).
+        self.kernels: dict[tuple, KernelInfo] = {}
+        self.fingerprints: dict[int, tuple] = {}
         self.loop_count = 0
         self.whole_loops: set[str] = set()  # (loops with a product on BLAS's threads)
         self.loop_depth = 0  # how many while loops enclose the computation being planned
@@ -867,6 +874,9 @@ class ProgramBuilder:
 
     def _try_kernel(self, fused: Computation, scatter_phase: str | None = None
                     ) -> KernelInfo | None:
+        key = (computation_fingerprint(fused, self.fingerprints), scatter_phase)
+        if key in self.kernels:
+            return self.kernels[key]
         name = f"{self.prefix}_kernel_{self.kernel_count}"
         self.kernel_count += 1
         try:
@@ -875,10 +885,11 @@ class ProgramBuilder:
             info = kb.build()
             self.short_row_kernels += kb.short_row_kernel
             self.routines.update(kb.routines)
-            return info
         except UnsupportedOp:
             self.ir_module.globals.pop(name, None)
-            return None
+            info = None
+        self.kernels[key] = info
+        return info
 
     # ------------------------------------------------------------------ entry
 

@@ -60,16 +60,54 @@ def _mergeable(inst: Instruction, effectful: frozenset[int]) -> bool:
 
 
 def _computation_key(comp: Computation, comp_ids: dict[int, int],
-                     effectful: frozenset[int]) -> tuple | None:
-    """A structural fingerprint of ``comp`` (names ignored); None if it has side effects."""
+                     effectful: frozenset[int], order: list | None = None) -> tuple | None:
+    """A structural fingerprint of ``comp`` (names ignored) with its instructions taken in
+    ``order`` (default: as listed); None if it has side effects."""
     if id(comp) in effectful:
         return None
     ids: dict[int, int] = {}
     keys = []
-    for n, inst in enumerate(comp.instructions):
+    for n, inst in enumerate(comp.instructions if order is None else order):
         ids[id(inst)] = n
         keys.append(_instruction_key(inst, ids, comp_ids))
     return (tuple(keys), ids[id(comp.root)])
+
+
+def computation_fingerprint(comp: Computation,
+                            memo: dict[int, tuple] | None = None) -> tuple:
+    """A structural fingerprint of ``comp`` and the computations it calls (names and the
+    order instructions are listed in ignored, constants by value): equal fingerprints
+    compute the same thing from the same parameter shapes. ``memo`` (id of a computation ->
+    its fingerprint) may be shared between calls."""
+    memo = {} if memo is None else memo
+    key = memo.get(id(comp))
+    if key is None:
+        callees = {id(c): computation_fingerprint(c, memo)
+                   for inst in comp.instructions for c in inst.calls}
+        key = memo[id(comp)] = _computation_key(comp, callees, frozenset(),
+                                                _canonical_order(comp))
+    return key
+
+
+def _canonical_order(comp: Computation) -> list[Instruction]:
+    """``comp``'s instructions in the post-order of a walk from its root through operands in
+    order, then the parameters it does not reach by number: the same for any listing."""
+    order: list[Instruction] = []
+    seen: set[int] = set()
+    stack = [(comp.root, False)]
+    while stack:
+        inst, expanded = stack.pop()
+        if expanded:
+            order.append(inst)
+            continue
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        stack.append((inst, True))
+        stack.extend((op, False) for op in reversed(inst.operands) if id(op) not in seen)
+    rest = [i for i in comp.instructions if id(i) not in seen]
+    return order + sorted(rest, key=lambda i: (i.opcode != "parameter",
+                                               i.attrs.get("index", 0)))
 
 
 def merge_identical_computations(module: Module) -> bool:
