@@ -1246,16 +1246,35 @@ def simplify_instruction(module: Module, inst: Instruction,
 
 class _UseCounter:
     """Counts an instruction's users in a computation being rewritten in one pass, seeing
-    through the replacements made so far (later instructions still name the replaced ones)."""
+    through the replacements made so far (later instructions still name the replaced ones).
+    The counts are kept up to date as replacements are recorded: a count is a lookup (a
+    scan of the computation per question made the pass quadratic: ~0.1 s of an 8-layer
+    MLP's training step)."""
 
     def __init__(self, comp: Computation):
-        self.comp = comp
         self.replaced: dict[int, Instruction] = {}
-        self.emitted: list[Instruction] = []
+        # id -> the operand slots (and the root's) that name it, seen through replacements
+        self.counts: dict[int, int] = {id(comp.root): 1}
+        for inst in comp.instructions:
+            self._add_slots(inst, 1)
+
+    def _add_slots(self, user: Instruction, step: int) -> None:
+        counts = self.counts
+        for op in user.operands:
+            k = id(self.resolve(op))
+            counts[k] = counts.get(k, 0) + step
 
     def record(self, old: Instruction, emitted: list[Instruction], new: Instruction) -> None:
+        """``old`` (an instruction of the computation) is replaced by ``new``, after
+        ``emitted``: its own operand slots go, the emitted ones' come, and its users are
+        ``new``'s now."""
+        self._add_slots(old, -1)
+        for inst in emitted:
+            self._add_slots(inst, 1)
+        moved = self.counts.pop(id(old), 0)
         self.replaced[id(old)] = new
-        self.emitted.extend(emitted)
+        k = id(self.resolve(new))
+        self.counts[k] = self.counts.get(k, 0) + moved
 
     def resolve(self, inst: Instruction) -> Instruction:
         while id(inst) in self.replaced:
@@ -1263,11 +1282,7 @@ class _UseCounter:
         return inst
 
     def __call__(self, target: Instruction) -> int:
-        live = [i for i in self.comp.instructions if id(i) not in self.replaced]
-        count = int(self.resolve(self.comp.root) is target)
-        for user in live + self.emitted:
-            count += sum(self.resolve(op) is target for op in user.operands)
-        return count
+        return self.counts.get(id(target), 0)
 
 
 def simplify_computation(module: Module, comp: Computation) -> bool:
