@@ -32,7 +32,9 @@ def _lu(x):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("batch,n", [((), 1), ((), 3), ((), 16), ((3,), 8), ((2, 5), 4),
-                                     ((20,), 12), ((40,), 4)])  # (the last: 16 lanes)
+                                     ((20,), 12), ((40,), 4),  # (16 lanes)
+                                     # past small_linalg_kernel.MAX_DIM: run-time sides
+                                     ((), 17), ((2,), 40), ((), 64)])
 def test_lu_kernel_matches_lapack(batch, n, dtype):
     x = rng.standard_normal(batch + (n, n)).astype(dtype)
     with ember.enable_x64(dtype == np.float64):
@@ -74,9 +76,10 @@ def test_a_matrix_with_nans_solves_to_nans():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("lower,transpose_a,unit", list(itertools.product([True, False],
                                                                           repeat=3)))
-def test_left_triangular_solves_match_numpy(lower, transpose_a, unit, dtype):
-    n, cols = 7, 3
-    a = (rng.standard_normal((2, n, n)) + 4 * np.eye(n)).astype(dtype)
+@pytest.mark.parametrize("n", [7, 50])
+def test_left_triangular_solves_match_numpy(lower, transpose_a, unit, dtype, n):
+    cols = 3  # (off the diagonal ~1/sqrt(n): unit triangles of 50 stay well conditioned)
+    a = (rng.standard_normal((2, n, n)) * (2.6 / np.sqrt(n)) + 4 * np.eye(n)).astype(dtype)
     b = rng.standard_normal((2, n, cols)).astype(dtype)
 
     def solve(a, b):
@@ -92,7 +95,7 @@ def test_left_triangular_solves_match_numpy(lower, transpose_a, unit, dtype):
     if transpose_a:
         t = np.swapaxes(t, -1, -2)
     want = np.linalg.solve(t, b.astype(np.float64))
-    tol = 100 * np.finfo(dtype).eps
+    tol = 100 * np.finfo(dtype).eps * (n // 7)
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
@@ -115,9 +118,10 @@ def test_solve_and_inverse_through_the_kernels():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_cholesky_kernel(dtype):
-    m = rng.standard_normal((3, 9, 9))
-    x = (m @ np.swapaxes(m, -1, -2) + 9 * np.eye(9)).astype(dtype)
+@pytest.mark.parametrize("n", [9, 40])
+def test_cholesky_kernel(dtype, n):
+    m = rng.standard_normal((3, n, n))
+    x = (m @ np.swapaxes(m, -1, -2) + n * np.eye(n)).astype(dtype)
     x[1, 0, 0] = -1.0  # (not positive definite: a lower triangle of NaN)
     chol = lambda x: lax.linalg.cholesky(x, symmetrize_input=False)  # noqa: E731
     with ember.enable_x64(dtype == np.float64):
@@ -125,14 +129,14 @@ def test_cholesky_kernel(dtype):
         assert "LibraryPlan" not in _kinds(exe)
         got = np.asarray(ember.jit(chol)(x))
         want = np.asarray(chol(x))
-    tol = 100 * np.finfo(dtype).eps
+    tol = 100 * np.finfo(dtype).eps * (1 + n // 10)
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
-    assert np.isnan(got[1][np.tril_indices(9)]).all()
+    assert np.isnan(got[1][np.tril_indices(n)]).all()
     for k in (0, 2):
         np.testing.assert_allclose(np.tril(got[k]).astype(np.float64),
                                    np.linalg.cholesky(x[k].astype(np.float64)),
                                    rtol=tol, atol=tol * 10)
-    b = rng.standard_normal((9, 2)).astype(dtype)
+    b = rng.standard_normal((n, 2)).astype(dtype)
     f = lambda a, b: ember.scipy.linalg.cho_solve(ember.scipy.linalg.cho_factor(a), b)  # noqa: E731
     with ember.enable_x64(dtype == np.float64):
         assert "LibraryPlan" not in _kinds(cpu_executable(f, x[0], b))
@@ -141,7 +145,8 @@ def test_cholesky_kernel(dtype):
                                rtol=tol * 10, atol=tol * 10)
 
 
-def test_newton_iterations_run_as_a_native_loop():
+@pytest.mark.parametrize("n", [16, 48])
+def test_newton_iterations_run_as_a_native_loop(n):
     def residual(m, x):
         return m.tanh(x) + x ** 3 - 0.5
 
@@ -149,7 +154,7 @@ def test_newton_iterations_run_as_a_native_loop():
         return lax.fori_loop(0, 6, lambda i, x: x - jnp.linalg.solve(
             ember.jacfwd(lambda x: residual(jnp, x))(x), residual(jnp, x)), x0)
 
-    x0 = (rng.standard_normal(16) * 0.1).astype(np.float32)
+    x0 = (rng.standard_normal(n) * 0.1).astype(np.float32)
     exe = cpu_executable(newton, x0)
     (loop,) = [s for s in exe.program.steps if type(s) is cpu_exe.WhilePlan]
     assert loop.loop is not None and "LibraryPlan" not in _kinds(exe)
@@ -165,8 +170,13 @@ def test_what_keeps_the_library():
         rng.standard_normal((3, 5)).astype(np.float32)
     right = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=False)  # noqa: E731
     assert "LibraryPlan" in _kinds(cpu_executable(right, a, b))
-    big = rng.standard_normal((17, 17)).astype(np.float32)
+    big = rng.standard_normal((65, 65)).astype(np.float32)  # (past linalg_steps.MAX_DIM)
     assert "LibraryPlan" in _kinds(cpu_executable(_lu, big))
+    # (a solve of 64 by 64 columns: LAPACK's blocked trsm is faster, MAX_SOLVE_WORK)
+    left = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True)  # noqa: E731
+    a64 = rng.standard_normal((64, 64)).astype(np.float32)
+    assert "LibraryPlan" in _kinds(cpu_executable(left, a64, a64))
+    assert "LibraryPlan" not in _kinds(cpu_executable(left, a64, a64[:, :16]))
     complex_ = (a + 1j * a).astype(np.complex64)
     assert "LibraryPlan" in _kinds(cpu_executable(_lu, complex_))
 

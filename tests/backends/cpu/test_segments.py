@@ -50,8 +50,8 @@ def _reads(step) -> list:
 
 
 def _expm_like(a):
-    # kernels, then LU and two triangular solves (library calls), then more kernels and a
-    # squaring loop
+    # kernels, then LU and two triangular solves (library calls past linalg_steps.MAX_DIM:
+    # sides of 65 on), then more kernels and a squaring loop
     n = a.shape[0]
     norm = jnp.abs(a).sum(0).max()
     p = jnp.eye(n) * 2.0 + a + 0.5 * (a @ a)
@@ -62,7 +62,7 @@ def _expm_like(a):
 
 
 def test_runs_of_native_steps_become_segments_with_the_same_bits():
-    a = (rng.standard_normal((64, 64)) / 8).astype(np.float32)
+    a = (rng.standard_normal((72, 72)) / 8).astype(np.float32)
     exe = _executable(_expm_like, a)
     plan = exe.program
     assert plan.segments and _segments(exe)
@@ -74,8 +74,8 @@ def test_runs_of_native_steps_become_segments_with_the_same_bits():
     got = _check_same_bits(exe, a)
     # against NumPy in float64
     a64 = a.astype(np.float64)
-    p = np.eye(64) * 2 + a64 + 0.5 * a64 @ a64
-    q = np.eye(64) * 2 - a64 + 0.5 * a64 @ a64
+    p = np.eye(72) * 2 + a64 + 0.5 * a64 @ a64
+    q = np.eye(72) * 2 - a64 + 0.5 * a64 @ a64
     r = np.linalg.solve(q, p)
     for _ in range(3):
         r = r @ r * 0.5
@@ -104,7 +104,7 @@ def test_segment_with_a_product_on_blas_threads():
 
 
 def test_without_the_parallel_runtime_segments_step_from_python(monkeypatch):
-    a = (rng.standard_normal((32, 32)) / 8).astype(np.float32)
+    a = (rng.standard_normal((72, 72)) / 8).astype(np.float32)
     exe = _executable(_expm_like, a)
     assert _segments(exe)
     with_runtime = exe.execute([a])
@@ -116,7 +116,7 @@ def test_without_the_parallel_runtime_segments_step_from_python(monkeypatch):
 
 def test_segments_after_a_library_call_that_replaced_an_output():
     # the LU's factors are an output (set by the library call) and read by later kernels
-    a = (rng.standard_normal((48, 48)) + np.eye(48) * 8).astype(np.float32)
+    a = (rng.standard_normal((72, 72)) + np.eye(72) * 8).astype(np.float32)
 
     def f(a):
         lu, piv, perm = lax.linalg.lu(jnp.tanh(a) * 2.0 + a)
@@ -136,8 +136,8 @@ def test_segments_after_a_library_call_that_replaced_an_output():
     np.testing.assert_allclose(got[3], (np.sin(lu) @ lu).sum(0) * 2, rtol=1e-4, atol=1e-3)
     # and the factors are right: P A = L U
     x = np.tanh(a.astype(np.float64)) * 2 + a
-    low = np.tril(lu, -1) + np.eye(48)
-    perm = np.arange(48)
+    low = np.tril(lu, -1) + np.eye(72)
+    perm = np.arange(72)
     for i, p in enumerate(got[2]):
         perm[[i, p]] = perm[[p, i]]
     np.testing.assert_allclose(x[perm], low @ np.triu(lu), rtol=1e-4, atol=1e-4)
@@ -153,7 +153,7 @@ def test_jit_results_with_segments_match_numpy_across_calls():
 
 
 def test_renamed_plan_renames_segments():
-    a = (rng.standard_normal((32, 32)) / 8).astype(np.float32)
+    a = (rng.standard_normal((72, 72)) / 8).astype(np.float32)
     plan = _executable(_expm_like, a).program
     prefix = plan.entry_name.removesuffix("_entry")
     renamed = cpu_exe.renamed_plan(plan, prefix, "q" + prefix[1:])
