@@ -197,8 +197,7 @@ class _Group:
     """Instructions fused together: ``home`` members (whose value this group provides to the
     rest of the computation) and ``private`` copies of cheap producers (used only inside)."""
 
-    __slots__ = ("home", "private", "serial", "reused", "sources", "cost", "window", "scatter",
-                 "version")
+    __slots__ = ("home", "private", "serial", "reused", "sources", "cost", "window", "scatter")
     _serials = itertools.count()
 
     def __init__(self) -> None:
@@ -215,7 +214,6 @@ class _Group:
         # way groups grow) are emitted once per window element, so they cost that many times.
         self.window = 1
         self.scatter = False  # rooted at a scatter: a serial kernel (MAX_SCATTER_FUSION_COST)
-        self.version = 0  # counts the members added (``_ComputationFuser._can_merge``'s memo)
 
     def contains(self, inst: Instruction) -> bool:
         return id(inst) in self.home or id(inst) in self.private
@@ -238,10 +236,6 @@ class _ComputationFuser:
         self.groups: dict[int, _Group] = {}
         # Expensive values kept out of a group that would read them repeatedly.
         self.kept_apart: set[int] = set()
-        # Pairs of groups found not to merge, as (serial, version) of each: they still do
-        # not while neither gains members (merging other groups only adds paths between
-        # them), so the rounds of ``merge_multi_output`` ask once.
-        self.merge_failures: set[tuple] = set()
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -253,7 +247,6 @@ class _ComputationFuser:
         return g
 
     def _add_home(self, inst: Instruction, g: _Group) -> None:
-        g.version += 1
         if not g.contains(inst):
             g.cost += _code_cost(inst) * g.window
             if _fusible_window(inst):
@@ -264,7 +257,6 @@ class _ComputationFuser:
             self.private_in[id(inst)].pop(g.serial, None)
 
     def _add_private(self, inst: Instruction, g: _Group) -> None:
-        g.version += 1
         if not g.contains(inst):
             g.cost += _code_cost(inst) * g.window
         g.private[id(inst)] = inst
@@ -485,15 +477,6 @@ class _ComputationFuser:
         return any(m.opcode == "scatter" for m in g.home.values())
 
     def _can_merge(self, a: _Group, b: _Group) -> bool:
-        key = (a.serial, a.version, b.serial, b.version)
-        if key in self.merge_failures:
-            return False
-        if self._mergeable(a, b):
-            return True
-        self.merge_failures.add(key)
-        return False
-
-    def _mergeable(self, a: _Group, b: _Group) -> bool:
         both = [a, b]
         if self._has_scatter(a) or self._has_scatter(b):
             return False  # (a scatter is the only output of its fusion)
