@@ -8,6 +8,7 @@ before and after (the HLO evaluator, on random inputs).
 
 from __future__ import annotations
 
+import gc
 import textwrap
 
 import numpy as np
@@ -327,6 +328,25 @@ def test_computation_fingerprints_ignore_names_and_see_values_and_callees():
     assert computation_fingerprint(scaled_sum(2.0, dims=(2, 4))) != first  # shapes
     assert computation_fingerprint(scaled_sum(-0.0)) != computation_fingerprint(
         scaled_sum(0.0))
+
+
+def test_a_fingerprint_memo_is_not_fooled_by_reused_ids():
+    # (temporary computations die after use, and CPython gives the next one the same id:
+    # the memo must not answer for the dead one)
+    from ember.compiler.passes.cse import computation_fingerprint
+    memo: dict = {}
+
+    def fingerprint_of_a_temporary(value):
+        b = Builder(Module("t"), "single")
+        x = b.parameter(0, shape(F32, 3))
+        return computation_fingerprint(b.build(b.op("add", x, bcast(b, value, F32, (3,)))),
+                                       memo)
+
+    prints = []
+    for v in range(20):
+        prints.append(fingerprint_of_a_temporary(float(v)))
+        gc.collect()  # (frees the temporary: its id is free for the next one)
+    assert len(set(prints)) == 20
 
 
 def test_cse_keeps_parameters_side_effects_and_different_attrs():

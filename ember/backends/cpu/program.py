@@ -515,7 +515,7 @@ class ProgramBuilder:
         # own buffers (an optimizer's update of same-shaped parameters, the two gamma
         # samplers of ``beta``: one function compiled instead of several).
         self.kernels: dict[tuple, KernelInfo] = {}
-        self.fingerprints: dict[int, tuple] = {}
+        self.fingerprints: dict = {}  # (``computation_fingerprint``'s memo)
         self.loop_count = 0
         self.whole_loops: set[str] = set()  # (loops with a product on BLAS's threads)
         self.loop_depth = 0  # how many while loops enclose the computation being planned

@@ -73,19 +73,22 @@ def _computation_key(comp: Computation, comp_ids: dict[int, int],
     return (tuple(keys), ids[id(comp.root)])
 
 
-def computation_fingerprint(comp: Computation,
-                            memo: dict[int, tuple] | None = None) -> tuple:
+def computation_fingerprint(comp: Computation, memo: dict | None = None) -> tuple:
     """A structural fingerprint of ``comp`` and the computations it calls (names and the
     order instructions are listed in ignored, constants by value): equal fingerprints
-    compute the same thing from the same parameter shapes. ``memo`` (id of a computation ->
-    its fingerprint) may be shared between calls."""
+    compute the same thing from the same parameter shapes. ``memo`` may be shared between
+    calls: it maps the id of each computation seen to (the computation, its fingerprint),
+    holding the computation so that its id is not reused while the memo lives (a
+    temporary computation's id, reused by the next one, gave that one the first's
+    fingerprint: a kernel of the wrong scatter)."""
     memo = {} if memo is None else memo
-    key = memo.get(id(comp))
-    if key is None:
-        callees = {id(c): computation_fingerprint(c, memo)
-                   for inst in comp.instructions for c in inst.calls}
-        key = memo[id(comp)] = _computation_key(comp, callees, frozenset(),
-                                                _canonical_order(comp))
+    seen = memo.get(id(comp))
+    if seen is not None and seen[0] is comp:
+        return seen[1]
+    callees = {id(c): computation_fingerprint(c, memo)
+               for inst in comp.instructions for c in inst.calls}
+    key = _computation_key(comp, callees, frozenset(), _canonical_order(comp))
+    memo[id(comp)] = (comp, key)
     return key
 
 
