@@ -279,12 +279,10 @@ def _float_only(fn: str, x: ArrayLike) -> Array:
 
 
 def _ndtr(x: Array) -> Array:
-    # erf near 0, erfc in the tails (where 1 + erf would cancel).
-    w = x * _c(x, math.sqrt(0.5))
-    z = jnp.abs(w)
-    y = jnp.where(z < _c(x, math.sqrt(0.5)), 1 + lax.erf(w),
-                  jnp.where(w > 0, 2 - lax.erfc(z), lax.erfc(z)))
-    return _c(x, 0.5) * y
+    # erfc(-w) is 1 + erf(w) near 0 and 2 - erfc(w) past it as erfc computes it, so one
+    # erfc is JAX's three-way choice between erf and erfc (which, fused, computed both for
+    # every element: Black-Scholes on 1e6 options ran at JAX's speed).
+    return _c(x, 0.5) * lax.erfc(-(x * _c(x, math.sqrt(0.5))))
 
 
 def ndtr(x: ArrayLike) -> Array:
