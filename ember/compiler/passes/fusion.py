@@ -341,7 +341,14 @@ class _ComputationFuser:
                 continue
             if g.scatter and inst.opcode == "scatter" and op is inst.operands[1] and \
                     cone_cost(op, MAX_SCATTER_FUSION_COST) > MAX_SCATTER_FUSION_COST:
-                continue  # (a loop fusion computes the index, threaded, into one buffer)
+                # The index's producers come in only when all of them fit: a part of them
+                # would leave the rest a fusion writing every value that part reads
+                # (``histogram``'s binary search, cut in its middle, wrote 12 arrays of its
+                # elements' size: 1e6 values into 50 bins took 9.5 ms, 1.6 split at the
+                # index). A loop fusion computes the index, threaded, into one buffer. (The
+                # updates' producers come in as far as they fit: an embedding gradient's
+                # last few products cost nothing more in the scatter's kernel.)
+                continue
             self._try_fuse(op, g, depth, reused)
 
     def _try_fuse(self, producer: Instruction, g: _Group, depth: int,
@@ -790,13 +797,8 @@ def _code_cost(inst: Instruction) -> int:
 
 def cone_cost(inst: Instruction, limit: int) -> int:
     """The ``_code_cost`` of ``inst`` and of the loop-fusible producers it is computed from,
-    each counted once, up to the first sum past ``limit``. A scatter's fusion pulls in its
-    index's producers only when all of them fit its limit: a part of them would leave the
-    rest a fusion writing every value that part reads (``histogram``'s binary search, cut
-    in its middle, wrote 12 arrays of its elements' size: 1e6 values into 50 bins took
-    9.5 ms, 1.6 split at the index).
-    (Its updates' producers are pulled in as far as they fit: an embedding gradient's
-    last few products cost nothing more in the scatter's kernel, ~5% more outside it.)"""
+    each counted once, up to the first sum past ``limit``: the size of the code computing
+    one element of it in a fused kernel."""
     total, seen, stack = 0, set(), [inst]
     while stack and total <= limit:
         op = stack.pop()

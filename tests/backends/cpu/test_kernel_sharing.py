@@ -7,11 +7,12 @@ import numpy as np
 import ember
 import ember.numpy as jnp
 from ember.backends.cpu.executable import KernelPlan
+from tests.backends.cpu.helpers import cpu_executable
 
 
 def kernel_names(f, *args) -> list[str]:
-    exe = ember.jit(f, backend="cpu").lower(*args).compile()._executable.executable
-    return [s.name for s in exe.program.steps if isinstance(s, KernelPlan)]
+    return [s.name for s in cpu_executable(f, *args).program.steps
+            if isinstance(s, KernelPlan)]
 
 
 def test_same_fusions_share_a_kernel_and_each_reads_its_own_buffers():
