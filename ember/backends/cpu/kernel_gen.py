@@ -134,6 +134,9 @@ TRANSPOSE_TILE_MIN = 8
 # The most pieces the inner loop of a loop nest is split into (``_minor_splits``), and the
 # most (instruction, dim, offset) steps it follows looking for split points.
 MAX_MINOR_PIECES = 8
+# The longest group of an interleaved inner loop (``_minor_interleave``): its body is copied
+# this many times.
+MAX_INTERLEAVE = 8
 MAX_SPLIT_STEPS = 2048
 # dot_general contracting at most this many elements per result runs as a kernel
 # (``is_small_dot``) rather than through BLAS: measured faster for every shape tried up to 8
@@ -259,10 +262,14 @@ def _scalar_index() -> Index:
 class ElementEmitter:
     """Emits the value of a fused instruction at an index (memoized per index)."""
 
-    def __init__(self, b: ir.IRBuilder, param_ptrs: dict, module_consts, budget=None):
+    def __init__(self, b: ir.IRBuilder, param_ptrs: dict, module_consts, budget=None,
+                 strided=None):
         self.b = b
         self.param_ptrs = param_ptrs  # id(parameter inst) -> typed pointer
         self.module_consts = module_consts  # fn(builder, ndarray) -> typed global pointer
+        # Index values known as ``scale * j + offset`` of an interleaved loop's counter ``j``
+        # (``Loops.nest``): id(value) -> (j, scale, offset). Shared with the kernel's loops.
+        self.strided: dict = strided if strided is not None else {}
         self.memo: dict = {}
         self.budget = budget if budget is not None else [MAX_EMISSIONS]
         self._depth = 0  # nested ``emit`` calls
@@ -515,11 +522,41 @@ class ElementEmitter:
 
     def _affine(self, i, scale, offset):
         b = self.b
+        known = self.strided.get(id(i))
         if scale != 1:
             i = b.mul(i, _c(scale), flags=("nsw", "nuw"))
         if offset:
             i = b.add(i, _c(offset), flags=("nsw", "nuw"))
+        if known is not None:
+            self.strided[id(i)] = (known[0], known[1] * scale, known[2] * scale + offset)
         return i
+
+    def _shifted(self, i, delta: int, known=None):
+        """``i + delta`` (a constant; the table entry of ``i`` carried over)."""
+        out = self.b.add(i, _c(delta), flags=("nsw",)) if delta else i
+        known = known if known is not None else self.strided.get(id(i))
+        if known is not None:
+            self.strided[id(out)] = (known[0], known[1], known[2] + delta)
+        return out
+
+    def _affine_of(self, known):
+        """The value ``scale * j + offset`` of a table entry, entered in the table."""
+        j, scale, offset = known
+        b = self.b
+        out = j if scale == 1 else b.mul(j, _c(scale), flags=("nsw", "nuw"))
+        if offset:
+            out = b.add(out, _c(offset), flags=("nsw",))
+        self.strided[id(out)] = known
+        return out
+
+    def _clamped_index(self, i, hi, known):
+        """``_clamp(i, hi)``, entered in the table as ``i``: a reader uses the clamped
+        index only where ``i`` is in range (elsewhere its value is selected away), so what is
+        known of ``i`` holds wherever it matters."""
+        out = self._clamp(i, hi)
+        if known is not None:
+            self.strided[id(out)] = known
+        return out
 
     def _broadcast_index(self, inst, index):
         operand = inst.operands[0]
@@ -547,7 +584,10 @@ class ElementEmitter:
             size = operand.dims[d]
             if size == 0:
                 continue
-            local = self._clamp(b.sub(multi[d], _c(offset)), size - 1)
+            known = self.strided.get(id(multi[d]))
+            local = self._clamped_index(
+                self._shifted(multi[d], -offset),
+                size - 1, known and (known[0], known[1], known[2] - offset))
             src = multi[:d] + (local,) + multi[d + 1:]
             pieces.append((offset, self.emit(operand, Index(operand.dims, multi=src))))
             offset += size
@@ -571,18 +611,32 @@ class ElementEmitter:
         src = []
         for i, lo, interior, size in zip(multi, a["edge_padding_low"], a["interior_padding"],
                                          operand.dims):
-            shifted = b.sub(i, _c(lo))
             step = interior + 1
-            if step == 1:
-                q = shifted
+            known = self.strided.get(id(i))
+            if step > 1 and known is not None and known[1] % step == 0:
+                # (``i`` is ``scale * j + offset`` of an interleaved loop: whether it falls
+                # on the operand's grid is known here, and off the grid the element is the
+                # padding value, its operand never computed)
+                j, scale, offset = known
+                if (offset - lo) % step:
+                    return self.emit(pad_value, _scalar_index())
+                known = (j, scale // step, (offset - lo) // step)
+                q = self._affine_of(known)
+                ok = b.and_(b.icmp_signed(">=", q, _c(0)), b.icmp_signed("<", q, _c(size)))
             else:
-                q = b.sdiv(shifted, _c(step))
-                exact = b.icmp_signed("==", b.srem(shifted, _c(step)), _c(0))
-                inside = b.and_(inside, exact)
-            ok = b.and_(b.icmp_signed(">=", shifted, _c(0)),
-                        b.icmp_signed("<", q, _c(size)))
+                shifted = b.sub(i, _c(lo))
+                if step == 1:
+                    q = shifted
+                    known = known and (known[0], known[1], known[2] - lo)
+                else:
+                    q = b.sdiv(shifted, _c(step))
+                    exact = b.icmp_signed("==", b.srem(shifted, _c(step)), _c(0))
+                    inside = b.and_(inside, exact)
+                    known = None
+                ok = b.and_(b.icmp_signed(">=", shifted, _c(0)),
+                            b.icmp_signed("<", q, _c(size)))
             inside = b.and_(inside, ok)
-            src.append(self._clamp(q, max(size - 1, 0)))
+            src.append(self._clamped_index(q, max(size - 1, 0), known))
         if operand.shape.size == 0:
             return self.emit(pad_value, _scalar_index())
         value = self.emit(operand, Index(operand.dims, multi=tuple(src)))
@@ -640,6 +694,8 @@ class Loops:
     def __init__(self, b: ir.IRBuilder, entry_block):
         self.b = b
         self.entry_block = entry_block
+        # The index values of interleaved loops (``nest``): see ``ElementEmitter.strided``.
+        self.strided: dict = {}
 
     def alloca(self, ty, name="", align=None):
         b = self.b
@@ -673,12 +729,31 @@ class Loops:
             latch.set_metadata("llvm.loop", _loop_id(b.module, unroll, vectorize, width))
         b.position_at_end(done)
 
-    def nest(self, ranges, body, prefix="d", splits=(), vectorize=True):
+    def _interleaved(self, n: int, step: int, body, name: str, vectorize: bool) -> None:
+        """``for i in [0, n): body(i)`` as ``for j: for r < step: body(step * j + r)``
+        over the whole groups of ``step``, then the rest one by one."""
+        b = self.b
+
+        def group(j):
+            for r in range(step):
+                i = j if step == 1 else b.mul(j, _c(step), flags=("nsw", "nuw"))
+                if r:
+                    i = b.add(i, _c(r), flags=("nsw", "nuw"))
+                self.strided[id(i)] = (j, step, r)
+                body(i)
+        self.loop(_c(0), _c(n // step), group, name=name, vectorize=vectorize)
+        if n % step:
+            self.loop(_c(n - n % step), _c(n), body, name=f"{name}.rest", vectorize=False)
+
+    def nest(self, ranges, body, prefix="d", splits=(), vectorize=True, interleave=1):
         """Nested loops over ``ranges`` (a list of (lo, hi) values); ``body(indices)``. The
         innermost loop runs as consecutive loops split at the constants ``splits``;
         ``vectorize`` as in ``loop`` (for all of them). An innermost loop of a short constant
         trip count (``_short_constant_trip``) is not unrolled, so that it is the loop that
-        vectorizes (see ``SHORT_INNER_MIN``)."""
+        vectorizes (see ``SHORT_INNER_MIN``). ``interleave`` > 1 (with no ``splits``; an
+        innermost range from 0 to a constant, not the parallel dim): the innermost loop
+        counts ``j`` and runs the body at ``i = interleave * j + r`` for each ``r`` in turn
+        (then a plain loop over the rest), entering each ``i`` in ``strided``."""
         b, last = self.b, len(ranges) - 1
 
         def level(k, acc):
@@ -686,6 +761,10 @@ class Loops:
                 body(tuple(acc))
                 return
             lo, hi = ranges[k]
+            if k == last > 0 and interleave > 1:
+                self._interleaved(hi.constant, interleave, lambda i: body(tuple(acc + [i])),
+                                  f"{prefix}{k}", vectorize)
+                return
             if k < last or not splits:
                 unroll = not (vectorize and k == last > 0 and _short_constant_trip(lo, hi))
                 self.loop(lo, hi, lambda i: level(k + 1, acc + [i]), name=f"{prefix}{k}",
@@ -857,6 +936,50 @@ def _minor_splits(roots, n: int) -> list[int]:
         pending += reversed(visits)
     inner = sorted(p for p in points if 0 < p < n)
     return inner if len(inner) < MAX_MINOR_PIECES else []
+
+
+def _minor_interleave(roots, n: int) -> int:
+    """The step of the interleaved loop (``Loops.nest``) for an output minor dim of length
+    ``n``: the stride between the grid points of the pads with interior padding that read
+    this dim (through ops that keep it: elementwise ones, broadcasts, transposes, slices,
+    pads, concatenates), times those of such pads below them (reading their operand's dim
+    the same way), up to ``MAX_INTERLEAVE``; 1 when there are none or ``n`` is under two
+    steps. Each iteration of that loop computes one element at each grid offset, where every
+    such pad knows whether it reads its operand or gives its padding: a loop over ``i``
+    computed both and selected one (an associative scan's interleave of two halves,
+    ``pad(a, interior=1) + pad(b, low=1, interior=1)``, has in its gradient a few such levels
+    in one fusion, every one computed at each element)."""
+    top: set[int] = set()
+    nested: set[int] = set()
+    seen: set[tuple] = set()
+    pending = [(root, root.shape.rank - 1, 1) for root in roots if root.shape.rank]
+    while pending:
+        inst, dim, step = pending.pop()
+        if (id(inst), dim, step) in seen or len(seen) >= MAX_SPLIT_STEPS:
+            continue
+        seen.add((id(inst), dim, step))
+        op, a = inst.opcode, inst.attrs
+        if op in UNARY_ELEMENTWISE or op in BINARY_ELEMENTWISE or op in TERNARY_ELEMENTWISE:
+            pending += [(o, dim, step) for o in inst.operands if o.shape.rank]
+        elif op == "broadcast_in_dim":
+            bdims = list(a["broadcast_dimensions"])
+            if dim in bdims and inst.operands[0].dims[bdims.index(dim)] == inst.dims[dim]:
+                pending.append((inst.operands[0], bdims.index(dim), step))
+        elif op == "transpose":
+            pending.append((inst.operands[0], a["permutation"][dim], step))
+        elif op == "slice" and a["strides"][dim] == 1:
+            pending.append((inst.operands[0], dim, step))
+        elif op == "pad" and a["interior_padding"][dim] > 0:
+            grid = step * (a["interior_padding"][dim] + 1)
+            (top if step == 1 else nested).add(grid)
+            if grid <= MAX_INTERLEAVE:
+                pending.append((inst.operands[0], dim, grid))
+        elif op in ("pad", "concatenate"):
+            pending += [(o, dim, step) for o in inst.operands[:1 if op == "pad" else None]]
+    step = math.lcm(*top, *nested) if top else 1
+    if step > MAX_INTERLEAVE:
+        step = math.lcm(*top)
+    return step if 1 < step <= MAX_INTERLEAVE and n >= 2 * step else 1
 
 
 def _full_tiles(b: ir.IRBuilder, lo, hi):
@@ -1061,7 +1184,8 @@ class KernelBuilder:
                     inst.set_metadata("noalias", every_output)
 
     def _emitter(self) -> ElementEmitter:
-        return ElementEmitter(self.b, self.param_ptrs, self.module_consts, self.budget)
+        return ElementEmitter(self.b, self.param_ptrs, self.module_consts, self.budget,
+                              self.loops.strided)
 
     def _clamp_range(self, lo, hi, extent):
         b = self.b
@@ -1163,7 +1287,10 @@ class KernelBuilder:
             for k, value in zip(ks, vals):
                 self._store(k, value, index)
         tiled = _transposed_dim(self.fused, dims, roots)
-        if tiled is None:
+        step = _minor_interleave(roots, dims[-1]) if len(dims) > 1 else 1
+        if tiled is None and step > 1:
+            self.loops.nest(ranges, nest_body, interleave=step)
+        elif tiled is None:
             self.loops.nest(ranges, nest_body, splits=_minor_splits(roots, dims[-1]))
         else:
             self._tiled_nest(dims, ranges, tiled, nest_body, ks, values)

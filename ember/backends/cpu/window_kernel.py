@@ -237,7 +237,7 @@ def _window_loop(em, inst, dilations, init, combine, tap, value) -> ir.Value:
     loops = Loops(b, b.function.blocks[0])
     slot = loops.alloca(S.value_type(inst.dtype), name="window.acc")
     b.store(init, slot)
-    inner = ElementEmitter(b, em.param_ptrs, em.module_consts, em.budget)
+    inner = ElementEmitter(b, em.param_ptrs, em.module_consts, em.budget, em.strided)
     inner.memo = dict(em.memo)
 
     sizes = reduce_window_attrs(inst.attrs, len(dilations))["window_dimensions"]
