@@ -729,31 +729,48 @@ class Loops:
             latch.set_metadata("llvm.loop", _loop_id(b.module, unroll, vectorize, width))
         b.position_at_end(done)
 
-    def _interleaved(self, n: int, step: int, body, name: str, vectorize: bool) -> None:
-        """``for i in [0, n): body(i)`` as ``for j: for r < step: body(step * j + r)``
-        over the whole groups of ``step``, then the rest one by one."""
+    def _interleaved(self, lo, hi, step: int, body, name: str, vectorize: bool) -> None:
+        """``for i in [lo, hi): body(i)`` (``lo >= 0``) as ``for j: for r < step:
+        body(step * j + r)`` over the whole groups of ``step`` in the range, the elements
+        before and after them one by one."""
         b = self.b
 
         def group(j):
             for r in range(step):
-                i = j if step == 1 else b.mul(j, _c(step), flags=("nsw", "nuw"))
+                i = b.mul(j, _c(step), flags=("nsw", "nuw"))
                 if r:
                     i = b.add(i, _c(r), flags=("nsw", "nuw"))
                 self.strided[id(i)] = (j, step, r)
                 body(i)
-        self.loop(_c(0), _c(n // step), group, name=name, vectorize=vectorize)
-        if n % step:
-            self.loop(_c(n - n % step), _c(n), body, name=f"{name}.rest", vectorize=False)
+        if isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant):
+            first, last = -(-lo.constant // step), hi.constant // step
+            if lo.constant < min(hi.constant, first * step):
+                self.loop(lo, _c(min(hi.constant, first * step)), body, name=f"{name}.head",
+                          vectorize=False)
+            self.loop(_c(first), _c(last), group, name=name, vectorize=vectorize)
+            if max(first, last) * step < hi.constant:
+                self.loop(_c(max(first, last) * step), hi, body, name=f"{name}.rest",
+                          vectorize=False)
+            return
+        # (a thread's range: whole groups from the first multiple of ``step`` in it)
+        first = b.udiv(b.add(lo, _c(step - 1), flags=("nsw", "nuw")), _c(step))
+        last = b.udiv(hi, _c(step))
+        start = b.mul(first, _c(step), flags=("nsw", "nuw"))
+        end = b.mul(last, _c(step), flags=("nsw", "nuw"))
+        self.loop(lo, b.select(b.icmp_signed("<", hi, start), hi, start), body,
+                  name=f"{name}.head", vectorize=False)
+        self.loop(first, last, group, name=name, vectorize=vectorize)
+        self.loop(b.select(b.icmp_signed(">", end, start), end, start), hi, body,
+                  name=f"{name}.rest", vectorize=False)
 
     def nest(self, ranges, body, prefix="d", splits=(), vectorize=True, interleave=1):
         """Nested loops over ``ranges`` (a list of (lo, hi) values); ``body(indices)``. The
         innermost loop runs as consecutive loops split at the constants ``splits``;
         ``vectorize`` as in ``loop`` (for all of them). An innermost loop of a short constant
         trip count (``_short_constant_trip``) is not unrolled, so that it is the loop that
-        vectorizes (see ``SHORT_INNER_MIN``). ``interleave`` > 1 (with no ``splits``; an
-        innermost range from 0 to a constant, not the parallel dim): the innermost loop
-        counts ``j`` and runs the body at ``i = interleave * j + r`` for each ``r`` in turn
-        (then a plain loop over the rest), entering each ``i`` in ``strided``."""
+        vectorizes (see ``SHORT_INNER_MIN``). ``interleave`` > 1 (with no ``splits``): the
+        innermost loop counts ``j`` and runs the body at ``i = interleave * j + r`` for each
+        ``r`` in turn (``_interleaved``), entering each ``i`` in ``strided``."""
         b, last = self.b, len(ranges) - 1
 
         def level(k, acc):
@@ -761,8 +778,8 @@ class Loops:
                 body(tuple(acc))
                 return
             lo, hi = ranges[k]
-            if k == last > 0 and interleave > 1:
-                self._interleaved(hi.constant, interleave, lambda i: body(tuple(acc + [i])),
+            if k == last and interleave > 1:
+                self._interleaved(lo, hi, interleave, lambda i: body(tuple(acc + [i])),
                                   f"{prefix}{k}", vectorize)
                 return
             if k < last or not splits:
@@ -1287,7 +1304,7 @@ class KernelBuilder:
             for k, value in zip(ks, vals):
                 self._store(k, value, index)
         tiled = _transposed_dim(self.fused, dims, roots)
-        step = _minor_interleave(roots, dims[-1]) if len(dims) > 1 else 1
+        step = _minor_interleave(roots, dims[-1])
         if tiled is None and step > 1:
             self.loops.nest(ranges, nest_body, interleave=step)
         elif tiled is None:

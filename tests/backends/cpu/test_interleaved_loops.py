@@ -65,7 +65,7 @@ def _random_pads(rng, n):
 @pytest.mark.parametrize("seed", range(24))
 def test_interleaved_fusions_match_the_evaluator(seed):
     rng = np.random.default_rng(seed)
-    lead = [int(d) for d in rng.integers(1, 6, int(rng.integers(1, 3)))]
+    lead = [int(d) for d in rng.integers(1, 6, int(rng.integers(0, 3)))]
     count = int(rng.integers(1, 4))
     sizes = [int(n) for n in rng.integers(2, 30, count)]
     pads = [_random_pads(rng, n) for n in sizes]
@@ -116,15 +116,18 @@ def test_group_steps_multiply_through_nested_pads_and_stop_at_the_limit():
     assert _minor_interleave([m.entry.root], m.entry.root.dims[-1]) == 1
 
 
-def test_interleaved_groups_across_threads_match_one_thread(monkeypatch):
-    m = interleave_module((600,), (700, 700), [(0, 1, 1), (1, 0, 1)], nested=(1, 0, 1))
+@pytest.mark.parametrize("lead, n", [((600,), 700), ((), 300_001)])
+def test_interleaved_groups_across_threads_match_one_thread(lead, n, monkeypatch):
+    # (1-d: the groups run over each thread's range of the parallel dim, which need not
+    # start or end on a group)
+    def module():
+        return interleave_module(lead, (n, n), [(0, 1, 1), (1, 0, 1)], nested=(1, 0, 1))
     rng = np.random.default_rng(3)
-    args = [rng.standard_normal(p.dims).astype(np.float32) for p in m.entry.parameters]
-    threaded, steps = run_against_evaluator(m, args)
+    args = [rng.standard_normal(p.dims).astype(np.float32) for p in module().entry.parameters]
+    threaded, steps = run_against_evaluator(module(), args)
     assert steps[0].extent > 1
     monkeypatch.setattr(cpu_exe, "PARALLEL_MIN_WORK", 1 << 62)
-    m = interleave_module((600,), (700, 700), [(0, 1, 1), (1, 0, 1)], nested=(1, 0, 1))
-    single, _ = run_against_evaluator(m, args)
+    single, _ = run_against_evaluator(module(), args)
     np.testing.assert_array_equal(threaded, single)
 
 
