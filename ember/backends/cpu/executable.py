@@ -70,11 +70,16 @@ TASKS_PER_THREAD = 8
 # Programs with less total work than this run as one native call when they can, a native
 # ``gemm`` counting its products over GEMM_PRODUCTS_PER_ELEMENT (a product is a fraction of
 # a kernel's element: a (100, 100) @ (100, 100) gemm takes ~19 us on one thread, as ~32k
-# elements of a small kernel), and each of at most SINGLE_THREAD_GEMM_MAX_PRODUCTS: BLAS's
-# threads gain nothing below (~19 us either way at 100^3; 43 -> 30 us at 128^3).
+# elements of a small kernel), and each of at most SINGLE_THREAD_GEMM_MAX_PRODUCTS. Products
+# up to that many multiply-adds run as ``gemm_split``'s tasks, each on one BLAS thread, on
+# the parallel runtime's threads; larger ones on BLAS's threads. Measured on 2 cores with
+# the bound at 1M and at 4M (a product then tanh, alone and in an 8-step loop): 128^3 68 ->
+# 44 us, 362 -> 262 in the loop; (512, 64) @ (64, 64) in a loop 478 -> 419; (64, 512) @
+# (512, 64) 57 -> 46 and 341 -> 241; at 4.1M (160^3) the same either way, while at 8.4M
+# ((256, 256) @ (256, 128)) the tasks took 179 us against BLAS's 81.
 SINGLE_CALL_MAX_WORK = 1 << 16
 GEMM_PRODUCTS_PER_ELEMENT = 32
-SINGLE_THREAD_GEMM_MAX_PRODUCTS = 1 << 20
+SINGLE_THREAD_GEMM_MAX_PRODUCTS = 1 << 22
 # ... and SINGLE_THREAD_GEMV_MAX_PRODUCTS for a product with one row or column (``gemv``:
 # it reads each matrix element once, memory-bound): OpenBLAS's threads gain nothing up to
 # (512, 512) and take a (1000, 1000) float32 matvec from 113 to 31 us (each core's cache

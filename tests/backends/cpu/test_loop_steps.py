@@ -238,12 +238,12 @@ def test_dot_layouts_in_a_loop_match_numpy():
     assert {(False, True), (True, False), (True, True)} <= layouts
 
 
-@pytest.mark.parametrize("n", [40, 128])
+@pytest.mark.parametrize("n", [40, 192])
 def test_products_outside_loops_run_in_one_native_call(n, monkeypatch):
     # Products of one gemm task (``gemm_split``) and small kernels run as one native call on
     # the calling thread (each operand transposed or not); with a larger product, the
     # program runs as one call of its steps function, the product one CBLAS call on
-    # BLAS's threads.
+    # BLAS's threads (192^3: past ``SINGLE_THREAD_GEMM_MAX_PRODUCTS``).
     monkeypatch.setattr(cpu_backend, "TIERED_COMPILATION", False)  # (one executable)
     rng = np.random.default_rng(n)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
@@ -255,9 +255,9 @@ def test_products_outside_loops_run_in_one_native_call(n, monkeypatch):
     exe = compiled._executable.executable
     dots = [s for s in exe.program.steps if type(s) is DotPlan]
     assert len(dots) == 4 and all(d.gemm is not None for d in dots)
-    assert all(X.whole_gemm(d.gemm) == (n == 128) for d in dots)
+    assert all(X.whole_gemm(d.gemm) == (n == 192) for d in dots)
     assert (exe._entry is not None) == (n == 40)
-    assert (exe._steps_fn is not None) == (n == 128) and exe._steps_whole == (n == 128)
+    assert (exe._steps_fn is not None) == (n == 192) and exe._steps_whole == (n == 192)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     want = (np.tanh(a64 @ b64.T) + 1.0, b64.T @ a64, (a64.T @ b64.T) @ a64)
     for _ in range(3):  # (the first run steps from Python; then the single-call runner)
