@@ -1064,8 +1064,12 @@ class KernelBuilder:
     """Builds the kernel of one fused computation into an LLVM module."""
 
     def __init__(self, module: ir.Module, name: str, fused: Computation, module_consts,
-                 short_rows: bool = True, scatter_phase: str | None = None):
+                 short_rows: bool = True, scatter_phase: str | None = None,
+                 interleave: bool = True):
         self.module = module
+        # Whether loop nests may run in groups (``_minor_interleave``), and whether one did.
+        self.interleave = interleave
+        self.interleaved = False
         # A scatter's kernel copies the operand, then applies the updates; "copy" or
         # "update" builds one of the two (``scatter_kernel``).
         self.scatter_phase = scatter_phase
@@ -1304,7 +1308,8 @@ class KernelBuilder:
             for k, value in zip(ks, vals):
                 self._store(k, value, index)
         tiled = _transposed_dim(self.fused, dims, roots)
-        step = _minor_interleave(roots, dims[-1])
+        step = _minor_interleave(roots, dims[-1]) if self.interleave else 1
+        self.interleaved |= step > 1
         if tiled is None and step > 1:
             self.loops.nest(ranges, nest_body, interleave=step)
         elif tiled is None:

@@ -877,17 +877,25 @@ class ProgramBuilder:
         key = (computation_fingerprint(fused, self.fingerprints), scatter_phase)
         if key in self.kernels:
             return self.kernels[key]
-        name = f"{self.prefix}_kernel_{self.kernel_count}"
-        self.kernel_count += 1
-        try:
-            kb = KernelBuilder(self.ir_module, name, fused, self.consts.typed_pointer,
-                               short_rows=self.short_rows, scatter_phase=scatter_phase)
-            info = kb.build()
+        info = None
+        for interleave in (True, False):
+            # (a function's name stays taken in the module: the second build takes another)
+            name = f"{self.prefix}_kernel_{self.kernel_count}"
+            self.kernel_count += 1
+            kb = None
+            try:
+                kb = KernelBuilder(self.ir_module, name, fused, self.consts.typed_pointer,
+                                   short_rows=self.short_rows, scatter_phase=scatter_phase,
+                                   interleave=interleave)
+                info = kb.build()
+            except UnsupportedOp:
+                self.ir_module.globals.pop(name, None)
+                if kb is not None and kb.interleaved:  # (its groups' copies of the body
+                    continue  # may be what was too large: built again, element by element)
+                break
             self.short_row_kernels += kb.short_row_kernel
             self.routines.update(kb.routines)
-        except UnsupportedOp:
-            self.ir_module.globals.pop(name, None)
-            info = None
+            break
         self.kernels[key] = info
         return info
 

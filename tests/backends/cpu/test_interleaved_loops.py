@@ -172,3 +172,34 @@ def test_cumulative_gradients_through_interleaved_kernels_match_numpy(n):
             k = int(np.argmax(x[row, :j + 1]))
             want[row, k] += 2 * x[row, k]
     np.testing.assert_array_equal(got, want)
+
+
+def _emissions(fused, interleave: bool) -> int:
+    import llvmlite.ir as ir
+
+    from ember.backends.cpu import kernel_gen
+    kb = kernel_gen.KernelBuilder(ir.Module("t"), "k", fused, lambda b, v: None,
+                                  interleave=interleave)
+    kb.build()
+    assert kb.interleaved == interleave
+    return kernel_gen.MAX_EMISSIONS - kb.budget[0]
+
+
+def test_a_kernel_too_large_in_groups_is_built_element_by_element(monkeypatch):
+    # (a group copies the loop body once per grid offset: past the emission budget, the
+    # fusion is built again without groups rather than left to the evaluator)
+    from ember.backends.cpu import kernel_gen
+    from ember.compiler.pipeline import optimize
+
+    def module():
+        return interleave_module((6,), (40, 40), [(0, 1, 1), (1, 0, 1)], nested=(1, 0, 1))
+    m = module()
+    optimize(m)
+    fused = next(c for c in m.computations if c.name.startswith("fused_computation"))
+    grouped, plain = _emissions(fused, True), _emissions(fused, False)
+    assert grouped > plain
+    monkeypatch.setattr(kernel_gen, "MAX_EMISSIONS", (grouped + plain) // 2)
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(p.dims).astype(np.float32) for p in module().entry.parameters]
+    _, steps = run_against_evaluator(module(), args)
+    assert [type(s).__name__ for s in steps] == ["KernelPlan"]
