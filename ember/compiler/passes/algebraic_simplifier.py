@@ -133,18 +133,20 @@ class Any(Pattern):
 
 
 class Op(Pattern):
-    """An instruction of ``opcode`` whose operands match ``operands`` (any operands if none
-    are given) and for which ``where(inst)`` holds; bound to ``name`` when given."""
+    """An instruction of ``opcode`` (or of any of a set of opcodes) whose operands match
+    ``operands`` (any operands if none are given) and for which ``where(inst)`` holds; bound
+    to ``name`` when given."""
 
-    def __init__(self, opcode: str, *operands: Pattern, name: str | None = None,
-                 where: Callable[[Instruction], bool] | None = None):
+    def __init__(self, opcode: str | frozenset[str], *operands: Pattern,
+                 name: str | None = None, where: Callable[[Instruction], bool] | None = None):
         self.opcode = opcode
         self.operands = operands or None
         self.name = name
         self.where = where
 
     def match(self, inst: Instruction, m: Match) -> bool:
-        if inst.opcode != self.opcode:
+        if inst.opcode != self.opcode and (isinstance(self.opcode, str)
+                                           or inst.opcode not in self.opcode):
             return False
         if self.operands is not None:
             if len(inst.operands) != len(self.operands):
@@ -441,14 +443,14 @@ def _dot_as_multiply(m: Match) -> Instruction:
         rest = [d for d in range(operand.shape.rank) if d not in contracting]
         free = [d for d in rest if d not in batch]
         x = operand
+        if x.dtype != dot.dtype:  # (first: layout changes go after elementwise ops)
+            x = m.emit("convert", [x], Shape(dot.dtype, x.dims))
         if contracting:  # (one element: dropping those dims moves no data)
             x = m.emit("reshape", [x], Shape(x.dtype, [x.dims[d] for d in rest]))
         order = tuple(rest.index(d) for d in tuple(batch) + tuple(free))
         kept = [operand.dims[d] for d in tuple(batch) + tuple(free)]
         if order != tuple(range(len(order))):
             x = m.emit("transpose", [x], Shape(x.dtype, kept), permutation=order)
-        if x.dtype != dot.dtype:
-            x = m.emit("convert", [x], Shape(dot.dtype, kept))
         dims = tuple(range(nb)) + tuple(range(start, start + len(free)))
         start += len(free)
         placed.append(m.simplified(m.emit("broadcast_in_dim", [x], dot.shape,
@@ -830,6 +832,60 @@ def _broadcast_of_unit_reshape(m: Match) -> Instruction | None:
     return m.emit("broadcast_in_dim", [m["x"]], m.inst.shape, broadcast_dimensions=dims)
 
 
+def _layout_after_elementwise(m: Match) -> Instruction | None:
+    """An elementwise op whose array operands are all one kind of reshape or transpose (the
+    same change of the same source dims, each used by this op alone), the others constant
+    splats or scalars, as that reshape or transpose of the op of their sources, peeling as
+    many such levels as there are. Moved toward the outputs, a layout change meets the one
+    that undoes it and both go (the gradient of ``tanh`` of a pixel shuffle,
+    ``reshape(transpose(reshape(x)))``, transposed its cotangent back through the same
+    reshapes: each element's index went through four divisions, 1.3x JAX's time; now the
+    kernel reads ``x`` in place)."""
+    inst = m.inst
+    if inst.shape.rank == 0 or m.uses is None:
+        return None
+    slots, layouts = list(inst.operands), []
+    parents: list[Instruction] = [inst]
+    while True:
+        arrays = [op for op in slots if op.shape.rank and splat_value(op) is None]
+        first = arrays[0] if arrays else None
+        if first is None or first.opcode not in ("reshape", "transpose") or \
+                (not layouts and first.dims != inst.dims):  # (a bitcast_convert may not be)
+            break
+        if any(op.opcode != first.opcode or op.dims != first.dims
+               or op.operands[0].dims != first.operands[0].dims
+               or op.attrs.get("permutation") != first.attrs.get("permutation")
+               # (used by this chain alone: dead once it moves)
+               or m.uses(op) != sum(p.operands.count(op) for p in parents)
+               for op in arrays):
+            break
+        layouts.append(first)
+        parents = _unique_instructions(arrays)
+        slots = [op.operands[0] if op.shape.rank and splat_value(op) is None else op
+                 for op in slots]
+    if not layouts:
+        return None
+    source = layouts[-1].operands[0].dims
+    operands = [op if op.shape.rank == 0 or splat_value(op) is None
+                else m.splat(splat_value(op), Shape(op.dtype, source)) for op in slots]
+    out = m.emit(inst.opcode, operands, Shape(inst.dtype, source), calls=tuple(inst.calls),
+                 **inst.attrs)
+    for layout in reversed(layouts):
+        shape = Shape(inst.dtype, layout.dims)
+        if layout.opcode == "reshape":
+            out = m.emit("reshape", [out], shape)
+        else:
+            out = m.emit("transpose", [out], shape, permutation=layout.attrs["permutation"])
+    return out
+
+
+def _unique_instructions(insts: list[Instruction]) -> list[Instruction]:
+    seen: dict[int, Instruction] = {}
+    for inst in insts:
+        seen.setdefault(id(inst), inst)
+    return list(seen.values())
+
+
 def _compose_reverses(m: Match) -> Instruction:
     dims = set(_ints(m["inner"].attrs["dimensions"])) ^ set(_ints(m.inst.attrs["dimensions"]))
     if not dims:
@@ -1194,12 +1250,16 @@ REWRITES: tuple[Rewrite, ...] = (
             _compose_reverses),
     Rewrite("get_tuple_element_of_tuple", Op("get_tuple_element", Op("tuple", name="t")),
             _tuple_element),
+    # (last: an elementwise op's own rules first)
+    Rewrite("layout_after_elementwise", Op(ELEMENTWISE), _layout_after_elementwise),
     Rewrite("scatter_one_window", Op("scatter", where=_one_window), _scatter_as_update_slice),
 )
 
 _BY_OPCODE: dict[str, tuple[Rewrite, ...]] = {}
 for _rw in REWRITES:
-    _BY_OPCODE[_rw.pattern.opcode] = _BY_OPCODE.get(_rw.pattern.opcode, ()) + (_rw,)
+    for _opcode in sorted(_rw.pattern.opcode) if isinstance(_rw.pattern.opcode, frozenset) \
+            else [_rw.pattern.opcode]:
+        _BY_OPCODE[_opcode] = _BY_OPCODE.get(_opcode, ()) + (_rw,)
 
 
 # --------------------------------------------------------------------------- the pass
