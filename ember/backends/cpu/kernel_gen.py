@@ -531,10 +531,10 @@ class ElementEmitter:
             self.strided[id(i)] = (known[0], known[1] * scale, known[2] * scale + offset)
         return i
 
-    def _shifted(self, i, delta: int, known=None):
+    def _shifted(self, i, delta: int):
         """``i + delta`` (a constant; the table entry of ``i`` carried over)."""
         out = self.b.add(i, _c(delta), flags=("nsw",)) if delta else i
-        known = known if known is not None else self.strided.get(id(i))
+        known = self.strided.get(id(i))
         if known is not None:
             self.strided[id(out)] = (known[0], known[1], known[2] + delta)
         return out
@@ -584,10 +584,8 @@ class ElementEmitter:
             size = operand.dims[d]
             if size == 0:
                 continue
-            known = self.strided.get(id(multi[d]))
-            local = self._clamped_index(
-                self._shifted(multi[d], -offset),
-                size - 1, known and (known[0], known[1], known[2] - offset))
+            shifted = self._shifted(multi[d], -offset)
+            local = self._clamped_index(shifted, size - 1, self.strided.get(id(shifted)))
             src = multi[:d] + (local,) + multi[d + 1:]
             pieces.append((offset, self.emit(operand, Index(operand.dims, multi=src))))
             offset += size
