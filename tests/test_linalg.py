@@ -450,6 +450,25 @@ def test_scipy_eigh_symmetrizes_its_input():
         np.testing.assert_allclose((a + a.T) / 2 @ v, v * w, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_eigvals_run_lapack_geev_in_their_own_precision(dtype, monkeypatch):
+    # (NumPy's eigvals computes float32 in float64: the binding's geev, ~1.5x faster)
+    from ember.lax import _lapack
+    if not _lapack.available(dtype):
+        pytest.skip("no LAPACK binding")
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((4, 24, 24)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal((4, 24, 24)).astype(np.float32)
+    want = np.linalg.eigvals(a.astype(np.complex128))
+    monkeypatch.setattr(np.linalg, "eigvals", lambda *_: pytest.fail("NumPy's eigvals"))
+    got = np.asarray(ember.jit(jnp.linalg.eigvals)(a))
+    assert got.dtype == np.complex64
+    for g, w in zip(got, want):  # (each eigenvalue's nearest: conjugate pairs tie in order)
+        nearest = np.abs(g[:, None] - w[None, :]).min(axis=1)
+        assert np.max(nearest) < 2e-4 * np.abs(w).max()
+
+
 def test_eigvals_computes_no_eigenvectors(monkeypatch):
     # (eigenvalues alone come from LAPACK's geev without vectors, 2x faster)
     a = np.random.default_rng(8).standard_normal((3, 20, 20)).astype(np.float32)
