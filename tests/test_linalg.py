@@ -467,6 +467,9 @@ def test_eigvals_run_lapack_geev_in_their_own_precision(dtype, monkeypatch):
     for g, w in zip(got, want):  # (each eigenvalue's nearest: conjugate pairs tie in order)
         nearest = np.abs(g[:, None] - w[None, :]).min(axis=1)
         assert np.max(nearest) < 2e-4 * np.abs(w).max()
+    a[1, 3, 2] = np.nan  # (NaN eigenvalues for that matrix alone, as JAX gives)
+    got = np.asarray(ember.jit(jnp.linalg.eigvals)(a))
+    assert np.isnan(got[1]).all() and np.isfinite(got[[0, 2, 3]]).all()
 
 
 def test_eigvals_computes_no_eigenvectors(monkeypatch):

@@ -630,13 +630,22 @@ def geev_values(x: np.ndarray) -> np.ndarray:
     rw = rwork_cell()
     work, lw = _lwork(c, lambda wk, l, i: call(pa[0], pv[0], wk, l, rw, i), x.dtype)
 
+    # (a matrix with a NaN or inf gets NaN eigenvalues, as in JAX, without the call: LAPACK
+    # would reject it with a message on stdout)
+    finite = np.isfinite(f).all(axis=(1, 2))
+    failed = [i for i in range(nb) if not finite[i]]
+
     def body(indices):
         info, rwork = c.i(), rwork_cell()
         pw = c.ffi.from_buffer(np.empty_like(work))
         for i in indices:
-            call(pa[i], pv[i], pw, lw, rwork, info)
+            if finite[i]:
+                call(pa[i], pv[i], pw, lw, rwork, info)
+                if info[0] != 0:  # (the QR iteration failed: no eigenvalues)
+                    failed.append(i)
 
     _each_matrix(nb, 10 * n ** 3, body)
+    values[failed] = np.nan
     if complex_:
         return values.reshape(x.shape[:-1])
     out = np.empty((nb, n), np.result_type(x.dtype, np.complex64))
