@@ -897,6 +897,27 @@ def _strided_minor_read(roots) -> bool:
     return False
 
 
+def _same_position_reads(inst, dim: int) -> list[tuple] | None:
+    """How ``inst`` reads its operands as the index along its ``dim`` moves, when each read
+    moves with it: (operand, the operand's dim, operand index - ``inst``'s index) for
+    elementwise ops, broadcasts that keep the dim, transposes and unit-stride slices; None
+    for other ops (the walks of ``_minor_splits`` and ``_minor_interleave`` take those)."""
+    op, a = inst.opcode, inst.attrs
+    if op in UNARY_ELEMENTWISE or op in BINARY_ELEMENTWISE or op in TERNARY_ELEMENTWISE:
+        return [(o, dim, 0) for o in inst.operands if o.shape.rank]
+    if op == "broadcast_in_dim":
+        o = inst.operands[0]
+        bdims = list(a["broadcast_dimensions"])
+        if dim in bdims and o.dims[bdims.index(dim)] == inst.dims[dim]:
+            return [(o, bdims.index(dim), 0)]
+        return []
+    if op == "transpose":
+        return [(inst.operands[0], a["permutation"][dim], 0)]
+    if op == "slice" and a["strides"][dim] == 1:
+        return [(inst.operands[0], dim, a["start_indices"][dim])]
+    return None
+
+
 def _minor_splits(roots, n: int) -> list[int]:
     """Where, along the output's minor dim (of length ``n``), a pad or concatenate that this
     dim indexes directly switches between its operands or its padding: the inner loop runs
@@ -919,18 +940,10 @@ def _minor_splits(roots, n: int) -> list[int]:
             continue
         seen.add(key)
         op, a = inst.opcode, inst.attrs
+        reads = _same_position_reads(inst, dim)
         visits = []
-        if op in UNARY_ELEMENTWISE or op in BINARY_ELEMENTWISE or op in TERNARY_ELEMENTWISE:
-            visits = [(o, dim, offset) for o in inst.operands if o.shape.rank]
-        elif op == "broadcast_in_dim":
-            o = inst.operands[0]
-            bdims = list(a["broadcast_dimensions"])
-            if dim in bdims and o.dims[bdims.index(dim)] == inst.dims[dim]:
-                visits = [(o, bdims.index(dim), offset)]
-        elif op == "transpose":
-            visits = [(inst.operands[0], a["permutation"][dim], offset)]
-        elif op == "slice" and a["strides"][dim] == 1:
-            visits = [(inst.operands[0], dim, offset + a["start_indices"][dim])]
+        if reads is not None:
+            visits = [(o, d, offset + shift) for o, d, shift in reads]
         elif op == "reshape":
             o = inst.operands[0]
             if dim == inst.shape.rank - 1 and o.shape.rank and o.dims[-1] == inst.dims[-1]:
@@ -974,16 +987,9 @@ def _minor_interleave(roots, n: int) -> int:
             continue
         seen.add((id(inst), dim, step))
         op, a = inst.opcode, inst.attrs
-        if op in UNARY_ELEMENTWISE or op in BINARY_ELEMENTWISE or op in TERNARY_ELEMENTWISE:
-            pending += [(o, dim, step) for o in inst.operands if o.shape.rank]
-        elif op == "broadcast_in_dim":
-            bdims = list(a["broadcast_dimensions"])
-            if dim in bdims and inst.operands[0].dims[bdims.index(dim)] == inst.dims[dim]:
-                pending.append((inst.operands[0], bdims.index(dim), step))
-        elif op == "transpose":
-            pending.append((inst.operands[0], a["permutation"][dim], step))
-        elif op == "slice" and a["strides"][dim] == 1:
-            pending.append((inst.operands[0], dim, step))
+        reads = _same_position_reads(inst, dim)
+        if reads is not None:
+            pending += [(o, d, step) for o, d, _ in reads]
         elif op == "pad" and a["interior_padding"][dim] > 0:
             grid = step * (a["interior_padding"][dim] + 1)
             (top if step == 1 else nested).add(grid)

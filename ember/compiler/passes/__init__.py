@@ -6,7 +6,7 @@ under its name with ``@hlo_pass("name")``; ``ember.compiler.pipeline`` runs them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ember.compiler.hlo import Computation, Instruction
 
@@ -15,6 +15,17 @@ PASSES: dict[str, Callable] = {}
 # What a rewrite gives for one instruction: None to keep it, or the new instructions to emit
 # (in order, possibly none) and the instruction that replaces it.
 Replacement = tuple[Sequence[Instruction], Instruction] | None
+
+
+def unique(objs: Iterable) -> list:
+    """``objs`` without repeats (by identity), in first-seen order."""
+    seen: set[int] = set()
+    out = []
+    for o in objs:
+        if id(o) not in seen:
+            seen.add(id(o))
+            out.append(o)
+    return out
 
 
 def hlo_pass(name: str):

@@ -57,7 +57,7 @@ from ember.compiler.hlo import (
     Module,
     Shape,
 )
-from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation
+from ember.compiler.passes import Replacement, hlo_pass, rewrite_computation, unique
 
 # A rewritten instruction is simplified again, at most this many times.
 MAX_REWRITES_PER_INSTRUCTION = 8
@@ -860,7 +860,7 @@ def _layout_after_elementwise(m: Match) -> Instruction | None:
                for op in arrays):
             break
         layouts.append(first)
-        parents = _unique_instructions(arrays)
+        parents = unique(arrays)
         slots = [op.operands[0] if op.shape.rank and splat_value(op) is None else op
                  for op in slots]
     if not layouts:
@@ -877,13 +877,6 @@ def _layout_after_elementwise(m: Match) -> Instruction | None:
         else:
             out = m.emit("transpose", [out], shape, permutation=layout.attrs["permutation"])
     return out
-
-
-def _unique_instructions(insts: list[Instruction]) -> list[Instruction]:
-    seen: dict[int, Instruction] = {}
-    for inst in insts:
-        seen.setdefault(id(inst), inst)
-    return list(seen.values())
 
 
 def _compose_reverses(m: Match) -> Instruction:

@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ember.compiler.hlo import (
@@ -83,6 +82,7 @@ from ember.compiler.hlo import (
     Shape,
 )
 from ember.compiler.passes import hlo_pass
+from ember.compiler.passes import unique as _unique
 from ember.compiler.reduce_window import scan_axis
 from ember.compiler.shape_inference import reduce_window_attrs
 
@@ -180,17 +180,6 @@ def _groupable(inst: Instruction) -> bool:
         return inst.opcode == "reduce"
     return (inst.opcode in LOOP_FUSIBLE or inst.opcode == "reduce" or _fusible_scatter(inst)
             or _fusible_window(inst))
-
-
-def _unique(objs: Iterable) -> list:
-    """``objs`` without repeats (by identity), in first-seen order."""
-    seen: set[int] = set()
-    out = []
-    for o in objs:
-        if id(o) not in seen:
-            seen.add(id(o))
-            out.append(o)
-    return out
 
 
 class _Group:
