@@ -661,14 +661,15 @@ def _assume(b: ir.IRBuilder, condition: ir.Value) -> None:
 def _loop_id(module: ir.Module, unroll: bool, vectorize: bool, width: int | None = None):
     """A new loop ID (``!N = !{!N, !{"llvm.loop.unroll.disable"}, ...}``: a loop ID's first
     operand is the node itself, which llvmlite cannot build, so it is patched in). ``width``
-    asks the vectorizer for that many lanes."""
+    asks the vectorizer for that many lanes without forcing it (``vectorize.enable``): a
+    loop it cannot vectorize stays scalar instead of LLVM warning on stderr."""
     hints = []
     if not unroll:
         hints.append(module.add_metadata([ir.MetaDataString(module,
                                                             "llvm.loop.unroll.disable")]))
-    if not vectorize or width is not None:
+    if not vectorize:
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                          ir.Constant(ir.IntType(1), int(vectorize))]))
+                                          ir.Constant(ir.IntType(1), 0)]))
     if vectorize and width is not None:
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.width"),
                                           ir.Constant(S.I32, width)]))

@@ -390,3 +390,25 @@ def test_quick_tier_uses_the_looped_kernel_with_the_same_bits(monkeypatch):
     for out in later:
         same_bits(out, first)
     np.testing.assert_allclose(first, layernorm64(x), rtol=2e-5, atol=2e-5)
+
+
+def test_a_lane_loop_that_does_not_vectorize_compiles_without_warnings(capfd):
+    """The lane loop asks for a vector width but does not force vectorization: a loop LLVM
+    cannot vectorize (here reading a row-broadcast parameter at ``row // 32``, whose bounds
+    it cannot identify) compiles to scalar code without LLVM's "loop not vectorized"
+    warning on stderr."""
+    def matvec_grad_like(m, v, s, x):
+        rows = jnp.sum(m * v[..., None, :], axis=-1) * s[..., None] + x
+        return jnp.where(x > 0, rows, rows * (x + 1))
+
+    m = rng.standard_normal((4, 64, 32, 32)).astype(np.float32)
+    v, x = (rng.standard_normal((4, 64, 32)).astype(np.float32) for _ in range(2))
+    s = rng.standard_normal((4, 64)).astype(np.float32)
+    capfd.readouterr()
+    (short,), (looped,), _ = both(matvec_grad_like, m, v, s, x)
+    assert "loop not vectorized" not in capfd.readouterr().err
+    same_bits(short, looped)
+    m64, v64, s64, x64 = (a.astype(np.float64) for a in (m, v, s, x))
+    rows = (m64 * v64[..., None, :]).sum(-1) * s64[..., None] + x64
+    np.testing.assert_allclose(short, np.where(x64 > 0, rows, rows * (x64 + 1)),
+                               rtol=1e-5, atol=1e-5)
