@@ -1,6 +1,8 @@
 """jnp.linalg, lax.linalg: values vs NumPy and JAX, batching, complex, jit on both backends,
 vmap, derivatives (check_grads and JAX's JVPs), errors."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -480,3 +482,40 @@ def test_eigvals_computes_no_eigenvectors(monkeypatch):
     assert got.dtype == np.complex64
     want = np.linalg.eigvals(a.astype(np.float64))
     np.testing.assert_allclose(np.sort_complex(got), np.sort_complex(want), atol=1e-4)
+
+
+def test_solve_and_inv_gradients_use_one_factorization_and_the_transposed_solve():
+    """Reverse mode of ``solve`` goes through the equation ``a x = b``: ``ct_b = a^-T g``
+    and ``ct_a = -ct_b x^T`` from the forward pass's single LU factorization, never through
+    the factorization's own derivative (whose triangular solves take n x n right-hand
+    sides)."""
+    rng = np.random.default_rng(3)
+    n, k = 24, 3
+    a = (rng.standard_normal((2, n, n)) + 6 * np.eye(n)).astype(np.float32)
+    b = rng.standard_normal((2, n, k)).astype(np.float32)
+    g = rng.standard_normal((2, n, k)).astype(np.float32)
+
+    def loss(a, b):
+        return jnp.sum(jnp.linalg.solve(a, b) * g)
+
+    grad = ember.jit(ember.grad(loss, argnums=(0, 1)))
+    ga, gb = grad(a, b)
+    a64, b64, g64 = (x.astype(np.float64) for x in (a, b, g))
+    x64 = np.linalg.solve(a64, b64)
+    ct_b = np.linalg.solve(np.swapaxes(a64, -1, -2), g64)
+    np.testing.assert_allclose(gb, ct_b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ga, -ct_b @ np.swapaxes(x64, -1, -2), rtol=1e-4, atol=1e-5)
+
+    jaxpr = str(ember.make_jaxpr(ember.grad(loss, argnums=(0, 1)))(a, b))
+    assert jaxpr.count(" lu ") == 1
+    hlo = grad.lower(a, b).compile().as_text()
+    assert hlo.count("ember.linalg.lu") == 1
+    assert not re.search(r"f32\[2,24,24\] custom_call\(.*triangular_solve", hlo)
+    assert len(re.findall(r"f32\[2,24,3\] custom_call\(.*triangular_solve", hlo)) == 4
+
+    # inv's gradient: d(inv a) = -inv(a) da inv(a), so ct_a = -inv(a)^T g inv(a)^T.
+    ginv = ember.jit(ember.grad(lambda a: jnp.sum(jnp.linalg.inv(a) * g[..., :1])))(a)
+    inv64 = np.linalg.inv(a64)
+    gi = np.broadcast_to(g64[..., :1], a.shape)
+    want = -np.swapaxes(inv64, -1, -2) @ gi @ np.swapaxes(inv64, -1, -2)
+    np.testing.assert_allclose(ginv, want, rtol=1e-4, atol=1e-5)

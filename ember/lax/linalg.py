@@ -31,6 +31,7 @@ from ember import core, dtypes
 from ember.compiler.evaluator import register_custom_call_target
 from ember.compiler.hlo import Shape
 from ember.core import ShapedArray
+from ember.custom_derivatives import custom_jvp
 from ember.interpreters import ad
 from ember.interpreters.batching import axis_size_of
 from ember.lax import _lapack, _small_batch, base, batch_util
@@ -794,7 +795,10 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
     if type(g) is ad.Zero:
         return [w], [ad.Zero.from_primal_value(w)]
     # dw = diag(V^-1 dA V).
-    dw = _diagonal(_mm(lu_solve_matrix(v, _cast(g, core.get_aval(v).dtype)), v))
+    # (factored here: a tangent must stay transposable, which ``lu_solve_matrix``'s custom
+    # derivative is not)
+    lu_, _, perm = lu_p.bind(v)
+    dw = _diagonal(_mm(_solve_factored(lu_, perm, _cast(g, core.get_aval(v).dtype)), v))
     return [w], [dw]
 
 
@@ -965,12 +969,31 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
     return out
 
 
-def lu_solve_matrix(a: Any, b: Any) -> Any:
-    """``a^-1 b`` for square ``a`` and matrices ``b`` with a's batch dims (via ``lu``)."""
-    lu_, _, perm = lu_p.bind(a)
-    pb = _permute_rows(b, perm)
-    y = triangular_solve(lu_, pb, left_side=True, lower=True, unit_diagonal=True)
+def _solve_factored(lu_: Any, perm: Any, b: Any) -> Any:
+    """``a^-1 b`` from ``lu(a)``'s packed factors and row permutation."""
+    y = triangular_solve(lu_, _permute_rows(b, perm), left_side=True, lower=True,
+                         unit_diagonal=True)
     return triangular_solve(lu_, y, left_side=True, lower=False)
+
+
+@custom_jvp
+def lu_solve_matrix(a: Any, b: Any) -> Any:
+    """``a^-1 b`` for square ``a`` and matrices ``b`` with a's batch dims (via ``lu``).
+
+    Differentiated through the equation, not through the factorization: ``a x = b`` gives
+    ``a dx = db - da x``, a second solve with the same factors (so reverse mode solves the
+    transposed system once and takes ``-ct_b x^T`` for ``a``)."""
+    lu_, _, perm = lu_p.bind(a)
+    return _solve_factored(lu_, perm, b)
+
+
+@lu_solve_matrix.defjvp
+def _lu_solve_matrix_jvp(primals, tangents):
+    a, b = primals
+    da, db = tangents
+    lu_, _, perm = lu_p.bind(a)
+    x = _solve_factored(lu_, perm, b)
+    return x, _solve_factored(lu_, perm, E.sub(db, _mm(da, x)))
 
 
 # ---------------------------------------------------------------- tridiagonal_solve
