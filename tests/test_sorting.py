@@ -179,3 +179,55 @@ def test_sort_axes_and_descending():
 def test_bad_calls(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.int8])
+def test_partition_layout_is_jaxs_and_a_partition(dtype):
+    """JAX's layout (two top_k): the kth + 1 smallest ascending, then the rest descending;
+    argpartition's tail lists the other indices in ascending index order. Every row is a
+    partition around its sorted kth value (checked against NumPy's sort)."""
+    x = np.array([5, 1, 4, 2, 3, 1, 0], dtype)
+    np.testing.assert_array_equal(jnp.partition(A(x), 2), np.array([0, 1, 1, 5, 4, 3, 2], dtype))
+    np.testing.assert_array_equal(jnp.argpartition(A(x), 2), [6, 1, 5, 0, 2, 3, 4])
+    rng = np.random.default_rng(5)
+    lo = 0 if np.dtype(dtype).kind == "u" else -4
+    for axis, kth in [(1, 0), (1, 3), (0, -1), (-1, 8), (0, 2)]:
+        x = rng.integers(lo, 5, (6, 9)).astype(dtype)
+        if dtype == np.float32:
+            x[rng.random(x.shape) < 0.1] = np.nan
+        for fn in (lambda v: v, ember.jit):
+            p = np.asarray(fn(lambda v, k=kth, a=axis: jnp.partition(v, k, axis=a))(x))
+            i = np.asarray(fn(lambda v, k=kth, a=axis: jnp.argpartition(v, k, axis=a))(x))
+            k = kth % x.shape[axis]
+            pivot = np.take(np.sort(x, axis=axis), [k], axis=axis)
+            # (the two layouts differ after kth: partition's is descending, argpartition's
+            # in index order; both are partitions)
+            for out in (p, np.take_along_axis(x, i, axis=axis)):
+                np.testing.assert_array_equal(np.take(out, [k], axis=axis), pivot)
+                np.testing.assert_array_equal(np.sort(out, axis=axis), np.sort(x, axis=axis))
+                before, after = np.split(out, [k], axis=axis)
+                with np.errstate(invalid="ignore"):
+                    assert not np.any(before > pivot) and not np.any(after < pivot)
+            np.testing.assert_array_equal(np.sort(i, axis=axis),
+                                          np.broadcast_to(np.arange(x.shape[axis]).reshape(
+                                              (-1, 1) if axis in (0, -2) else (1, -1)), x.shape))
+
+
+def test_partition_of_the_most_negative_integer():
+    # (ranked with ~x, which cannot overflow; -x would turn -2**31 into itself)
+    x = np.array([-2**31, 5, 2**31 - 1, 0], np.int32)
+    np.testing.assert_array_equal(jnp.partition(A(x), 1), [-2**31, 0, 2**31 - 1, 5])
+    np.testing.assert_array_equal(jnp.argpartition(A(x), 1), [0, 3, 1, 2])
+
+
+def test_partition_gradient_and_vmap():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 7)).astype(np.float32)
+    weights = np.arange(3.0, dtype=np.float32)
+    g = ember.grad(lambda v: jnp.sum(jnp.partition(v, 2, axis=1)[:, :3] ** 2 * weights))(x)
+    order = np.argsort(x, axis=1)[:, :3]
+    want = np.zeros_like(x)
+    np.put_along_axis(want, order, 2 * np.take_along_axis(x, order, 1) * weights, 1)
+    np.testing.assert_allclose(g, want, rtol=1e-6)
+    np.testing.assert_array_equal(ember.vmap(lambda v: jnp.argpartition(v, 2))(x),
+                                  jnp.argpartition(A(x), 2, axis=1))

@@ -5,6 +5,7 @@ Everything but ``unique`` is written with primitives and traces; NaNs sort to th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -187,7 +188,8 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     return lo
 
 
-def _partition_arg(fn: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int]:
+def _partition_arg(fn: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int, int]:
+    """The array, the canonical axis and the canonical (non-negative) ``kth``."""
     a = _arg(fn, a)
     # As in JAX (whose partition is a top_k of -a): no complex numbers, no booleans.
     if dtypes.is_complex(a.dtype):
@@ -197,31 +199,75 @@ def _partition_arg(fn: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int]:
                         "dtype first")
     (ax,) = canonicalize_axes(fn, axis, a.ndim)
     kth = core.concrete_or_error(kth, f"{fn}: kth must be a concrete integer")
-    if not -a.shape[ax] <= int(kth) < a.shape[ax]:
-        raise ValueError(f"{fn}: kth={kth} out of bounds for axis of size {a.shape[ax]}")
-    return a, ax
+    n = a.shape[ax]
+    if not -n <= int(kth) < n:
+        raise ValueError(f"{fn}: kth={kth} out of bounds for axis of size {n}")
+    return a, ax, int(kth) % n
+
+
+def _reversed_order(a: Any) -> Any:
+    """An order-reversing map of ``a``'s values: ``-a`` for floats (NaN becomes a NaN with
+    the sign bit, which top_k ranks lowest), ``~a`` for integers (``-a - 1``, which unlike
+    ``-a`` cannot overflow at the most negative value)."""
+    return lax.neg(a) if dtypes.is_float(a.dtype) else lax.bitwise_not(a)
+
+
+def _smallest(a: Any, k: int, axis: int) -> tuple[Any, Any]:
+    """The ``k`` smallest values along ``axis`` in ascending order, and their indices
+    (ties: the lower index first)."""
+    values, indices = lax.top_k(_reversed_order(a), k, axis=axis)
+    return _reversed_order(values), indices
 
 
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
-    """Array whose ``kth`` element along ``axis`` is in sorted position (fully sorted here).
+    """Array whose ``kth`` element along ``axis`` is in sorted position, the smaller ones
+    before it and the larger ones after.
+
+    As JAX's: the first ``kth + 1`` in ascending order and the rest in descending order
+    (two ``top_k``), so a caller keeping one side pays only for that side's ``top_k``.
 
     Example:
-        >>> jnp.partition(jnp.array([3, 1, 2]), 1)[1]
-        Array(2, dtype=int32)
+        >>> jnp.partition(jnp.array([5, 1, 4, 2, 3]), 1)
+        Array([1, 2, 5, 4, 3], dtype=int32)
     """
-    a, ax = _partition_arg("partition", a, kth, axis)
-    return lax.sort(a, dimension=ax)
+    a, ax, kth = _partition_arg("partition", a, kth, axis)
+    n = a.shape[ax]
+    bottom, _ = _smallest(a, kth + 1, ax)
+    if kth + 1 == n:
+        return bottom
+    top, _ = lax.top_k(a, n - kth - 1, axis=ax)
+    return lax.concatenate([bottom, top], ax)
 
 
 def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
-    """Indices that partition ``a`` around ``kth`` (a full stable argsort here).
+    """Indices that partition ``a`` around ``kth`` (as ``partition``'s layout: the indices
+    of the ``kth + 1`` smallest in ascending order of value, then the others in ascending
+    index order, as JAX's).
 
     Example:
-        >>> jnp.argpartition(jnp.array([3, 1, 2]), 1)[1]
-        Array(2, dtype=int32)
+        >>> jnp.argpartition(jnp.array([5, 1, 4, 2, 3]), 1)
+        Array([1, 3, 0, 2, 4], dtype=int32)
     """
-    a, ax = _partition_arg("argpartition", a, kth, axis)
-    return lax.convert_element_type(argsort(a, axis=ax), dtypes.int32)  # int32 in JAX
+    a, ax, kth = _partition_arg("argpartition", a, kth, axis)
+    n = a.shape[ax]
+    _, bottom = _smallest(a, kth + 1, ax)
+    if kth + 1 == n:
+        return bottom
+    # The others, lowest index first: the top_k of a mask of ones set to 0 at the bottom's
+    # indices (ties go to the lower index).
+    last = lax.transpose(bottom, _moved_to_end(a.ndim, ax))
+    rows = math.prod(last.shape[:-1])
+    flat = lax.reshape(last, (rows, kth + 1))
+    mask = lax.full((rows, n), 1.0, dtypes.float32)
+    mask = mask.at[lax.broadcasted_iota(dtypes.int32, flat.shape, 0), flat].set(0.0)
+    _, rest = lax.top_k(mask, n - kth - 1)
+    rest = lax.reshape(rest, last.shape[:-1] + (n - kth - 1,))
+    rest = lax.transpose(rest, tuple(np.argsort(_moved_to_end(a.ndim, ax))))
+    return lax.concatenate([bottom, rest], ax)
+
+
+def _moved_to_end(ndim: int, axis: int) -> tuple[int, ...]:
+    return tuple(d for d in range(ndim) if d != axis) + (axis,)
 
 
 def _concrete_value(fn: str, a: Any) -> np.ndarray:
