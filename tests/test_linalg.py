@@ -519,3 +519,57 @@ def test_solve_and_inv_gradients_use_one_factorization_and_the_transposed_solve(
     gi = np.broadcast_to(g64[..., :1], a.shape)
     want = -np.swapaxes(inv64, -1, -2) @ gi @ np.swapaxes(inv64, -1, -2)
     np.testing.assert_allclose(ginv, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("shape", [(2, 9, 6), (6, 9), (7, 7)])
+def test_svd_runs_lapack_gesdd_and_gives_nan_for_nonfinite_matrices(dtype, shape, monkeypatch,
+                                                                     x64):
+    """``svd`` calls LAPACK's gesdd through the binding (NumPy's svd never runs): values,
+    reconstruction and orthonormal vectors for every ``full_matrices``; a matrix with a NaN
+    or inf gets all-NaN outputs (NumPy raises for it; JAX gives NaN), the other matrices
+    of the batch their SVD."""
+    from ember.lax import _lapack
+    if not _lapack.available(dtype):
+        pytest.skip("no LAPACK binding")
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape).astype(np.float32)
+    want = np.linalg.svd(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+                         compute_uv=False)
+    monkeypatch.setattr(np.linalg, "svd", lambda *_, **__: pytest.fail("NumPy's svd"))
+    tol = 1e-5 if a.dtype in (np.float32, np.complex64) else 1e-12
+    s = np.asarray(ember.jit(lambda x: jnp.linalg.svd(x, compute_uv=False))(a))
+    np.testing.assert_allclose(s, want, rtol=tol * 10, atol=tol * 10)
+    k = min(shape[-2:])
+    for full in (False, True):
+        u, s, vt = (np.asarray(o) for o in jnp.linalg.svd(a, full_matrices=full))
+        assert u.shape == shape[:-2] + (shape[-2], shape[-2] if full else k)
+        assert vt.shape == shape[:-2] + (shape[-1] if full else k, shape[-1])
+        np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vt[..., :k, :], a,
+                                   rtol=tol * 100, atol=tol * 100)
+        for q in (u, np.swapaxes(vt, -1, -2)):
+            gram = np.swapaxes(q.conj(), -1, -2) @ q
+            np.testing.assert_allclose(gram, np.broadcast_to(np.eye(q.shape[-1]), gram.shape),
+                                       atol=tol * 100)
+    bad = a.copy()
+    bad[(0,) * (len(shape) - 2) + (1, 2)] = np.nan if len(shape) == 2 else np.inf
+    for out in (jnp.linalg.svd(bad, compute_uv=False), *jnp.linalg.svd(bad)):
+        out = np.asarray(out)
+        first = out[0] if len(shape) == 3 else out
+        assert np.isnan(first).all()
+        if len(shape) == 3:
+            assert np.isfinite(out[1]).all()
+
+
+def test_svd_of_a_nonfinite_matrix_without_the_binding_is_nan_too(monkeypatch):
+    from ember.lax import _lapack
+    monkeypatch.setattr(_lapack, "available", lambda *_: False)
+    a = np.ones((2, 5, 5), np.float32)
+    a[1, 0, 0] = np.nan
+    s = np.asarray(jnp.linalg.svd(a, compute_uv=False))
+    assert np.isnan(s[1]).all()
+    np.testing.assert_allclose(s[0], [5, 0, 0, 0, 0], atol=1e-5)
+    u, s, vt = (np.asarray(o) for o in jnp.linalg.svd(a[1]))
+    assert np.isnan(u).all() and np.isnan(s).all() and np.isnan(vt).all()

@@ -62,6 +62,12 @@ _SIGNATURES = {
                "I*, size_t, size_t);",
     "gees_c": "void {}(char*, char*, void*, I*, void*, I*, I*, void*, void*, I*, void*, I*, "
               "void*, void*, I*, size_t, size_t);",
+    # real: jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork, info
+    "gesdd_r": "void {}(char*, I*, I*, void*, I*, void*, void*, I*, void*, I*, void*, I*, "
+               "void*, I*, size_t);",
+    # complex: jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, rwork, iwork, info
+    "gesdd_c": "void {}(char*, I*, I*, void*, I*, void*, void*, I*, void*, I*, void*, I*, "
+               "void*, void*, I*, size_t);",
     # real: jobvl, jobvr, n, a, lda, wr, wi, vl, ldvl, vr, ldvr, work, lwork, info
     "geev_r": "void {}(char*, char*, I*, void*, I*, void*, void*, void*, I*, void*, I*, void*, "
               "I*, I*, size_t, size_t);",
@@ -76,7 +82,8 @@ def _routine_names(kind: str, letter: str) -> str:
     cplx = letter in "cz"
     base = {"orgqr": "ungqr" if cplx else "orgqr", "ormqr": "unmqr" if cplx else "ormqr",
             "sytrd": "hetrd" if cplx else "sytrd", "gees_r": "gees", "gees_c": "gees",
-            "syevd_r": "syevd", "syevd_c": "heevd", "geev_r": "geev", "geev_c": "geev"}
+            "syevd_r": "syevd", "syevd_c": "heevd", "geev_r": "geev", "geev_c": "geev",
+            "gesdd_r": "gesdd", "gesdd_c": "gesdd"}
     return letter + base.get(kind, kind)
 
 
@@ -651,6 +658,72 @@ def geev_values(x: np.ndarray) -> np.ndarray:
     out = np.empty((nb, n), np.result_type(x.dtype, np.complex64))
     out.real, out.imag = values[:, 0], values[:, 1]
     return out.reshape(x.shape[:-1])
+
+
+@threads_kernel
+def gesdd(x: np.ndarray, compute_uv: bool, full_matrices: bool) -> list[np.ndarray]:
+    """The singular values (descending) of each (m, n) matrix of ``x``, and with
+    ``compute_uv`` ``u`` (m, m or k) and ``vt`` (n or k, n), k = min(m, n): LAPACK's
+    divide-and-conquer SVD in ``x``'s precision. A matrix with a NaN or inf (NumPy's svd
+    raises for it; JAX gives NaN), or one where LAPACK fails, gets all NaN."""
+    b = binding()
+    c = _Call(b)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    f = _flat_t(x)  # (column-major: LAPACK sees the matrices themselves)
+    nb = f.shape[0]
+    complex_ = x.dtype.kind == "c"
+    real_dt = np.empty(0, x.dtype).real.dtype
+    jobz = (b"A" if full_matrices else b"S") if compute_uv else b"N"
+    ucols, vtrows = ((m, n) if full_matrices else (k, k)) if compute_uv else (1, 1)
+    s = np.empty((nb, k), real_dt)
+    # Column-major outputs, one matrix per batch entry: u^T and vt^T read row-major.
+    u = np.empty((nb, ucols, m) if compute_uv else (1, 1, 1), x.dtype)
+    vt = np.empty((nb, n, vtrows) if compute_uv else (1, 1, 1), x.dtype)
+    fn = b.fn("gesdd_c" if complex_ else "gesdd_r", x.dtype)
+    M, N, LDU, LDVT = c.const(m), c.const(n), c.const(max(1, m)), c.const(max(1, vtrows))
+    LDA = c.const(max(1, m))
+    pa, ps = c.ptrs(f), c.ptrs(s)
+    pu = c.ptrs(u) if compute_uv else c.ptrs(u) * nb
+    pvt = c.ptrs(vt) if compute_uv else c.ptrs(vt) * nb
+    if complex_:
+        mx = max(m, n)
+        n_rwork = max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k) if compute_uv else 7 * k
+    n_iwork = 8 * max(1, k)
+
+    def scratch():
+        rwork = np.empty(max(1, n_rwork), real_dt) if complex_ else None
+        return rwork, np.empty(n_iwork, b.idtype)
+
+    def call(i, work, lw, rwork, iwork, info):
+        args = [jobz, M, N, pa[i], LDA, ps[i], pu[i], LDU, pvt[i], LDVT, work, lw]
+        if complex_:
+            args.append(c.ffi.from_buffer(rwork))
+        fn(*args, c.ffi.from_buffer(iwork), info, 1)
+
+    rwork0, iwork0 = scratch()
+    work, lw = _lwork(c, lambda wk, l, i: call(0, wk, l, rwork0, iwork0, i), x.dtype)
+    finite = np.isfinite(f).all(axis=(1, 2))
+    failed = [i for i in range(nb) if not finite[i]]
+
+    def body(indices):
+        info = c.i()
+        rwork, iwork = scratch()
+        pw = c.ffi.from_buffer(np.empty_like(work))
+        for i in indices:
+            if finite[i]:
+                call(i, pw, lw, rwork, iwork, info)
+                if info[0] != 0:
+                    failed.append(i)
+
+    _each_matrix(nb, 4 * m * n * k + (8 * k ** 3 if compute_uv else 0), body)
+    batch = x.shape[:-2]
+    s[failed] = np.nan
+    if not compute_uv:
+        return [s.reshape(batch + (k,))]
+    u[failed], vt[failed] = np.nan, np.nan
+    return [s.reshape(batch + (k,)), _back(u, batch + (m, ucols)),
+            _back(vt, batch + (vtrows, n))]
 
 
 @threads_kernel

@@ -550,18 +550,39 @@ def _subset(subset_by_index, k):
 
 
 @_lapack.threads_kernel
+def _numpy_svd(x, compute_uv: bool, full_matrices: bool) -> list:
+    """``[s]`` or ``[s, u, vt]`` by NumPy (without the LAPACK binding); all NaN for a matrix
+    NumPy fails on (one with a NaN or inf: JAX gives NaN there, NumPy raises)."""
+    try:
+        if not compute_uv:
+            return [np.linalg.svd(x, compute_uv=False)]
+        u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
+        return [s, u, vt]
+    except np.linalg.LinAlgError:
+        if x.ndim > 2:
+            parts = [_numpy_svd(m, compute_uv, full_matrices)
+                     for m in x.reshape((-1,) + x.shape[-2:])]
+            return [np.stack(p).reshape(x.shape[:-2] + p[0].shape) for p in zip(*parts)]
+        avals = _svd_abstract_eval(ShapedArray(x.shape, x.dtype), full_matrices=full_matrices,
+                                   compute_uv=compute_uv, subset_by_index=None, algorithm=None)
+        return [np.full(a.shape, np.nan, a.dtype) for a in avals]
+
+
 def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     k = min(x.shape[-2:])
     lo, hi = _subset(subset_by_index, k)
     small = _small_batch.svd(x, compute_uv, full_matrices) \
         if _small_batch.worth_it("svd", x) else None
+    if small is None and x.size and _lapack.available(x.dtype):
+        small = _lapack.gesdd(x, compute_uv, full_matrices)  # (LAPACK's signs: JAX's)
+        small = small[0] if not compute_uv else small
     if not compute_uv:
-        s = np.linalg.svd(x, compute_uv=False) if small is None else small
+        s = _numpy_svd(x, False, False)[0] if small is None else small
         return [s[..., lo:hi]]
-    if small is not None:  # (its vectors' signs are Jacobi's, not LAPACK's)
+    if small is not None:  # (the small-batch kernel's signs are Jacobi's, not LAPACK's)
         s, u, vt = small
     else:
-        u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
+        s, u, vt = _numpy_svd(x, True, full_matrices)
     if subset_by_index is not None:
         u, s, vt = u[..., lo:hi], s[..., lo:hi], vt[..., lo:hi, :]
     return [s, u, vt]
