@@ -573,3 +573,41 @@ def test_svd_of_a_nonfinite_matrix_without_the_binding_is_nan_too(monkeypatch):
     np.testing.assert_allclose(s[0], [5, 0, 0, 0, 0], atol=1e-5)
     u, s, vt = (np.asarray(o) for o in jnp.linalg.svd(a[1]))
     assert np.isnan(u).all() and np.isnan(s).all() and np.isnan(vt).all()
+
+
+@pytest.mark.parametrize("vectors", ["none", "right", "both"])
+def test_eig_of_a_nonfinite_matrix_is_nan(vectors, monkeypatch):
+    """(NumPy's eig and eigvals raise for a NaN or inf; JAX gives NaN) The other matrices of
+    a batch keep their eigenpairs; without the LAPACK binding too."""
+    from ember.lax import _lapack
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((3, 5, 5)).astype(np.float32)
+    a[1, 2, 3], a[2, 0, 0] = np.nan, np.inf
+    left, right = vectors == "both", vectors != "none"
+    for binding in (True, False):
+        if not binding:
+            monkeypatch.setattr(_lapack, "available", lambda *_: False)
+        outs = lax.linalg.eig(a, compute_left_eigenvectors=left,
+                              compute_right_eigenvectors=right)
+        for out in outs:
+            out = np.asarray(out)
+            assert np.isnan(out[1:]).all() and np.isfinite(out[0]).all()
+        w = np.asarray(outs[0][0])
+        np.testing.assert_allclose(np.sort_complex(w), np.sort_complex(
+            np.linalg.eigvals(a[0].astype(np.float64))), atol=1e-4)
+        if right:
+            v = np.asarray(outs[-1][0])
+            np.testing.assert_allclose(a[0] @ v, v * w, atol=1e-4)
+
+
+def test_slogdet_sign_of_a_matrix_with_a_nan_stays_finite():
+    # (JAX counts negative pivots for the sign: a NaN pivot does not make it NaN)
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    sign, logdet = jnp.linalg.slogdet(a)
+    want_sign, want_logdet = np.linalg.slogdet(a.astype(np.float64))
+    assert float(sign) == want_sign
+    np.testing.assert_allclose(float(logdet), want_logdet, rtol=1e-5)
+    a[1, 2] = np.nan
+    sign, logdet = jnp.linalg.slogdet(a)
+    assert abs(float(sign)) == 1 and np.isnan(float(logdet))

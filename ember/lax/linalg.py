@@ -550,22 +550,28 @@ def _subset(subset_by_index, k):
 
 
 @_lapack.threads_kernel
+def _nan_for_nonfinite(x, compute) -> list:
+    """``compute(x)`` (a list of arrays with x's batch dims first) where a matrix of ``x``
+    with a NaN or inf gets all-NaN outputs, as JAX gives (NumPy raises for it): it is
+    replaced by zeros for the call."""
+    bad = ~np.isfinite(x).all(axis=(-2, -1))
+    if not bad.any():
+        return compute(x)
+    outs = compute(np.where(bad[..., None, None], np.zeros((), x.dtype), x))
+    for out in outs:
+        out[bad] = np.nan
+    return outs
+
+
 def _numpy_svd(x, compute_uv: bool, full_matrices: bool) -> list:
-    """``[s]`` or ``[s, u, vt]`` by NumPy (without the LAPACK binding); all NaN for a matrix
-    NumPy fails on (one with a NaN or inf: JAX gives NaN there, NumPy raises)."""
-    try:
-        if not compute_uv:
-            return [np.linalg.svd(x, compute_uv=False)]
+    """``[s]`` or ``[s, u, vt]`` by NumPy (without the LAPACK binding)."""
+    if not compute_uv:
+        return _nan_for_nonfinite(x, lambda x: [np.linalg.svd(x, compute_uv=False)])
+
+    def uv(x):
         u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
         return [s, u, vt]
-    except np.linalg.LinAlgError:
-        if x.ndim > 2:
-            parts = [_numpy_svd(m, compute_uv, full_matrices)
-                     for m in x.reshape((-1,) + x.shape[-2:])]
-            return [np.stack(p).reshape(x.shape[:-2] + p[0].shape) for p in zip(*parts)]
-        avals = _svd_abstract_eval(ShapedArray(x.shape, x.dtype), full_matrices=full_matrices,
-                                   compute_uv=compute_uv, subset_by_index=None, algorithm=None)
-        return [np.full(a.shape, np.nan, a.dtype) for a in avals]
+    return _nan_for_nonfinite(x, uv)
 
 
 def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
@@ -777,15 +783,21 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
         # ~1.5x for float32, whose eigenvalues NumPy computes in float64)
         if _lapack.available(x.dtype) and x.shape[-1] > 0 and x.size:
             return [_lapack.geev_values(x).astype(_complex_dtype(x.dtype), copy=False)]
-        return [np.linalg.eigvals(x).astype(_complex_dtype(x.dtype))]
+        return _nan_for_nonfinite(x, lambda x: [np.linalg.eigvals(x).astype(
+            _complex_dtype(x.dtype))])
+    return _nan_for_nonfinite(x, lambda x: _numpy_eig(x, compute_left_eigenvectors,
+                                                      compute_right_eigenvectors))
+
+
+def _numpy_eig(x, left: bool, right: bool) -> list:
     w, vr = np.linalg.eig(x)
     cdt = _complex_dtype(x.dtype)
     out = [w.astype(cdt)]
-    if compute_left_eigenvectors:
+    if left:
         # Left eigenvectors are the columns of inv(VR)^H, rescaled like LAPACK's.
         out.append(_normalize_columns(np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2)))
                    .astype(cdt))
-    if compute_right_eigenvectors:
+    if right:
         out.append(vr.astype(cdt))
     return out
 

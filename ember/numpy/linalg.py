@@ -364,8 +364,9 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     if dtypes.is_complex(a.dtype):
         phase = diag / absdiag.astype(a.dtype)
         sign = sign * jnp.prod(phase, axis=-1)
-    else:
-        sign = sign * jnp.prod(jnp.sign(diag), axis=-1)
+    else:  # (by counting negative pivots: a NaN pivot leaves the sign finite, as JAX's)
+        negatives = jnp.count_nonzero(diag < 0, axis=-1)
+        sign = sign * (1 - 2 * (negatives % 2)).astype(a.dtype)
     sign = jnp.where(is_zero, jnp.zeros_like(sign), sign)
     logdet = jnp.where(is_zero, jnp.full_like(logdet, -np.inf), logdet)
     return SlogdetResult(sign, logdet)
