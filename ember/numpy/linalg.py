@@ -499,7 +499,7 @@ def lstsq(a: Any, b: Any, rcond: float | None = None, *,
         rc = eps * max(n, m) if rcond is None else \
             jnp.where(ensure_array(rcond) < 0, eps, rcond)
         u, s, vt = svd(a, full_matrices=False)
-        mask = s >= ensure_array(rc).astype(s.dtype) * s[0]
+        mask = (s > 0) & (s >= ensure_array(rc).astype(s.dtype) * s[0])  # (zero a: x = 0)
         rank = jnp.sum(mask).astype(dtypes.int32)
         safe_s = jnp.where(mask, s, 1).astype(a.dtype)
         s_inv = jnp.where(mask, 1 / safe_s, 0)[:, None]

@@ -190,7 +190,9 @@ def funm(A: Any, func: Callable[[Any], Any], disp: bool = True) -> Any:
     def entry(i, j, F):
         # Parlett, from F T = T F: F_ij (T_jj - T_ii) = T_ij (F_jj - F_ii) +
         # sum_{i<k<j} (T_ik F_kj - F_ik T_kj), which is (T F - F T)_ij while F_ij is 0.
-        return (T @ F - F @ T)[i, j] / (T[j, j] - T[i, i])
+        # (a repeated eigenvalue leaves the numerator undivided, as JAX's funm does)
+        num, den = (T @ F - F @ T)[i, j], T[j, j] - T[i, i]
+        return jnp.where(den != 0, num / jnp.where(den != 0, den, 1), num)
 
     F = _by_superdiagonal(T, f, entry)
     out = Z @ F @ _H(Z)
