@@ -180,6 +180,11 @@ def test_digamma_jvp_uses_trigamma():
         w = v + n
         return head + 1 / w + 1 / (2 * w * w) + 1 / (6 * w ** 3)
     np.testing.assert_allclose(np.asarray(t), [trigamma(v) for v in x], rtol=1e-10)
+    # Poles (0, negative integers, -inf): inf, as polygamma(1, x) and JAX give (sin(pi x)
+    # rounds to a tiny nonzero value there); +inf: 0.
+    poles = np.array([0.0, -1.0, -7.0, -1e30, -np.inf, np.inf], np.float32)
+    _, t = lax.digamma_p.jvp([poles], [np.ones_like(poles)])
+    np.testing.assert_array_equal(np.asarray(t), [np.inf] * 5 + [0.0])
 
 
 @pytest.mark.parametrize("y", [-3, -1, 0, 1, 2, 5])

@@ -841,7 +841,13 @@ def _trigamma(x):
     series = mul(r, add(1.0, mul(r, add(0.5, mul(r, series)))))
     psi1 = add(acc, series)
     pi2 = math.pi ** 2
-    return select(reflect, sub(div(pi2, square(sin(mul(x, math.pi)))), psi1), psi1)
+    out = select(reflect, sub(div(pi2, square(sin(mul(x, math.pi)))), psi1), psi1)
+    # (a pole at 0, -1, -2, ... and -inf: inf as polygamma(1, x) gives, where sin(pi x)
+    # rounded to a tiny nonzero value would leave a huge finite one)
+    pole = bitwise_and(le(x, 0.0), eq(floor(x), x))
+    aval = core.get_aval(x)
+    inf = _bcast(convert_element_type(math.inf, aval.dtype, aval.weak_type), aval.shape)
+    return select(pole, inf, out)
 
 
 _sqrt_pi = math.sqrt(math.pi)
