@@ -115,6 +115,8 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, name, symbolic_z
 
 
 custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
+custom_jvp_call_p.def_transpose(
+    lambda cts, *args, call_jaxpr, **_: ad.inline_transpose(cts, args, call_jaxpr))
 
 
 class SymbolicZero:

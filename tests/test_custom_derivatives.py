@@ -275,3 +275,26 @@ def test_eager_calls_with_the_plain_parameters_run_the_function_directly():
 
     h.defjvp(lambda p, t: (h(*p), t[0]))
     assert h(x).tolist() == [2.0, 4.0] and h(x, 3.0).tolist() == [3.0, 6.0]
+
+
+def test_custom_jvp_function_applied_to_tangents_is_transposed_as_its_function():
+    """A rule that applies a custom_jvp function to its tangents (here ``jnp.linalg.solve``,
+    whose own rule differentiates through ``a x = b``) stages that call into the linear
+    function reverse mode transposes: it is transposed as the function it calls."""
+    a = np.array([[3.0, 1.0], [1.0, 2.0]], np.float32)
+
+    @ember.custom_jvp
+    def f(x):
+        return jnp.linalg.solve(a, x) * 2.0
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), jnp.linalg.solve(a, t) * 2.0
+
+    x = np.array([1.0, -1.0], np.float32)
+    want = 2 * np.linalg.inv(a.astype(np.float64))
+    np.testing.assert_allclose(ember.jacrev(f)(x), want, rtol=1e-6)
+    np.testing.assert_allclose(ember.jit(ember.jacrev(f))(x), want, rtol=1e-6)
+    np.testing.assert_allclose(ember.grad(lambda x: jnp.sum(f(x) ** 2))(x),
+                               2 * want.T @ (want @ x), rtol=1e-5)

@@ -478,6 +478,23 @@ def call_transpose(prim: core.Primitive, cts: Sequence[Any], args: Sequence[Any]
     return [next(outs) if lin else None for lin in linear]
 
 
+def inline_transpose(cts: Sequence[Any], args: Sequence[Any], jaxpr: Any) -> list:
+    """The transpose of a call of ``jaxpr`` evaluated in place (not bound as a call): for
+    a ``custom_jvp`` function applied to linear values, as inside another derivative rule,
+    whose custom rule is for differentiation, not transposition (JAX inlines the function
+    there too)."""
+    linear = [is_undefined_primal(a) for a in args]
+    ct_nz = [type(c) is not Zero for c in cts]
+    if not any(ct_nz):
+        return [Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
+    t_closed = transpose_jaxpr(jaxpr, linear, ct_nz)
+    from ember.jaxpr import eval_jaxpr
+    outs = iter(eval_jaxpr(t_closed.jaxpr, t_closed.consts,
+                           *[a for a, lin in zip(args, linear) if not lin],
+                           *[c for c in cts if type(c) is not Zero]))
+    return [next(outs) if lin else None for lin in linear]
+
+
 def _cached(kind: str, closed: Any, key: tuple, make: Callable) -> Any:
     full_key = (kind, id(closed), key)
     hit = _jaxpr_cache.get(full_key)
