@@ -15,6 +15,12 @@ import numpy as np
 COPY_TILE = 256
 SMALL_COPY_TILE = 64
 SMALL_TILED_COPY_MAX = 1 << 18
+# A view whose fastest-varying axis has at most this many elements (a cache line of
+# float32), or whose last axis is at most a tile long, is copied in one NumPy copy: the
+# lines it reads for a run of the output stay in cache for the next runs, and tiles would
+# only add their Python loop (the transposed copy of a (1000, 10) float32 matrix: 12 us in
+# tiles, 3 in one copy; (100000, 3) 341 against 88; (3, 100000) 704 against 324).
+SHORT_FASTEST_AXIS = 16
 
 
 def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
@@ -30,7 +36,7 @@ def copy_tiled(out: np.ndarray, a: np.ndarray) -> None:
     fastest = min(range(a.ndim), key=lambda d: abs(a.strides[d]) if a.shape[d] > 1
                   else math.inf)
     tile = SMALL_COPY_TILE if a.size <= SMALL_TILED_COPY_MAX else COPY_TILE
-    if fastest == last or a.shape[fastest] <= tile and a.shape[last] <= tile:
+    if fastest == last or a.shape[fastest] <= SHORT_FASTEST_AXIS or a.shape[last] <= tile:
         np.copyto(out, a)
         return
     index = [slice(None)] * a.ndim

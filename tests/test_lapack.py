@@ -178,6 +178,26 @@ def test_trsm_reads_column_major_triangles_in_place(dtype, batch):
 
 
 @needs_lapack
+def test_workspace_sizes_are_remembered_per_routine_and_shape(monkeypatch):
+    # (a size found once is reused without LAPACK's query; each shape has its own)
+    monkeypatch.setattr(_lapack, "_LWORK", {})
+    results = {}
+    for shape in ((40, 7), (7, 40), (40, 7)):
+        a = _mat(shape, np.float32)
+        for cached in (False, True):
+            if not cached:
+                _lapack._LWORK.clear()
+            f, taus = _lapack.geqrf(a)
+            s = _lapack.gesdd(a, False, False)[0]
+            results[cached] = (f, taus, s)
+        for x, y in zip(results[False], results[True]):
+            np.testing.assert_array_equal(x, y)
+        np.testing.assert_allclose(s, np.linalg.svd(a.astype(np.float64), compute_uv=False),
+                                   rtol=1e-5)
+    assert {k[0][:3] for k in _lapack._LWORK} == {("geqrf", 40, 7), ("gesdd", b"N", 40)}
+
+
+@needs_lapack
 def test_triangular_solve_zero_pivot_and_empty(jax):
     a = np.array([[1., 0.], [1., 0.]], np.float32)
     b = np.ones((2, 1), np.float32)

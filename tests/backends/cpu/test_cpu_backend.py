@@ -742,7 +742,8 @@ def _views():
     """Strided views of every kind: transposes (2-D and 3-D, each axis order), reversed and
     stepped axes, sizes that are not multiples of the tile, and single-element axes."""
     rng = np.random.default_rng(7)
-    for shape in ((600, 300), (257, 1), (1, 700), (3, 300, 520), (2, 1, 600, 5)):
+    for shape in ((600, 300), (257, 1), (1, 700), (3, 300, 520), (2, 1, 600, 5), (1000, 10),
+                  (3000, 40)):
         base = rng.integers(-1000, 1000, shape).astype(np.int32)
         for perm in itertools.permutations(range(len(shape))):
             yield base.transpose(perm)
