@@ -549,7 +549,6 @@ def _subset(subset_by_index, k):
     return lo, hi
 
 
-@_lapack.threads_kernel
 def _nan_for_nonfinite(x, compute) -> list:
     """``compute(x)`` (a list of arrays with x's batch dims first) where a matrix of ``x``
     with a NaN or inf gets all-NaN outputs, as JAX gives (NumPy raises for it): it is
@@ -574,6 +573,7 @@ def _numpy_svd(x, compute_uv: bool, full_matrices: bool) -> list:
     return _nan_for_nonfinite(x, uv)
 
 
+@_lapack.threads_kernel
 def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     k = min(x.shape[-2:])
     lo, hi = _subset(subset_by_index, k)
@@ -828,8 +828,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
     if type(g) is ad.Zero:
         return [w], [ad.Zero.from_primal_value(w)]
     # dw = diag(V^-1 dA V).
-    # (factored here: a tangent must stay transposable, which ``lu_solve_matrix``'s custom
-    # derivative is not)
+    # (the plain solve: inside a derivative rule, lu_solve_matrix's own rule adds nothing)
     lu_, _, perm = lu_p.bind(v)
     dw = _diagonal(_mm(_solve_factored(lu_, perm, _cast(g, core.get_aval(v).dtype)), v))
     return [w], [dw]

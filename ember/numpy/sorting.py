@@ -212,11 +212,13 @@ def _reversed_order(a: Any) -> Any:
     return lax.neg(a) if dtypes.is_float(a.dtype) else lax.bitwise_not(a)
 
 
-def _smallest(a: Any, k: int, axis: int) -> tuple[Any, Any]:
-    """The ``k`` smallest values along ``axis`` in ascending order, and their indices
-    (ties: the lower index first)."""
-    values, indices = lax.top_k(_reversed_order(a), k, axis=axis)
-    return _reversed_order(values), indices
+def _bottom_of_partition(fn: str, a: Any, kth: Any, axis: Any) -> tuple:
+    """``(a, axis, kth, (values, indices))``: the arguments checked and canonical, and the
+    ``kth + 1`` smallest values along the axis in ascending order with their indices (ties:
+    the lower index first)."""
+    a, ax, kth = _partition_arg(fn, a, kth, axis)
+    values, indices = lax.top_k(_reversed_order(a), kth + 1, axis=ax)
+    return a, ax, kth, (_reversed_order(values), indices)
 
 
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
@@ -230,9 +232,8 @@ def partition(a: Any, kth: int, axis: int = -1) -> Any:
         >>> jnp.partition(jnp.array([5, 1, 4, 2, 3]), 1)
         Array([1, 2, 5, 4, 3], dtype=int32)
     """
-    a, ax, kth = _partition_arg("partition", a, kth, axis)
+    a, ax, kth, (bottom, _) = _bottom_of_partition("partition", a, kth, axis)
     n = a.shape[ax]
-    bottom, _ = _smallest(a, kth + 1, ax)
     if kth + 1 == n:
         return bottom
     top, _ = lax.top_k(a, n - kth - 1, axis=ax)
@@ -248,9 +249,8 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
         >>> jnp.argpartition(jnp.array([5, 1, 4, 2, 3]), 1)
         Array([1, 3, 0, 2, 4], dtype=int32)
     """
-    a, ax, kth = _partition_arg("argpartition", a, kth, axis)
+    a, ax, kth, (_, bottom) = _bottom_of_partition("argpartition", a, kth, axis)
     n = a.shape[ax]
-    _, bottom = _smallest(a, kth + 1, ax)
     if kth + 1 == n:
         return bottom
     # The others, lowest index first: the top_k of a mask of ones set to 0 at the bottom's
