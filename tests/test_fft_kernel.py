@@ -169,3 +169,23 @@ def test_jit_matches_jax(jax):
         got = ember.jit(getattr(jnp.fft, name))(x)
         want = getattr(jax.numpy.fft, name)(x)
         assert _rel_rms(np.asarray(got), np.asarray(want)) < 2e-6
+
+
+@pytest.mark.parametrize("tasks", [1, 3])
+def test_threads_and_task_splits_give_the_serial_bits(tasks, monkeypatch):
+    # (each column chunk and row is computed whole by one task: how many tasks a thread
+    # runs, or whether there are threads at all, changes no bit)
+    cases = [(_complex((256, 129), np.complex64), FFT, (256, 129)),
+             (rng.standard_normal((256, 256)).astype(np.float32), RFFT, (256, 256)),
+             (_complex((32, 32, 32), np.complex64), IFFT, (32, 32, 32)),
+             (_complex((1, 3 * 5 * (1 << 10)), np.complex64), FFT, (3 * 5 * (1 << 10),))]
+    monkeypatch.setattr(fk, "PARALLEL_MIN_ELEMENTS", 1 << 62)
+    serial = [fk.transform(x, kind, lengths) for x, kind, lengths in cases]
+    monkeypatch.setattr(fk, "PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(fk, "COLUMN_TASKS_PER_THREAD", tasks)
+    monkeypatch.setattr(fk, "TASKS_PER_THREAD", tasks + 1)
+    monkeypatch.setattr(fk, "_phased", lambda n, rows: True)
+    for (x, kind, lengths), want in zip(cases, serial):
+        got = fk.transform(x, kind, lengths)
+        np.testing.assert_array_equal(got, want)
+        assert _rel_rms(got, _reference(x, kind, lengths)) < 4 * _bound(x.dtype, lengths)
