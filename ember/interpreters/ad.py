@@ -468,14 +468,8 @@ def call_transpose(prim: core.Primitive, cts: Sequence[Any], args: Sequence[Any]
                    jaxpr: Any, **params: Any) -> list:
     """The transpose rule of a primitive that calls ``jaxpr`` (pjit, remat): the same
     primitive calling the transposed jaxpr on the non-linear args and non-zero cotangents."""
-    linear = [is_undefined_primal(a) for a in args]
-    ct_nz = [type(c) is not Zero for c in cts]
-    if not any(ct_nz):
-        return [Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
-    t_closed = transpose_jaxpr(jaxpr, linear, ct_nz)
-    outs = iter(prim.bind(*[a for a, lin in zip(args, linear) if not lin],
-                          *[c for c in cts if type(c) is not Zero], jaxpr=t_closed, **params))
-    return [next(outs) if lin else None for lin in linear]
+    return _transpose_call(cts, args, jaxpr,
+                           lambda t_closed, ins: prim.bind(*ins, jaxpr=t_closed, **params))
 
 
 def inline_transpose(cts: Sequence[Any], args: Sequence[Any], jaxpr: Any) -> list:
@@ -483,15 +477,23 @@ def inline_transpose(cts: Sequence[Any], args: Sequence[Any], jaxpr: Any) -> lis
     a ``custom_jvp`` function applied to linear values, as inside another derivative rule,
     whose custom rule is for differentiation, not transposition (JAX inlines the function
     there too)."""
+    from ember.jaxpr import eval_jaxpr
+    return _transpose_call(cts, args, jaxpr,
+                           lambda t_closed, ins: eval_jaxpr(t_closed.jaxpr, t_closed.consts,
+                                                            *ins))
+
+
+def _transpose_call(cts: Sequence[Any], args: Sequence[Any], jaxpr: Any,
+                    run: Callable) -> list:
+    """Transposes a call of ``jaxpr``: ``run(transposed, ins)`` evaluates the transposed
+    jaxpr on the non-linear args and the non-zero cotangents (one output per linear arg)."""
     linear = [is_undefined_primal(a) for a in args]
     ct_nz = [type(c) is not Zero for c in cts]
     if not any(ct_nz):
         return [Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
     t_closed = transpose_jaxpr(jaxpr, linear, ct_nz)
-    from ember.jaxpr import eval_jaxpr
-    outs = iter(eval_jaxpr(t_closed.jaxpr, t_closed.consts,
-                           *[a for a, lin in zip(args, linear) if not lin],
-                           *[c for c in cts if type(c) is not Zero]))
+    outs = iter(run(t_closed, [*[a for a, lin in zip(args, linear) if not lin],
+                               *[c for c in cts if type(c) is not Zero]]))
     return [next(outs) if lin else None for lin in linear]
 
 
