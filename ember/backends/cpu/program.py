@@ -551,7 +551,7 @@ class ProgramBuilder:
         return Program(str(self.ir_module), steps, self.consts.arrays, self.consts.names,
                        len(comp.parameters), outputs, output_shapes, self.arena_end,
                        has_entry, self.n_values, self.entry_name, self.short_row_kernels,
-                       kind, segments, tuple(sorted(self.routines)))
+                       kind, segments, tuple(sorted(self.routines, key=repr)))
 
     def _emit_segments(self, steps) -> tuple:
         """The segments of a program stepped from Python (one with a library call, say):

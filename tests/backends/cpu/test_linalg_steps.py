@@ -117,6 +117,19 @@ def test_solve_and_inverse_through_the_kernels():
                                rtol=1e-4, atol=1e-4)
 
 
+def test_one_program_with_routines_of_several_sides():
+    # (an 8 x 8 LU takes the per-side routine, a 32 x 32 one the run-time-side routine:
+    # their records sort together; that raised a TypeError comparing 8 with None)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    b = rng.standard_normal((32, 32)).astype(np.float32)
+    f = lambda a, b: (jnp.linalg.det(a), jnp.linalg.det(b))  # noqa: E731
+    exe = cpu_executable(f, a, b)
+    assert "LibraryPlan" not in _kinds(exe) and len(exe.program.routines) == 2
+    got = [float(v) for v in ember.jit(f)(a, b)]
+    want = [np.linalg.det(m.astype(np.float64)) for m in (a, b)]
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [9, 40])
 def test_cholesky_kernel(dtype, n):
