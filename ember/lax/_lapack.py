@@ -195,6 +195,24 @@ def available(dtype=None) -> bool:
     return binding() is not None and (dtype is None or np.dtype(dtype) in _LETTER)
 
 
+def address(kind: str, dtype) -> int:
+    """The address of the LAPACK routine ``kind`` (``getrf``, ``trsm``, ``potrf``...) for
+    ``dtype``, for native code to call (Fortran's convention: every argument by pointer, a
+    hidden length after the others for each character one); 0 unless the library takes
+    64-bit integers (the code's only convention) and has it."""
+    if not _NATIVE:  # (not ``binding()``: code compiled before ``disable`` keeps running)
+        with _LOCK:
+            if not _NATIVE:
+                _NATIVE.append(_STATE.get("b") or _bind())
+    b = _NATIVE[0]
+    if b is None or b.itype != "int64_t" or np.dtype(dtype) not in _LETTER:
+        return 0
+    return int(b.ffi.cast("uintptr_t", b.fn(kind, np.dtype(dtype))))
+
+
+_NATIVE: list = []  # the binding whose routines native code calls (``address``)
+
+
 def disable(off: bool = True) -> None:
     """Turns the binding off (the callers fall back to NumPy) or back on; for tests."""
     _STATE.clear()

@@ -149,10 +149,11 @@ class Ref(_Record):
 
 
 class KernelPlan(_Record):
-    """A native kernel: ``name(bufs, lo, hi)`` over ``[0, extent)``; ``partial_reducers`` as
-    in ``KernelInfo``."""
+    """A native kernel: ``name(bufs, lo, hi)`` over ``[0, extent)``; ``partial_reducers`` and
+    ``blas`` as in ``KernelInfo`` (a kernel calling LAPACK runs as a ``gemm`` task does:
+    under ``one_blas_thread``, see ``native_products``)."""
 
-    __slots__ = ("name", "extent", "work", "partial_reducers", "inputs", "outputs")
+    __slots__ = ("name", "extent", "work", "partial_reducers", "inputs", "outputs", "blas")
 
     name: str
     extent: int
@@ -160,6 +161,7 @@ class KernelPlan(_Record):
     partial_reducers: tuple
     inputs: tuple
     outputs: tuple
+    blas: bool
 
 
 class DotPlan(_Record):
@@ -307,11 +309,12 @@ def _runtime_gemm_tasks(steps, in_loop: bool = False) -> bool:
     """Whether ``steps`` have products whose tasks may run on the parallel runtime, each on
     one BLAS thread: a batch worth several threads, or any product of a loop (``in_loop``)
     that has none on BLAS's threads (a loop with some runs its other products on the
-    calling thread, as outside loops: ``program._emit_loop``)."""
+    calling thread, as outside loops: ``program._emit_loop``); or a kernel calling LAPACK,
+    which needs one BLAS thread wherever it runs."""
     for s in steps:
         t = type(s)
         if t is DotPlan and s.gemm is not None and not whole_gemm(s.gemm) and (
-                in_loop or blas_threads_pay(s.gemm)):
+                in_loop or blas_threads_pay(s.gemm)) or t is KernelPlan and s.blas:
             return True
         if t is WhilePlan:
             inner = s.cond + s.body
@@ -330,8 +333,11 @@ def whole_gemms(steps) -> bool:
 
 
 def native_products(steps) -> bool:
-    """Whether ``steps``, nested ones included, have a product with native ``gemm`` code."""
-    return any(type(s) is DotPlan and s.gemm is not None for s in nested_steps(steps))
+    """Whether ``steps``, nested ones included, have a product with native ``gemm`` code or
+    a kernel calling LAPACK (``KernelPlan.blas``): calls that must each keep to one BLAS
+    thread."""
+    return any(type(s) is DotPlan and s.gemm is not None or type(s) is KernelPlan and s.blas
+               for s in nested_steps(steps))
 
 
 def plan_steps(steps) -> tuple:
@@ -342,7 +348,7 @@ def plan_steps(steps) -> tuple:
             info = step.info
             out.append(KernelPlan(info.name, info.extent, info.extent * info.work_per_item,
                                   tuple(info.partial_reducers), _refs(step.inputs),
-                                  _refs(step.outputs)))
+                                  _refs(step.outputs), info.blas))
         elif hasattr(step, "pred"):  # WhileStep
             cond, body = plan_steps(step.cond), plan_steps(step.body)
             work = _work(nested_steps(cond + body))
@@ -1056,6 +1062,13 @@ class CpuExecutable:
         return _fb(v)
 
     def _run_kernel(self, k: _Kernel, args, outs, arena, arena_ptr, values) -> None:
+        if k.step.blas:  # (LAPACK on the calling thread, as the library thunk runs it)
+            with one_blas_thread:
+                self._run_kernel_here(k, args, outs, arena, arena_ptr, values)
+            return
+        self._run_kernel_here(k, args, outs, arena, arena_ptr, values)
+
+    def _run_kernel_here(self, k: _Kernel, args, outs, arena, arena_ptr, values) -> None:
         step = k.step
         ptrs = [self._pointer(r, args, outs, arena_ptr, values)
                 for r in step.inputs + step.outputs]
@@ -1415,10 +1428,15 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
     return True
 
 
+# The side of a routine record naming the process's LAPACK routine ``kernel`` (``getrf``,
+# ``trsm``, ``potrf``) for its dtype, called with 64-bit integers (``_lapack.address``).
+LAPACK_ROUTINE = "lapack"
+
+
 def routine_global(prefix: str, routine: tuple) -> str:
     """The name of the global of a program's native code (symbols starting ``prefix``)
     holding the address of the small-matrix ``routine`` (``linalg_steps``): (kernel, dtype
-    name, side)."""
+    name, side), side ``LAPACK_ROUTINE`` for LAPACK's own."""
     kernel, dtype, side = routine
     return f"{prefix}_routine_{kernel}_{dtype}_{side}"
 
@@ -1426,12 +1444,16 @@ def routine_global(prefix: str, routine: tuple) -> str:
 def _bind_routines(plan: RunPlan, lib) -> None:
     """Stores the addresses of the small-matrix routines the kernels of ``plan`` call
     (``small_linalg_kernel.kernel``: compiled once per machine, then loaded from the disk
-    cache) into its globals (``routine_global``)."""
+    cache; or LAPACK's) into its globals (``routine_global``)."""
     prefix = plan.entry_name.removesuffix("_entry")
     for routine in plan.routines:
         kernel, dtype, side = routine
-        fn = small_linalg_kernel.kernel(kernel, np.dtype(dtype), side)
-        if fn is None:  # (it was made when the program was: only a broken cache lacks it)
+        if side == LAPACK_ROUTINE:
+            from ember.lax import _lapack
+            fn = _lapack.address(kernel, np.dtype(dtype))
+        else:
+            fn = small_linalg_kernel.kernel(kernel, np.dtype(dtype), side)
+        if not fn:  # (it was there when the program was made: only a broken cache lacks it)
             raise RuntimeError(f"no native small-matrix routine {routine}")
         try:
             address = lib.global_address(routine_global(prefix, routine))

@@ -161,12 +161,15 @@ class KernelInfo:
             positions (full reductions; column reductions with few work items), the reducer
             opcode of each output leaf ("add_f64" for a float sum whose partial results are
             float64; None for elementwise outputs); empty when calls write final results.
+        blas: whether the kernel calls LAPACK or BLAS itself (``linalg_steps``), which must
+            then run on the calling thread alone (``one_blas_thread``).
     """
 
     name: str
     extent: int
     work_per_item: int
     partial_reducers: tuple
+    blas: bool = False
 
 
 

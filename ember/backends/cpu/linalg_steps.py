@@ -1,11 +1,16 @@
-"""Kernels of a program's small LU and Cholesky factorizations and triangular solves.
+"""Kernels of a program's LU and Cholesky factorizations and triangular solves.
 
 The ``ember.linalg.lu``, ``cholesky`` and ``triangular_solve`` custom calls run LAPACK (or,
-for batches, ``small_linalg_kernel``'s loops) through the library thunk, from Python: ~10-20
+for batches, ``small_linalg_kernel``'s loops) through the library thunk, from Python: ~10-35
 µs a call, and a loop holding one steps from Python at every iteration (Newton's method
-on 16 unknowns: ~75 µs an iteration, JAX ~12). Real float32/float64 matrices of at most
-``MAX_DIM`` rows are kernels of the program instead, whose work items are the batch's
-matrices. Each calls ``small_linalg_kernel``'s routine for its dtype and side (a library
+on 16 unknowns: ~75 µs an iteration, JAX ~12). Real float32/float64 matrices are kernels of
+the program instead: up to ``LAPACK_MAX_DIM`` rows, those past ``MAX_DIM`` (and the solves
+the small routines leave) calling LAPACK's own routine from native code, one matrix after
+another (``LinalgKernel._build_lapack``: the library thunk's calls, so its bits; the LU's
+matrices transposed to LAPACK's column-major order and back in 8 x 8 register tiles; the
+kernel runs under ``one_blas_thread`` as native ``gemm`` tasks do, ``KernelInfo.blas``).
+Those of at most ``MAX_DIM`` rows have the batch's matrices as work items, each calling
+``small_linalg_kernel``'s routine for its dtype and side (a library
 compiled once per machine and kept in the disk cache: in the program's module each
 program would compile it again, ~0.1 s at O3) through a global of the program's code that
 the executable sets (``executable.routine_global``):
@@ -16,8 +21,8 @@ the executable sets (``executable.routine_global``):
   LAPACK's ``potrf`` keeps it; a matrix that is not positive definite all NaN);
 - ``triangular_solve`` with ``left_side`` (``op(a) x = b``): copies ``b`` to the result and
   solves in place, with ``a`` (or a transposed copy on the stack, for ``transpose_a``;
-  ``conjugate_a`` changes nothing for real matrices). Right-side solves keep the library,
-  as do solves of more than ``MAX_SOLVE_WORK`` multiply-adds per matrix past 16 rows.
+  ``conjugate_a`` changes nothing for real matrices). Right-side solves call LAPACK, as do
+  solves of more than ``MAX_SOLVE_WORK`` multiply-adds per matrix past 16 rows.
 
 The routines make the batched kernels' choices (``ember.lax._small_batch``: LAPACK's, so the
 results agree with LAPACK's to rounding), but for a column holding a NaN, whose pivot is its
@@ -34,10 +39,18 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu import small_linalg_kernel
-from ember.backends.cpu.executable import routine_global
-from ember.backends.cpu.kernel_gen import I8P, KernelInfo, _c, address_slot
+from ember.backends.cpu.executable import LAPACK_ROUTINE, routine_global
+from ember.backends.cpu.kernel_gen import (
+    I8P,
+    TRANSPOSE_TILE,
+    KernelInfo,
+    _c,
+    _transpose_block,
+    address_slot,
+)
 from ember.backends.cpu.scalar_ops import I64, UnsupportedOp
 from ember.compiler.hlo import Instruction
+from ember.lax import _lapack
 
 LU_TARGET = "ember.linalg.lu"
 SOLVE_TARGET = "ember.linalg.triangular_solve"
@@ -54,36 +67,67 @@ MAX_DIM = 64
 # LAPACK's blocked ``trsm`` takes over (64 x 64 by 16 columns: 13 us against 15; by 64, the
 # solves of an inverse: 50 against 26).
 MAX_SOLVE_WORK = 1 << 16
+# Larger matrices, up to this many rows and columns, and the solves the small routines leave
+# (right-side ones, those past ``MAX_SOLVE_WORK``) call LAPACK's routine from the kernel
+# (``executable.LAPACK_ROUTINE``), on the calling thread as the library thunk calls it: the
+# thunk's Python (~15-35 us a call: a 128 x 128 LU's 90 us held 55 of LAPACK) goes. Past
+# it the library thunk runs them, letting OpenBLAS use its threads.
+LAPACK_MAX_DIM = _lapack.SINGLE_THREAD_MAX_DIM
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def is_native_linalg(inst: Instruction) -> bool:
-    """Whether a lone ``inst`` is an LU or Cholesky factorization or a left-side triangular
-    solve of small real matrices that a program kernel computes (the module docstring)."""
+    """Whether a lone ``inst`` is an LU or Cholesky factorization or a triangular solve of
+    real matrices that a program kernel computes (the module docstring)."""
+    return _native_kind(inst) is not None
+
+
+def _native_kind(inst: Instruction) -> str | None:
+    """``"small"`` where the kernel runs ``small_linalg_kernel``'s routine, ``"lapack"``
+    where it calls LAPACK's, None where the library thunk runs ``inst``."""
     if inst.opcode != "custom_call" or not inst.operands:
-        return False
+        return None
     target = inst.attrs.get("call_target_name")
     a = inst.operands[0]
     if a.shape.is_tuple or a.dtype not in _FLOATS or a.shape.rank < 2:
-        return False
+        return None
     m, n = a.dims[-2:]
-    if m != n or not 0 < n <= MAX_DIM or 0 in a.dims:
-        return False
+    if m != n or not 0 < n <= LAPACK_MAX_DIM or 0 in a.dims:
+        return None
+    small = "small" if n <= MAX_DIM else _lapack_kind(target, a.dtype)
     if target == LU_TARGET:
         leaves = inst.shape.leaves() if inst.shape.is_tuple else ()
         indices = a.dims[:-1]  # (the pivots and the permutation: int32, n per matrix)
-        return len(inst.operands) == 1 and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
+        ok = len(inst.operands) == 1 and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
             [(a.dtype, a.dims), (np.dtype(np.int32), indices), (np.dtype(np.int32), indices)]
+        return small if ok else None
     if target == CHOLESKY_TARGET:
-        return len(inst.operands) == 1 and not inst.shape.is_tuple
+        return small if len(inst.operands) == 1 and not inst.shape.is_tuple else None
     if target == SOLVE_TARGET:
-        if len(inst.operands) != 2 or not inst.attrs.get("left_side"):
-            return False
+        if len(inst.operands) != 2:
+            return None
         b = inst.operands[1]
-        return b.dtype == a.dtype and b.shape.rank == a.shape.rank and \
-            b.dims[:-2] == a.dims[:-2] and b.dims[-2] == n and b.shape.size > 0 and (
-                n <= small_linalg_kernel.MAX_DIM or n * n * b.dims[-1] <= MAX_SOLVE_WORK)
-    return False
+        left = bool(inst.attrs.get("left_side"))
+        if b.dtype != a.dtype or b.shape.rank != a.shape.rank or b.dims[:-2] != a.dims[:-2] \
+                or b.dims[-2 if left else -1] != n or b.shape.size == 0:
+            return None
+        if left and n <= MAX_DIM and (n <= small_linalg_kernel.MAX_DIM
+                                      or n * n * b.dims[-1] <= MAX_SOLVE_WORK):
+            return "small"
+        if max(b.dims[-2:]) <= LAPACK_MAX_DIM:
+            return _lapack_kind(target, a.dtype)
+    return None
+
+
+_LAPACK_KERNELS = {LU_TARGET: "getrf", CHOLESKY_TARGET: "potrf", SOLVE_TARGET: "trsm"}
+
+
+def _lapack_kind(target: str, dtype) -> str | None:
+    """``"lapack"`` where this process's LAPACK routine for ``target`` can be called from
+    native code (``_lapack.address``; not while tests turn the binding off)."""
+    kernel = _LAPACK_KERNELS.get(target)
+    return "lapack" if kernel is not None and _lapack.available() and \
+        _lapack.address(kernel, dtype) else None
 
 
 class LinalgKernel:
@@ -91,7 +135,8 @@ class LinalgKernel:
     ``KernelBuilder``'s function (a work item per matrix of the batch)."""
 
     def __init__(self, kb, inst: Instruction):
-        if not is_native_linalg(inst):
+        self.kind = _native_kind(inst)
+        if self.kind is None:
             raise UnsupportedOp("a custom call without a native kernel")
         self.kb, self.b, self.inst = kb, kb.b, inst
         self.dtype = np.dtype(inst.operands[0].dtype)
@@ -100,6 +145,8 @@ class LinalgKernel:
         self.batch = math.prod(inst.operands[0].dims[:-2])
 
     def build(self, lo, hi) -> KernelInfo:
+        if self.kind == "lapack":
+            return self._build_lapack(lo, hi)
         kb, n = self.kb, self.n
         lo, hi = kb._clamp_range(lo, hi, self.batch)
         ptrs = [kb.param_ptrs[id(p)] for p in kb.fused.parameters]
@@ -196,3 +243,155 @@ class LinalgKernel:
                 b.store(b.bitcast(column, I8P), b.gep(slots, [_c(1)]))
                 b.call(solve, [buffers, _c(0), _c(1)])
             kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
+
+    # ------------------------------------------------------------ LAPACK's routines
+
+    def _build_lapack(self, lo, hi) -> KernelInfo:
+        """One work item, all the matrices in turn (OpenBLAS's LU, Cholesky and ``trsm``
+        ran no faster from two threads at once: ``_lapack.PARALLEL_MIN_FLOPS``)."""
+        kb, b, n = self.kb, self.b, self.n
+        lo, hi = kb._clamp_range(lo, hi, 1)
+        ptrs = [kb.param_ptrs[id(p)] for p in kb.fused.parameters]
+        target = self.inst.attrs["call_target_name"]
+        with b.if_then(b.icmp_signed("<", lo, hi)):
+            if target == LU_TARGET:
+                kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_lu(
+                    ptrs[0], kb.out_ptrs, e), name="matrices", unroll=False)
+                work = n * n * n
+            elif target == CHOLESKY_TARGET:
+                kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_cholesky(
+                    ptrs[0], kb.out_ptrs[0], e), name="matrices", unroll=False)
+                work = n * n * n
+            else:
+                rhs = self.inst.operands[1].dims[-2:]
+                kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_solve(
+                    ptrs[0], ptrs[1], kb.out_ptrs[0], rhs, e), name="matrices", unroll=False)
+                work = n * math.prod(rhs)
+        return KernelInfo(kb.name, 1, max(1, self.batch * work), (), blas=True)
+
+    def _lapack(self, kernel: str, arguments: list) -> None:
+        """Calls LAPACK's ``kernel`` for this dtype through a global of the program's module
+        that the executable sets (``executable.LAPACK_ROUTINE``): ``arguments`` are pointers
+        (Fortran's convention), then the hidden lengths of the character ones."""
+        routine = (kernel, self.dtype.name, LAPACK_ROUTINE)
+        self.kb.routines.append(routine)
+        prefix = self.kb.name.rsplit("_kernel_", 1)[0]  # (``ProgramBuilder._try_kernel``)
+        slot = address_slot(self.kb.module, routine_global(prefix, routine))
+        fn_type = ir.FunctionType(ir.VoidType(), [v.type for v in arguments])
+        self.b.call(self.b.bitcast(self.b.load(slot), fn_type.as_pointer()), arguments)
+
+    def _cell(self, value: int, ty=I64) -> ir.Value:
+        """A stack cell holding ``value`` (an integer or character argument)."""
+        cell = self.kb.loops.alloca(ty)
+        self.b.store(ir.Constant(ty, value), cell)
+        return cell
+
+    def _matrix(self, ptr, e, size: int):
+        return self.b.gep(ptr, [self.b.mul(e, _c(size))], inbounds=True)
+
+    def _lapack_lu(self, x, outs, e) -> None:
+        """LU of matrix ``e``: transposed into the factor's buffer (LAPACK's column-major
+        order), factored there by ``getrf`` and transposed back; the pivots 0-based, and the
+        permutation their row swaps applied in turn to 0 .. n-1 (as ``_lapack.getrf``)."""
+        b, n = self.b, self.n
+        lu, pivots, permutation = outs
+        a = self._matrix(lu, e, n * n)
+        self._transpose(a, self._matrix(x, e, n * n))
+        ipiv = self.kb.loops.alloca(ir.ArrayType(I64, n))
+        ipiv = b.bitcast(ipiv, I64.as_pointer())
+        side, info = self._cell(n), self._cell(0)
+        self._lapack("getrf", [side, side, a, side, ipiv, info])
+        self._transpose(a, a)
+        piv, perm = self._matrix(pivots, e, n), self._matrix(permutation, e, n)
+        loops = self.kb.loops
+        loops.loop(_c(0), _c(n), lambda i: b.store(
+            b.trunc(i, S.I32), b.gep(perm, [i], inbounds=True)), name="iota")
+
+        def swap(i):
+            p = b.sub(b.load(b.gep(ipiv, [i], inbounds=True)), _c(1))
+            # (LAPACK's pivots lie in [i, n): clamped all the same, never out of bounds)
+            p = b.select(b.icmp_unsigned("<", p, _c(n)), p, i)
+            b.store(b.trunc(p, S.I32), b.gep(piv, [i], inbounds=True))
+            x, y = b.gep(perm, [i], inbounds=True), b.gep(perm, [p], inbounds=True)
+            vx, vy = b.load(x), b.load(y)
+            b.store(vy, x)
+            b.store(vx, y)
+        loops.loop(_c(0), _c(n), swap, name="pivots", unroll=False, vectorize=False)
+
+    def _lapack_cholesky(self, x, factor, e) -> None:
+        """Cholesky of matrix ``e`` as ``_lapack.potrf``: its copy, read column-major, is its
+        transpose, whose upper factor is the lower one read row-major; a matrix that is not
+        positive definite all NaN."""
+        b, n = self.b, self.n
+        f = self._matrix(factor, e, n * n)
+        self._copy(factor, x, e, b.add(e, _c(1)), n * n)
+        info = self._cell(0)
+        self._lapack("potrf", [self._cell(ord("U"), S.I8), self._cell(n), f, self._cell(n),
+                               info, _c(1)])
+        with b.if_then(b.icmp_signed("!=", b.load(info), _c(0))):
+            nan = ir.Constant(self.fty, float("nan"))
+            self.kb.loops.loop(_c(0), _c(n * n), lambda q: b.store(
+                nan, b.gep(f, [q], inbounds=True)), name="nans")
+
+    def _lapack_solve(self, a, rhs, x, dims: tuple, e) -> None:
+        """Triangular solve of matrix ``e`` as ``_lapack.trsm`` for a row-major ``a``: ``b``
+        copied to ``x``, which read column-major is x^T, and ``op(a) x = b`` solved as
+        ``x^T op(a)^T = b^T`` (the other side for ``x op(a) = b``) with ``a`` read
+        column-major as a^T: its other triangle, ``op`` kept."""
+        b, n, attrs = self.b, self.n, self.inst.attrs
+        rows, cols = dims
+        self._copy(x, rhs, e, b.add(e, _c(1)), rows * cols)
+        char = lambda c: self._cell(ord(c), S.I8)  # noqa: E731
+        flags = [char("R" if attrs.get("left_side") else "L"),
+                 char("U" if attrs.get("lower") else "L"),
+                 char("T" if attrs.get("transpose_a") else "N"),
+                 char("U" if attrs.get("unit_diagonal") else "N")]
+        one = self.kb.loops.alloca(self.fty)
+        b.store(ir.Constant(self.fty, 1.0), one)
+        self._lapack("trsm", [*flags, self._cell(cols), self._cell(rows), one,
+                              self._matrix(a, e, n * n), self._cell(n),
+                              self._matrix(x, e, rows * cols), self._cell(cols),
+                              *[_c(1)] * 4])
+
+    def _transpose(self, dst, src) -> None:
+        """``dst = src^T`` for the n x n matrices at ``dst`` and ``src`` (which may be the
+        same): each pair of mirrored 8 x 8 tiles through registers (``_transpose_block``),
+        the rows and columns past the last whole tile element by element."""
+        b, n, loops = self.b, self.n, self.kb.loops
+        t = TRANSPOSE_TILE
+        tiles = n // t
+        vec = ir.VectorType(self.fty, t).as_pointer()
+        align = self.dtype.itemsize
+
+        def block(ptr, i0, j0):  # the 8 rows of the tile at (i0, j0)
+            return [b.load(b.bitcast(b.gep(ptr, [b.add(b.mul(b.add(i0, _c(r)), _c(n)), j0)],
+                                           inbounds=True), vec), align=align)
+                    for r in range(t)]
+
+        def put(ptr, i0, j0, rows):
+            for r, row in enumerate(rows):
+                b.store(row, b.bitcast(b.gep(ptr, [b.add(b.mul(b.add(i0, _c(r)), _c(n)), j0)],
+                                             inbounds=True), vec), align=align)
+
+        def tile_pair(ti, tj):
+            i0, j0 = b.mul(ti, _c(t)), b.mul(tj, _c(t))
+            upper, lower = block(src, i0, j0), block(src, j0, i0)
+            put(dst, j0, i0, _transpose_block(b, upper))
+            put(dst, i0, j0, _transpose_block(b, lower))
+
+        if tiles:
+            loops.loop(_c(0), _c(tiles), lambda ti: loops.loop(
+                ti, _c(tiles), lambda tj: tile_pair(ti, tj), name="tj", unroll=False,
+                vectorize=False), name="ti", unroll=False, vectorize=False)
+
+        def pair(j, i):  # (i <= j, j past the whole tiles)
+            upper = b.gep(src, [b.add(b.mul(i, _c(n)), j)], inbounds=True)
+            lower = b.gep(src, [b.add(b.mul(j, _c(n)), i)], inbounds=True)
+            vu, vl = b.load(upper), b.load(lower)
+            b.store(vu, b.gep(dst, [b.add(b.mul(j, _c(n)), i)], inbounds=True))
+            b.store(vl, b.gep(dst, [b.add(b.mul(i, _c(n)), j)], inbounds=True))
+
+        if tiles * t < n:
+            loops.loop(_c(tiles * t), _c(n), lambda j: loops.loop(
+                _c(0), b.add(j, _c(1)), lambda i: pair(j, i), name="fi", vectorize=False),
+                name="fj", unroll=False, vectorize=False)

@@ -18,18 +18,19 @@ def _custom_calls(f, *args):
             for p in [s[1]] if isinstance(p, evaluator.CustomCall)]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_an_inverse_runs_its_targets_compiled_functions(dtype):
-    # (65: past linalg_steps.MAX_DIM, LAPACK's LU and solves)
-    a = rng.standard_normal((65, 65)).astype(dtype) + 8 * np.eye(65, dtype=dtype)
-    with ember.enable_x64(dtype == np.float64):
+    # (complex: LAPACK's LU and solves through the library; real ones are kernels)
+    a = (rng.standard_normal((65, 65)) + 1j * rng.standard_normal((65, 65)) +
+         8 * np.eye(65)).astype(dtype)
+    with ember.enable_x64(dtype == np.complex128):
         calls = _custom_calls(jnp.linalg.inv, a)
         targets = evaluator.COMPILED_CUSTOM_CALL_TARGETS
         assert len(calls) == 3 and all(c.fn in targets.values() for c in calls)
         assert {c.attrs.get("lower") for c in calls} == {None, True, False}
         got = np.asarray(ember.jit(jnp.linalg.inv)(a))
-    np.testing.assert_allclose(got @ a.astype(np.float64), np.eye(65),
-                               atol=5e-5 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(got @ a.astype(np.complex128), np.eye(65),
+                               atol=5e-5 if dtype == np.complex64 else 1e-12)
 
 
 def test_empty_operands_take_the_full_library_call():

@@ -15,8 +15,9 @@ import pytest
 import ember
 import ember.numpy as jnp
 import ember.scipy.linalg
-from ember import lax
+from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
+from ember.lax import _lapack
 from tests.backends.cpu.helpers import cpu_executable
 
 rng = np.random.default_rng(17)
@@ -179,40 +180,122 @@ def test_newton_iterations_run_as_a_native_loop(n):
 
 
 def test_what_keeps_the_library():
-    a, b = rng.standard_normal((5, 5)).astype(np.float32), \
-        rng.standard_normal((3, 5)).astype(np.float32)
-    right = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=False)  # noqa: E731
-    assert "LibraryPlan" in _kinds(cpu_executable(right, a, b))
-    big = rng.standard_normal((65, 65)).astype(np.float32)  # (past linalg_steps.MAX_DIM)
-    assert "LibraryPlan" in _kinds(cpu_executable(_lu, big))
-    # (a solve of 64 by 64 columns: LAPACK's blocked trsm is faster, MAX_SOLVE_WORK)
-    left = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True)  # noqa: E731
-    a64 = rng.standard_normal((64, 64)).astype(np.float32)
-    assert "LibraryPlan" in _kinds(cpu_executable(left, a64, a64))
-    assert "LibraryPlan" not in _kinds(cpu_executable(left, a64, a64[:, :16]))
+    a = rng.standard_normal((5, 5)).astype(np.float32)
     complex_ = (a + 1j * a).astype(np.complex64)
     assert "LibraryPlan" in _kinds(cpu_executable(_lu, complex_))
+    big = rng.standard_normal((1025, 1025)).astype(np.float32)  # (past LAPACK_MAX_DIM)
+    assert "LibraryPlan" in _kinds(cpu_executable(_lu, big))
+    # without a LAPACK of 64-bit integers to call, large matrices take the library thunk
+    # (67 and 63: sides no other test compiles, as the compile caches keep these programs)
+    try:
+        _lapack.disable()
+        assert "LibraryPlan" in _kinds(cpu_executable(_lu, big[:67, :67]))
+        assert "LibraryPlan" not in _kinds(cpu_executable(_lu, big[:63, :63]))
+    finally:
+        _lapack.disable(False)
+
+
+def _program_routines(exe):
+    return {r for r in exe.program.routines if r[2] == cpu_exe.LAPACK_ROUTINE}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch,n", [((), 65), ((2,), 72), ((), 131)])
+def test_lapack_kernels_give_the_library_thunks_bits(batch, n, dtype):
+    # Past MAX_DIM the kernels call LAPACK's own getrf/potrf/trsm (8 x 8 register tiles
+    # transpose the LU's matrices: 72 whole tiles, 65 and 131 a ragged edge): the same bits
+    # as the library thunk's calls (``_lapack``), which eager code runs
+    x = rng.standard_normal(batch + (n, n)).astype(dtype)
+    spd = x @ np.swapaxes(x, -1, -2) + n * np.eye(n, dtype=dtype)
+    spd[(0,) * len(batch) + (3, 3)] = -1.0  # (not positive definite: all NaN)
+    chol = lambda x: lax.linalg.cholesky(x, symmetrize_input=False)  # noqa: E731
+    with ember.enable_x64(dtype == np.float64):
+        exe = cpu_executable(_lu, x)
+        assert _kinds(exe) == ["KernelPlan"] and exe.program.steps[0].blas
+        assert _program_routines(exe) == {("getrf", np.dtype(dtype).name, "lapack")}
+        got = [np.asarray(v) for v in ember.jit(_lu)(x)]
+        for g, w in zip(got, _lapack.getrf(x)):
+            np.testing.assert_array_equal(g, w)
+        assert "LibraryPlan" not in _kinds(cpu_executable(chol, spd))
+        got = np.asarray(ember.jit(chol)(spd))
+        np.testing.assert_array_equal(got, np.tril(_lapack.potrf(spd)))
+        assert np.isnan(got.reshape((-1, n, n))[0][np.tril_indices(n)]).all()
+        for left, lower, transpose_a, unit in itertools.product([True, False], repeat=4):
+            b = rng.standard_normal(batch + ((n, 3) if left else (3, n))).astype(dtype)
+            flags = dict(left_side=left, lower=lower, transpose_a=transpose_a,
+                         unit_diagonal=unit)
+            solve = lambda a, b: lax.linalg.triangular_solve(a, b, **flags)  # noqa: E731,B023
+            assert _kinds(cpu_executable(solve, spd, b)) == ["KernelPlan"]
+            np.testing.assert_array_equal(
+                np.asarray(ember.jit(solve)(spd, b)),
+                _lapack.trsm(spd, b, conjugate_a=False, **flags), err_msg=str(flags))
+
+
+def test_solves_the_small_routines_leave_call_lapack():
+    a = (rng.standard_normal((64, 64)) + 8 * np.eye(64)).astype(np.float32)
+    left = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True)  # noqa: E731
+    right = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=False)  # noqa: E731
+    # (a solve of 64 by 64 columns: LAPACK's blocked trsm is faster, MAX_SOLVE_WORK)
+    assert _program_routines(cpu_executable(left, a, a)) == {("trsm", "float32", "lapack")}
+    assert not _program_routines(cpu_executable(left, a, a[:, :16]))  # (the small routine)
+    b = rng.standard_normal((3, 5)).astype(np.float32)
+    assert _program_routines(cpu_executable(right, a[:5, :5], b))
+    for f, args in ((left, (a, a)), (right, (a[:5, :5], b))):
+        want = _lapack.trsm(*args, left_side=f is left, lower=False, transpose_a=False,
+                            conjugate_a=False, unit_diagonal=False)
+        np.testing.assert_array_equal(np.asarray(ember.jit(f)(*args)), want)
+
+
+def test_lapack_kernels_run_on_one_blas_thread():
+    # a program with a kernel calling LAPACK holds OpenBLAS to the calling thread around
+    # its native call (as around native gemm tasks), and steps from Python where it also
+    # has a product on BLAS's threads, whose count is one setting for the process
+    a = (rng.standard_normal((100, 100)) + 10 * np.eye(100)).astype(np.float32)
+    exe = cpu_executable(jnp.linalg.solve, a, a[:, :2])
+    assert exe._blas_tasks and cpu_exe.native_products(exe.program.steps)
+    big = rng.standard_normal((1024, 1024)).astype(np.float32)
+    f = lambda a, x: (jnp.linalg.solve(a, x[:100, :4]), (x @ x).sum())  # noqa: E731
+    exe = cpu_executable(f, a, big)
+    assert cpu_exe.whole_gemms(exe.program.steps) and exe.program.native_call is None
+    calls = []
+    enter = type(_blas_threads.one_blas_thread).__enter__
+
+    def counting(self):
+        calls.append(1)
+        return enter(self)
+
+    try:
+        type(_blas_threads.one_blas_thread).__enter__ = counting
+        got = exe.execute([a, big])
+    finally:
+        type(_blas_threads.one_blas_thread).__enter__ = enter
+    assert calls  # (the LAPACK kernel's own run, stepped from Python)
+    np.testing.assert_allclose(got[0], np.linalg.solve(a.astype(np.float64), big[:100, :4]),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[1], (big.astype(np.float64) @ big).sum(), rtol=1e-3)
 
 
 SOLVE_PROGRAM = """
-import json, numpy as np, ember, ember.numpy as jnp
+import json, sys, numpy as np, ember, ember.numpy as jnp
 from ember.backends import get_backend
-a = np.eye(6, dtype=np.float32) * 4 + np.tri(6, k=-1, dtype=np.float32)
-out = ember.jit(lambda a, b: jnp.linalg.solve(a, b) * 2.0)(a, np.arange(6, dtype=np.float32))
+n = int(sys.argv[1])
+a = np.eye(n, dtype=np.float32) * 4 + np.tri(n, k=-1, dtype=np.float32)
+out = ember.jit(lambda a, b: jnp.linalg.solve(a, b) * 2.0)(a, np.arange(n, dtype=np.float32))
 get_backend("cpu").wait_for_background()
 print(json.dumps({"value": np.asarray(out).tolist(), "stats": get_backend("cpu").stats}))
 """
 
 
-def test_a_second_process_binds_the_routines_of_cached_code(tmp_path):
+@pytest.mark.parametrize("n", [6, 100])  # (small-matrix routines; LAPACK's)
+def test_a_second_process_binds_the_routines_of_cached_code(tmp_path, n):
     def run():
         env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
-        out = subprocess.run([sys.executable, "-c", SOLVE_PROGRAM], env=env, check=True,
-                             capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-c", SOLVE_PROGRAM, str(n)], env=env,
+                             check=True, capture_output=True, text=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
     first, second = run(), run()
     assert second["stats"]["disk_hits"] >= 1 and second["stats"]["compiled"] == 0
-    a = np.eye(6) * 4 + np.tri(6, k=-1)
-    want = np.linalg.solve(a, np.arange(6.0)) * 2
+    a = np.eye(n) * 4 + np.tri(n, k=-1)
+    want = np.linalg.solve(a, np.arange(float(n))) * 2
     np.testing.assert_allclose(second["value"], want, rtol=1e-5)
     assert second["value"] == first["value"]
