@@ -213,6 +213,25 @@ def address(kind: str, dtype) -> int:
 _NATIVE: list = []  # the binding whose routines native code calls (``address``)
 
 
+def workspace(kind: str, dtype, m: int, n: int, k: int) -> int:
+    """The workspace (elements) that ``geqrf`` (an m x n matrix) or ``orgqr`` (m x n, k
+    reflectors) gets here, LAPACK's optimal size: native code calling the routine with as
+    much makes the same calls (a smaller one may change LAPACK's blocking, and the bits)."""
+    b = binding()
+    c = _Call(b)
+    dtype = np.dtype(dtype)
+    fn = b.fn(kind, dtype)
+    pa = pt = c.ffi.from_buffer(np.zeros(1, dtype))  # (a query reads neither)
+    M, N, K, LD = c.i(m), c.i(n), c.i(k), c.i(max(1, m))
+    if kind == "geqrf":
+        _, lw = _lwork(c, lambda w, l, i: fn(M, N, pa, LD, pt, w, l, i), dtype,
+                       ("geqrf", m, n))
+    else:
+        _, lw = _lwork(c, lambda w, l, i: fn(M, N, K, pa, LD, pt, w, l, i), dtype,
+                       ("orgqr", m, n, k))
+    return int(lw[0])
+
+
 def disable(off: bool = True) -> None:
     """Turns the binding off (the callers fall back to NumPy) or back on; for tests."""
     _STATE.clear()

@@ -163,6 +163,8 @@ class KernelInfo:
             float64; None for elementwise outputs); empty when calls write final results.
         blas: whether the kernel calls LAPACK or BLAS itself (``linalg_steps``), which must
             then run on the calling thread alone (``one_blas_thread``).
+        scratch: bytes of an arena buffer the kernel works in, passed after its outputs
+            (``ProgramBuilder._step``); 0 for none.
     """
 
     name: str
@@ -170,6 +172,7 @@ class KernelInfo:
     work_per_item: int
     partial_reducers: tuple
     blas: bool = False
+    scratch: int = 0
 
 
 

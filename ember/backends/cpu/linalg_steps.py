@@ -55,6 +55,8 @@ from ember.lax import _lapack
 LU_TARGET = "ember.linalg.lu"
 SOLVE_TARGET = "ember.linalg.triangular_solve"
 CHOLESKY_TARGET = "ember.linalg.cholesky"
+QR_TARGET = "ember.linalg.geqrf"
+Q_TARGET = "ember.linalg.householder_product"
 # The largest side of a program's native matrices. Past ``small_linalg_kernel.MAX_DIM``
 # (whose routines are compiled per side) a routine over run-time sides, one per kernel and
 # dtype, runs them: as fast as the per-side code there, and up to 64 faster than LAPACK's
@@ -92,6 +94,8 @@ def _native_kind(inst: Instruction) -> str | None:
     if a.shape.is_tuple or a.dtype not in _FLOATS or a.shape.rank < 2:
         return None
     m, n = a.dims[-2:]
+    if target in (QR_TARGET, Q_TARGET):
+        return _qr_kind(inst)
     if m != n or not 0 < n <= LAPACK_MAX_DIM or 0 in a.dims:
         return None
     small = "small" if n <= MAX_DIM else _lapack_kind(target, a.dtype)
@@ -119,7 +123,29 @@ def _native_kind(inst: Instruction) -> str | None:
     return None
 
 
-_LAPACK_KERNELS = {LU_TARGET: "getrf", CHOLESKY_TARGET: "potrf", SOLVE_TARGET: "trsm"}
+def _qr_kind(inst: Instruction) -> str | None:
+    """``"lapack"`` for a QR (``geqrf``) or its Q (``householder_product``: LAPACK's
+    ``orgqr``) of matrices with a side past ``small_linalg_kernel.MAX_DIM`` (smaller ones
+    keep the library's vector-lane kernels for batches) and none past ``LAPACK_MAX_DIM``."""
+    a = inst.operands[0]
+    m, n = a.dims[-2:]
+    if 0 in a.dims or max(m, n) > LAPACK_MAX_DIM or max(m, n) <= small_linalg_kernel.MAX_DIM:
+        return None
+    batch, k = a.dims[:-2], min(m, n)
+    leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
+    if inst.attrs["call_target_name"] == QR_TARGET:
+        ok = len(inst.operands) == 1 and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
+            [(a.dtype, a.dims), (a.dtype, batch + (k,))]
+    else:
+        taus = inst.operands[1] if len(inst.operands) == 2 else None
+        ok = taus is not None and taus.dtype == a.dtype and taus.dims[:-1] == batch and \
+            m >= n >= taus.dims[-1] and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
+            [(a.dtype, a.dims)]
+    return _lapack_kind(inst.attrs["call_target_name"], a.dtype) if ok else None
+
+
+_LAPACK_KERNELS = {LU_TARGET: "getrf", CHOLESKY_TARGET: "potrf", SOLVE_TARGET: "trsm",
+                   QR_TARGET: "geqrf", Q_TARGET: "orgqr"}
 
 
 def _lapack_kind(target: str, dtype) -> str | None:
@@ -253,6 +279,8 @@ class LinalgKernel:
         lo, hi = kb._clamp_range(lo, hi, 1)
         ptrs = [kb.param_ptrs[id(p)] for p in kb.fused.parameters]
         target = self.inst.attrs["call_target_name"]
+        if target in (QR_TARGET, Q_TARGET):
+            return self._build_qr(lo, hi, ptrs)
         with b.if_then(b.icmp_signed("<", lo, hi)):
             if target == LU_TARGET:
                 kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_lu(
@@ -268,6 +296,74 @@ class LinalgKernel:
                     ptrs[0], ptrs[1], kb.out_ptrs[0], rhs, e), name="matrices", unroll=False)
                 work = n * math.prod(rhs)
         return KernelInfo(kb.name, 1, max(1, self.batch * work), (), blas=True)
+
+    def _build_qr(self, lo, hi, ptrs) -> KernelInfo:
+        """``geqrf`` or ``orgqr`` of each matrix in the kernel's scratch buffer: the matrix
+        transposed there (LAPACK's column-major order), then LAPACK's workspace (the size
+        ``_lapack``'s kernels query: ``_lapack.workspace``); the result transposed back."""
+        kb, b = self.kb, self.b
+        a = self.inst.operands[0]
+        m, n = a.dims[-2:]
+        geqrf = self.inst.attrs["call_target_name"] == QR_TARGET
+        k = min(m, n) if geqrf else self.inst.operands[1].dims[-1]
+        kernel = "geqrf" if geqrf else "orgqr"
+        lwork = _lapack.workspace(kernel, self.dtype, m, n, k)
+        outs = len(kb.fused.parameters) + len(kb.out_ptrs)
+        raw = b.load(b.gep(kb.fn.args[0], [_c(outs)], inbounds=True))
+        square = b.bitcast(raw, self.fty.as_pointer())  # (m * n, then the workspace)
+        work = b.gep(square, [_c(m * n)], inbounds=True)
+        taus = ptrs[1] if not geqrf else kb.out_ptrs[1]
+        result = kb.out_ptrs[0]
+        lo, hi = kb._clamp_range(lo, hi, 1)
+
+        def matrix(e):
+            self._transpose_rect(square, self._matrix(ptrs[0], e, m * n), m, n)
+            rows, cols, info = self._cell(m), self._cell(n), self._cell(0)
+            t = self._matrix(taus, e, k)
+            size = [rows, cols] if geqrf else [rows, cols, self._cell(k)]
+            self._lapack(kernel, [*size, square, rows, t, work, self._cell(lwork), info])
+            self._transpose_rect(self._matrix(result, e, m * n), square, n, m)
+
+        with b.if_then(b.icmp_signed("<", lo, hi)):
+            kb.loops.loop(_c(0), _c(self.batch), matrix, name="matrices", unroll=False)
+        return KernelInfo(kb.name, 1, max(1, self.batch * 2 * m * n * k), (), blas=True,
+                          scratch=(m * n + lwork) * self.dtype.itemsize)
+
+    def _transpose_rect(self, dst, src, rows: int, cols: int) -> None:
+        """``dst`` (cols x rows) = ``src`` (rows x cols) transposed, for distinct buffers:
+        whole 8 x 8 tiles through registers (``_transpose_block``), the edges element by
+        element."""
+        b, loops, t = self.b, self.kb.loops, TRANSPOSE_TILE
+        vec = ir.VectorType(self.fty, t).as_pointer()
+        align = self.dtype.itemsize
+        row_tiles, col_tiles = rows // t, cols // t
+
+        def at(ptr, i, j, width):
+            return b.gep(ptr, [b.add(b.mul(i, _c(width)), j)], inbounds=True)
+
+        def tile(ti, tj):
+            i0, j0 = b.mul(ti, _c(t)), b.mul(tj, _c(t))
+            block = [b.load(b.bitcast(at(src, b.add(i0, _c(r)), j0, cols), vec), align=align)
+                     for r in range(t)]
+            for c, column in enumerate(_transpose_block(b, block)):
+                b.store(column, b.bitcast(at(dst, b.add(j0, _c(c)), i0, rows), vec),
+                        align=align)
+
+        def element(i, j):
+            b.store(b.load(at(src, i, j, cols)), at(dst, j, i, rows))
+
+        if row_tiles and col_tiles:
+            loops.loop(_c(0), _c(row_tiles), lambda ti: loops.loop(
+                _c(0), _c(col_tiles), lambda tj: tile(ti, tj), name="tj", unroll=False,
+                vectorize=False), name="ti", unroll=False, vectorize=False)
+        if col_tiles * t < cols:  # (the last columns of the tiles' rows)
+            loops.loop(_c(0), _c(row_tiles * t), lambda i: loops.loop(
+                _c(col_tiles * t), _c(cols), lambda j: element(i, j), name="ej",
+                vectorize=False), name="ei", unroll=False, vectorize=False)
+        if row_tiles * t < rows:  # (the last rows, whole)
+            loops.loop(_c(row_tiles * t), _c(rows), lambda i: loops.loop(
+                _c(0), _c(cols), lambda j: element(i, j), name="rj", vectorize=False),
+                name="ri", unroll=False, vectorize=False)
 
     def _lapack(self, kernel: str, arguments: list) -> None:
         """Calls LAPACK's ``kernel`` for this dtype through a global of the program's module

@@ -725,6 +725,12 @@ class ProgramBuilder:
                                                      and s.outputs == [ref])]
         return state, before, after
 
+    def _kernel_scratch(self, info: KernelInfo) -> list[BufferRef]:
+        """The arena buffer a kernel works in (``KernelInfo.scratch``), if it needs one."""
+        if not info.scratch:
+            return []
+        return [self._scratch(BufferRef("temp", 0, np.dtype(np.uint8), (info.scratch,)))]
+
     def _scratch(self, like) -> BufferRef:
         """A new arena buffer of ``like``'s dtype and dims (a buffer's, or a shape's)."""
         offset = self.arena_end
@@ -818,8 +824,8 @@ class ProgramBuilder:
                 same = _same_index_params(fused) if self.loop_depth and len(infos) == 1 \
                     else frozenset()
                 cost = _element_cost(fused) if self.loop_depth else 1
-                return [KernelStep(info, [r[0] for r in inputs], outs, same, cost)
-                        for info in infos]
+                return [KernelStep(info, [r[0] for r in inputs], outs + self._kernel_scratch(info),
+                                   same, cost) for info in infos]
         if inst.opcode == "dot_general" and all(len(r) == 1 for r in inputs):
             out = self._result_refs(inst, assignment, offsets, output_of)
             self.refs[id(inst)] = out

@@ -231,6 +231,50 @@ def test_lapack_kernels_give_the_library_thunks_bits(batch, n, dtype):
                 _lapack.trsm(spd, b, conjugate_a=False, **flags), err_msg=str(flags))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1000, 10), (2, 65, 33), (33, 65), (24, 16)])
+def test_qr_kernels_give_the_library_thunks_bits(shape, dtype):
+    # geqrf and orgqr in the kernel's arena scratch (the transposed matrix, then LAPACK's
+    # workspace): 8 x 8 tiles with ragged edges both ways (65 x 33), none whole (1000 x 10
+    # has 125 x 1), a wide matrix
+    x = rng.standard_normal(shape).astype(dtype)
+    q_of = lambda x: lax.linalg.householder_product(*lax.linalg.geqrf(x))  # noqa: E731
+    with ember.enable_x64(dtype == np.float64):
+        exe = cpu_executable(lax.linalg.geqrf, x)
+        assert _kinds(exe) == ["KernelPlan"] and exe.program.arena_bytes > x[..., 0, :].size
+        got = [np.asarray(v) for v in ember.jit(lax.linalg.geqrf)(x)]
+        want = _lapack.geqrf(x)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        if shape[-2] < shape[-1]:
+            return
+        assert _kinds(cpu_executable(q_of, x)) == ["KernelPlan"] * 2
+        q = np.asarray(ember.jit(q_of)(x))
+        np.testing.assert_array_equal(q, _lapack.orgqr(*want))
+    # Q R = x, Q orthonormal (float64 products)
+    q64, r64 = q.astype(np.float64), np.triu(got[0][..., :shape[-1], :]).astype(np.float64)
+    tol = 1e3 * np.finfo(dtype).eps
+    np.testing.assert_allclose(q64 @ r64, x, atol=tol * 10)
+    np.testing.assert_allclose(np.swapaxes(q64, -1, -2) @ q64, np.broadcast_to(
+        np.eye(shape[-1]), q64.shape[:-2] + (shape[-1],) * 2), atol=tol)
+
+
+def test_qr_in_a_loop_reuses_its_scratch():
+    def orthogonal_iterations(a, v):
+        return lax.fori_loop(0, 5, lambda i, v: jnp.linalg.qr(a @ v)[0], v)
+
+    a = rng.standard_normal((40, 40)).astype(np.float32)
+    a = a + a.T
+    v = rng.standard_normal((40, 20)).astype(np.float32)
+    exe = cpu_executable(orthogonal_iterations, a, v)
+    assert "LibraryPlan" not in _kinds(exe)
+    want = v.astype(np.float64)
+    for _ in range(5):
+        want = np.linalg.qr(a.astype(np.float64) @ want)[0]
+    np.testing.assert_allclose(np.asarray(ember.jit(orthogonal_iterations)(a, v)), want,
+                               atol=2e-4)
+
+
 def test_solves_the_small_routines_leave_call_lapack():
     a = (rng.standard_normal((64, 64)) + 8 * np.eye(64)).astype(np.float32)
     left = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True)  # noqa: E731

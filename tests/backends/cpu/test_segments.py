@@ -50,14 +50,13 @@ def _reads(step) -> list:
 
 
 def _expm_like(a):
-    # kernels, then a QR (a library call) and a triangular solve, then more kernels and a
-    # squaring loop
+    # kernels, then a solve and a sort of its rows (a library call), then more kernels and
+    # a squaring loop
     n = a.shape[0]
     norm = jnp.abs(a).sum(0).max()
     p = jnp.eye(n) * 2.0 + a + 0.5 * (a @ a)
     q = jnp.eye(n) * 2.0 - a + 0.5 * (a @ a)
-    qq, qr = jnp.linalg.qr(q)
-    r = lax.linalg.triangular_solve(qr, qq.T @ p, left_side=True, lower=False)
+    r = jnp.sort(jnp.linalg.solve(q, p), axis=1)
     r = lax.fori_loop(0, 3, lambda i, m: m @ m * 0.5, r)
     return r * jnp.tanh(norm), (r.sum(1) + 1.0) ** 2
 
@@ -77,7 +76,7 @@ def test_runs_of_native_steps_become_segments_with_the_same_bits():
     a64 = a.astype(np.float64)
     p = np.eye(72) * 2 + a64 + 0.5 * a64 @ a64
     q = np.eye(72) * 2 - a64 + 0.5 * a64 @ a64
-    r = np.linalg.solve(q, p)
+    r = np.sort(np.linalg.solve(q, p), axis=1)
     for _ in range(3):
         r = r @ r * 0.5
     want = r * np.tanh(np.abs(a64).sum(0).max())
@@ -116,13 +115,12 @@ def test_without_the_parallel_runtime_segments_step_from_python(monkeypatch):
 
 
 def test_segments_after_a_library_call_that_replaced_an_output():
-    # the QR's compact factors are an output (set by the library call) and read by later
-    # kernels
-    a = (rng.standard_normal((72, 72)) + np.eye(72) * 8).astype(np.float32)
+    # the sorted rows are an output (set by the library call) and read by later kernels
+    a = rng.standard_normal((72, 72)).astype(np.float32)
 
     def f(a):
-        h, taus = lax.linalg.geqrf(jnp.tanh(a) * 2.0 + a)
-        return h, jnp.cos(h) * 3.0 + 1.0, taus, (jnp.sin(h) @ h).sum(0) * 2.0
+        s = jnp.sort(jnp.tanh(a) * 2.0 + a, axis=1)
+        return s, jnp.cos(s) * 3.0 + 1.0, (jnp.sin(s) @ s).sum(0) * 2.0
 
     exe = _executable(f, a)
     plan = exe.program
@@ -133,12 +131,11 @@ def test_segments_after_a_library_call_that_replaced_an_output():
                for first, end, _ in plan.segments
                for step in cpu_exe.nested_steps(plan.steps[first:end]) for r in _reads(step))
     got = _check_same_bits(exe, a)
-    h = got[0].astype(np.float64)
-    np.testing.assert_allclose(got[1], np.cos(h) * 3 + 1, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(got[3], (np.sin(h) @ h).sum(0) * 2, rtol=1e-4, atol=1e-3)
-    # and the factors are right: R as LAPACK's QR of the same matrix in float64
-    x = np.tanh(a.astype(np.float64)) * 2 + a
-    np.testing.assert_allclose(np.triu(h), np.linalg.qr(x, mode="r"), rtol=1e-4, atol=1e-3)
+    a64 = a.astype(np.float64)
+    np.testing.assert_allclose(got[0], np.sort(np.tanh(a64) * 2 + a64, axis=1), rtol=1e-6)
+    s = got[0].astype(np.float64)
+    np.testing.assert_allclose(got[1], np.cos(s) * 3 + 1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got[2], (np.sin(s) @ s).sum(0) * 2, rtol=1e-4, atol=1e-3)
 
 
 def test_jit_results_with_segments_match_numpy_across_calls():
