@@ -39,7 +39,7 @@ from llvmlite import ir
 
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu import small_linalg_kernel
-from ember.backends.cpu.executable import LAPACK_ROUTINE, routine_global
+from ember.backends.cpu.executable import LAPACK_ROUTINE, PARALLEL_MIN_WORK, routine_global
 from ember.backends.cpu.kernel_gen import (
     I8P,
     TRANSPOSE_TILE,
@@ -274,13 +274,14 @@ class LinalgKernel:
 
     def _build_lapack(self, lo, hi) -> KernelInfo:
         """One work item, all the matrices in turn (OpenBLAS's LU, Cholesky and ``trsm``
-        ran no faster from two threads at once: ``_lapack.PARALLEL_MIN_FLOPS``)."""
+        ran no faster from two threads at once: ``_lapack.PARALLEL_MIN_FLOPS``), but for
+        QR (``_build_qr``)."""
         kb, b, n = self.kb, self.b, self.n
-        lo, hi = kb._clamp_range(lo, hi, 1)
         ptrs = [kb.param_ptrs[id(p)] for p in kb.fused.parameters]
         target = self.inst.attrs["call_target_name"]
         if target in (QR_TARGET, Q_TARGET):
             return self._build_qr(lo, hi, ptrs)
+        lo, hi = kb._clamp_range(lo, hi, 1)
         with b.if_then(b.icmp_signed("<", lo, hi)):
             if target == LU_TARGET:
                 kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_lu(
@@ -298,9 +299,11 @@ class LinalgKernel:
         return KernelInfo(kb.name, 1, max(1, self.batch * work), (), blas=True)
 
     def _build_qr(self, lo, hi, ptrs) -> KernelInfo:
-        """``geqrf`` or ``orgqr`` of each matrix in the kernel's scratch buffer: the matrix
-        transposed there (LAPACK's column-major order), then LAPACK's workspace (the size
-        ``_lapack``'s kernels query: ``_lapack.workspace``); the result transposed back."""
+        """``geqrf`` or ``orgqr`` of each matrix in its part of the kernel's scratch buffer:
+        the matrix transposed there (LAPACK's column-major order), then LAPACK's workspace
+        (the size ``_lapack``'s kernels query: ``_lapack.workspace``); the result transposed
+        back. The matrices are the work items: LAPACK's own QR routines gain from two
+        threads at once (``_lapack.PARALLEL_MIN_FLOPS``), each its matrices' scratch."""
         kb, b = self.kb, self.b
         a = self.inst.operands[0]
         m, n = a.dims[-2:]
@@ -310,13 +313,15 @@ class LinalgKernel:
         lwork = _lapack.workspace(kernel, self.dtype, m, n, k)
         outs = len(kb.fused.parameters) + len(kb.out_ptrs)
         raw = b.load(b.gep(kb.fn.args[0], [_c(outs)], inbounds=True))
-        square = b.bitcast(raw, self.fty.as_pointer())  # (m * n, then the workspace)
-        work = b.gep(square, [_c(m * n)], inbounds=True)
+        scratch = b.bitcast(raw, self.fty.as_pointer())
+        each = m * n + lwork  # (a matrix's: the transposed matrix, then the workspace)
         taus = ptrs[1] if not geqrf else kb.out_ptrs[1]
         result = kb.out_ptrs[0]
-        lo, hi = kb._clamp_range(lo, hi, 1)
+        lo, hi = kb._clamp_range(lo, hi, self.batch)
 
         def matrix(e):
+            square = self._matrix(scratch, e, each)
+            work = b.gep(square, [_c(m * n)], inbounds=True)
             self._transpose_rect(square, self._matrix(ptrs[0], e, m * n), m, n)
             rows, cols, info = self._cell(m), self._cell(n), self._cell(0)
             t = self._matrix(taus, e, k)
@@ -324,10 +329,12 @@ class LinalgKernel:
             self._lapack(kernel, [*size, square, rows, t, work, self._cell(lwork), info])
             self._transpose_rect(self._matrix(result, e, m * n), square, n, m)
 
-        with b.if_then(b.icmp_signed("<", lo, hi)):
-            kb.loops.loop(_c(0), _c(self.batch), matrix, name="matrices", unroll=False)
-        return KernelInfo(kb.name, 1, max(1, self.batch * 2 * m * n * k), (), blas=True,
-                          scratch=(m * n + lwork) * self.dtype.itemsize)
+        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
+        # (the work counted so that a batch splits where ``_lapack``'s does: at
+        # PARALLEL_MIN_FLOPS in all)
+        work = 2 * m * n * k * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
+        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
+                          scratch=self.batch * each * self.dtype.itemsize)
 
     def _transpose_rect(self, dst, src, rows: int, cols: int) -> None:
         """``dst`` (cols x rows) = ``src`` (rows x cols) transposed, for distinct buffers:

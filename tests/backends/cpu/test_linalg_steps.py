@@ -232,11 +232,12 @@ def test_lapack_kernels_give_the_library_thunks_bits(batch, n, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(1000, 10), (2, 65, 33), (33, 65), (24, 16)])
+@pytest.mark.parametrize("shape", [(1000, 10), (2, 65, 33), (33, 65), (24, 16),
+                                   (6, 100, 100)])
 def test_qr_kernels_give_the_library_thunks_bits(shape, dtype):
     # geqrf and orgqr in the kernel's arena scratch (the transposed matrix, then LAPACK's
     # workspace): 8 x 8 tiles with ragged edges both ways (65 x 33), none whole (1000 x 10
-    # has 125 x 1), a wide matrix
+    # has 125 x 1), a wide matrix; a batch split across threads (6 x 100 x 100)
     x = rng.standard_normal(shape).astype(dtype)
     q_of = lambda x: lax.linalg.householder_product(*lax.linalg.geqrf(x))  # noqa: E731
     with ember.enable_x64(dtype == np.float64):
