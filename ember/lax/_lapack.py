@@ -232,6 +232,24 @@ def workspace(kind: str, dtype, m: int, n: int, k: int) -> int:
     return int(lw[0])
 
 
+def gesdd_workspace(dtype, m: int, n: int, compute_uv: bool, full_matrices: bool) -> int:
+    """The workspace (elements) that ``gesdd`` gets here for a real m x n matrix (as
+    ``workspace``)."""
+    b = binding()
+    c = _Call(b)
+    dtype = np.dtype(dtype)
+    k = min(m, n)
+    jobz = (b"A" if full_matrices else b"S") if compute_uv else b"N"
+    vtrows = (n if full_matrices else k) if compute_uv else 1
+    fn = b.fn("gesdd_r", dtype)
+    p = c.ffi.from_buffer(np.zeros(1, dtype))  # (a query reads no array)
+    iwork = c.ffi.from_buffer(np.zeros(8 * max(1, k), b.idtype))
+    M, N, LDA, LDVT = c.const(m), c.const(n), c.const(max(1, m)), c.const(max(1, vtrows))
+    _, lw = _lwork(c, lambda w, l, i: fn(jobz, M, N, p, LDA, p, p, LDA, p, LDVT, w, l, iwork,
+                                         i, 1), dtype, ("gesdd", jobz, m, n))
+    return int(lw[0])
+
+
 def disable(off: bool = True) -> None:
     """Turns the binding off (the callers fall back to NumPy) or back on; for tests."""
     _STATE.clear()

@@ -56,6 +56,7 @@ LU_TARGET = "ember.linalg.lu"
 SOLVE_TARGET = "ember.linalg.triangular_solve"
 CHOLESKY_TARGET = "ember.linalg.cholesky"
 QR_TARGET = "ember.linalg.geqrf"
+SVD_TARGET = "ember.linalg.svd"
 Q_TARGET = "ember.linalg.householder_product"
 # The largest side of a program's native matrices. Past ``small_linalg_kernel.MAX_DIM``
 # (whose routines are compiled per side) a routine over run-time sides, one per kernel and
@@ -96,6 +97,8 @@ def _native_kind(inst: Instruction) -> str | None:
     m, n = a.dims[-2:]
     if target in (QR_TARGET, Q_TARGET):
         return _qr_kind(inst)
+    if target == SVD_TARGET:
+        return _svd_kind(inst)
     if m != n or not 0 < n <= LAPACK_MAX_DIM or 0 in a.dims:
         return None
     small = "small" if n <= MAX_DIM else _lapack_kind(target, a.dtype)
@@ -142,6 +145,32 @@ def _qr_kind(inst: Instruction) -> str | None:
             m >= n >= taus.dims[-1] and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
             [(a.dtype, a.dims)]
     return _lapack_kind(inst.attrs["call_target_name"], a.dtype) if ok else None
+
+
+def _svd_shapes(inst: Instruction) -> list:
+    """The (dtype, dims) of the SVD's results: s, and u and vt with ``compute_uv``."""
+    a = inst.operands[0]
+    *batch, m, n = a.dims
+    batch, k = tuple(batch), min(m, n)
+    out = [(a.dtype, batch + (k,))]
+    if inst.attrs.get("compute_uv"):
+        full = bool(inst.attrs.get("full_matrices"))
+        out += [(a.dtype, batch + (m, m if full else k)), (a.dtype, batch + (n if full else k, n))]
+    return out
+
+
+def _svd_kind(inst: Instruction) -> str | None:
+    """``"lapack"`` for an SVD of real matrices as for QR (``_qr_kind``), all its values
+    (no ``subset_by_index``): LAPACK's ``gesdd``, as ``_lapack.gesdd``."""
+    a = inst.operands[0]
+    m, n = a.dims[-2:]
+    if 0 in a.dims or max(m, n) > LAPACK_MAX_DIM or max(m, n) <= small_linalg_kernel.MAX_DIM \
+            or len(inst.operands) != 1 or inst.attrs.get("subset_by_index") not in (None, "none"):
+        return None
+    leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
+    if [(leaf.dtype, leaf.dims) for leaf in leaves] != _svd_shapes(inst):
+        return None
+    return "lapack" if _lapack.available() and _lapack.address("gesdd_r", a.dtype) else None
 
 
 _LAPACK_KERNELS = {LU_TARGET: "getrf", CHOLESKY_TARGET: "potrf", SOLVE_TARGET: "trsm",
@@ -281,6 +310,8 @@ class LinalgKernel:
         target = self.inst.attrs["call_target_name"]
         if target in (QR_TARGET, Q_TARGET):
             return self._build_qr(lo, hi, ptrs)
+        if target == SVD_TARGET:
+            return self._build_svd(lo, hi, ptrs)
         lo, hi = kb._clamp_range(lo, hi, 1)
         with b.if_then(b.icmp_signed("<", lo, hi)):
             if target == LU_TARGET:
@@ -335,6 +366,76 @@ class LinalgKernel:
         work = 2 * m * n * k * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
         return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
                           scratch=self.batch * each * self.dtype.itemsize)
+
+    def _build_svd(self, lo, hi, ptrs) -> KernelInfo:
+        """``gesdd`` of each matrix as ``_lapack.gesdd`` calls it, in its part of the
+        scratch buffer: the matrix transposed (column-major), u and vt as LAPACK writes them
+        (column-major, transposed into the results), the workspace (``gesdd_workspace``),
+        then the integer workspace. A matrix holding a NaN or inf, or one LAPACK fails on,
+        gets all NaN results (JAX's answer there)."""
+        kb, b = self.kb, self.b
+        m, n = self.inst.operands[0].dims[-2:]
+        k = min(m, n)
+        uv = bool(self.inst.attrs.get("compute_uv"))
+        full = bool(self.inst.attrs.get("full_matrices"))
+        ucols, vtrows = ((m, n) if full else (k, k)) if uv else (1, 1)
+        lwork = _lapack.gesdd_workspace(self.dtype, m, n, uv, full)
+        floats = m * n + (m * ucols + n * vtrows if uv else 1) + lwork
+        floats += -floats % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
+        each = floats * self.dtype.itemsize + 8 * 8 * k  # (bytes: floats, then integers)
+        outs = len(kb.fused.parameters) + len(kb.out_ptrs)
+        scratch = b.load(b.gep(kb.fn.args[0], [_c(outs)], inbounds=True))
+        lo, hi = kb._clamp_range(lo, hi, self.batch)
+        results = [(kb.out_ptrs[0], k)]
+        if uv:
+            results += [(kb.out_ptrs[1], m * ucols), (kb.out_ptrs[2], vtrows * n)]
+        ptr = self.fty.as_pointer()
+        inf = ir.Constant(self.fty, float("inf"))
+        fabs = kb.module.declare_intrinsic("llvm.fabs", [self.fty])
+        finite = kb.loops.alloca(ir.IntType(1))
+
+        def matrix(e):
+            base = b.gep(scratch, [b.mul(e, _c(each))], inbounds=True)
+            a = b.bitcast(base, ptr)
+            u = b.gep(a, [_c(m * n)], inbounds=True)
+            vt = b.gep(u, [_c(m * ucols if uv else 0)], inbounds=True)
+            work = b.gep(vt, [_c(n * vtrows if uv else 1)], inbounds=True)
+            iwork = b.bitcast(b.gep(base, [_c(floats * self.dtype.itemsize)], inbounds=True),
+                              I64.as_pointer())
+            x = self._matrix(ptrs[0], e, m * n)
+            b.store(ir.Constant(ir.IntType(1), 1), finite)
+            kb.loops.loop(_c(0), _c(m * n), lambda q: b.store(b.and_(b.load(finite), b.fcmp_ordered(
+                "<", b.call(fabs, [b.load(b.gep(x, [q], inbounds=True))]), inf)), finite),
+                name="finite")
+            info = self._cell(0)
+            with b.if_then(b.load(finite)):
+                self._transpose_rect(a, x, m, n)
+                job = self._cell(ord(("A" if full else "S") if uv else "N"), S.I8)
+                rows = self._cell(m)
+                self._lapack("gesdd_r", [job, rows, self._cell(n), a, rows,
+                                         self._matrix(kb.out_ptrs[0], e, k), u, rows, vt,
+                                         self._cell(max(1, vtrows)), work, self._cell(lwork),
+                                         iwork, info, _c(1)])
+            ok = b.and_(b.load(finite), b.icmp_signed("==", b.load(info), _c(0)))
+            with b.if_else(ok) as (good, bad):
+                with good:
+                    if uv:
+                        self._transpose_rect(self._matrix(kb.out_ptrs[1], e, m * ucols), u,
+                                             ucols, m)
+                        self._transpose_rect(self._matrix(kb.out_ptrs[2], e, vtrows * n), vt,
+                                             n, vtrows)
+                with bad:
+                    nan = ir.Constant(self.fty, float("nan"))
+                    for out, size in results:
+                        dst = self._matrix(out, e, size)
+                        kb.loops.loop(_c(0), _c(size), lambda q, dst=dst: b.store(
+                            nan, b.gep(dst, [q], inbounds=True)), name="nans")
+
+        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
+        flops = 4 * m * n * k + (8 * k ** 3 if uv else 0)
+        work = flops * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
+        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
+                          scratch=self.batch * each)
 
     def _transpose_rect(self, dst, src, rows: int, cols: int) -> None:
         """``dst`` (cols x rows) = ``src`` (rows x cols) transposed, for distinct buffers:

@@ -260,6 +260,39 @@ def test_qr_kernels_give_the_library_thunks_bits(shape, dtype):
         np.eye(shape[-1]), q64.shape[:-2] + (shape[-1],) * 2), atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1000, 10), (3, 65, 33), (33, 65), (6, 40, 40)])
+def test_svd_kernels_give_the_library_thunks_bits(shape, dtype):
+    # gesdd as _lapack.gesdd calls it (its workspace, u and vt transposed back), values
+    # only or with reduced or full vectors; a matrix with a NaN all NaN, its batch's others
+    # not; a batch split across threads (6 x 40 x 40)
+    x = rng.standard_normal(shape).astype(dtype)
+    if len(shape) == 3:
+        x[1, 2, 3] = np.nan
+    for compute_uv, full in ((True, False), (True, True), (False, False)):
+        f = lambda x: lax.linalg.svd(x, full_matrices=full, compute_uv=compute_uv)  # noqa: E731,B023
+        with ember.enable_x64(dtype == np.float64):
+            exe = cpu_executable(f, x)
+            assert _kinds(exe) == ["KernelPlan"]
+            assert _program_routines(exe) == {("gesdd_r", np.dtype(dtype).name, "lapack")}
+            got = ember.jit(f)(x)
+        got = [np.asarray(v) for v in ((got[1], got[0], got[2]) if compute_uv else [got])]
+        want = _lapack.gesdd(x, compute_uv, full)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        if len(shape) == 3:
+            assert all(np.isnan(g[1]).all() and not np.isnan(g[0]).any() for g in got)
+    # the values against float64 NumPy, U S Vt = x
+    s, u, vt = _lapack.gesdd(x, True, False)
+    x64 = x.astype(np.float64)
+    ok = ~np.isnan(x64).any(axis=(-2, -1))
+    tol = 1e3 * np.finfo(dtype).eps
+    np.testing.assert_allclose(s[ok], np.linalg.svd(x64[ok], compute_uv=False),
+                               rtol=tol, atol=tol)
+    rebuilt = (u[ok].astype(np.float64) * s[ok][..., None, :]) @ vt[ok]
+    np.testing.assert_allclose(rebuilt, x64[ok], atol=tol * 10)
+
+
 def test_qr_in_a_loop_reuses_its_scratch():
     def orthogonal_iterations(a, v):
         return lax.fori_loop(0, 5, lambda i, v: jnp.linalg.qr(a @ v)[0], v)
