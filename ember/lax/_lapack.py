@@ -232,6 +232,21 @@ def workspace(kind: str, dtype, m: int, n: int, k: int) -> int:
     return int(lw[0])
 
 
+def syevd_workspace(dtype, n: int, lower: bool) -> tuple[int, int]:
+    """The float and integer workspaces (elements) that ``syevd`` gets here for a real
+    n x n matrix with vectors (as ``workspace``)."""
+    b = binding()
+    c = _Call(b)
+    dtype = np.dtype(dtype)
+    q_work, q_iwork = np.zeros(1, dtype), np.zeros(1, b.idtype)
+    p = c.ffi.from_buffer(np.zeros(1, dtype))  # (a query reads no array)
+    N = c.i(n)
+    b.fn("syevd_r", dtype)(b"V", b"L" if lower else b"U", N, p, N, p,
+                           c.ffi.from_buffer(q_work), c.i(-1), c.ffi.from_buffer(q_iwork),
+                           c.i(-1), c.i(), 1, 1)
+    return max(1, int(q_work[0])), max(1, int(q_iwork[0]))
+
+
 def gesdd_workspace(dtype, m: int, n: int, compute_uv: bool, full_matrices: bool) -> int:
     """The workspace (elements) that ``gesdd`` gets here for a real m x n matrix (as
     ``workspace``)."""

@@ -57,6 +57,7 @@ SOLVE_TARGET = "ember.linalg.triangular_solve"
 CHOLESKY_TARGET = "ember.linalg.cholesky"
 QR_TARGET = "ember.linalg.geqrf"
 SVD_TARGET = "ember.linalg.svd"
+EIGH_TARGET = "ember.linalg.eigh"
 Q_TARGET = "ember.linalg.householder_product"
 # The largest side of a program's native matrices. Past ``small_linalg_kernel.MAX_DIM``
 # (whose routines are compiled per side) a routine over run-time sides, one per kernel and
@@ -99,6 +100,8 @@ def _native_kind(inst: Instruction) -> str | None:
         return _qr_kind(inst)
     if target == SVD_TARGET:
         return _svd_kind(inst)
+    if target == EIGH_TARGET:
+        return _eigh_kind(inst)
     if m != n or not 0 < n <= LAPACK_MAX_DIM or 0 in a.dims:
         return None
     small = "small" if n <= MAX_DIM else _lapack_kind(target, a.dtype)
@@ -171,6 +174,22 @@ def _svd_kind(inst: Instruction) -> str | None:
     if [(leaf.dtype, leaf.dims) for leaf in leaves] != _svd_shapes(inst):
         return None
     return "lapack" if _lapack.available() and _lapack.address("gesdd_r", a.dtype) else None
+
+
+def _eigh_kind(inst: Instruction) -> str | None:
+    """``"lapack"`` for the symmetric eigenproblem of real matrices past
+    ``small_linalg_kernel.MAX_DIM`` rows (smaller batches keep the library's lane kernels),
+    all its values (no ``subset_by_index``): LAPACK's ``syevd``, as ``_lapack.syevd``."""
+    a = inst.operands[0]
+    m, n = a.dims[-2:]
+    if 0 in a.dims or m != n or not small_linalg_kernel.MAX_DIM < n <= LAPACK_MAX_DIM \
+            or len(inst.operands) != 1 or inst.attrs.get("subset_by_index") not in (None, "none"):
+        return None
+    leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
+    if [(leaf.dtype, leaf.dims) for leaf in leaves] != [(a.dtype, a.dims),
+                                                       (a.dtype, a.dims[:-1])]:
+        return None
+    return "lapack" if _lapack.available() and _lapack.address("syevd_r", a.dtype) else None
 
 
 _LAPACK_KERNELS = {LU_TARGET: "getrf", CHOLESKY_TARGET: "potrf", SOLVE_TARGET: "trsm",
@@ -312,6 +331,8 @@ class LinalgKernel:
             return self._build_qr(lo, hi, ptrs)
         if target == SVD_TARGET:
             return self._build_svd(lo, hi, ptrs)
+        if target == EIGH_TARGET:
+            return self._build_eigh(lo, hi, ptrs)
         lo, hi = kb._clamp_range(lo, hi, 1)
         with b.if_then(b.icmp_signed("<", lo, hi)):
             if target == LU_TARGET:
@@ -434,6 +455,47 @@ class LinalgKernel:
         kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
         flops = 4 * m * n * k + (8 * k ** 3 if uv else 0)
         work = flops * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
+        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
+                          scratch=self.batch * each)
+
+    def _build_eigh(self, lo, hi, ptrs) -> KernelInfo:
+        """``syevd`` of each matrix as ``_lapack.syevd`` calls it: the matrix transposed
+        into the eigenvectors' buffer (column-major), overwritten there by the vectors
+        (columns) and transposed back; the workspaces (``syevd_workspace``) in the
+        matrix's part of the scratch buffer. A matrix LAPACK fails on gets all NaN."""
+        kb, b, n = self.kb, self.b, self.n
+        lower = bool(self.inst.attrs.get("lower"))
+        lwork, liwork = _lapack.syevd_workspace(self.dtype, n, lower)
+        floats = lwork + -lwork % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
+        each = floats * self.dtype.itemsize + 8 * liwork  # (bytes)
+        outs = len(kb.fused.parameters) + len(kb.out_ptrs)
+        scratch = b.load(b.gep(kb.fn.args[0], [_c(outs)], inbounds=True))
+        lo, hi = kb._clamp_range(lo, hi, self.batch)
+        vectors, values = kb.out_ptrs
+
+        def matrix(e):
+            base = b.gep(scratch, [b.mul(e, _c(each))], inbounds=True)
+            work = b.bitcast(base, self.fty.as_pointer())
+            iwork = b.bitcast(b.gep(base, [_c(floats * self.dtype.itemsize)], inbounds=True),
+                              I64.as_pointer())
+            v, w = self._matrix(vectors, e, n * n), self._matrix(values, e, n)
+            self._transpose(v, self._matrix(ptrs[0], e, n * n))
+            side, info = self._cell(n), self._cell(0)
+            self._lapack("syevd_r", [self._cell(ord("V"), S.I8),
+                                     self._cell(ord("L" if lower else "U"), S.I8), side, v,
+                                     side, w, work, self._cell(lwork), iwork,
+                                     self._cell(liwork), info, _c(1), _c(1)])
+            with b.if_else(b.icmp_signed("==", b.load(info), _c(0))) as (good, bad):
+                with good:
+                    self._transpose(v, v)
+                with bad:
+                    nan = ir.Constant(self.fty, float("nan"))
+                    for dst, size in ((v, n * n), (w, n)):
+                        kb.loops.loop(_c(0), _c(size), lambda q, dst=dst: b.store(
+                            nan, b.gep(dst, [q], inbounds=True)), name="nans")
+
+        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
+        work = 9 * n ** 3 * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
         return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
                           scratch=self.batch * each)
 

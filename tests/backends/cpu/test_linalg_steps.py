@@ -293,6 +293,32 @@ def test_svd_kernels_give_the_library_thunks_bits(shape, dtype):
     np.testing.assert_allclose(rebuilt, x64[ok], atol=tol * 10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(17, 17), (3, 65, 65), (6, 40, 40)])
+def test_eigh_kernels_give_the_library_thunks_bits(shape, dtype):
+    # syevd as _lapack.syevd calls it, either triangle; a matrix with a NaN in a batch; a
+    # batch split across threads (6 x 40 x 40)
+    x = rng.standard_normal(shape).astype(dtype)
+    if len(shape) == 3:
+        x[1, 2, 3] = np.nan
+    for lower in (True, False):
+        f = lambda x: lax.linalg.eigh(x, lower=lower, symmetrize_input=False)  # noqa: E731,B023
+        with ember.enable_x64(dtype == np.float64):
+            exe = cpu_executable(f, x)
+            assert _kinds(exe) == ["KernelPlan"]
+            assert _program_routines(exe) == {("syevd_r", np.dtype(dtype).name, "lapack")}
+            got = [np.asarray(v) for v in ember.jit(f)(x)]
+        for g, w in zip(got, _lapack.syevd(x, lower=lower)):
+            np.testing.assert_array_equal(g, w)
+    # the last run's (upper triangle) against float64 NumPy: A V = V diag(w)
+    v, w = (g.astype(np.float64) for g in got[:2])
+    sym = np.triu(x.astype(np.float64)) + np.swapaxes(np.triu(x.astype(np.float64), 1), -1, -2)
+    ok = ~np.isnan(sym).any(axis=(-2, -1))
+    tol = 1e3 * np.finfo(dtype).eps
+    np.testing.assert_allclose(w[ok], np.linalg.eigvalsh(sym[ok]), rtol=tol, atol=tol * 10)
+    np.testing.assert_allclose(sym[ok] @ v[ok], v[ok] * w[ok][..., None, :], atol=tol * 30)
+
+
 def test_qr_in_a_loop_reuses_its_scratch():
     def orthogonal_iterations(a, v):
         return lax.fori_loop(0, 5, lambda i, v: jnp.linalg.qr(a @ v)[0], v)
