@@ -1,14 +1,17 @@
-"""Kernels of a program's LU and Cholesky factorizations and triangular solves.
+"""Kernels of a program's LU and Cholesky factorizations, triangular solves, QR, SVD and
+symmetric eigenproblems.
 
 The ``ember.linalg.lu``, ``cholesky`` and ``triangular_solve`` custom calls run LAPACK (or,
 for batches, ``small_linalg_kernel``'s loops) through the library thunk, from Python: ~10-35
 µs a call, and a loop holding one steps from Python at every iteration (Newton's method
 on 16 unknowns: ~75 µs an iteration, JAX ~12). Real float32/float64 matrices are kernels of
 the program instead: up to ``LAPACK_MAX_DIM`` rows, those past ``MAX_DIM`` (and the solves
-the small routines leave) calling LAPACK's own routine from native code, one matrix after
-another (``LinalgKernel._build_lapack``: the library thunk's calls, so its bits; the LU's
-matrices transposed to LAPACK's column-major order and back in 8 x 8 register tiles; the
-kernel runs under ``one_blas_thread`` as native ``gemm`` tasks do, ``KernelInfo.blas``).
+the small routines leave, and QR, SVD and eigenproblems past ``small_linalg_kernel.MAX_DIM``)
+calling LAPACK's own routine from native code (``LinalgKernel._build_lapack``: the library
+thunk's calls, with its workspace sizes, so its bits; matrices transposed to LAPACK's
+column-major order and back in 8 x 8 register tiles, in an arena scratch buffer the kernel
+asks for, ``KernelInfo.scratch``; the kernel runs under ``one_blas_thread`` as native
+``gemm`` tasks do, ``KernelInfo.blas``).
 Those of at most ``MAX_DIM`` rows have the batch's matrices as work items, each calling
 ``small_linalg_kernel``'s routine for its dtype and side (a library
 compiled once per machine and kept in the disk cache: in the program's module each
@@ -81,8 +84,9 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def is_native_linalg(inst: Instruction) -> bool:
-    """Whether a lone ``inst`` is an LU or Cholesky factorization or a triangular solve of
-    real matrices that a program kernel computes (the module docstring)."""
+    """Whether a lone ``inst`` is an LU or Cholesky factorization, a triangular solve, a
+    QR, an SVD or a symmetric eigenproblem of real matrices that a program kernel computes
+    (the module docstring)."""
     return _native_kind(inst) is not None
 
 
@@ -96,12 +100,8 @@ def _native_kind(inst: Instruction) -> str | None:
     if a.shape.is_tuple or a.dtype not in _FLOATS or a.shape.rank < 2:
         return None
     m, n = a.dims[-2:]
-    if target in (QR_TARGET, Q_TARGET):
-        return _qr_kind(inst)
-    if target == SVD_TARGET:
-        return _svd_kind(inst)
-    if target == EIGH_TARGET:
-        return _eigh_kind(inst)
+    if target in _DECOMPOSITIONS:
+        return _decomposition_kind(inst)
     if m != n or not 0 < n <= LAPACK_MAX_DIM or 0 in a.dims:
         return None
     small = "small" if n <= MAX_DIM else _lapack_kind(target, a.dtype)
@@ -129,71 +129,48 @@ def _native_kind(inst: Instruction) -> str | None:
     return None
 
 
-def _qr_kind(inst: Instruction) -> str | None:
-    """``"lapack"`` for a QR (``geqrf``) or its Q (``householder_product``: LAPACK's
-    ``orgqr``) of matrices with a side past ``small_linalg_kernel.MAX_DIM`` (smaller ones
-    keep the library's vector-lane kernels for batches) and none past ``LAPACK_MAX_DIM``."""
-    a = inst.operands[0]
-    m, n = a.dims[-2:]
-    if 0 in a.dims or max(m, n) > LAPACK_MAX_DIM or max(m, n) <= small_linalg_kernel.MAX_DIM:
-        return None
-    batch, k = a.dims[:-2], min(m, n)
-    leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
-    if inst.attrs["call_target_name"] == QR_TARGET:
-        ok = len(inst.operands) == 1 and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
-            [(a.dtype, a.dims), (a.dtype, batch + (k,))]
-    else:
-        taus = inst.operands[1] if len(inst.operands) == 2 else None
-        ok = taus is not None and taus.dtype == a.dtype and taus.dims[:-1] == batch and \
-            m >= n >= taus.dims[-1] and [(leaf.dtype, leaf.dims) for leaf in leaves] == \
-            [(a.dtype, a.dims)]
-    return _lapack_kind(inst.attrs["call_target_name"], a.dtype) if ok else None
+_DECOMPOSITIONS = (QR_TARGET, Q_TARGET, SVD_TARGET, EIGH_TARGET)
 
 
-def _svd_shapes(inst: Instruction) -> list:
-    """The (dtype, dims) of the SVD's results: s, and u and vt with ``compute_uv``."""
+def _decomposition_kind(inst: Instruction) -> str | None:
+    """``"lapack"`` for a QR (``geqrf``), its Q (``householder_product``: ``orgqr``), an
+    SVD (``gesdd``) or a symmetric eigenproblem (``syevd``) of real matrices with a side
+    past ``small_linalg_kernel.MAX_DIM`` (smaller ones keep the library's vector-lane
+    kernels for batches) and none past ``LAPACK_MAX_DIM``, all of its values (no
+    ``subset_by_index``)."""
+    target = inst.attrs["call_target_name"]
     a = inst.operands[0]
     *batch, m, n = a.dims
     batch, k = tuple(batch), min(m, n)
-    out = [(a.dtype, batch + (k,))]
-    if inst.attrs.get("compute_uv"):
-        full = bool(inst.attrs.get("full_matrices"))
-        out += [(a.dtype, batch + (m, m if full else k)), (a.dtype, batch + (n if full else k, n))]
-    return out
-
-
-def _svd_kind(inst: Instruction) -> str | None:
-    """``"lapack"`` for an SVD of real matrices as for QR (``_qr_kind``), all its values
-    (no ``subset_by_index``): LAPACK's ``gesdd``, as ``_lapack.gesdd``."""
-    a = inst.operands[0]
-    m, n = a.dims[-2:]
-    if 0 in a.dims or max(m, n) > LAPACK_MAX_DIM or max(m, n) <= small_linalg_kernel.MAX_DIM \
-            or len(inst.operands) != 1 or inst.attrs.get("subset_by_index") not in (None, "none"):
+    if 0 in a.dims or not small_linalg_kernel.MAX_DIM < max(m, n) <= LAPACK_MAX_DIM or \
+            inst.attrs.get("subset_by_index") not in (None, "none"):
         return None
+    operands = 1
+    if target == QR_TARGET:
+        results = [(a.dtype, a.dims), (a.dtype, batch + (k,))]
+    elif target == Q_TARGET:
+        taus = inst.operands[-1]
+        operands = 2 if taus.dtype == a.dtype and taus.dims[:-1] == batch and \
+            m >= n >= taus.dims[-1] else 0
+        results = [(a.dtype, a.dims)]
+    elif target == SVD_TARGET:
+        results = [(a.dtype, batch + (k,))]
+        if inst.attrs.get("compute_uv"):
+            full = bool(inst.attrs.get("full_matrices"))
+            results += [(a.dtype, batch + (m, m if full else k)),
+                        (a.dtype, batch + (n if full else k, n))]
+    else:
+        operands = 1 if m == n else 0
+        results = [(a.dtype, a.dims), (a.dtype, batch + (n,))]
     leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
-    if [(leaf.dtype, leaf.dims) for leaf in leaves] != _svd_shapes(inst):
+    if len(inst.operands) != operands or [(x.dtype, x.dims) for x in leaves] != results:
         return None
-    return "lapack" if _lapack.available() and _lapack.address("gesdd_r", a.dtype) else None
-
-
-def _eigh_kind(inst: Instruction) -> str | None:
-    """``"lapack"`` for the symmetric eigenproblem of real matrices past
-    ``small_linalg_kernel.MAX_DIM`` rows (smaller batches keep the library's lane kernels),
-    all its values (no ``subset_by_index``): LAPACK's ``syevd``, as ``_lapack.syevd``."""
-    a = inst.operands[0]
-    m, n = a.dims[-2:]
-    if 0 in a.dims or m != n or not small_linalg_kernel.MAX_DIM < n <= LAPACK_MAX_DIM \
-            or len(inst.operands) != 1 or inst.attrs.get("subset_by_index") not in (None, "none"):
-        return None
-    leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
-    if [(leaf.dtype, leaf.dims) for leaf in leaves] != [(a.dtype, a.dims),
-                                                       (a.dtype, a.dims[:-1])]:
-        return None
-    return "lapack" if _lapack.available() and _lapack.address("syevd_r", a.dtype) else None
+    return _lapack_kind(target, a.dtype)
 
 
 _LAPACK_KERNELS = {LU_TARGET: "getrf", CHOLESKY_TARGET: "potrf", SOLVE_TARGET: "trsm",
-                   QR_TARGET: "geqrf", Q_TARGET: "orgqr"}
+                   QR_TARGET: "geqrf", Q_TARGET: "orgqr", SVD_TARGET: "gesdd_r",
+                   EIGH_TARGET: "syevd_r"}
 
 
 def _lapack_kind(target: str, dtype) -> str | None:
@@ -322,23 +299,25 @@ class LinalgKernel:
 
     def _build_lapack(self, lo, hi) -> KernelInfo:
         """One work item, all the matrices in turn (OpenBLAS's LU, Cholesky and ``trsm``
-        ran no faster from two threads at once: ``_lapack.PARALLEL_MIN_FLOPS``), but for
-        QR (``_build_qr``)."""
+        ran no faster from two threads at once: ``_lapack.PARALLEL_MIN_FLOPS``); the
+        decompositions LAPACK itself implements take a work item per matrix
+        (``_build_qr``, ``_build_svd``, ``_build_eigh``)."""
         kb, b, n = self.kb, self.b, self.n
         ptrs = [kb.param_ptrs[id(p)] for p in kb.fused.parameters]
         target = self.inst.attrs["call_target_name"]
-        if target in (QR_TARGET, Q_TARGET):
-            return self._build_qr(lo, hi, ptrs)
-        if target == SVD_TARGET:
-            return self._build_svd(lo, hi, ptrs)
-        if target == EIGH_TARGET:
-            return self._build_eigh(lo, hi, ptrs)
+        if target in _DECOMPOSITIONS:
+            build = {SVD_TARGET: self._build_svd, EIGH_TARGET: self._build_eigh}.get(
+                target, self._build_qr)
+            return build(lo, hi, ptrs)
         lo, hi = kb._clamp_range(lo, hi, 1)
+        scratch = 0
         with b.if_then(b.icmp_signed("<", lo, hi)):
             if target == LU_TARGET:
+                square = b.bitcast(self._scratch(), self.fty.as_pointer())
                 kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_lu(
-                    ptrs[0], kb.out_ptrs, e), name="matrices", unroll=False)
+                    ptrs[0], kb.out_ptrs, e, square), name="matrices", unroll=False)
                 work = n * n * n
+                scratch = n * n * self.dtype.itemsize
             elif target == CHOLESKY_TARGET:
                 kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_cholesky(
                     ptrs[0], kb.out_ptrs[0], e), name="matrices", unroll=False)
@@ -348,7 +327,15 @@ class LinalgKernel:
                 kb.loops.loop(_c(0), _c(self.batch), lambda e: self._lapack_solve(
                     ptrs[0], ptrs[1], kb.out_ptrs[0], rhs, e), name="matrices", unroll=False)
                 work = n * math.prod(rhs)
-        return KernelInfo(kb.name, 1, max(1, self.batch * work), (), blas=True)
+        return KernelInfo(kb.name, 1, max(1, self.batch * work), (), blas=True,
+                          scratch=scratch)
+
+    def _scratch(self) -> ir.Value:
+        """The ``i8*`` of the kernel's scratch buffer (``KernelInfo.scratch``: the buffer
+        after its outputs)."""
+        kb = self.kb
+        index = len(kb.fused.parameters) + len(kb.out_ptrs)
+        return self.b.load(self.b.gep(kb.fn.args[0], [_c(index)], inbounds=True))
 
     def _build_qr(self, lo, hi, ptrs) -> KernelInfo:
         """``geqrf`` or ``orgqr`` of each matrix in its part of the kernel's scratch buffer:
@@ -363,9 +350,7 @@ class LinalgKernel:
         k = min(m, n) if geqrf else self.inst.operands[1].dims[-1]
         kernel = "geqrf" if geqrf else "orgqr"
         lwork = _lapack.workspace(kernel, self.dtype, m, n, k)
-        outs = len(kb.fused.parameters) + len(kb.out_ptrs)
-        raw = b.load(b.gep(kb.fn.args[0], [_c(outs)], inbounds=True))
-        scratch = b.bitcast(raw, self.fty.as_pointer())
+        scratch = b.bitcast(self._scratch(), self.fty.as_pointer())
         each = m * n + lwork  # (a matrix's: the transposed matrix, then the workspace)
         taus = ptrs[1] if not geqrf else kb.out_ptrs[1]
         result = kb.out_ptrs[0]
@@ -374,12 +359,12 @@ class LinalgKernel:
         def matrix(e):
             square = self._matrix(scratch, e, each)
             work = b.gep(square, [_c(m * n)], inbounds=True)
-            self._transpose_rect(square, self._matrix(ptrs[0], e, m * n), m, n)
+            self._transpose(square, self._matrix(ptrs[0], e, m * n), m, n)
             rows, cols, info = self._cell(m), self._cell(n), self._cell(0)
             t = self._matrix(taus, e, k)
             size = [rows, cols] if geqrf else [rows, cols, self._cell(k)]
             self._lapack(kernel, [*size, square, rows, t, work, self._cell(lwork), info])
-            self._transpose_rect(self._matrix(result, e, m * n), square, n, m)
+            self._transpose(self._matrix(result, e, m * n), square, n, m)
 
         kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
         # (the work counted so that a batch splits where ``_lapack``'s does: at
@@ -404,8 +389,7 @@ class LinalgKernel:
         floats = m * n + (m * ucols + n * vtrows if uv else 1) + lwork
         floats += -floats % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
         each = floats * self.dtype.itemsize + 8 * 8 * k  # (bytes: floats, then integers)
-        outs = len(kb.fused.parameters) + len(kb.out_ptrs)
-        scratch = b.load(b.gep(kb.fn.args[0], [_c(outs)], inbounds=True))
+        scratch = self._scratch()
         lo, hi = kb._clamp_range(lo, hi, self.batch)
         results = [(kb.out_ptrs[0], k)]
         if uv:
@@ -430,7 +414,7 @@ class LinalgKernel:
                 name="finite")
             info = self._cell(0)
             with b.if_then(b.load(finite)):
-                self._transpose_rect(a, x, m, n)
+                self._transpose(a, x, m, n)
                 job = self._cell(ord(("A" if full else "S") if uv else "N"), S.I8)
                 rows = self._cell(m)
                 self._lapack("gesdd_r", [job, rows, self._cell(n), a, rows,
@@ -441,9 +425,9 @@ class LinalgKernel:
             with b.if_else(ok) as (good, bad):
                 with good:
                     if uv:
-                        self._transpose_rect(self._matrix(kb.out_ptrs[1], e, m * ucols), u,
+                        self._transpose(self._matrix(kb.out_ptrs[1], e, m * ucols), u,
                                              ucols, m)
-                        self._transpose_rect(self._matrix(kb.out_ptrs[2], e, vtrows * n), vt,
+                        self._transpose(self._matrix(kb.out_ptrs[2], e, vtrows * n), vt,
                                              n, vtrows)
                 with bad:
                     nan = ir.Constant(self.fty, float("nan"))
@@ -459,35 +443,36 @@ class LinalgKernel:
                           scratch=self.batch * each)
 
     def _build_eigh(self, lo, hi, ptrs) -> KernelInfo:
-        """``syevd`` of each matrix as ``_lapack.syevd`` calls it: the matrix transposed
-        into the eigenvectors' buffer (column-major), overwritten there by the vectors
-        (columns) and transposed back; the workspaces (``syevd_workspace``) in the
-        matrix's part of the scratch buffer. A matrix LAPACK fails on gets all NaN."""
+        """``syevd`` of each matrix as ``_lapack.syevd`` calls it, in its part of the
+        scratch buffer: the matrix transposed there (column-major), overwritten by the
+        vectors (columns) and transposed into the results; then the workspaces
+        (``syevd_workspace``). A matrix LAPACK fails on gets all NaN."""
         kb, b, n = self.kb, self.b, self.n
         lower = bool(self.inst.attrs.get("lower"))
         lwork, liwork = _lapack.syevd_workspace(self.dtype, n, lower)
-        floats = lwork + -lwork % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
+        floats = n * n + lwork
+        floats += -floats % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
         each = floats * self.dtype.itemsize + 8 * liwork  # (bytes)
-        outs = len(kb.fused.parameters) + len(kb.out_ptrs)
-        scratch = b.load(b.gep(kb.fn.args[0], [_c(outs)], inbounds=True))
+        scratch = self._scratch()
         lo, hi = kb._clamp_range(lo, hi, self.batch)
         vectors, values = kb.out_ptrs
 
         def matrix(e):
             base = b.gep(scratch, [b.mul(e, _c(each))], inbounds=True)
-            work = b.bitcast(base, self.fty.as_pointer())
+            square = b.bitcast(base, self.fty.as_pointer())
+            work = b.gep(square, [_c(n * n)], inbounds=True)
             iwork = b.bitcast(b.gep(base, [_c(floats * self.dtype.itemsize)], inbounds=True),
                               I64.as_pointer())
             v, w = self._matrix(vectors, e, n * n), self._matrix(values, e, n)
-            self._transpose(v, self._matrix(ptrs[0], e, n * n))
+            self._transpose(square, self._matrix(ptrs[0], e, n * n), n, n)
             side, info = self._cell(n), self._cell(0)
             self._lapack("syevd_r", [self._cell(ord("V"), S.I8),
-                                     self._cell(ord("L" if lower else "U"), S.I8), side, v,
-                                     side, w, work, self._cell(lwork), iwork,
+                                     self._cell(ord("L" if lower else "U"), S.I8), side,
+                                     square, side, w, work, self._cell(lwork), iwork,
                                      self._cell(liwork), info, _c(1), _c(1)])
             with b.if_else(b.icmp_signed("==", b.load(info), _c(0))) as (good, bad):
                 with good:
-                    self._transpose(v, v)
+                    self._transpose(v, square, n, n)
                 with bad:
                     nan = ir.Constant(self.fty, float("nan"))
                     for dst, size in ((v, n * n), (w, n)):
@@ -499,7 +484,7 @@ class LinalgKernel:
         return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
                           scratch=self.batch * each)
 
-    def _transpose_rect(self, dst, src, rows: int, cols: int) -> None:
+    def _transpose(self, dst, src, rows: int, cols: int) -> None:
         """``dst`` (cols x rows) = ``src`` (rows x cols) transposed, for distinct buffers:
         whole 8 x 8 tiles through registers (``_transpose_block``), the edges element by
         element."""
@@ -555,19 +540,19 @@ class LinalgKernel:
     def _matrix(self, ptr, e, size: int):
         return self.b.gep(ptr, [self.b.mul(e, _c(size))], inbounds=True)
 
-    def _lapack_lu(self, x, outs, e) -> None:
-        """LU of matrix ``e``: transposed into the factor's buffer (LAPACK's column-major
-        order), factored there by ``getrf`` and transposed back; the pivots 0-based, and the
-        permutation their row swaps applied in turn to 0 .. n-1 (as ``_lapack.getrf``)."""
+    def _lapack_lu(self, x, outs, e, square) -> None:
+        """LU of matrix ``e``: transposed into ``square`` (LAPACK's column-major order),
+        factored there by ``getrf`` and transposed into the factor's buffer; the pivots
+        0-based, and the permutation their row swaps applied in turn to 0 .. n-1 (as
+        ``_lapack.getrf``)."""
         b, n = self.b, self.n
         lu, pivots, permutation = outs
-        a = self._matrix(lu, e, n * n)
-        self._transpose(a, self._matrix(x, e, n * n))
+        self._transpose(square, self._matrix(x, e, n * n), n, n)
         ipiv = self.kb.loops.alloca(ir.ArrayType(I64, n))
         ipiv = b.bitcast(ipiv, I64.as_pointer())
         side, info = self._cell(n), self._cell(0)
-        self._lapack("getrf", [side, side, a, side, ipiv, info])
-        self._transpose(a, a)
+        self._lapack("getrf", [side, side, square, side, ipiv, info])
+        self._transpose(self._matrix(lu, e, n * n), square, n, n)
         piv, perm = self._matrix(pivots, e, n), self._matrix(permutation, e, n)
         loops = self.kb.loops
         loops.loop(_c(0), _c(n), lambda i: b.store(
@@ -618,46 +603,3 @@ class LinalgKernel:
                               self._matrix(a, e, n * n), self._cell(n),
                               self._matrix(x, e, rows * cols), self._cell(cols),
                               *[_c(1)] * 4])
-
-    def _transpose(self, dst, src) -> None:
-        """``dst = src^T`` for the n x n matrices at ``dst`` and ``src`` (which may be the
-        same): each pair of mirrored 8 x 8 tiles through registers (``_transpose_block``),
-        the rows and columns past the last whole tile element by element."""
-        b, n, loops = self.b, self.n, self.kb.loops
-        t = TRANSPOSE_TILE
-        tiles = n // t
-        vec = ir.VectorType(self.fty, t).as_pointer()
-        align = self.dtype.itemsize
-
-        def block(ptr, i0, j0):  # the 8 rows of the tile at (i0, j0)
-            return [b.load(b.bitcast(b.gep(ptr, [b.add(b.mul(b.add(i0, _c(r)), _c(n)), j0)],
-                                           inbounds=True), vec), align=align)
-                    for r in range(t)]
-
-        def put(ptr, i0, j0, rows):
-            for r, row in enumerate(rows):
-                b.store(row, b.bitcast(b.gep(ptr, [b.add(b.mul(b.add(i0, _c(r)), _c(n)), j0)],
-                                             inbounds=True), vec), align=align)
-
-        def tile_pair(ti, tj):
-            i0, j0 = b.mul(ti, _c(t)), b.mul(tj, _c(t))
-            upper, lower = block(src, i0, j0), block(src, j0, i0)
-            put(dst, j0, i0, _transpose_block(b, upper))
-            put(dst, i0, j0, _transpose_block(b, lower))
-
-        if tiles:
-            loops.loop(_c(0), _c(tiles), lambda ti: loops.loop(
-                ti, _c(tiles), lambda tj: tile_pair(ti, tj), name="tj", unroll=False,
-                vectorize=False), name="ti", unroll=False, vectorize=False)
-
-        def pair(j, i):  # (i <= j, j past the whole tiles)
-            upper = b.gep(src, [b.add(b.mul(i, _c(n)), j)], inbounds=True)
-            lower = b.gep(src, [b.add(b.mul(j, _c(n)), i)], inbounds=True)
-            vu, vl = b.load(upper), b.load(lower)
-            b.store(vu, b.gep(dst, [b.add(b.mul(j, _c(n)), i)], inbounds=True))
-            b.store(vl, b.gep(dst, [b.add(b.mul(i, _c(n)), j)], inbounds=True))
-
-        if tiles * t < n:
-            loops.loop(_c(tiles * t), _c(n), lambda j: loops.loop(
-                _c(0), b.add(j, _c(1)), lambda i: pair(j, i), name="fi", vectorize=False),
-                name="fj", unroll=False, vectorize=False)
