@@ -159,7 +159,7 @@ def test_cholesky_kernel(dtype, n):
                                rtol=tol * 10, atol=tol * 10)
 
 
-@pytest.mark.parametrize("n", [16, 48])
+@pytest.mark.parametrize("n", [16, 48, 100])  # (100: LAPACK's routines in the loop)
 def test_newton_iterations_run_as_a_native_loop(n):
     def residual(m, x):
         return m.tanh(x) + x ** 3 - 0.5
@@ -317,6 +317,34 @@ def test_eigh_kernels_give_the_library_thunks_bits(shape, dtype):
     tol = 1e3 * np.finfo(dtype).eps
     np.testing.assert_allclose(w[ok], np.linalg.eigvalsh(sym[ok]), rtol=tol, atol=tol * 10)
     np.testing.assert_allclose(sym[ok] @ v[ok], v[ok] * w[ok][..., None, :], atol=tol * 30)
+
+
+def test_lapack_kernels_of_nonfinite_matrices_give_the_library_thunks_results():
+    # NaN and inf entries: LAPACK's answers (whatever pivots it picks stay in bounds), as
+    # the library thunk gets them
+    x = rng.standard_normal((4, 70, 70)).astype(np.float32)
+    x[0, 5, 7] = np.nan
+    x[1, :, 3] = np.inf
+    x[2, 0, 0] = -np.inf
+    b = rng.standard_normal((4, 70, 2)).astype(np.float32)
+    cases = [(_lu, (x,), lambda: _lapack.getrf(x)),
+             (lambda a: lax.linalg.cholesky(a, symmetrize_input=False), (x,),
+              lambda: [np.tril(_lapack.potrf(x))]),
+             (lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
+              (x, b), lambda: [_lapack.trsm(x, b, left_side=True, lower=True,
+                                             transpose_a=False, conjugate_a=False,
+                                             unit_diagonal=False)]),
+             (lax.linalg.geqrf, (x,), lambda: _lapack.geqrf(x)),
+             (lambda a: lax.linalg.svd(a, compute_uv=False), (x,),
+              lambda: _lapack.gesdd(x, False, False)),
+             (lambda a: lax.linalg.eigh(a, symmetrize_input=False), (x,),
+              lambda: _lapack.syevd(x, lower=True))]
+    for f, args, want in cases:
+        assert "LibraryPlan" not in _kinds(cpu_executable(f, *args))
+        got = ember.jit(f)(*args)
+        got = [np.asarray(v) for v in (got if isinstance(got, (tuple, list)) else [got])]
+        for g, w in zip(got, want()):
+            np.testing.assert_array_equal(g, w)
 
 
 def test_qr_in_a_loop_reuses_its_scratch():
