@@ -58,10 +58,20 @@ def check_instruction(inst: Instruction) -> None:
     leaves = inst.shape.leaves() if inst.shape.is_tuple else (inst.shape,)
     for leaf in leaves:
         if is_complex(leaf.dtype):
-            if inst.opcode not in _COMPLEX_OPCODES or leaf.dtype.itemsize > 16:
+            if inst.opcode not in _COMPLEX_OPCODES and not _linalg_call(inst) \
+                    or leaf.dtype.itemsize > 16:
                 raise UnsupportedOp(f"{inst.opcode} on {leaf.dtype}")
         else:
             S.check_dtype(leaf.dtype)
+
+
+def _linalg_call(inst: Instruction) -> bool:
+    """Whether ``inst`` is a linear-algebra custom call that a kernel runs, complex operands
+    included (``linalg_steps``: LAPACK's own routines, called from the kernel)."""
+    if inst.opcode != "custom_call":
+        return False
+    from ember.backends.cpu.linalg_steps import is_native_linalg
+    return is_native_linalg(inst)
 
 
 # --------------------------------------------------------------------------- memory

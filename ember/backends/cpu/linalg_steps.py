@@ -11,7 +11,8 @@ calling LAPACK's own routine from native code (``LinalgKernel._build_lapack``: t
 thunk's calls, with its workspace sizes, so its bits; matrices transposed to LAPACK's
 column-major order and back in 8 x 8 register tiles, in an arena scratch buffer the kernel
 asks for, ``KernelInfo.scratch``; the kernel runs under ``one_blas_thread`` as native
-``gemm`` tasks do, ``KernelInfo.blas``).
+``gemm`` tasks do, ``KernelInfo.blas``). complex64 LU, Cholesky and solves call LAPACK
+this way too, at every size (no small routine is complex).
 Those of at most ``MAX_DIM`` rows have the batch's matrices as work items, each calling
 ``small_linalg_kernel``'s routine for its dtype and side (a library
 compiled once per machine and kept in the disk cache: in the program's module each
@@ -81,6 +82,10 @@ MAX_SOLVE_WORK = 1 << 16
 # it the library thunk runs them, letting OpenBLAS use its threads.
 LAPACK_MAX_DIM = _lapack.SINGLE_THREAD_MAX_DIM
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+# complex64 matrices take LAPACK's LU, Cholesky and solves too (their transposes move each
+# element as one 64-bit integer)
+_COMPLEX = np.dtype(np.complex64)
+_COMPLEX_TARGETS = (LU_TARGET, CHOLESKY_TARGET, SOLVE_TARGET)
 
 
 def is_native_linalg(inst: Instruction) -> bool:
@@ -97,14 +102,15 @@ def _native_kind(inst: Instruction) -> str | None:
         return None
     target = inst.attrs.get("call_target_name")
     a = inst.operands[0]
-    if a.shape.is_tuple or a.dtype not in _FLOATS or a.shape.rank < 2:
+    complex_ = a.dtype == _COMPLEX and target in _COMPLEX_TARGETS
+    if a.shape.is_tuple or a.dtype not in _FLOATS and not complex_ or a.shape.rank < 2:
         return None
     m, n = a.dims[-2:]
     if target in _DECOMPOSITIONS:
         return _decomposition_kind(inst)
     if m != n or not 0 < n <= LAPACK_MAX_DIM or 0 in a.dims:
         return None
-    small = "small" if n <= MAX_DIM else _lapack_kind(target, a.dtype)
+    small = "small" if n <= MAX_DIM and not complex_ else _lapack_kind(target, a.dtype)
     if target == LU_TARGET:
         leaves = inst.shape.leaves() if inst.shape.is_tuple else ()
         indices = a.dims[:-1]  # (the pivots and the permutation: int32, n per matrix)
@@ -121,8 +127,10 @@ def _native_kind(inst: Instruction) -> str | None:
         if b.dtype != a.dtype or b.shape.rank != a.shape.rank or b.dims[:-2] != a.dims[:-2] \
                 or b.dims[-2 if left else -1] != n or b.shape.size == 0:
             return None
-        if left and n <= MAX_DIM and (n <= small_linalg_kernel.MAX_DIM
-                                      or n * n * b.dims[-1] <= MAX_SOLVE_WORK):
+        if complex_ and inst.attrs.get("conjugate_a") and not inst.attrs.get("transpose_a"):
+            return None  # (the library conjugates a copy of a)
+        if left and small == "small" and (n <= small_linalg_kernel.MAX_DIM
+                                          or n * n * b.dims[-1] <= MAX_SOLVE_WORK):
             return "small"
         if max(b.dims[-2:]) <= LAPACK_MAX_DIM:
             return _lapack_kind(target, a.dtype)
@@ -330,6 +338,14 @@ class LinalgKernel:
         return KernelInfo(kb.name, 1, max(1, self.batch * work), (), blas=True,
                           scratch=scratch)
 
+    def _constant(self, value: float) -> ir.Constant:
+        """``value`` as an element of the matrices (complex: ``value + 0j``, as NumPy
+        stores a float into a complex array)."""
+        if self.dtype.kind == "c":
+            part = self.fty.element
+            return ir.Constant(self.fty, [ir.Constant(part, value), ir.Constant(part, 0.0)])
+        return ir.Constant(self.fty, value)
+
     def _scratch(self) -> ir.Value:
         """The ``i8*`` of the kernel's scratch buffer (``KernelInfo.scratch``: the buffer
         after its outputs)."""
@@ -489,7 +505,12 @@ class LinalgKernel:
         whole 8 x 8 tiles through registers (``_transpose_block``), the edges element by
         element."""
         b, loops, t = self.b, self.kb.loops, TRANSPOSE_TILE
-        vec = ir.VectorType(self.fty, t).as_pointer()
+        if self.dtype.kind == "c":  # (each complex64 element moved as one integer)
+            word = ir.IntType(8 * self.dtype.itemsize).as_pointer()
+            dst, src = b.bitcast(dst, word), b.bitcast(src, word)
+            vec = ir.VectorType(word.pointee, t).as_pointer()
+        else:
+            vec = ir.VectorType(self.fty, t).as_pointer()
         align = self.dtype.itemsize
         row_tiles, col_tiles = rows // t, cols // t
 
@@ -580,7 +601,7 @@ class LinalgKernel:
         self._lapack("potrf", [self._cell(ord("U"), S.I8), self._cell(n), f, self._cell(n),
                                info, _c(1)])
         with b.if_then(b.icmp_signed("!=", b.load(info), _c(0))):
-            nan = ir.Constant(self.fty, float("nan"))
+            nan = self._constant(float("nan"))
             self.kb.loops.loop(_c(0), _c(n * n), lambda q: b.store(
                 nan, b.gep(f, [q], inbounds=True)), name="nans")
 
@@ -593,12 +614,13 @@ class LinalgKernel:
         rows, cols = dims
         self._copy(x, rhs, e, b.add(e, _c(1)), rows * cols)
         char = lambda c: self._cell(ord(c), S.I8)  # noqa: E731
+        conjugate = attrs.get("conjugate_a") and self.dtype.kind == "c"
         flags = [char("R" if attrs.get("left_side") else "L"),
                  char("U" if attrs.get("lower") else "L"),
-                 char("T" if attrs.get("transpose_a") else "N"),
+                 char(("C" if conjugate else "T") if attrs.get("transpose_a") else "N"),
                  char("U" if attrs.get("unit_diagonal") else "N")]
         one = self.kb.loops.alloca(self.fty)
-        b.store(ir.Constant(self.fty, 1.0), one)
+        b.store(self._constant(1.0), one)
         self._lapack("trsm", [*flags, self._cell(cols), self._cell(rows), one,
                               self._matrix(a, e, n * n), self._cell(n),
                               self._matrix(x, e, rows * cols), self._cell(cols),

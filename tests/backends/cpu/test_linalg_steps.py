@@ -180,9 +180,13 @@ def test_newton_iterations_run_as_a_native_loop(n):
 
 
 def test_what_keeps_the_library():
-    a = rng.standard_normal((5, 5)).astype(np.float32)
+    a = rng.standard_normal((5, 5))
+    with ember.enable_x64():
+        assert "LibraryPlan" in _kinds(cpu_executable(_lu, (a + 1j * a).astype(np.complex128)))
     complex_ = (a + 1j * a).astype(np.complex64)
-    assert "LibraryPlan" in _kinds(cpu_executable(_lu, complex_))
+    conj = lambda a, b: lax.linalg.triangular_solve(a, b, conjugate_a=True)  # noqa: E731
+    assert "LibraryPlan" in _kinds(cpu_executable(conj, complex_, complex_))
+    assert "LibraryPlan" in _kinds(cpu_executable(jnp.linalg.eigh, complex_))
     big = rng.standard_normal((1025, 1025)).astype(np.float32)  # (past LAPACK_MAX_DIM)
     assert "LibraryPlan" in _kinds(cpu_executable(_lu, big))
     # without a LAPACK of 64-bit integers to call, large matrices take the library thunk
@@ -361,6 +365,39 @@ def test_qr_in_a_loop_reuses_its_scratch():
         want = np.linalg.qr(a.astype(np.float64) @ want)[0]
     np.testing.assert_allclose(np.asarray(ember.jit(orthogonal_iterations)(a, v)), want,
                                atol=2e-4)
+
+
+@pytest.mark.parametrize("batch,n", [((), 5), ((2,), 72), ((), 131)])
+def test_complex64_lapack_kernels_give_the_library_thunks_bits(batch, n):
+    # complex64 LU, Cholesky and solves (each element moved as one 64-bit integer by the
+    # transposes; a Cholesky failure is nan + 0j, as NumPy stores NaN into a complex array)
+    def c(*shape):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(
+            np.complex64)
+
+    x = c(*batch, n, n)
+    exe = cpu_executable(_lu, x)
+    assert _kinds(exe) == ["KernelPlan"] and exe.program.steps[0].blas
+    for g, w in zip(ember.jit(_lu)(x), _lapack.getrf(x)):
+        np.testing.assert_array_equal(np.asarray(g), w)
+    h = x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n, dtype=np.complex64)
+    h[(0,) * len(batch) + (2, 2)] = -1.0
+    chol = lambda x: lax.linalg.cholesky(x, symmetrize_input=False)  # noqa: E731
+    np.testing.assert_array_equal(np.asarray(ember.jit(chol)(h)), np.tril(_lapack.potrf(h)))
+    for left, lower, transpose_a, unit in itertools.product([True, False], repeat=4):
+        for conjugate_a in ((False, True) if transpose_a else (False,)):
+            b = c(*batch, *((n, 3) if left else (3, n)))
+            flags = dict(left_side=left, lower=lower, transpose_a=transpose_a,
+                         conjugate_a=conjugate_a, unit_diagonal=unit)
+            solve = lambda a, b: lax.linalg.triangular_solve(a, b, **flags)  # noqa: E731,B023
+            assert _kinds(cpu_executable(solve, h, b)) == ["KernelPlan"]
+            np.testing.assert_array_equal(np.asarray(ember.jit(solve)(h, b)),
+                                          _lapack.trsm(h, b, **flags), err_msg=str(flags))
+    a = (c(n, n) + n * np.eye(n)).astype(np.complex64)
+    b = c(n, 2)
+    np.testing.assert_allclose(np.asarray(ember.jit(jnp.linalg.solve)(a, b)),
+                               np.linalg.solve(a.astype(np.complex128), b), rtol=1e-4,
+                               atol=1e-5)
 
 
 def test_solves_the_small_routines_leave_call_lapack():
