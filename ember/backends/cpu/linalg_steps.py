@@ -425,9 +425,11 @@ class LinalgKernel:
                               I64.as_pointer())
             x = self._matrix(ptrs[0], e, m * n)
             b.store(ir.Constant(ir.IntType(1), 1), finite)
-            kb.loops.loop(_c(0), _c(m * n), lambda q: b.store(b.and_(b.load(finite), b.fcmp_ordered(
-                "<", b.call(fabs, [b.load(b.gep(x, [q], inbounds=True))]), inf)), finite),
-                name="finite")
+
+            def check(q):  # (|x| < inf: false for inf and NaN)
+                size = b.call(fabs, [b.load(b.gep(x, [q], inbounds=True))])
+                b.store(b.and_(b.load(finite), b.fcmp_ordered("<", size, inf)), finite)
+            kb.loops.loop(_c(0), _c(m * n), check, name="finite")
             info = self._cell(0)
             with b.if_then(b.load(finite)):
                 self._transpose(a, x, m, n)
@@ -442,9 +444,9 @@ class LinalgKernel:
                 with good:
                     if uv:
                         self._transpose(self._matrix(kb.out_ptrs[1], e, m * ucols), u,
-                                             ucols, m)
+                                        ucols, m)
                         self._transpose(self._matrix(kb.out_ptrs[2], e, vtrows * n), vt,
-                                             n, vtrows)
+                                        n, vtrows)
                 with bad:
                     nan = ir.Constant(self.fty, float("nan"))
                     for out, size in results:
