@@ -247,6 +247,20 @@ def syevd_workspace(dtype, n: int, lower: bool) -> tuple[int, int]:
     return max(1, int(q_work[0])), max(1, int(q_iwork[0]))
 
 
+def geev_workspace(dtype, n: int) -> int:
+    """The workspace (elements) that ``geev_values`` gets here for a real n x n matrix (as
+    ``workspace``)."""
+    b = binding()
+    c = _Call(b)
+    dtype = np.dtype(dtype)
+    p = c.ffi.from_buffer(np.zeros(1, dtype))  # (a query reads no array)
+    N, ONE = c.i(n), c.i(1)
+    fn = b.fn("geev_r", dtype)
+    _, lw = _lwork(c, lambda w, l, i: fn(b"N", b"N", N, p, N, p, p, c.ffi.NULL, ONE,
+                                         c.ffi.NULL, ONE, w, l, i, 1, 1), dtype)
+    return int(lw[0])
+
+
 def gesdd_workspace(dtype, m: int, n: int, compute_uv: bool, full_matrices: bool) -> int:
     """The workspace (elements) that ``gesdd`` gets here for a real m x n matrix (as
     ``workspace``)."""

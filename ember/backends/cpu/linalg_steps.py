@@ -1,34 +1,34 @@
-"""Kernels of a program's LU and Cholesky factorizations, triangular solves, QR, SVD and
-symmetric eigenproblems.
+"""Kernels of a program's LU and Cholesky factorizations, triangular solves, QR, SVD,
+symmetric eigenproblems and eigenvalues.
 
-The ``ember.linalg.lu``, ``cholesky`` and ``triangular_solve`` custom calls run LAPACK (or,
-for batches, ``small_linalg_kernel``'s loops) through the library thunk, from Python: ~10-35
-µs a call, and a loop holding one steps from Python at every iteration (Newton's method
-on 16 unknowns: ~75 µs an iteration, JAX ~12). Real float32/float64 matrices are kernels of
-the program instead: up to ``LAPACK_MAX_DIM`` rows, those past ``MAX_DIM`` (and the solves
-the small routines leave, and QR, SVD and eigenproblems past ``small_linalg_kernel.MAX_DIM``)
-calling LAPACK's own routine from native code (``LinalgKernel._build_lapack``: the library
-thunk's calls, with its workspace sizes, so its bits; matrices transposed to LAPACK's
-column-major order and back in 8 x 8 register tiles, in an arena scratch buffer the kernel
-asks for, ``KernelInfo.scratch``; the kernel runs under ``one_blas_thread`` as native
-``gemm`` tasks do, ``KernelInfo.blas``). complex64 LU, Cholesky and solves call LAPACK
-this way too, at every size (no small routine is complex).
-Those of at most ``MAX_DIM`` rows have the batch's matrices as work items, each calling
-``small_linalg_kernel``'s routine for its dtype and side (a library
-compiled once per machine and kept in the disk cache: in the program's module each
-program would compile it again, ~0.1 s at O3) through a global of the program's code that
-the executable sets (``executable.routine_global``):
+The linear-algebra custom calls run LAPACK (or, for batches, ``small_linalg_kernel``'s
+loops) through the library thunk, from Python: ~10-35 µs a call, and a loop holding one
+steps from Python at every iteration (Newton's method on 16 unknowns: ~75 µs an iteration,
+JAX ~12). Under jit they are kernels of the program instead, in two ways:
 
-- ``lu``: copies the matrices to the factor's buffer, then factors them in place, writing
-  the 0-based pivots and the permutation;
-- ``cholesky``: likewise, the lower factor over the lower triangle (the upper one kept, as
-  LAPACK's ``potrf`` keeps it; a matrix that is not positive definite all NaN);
-- ``triangular_solve`` with ``left_side`` (``op(a) x = b``): copies ``b`` to the result and
-  solves in place, with ``a`` (or a transposed copy on the stack, for ``transpose_a``;
-  ``conjugate_a`` changes nothing for real matrices). Right-side solves call LAPACK, as do
-  solves of more than ``MAX_SOLVE_WORK`` multiply-adds per matrix past 16 rows.
+- LAPACK's own routine called from native code (``LinalgKernel._build_lapack``) for real
+  matrices up to ``LAPACK_MAX_DIM`` rows: LU and Cholesky past ``MAX_DIM``, the triangular
+  solves the small routines leave, QR, SVD and symmetric eigenproblems past
+  ``small_linalg_kernel.MAX_DIM``, eigenvalues of general matrices; and complex64 LU,
+  Cholesky and solves of any size. These are the library thunk's calls, with its workspace
+  sizes, so its bits; matrices go to LAPACK's column-major order and back in 8 x 8 register
+  tiles, in an arena scratch buffer the kernel asks for (``KernelInfo.scratch``), and the
+  kernel runs under ``one_blas_thread`` as native ``gemm`` tasks do (``KernelInfo.blas``).
+- Real matrices of at most ``MAX_DIM`` rows: the batch's matrices are the work items, each
+  calling ``small_linalg_kernel``'s routine for its dtype and side (a library compiled once
+  per machine and kept in the disk cache: in the program's module each program would
+  compile it again, ~0.1 s at O3) through a global of the program's code that the
+  executable sets (``executable.routine_global``). ``lu`` copies the matrices to the
+  factor's buffer, then factors them in place, writing the 0-based pivots and the
+  permutation; ``cholesky`` likewise, the lower factor over the lower triangle (the upper
+  one kept, as LAPACK's ``potrf`` keeps it; a matrix that is not positive definite all
+  NaN); ``triangular_solve`` with ``left_side`` (``op(a) x = b``) copies ``b`` to the
+  result and solves in place, with ``a`` (or a transposed copy on the stack, for
+  ``transpose_a``; ``conjugate_a`` changes nothing for real matrices). Right-side solves,
+  and those of more than ``MAX_SOLVE_WORK`` multiply-adds per matrix past 16 rows, call
+  LAPACK.
 
-The routines make the batched kernels' choices (``ember.lax._small_batch``: LAPACK's, so the
+The small routines make the batched kernels' choices (``ember.lax._small_batch``: LAPACK's, so the
 results agree with LAPACK's to rounding), but for a column holding a NaN, whose pivot is its
 first NaN: OpenBLAS's vectorized search may pick another row there (the factors and
 solutions are NaN either way).
@@ -62,6 +62,7 @@ CHOLESKY_TARGET = "ember.linalg.cholesky"
 QR_TARGET = "ember.linalg.geqrf"
 SVD_TARGET = "ember.linalg.svd"
 EIGH_TARGET = "ember.linalg.eigh"
+EIG_TARGET = "ember.linalg.eig"
 Q_TARGET = "ember.linalg.householder_product"
 # The largest side of a program's native matrices. Past ``small_linalg_kernel.MAX_DIM``
 # (whose routines are compiled per side) a routine over run-time sides, one per kernel and
@@ -90,8 +91,8 @@ _COMPLEX_TARGETS = (LU_TARGET, CHOLESKY_TARGET, SOLVE_TARGET)
 
 def is_native_linalg(inst: Instruction) -> bool:
     """Whether a lone ``inst`` is an LU or Cholesky factorization, a triangular solve, a
-    QR, an SVD or a symmetric eigenproblem of real matrices that a program kernel computes
-    (the module docstring)."""
+    QR, an SVD, a symmetric eigenproblem or the eigenvalues of matrices that a program
+    kernel computes (the module docstring)."""
     return _native_kind(inst) is not None
 
 
@@ -137,7 +138,7 @@ def _native_kind(inst: Instruction) -> str | None:
     return None
 
 
-_DECOMPOSITIONS = (QR_TARGET, Q_TARGET, SVD_TARGET, EIGH_TARGET)
+_DECOMPOSITIONS = (QR_TARGET, Q_TARGET, SVD_TARGET, EIGH_TARGET, EIG_TARGET)
 
 
 def _decomposition_kind(inst: Instruction) -> str | None:
@@ -145,12 +146,14 @@ def _decomposition_kind(inst: Instruction) -> str | None:
     SVD (``gesdd``) or a symmetric eigenproblem (``syevd``) of real matrices with a side
     past ``small_linalg_kernel.MAX_DIM`` (smaller ones keep the library's vector-lane
     kernels for batches) and none past ``LAPACK_MAX_DIM``, all of its values (no
-    ``subset_by_index``)."""
+    ``subset_by_index``); or the eigenvalues alone of general matrices of any size up to
+    ``LAPACK_MAX_DIM`` (``geev``, as ``_lapack.geev_values``)."""
     target = inst.attrs["call_target_name"]
     a = inst.operands[0]
     *batch, m, n = a.dims
     batch, k = tuple(batch), min(m, n)
-    if 0 in a.dims or not small_linalg_kernel.MAX_DIM < max(m, n) <= LAPACK_MAX_DIM or \
+    least = 0 if target == EIG_TARGET else small_linalg_kernel.MAX_DIM
+    if 0 in a.dims or not least < max(m, n) <= LAPACK_MAX_DIM or \
             inst.attrs.get("subset_by_index") not in (None, "none"):
         return None
     operands = 1
@@ -167,9 +170,15 @@ def _decomposition_kind(inst: Instruction) -> str | None:
             full = bool(inst.attrs.get("full_matrices"))
             results += [(a.dtype, batch + (m, m if full else k)),
                         (a.dtype, batch + (n if full else k, n))]
-    else:
+    elif target == EIGH_TARGET:
         operands = 1 if m == n else 0
         results = [(a.dtype, a.dims), (a.dtype, batch + (n,))]
+    else:
+        vectors = inst.attrs.get("compute_left_eigenvectors") or \
+            inst.attrs.get("compute_right_eigenvectors")
+        operands = 1 if m == n and not vectors else 0
+        results = [(np.dtype(np.complex64 if a.dtype == np.float32 else np.complex128),
+                    batch + (n,))]
     leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
     if len(inst.operands) != operands or [(x.dtype, x.dims) for x in leaves] != results:
         return None
@@ -178,7 +187,7 @@ def _decomposition_kind(inst: Instruction) -> str | None:
 
 _LAPACK_KERNELS = {LU_TARGET: "getrf", CHOLESKY_TARGET: "potrf", SOLVE_TARGET: "trsm",
                    QR_TARGET: "geqrf", Q_TARGET: "orgqr", SVD_TARGET: "gesdd_r",
-                   EIGH_TARGET: "syevd_r"}
+                   EIGH_TARGET: "syevd_r", EIG_TARGET: "geev_r"}
 
 
 def _lapack_kind(target: str, dtype) -> str | None:
@@ -314,8 +323,8 @@ class LinalgKernel:
         ptrs = [kb.param_ptrs[id(p)] for p in kb.fused.parameters]
         target = self.inst.attrs["call_target_name"]
         if target in _DECOMPOSITIONS:
-            build = {SVD_TARGET: self._build_svd, EIGH_TARGET: self._build_eigh}.get(
-                target, self._build_qr)
+            build = {SVD_TARGET: self._build_svd, EIGH_TARGET: self._build_eigh,
+                     EIG_TARGET: self._build_eig}.get(target, self._build_qr)
             return build(lo, hi, ptrs)
         lo, hi = kb._clamp_range(lo, hi, 1)
         scratch = 0
@@ -411,9 +420,6 @@ class LinalgKernel:
         if uv:
             results += [(kb.out_ptrs[1], m * ucols), (kb.out_ptrs[2], vtrows * n)]
         ptr = self.fty.as_pointer()
-        inf = ir.Constant(self.fty, float("inf"))
-        fabs = kb.module.declare_intrinsic("llvm.fabs", [self.fty])
-        finite = kb.loops.alloca(ir.IntType(1))
 
         def matrix(e):
             base = b.gep(scratch, [b.mul(e, _c(each))], inbounds=True)
@@ -424,14 +430,9 @@ class LinalgKernel:
             iwork = b.bitcast(b.gep(base, [_c(floats * self.dtype.itemsize)], inbounds=True),
                               I64.as_pointer())
             x = self._matrix(ptrs[0], e, m * n)
-            b.store(ir.Constant(ir.IntType(1), 1), finite)
-
-            def check(q):  # (|x| < inf: false for inf and NaN)
-                size = b.call(fabs, [b.load(b.gep(x, [q], inbounds=True))])
-                b.store(b.and_(b.load(finite), b.fcmp_ordered("<", size, inf)), finite)
-            kb.loops.loop(_c(0), _c(m * n), check, name="finite")
+            finite = self._all_finite(x, m * n)
             info = self._cell(0)
-            with b.if_then(b.load(finite)):
+            with b.if_then(finite):
                 self._transpose(a, x, m, n)
                 job = self._cell(ord(("A" if full else "S") if uv else "N"), S.I8)
                 rows = self._cell(m)
@@ -439,7 +440,7 @@ class LinalgKernel:
                                          self._matrix(kb.out_ptrs[0], e, k), u, rows, vt,
                                          self._cell(max(1, vtrows)), work, self._cell(lwork),
                                          iwork, info, _c(1)])
-            ok = b.and_(b.load(finite), b.icmp_signed("==", b.load(info), _c(0)))
+            ok = b.and_(finite, b.icmp_signed("==", b.load(info), _c(0)))
             with b.if_else(ok) as (good, bad):
                 with good:
                     if uv:
@@ -459,6 +460,62 @@ class LinalgKernel:
         work = flops * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
         return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
                           scratch=self.batch * each)
+
+    def _all_finite(self, x, size: int) -> ir.Value:
+        """Whether the ``size`` elements at ``x`` are all finite (an ``i1``)."""
+        b = self.b
+        inf = ir.Constant(self.fty, float("inf"))
+        fabs = self.kb.module.declare_intrinsic("llvm.fabs", [self.fty])
+        finite = self.kb.loops.alloca(ir.IntType(1))
+        b.store(ir.Constant(ir.IntType(1), 1), finite)
+
+        def check(q):  # (|x| < inf: false for inf and NaN)
+            size = b.call(fabs, [b.load(b.gep(x, [q], inbounds=True))])
+            b.store(b.and_(b.load(finite), b.fcmp_ordered("<", size, inf)), finite)
+        self.kb.loops.loop(_c(0), _c(size), check, name="finite")
+        return b.load(finite)
+
+    def _build_eig(self, lo, hi, ptrs) -> KernelInfo:
+        """The eigenvalues of each general matrix as ``_lapack.geev_values`` computes them
+        (``geev`` without vectors), in its part of the scratch buffer: the matrix transposed
+        (column-major), the real and imaginary parts, the workspace (``geev_workspace``);
+        then the complex results. A matrix with a NaN or inf (LAPACK is not called: it
+        rejects one with a message), or where the QR iteration fails, gets NaN values."""
+        kb, b, n = self.kb, self.b, self.n
+        lwork = _lapack.geev_workspace(self.dtype, n)
+        each = n * n + 2 * n + lwork
+        scratch = b.bitcast(self._scratch(), self.fty.as_pointer())
+        lo, hi = kb._clamp_range(lo, hi, self.batch)
+        values = kb.out_ptrs[0]  # (complex: pairs of this dtype)
+        null = ir.Constant(self.fty.as_pointer(), None)
+        nan = ir.Constant(self.fty, float("nan"))
+
+        def matrix(e):
+            a = self._matrix(scratch, e, each)
+            real = b.gep(a, [_c(n * n)], inbounds=True)
+            imag = b.gep(real, [_c(n)], inbounds=True)
+            work = b.gep(imag, [_c(n)], inbounds=True)
+            x = self._matrix(ptrs[0], e, n * n)
+            finite = self._all_finite(x, n * n)
+            info = self._cell(0)
+            with b.if_then(finite):
+                self._transpose(a, x, n, n)
+                job, side, one = self._cell(ord("N"), S.I8), self._cell(n), self._cell(1)
+                self._lapack("geev_r", [job, job, side, a, side, real, imag, null, one, null,
+                                        one, work, self._cell(lwork), info, _c(1), _c(1)])
+            ok = b.and_(finite, b.icmp_signed("==", b.load(info), _c(0)))
+            out = self._matrix(values, e, n)
+
+            def value(i):
+                for part, source in ((0, real), (1, imag)):
+                    v = b.select(ok, b.load(b.gep(source, [i], inbounds=True)), nan)
+                    b.store(v, b.gep(out, [i, ir.Constant(S.I32, part)], inbounds=True))
+            kb.loops.loop(_c(0), _c(n), value, name="values")
+
+        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
+        work = 10 * n ** 3 * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
+        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
+                          scratch=self.batch * each * self.dtype.itemsize)
 
     def _build_eigh(self, lo, hi, ptrs) -> KernelInfo:
         """``syevd`` of each matrix as ``_lapack.syevd`` calls it, in its part of the

@@ -351,6 +351,29 @@ def test_lapack_kernels_of_nonfinite_matrices_give_the_library_thunks_results():
             np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (3, 40, 40), (131, 131)])
+def test_eigvals_kernels_give_the_library_thunks_bits(shape, dtype):
+    # geev without vectors, any size; an inf matrix in a batch gets NaN values (LAPACK is
+    # not called on it)
+    x = rng.standard_normal(shape).astype(dtype)
+    if len(shape) == 3:
+        x[1, 2, 3] = np.inf
+    with ember.enable_x64(dtype == np.float64):
+        exe = cpu_executable(jnp.linalg.eigvals, x)
+        assert _kinds(exe) == ["KernelPlan"]
+        assert _program_routines(exe) == {("geev_r", np.dtype(dtype).name, "lapack")}
+        got = np.asarray(ember.jit(jnp.linalg.eigvals)(x))
+        # (with vectors: the library)
+        assert "LibraryPlan" in _kinds(cpu_executable(jnp.linalg.eig, x))
+    np.testing.assert_array_equal(got, _lapack.geev_values(x))
+    ok = np.isfinite(x).all(axis=(-2, -1))
+    assert np.isnan(got[~ok]).all()
+    want = np.linalg.eigvals(x[ok].astype(np.float64))
+    tol = 1e3 * np.finfo(dtype).eps * shape[-1]
+    np.testing.assert_allclose(np.sort_complex(got[ok]), np.sort_complex(want), atol=tol)
+
+
 def test_qr_in_a_loop_reuses_its_scratch():
     def orthogonal_iterations(a, v):
         return lax.fori_loop(0, 5, lambda i, v: jnp.linalg.qr(a @ v)[0], v)
