@@ -82,6 +82,10 @@ MAX_SOLVE_WORK = 1 << 16
 # thunk's Python (~15-35 us a call: a 128 x 128 LU's 90 us held 55 of LAPACK) goes. Past
 # it the library thunk runs them, letting OpenBLAS use its threads.
 LAPACK_MAX_DIM = _lapack.SINGLE_THREAD_MAX_DIM
+# The decompositions LAPACK implements itself give each matrix of a batch its own scratch
+# (the matrices are work items, run on threads) while that takes at most this many bytes in
+# all; a larger batch runs its matrices one after another in one scratch.
+SCRATCH_MAX_BYTES = 1 << 26
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 # complex64 matrices take LAPACK's LU, Cholesky and solves too (their transposes move each
 # element as one 64-bit integer)
@@ -362,12 +366,34 @@ class LinalgKernel:
         index = len(kb.fused.parameters) + len(kb.out_ptrs)
         return self.b.load(self.b.gep(kb.fn.args[0], [_c(index)], inbounds=True))
 
+    def _each_matrix(self, lo, hi, each: int, work: int, body) -> KernelInfo:
+        """Emits ``body(e, scratch)`` for the batch's matrices ``e``, ``scratch`` an ``i8*``
+        to ``each`` bytes of the kernel's scratch buffer; returns the kernel's info. The
+        matrices are the work items, each with its own scratch (LAPACK's own routines gain
+        from two threads at once: ``_lapack.PARALLEL_MIN_FLOPS``; ``work`` flops each, counted
+        so that a batch splits where ``_lapack``'s does), up to ``SCRATCH_MAX_BYTES`` of
+        scratch; past it one work item runs them all in one scratch."""
+        kb, b = self.kb, self.b
+        scratch = self._scratch()
+        work = max(1, work * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS))
+        if self.batch * each <= SCRATCH_MAX_BYTES:
+            lo, hi = kb._clamp_range(lo, hi, self.batch)
+            kb.loops.loop(lo, hi, lambda e: body(e, b.gep(scratch, [b.mul(e, _c(each))],
+                                                          inbounds=True)),
+                          name="matrices", unroll=False)
+            return KernelInfo(kb.name, self.batch, work, (), blas=True,
+                              scratch=self.batch * each)
+        lo, hi = kb._clamp_range(lo, hi, 1)
+        with b.if_then(b.icmp_signed("<", lo, hi)):
+            kb.loops.loop(_c(0), _c(self.batch), lambda e: body(e, scratch),
+                          name="matrices", unroll=False)
+        return KernelInfo(kb.name, 1, self.batch * work, (), blas=True, scratch=each)
+
     def _build_qr(self, lo, hi, ptrs) -> KernelInfo:
-        """``geqrf`` or ``orgqr`` of each matrix in its part of the kernel's scratch buffer:
-        the matrix transposed there (LAPACK's column-major order), then LAPACK's workspace
-        (the size ``_lapack``'s kernels query: ``_lapack.workspace``); the result transposed
-        back. The matrices are the work items: LAPACK's own QR routines gain from two
-        threads at once (``_lapack.PARALLEL_MIN_FLOPS``), each its matrices' scratch."""
+        """``geqrf`` or ``orgqr`` of each matrix in its scratch (``_each_matrix``): the
+        matrix transposed there (LAPACK's column-major order), then LAPACK's workspace (the
+        size ``_lapack``'s kernels query: ``_lapack.workspace``); the result transposed
+        back."""
         kb, b = self.kb, self.b
         a = self.inst.operands[0]
         m, n = a.dims[-2:]
@@ -375,14 +401,11 @@ class LinalgKernel:
         k = min(m, n) if geqrf else self.inst.operands[1].dims[-1]
         kernel = "geqrf" if geqrf else "orgqr"
         lwork = _lapack.workspace(kernel, self.dtype, m, n, k)
-        scratch = b.bitcast(self._scratch(), self.fty.as_pointer())
-        each = m * n + lwork  # (a matrix's: the transposed matrix, then the workspace)
         taus = ptrs[1] if not geqrf else kb.out_ptrs[1]
         result = kb.out_ptrs[0]
-        lo, hi = kb._clamp_range(lo, hi, self.batch)
 
-        def matrix(e):
-            square = self._matrix(scratch, e, each)
+        def matrix(e, scratch):
+            square = b.bitcast(scratch, self.fty.as_pointer())
             work = b.gep(square, [_c(m * n)], inbounds=True)
             self._transpose(square, self._matrix(ptrs[0], e, m * n), m, n)
             rows, cols, info = self._cell(m), self._cell(n), self._cell(0)
@@ -391,16 +414,12 @@ class LinalgKernel:
             self._lapack(kernel, [*size, square, rows, t, work, self._cell(lwork), info])
             self._transpose(self._matrix(result, e, m * n), square, n, m)
 
-        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
-        # (the work counted so that a batch splits where ``_lapack``'s does: at
-        # PARALLEL_MIN_FLOPS in all)
-        work = 2 * m * n * k * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
-        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
-                          scratch=self.batch * each * self.dtype.itemsize)
+        return self._each_matrix(lo, hi, (m * n + lwork) * self.dtype.itemsize,
+                                 2 * m * n * k, matrix)
 
     def _build_svd(self, lo, hi, ptrs) -> KernelInfo:
-        """``gesdd`` of each matrix as ``_lapack.gesdd`` calls it, in its part of the
-        scratch buffer: the matrix transposed (column-major), u and vt as LAPACK writes them
+        """``gesdd`` of each matrix as ``_lapack.gesdd`` calls it, in its scratch
+        (``_each_matrix``): the matrix transposed (column-major), u and vt as LAPACK writes them
         (column-major, transposed into the results), the workspace (``gesdd_workspace``),
         then the integer workspace. A matrix holding a NaN or inf, or one LAPACK fails on,
         gets all NaN results (JAX's answer there)."""
@@ -414,15 +433,12 @@ class LinalgKernel:
         floats = m * n + (m * ucols + n * vtrows if uv else 1) + lwork
         floats += -floats % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
         each = floats * self.dtype.itemsize + 8 * 8 * k  # (bytes: floats, then integers)
-        scratch = self._scratch()
-        lo, hi = kb._clamp_range(lo, hi, self.batch)
         results = [(kb.out_ptrs[0], k)]
         if uv:
             results += [(kb.out_ptrs[1], m * ucols), (kb.out_ptrs[2], vtrows * n)]
         ptr = self.fty.as_pointer()
 
-        def matrix(e):
-            base = b.gep(scratch, [b.mul(e, _c(each))], inbounds=True)
+        def matrix(e, base):
             a = b.bitcast(base, ptr)
             u = b.gep(a, [_c(m * n)], inbounds=True)
             vt = b.gep(u, [_c(m * ucols if uv else 0)], inbounds=True)
@@ -455,11 +471,8 @@ class LinalgKernel:
                         kb.loops.loop(_c(0), _c(size), lambda q, dst=dst: b.store(
                             nan, b.gep(dst, [q], inbounds=True)), name="nans")
 
-        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
-        flops = 4 * m * n * k + (8 * k ** 3 if uv else 0)
-        work = flops * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
-        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
-                          scratch=self.batch * each)
+        return self._each_matrix(lo, hi, each, 4 * m * n * k + (8 * k ** 3 if uv else 0),
+                                 matrix)
 
     def _all_finite(self, x, size: int) -> ir.Value:
         """Whether the ``size`` elements at ``x`` are all finite (an ``i1``)."""
@@ -477,21 +490,18 @@ class LinalgKernel:
 
     def _build_eig(self, lo, hi, ptrs) -> KernelInfo:
         """The eigenvalues of each general matrix as ``_lapack.geev_values`` computes them
-        (``geev`` without vectors), in its part of the scratch buffer: the matrix transposed
+        (``geev`` without vectors), in its scratch (``_each_matrix``): the matrix transposed
         (column-major), the real and imaginary parts, the workspace (``geev_workspace``);
         then the complex results. A matrix with a NaN or inf (LAPACK is not called: it
         rejects one with a message), or where the QR iteration fails, gets NaN values."""
         kb, b, n = self.kb, self.b, self.n
         lwork = _lapack.geev_workspace(self.dtype, n)
-        each = n * n + 2 * n + lwork
-        scratch = b.bitcast(self._scratch(), self.fty.as_pointer())
-        lo, hi = kb._clamp_range(lo, hi, self.batch)
         values = kb.out_ptrs[0]  # (complex: pairs of this dtype)
         null = ir.Constant(self.fty.as_pointer(), None)
         nan = ir.Constant(self.fty, float("nan"))
 
-        def matrix(e):
-            a = self._matrix(scratch, e, each)
+        def matrix(e, scratch):
+            a = b.bitcast(scratch, self.fty.as_pointer())
             real = b.gep(a, [_c(n * n)], inbounds=True)
             imag = b.gep(real, [_c(n)], inbounds=True)
             work = b.gep(imag, [_c(n)], inbounds=True)
@@ -512,14 +522,12 @@ class LinalgKernel:
                     b.store(v, b.gep(out, [i, ir.Constant(S.I32, part)], inbounds=True))
             kb.loops.loop(_c(0), _c(n), value, name="values")
 
-        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
-        work = 10 * n ** 3 * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
-        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
-                          scratch=self.batch * each * self.dtype.itemsize)
+        return self._each_matrix(lo, hi, (n * n + 2 * n + lwork) * self.dtype.itemsize,
+                                 10 * n ** 3, matrix)
 
     def _build_eigh(self, lo, hi, ptrs) -> KernelInfo:
-        """``syevd`` of each matrix as ``_lapack.syevd`` calls it, in its part of the
-        scratch buffer: the matrix transposed there (column-major), overwritten by the
+        """``syevd`` of each matrix as ``_lapack.syevd`` calls it, in its scratch
+        (``_each_matrix``): the matrix transposed there (column-major), overwritten by the
         vectors (columns) and transposed into the results; then the workspaces
         (``syevd_workspace``). A matrix LAPACK fails on gets all NaN."""
         kb, b, n = self.kb, self.b, self.n
@@ -528,12 +536,9 @@ class LinalgKernel:
         floats = n * n + lwork
         floats += -floats % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
         each = floats * self.dtype.itemsize + 8 * liwork  # (bytes)
-        scratch = self._scratch()
-        lo, hi = kb._clamp_range(lo, hi, self.batch)
         vectors, values = kb.out_ptrs
 
-        def matrix(e):
-            base = b.gep(scratch, [b.mul(e, _c(each))], inbounds=True)
+        def matrix(e, base):
             square = b.bitcast(base, self.fty.as_pointer())
             work = b.gep(square, [_c(n * n)], inbounds=True)
             iwork = b.bitcast(b.gep(base, [_c(floats * self.dtype.itemsize)], inbounds=True),
@@ -554,10 +559,7 @@ class LinalgKernel:
                         kb.loops.loop(_c(0), _c(size), lambda q, dst=dst: b.store(
                             nan, b.gep(dst, [q], inbounds=True)), name="nans")
 
-        kb.loops.loop(lo, hi, matrix, name="matrices", unroll=False)
-        work = 9 * n ** 3 * PARALLEL_MIN_WORK // int(_lapack.PARALLEL_MIN_FLOPS)
-        return KernelInfo(kb.name, self.batch, max(1, work), (), blas=True,
-                          scratch=self.batch * each)
+        return self._each_matrix(lo, hi, each, 9 * n ** 3, matrix)
 
     def _transpose(self, dst, src, rows: int, cols: int) -> None:
         """``dst`` (cols x rows) = ``src`` (rows x cols) transposed, for distinct buffers:

@@ -374,6 +374,26 @@ def test_eigvals_kernels_give_the_library_thunks_bits(shape, dtype):
     np.testing.assert_allclose(np.sort_complex(got[ok]), np.sort_complex(want), atol=tol)
 
 
+def test_a_batch_past_the_scratch_limit_runs_in_one_scratch(monkeypatch):
+    # (3, 37, 23): a shape no other test compiles, as the compile caches keep programs
+    from ember.backends.cpu import linalg_steps
+    x = rng.standard_normal((3, 37, 23)).astype(np.float32)
+    f = lambda x: lax.linalg.svd(x, full_matrices=False)  # noqa: E731
+    monkeypatch.setattr(linalg_steps, "SCRATCH_MAX_BYTES", 1)
+    exe = cpu_executable(f, x)
+    (step,) = exe.program.steps
+    assert step.extent == 1  # (one work item, one matrix's scratch)
+    scratch = step.outputs[-1].dims[0]
+    monkeypatch.setattr(linalg_steps, "SCRATCH_MAX_BYTES", 1 << 26)
+    threaded = cpu_executable(lambda x: lax.linalg.svd(x, full_matrices=False)[1] * 1, x)
+    assert threaded.program.steps[0].extent == 3 and \
+        threaded.program.steps[0].outputs[-1].dims[0] == 3 * scratch
+    got = exe.execute([x])
+    want = _lapack.gesdd(x, True, False)
+    for g, w in zip([got[1], got[0], got[2]], want):
+        np.testing.assert_array_equal(g, w)
+
+
 def test_qr_in_a_loop_reuses_its_scratch():
     def orthogonal_iterations(a, v):
         return lax.fori_loop(0, 5, lambda i, v: jnp.linalg.qr(a @ v)[0], v)
