@@ -1429,7 +1429,8 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
 
 
 # The side of a routine record naming the process's LAPACK routine ``kernel`` (``getrf``,
-# ``trsm``, ``potrf``) for its dtype, called with 64-bit integers (``_lapack.address``).
+# ``trsm``, ``geqrf``, ``gesdd_r``, ...: ``_lapack``'s kinds) for its dtype, called with
+# 64-bit integers (``_lapack.address``).
 LAPACK_ROUTINE = "lapack"
 
 
@@ -1442,8 +1443,8 @@ def routine_global(prefix: str, routine: tuple) -> str:
 
 
 def _bind_routines(plan: RunPlan, lib) -> None:
-    """Stores the addresses of the small-matrix routines the kernels of ``plan`` call
-    (``small_linalg_kernel.kernel``: compiled once per machine, then loaded from the disk
+    """Stores the addresses of the linear-algebra routines the kernels of ``plan`` call
+    (``small_linalg_kernel.kernel``'s: compiled once per machine, then loaded from the disk
     cache; or LAPACK's) into its globals (``routine_global``)."""
     prefix = plan.entry_name.removesuffix("_entry")
     for routine in plan.routines:
@@ -1454,7 +1455,7 @@ def _bind_routines(plan: RunPlan, lib) -> None:
         else:
             fn = small_linalg_kernel.kernel(kernel, np.dtype(dtype), side)
         if not fn:  # (it was there when the program was made: only a broken cache lacks it)
-            raise RuntimeError(f"no native small-matrix routine {routine}")
+            raise RuntimeError(f"no native linear-algebra routine {routine}")
         try:
             address = lib.global_address(routine_global(prefix, routine))
         except ValueError:  # (no kernel of this code calls it)
