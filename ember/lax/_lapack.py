@@ -213,10 +213,20 @@ def address(kind: str, dtype) -> int:
 _NATIVE: list = []  # the binding whose routines native code calls (``address``)
 
 
+def _workspace_cells(c: _Call, size: int, dtype) -> tuple:
+    """A workspace of ``size`` elements and its size's cell (``_lwork``'s result)."""
+    return np.empty(size, dtype), c.i(size)
+
+
+# ---------------------------------------------------------------- workspace sizes
+# (one query per routine, which the kernels below and native code calling the routines
+# (``backends/cpu/linalg_steps.py``) both take: the same workspace, the same calls)
+
+
 def workspace(kind: str, dtype, m: int, n: int, k: int) -> int:
-    """The workspace (elements) that ``geqrf`` (an m x n matrix) or ``orgqr`` (m x n, k
-    reflectors) gets here, LAPACK's optimal size: native code calling the routine with as
-    much makes the same calls (a smaller one may change LAPACK's blocking, and the bits)."""
+    """The workspace (elements) of ``geqrf`` (an m x n matrix) or ``orgqr`` (m x n, k
+    reflectors), LAPACK's optimal size (a smaller one may change LAPACK's blocking, and the
+    bits)."""
     b = binding()
     c = _Call(b)
     dtype = np.dtype(dtype)
@@ -233,8 +243,8 @@ def workspace(kind: str, dtype, m: int, n: int, k: int) -> int:
 
 
 def syevd_workspace(dtype, n: int, lower: bool) -> tuple[int, int]:
-    """The float and integer workspaces (elements) that ``syevd`` gets here for a real
-    n x n matrix with vectors (as ``workspace``)."""
+    """The float and integer workspaces (elements) of ``syevd`` with vectors for a real
+    n x n matrix (as ``workspace``)."""
     b = binding()
     c = _Call(b)
     dtype = np.dtype(dtype)
@@ -248,34 +258,40 @@ def syevd_workspace(dtype, n: int, lower: bool) -> tuple[int, int]:
 
 
 def geev_workspace(dtype, n: int) -> int:
-    """The workspace (elements) that ``geev_values`` gets here for a real n x n matrix (as
+    """The workspace (elements) of ``geev`` without vectors for an n x n matrix (as
     ``workspace``)."""
     b = binding()
     c = _Call(b)
     dtype = np.dtype(dtype)
     p = c.ffi.from_buffer(np.zeros(1, dtype))  # (a query reads no array)
-    N, ONE = c.i(n), c.i(1)
-    fn = b.fn("geev_r", dtype)
-    _, lw = _lwork(c, lambda w, l, i: fn(b"N", b"N", N, p, N, p, p, c.ffi.NULL, ONE,
-                                         c.ffi.NULL, ONE, w, l, i, 1, 1), dtype)
+    N, ONE, null = c.i(n), c.i(1), c.ffi.NULL
+    if dtype.kind == "c":
+        fn = b.fn("geev_c", dtype)
+        _, lw = _lwork(c, lambda w, l, i: fn(b"N", b"N", N, p, N, p, null, ONE, null, ONE, w,
+                                             l, p, i, 1, 1), dtype, ("geev", n))
+    else:
+        fn = b.fn("geev_r", dtype)
+        _, lw = _lwork(c, lambda w, l, i: fn(b"N", b"N", N, p, N, p, p, null, ONE, null, ONE,
+                                             w, l, i, 1, 1), dtype, ("geev", n))
     return int(lw[0])
 
 
 def gesdd_workspace(dtype, m: int, n: int, compute_uv: bool, full_matrices: bool) -> int:
-    """The workspace (elements) that ``gesdd`` gets here for a real m x n matrix (as
-    ``workspace``)."""
+    """The workspace (elements) of ``gesdd`` for an m x n matrix (as ``workspace``)."""
     b = binding()
     c = _Call(b)
     dtype = np.dtype(dtype)
     k = min(m, n)
     jobz = (b"A" if full_matrices else b"S") if compute_uv else b"N"
     vtrows = (n if full_matrices else k) if compute_uv else 1
-    fn = b.fn("gesdd_r", dtype)
+    complex_ = dtype.kind == "c"
+    fn = b.fn("gesdd_c" if complex_ else "gesdd_r", dtype)
     p = c.ffi.from_buffer(np.zeros(1, dtype))  # (a query reads no array)
     iwork = c.ffi.from_buffer(np.zeros(8 * max(1, k), b.idtype))
     M, N, LDA, LDVT = c.const(m), c.const(n), c.const(max(1, m)), c.const(max(1, vtrows))
-    _, lw = _lwork(c, lambda w, l, i: fn(jobz, M, N, p, LDA, p, p, LDA, p, LDVT, w, l, iwork,
-                                         i, 1), dtype, ("gesdd", jobz, m, n))
+    rwork = [p] if complex_ else []
+    _, lw = _lwork(c, lambda w, l, i: fn(jobz, M, N, p, LDA, p, p, LDA, p, LDVT, w, l, *rwork,
+                                         iwork, i, 1), dtype, ("gesdd", jobz, m, n))
     return int(lw[0])
 
 
@@ -471,6 +487,17 @@ def getrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             perm.astype(np.int32).reshape(batch + (m,)))
 
 
+def trsm_flags(left_side: bool, lower: bool, transpose_a: bool, conjugate_a: bool,
+               unit_diagonal: bool) -> tuple[bytes, bytes, bytes, bytes]:
+    """``trsm``'s side, uplo, transa and diag for ``op(a) x = b`` (``left_side``) or
+    ``x op(a) = b`` with C-ordered ``a`` and ``b``: read column-major they are S = a^T and
+    x^T, so the solve is ``x^T op(a)^T = b^T`` (the other side), with op(a)^T = S (N),
+    S^T (T) or S^H (C) and S's triangle the other one."""
+    return (b"R" if left_side else b"L", b"U" if lower else b"L",
+            (b"C" if conjugate_a else b"T") if transpose_a else b"N",
+            b"U" if unit_diagonal else b"N")
+
+
 @threads_kernel
 def trsm(a: np.ndarray, b_: np.ndarray, *, left_side: bool, lower: bool, transpose_a: bool,
          conjugate_a: bool, unit_diagonal: bool) -> np.ndarray:
@@ -492,12 +519,11 @@ def trsm(a: np.ndarray, b_: np.ndarray, *, left_side: bool, lower: bool, transpo
         # of a 256 x 256 solve's ~400).
         trans = b"N" if transpose_a else b"T"
         uplo = b"L" if lower else b"U"
+        side, diag = trsm_flags(left_side, lower, transpose_a, conjugate_a, unit_diagonal)[::3]
     else:
         at = np.ascontiguousarray(at)
-        trans = (b"C" if conjugate_a else b"T") if transpose_a else b"N"
-        uplo = b"U" if lower else b"L"
-    side = b"R" if left_side else b"L"
-    diag = b"U" if unit_diagonal else b"N"
+        side, uplo, trans, diag = trsm_flags(left_side, lower, transpose_a, conjugate_a,
+                                             unit_diagonal)
     fn = b.fn("trsm", x.dtype)
     M, N, LDA, LDB = c.const(n), c.const(m), c.const(max(1, k)), c.const(max(1, n))
     pal = c.ffi.from_buffer(_ONES[x.dtype])
@@ -541,8 +567,7 @@ def geqrf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     fn = b.fn("geqrf", x.dtype)
     M, N, LD = c.i(m), c.i(n), c.i(max(1, m))
     pa, pt = c.ptrs(f), c.ptrs(taus)
-    work, lw = _lwork(c, lambda w, l, i: fn(M, N, pa[0], LD, pt[0], w, l, i), x.dtype,
-                      ("geqrf", m, n))
+    work, lw = _workspace_cells(c, workspace("geqrf", x.dtype, m, n, k), x.dtype)
 
     def body(indices):
         pw, info = c.ffi.from_buffer(np.empty_like(work)), c.i()
@@ -565,8 +590,7 @@ def orgqr(a: np.ndarray, taus: np.ndarray) -> np.ndarray:
     fn = b.fn("orgqr", a.dtype)
     M, N, K, LD = c.i(m), c.i(n), c.i(k), c.i(max(1, m))
     pa, pt = c.ptrs(f), c.ptrs(t)
-    work, lw = _lwork(c, lambda w, l, i: fn(M, N, K, pa[0], LD, pt[0], w, l, i), a.dtype,
-                      ("orgqr", m, n, k))
+    work, lw = _workspace_cells(c, workspace("orgqr", a.dtype, m, n, k), a.dtype)
 
     def body(indices):
         pw, info = c.ffi.from_buffer(np.empty_like(work)), c.i()
@@ -737,8 +761,7 @@ def geev_values(x: np.ndarray) -> np.ndarray:
     def rwork_cell():
         return c.ffi.from_buffer(np.empty(2 * n, real_dt)) if complex_ else null
 
-    rw = rwork_cell()
-    work, lw = _lwork(c, lambda wk, l, i: call(pa[0], pv[0], wk, l, rw, i), x.dtype)
+    work, lw = _workspace_cells(c, geev_workspace(x.dtype, n), x.dtype)
 
     # (a matrix with a NaN or inf gets NaN eigenvalues, as in JAX, without the call: LAPACK
     # would reject it with a message on stdout)
@@ -804,9 +827,8 @@ def gesdd(x: np.ndarray, compute_uv: bool, full_matrices: bool) -> list[np.ndarr
             args.append(c.ffi.from_buffer(rwork))
         fn(*args, c.ffi.from_buffer(iwork), info, 1)
 
-    rwork0, iwork0 = scratch()
-    work, lw = _lwork(c, lambda wk, l, i: call(0, wk, l, rwork0, iwork0, i), x.dtype,
-                      ("gesdd", jobz, m, n))
+    work, lw = _workspace_cells(c, gesdd_workspace(x.dtype, m, n, compute_uv, full_matrices),
+                                x.dtype)
     finite = np.isfinite(f).all(axis=(1, 2))
     failed = [i for i in range(nb) if not finite[i]]
 
@@ -875,20 +897,18 @@ def syevd(x: np.ndarray, *, lower: bool) -> tuple[np.ndarray, np.ndarray]:
     uplo = b"L" if lower else b"U"
     N, info = c.i(n), c.i()
     pa, pw = c.ptrs(f), c.ptrs(w)
-    q_work, q_iwork = np.zeros(1, x.dtype), np.zeros(1, b.idtype)
     if x.dtype.kind == "c":
         fn = b.fn("syevd_c", x.dtype)
-        q_rwork = np.zeros(1, w.dtype)
+        q_work, q_iwork, q_rwork = (np.zeros(1, t) for t in (x.dtype, b.idtype, w.dtype))
         fn(b"V", uplo, N, pa[0], N, pw[0], c.ffi.from_buffer(q_work), c.i(-1),
            c.ffi.from_buffer(q_rwork), c.i(-1), c.ffi.from_buffer(q_iwork), c.i(-1), info, 1, 1)
         rwork = np.empty(max(1, int(q_rwork[0])), w.dtype)
         extra = [rwork, c.i(rwork.size)]
+        n_work, n_iwork = max(1, int(np.real(q_work[0]))), max(1, int(q_iwork[0]))
     else:
         fn = b.fn("syevd_r", x.dtype)
-        fn(b"V", uplo, N, pa[0], N, pw[0], c.ffi.from_buffer(q_work), c.i(-1),
-           c.ffi.from_buffer(q_iwork), c.i(-1), info, 1, 1)
+        n_work, n_iwork = syevd_workspace(x.dtype, n, lower)
         extra = []
-    n_work, n_iwork = max(1, int(np.real(q_work[0]))), max(1, int(q_iwork[0]))
     failed = []
 
     def body(indices):

@@ -548,12 +548,13 @@ class _Segment:
 
 
 class _Kernel:
-    __slots__ = ("fn", "step", "parallel")
+    __slots__ = ("fn", "step", "parallel", "blas")
 
     def __init__(self, fn, step: KernelPlan, min_work: int = PARALLEL_MIN_WORK):
         self.fn = fn
         self.step = step
         self.parallel = step.work >= min_work and step.extent > 1
+        self.blas = step.blas  # (a kernel calling LAPACK: under ``one_blas_thread``)
 
 
 class CpuExecutable:
@@ -1062,7 +1063,7 @@ class CpuExecutable:
         return _fb(v)
 
     def _run_kernel(self, k: _Kernel, args, outs, arena, arena_ptr, values) -> None:
-        if k.step.blas:  # (LAPACK on the calling thread, as the library thunk runs it)
+        if k.blas:  # (LAPACK on the calling thread, as the library thunk runs it)
             with one_blas_thread:
                 self._run_kernel_here(k, args, outs, arena, arena_ptr, values)
             return

@@ -674,12 +674,12 @@ class LinalgKernel:
         b, n, attrs = self.b, self.n, self.inst.attrs
         rows, cols = dims
         self._copy(x, rhs, e, b.add(e, _c(1)), rows * cols)
-        char = lambda c: self._cell(ord(c), S.I8)  # noqa: E731
-        conjugate = attrs.get("conjugate_a") and self.dtype.kind == "c"
-        flags = [char("R" if attrs.get("left_side") else "L"),
-                 char("U" if attrs.get("lower") else "L"),
-                 char(("C" if conjugate else "T") if attrs.get("transpose_a") else "N"),
-                 char("U" if attrs.get("unit_diagonal") else "N")]
+        flags = _lapack.trsm_flags(
+            bool(attrs.get("left_side")), bool(attrs.get("lower")),
+            bool(attrs.get("transpose_a")),
+            bool(attrs.get("conjugate_a")) and self.dtype.kind == "c",
+            bool(attrs.get("unit_diagonal")))
+        flags = [self._cell(flag[0], S.I8) for flag in flags]
         one = self.kb.loops.alloca(self.fty)
         b.store(self._constant(1.0), one)
         self._lapack("trsm", [*flags, self._cell(cols), self._cell(rows), one,
