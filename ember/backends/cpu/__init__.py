@@ -48,6 +48,7 @@ from ember import _blas_threads, _scratch
 from ember import monitoring as _monitoring
 from ember.backends.cpu import (
     buffer_pool,
+    denormals,
     direct_conv_kernel,
     eager_math,
     fft_kernel,
@@ -214,9 +215,10 @@ def _python_files(folder: str) -> list[str]:
 def _key_parts() -> tuple[str, ...]:
     """What the native and lowered keys hold besides the module: the entry format, this
     code generator's version and source stamp, ember's and NumPy's versions, the CPU and
-    llvmlite (each part computed once per process)."""
+    llvmlite (each part computed once per process), and whether code flushes denormals."""
     return (NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(), np.__version__,
-            native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(), _source_stamp())
+            native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(), _source_stamp(),
+            denormals.mode())
 
 
 def heaviest_kernel_ops(module: Module) -> int:

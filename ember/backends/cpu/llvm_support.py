@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import llvmlite
 import llvmlite.binding as llvm
 
+from ember.backends.cpu import denormals
+
 _LOCK = threading.RLock()
 
 
@@ -159,11 +161,12 @@ def _target_machine(opt: int = 3, shared_library: bool = False) -> llvm.TargetMa
 
 
 def backend_fingerprint() -> str:
-    """What object code depends on besides the IR: llvmlite/LLVM versions, CPU and features."""
+    """What object code depends on besides the IR: llvmlite/LLVM versions, CPU and features,
+    whether code flushes denormals (``denormals``)."""
     name, features = host_cpu()
     version = ".".join(map(str, llvm.llvm_version_info))
     return (f"llvmlite={llvmlite.__version__};llvm={version};cpu={name};features={features};"
-            f"vector_bits={preferred_vector_bits()}")
+            f"{denormals.mode()};vector_bits={preferred_vector_bits()}")
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,8 @@ class CompiledArtifact:
 
 
 def compile_ir(ir_text: str, want_text: bool = False, opt_level: int = 3,
-               shared_library: bool = False) -> CompiledArtifact:
+               shared_library: bool = False,
+               flush_denormals: bool | None = None) -> CompiledArtifact:
     """Parses, verifies and optimizes ``ir_text`` for the host, returning object code.
 
     ``opt_level`` 3 runs the O3 pipeline (loops vectorize); 0 skips IR optimization and uses
@@ -184,8 +188,13 @@ def compile_ir(ir_text: str, want_text: bool = False, opt_level: int = 3,
     are so small that the code's speed does not matter. With ``want_text``, the optimized IR
     and the assembly come back too (for dumps). ``shared_library`` makes code to be linked
     into a shared library instead of loaded by MCJIT (see ``_target_machine``).
+    ``flush_denormals``: the module's external functions run with denormals flushed to zero,
+    as XLA's code does (``denormals.flush_denormals``); None: as the switch
+    ``EMBER_CPU_FLUSH_DENORMALS`` says (off by default).
     """
     _init()
+    if denormals.enabled() if flush_denormals is None else flush_denormals:
+        ir_text = denormals.flush_denormals(ir_text)
     with _LOCK:
         tm = _target_machine(opt_level, shared_library)
         mod = llvm.parse_assembly(_with_vector_width(ir_text))

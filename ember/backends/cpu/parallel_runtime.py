@@ -9,7 +9,8 @@ builds, as LLVM IR, a small task runner in the style of an OpenMP runtime:
   ``void(i8** buffers, i64 lo, i64 hi)``) on ``n_tasks`` consecutive slices of ``[0,
   extent)``; task ``t`` gets ``tables[t]`` (``per_task``) or ``tables[0]`` as its buffers.
   The caller takes tasks too; workers that are awake join and take tasks from a shared
-  counter. Which thread runs a task never changes what the task computes.
+  counter. Which thread runs a task never changes what the task computes (on x86-64 the
+  workers take the caller's MXCSR with the job: its denormal flushing, ``denormals``).
 - Workers spin for a short while after a job (so back-to-back kernels find them awake),
   then sleep on a futex; a job wakes sleepers only when there are any. ``ember_rt_rest()``
   sends spinning workers to sleep at once: a BLAS call about to run on its own threads
@@ -203,6 +204,8 @@ def runtime_ir(futex_number: int, x86: bool, drain_spin_cycles: int = DRAIN_SPIN
     ``spin_cycles`` and ``spin_iterations``: how long a worker spins for the next job."""
     from llvmlite import ir
 
+    from ember.backends.cpu import denormals
+
     i8p = ir.IntType(8).as_pointer()
     i32, i64 = ir.IntType(32), ir.IntType(64)
     tables_t = i8p.as_pointer().as_pointer()
@@ -229,6 +232,7 @@ def runtime_ir(futex_number: int, x86: bool, drain_spin_cycles: int = DRAIN_SPIN
     job_per_task = global_("rt_per_task", i64)
     job_extent = global_("rt_extent", i64)
     job_tasks = global_("rt_tasks", i64)
+    job_mxcsr = global_("rt_mxcsr", i32)  # the caller's MXCSR (x86-64)
     drain_waiting = global_("rt_drain_waiting", i32)  # the caller sleeps in the drain
     drained_word = global_("rt_drained", i32)  # the drain's futex word (bumped to wake it)
     drain_sleeps = global_("rt_drain_sleeps", i64)  # how often a caller slept (diagnostics)
@@ -338,6 +342,8 @@ def runtime_ir(futex_number: int, x86: bool, drain_spin_cycles: int = DRAIN_SPIN
     b.cbranch(b.extract_value(pair, 1), blocks["work"], blocks["cas"])
 
     b.position_at_end(blocks["work"])
+    if x86:  # (the job's floating-point mode: the caller's, see ``ember_rt_run``)
+        denormals.emit_mxcsr(b, m, "ldmxcsr", job_mxcsr)
     b.call(run_tasks, [])
     before = b.atomic_rmw("sub", state, c64(1), "seq_cst")
     # The last worker out wakes a caller sleeping in its drain.
@@ -410,6 +416,9 @@ def runtime_ir(futex_number: int, x86: bool, drain_spin_cycles: int = DRAIN_SPIN
     b.cbranch(b.extract_value(pair, 1), own, alone)
 
     b.position_at_end(own)
+    if x86:  # Workers run the tasks in the caller's floating-point mode (MXCSR): flushing
+        # denormals or not (``denormals``), every thread computes a task alike.
+        denormals.emit_mxcsr(b, m, "stmxcsr", job_mxcsr)
     b.store(b.bitcast(fn, kernel_t.as_pointer()), job_fn)
     b.store(tables, job_tables)
     b.store(per_task, job_per_task)

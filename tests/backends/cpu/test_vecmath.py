@@ -66,7 +66,10 @@ def _kernel_ir(opcode: str, dtype, nargs: int) -> str:
 class _Kernel:
     def __init__(self, opcode: str, dtype, nargs: int = 1):
         self.dtype, self.cname = dtype, _CTYPES[dtype][1]
-        self.lib = LoadedObject(compile_ir(_kernel_ir(opcode, dtype, nargs)).object_code)
+        # (The math's own accuracy, denormals included: without the flushing wrapper that
+        # jitted code runs under, see ``denormals``.)
+        self.lib = LoadedObject(compile_ir(_kernel_ir(opcode, dtype, nargs),
+                                           flush_denormals=False).object_code)
         sig = f"void(*)({', '.join([self.cname + '*'] * (nargs + 1))}, int64_t)"
         self.fn = _FFI.cast(sig, self.lib.address("kernel"))
 
