@@ -41,7 +41,8 @@ def workloads(root, jnp, lax):
     for spread in (5.0, 200.0):
         x = root.device_put((rng.random((4096, 1024)) * spread).astype(np.float32))
         f = root.jit(lambda v: root.nn.softmax(v, axis=-1))
-        out[f"softmax, logits in [0, {spread:g})"] = _time(lambda: f(x).block_until_ready())
+        out[f"softmax, logits in [0, {spread:g})"] = _time(
+            lambda f=f, x=x: f(x).block_until_ready())
     matrix_rng = np.random.default_rng(0)  # (a 4 x 4 whose iteration reaches denormals
     # after ~700 steps and stays there)
     a = root.device_put((matrix_rng.standard_normal((4, 4)) / 2).astype(np.float32))
