@@ -46,6 +46,8 @@ _LOCAL_LINKAGES = frozenset({"internal", "private", "linkonce", "linkonce_odr", 
 _RETURN_ATTRIBUTES = frozenset({"noalias", "nonnull", "noundef", "signext", "zeroext",
                                 "dso_local", "dso_preemptable", "fastcc", "ccc",
                                 "local_unnamed_addr", "unnamed_addr"})
+# A reference to a global: ``@"quoted name"`` or ``@plain.name``.
+_GLOBAL_REFERENCE = re.compile(r'@("[^"\n]+"|[\w.$-]+)')
 _INTRINSICS = (("stmxcsr", "declare void @llvm.x86.sse.stmxcsr(i8*)"),
                ("ldmxcsr", "declare void @llvm.x86.sse.ldmxcsr(i8*)"))
 
@@ -80,8 +82,7 @@ def flush_denormals(ir_text: str) -> str:
         wrapped.append((name, ret, [_parameter_type(p) for p in _split_top_level(params)]))
     if not wrapped:
         return ir_text
-    for name, _, _ in wrapped:
-        ir_text = _rename(ir_text, name, _body_name(name))
+    ir_text = _rename(ir_text, {name for name, _, _ in wrapped})
     lines = [ir_text.rstrip("\n"), ""]
     lines += [decl for intrinsic, decl in _INTRINSICS
               if f"@llvm.x86.sse.{intrinsic}(" not in ir_text
@@ -106,12 +107,13 @@ def _body_name(name: str) -> str:
     return f'"{name.strip(chr(34))}.body"'
 
 
-def _rename(text: str, name: str, new: str) -> str:
-    """Every reference to the global ``@name`` (the definition, calls, pointers) as
-    ``@new``."""
-    if name.startswith('"'):
-        return text.replace(f"@{name}", f"@{new}")
-    return re.sub(rf"@{re.escape(name)}(?![\w.$-])", f"@{new}", text)
+def _rename(text: str, names: set[str]) -> str:
+    """Every reference to the globals ``@name`` of ``names`` (definitions, calls,
+    pointers) as ``@<name>.body``, in one pass over the text."""
+    def body(match: re.Match) -> str:
+        name = match.group(1)
+        return "@" + _body_name(name) if name in names else match.group(0)
+    return _GLOBAL_REFERENCE.sub(body, text)
 
 
 def _split_top_level(params: str) -> list[str]:
