@@ -225,3 +225,21 @@ def _compiled_ir(fn, x) -> str:
         (name,) = [f for f in os.listdir(dump) if f.endswith(".llvm.opt.ll")]
         with open(os.path.join(dump, name)) as f:
             return f.read()
+
+
+def test_the_mode_is_in_every_cache_key(monkeypatch):
+    """Code compiled in one mode is never loaded in the other (memory or disk)."""
+    from ember.backends import get_backend
+    from ember.backends.cpu import llvm_support
+    backend = get_backend("cpu")
+
+    def keys():
+        return (backend.native_key("HloModule m"), backend.cache_key("HloModule m"),
+                backend.lowered_key("HloModule m"), llvm_support.backend_fingerprint())
+    monkeypatch.delenv(denormals.SWITCH, raising=False)
+    ieee = keys()
+    monkeypatch.setenv(denormals.SWITCH, "1")
+    flushed = keys()
+    assert all(a != b for a, b in zip(ieee, flushed))
+    monkeypatch.setenv(denormals.SWITCH, "0")
+    assert keys() == ieee
