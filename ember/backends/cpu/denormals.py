@@ -7,7 +7,8 @@ denormal operand counts as ±0 (in comparisons too). So JAX computes ``1e-40 * 2
 float32, and the softmax of logits spread over more than ~87 gives 0 where IEEE arithmetic
 gives denormal probabilities. Those modes are also the fast ones: without them each vector
 instruction meeting a denormal takes a microcode assist of ~150 cycles (that softmax ran
-6-7x slower, a matrix-vector loop decaying towards zero 4x).
+12x slower, a matrix-vector loop decaying towards zero 4x, ``exp`` of denormals 28x:
+``benchmarks/denormals.py``).
 
 ember keeps IEEE denormals by default, as NumPy does: its eager operations compute through
 NumPy, the compiled eager paths must give NumPy's bits, and the vector math is accurate for
