@@ -430,8 +430,7 @@ class LinalgKernel:
         full = bool(self.inst.attrs.get("full_matrices"))
         ucols, vtrows = ((m, n) if full else (k, k)) if uv else (1, 1)
         lwork = _lapack.gesdd_workspace(self.dtype, m, n, uv, full)
-        floats = m * n + (m * ucols + n * vtrows if uv else 1) + lwork
-        floats += -floats % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
+        floats = self._aligned(m * n + (m * ucols + n * vtrows if uv else 1) + lwork)
         each = floats * self.dtype.itemsize + 8 * 8 * k  # (bytes: floats, then integers)
         results = [(kb.out_ptrs[0], k)]
         if uv:
@@ -465,14 +464,22 @@ class LinalgKernel:
                         self._transpose(self._matrix(kb.out_ptrs[2], e, vtrows * n), vt,
                                         n, vtrows)
                 with bad:
-                    nan = ir.Constant(self.fty, float("nan"))
                     for out, size in results:
-                        dst = self._matrix(out, e, size)
-                        kb.loops.loop(_c(0), _c(size), lambda q, dst=dst: b.store(
-                            nan, b.gep(dst, [q], inbounds=True)), name="nans")
+                        self._fill_nan(self._matrix(out, e, size), size)
 
         return self._each_matrix(lo, hi, each, 4 * m * n * k + (8 * k ** 3 if uv else 0),
                                  matrix)
+
+    def _aligned(self, floats: int) -> int:
+        """``floats`` elements rounded up to a whole number of 8 bytes (the 64-bit integer
+        workspace that follows them in a scratch buffer stays aligned)."""
+        return floats + -floats % (8 // self.dtype.itemsize)
+
+    def _fill_nan(self, dst, size: int) -> None:
+        """Stores NaN (complex: NaN + 0j) into the ``size`` elements at ``dst``."""
+        b, nan = self.b, self._constant(float("nan"))
+        self.kb.loops.loop(_c(0), _c(size), lambda q: b.store(
+            nan, b.gep(dst, [q], inbounds=True)), name="nans")
 
     def _all_finite(self, x, size: int) -> ir.Value:
         """Whether the ``size`` elements at ``x`` are all finite (an ``i1``)."""
@@ -533,8 +540,7 @@ class LinalgKernel:
         kb, b, n = self.kb, self.b, self.n
         lower = bool(self.inst.attrs.get("lower"))
         lwork, liwork = _lapack.syevd_workspace(self.dtype, n, lower)
-        floats = n * n + lwork
-        floats += -floats % (8 // self.dtype.itemsize)  # (the integers 8-byte aligned)
+        floats = self._aligned(n * n + lwork)
         each = floats * self.dtype.itemsize + 8 * liwork  # (bytes)
         vectors, values = kb.out_ptrs
 
@@ -554,10 +560,8 @@ class LinalgKernel:
                 with good:
                     self._transpose(v, square, n, n)
                 with bad:
-                    nan = ir.Constant(self.fty, float("nan"))
-                    for dst, size in ((v, n * n), (w, n)):
-                        kb.loops.loop(_c(0), _c(size), lambda q, dst=dst: b.store(
-                            nan, b.gep(dst, [q], inbounds=True)), name="nans")
+                    self._fill_nan(v, n * n)
+                    self._fill_nan(w, n)
 
         return self._each_matrix(lo, hi, each, 9 * n ** 3, matrix)
 
@@ -662,9 +666,7 @@ class LinalgKernel:
         self._lapack("potrf", [self._cell(ord("U"), S.I8), self._cell(n), f, self._cell(n),
                                info, _c(1)])
         with b.if_then(b.icmp_signed("!=", b.load(info), _c(0))):
-            nan = self._constant(float("nan"))
-            self.kb.loops.loop(_c(0), _c(n * n), lambda q: b.store(
-                nan, b.gep(f, [q], inbounds=True)), name="nans")
+            self._fill_nan(f, n * n)
 
     def _lapack_solve(self, a, rhs, x, dims: tuple, e) -> None:
         """Triangular solve of matrix ``e`` as ``_lapack.trsm`` for a row-major ``a``: ``b``
