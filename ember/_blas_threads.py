@@ -153,8 +153,10 @@ class StallGuard:
       process, say, make stalls that do not make one thread faster) and back to the start
       after one that found one thread faster.
 
-    A held product may round differently in its last bits: OpenBLAS's products mostly do
-    not depend on the thread count, but some do ((128, 784) @ (784, 512) float32 here).
+    A held product may round differently in its last bits: OpenBLAS's SkylakeX kernels'
+    products mostly do not depend on the thread count, but some do ((128, 784) @ (784, 512)
+    float32 on an Intel Xeon); its Haswell kernels, which it runs on a Zen 5 CPU, round many
+    products split over threads differently ((256, 64) @ (64, 256) float32, say).
     """
 
     MIN_SECONDS = 1e-3

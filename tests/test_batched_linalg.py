@@ -100,9 +100,12 @@ def test_trsm_matches_lapack_every_flag(dt, n):
         with np.errstate(all="ignore"):
             got, want = sb.trsm(a, b, **kw), _lapack.trsm(a, b, **kw)
         assert got.dtype == dt and got.shape == b.shape
-        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want), err_msg=str(kw))
-        np.testing.assert_allclose(got, want, rtol=10 * _tol(dt), atol=10 * _tol(dt),
-                                   err_msg=str(kw))
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.isfinite(got), finite, err_msg=str(kw))
+        # (which of inf and NaN a zero pivot gives depends on BLAS's kernel: OpenBLAS's
+        # Haswell strsm makes NaN of the whole solution where b / 0 is an infinity)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=10 * _tol(dt),
+                                   atol=10 * _tol(dt), err_msg=str(kw))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

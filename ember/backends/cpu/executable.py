@@ -1216,8 +1216,8 @@ def _split_batch(batch: int, products_each: int) -> bool:
 
 def _batch_across_threads(lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> None:
     """``np.matmul(lhs, rhs, out=out)`` over a batch, its matrices split across ember's
-    threads, each computed by BLAS on the calling thread (``one_blas_thread``): the same
-    products, the same bits."""
+    threads, each computed by BLAS on the calling thread (``one_blas_thread``): the bits of
+    NumPy's ``matmul`` on one BLAS thread, whatever the number of ember's threads."""
     def part(lo: int, hi: int) -> None:
         np.matmul(lhs[lo:hi], rhs[lo:hi], out=out[lo:hi])
     pool = threads.pool()

@@ -15,6 +15,7 @@ BIG = (1024, 1024)  # 4 MiB of float32: pooled
 
 @pytest.fixture(autouse=True)
 def _fresh_pool():
+    gc.collect()  # (a cycle of an earlier test holding a pooled array frees it now)
     buffer_pool.clear()
     yield
     buffer_pool.clear()
