@@ -1,8 +1,9 @@
 """check_grads over the op-record table: every differentiable record, both modes, order 2.
 
-Each record marked ``differentiable`` is checked at its argument shapes in float32 (finite
-differences with a larger step and loose tolerances: float32 differences are noisy) and in
-float64 under ``jax_enable_x64`` (check_grads' tight defaults), eagerly; a subset runs under
+Each record marked ``differentiable`` is checked at its argument shapes in float64 under
+``jax_enable_x64`` (check_grads' tight defaults) and in float32 (finite differences with a
+larger step and loose tolerances: float32 differences are noisy), eagerly; float32 at a
+record's first shapes only by default, at every shape with ``-m slow``. A subset runs under
 ``jit`` too. Only the floating arguments are differentiated (integer arguments such as indices
 are held fixed) and integer outputs (``top_k``'s indices) are left out.
 """
@@ -49,12 +50,14 @@ def _cases(jit_subset=False):
         shapes_list = rec.shapes[:1] if jit_subset else rec.shapes
         if jit_subset and (rec.kind != "lax" or not any(np.prod(s) for s in rec.shapes[0])):
             continue
-        for shapes in shapes_list:
-            marks = ()
+        for k, shapes in enumerate(shapes_list):
+            marks = []
             if (rec.name, shapes) in SKIP:
-                marks = pytest.mark.skip(reason=SKIP[(rec.name, shapes)])
+                marks = [pytest.mark.skip(reason=SKIP[(rec.name, shapes)])]
             for dtype in ((F32,) if jit_subset else (F32, F64)):
-                yield pytest.param(rec, dtype, shapes, marks=marks,
+                slow = dtype == F32 and k > 0 and not jit_subset
+                yield pytest.param(rec, dtype, shapes,
+                                   marks=[*marks, pytest.mark.slow] if slow else marks,
                                    id=f"{rec.name}-{dtype.name}-{shapes}")
 
 
