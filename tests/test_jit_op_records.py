@@ -8,11 +8,13 @@ places.
 
 The op records use small arrays, which the cpu backend compiles without IR optimization
 (``FAST_COMPILE_MAX_WORK``); every 25th case also runs with the full O3 pipeline forced.
-By default every case runs on one backend: a third of them on the interpreter, the others on
-the cpu backend; ``-m slow`` runs every case on both.
+By default every case runs on one backend, a third of a record's cases on the interpreter and
+the others on the cpu backend (a record of one case on both); ``-m slow`` runs every case on
+both.
 """
 
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -78,18 +80,24 @@ def check_jit_matches_eager(rec, dtype, shapes, backend):
         assert_same(j, e)
 
 
-# The interpreter (the NumPy reference backend) runs every INTERPRETER_EVERY-th case in the
-# default run and the cpu backend, the default one, the others; each backend runs the rest
-# under ``-m slow`` (the default run must stay under 15 minutes on two cores: it took 14 on
-# a Zen 5 VM with every case on the cpu backend).
+# In the default run each of a record's cases runs on one backend: the interpreter (the
+# NumPy reference backend) takes the second of every INTERPRETER_EVERY, the cpu backend, the
+# default one, the others; a record of one case runs on both. ``-m slow`` runs the rest (the
+# default run must stay under 15 minutes on two cores: it took 14 on a Zen 5 VM with every
+# case on the cpu backend).
 INTERPRETER_EVERY = 3
 
 
 def _backend_cases():
-    for k, case in enumerate(_cases()):
+    count = Counter(case.values[0].name for case in _cases())
+    seen = Counter()
+    for case in _cases():
         rec, dtype, shapes = case.values
+        k = seen[rec.name]
+        seen[rec.name] += 1
+        on_interpreter = k % INTERPRETER_EVERY == 1
         for backend in BACKENDS:
-            slow = (backend == "interpreter") == bool(k % INTERPRETER_EVERY)
+            slow = count[rec.name] > 1 and (backend == "interpreter") != on_interpreter
             yield pytest.param(rec, dtype, shapes, backend, id=f"{case.id}-{backend}",
                                marks=[pytest.mark.slow] if slow else [])
 
