@@ -13,8 +13,8 @@ the others on the cpu backend (a record of one case on both); ``-m slow`` runs e
 both.
 """
 
+import itertools
 import warnings
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -89,17 +89,14 @@ INTERPRETER_EVERY = 3
 
 
 def _backend_cases():
-    count = Counter(case.values[0].name for case in _cases())
-    seen = Counter()
-    for case in _cases():
-        rec, dtype, shapes = case.values
-        k = seen[rec.name]
-        seen[rec.name] += 1
-        on_interpreter = k % INTERPRETER_EVERY == 1
-        for backend in BACKENDS:
-            slow = count[rec.name] > 1 and (backend == "interpreter") != on_interpreter
-            yield pytest.param(rec, dtype, shapes, backend, id=f"{case.id}-{backend}",
-                               marks=[pytest.mark.slow] if slow else [])
+    for _, group in itertools.groupby(_cases(), key=lambda case: case.values[0]):
+        cases = list(group)
+        for k, case in enumerate(cases):
+            on_interpreter = k % INTERPRETER_EVERY == 1
+            for backend in BACKENDS:
+                slow = len(cases) > 1 and (backend == "interpreter") != on_interpreter
+                yield pytest.param(*case.values, backend, id=f"{case.id}-{backend}",
+                                   marks=[pytest.mark.slow] if slow else [])
 
 
 @pytest.mark.parametrize("rec,dtype,shapes,backend", list(_backend_cases()))

@@ -215,7 +215,8 @@ def _python_files(folder: str) -> list[str]:
 def _key_parts() -> tuple[str, ...]:
     """What the native and lowered keys hold besides the module: the entry format, this
     code generator's version and source stamp, ember's and NumPy's versions, the CPU and
-    llvmlite (each part computed once per process), and whether code flushes denormals."""
+    llvmlite (each computed once per process), and whether code flushes denormals (read
+    from its switch each time)."""
     return (NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(), np.__version__,
             native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(), _source_stamp(),
             denormals.mode())

@@ -30,6 +30,7 @@ array): like XLA, only arithmetic flushes.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
@@ -53,6 +54,7 @@ _INTRINSICS = (("stmxcsr", "declare void @llvm.x86.sse.stmxcsr(i8*)"),
                ("ldmxcsr", "declare void @llvm.x86.sse.ldmxcsr(i8*)"))
 
 
+@functools.cache
 def applies() -> bool:
     """Whether this host's code can flush denormals (x86-64)."""
     return platform.machine().lower() in ("x86_64", "amd64")

@@ -34,6 +34,8 @@ import tempfile
 import threading
 from collections.abc import Callable
 
+from ember.backends.cpu import denormals
+
 _log = logging.getLogger(__name__)
 
 # Seconds a link may take before it is abandoned (it normally takes ~20-50 ms).
@@ -170,7 +172,6 @@ def load_or_build(name: str, ir_text: Callable[[], str], opt_level: int, shared:
     from ember.backends.cpu import object_cache  # (llvm_support imports llvmlite: below)
     cache = object_cache.get_object_cache()
     directory = cache.directory if cache is not None else None
-    from ember.backends.cpu import denormals
     key = object_cache.cache_key(name, "so" if shared else "o", host_fingerprint(),
                                  toolchain_fingerprint(), denormals.mode())
     code = cache.load(key) if cache is not None else None

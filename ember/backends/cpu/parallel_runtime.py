@@ -43,6 +43,8 @@ import platform
 import threading
 from collections.abc import Callable
 
+from ember.backends.cpu import denormals
+
 _log = logging.getLogger(__name__)
 
 # Cycles a worker spins (polling for the next job) before it sleeps: ~100 µs at 3 GHz.
@@ -203,8 +205,6 @@ def runtime_ir(futex_number: int, x86: bool, drain_spin_cycles: int = DRAIN_SPIN
     waiting for late workers before it sleeps (tests pass 0 to sleep at once);
     ``spin_cycles`` and ``spin_iterations``: how long a worker spins for the next job."""
     from llvmlite import ir
-
-    from ember.backends.cpu import denormals
 
     i8p = ir.IntType(8).as_pointer()
     i32, i64 = ir.IntType(32), ir.IntType(64)

@@ -51,11 +51,9 @@ def _task_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     one thread for each task's part of each matrix. NumPy's ``matmul`` of the batch where
     BLAS rounds a block of a matrix as it rounds the whole."""
     batch, m, k, n = *a.shape, b.shape[2]
-    by_rows = m > n
-    per_matrix = -(-(m if by_rows else n) // cpu_exe.GEMM_TASK_UNIT)
-    units = per_matrix * batch
-    tasks = max(1, min(units, cpu_exe.GEMM_MAX_TASKS,
-                       batch * m * n * k // cpu_exe.GEMM_TASK_MIN_WORK))
+    # (a gemm layout as ``program.gemm_layout`` makes it: m, n, k at 3-5, the batch at 8)
+    by_rows, units, tasks = cpu_exe.gemm_split(("s", False, False, m, n, k, k, n, batch, ()))
+    per_matrix = units // batch
     out = np.empty((batch, m, n), a.dtype)
     with _blas_threads.one_blas_thread:
         for t in range(tasks):
