@@ -52,6 +52,7 @@ from ember.backends.cpu import (
     direct_conv_kernel,
     eager_math,
     fft_kernel,
+    gemm_kernel,
     native_lib,
     object_cache,
     parallel_runtime,
@@ -215,11 +216,12 @@ def _python_files(folder: str) -> list[str]:
 def _key_parts() -> tuple[str, ...]:
     """What the native and lowered keys hold besides the module: the entry format, this
     code generator's version and source stamp, ember's and NumPy's versions, the CPU and
-    llvmlite (each computed once per process), and whether code flushes denormals (read
-    from its switch each time)."""
+    llvmlite (each computed once per process), whether code flushes denormals and which
+    ``gemm`` its products call (``gemm_kernel.mode``; both read from their switches each
+    time)."""
     return (NATIVE_FORMAT, CODEGEN_VERSION, _ember_version(), np.__version__,
             native_lib.host_fingerprint(), native_lib.toolchain_fingerprint(), _source_stamp(),
-            denormals.mode())
+            denormals.mode(), gemm_kernel.mode())
 
 
 def heaviest_kernel_ops(module: Module) -> int:

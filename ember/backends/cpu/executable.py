@@ -35,7 +35,7 @@ import numpy as np
 from ember import _threads as threads
 from ember._blas_threads import blas_paths, blas_stall_guard, one_blas_thread
 from ember._tiled_copy import copy_tiled
-from ember.backends.cpu import buffer_pool, parallel_runtime, small_linalg_kernel
+from ember.backends.cpu import buffer_pool, gemm_kernel, parallel_runtime, small_linalg_kernel
 from ember.compiler.eval_elementwise import REDUCE_UFUNCS, gemm_operand, simple_reduce
 from ember.compiler.evaluator import (
     CUSTOM_CALL_TARGETS,
@@ -491,11 +491,13 @@ class _GemmTasks:
     after another; under ``one_blas_thread`` when ``one_thread`` (always, but for a small
     product of a program whose steps function calls BLAS on its threads)."""
 
-    __slots__ = ("fn", "units", "tasks", "threaded", "one_thread")
+    __slots__ = ("fn", "units", "tasks", "threaded", "one_thread", "per_thread")
 
-    def __init__(self, fn, units: int, tasks: int, threaded: bool, one_thread: bool = True):
+    def __init__(self, fn, units: int, tasks: int, threaded: bool, one_thread: bool = True,
+                 per_thread: bool = False):
         self.fn, self.units, self.tasks = fn, units, tasks
-        self.threaded = threaded and tasks > 1
+        self.per_thread = per_thread  # (ember's own gemm: one task per thread)
+        self.threaded = threaded and (units if per_thread else tasks) > 1
         self.one_thread = one_thread
 
 
@@ -641,7 +643,8 @@ class CpuExecutable:
                 large = blas_threads_pay(step.gemm)
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
                                              *gemm_split(step.gemm)[1:], large,
-                                             not (blas_threads and not large))))
+                                             not (blas_threads and not large),
+                                             native_gemm(step.gemm))))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
@@ -1134,6 +1137,8 @@ class CpuExecutable:
             runtime = parallel_runtime.ready() if plan.threaded else None
             with one_blas_thread if plan.one_thread else _NO_REGION:
                 if runtime is not None:
+                    if plan.per_thread:
+                        tasks = min(units, runtime.size)
                     runtime.run(plan.fn, _ffi.new("char**[]", [bufs]), 0, units, tasks)
                     return
                 for t in range(tasks):
@@ -1276,8 +1281,12 @@ _blas_addresses: dict[str, int] = {}
 
 def blas_address(routine: str) -> int:
     """The address of the process's 64-bit-integer CBLAS ``routine`` (``sgemm``, ``dgemv``...;
-    0 if none is loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy)."""
+    0 if none is loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy);
+    for ``{s,d}gemm_ember``, ember's own (``gemm_kernel``, the same signature)."""
     if routine in _blas_addresses:
+        return _blas_addresses[routine]
+    if routine.endswith(gemm_kernel.ROUTINE_SUFFIX):
+        _blas_addresses[routine] = gemm_kernel.address(routine[0])
         return _blas_addresses[routine]
     import _ctypes
     addr = 0
@@ -1312,12 +1321,23 @@ def gemm_split(gemm: tuple) -> tuple[bool, int, int]:
     """``(by_rows, units, tasks)``: the ``batch`` products of ``m x n`` outputs over ``k`` of
     a ``gemm`` layout (``program.gemm_layout``) cut into ``tasks`` consecutive runs of
     ``units``: each matrix's ``GEMM_TASK_UNIT`` rows if ``by_rows``, else columns (a matrix's
-    last unit may be shorter), matrix after matrix."""
+    last unit may be shorter), matrix after matrix.
+
+    ember's own ``gemm`` (``native_gemm``) gives the same bits for any cut, and each task
+    packs its share of the other operand again: it is one task run alone, one task per
+    thread on the parallel runtime (``tasks`` 1 here)."""
     m, n, batch = gemm[3], gemm[4], gemm[8]
     by_rows = m > n
     units = -(-(m if by_rows else n) // GEMM_TASK_UNIT) * batch
+    if native_gemm(gemm):
+        return by_rows, units, 1
     return by_rows, units, max(1, min(units, GEMM_MAX_TASKS,
                                       gemm_products(gemm) // GEMM_TASK_MIN_WORK))
+
+
+def native_gemm(gemm: tuple) -> bool:
+    """Whether a ``gemm`` layout's products call ember's own ``gemm`` (``gemm_kernel``)."""
+    return blas_routine(gemm).endswith(gemm_kernel.ROUTINE_SUFFIX)
 
 
 def gemm_products(gemm: tuple) -> int:
@@ -1336,9 +1356,9 @@ def blas_threads_pay(gemm: tuple) -> bool:
 
 def whole_gemm(gemm: tuple) -> bool:
     """Whether a ``gemm`` layout is one CBLAS call on BLAS's own threads, in loops as outside
-    them: one matrix with enough products (``blas_threads_pay``; a batch, or a smaller
-    product, runs as ``gemm_split``'s tasks)."""
-    return gemm[8] == 1 and blas_threads_pay(gemm)
+    them: one matrix with enough products (``blas_threads_pay``; a batch, a smaller
+    product, or one for ember's own ``gemm``, runs as ``gemm_split``'s tasks)."""
+    return gemm[8] == 1 and blas_threads_pay(gemm) and not native_gemm(gemm)
 
 
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
@@ -1354,9 +1374,12 @@ GEMV_MIN_PRODUCTS = 1 << 17
 def blas_routine(gemm: tuple) -> str:
     """The CBLAS routine computing a ``gemm`` layout's products: ``{letter}gemv`` where they
     have one row or one column (``gemv_arguments``) and ``GEMV_MIN_PRODUCTS`` each, else
-    ``{letter}gemm``."""
+    ``{letter}gemm``, or ``{letter}gemm_ember`` where ember's own takes them
+    (``gemm_kernel.takes``)."""
     vector = (gemm[3] == 1 or gemm[4] == 1) and gemm[3] * gemm[4] * gemm[5] >= GEMV_MIN_PRODUCTS
-    return gemm[0] + ("gemv" if vector else "gemm")
+    if vector:
+        return gemm[0] + "gemv"
+    return gemm[0] + "gemm" + (gemm_kernel.ROUTINE_SUFFIX if gemm_kernel.takes(gemm) else "")
 
 
 def gemv_arguments(gemm: tuple, rows, cols) -> tuple:

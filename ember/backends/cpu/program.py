@@ -57,6 +57,7 @@ from ember.backends.cpu.executable import (
     CBLAS_TRANS,
     GEMM_TASK_UNIT,
     PARALLEL_MIN_WORK,
+    TASKS_PER_THREAD,
     blas_global,
     blas_routine,
     blas_threads_pay,
@@ -64,6 +65,7 @@ from ember.backends.cpu.executable import (
     gemm_task_name,
     gemv_arguments,
     native_call,
+    native_gemm,
     plan_steps,
     steps_name,
     whole_gemm,
@@ -1105,7 +1107,8 @@ class ProgramBuilder:
         """Runs the kernel-shaped ``kernel(bufs, lo, hi)`` over ``[0, extent)`` as ``tasks``
         tasks on the parallel runtime when the function's ``run`` (``loop_args[3]``) is
         given, else emits ``serial()``. ``tasks`` None: as many as the function's ``tasks``
-        argument, at most ``extent``."""
+        argument, at most ``extent``; 0: one per thread (that argument over
+        ``TASKS_PER_THREAD``), at most ``extent``."""
         run = loop_args[3]
         slots = ir.IRBuilder(b.function.entry_basic_block)
         slots.position_at_start(b.function.entry_basic_block)
@@ -1113,8 +1116,14 @@ class ProgramBuilder:
         b.store(bufs, table)
         with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(I8P, None))) as (par, seq):
             with par:
-                n = _i64(tasks) if tasks is not None else b.select(
-                    b.icmp_signed("<", loop_args[4], _i64(extent)), loop_args[4], _i64(extent))
+                if tasks:
+                    n = _i64(tasks)
+                else:
+                    n = loop_args[4]
+                    if tasks == 0:
+                        n = b.sdiv(n, _i64(TASKS_PER_THREAD))
+                        n = b.select(b.icmp_signed("<", n, _i64(1)), _i64(1), n)
+                    n = b.select(b.icmp_signed("<", n, _i64(extent)), n, _i64(extent))
                 b.call(b.bitcast(run, _RUN.as_pointer()),
                        [b.bitcast(kernel, I8P), table, _i64(0), _i64(extent), n])
             with seq:
@@ -1163,14 +1172,15 @@ class ProgramBuilder:
         _, units, tasks = gemm_split(step.gemm)
         task = self._gemm_task(step.gemm)
         bufs = self._gemm_buffers(b, step, pointer)
+        per_thread = native_gemm(step.gemm)  # (ember's own: one task per thread)
 
         def serial():
             for t in range(tasks):
                 b.call(task, [bufs, _i64(t * units // tasks), _i64((t + 1) * units // tasks)])
-        if not (threaded and tasks > 1):
+        if not (threaded and (units if per_thread else tasks) > 1):
             serial()
             return
-        self._on_runtime(b, run_args, task, bufs, units, tasks, serial)
+        self._on_runtime(b, run_args, task, bufs, units, 0 if per_thread else tasks, serial)
 
     def _emit_whole_gemm(self, b: ir.IRBuilder, step: DotStep, pointer,
                          rest: ir.Value) -> None:

@@ -6,7 +6,11 @@ Python-side threads where an operand is a library call's result
 ``matmul`` on the same parts of the same matrices with one BLAS thread, whatever the number of
 ember's threads. Where BLAS rounds a part of a matrix as it rounds the whole, whatever its
 thread count (OpenBLAS's SkylakeX kernels), those are the bits of NumPy's ``matmul`` of the
-batch; some kernels round a split differently (OpenBLAS's Haswell ones on a Zen 5 CPU)."""
+batch; some kernels round a split differently (OpenBLAS's Haswell ones on a Zen 5 CPU).
+
+These are BLAS's paths: the products here stay with BLAS (``EMBER_CPU_GEMM=blas``); ember's
+own ``gemm``, whose bits do not depend on the cut at all, is tested in
+``test_native_gemm.py``."""
 
 import itertools
 
@@ -17,8 +21,14 @@ import ember
 import ember.numpy as jnp
 from ember import _blas_threads
 from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import gemm_kernel
 
 rng = np.random.default_rng(5)
+
+
+@pytest.fixture(autouse=True)
+def _blas_products(monkeypatch):
+    monkeypatch.setenv(gemm_kernel.GEMM_ENV, "blas")
 
 
 def _data(*shape, dtype=np.float32):

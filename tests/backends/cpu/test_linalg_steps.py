@@ -17,6 +17,7 @@ import ember.numpy as jnp
 import ember.scipy.linalg
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import gemm_kernel
 from ember.lax import _lapack
 from tests.backends.cpu.helpers import cpu_executable
 
@@ -458,10 +459,11 @@ def test_solves_the_small_routines_leave_call_lapack():
         np.testing.assert_array_equal(np.asarray(ember.jit(f)(*args)), want)
 
 
-def test_lapack_kernels_run_on_one_blas_thread():
+def test_lapack_kernels_run_on_one_blas_thread(monkeypatch):
     # a program with a kernel calling LAPACK holds OpenBLAS to the calling thread around
     # its native call (as around native gemm tasks), and steps from Python where it also
     # has a product on BLAS's threads, whose count is one setting for the process
+    monkeypatch.setenv(gemm_kernel.GEMM_ENV, "blas")  # (the large product: BLAS's)
     a = (rng.standard_normal((100, 100)) + 10 * np.eye(100)).astype(np.float32)
     exe = cpu_executable(jnp.linalg.solve, a, a[:, :2])
     assert exe._blas_tasks and cpu_exe.native_products(exe.program.steps)

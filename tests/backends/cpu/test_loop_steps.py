@@ -10,10 +10,18 @@ import ember.numpy as jnp
 from ember import lax, nn
 from ember.backends import cpu as cpu_backend
 from ember.backends.cpu import executable as X
+from ember.backends.cpu import gemm_kernel
 from ember.backends.cpu.executable import DotPlan, WhilePlan, nested_steps
 from ember.backends.cpu.program import EXPENSIVE_OP_COST, _element_cost, gemm_layout
 from ember.compiler.hlo import Instruction, Shape
 from tests.backends.cpu.helpers import x64 as enable_x64
+
+
+@pytest.fixture(autouse=True)
+def _blas_products(monkeypatch):
+    # (the products here stay with BLAS, whose paths this file checks; ember's own gemm
+    # is ``test_native_gemm.py``'s)
+    monkeypatch.setenv(gemm_kernel.GEMM_ENV, "blas")
 
 
 def _dot(lhs_dims, rhs_dims, lc, rc, dtype=np.float32, lb=(), rb=()):

@@ -13,10 +13,18 @@ import ember
 import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import gemm_kernel
 from tests.backends.cpu.helpers import cpu_executable as _executable
 from tests.backends.cpu.helpers import replanned
 
 rng = np.random.default_rng(31)
+
+
+@pytest.fixture(autouse=True)
+def _blas_products(monkeypatch):
+    # (the products here stay with BLAS, whose paths this file checks; ember's own gemm
+    # is ``test_native_gemm.py``'s)
+    monkeypatch.setenv(gemm_kernel.GEMM_ENV, "blas")
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ import ember
 import ember.numpy as jnp
 from ember import _blas_threads, lax
 from ember.backends.cpu import executable as cpu_exe
+from ember.backends.cpu import gemm_kernel
 from tests.backends.cpu.helpers import cpu_executable, native_dots, replanned
 
 rng = np.random.default_rng(41)
@@ -21,6 +22,14 @@ rng = np.random.default_rng(41)
 @pytest.fixture(autouse=True)
 def _no_stall_holds(monkeypatch):
     monkeypatch.setattr(_blas_threads.blas_stall_guard, "run", lambda key, call: call())
+
+
+@pytest.fixture(autouse=True, params=["blas", "native"])
+def gemm_mode(request, monkeypatch):
+    """Every layout through BLAS and through ember's own ``gemm`` (which takes the larger
+    float32 matrices)."""
+    monkeypatch.setenv(gemm_kernel.GEMM_ENV, request.param)
+    return request.param
 
 
 def _data(*shape, dtype=np.float32):
@@ -107,11 +116,14 @@ def test_attention_on_seq_major_operands_calls_gemm_where_they_lie(dtype):
         assert dot.gemm[7] == 4 * 32
 
 
-def test_threaded_tasks_of_strided_batches():
+def test_threaded_tasks_of_strided_batches(gemm_mode):
     q, k = _data(4, 256, 8, 64), _data(4, 256, 8, 64)
     exe = _check(q, k, (((3,), (3,)), ((0, 2), (0, 2))), 64)
     (dot,) = native_dots(exe)
-    assert cpu_exe.gemm_split(dot.gemm)[2] > 1
+    if gemm_mode == "native":  # (one task per thread over the batch's units)
+        assert cpu_exe.native_gemm(dot.gemm) and cpu_exe.gemm_split(dot.gemm)[1] > 1
+    else:
+        assert cpu_exe.gemm_split(dot.gemm)[2] > 1
 
 
 def test_strided_vectors_call_gemv():
