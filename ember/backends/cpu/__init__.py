@@ -126,7 +126,8 @@ def preload() -> None:
     here), and one due while a first call compiles (every tenth collection of the middle
     generation is full) would land inside it. After this one, CPython defers the next until
     the objects made since outnumber a quarter of these. A parallel runtime in the disk cache
-    is loaded and its workers started (``parallel_runtime.load_if_cached``)."""
+    is loaded and its workers started (``parallel_runtime.load_if_cached``), and so is
+    ember's own ``gemm`` (``gemm_kernel.load_if_cached``)."""
     from ember.backends.cpu import llvm_support, program, row_kernel  # noqa: F401
     from ember.compiler import parser, pipeline, printer, shape_inference  # noqa: F401
     pipeline.load_passes()
@@ -135,6 +136,7 @@ def preload() -> None:
     _source_stamp(_PIPELINE_DIRS)
     _source_stamp(_LOWERING_DIRS)
     parallel_runtime.load_if_cached()
+    gemm_kernel.load_if_cached()
     _blas_threads.resolve()
     gc.collect()
 
@@ -495,6 +497,7 @@ class CpuBackend:
             if hit is not None:
                 exe = CpuExecutable(hit[0], hit[1], module)
                 exe.native_key = nkey
+                self._start_helper_builds()
                 return exe
             with self._lock:
                 tier = self._tiers.get(nkey)
@@ -530,7 +533,9 @@ class CpuBackend:
                 tier = quick + (self._after_first_run(later, nkey),)
                 with self._lock:
                     self._tiers[nkey] = tier
-                return self._tiered_executable(nkey, tier, module)
+                exe = self._tiered_executable(nkey, tier, module)
+                self._start_helper_builds(tier[3])
+                return exe
         for work in later:
             self._start_background(work)
         lib = self._load_object(okey, program.ir_text, opt_level)
@@ -540,7 +545,19 @@ class CpuBackend:
         exe.native_key = nkey
         # (Started only now: the library's compile holds LLVM, which loading needed.)
         self._store_native_later(nkey, plan, program.ir_text, opt_level)
+        self._start_helper_builds()
         return exe
+
+    def _start_helper_builds(self, held: _DeferredStart | None = None) -> None:
+        """Starts the background work that loading an executable left behind (the disk
+        cache's copy of ember's own ``gemm``, built once per machine:
+        ``gemm_kernel.take_pending``), after the first run where ``held`` holds a
+        program's work back until then."""
+        for work in gemm_kernel.take_pending():
+            with self._lock:
+                if held is not None and held.add(work):
+                    continue
+            self._start_background(work)
 
     # ------------------------------------------------------------------ tiered compilation
 

@@ -1285,9 +1285,8 @@ def blas_address(routine: str) -> int:
     for ``{s,d}gemm_ember``, ember's own (``gemm_kernel``, the same signature)."""
     if routine in _blas_addresses:
         return _blas_addresses[routine]
-    if routine.endswith(gemm_kernel.ROUTINE_SUFFIX):
-        _blas_addresses[routine] = gemm_kernel.address(routine[0])
-        return _blas_addresses[routine]
+    if routine.endswith(gemm_kernel.ROUTINE_SUFFIX):  # (not kept: a quick build's changes)
+        return gemm_kernel.address(routine[0])
     import _ctypes
     addr = 0
     for path in blas_paths():
@@ -1448,7 +1447,10 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
             address = lib.global_address(blas_global(prefix, routine))
         except ValueError:
             continue
-        _ffi.cast("void**", address)[0] = _ffi.cast("void*", blas_address(routine))
+        if routine.endswith(gemm_kernel.ROUTINE_SUFFIX):
+            gemm_kernel.bind(routine[0], address, lib)  # (rebound once optimized)
+        else:
+            _ffi.cast("void**", address)[0] = _ffi.cast("void*", blas_address(routine))
     return True
 
 

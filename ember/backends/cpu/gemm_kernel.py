@@ -26,8 +26,10 @@ and kept in the disk cache (``native_lib.load_or_build``).
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -82,8 +84,10 @@ def gemm_ir(dtype: np.dtype) -> str:
     fty = ir.FloatType() if letter == "s" else ir.DoubleType()
     mr, nv, w = tile(dtype)
     module = ir.Module(name=symbol(letter))
-    micros = [_emit_micro(module, fty, rows, mr, nv, w, letter) for rows in range(1, mr + 1)]
-    _emit_entry(module, fty, mr, nv * w, micros, letter)
+    edge_store = _emit_edge_store(module, fty, nv * w, letter)
+    micros = [_emit_micro(module, fty, rows, mr, nv, w, letter, edge_store)
+              for rows in (mr // 2, mr)]
+    _emit_entry(module, fty, mr, nv, w, micros, letter)
     return str(module)
 
 
@@ -115,19 +119,26 @@ def _loop(b, lo, hi, body, name: str = "i", step=None) -> None:
     b.position_at_end(done)
 
 
+def _declare(module, name: str, fnty):
+    """The declaration of intrinsic ``name`` in ``module``, added at its first use."""
+    from llvmlite import ir
+    return module.globals.get(name) or ir.Function(module, fnty, name)
+
+
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 # --- the micro-kernel ------------------------------------------------------------------------
 
-def _emit_micro(module, fty, mr: int, stride: int, nv: int, w: int, letter: str):
+def _emit_micro(module, fty, mr: int, stride: int, nv: int, w: int, letter: str, edge_store):
     """``void micro(i64 kc, T* ap, T* bp, T* c, i64 ldc, i64 rows, i64 cols, T alpha,
     T scale, i1 read)``: the ``mr x nv*w`` products of the first ``mr`` rows of a packed A
     panel (``kc`` steps of ``stride``) and a packed B panel (``kc`` steps of ``nv*w``),
     then ``rows x cols`` of them written to ``c`` as ``alpha * acc + scale * c`` (``c``
-    read only where ``read``). A panel's last rows (fewer than ``stride``) take the kernel
-    of their count: no multiply-adds of zero rows."""
+    read only where ``read``). A panel's last rows, when at most half of ``stride``, take
+    the kernel of half the rows (fewer multiply-adds of zero rows; each row's sums are its
+    own, so the bits are the same either way)."""
     from llvmlite import ir
     i64, i1 = ir.IntType(64), ir.IntType(1)
     ptr = fty.as_pointer()
@@ -138,12 +149,12 @@ def _emit_micro(module, fty, mr: int, stride: int, nv: int, w: int, letter: str)
         ir.VoidType(), [i64, ptr, ptr, ptr, i64, i64, i64, fty, fty, i1]),
         f"ember_gemm_{letter}_micro{mr}")
     fn.linkage = "internal"
+    fn.attributes.add("noinline")
     for a in fn.args[1:4]:
         a.add_attribute("noalias")
     kc, ap, bp, c, ldc, rows, cols, alpha, scale, read = fn.args
     sfx = f"v{w}f{32 if letter == 's' else 64}"
-    fma = module.globals.get(f"llvm.fma.{sfx}") or ir.Function(
-        module, ir.FunctionType(vec, [vec, vec, vec]), f"llvm.fma.{sfx}")
+    fma = _declare(module, f"llvm.fma.{sfx}", ir.FunctionType(vec, [vec, vec, vec]))
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
     tile_slot = b.alloca(ir.ArrayType(fty, mr * nr))
@@ -184,50 +195,67 @@ def _emit_micro(module, fty, mr: int, stride: int, nv: int, w: int, letter: str)
                               undef, mask)
     full = b.and_(b.icmp_signed("==", rows, _i64(mr)), b.icmp_signed("==", cols, _i64(nr)))
     with b.if_else(full) as (whole, edge):
-        with whole:
-            def store(add_old: bool):
+        with whole:  # (C's old values, or zeros where it is not to be read)
+            with b.if_then(b.not_(read)):
                 for r in range(mr):
                     crow = b.gep(c, [b.mul(_i64(r), ldc)], inbounds=True)
                     for v in range(nv):
                         p = b.bitcast(b.gep(crow, [_i64(v * w)], inbounds=True), vptr)
-                        out = b.fmul(valpha, acc[r][v])
-                        if add_old:
-                            out = b.fadd(out, b.fmul(vscale, b.load(p, align=4)))
-                        b.store(out, p, align=4)
-            with b.if_else(read) as (old, fresh):
-                with old:
-                    store(True)
-                with fresh:
-                    store(False)
+                        b.store(zero, p, align=4)
+            for r in range(mr):
+                crow = b.gep(c, [b.mul(_i64(r), ldc)], inbounds=True)
+                for v in range(nv):
+                    p = b.bitcast(b.gep(crow, [_i64(v * w)], inbounds=True), vptr)
+                    out = b.fadd(b.fmul(valpha, acc[r][v]), b.fmul(vscale, b.load(p, align=4)))
+                    b.store(out, p, align=4)
         with edge:  # (a tile past the matrix's last row or column: through the stack)
             tp = b.bitcast(tile_slot, ptr)
             for r in range(mr):
                 for v in range(nv):
                     p = b.bitcast(b.gep(tp, [_i64(r * nr + v * w)], inbounds=True), vptr)
                     b.store(b.fmul(valpha, acc[r][v]), p, align=4)
+            b.call(edge_store, [tp, c, ldc, rows, cols, scale, read])
+    b.ret_void()
+    return fn
 
-            def row(r):
-                crow = b.gep(c, [b.mul(r, ldc)], inbounds=True)
-                trow = b.gep(tp, [b.mul(r, _i64(nr))], inbounds=True)
 
-                def col(j):
-                    out = b.load(b.gep(trow, [j], inbounds=True))
-                    p = b.gep(crow, [j], inbounds=True)
-                    with b.if_else(read) as (old, fresh):
-                        with old:
-                            b.store(b.fadd(out, b.fmul(scale, b.load(p))), p)
-                        with fresh:
-                            b.store(out, p)
-                _loop(b, _i64(0), cols, col, "j")
-            _loop(b, _i64(0), rows, row, "r")
+def _emit_edge_store(module, fty, nr: int, letter: str):
+    """``void edge(T* tile, T* c, i64 ldc, i64 rows, i64 cols, T scale, i1 read)``: the
+    first ``rows x cols`` of a row-major tile ``nr`` wide added to ``c`` as
+    ``tile + scale * c`` (``c`` read only where ``read``), one element at a time."""
+    from llvmlite import ir
+    i64, i1 = ir.IntType(64), ir.IntType(1)
+    ptr = fty.as_pointer()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, i64, i64, i64, fty, i1]),
+                     f"ember_gemm_{letter}_edge")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    tile, c, ldc, rows, cols, scale, read = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def row(r):
+        crow = b.gep(c, [b.mul(r, ldc)], inbounds=True)
+        trow = b.gep(tile, [b.mul(r, _i64(nr))], inbounds=True)
+
+        def col(j):
+            out = b.load(b.gep(trow, [j], inbounds=True))
+            p = b.gep(crow, [j], inbounds=True)
+            with b.if_else(read) as (old, fresh):
+                with old:
+                    b.store(b.fadd(out, b.fmul(scale, b.load(p))), p)
+                with fresh:
+                    b.store(out, p)
+        _loop(b, _i64(0), cols, col, "j")
+    _loop(b, _i64(0), rows, row, "r")
     b.ret_void()
     return fn
 
 
 # --- packing and the blocked loops ---------------------------------------------------------
 
-def _emit_entry(module, fty, mr: int, nr: int, micros, letter: str) -> None:
-    """The CBLAS entry point (see the module docstring)."""
+def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str) -> None:
+    """The CBLAS entry point (see the module docstring); ``micros``: the micro-kernels of
+    ``mr // 2`` and ``mr`` rows (``_emit_micro``)."""
     from llvmlite import ir
     i32, i64, i8 = ir.IntType(32), ir.IntType(64), ir.IntType(8)
     ptr = fty.as_pointer()
@@ -238,6 +266,8 @@ def _emit_entry(module, fty, mr: int, nr: int, micros, letter: str) -> None:
     order, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc = fn.args
     malloc = ir.Function(module, ir.FunctionType(i8.as_pointer(), [i64]), "malloc")
     free = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8.as_pointer()]), "free")
+    nr = nv * w
+    pack_a, pack_b = _emit_pack(module, fty, letter, mr, w), _emit_pack(module, fty, letter, nr, w)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     zero = ir.Constant(fty, 0.0)
     # column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: swap the operands
@@ -289,11 +319,11 @@ def _emit_entry(module, fty, mr: int, nr: int, micros, letter: str) -> None:
             first = b.icmp_signed("==", pc, _i64(0))
             read = b.not_(b.and_(first, beta_zero))
             scale = b.select(first, beta, one_f)
-            _pack_b(b, bp, bm, sbk, sbj, pc, jc, kc, nc, nr, zero)
+            _pack_b(b, pack_b, bp, bm, sbk, sbj, pc, jc, kc, nc, nr)
 
             def row_block(ic):
                 rows_left = _min(b, _i64(mc), b.sub(m, ic))
-                _pack_a(b, ap, a, sai, sak, ic, pc, kc, rows_left, mr, zero)
+                _pack_a(b, pack_a, ap, a, sai, sak, ic, pc, kc, rows_left, mr)
 
                 def panel_col(jr):
                     cols = _min(b, _i64(nr), b.sub(nc, jr))
@@ -305,15 +335,12 @@ def _emit_entry(module, fty, mr: int, nr: int, micros, letter: str) -> None:
                         ctile = b.gep(c, [b.add(b.mul(b.add(ic, ir_), ldc), b.add(jc, jr))],
                                       inbounds=True)
                         args = [kc, apanel, bpanel, ctile, ldc, rows, cols, alpha, scale, read]
-                        after = b.append_basic_block("micro.done")
-                        switch = b.switch(rows, after)
-                        for count, micro in enumerate(micros, 1):
-                            case = b.append_basic_block(f"micro{count}")
-                            switch.add_case(_i64(count), case)
-                            b.position_at_end(case)
-                            b.call(micro, args)
-                            b.branch(after)
-                        b.position_at_end(after)
+                        half, whole = micros
+                        with b.if_else(b.icmp_signed("<=", rows, _i64(mr // 2))) as (few, all_):
+                            with few:
+                                b.call(half, args)
+                            with all_:
+                                b.call(whole, args)
                     _loop(b, _i64(0), rows_left, panel_row, "ir", _i64(mr))
                 _loop(b, _i64(0), nc, panel_col, "jr", _i64(nr))
             _loop(b, _i64(0), m, row_block, "ic", _i64(mc))
@@ -324,84 +351,240 @@ def _emit_entry(module, fty, mr: int, nr: int, micros, letter: str) -> None:
     b.ret_void()
 
 
-def _pack_b(b, bp, bm, sbk, sbj, pc, jc, kc, nc, nr: int, zero) -> None:
+def _pack_b(b, pack, bp, bm, sbk, sbj, pc, jc, kc, nc, nr: int) -> None:
     """``op(B)[pc:pc+kc, jc:jc+nc]`` into ``bp``: panels of ``nr`` columns, each ``kc`` rows
     of ``nr`` (columns past ``nc`` zero)."""
     def panel(jr):
         cols = _min(b, _i64(nr), b.sub(nc, jr))
-        _pack_panel(b, b.gep(bp, [b.mul(jr, kc)], inbounds=True),
-                    b.gep(bm, [b.add(b.mul(pc, sbk), b.mul(b.add(jc, jr), sbj))],
-                          inbounds=True), sbk, sbj, kc, cols, nr, zero)
+        b.call(pack, [b.gep(bp, [b.mul(jr, kc)], inbounds=True),
+                      b.gep(bm, [b.add(b.mul(pc, sbk), b.mul(b.add(jc, jr), sbj))],
+                            inbounds=True), sbk, sbj, kc, cols])
     _loop(b, _i64(0), nc, panel, "bj", _i64(nr))
 
 
-def _pack_a(b, ap, a, sai, sak, ic, pc, kc, rows_left, mr: int, zero) -> None:
+def _pack_a(b, pack, ap, a, sai, sak, ic, pc, kc, rows_left, mr: int) -> None:
     """``op(A)[ic:ic+rows_left, pc:pc+kc]`` into ``ap``: panels of ``mr`` rows, each ``kc``
     steps of ``mr`` (rows past ``rows_left`` zero)."""
     def panel(ir_):
         rows = _min(b, _i64(mr), b.sub(rows_left, ir_))
-        _pack_panel(b, b.gep(ap, [b.mul(ir_, kc)], inbounds=True),
-                    b.gep(a, [b.add(b.mul(b.add(ic, ir_), sai), b.mul(pc, sak))],
-                          inbounds=True), sak, sai, kc, rows, mr, zero)
+        b.call(pack, [b.gep(ap, [b.mul(ir_, kc)], inbounds=True),
+                      b.gep(a, [b.add(b.mul(b.add(ic, ir_), sai), b.mul(pc, sak))],
+                            inbounds=True), sak, sai, kc, rows])
     _loop(b, _i64(0), rows_left, panel, "ai", _i64(mr))
 
 
-def _pack_panel(b, dst, src, step_stride, lane_stride, kc, lanes, width: int, zero) -> None:
-    """``dst[p * width + j] = src[p * step_stride + j * lane_stride]`` for ``p < kc``,
-    ``j < lanes``, and zero for ``lanes <= j < width``: one packed panel. A full panel
-    whose lanes or steps are contiguous copies in the order that reads memory in order."""
+def _emit_pack(module, fty, letter: str, width: int, w: int):
+    """``void pack(T* dst, T* src, i64 step_stride, i64 lane_stride, i64 kc, i64 lanes)``:
+    ``dst[p * width + j] = src[p * step_stride + j * lane_stride]`` for ``p < kc``,
+    ``j < lanes``, and zero for ``lanes <= j < width``: one packed panel of A (``width``
+    MR) or B (NR). A full panel copies a step at a time: ``w``-lane vectors where its lanes
+    are contiguous, else ``width`` loads (the code is built without LLVM's IR passes, so
+    what should be vectors is written as vectors)."""
+    from llvmlite import ir
+    i64, i1, i32 = ir.IntType(64), ir.IntType(1), ir.IntType(32)
+    ptr = fty.as_pointer()
+    vec = ir.VectorType(fty, w)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr] + [i64] * 4),
+                     f"ember_gemm_{letter}_pack{width}")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    for a in fn.args[:2]:
+        a.add_attribute("noalias")
+    dst, src, step_stride, lane_stride, kc, lanes = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    zero = ir.Constant(fty, 0.0)
     full = b.icmp_signed("==", lanes, _i64(width))
     lanes_in_order = b.icmp_signed("==", lane_stride, _i64(1))
     steps_in_order = b.icmp_signed("==", step_stride, _i64(1))
+    sfx = f"v{w}f{32 if letter == 's' else 64}"
+    rest = width % w  # (a masked vector for the last lanes of a step)
+    if rest:
+        mask_type = ir.VectorType(i1, w)
+        mask = ir.Constant(mask_type, [1] * rest + [0] * (w - rest))
+        masked_load = _declare(module, f"llvm.masked.load.{sfx}.p0{sfx}", ir.FunctionType(
+            vec, [vec.as_pointer(), i32, mask_type, vec]))
+        masked_store = _declare(module, f"llvm.masked.store.{sfx}.p0{sfx}", ir.FunctionType(
+            ir.VoidType(), [vec, vec.as_pointer(), i32, mask_type]))
 
-    def put(p, j, value):
-        b.store(value, b.gep(dst, [b.add(b.mul(p, _i64(width)), j)], inbounds=True))
+    def at(base, index):
+        return b.gep(base, [index], inbounds=True)
 
-    def get(p, j, stride_p, stride_j):
-        return b.load(b.gep(src, [b.add(b.mul(p, stride_p), b.mul(j, stride_j))],
-                            inbounds=True))
-    with b.if_else(b.and_(full, lanes_in_order)) as (rows_copy, other):
-        with rows_copy:  # (a run of ``width`` elements per step: vector copies)
-            _loop(b, _i64(0), kc, lambda p: _loop(
-                b, _i64(0), _i64(width), lambda j: put(p, j, get(p, j, step_stride, _i64(1))),
-                "pj"), "pp")
+    def rows_copy(p):
+        s_row, d_row = at(src, b.mul(p, step_stride)), at(dst, b.mul(p, _i64(width)))
+        for v in range(width // w):
+            value = b.load(b.bitcast(at(s_row, _i64(v * w)), vec.as_pointer()), align=4)
+            b.store(value, b.bitcast(at(d_row, _i64(v * w)), vec.as_pointer()), align=4)
+        if rest:
+            v = width // w * w
+            value = b.call(masked_load, [b.bitcast(at(s_row, _i64(v)), vec.as_pointer()),
+                                         ir.Constant(i32, 4), mask, ir.Constant(vec, None)])
+            b.call(masked_store, [value, b.bitcast(at(d_row, _i64(v)), vec.as_pointer()),
+                                  ir.Constant(i32, 4), mask])
+
+    def columns_copy(p):
+        s_row, d_row = at(src, p), at(dst, b.mul(p, _i64(width)))
+        for j in range(width):  # (unrolled: ~10% faster packing than a loop)
+            b.store(b.load(s_row), at(d_row, _i64(j)))
+            s_row = at(s_row, lane_stride)
+
+    def general(p):
+        def lane(j):
+            inside = b.icmp_signed("<", j, lanes)
+            jj = b.select(inside, j, _i64(0))
+            value = b.load(at(src, b.add(b.mul(p, step_stride), b.mul(jj, lane_stride))))
+            b.store(b.select(inside, value, zero), at(dst, b.add(b.mul(p, _i64(width)), j)))
+        _loop(b, _i64(0), _i64(width), lane, "gj")
+    with b.if_else(b.and_(full, lanes_in_order)) as (contiguous, other):
+        with contiguous:
+            _loop(b, _i64(0), kc, rows_copy, "pp")
         with other:
-            with b.if_else(b.and_(full, steps_in_order)) as (columns_copy, general):
-                with columns_copy:  # (each lane's steps in order)
-                    _loop(b, _i64(0), _i64(width), lambda j: _loop(
-                        b, _i64(0), kc, lambda p: put(p, j, get(p, j, _i64(1), lane_stride)),
-                        "qp"), "qj")
-                with general:
-                    def step(p):
-                        def lane(j):
-                            inside = b.icmp_signed("<", j, lanes)
-                            value = get(p, b.select(inside, j, _i64(0)), step_stride,
-                                        lane_stride)
-                            put(p, j, b.select(inside, value, zero))
-                        _loop(b, _i64(0), _i64(width), lane, "gj")
-                    _loop(b, _i64(0), kc, step, "gp")
+            with b.if_else(b.and_(full, steps_in_order)) as (strided, partial):
+                with strided:
+                    _loop(b, _i64(0), kc, columns_copy, "qp")
+                with partial:
+                    _loop(b, _i64(0), kc, general, "gp")
+    b.ret_void()
+    return fn
 
 
 # --- loading and the switch ----------------------------------------------------------------
 
-_routines: dict = {}
+_log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_libraries: list = []
+_routines: dict[str, int] = {}  # letter -> the address programs bind now (0: none)
+_quick: set[str] = set()  # letters whose routine is the quick build (``address``)
+_bound: dict[str, list] = {}  # letter -> (weak library, slot) bound to the quick build
+_pending: list = []  # (``take_pending``)
+_libraries: list = []  # (keeps the code loaded)
 
 
 def address(letter: str) -> int:
-    """The address of the compiled ``ember_gemm_{letter}`` (0 where it cannot be made)."""
-    from ember.backends.cpu import native_lib
+    """The address of ``ember_gemm_{letter}`` as programs should bind it now (0 where it
+    cannot be made): the optimized build from the disk cache, else a quick build made now
+    and the optimized one left to ``take_pending``'s caller (``bind``)."""
+    found = _routines.get(letter)
+    if found is not None:
+        return found
+    with _lock:
+        if letter not in _routines:
+            try:
+                _routines[letter] = _load(letter) or 0
+            except Exception as e:  # noqa: BLE001 - the products stay with BLAS
+                _log.debug("no native gemm %s: %s", letter, e)
+                _routines[letter] = 0
+    return _routines[letter]
 
-    def load():
-        from ember.backends.cpu import _shared_libraries_enabled, _source_stamp
-        dtype = np.float32 if letter == "s" else np.float64
-        lib = native_lib.load_or_build(f"ember-gemm:{symbol(letter)}:{_source_stamp()}",
-                                       lambda: gemm_ir(dtype), 3,
-                                       _shared_libraries_enabled())
+
+def bind(letter: str, slot: int, lib) -> bool:
+    """Stores the routine's address into the pointer at ``slot`` (a global of ``lib``'s
+    code, ``executable._bind_gemm``); False where there is no routine. A slot bound to the
+    quick build is rewritten with the optimized one's address once that is built: the same
+    bits, so a program in the middle of its calls only gets faster."""
+    from ember.backends.cpu.executable import _ffi
+    if not address(letter):
+        return False
+    with _lock:
+        _ffi.cast("void**", slot)[0] = _ffi.cast("void*", _routines[letter])
+        if letter in _quick:
+            _bound.setdefault(letter, []).append((weakref.ref(lib), slot))
+    return True
+
+
+def load_if_cached() -> None:
+    """Loads the float32 routine now if products will take it (``mode``) and the disk
+    cache has it, leaving a missing one to its first use: ``import ember`` calls this
+    (``backends.cpu.preload``)."""
+    if mode() != "native" or "s" in _routines:
+        return
+    with _lock:
+        if "s" not in _routines:
+            try:
+                found = _load("s", build=False)
+            except Exception:  # noqa: BLE001 - the first use builds it (or logs why not)
+                found = None
+            if found:
+                _routines["s"] = found
+
+
+def compiled(letter: str, opt_level: int):
+    """``ember_gemm_{letter}`` compiled now at ``opt_level`` (code generation only) and
+    loaded through MCJIT: ``(library, address)``."""
+    from ember.backends.cpu import llvm_support
+    text = gemm_ir(np.float32 if letter == "s" else np.float64)
+    lib = llvm_support.LoadedObject(
+        llvm_support.compile_ir(text, opt_level=opt_level, ir_passes=False).object_code)
+    return lib, lib.address(symbol(letter))
+
+
+def _load(letter: str, build: bool = True) -> int | None:
+    """(Under ``_lock``.) The optimized routine's address from the disk cache; else, with
+    ``build``, a quick build's (code generation at O0: ~10 ms instead of ~50, the code ~5x
+    slower, the same bits), leaving the optimized build, which goes into the disk cache and
+    then replaces it (``bind``), to ``take_pending``'s caller."""
+    from ember.backends.cpu import _shared_libraries_enabled, native_lib
+    name = f"ember-gemm:{symbol(letter)}:{_code_stamp()}"
+    shared = _shared_libraries_enabled()
+    dtype = np.float32 if letter == "s" else np.float64
+    lib = native_lib.load_or_build(name, lambda: gemm_ir(dtype), 3, shared, build=False,
+                                   ir_passes=False)
+    if lib is not None:
         _libraries.append(lib)
         return lib.address(symbol(letter))
-    return native_lib.load_once(_routines, _lock, letter, load, "gemm") or 0
+    if not build:
+        return None
+    lib, found = compiled(letter, 0)
+    _libraries.append(lib)
+    _quick.add(letter)
+    _pending.append(lambda: _build_optimized(letter, name, shared))
+    return found
+
+
+def _build_optimized(letter: str, name: str, shared: bool) -> None:
+    """Compiles the optimized routine into the disk cache, loads it, and rebinds every
+    slot bound to the quick build (``_load``'s background work)."""
+    from ember.backends.cpu import native_lib
+    from ember.backends.cpu.executable import _ffi
+    dtype = np.float32 if letter == "s" else np.float64
+    try:
+        lib = native_lib.load_or_build(name, lambda: gemm_ir(dtype), 3, shared,
+                                       ir_passes=False)
+        found = lib.address(symbol(letter))
+    except Exception as e:  # noqa: BLE001 - the quick build keeps working
+        _log.debug("no optimized native gemm %s: %s", letter, e)
+        return
+    with _lock:
+        _libraries.append(lib)
+        _routines[letter] = found
+        _quick.discard(letter)
+        for ref, slot in _bound.pop(letter, []):
+            owner = ref()
+            if owner is not None:  # (its code is still loaded: the slot is there)
+                _ffi.cast("void**", slot)[0] = _ffi.cast("void*", found)
+
+
+@functools.cache
+def _code_stamp() -> str:
+    """A digest of the sources the routine's code depends on (this module's generator and
+    ``llvm_support``'s compile settings): its cache entry survives edits elsewhere in the
+    backend, which would otherwise rebuild it in the next process."""
+    import hashlib
+
+    from ember.backends.cpu import llvm_support
+    digest = hashlib.sha256()
+    for path in (__file__, llvm_support.__file__):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()[:24]
+
+
+def take_pending() -> list:
+    """The background work ``_load`` left (the optimized build), handed over once: the
+    backend starts it with a program's other background work, after the program's first
+    run (started at once, its compile held LLVM's lock while the program's own code was
+    being loaded: a cold MLP step's first result 160 -> 230 ms)."""
+    with _lock:
+        work, _pending[:] = list(_pending), []
+    return work
 
 
 def takes(gemm: tuple) -> bool:

@@ -180,7 +180,7 @@ class CompiledArtifact:
 
 def compile_ir(ir_text: str, want_text: bool = False, opt_level: int = 3,
                shared_library: bool = False,
-               flush_denormals: bool | None = None) -> CompiledArtifact:
+               flush_denormals: bool | None = None, ir_passes: bool = True) -> CompiledArtifact:
     """Parses, verifies and optimizes ``ir_text`` for the host, returning object code.
 
     ``opt_level`` 3 runs the O3 pipeline (loops vectorize); 0 skips IR optimization and uses
@@ -190,7 +190,9 @@ def compile_ir(ir_text: str, want_text: bool = False, opt_level: int = 3,
     into a shared library instead of loaded by MCJIT (see ``_target_machine``).
     ``flush_denormals``: the module's external functions run with denormals flushed to zero,
     as XLA's code does (``denormals.flush_denormals``); None: as the switch
-    ``EMBER_CPU_FLUSH_DENORMALS`` says (off by default).
+    ``EMBER_CPU_FLUSH_DENORMALS`` says (off by default). ``ir_passes`` False skips the IR
+    pipeline but generates code at ``opt_level`` (instruction selection, register
+    allocation): for IR written as it should run (``gemm_kernel``'s explicit vectors).
     """
     _init()
     if denormals.enabled() if flush_denormals is None else flush_denormals:
@@ -201,7 +203,7 @@ def compile_ir(ir_text: str, want_text: bool = False, opt_level: int = 3,
         mod.triple = target_triple()
         mod.data_layout = str(tm.target_data)
         mod.verify()
-        if opt_level > 0:
+        if opt_level > 0 and ir_passes:
             pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
             pto.loop_vectorization = True
             pto.slp_vectorization = True

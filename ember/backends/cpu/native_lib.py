@@ -150,12 +150,14 @@ def link_shared(object_code: bytes) -> bytes | None:
             return f.read()
 
 
-def build_library(ir_text: str, opt_level: int, directory: str | None) -> bytes | None:
+def build_library(ir_text: str, opt_level: int, directory: str | None,
+                  ir_passes: bool = True) -> bytes | None:
     """``ir_text`` compiled for a shared library (position-independent; imports llvmlite),
-    linked, and checked to load from ``directory``; None if any step fails."""
+    linked, and checked to load from ``directory``; None if any step fails. (``ir_passes``:
+    as ``llvm_support.compile_ir``'s.)"""
     from ember.backends.cpu import llvm_support
-    object_code = llvm_support.compile_ir(ir_text, opt_level=opt_level,
-                                          shared_library=True).object_code
+    object_code = llvm_support.compile_ir(ir_text, opt_level=opt_level, shared_library=True,
+                                          ir_passes=ir_passes).object_code
     so = link_shared(object_code)
     if so is None or not can_load(so, directory):
         return None
@@ -163,7 +165,7 @@ def build_library(ir_text: str, opt_level: int, directory: str | None) -> bytes 
 
 
 def load_or_build(name: str, ir_text: Callable[[], str], opt_level: int, shared: bool,
-                  build: bool = True):
+                  build: bool = True, ir_passes: bool = True):
     """Code compiled once per machine: from the disk cache entry of ``name`` (a key naming
     the code and what it depends on), else compiled from ``ir_text()`` and stored there. A
     shared library (``NativeLibrary``) when ``shared`` and linking works, else object code
@@ -186,13 +188,14 @@ def load_or_build(name: str, ir_text: Callable[[], str], opt_level: int, shared:
     if not build:
         return None
     if shared:
-        code = build_library(ir_text(), opt_level, directory)
+        code = build_library(ir_text(), opt_level, directory, ir_passes)
         if code is not None:
             if cache is not None:
                 cache.store(key, code)
             return NativeLibrary(code, directory)
     from ember.backends.cpu import llvm_support
-    code = llvm_support.compile_ir(ir_text(), opt_level=opt_level).object_code
+    code = llvm_support.compile_ir(ir_text(), opt_level=opt_level,
+                                   ir_passes=ir_passes).object_code
     if cache is not None and not shared:
         cache.store(key, code)
     return llvm_support.LoadedObject(code)

@@ -256,3 +256,67 @@ def test_a_train_step_runs_as_one_native_call_with_python_steppings_bits(monkeyp
 def _log_softmax(logits):
     shifted = logits - logits.max(axis=1, keepdims=True)
     return shifted - jnp.log(jnp.exp(shifted).sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_quick_build_has_the_optimized_builds_bits(dtype):
+    letter = "s" if dtype == np.float32 else "d"
+    c = "float" if letter == "s" else "double"
+    signature = (f"void(*)(int, int, int, int64_t, int64_t, int64_t, {c}, {c}*, int64_t, "
+                 f"{c}*, int64_t, {c}, {c}*, int64_t)")
+    builds = [gemm_kernel.compiled(letter, level) for level in (0, 3)]
+    for m, n, k in [(15, 33, 257), (128, 96, 300), (3, 40, 7)]:
+        for trans_a, trans_b in ((False, False), (True, True)):
+            a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
+            b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
+            outs = []
+            for _, address in builds:
+                out = np.empty((m, n), dtype)
+                _ffi.cast(signature, address)(
+                    ROW, TRANS if trans_a else NO, TRANS if trans_b else NO, m, n, k, 1.0,
+                    _ptr(a), a.shape[1], _ptr(b), b.shape[1], 0.0, _ptr(out), n)
+                outs.append(out)
+            np.testing.assert_array_equal(outs[0], outs[1])
+
+
+REBIND_PROGRAM = """
+import json, numpy as np, ember
+from ember.backends import get_backend
+from ember.backends.cpu import gemm_kernel, executable
+a = np.random.default_rng(0).standard_normal((256, 300)).astype(np.float32)
+b = np.random.default_rng(1).standard_normal((300, 200)).astype(np.float32)
+f = ember.jit(lambda a, b: a @ b)
+first = np.asarray(f(a, b))
+quick = sorted(gemm_kernel._quick)
+bound = [slot for _, slot in gemm_kernel._bound.get("s", [])]
+before = [executable._ffi.cast("void**", s)[0] for s in bound]
+get_backend("cpu").wait_for_background()
+after = [executable._ffi.cast("void**", s)[0] for s in bound]
+print(json.dumps({"quick": quick, "quick_after": sorted(gemm_kernel._quick),
+                  "slots": len(bound),
+                  "rebound": all(x != y for x, y in zip(before, after)),
+                  "optimized": all(int(executable._ffi.cast("intptr_t", y))
+                                   == gemm_kernel.address("s") for y in after),
+                  "same": bool((np.asarray(f(a, b)) == first).all()),
+                  "close": bool(np.allclose(first, a.astype(float) @ b, atol=1e-3))}))
+"""
+
+
+def test_a_cold_process_runs_the_quick_build_then_rebinds_to_the_optimized(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_CPU_GEMM="native")
+    out = subprocess.run([sys.executable, "-c", REBIND_PROGRAM], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"quick": ["s"], "quick_after": [], "slots": got["slots"], "rebound": True,
+                   "optimized": True, "same": True, "close": True}
+    assert got["slots"] >= 1
+    # a second process loads the optimized build from the disk cache at once
+    out = subprocess.run([sys.executable, "-c", REBIND_PROGRAM], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1])["quick"] == []
