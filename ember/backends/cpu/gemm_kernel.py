@@ -17,10 +17,20 @@ output in order of ``k``. So a product split into row or column blocks across th
 (``executable.gemm_split``) gives the same bits as one call, on any number of threads.
 
 The entry point has CBLAS's signature and meaning (``cblas_{s,d}gemm`` with 64-bit
-integers: order, transposes, ``M, N, K, alpha, A, lda, B, ldb, beta, C, ldc``; ``C`` is
-not read where ``beta`` is zero), so the native code of a program calls it through the
-same slot as BLAS's (``executable._bind_gemm``). It is compiled once per machine and dtype
-and kept in the disk cache (``native_lib.load_or_build``).
+integers: order, transposes, ``M, N, K, alpha, A, lda, B, ldb, beta, C, ldc``; ``C``'s
+values are not used where ``beta`` is zero), so the native code of a program calls it
+through the same kind of slot as BLAS's (``executable._bind_gemm``, ``bind``). Where the
+packing buffers cannot be allocated, a call computes element by element with the same
+arithmetic.
+
+The IR is written as the code should run (explicit vectors, unrolled copies) and compiled
+without LLVM's IR passes, which took ~1 s over it for nothing measurable; code generation
+takes ~50 ms. It is compiled once per machine and kept in the disk cache, keyed by this
+module's and ``llvm_support``'s sources. A process that finds no cache entry binds a quick
+build (code generation at O0: ~10 ms, the code ~5x slower, the same bits) and builds the
+optimized one after its program's first run, as tiered programs do, then rewrites the
+slots bound to the quick one (a cold MLP train step's first result: ~70 ms of compile
+instead of ~100 added to ~90).
 """
 
 from __future__ import annotations
@@ -75,8 +85,10 @@ def tile(dtype: np.dtype) -> tuple[int, int, int]:
     return mr, nv, vector_bytes // np.dtype(dtype).itemsize
 
 
-def gemm_ir(dtype: np.dtype) -> str:
-    """The LLVM IR of ``ember_gemm_{s,d}`` for ``dtype`` (float32 or float64)."""
+def gemm_ir(dtype: np.dtype, unpacked: bool = False) -> str:
+    """The LLVM IR of ``ember_gemm_{s,d}`` for ``dtype`` (float32 or float64); with
+    ``unpacked``, every call takes the path of a call whose packing buffers could not be
+    allocated (for tests: it must give the same bits)."""
     from llvmlite import ir
 
     dtype = np.dtype(dtype)
@@ -87,7 +99,7 @@ def gemm_ir(dtype: np.dtype) -> str:
     edge_store = _emit_edge_store(module, fty, nv * w, letter)
     micros = [_emit_micro(module, fty, rows, mr, nv, w, letter, edge_store)
               for rows in (mr // 2, mr)]
-    _emit_entry(module, fty, mr, nv, w, micros, letter)
+    _emit_entry(module, fty, mr, nv, w, micros, letter, unpacked)
     return str(module)
 
 
@@ -135,8 +147,10 @@ def _emit_micro(module, fty, mr: int, stride: int, nv: int, w: int, letter: str,
     """``void micro(i64 kc, T* ap, T* bp, T* c, i64 ldc, i64 rows, i64 cols, T alpha,
     T scale, i1 read)``: the ``mr x nv*w`` products of the first ``mr`` rows of a packed A
     panel (``kc`` steps of ``stride``) and a packed B panel (``kc`` steps of ``nv*w``),
-    then ``rows x cols`` of them written to ``c`` as ``alpha * acc + scale * c`` (``c``
-    read only where ``read``). A panel's last rows, when at most half of ``stride``, take
+    then ``rows x cols`` of them written to ``c`` as ``alpha * acc + scale * c`` (``c``'s
+    values taken as zeros where not ``read``: BLAS does not read C where beta is zero, which
+    may hold NaNs, and ``0 * NaN`` is NaN). A panel's last rows, when at most half of
+    ``stride``, take
     the kernel of half the rows (fewer multiply-adds of zero rows; each row's sums are its
     own, so the bits are the same either way)."""
     from llvmlite import ir
@@ -195,19 +209,14 @@ def _emit_micro(module, fty, mr: int, stride: int, nv: int, w: int, letter: str,
                               undef, mask)
     full = b.and_(b.icmp_signed("==", rows, _i64(mr)), b.icmp_signed("==", cols, _i64(nr)))
     with b.if_else(full) as (whole, edge):
-        with whole:  # (C's old values, or zeros where it is not to be read)
-            with b.if_then(b.not_(read)):
-                for r in range(mr):
-                    crow = b.gep(c, [b.mul(_i64(r), ldc)], inbounds=True)
-                    for v in range(nv):
-                        p = b.bitcast(b.gep(crow, [_i64(v * w)], inbounds=True), vptr)
-                        b.store(zero, p, align=4)
+        with whole:  # (``_combine``'s arithmetic, a vector at a time)
             for r in range(mr):
                 crow = b.gep(c, [b.mul(_i64(r), ldc)], inbounds=True)
                 for v in range(nv):
                     p = b.bitcast(b.gep(crow, [_i64(v * w)], inbounds=True), vptr)
-                    out = b.fadd(b.fmul(valpha, acc[r][v]), b.fmul(vscale, b.load(p, align=4)))
-                    b.store(out, p, align=4)
+                    old = b.select(read, b.load(p, align=4), zero)
+                    b.store(b.fadd(b.fmul(valpha, acc[r][v]), b.fmul(vscale, old)), p,
+                            align=4)
         with edge:  # (a tile past the matrix's last row or column: through the stack)
             tp = b.bitcast(tile_slot, ptr)
             for r in range(mr):
@@ -221,8 +230,9 @@ def _emit_micro(module, fty, mr: int, stride: int, nv: int, w: int, letter: str,
 
 def _emit_edge_store(module, fty, nr: int, letter: str):
     """``void edge(T* tile, T* c, i64 ldc, i64 rows, i64 cols, T scale, i1 read)``: the
-    first ``rows x cols`` of a row-major tile ``nr`` wide added to ``c`` as
-    ``tile + scale * c`` (``c`` read only where ``read``), one element at a time."""
+    first ``rows x cols`` of a row-major tile ``nr`` wide (``alpha * acc``) added to ``c``
+    as ``tile + scale * c`` (``c``'s values ignored where not ``read``), one element at a
+    time: the full tiles' arithmetic, so an element's bits do not depend on its tile."""
     from llvmlite import ir
     i64, i1 = ir.IntType(64), ir.IntType(1)
     ptr = fty.as_pointer()
@@ -240,11 +250,8 @@ def _emit_edge_store(module, fty, nr: int, letter: str):
         def col(j):
             out = b.load(b.gep(trow, [j], inbounds=True))
             p = b.gep(crow, [j], inbounds=True)
-            with b.if_else(read) as (old, fresh):
-                with old:
-                    b.store(b.fadd(out, b.fmul(scale, b.load(p))), p)
-                with fresh:
-                    b.store(out, p)
+            old = b.select(read, b.load(p), ir.Constant(fty, 0.0))
+            b.store(b.fadd(out, b.fmul(scale, old)), p)
         _loop(b, _i64(0), cols, col, "j")
     _loop(b, _i64(0), rows, row, "r")
     b.ret_void()
@@ -253,7 +260,8 @@ def _emit_edge_store(module, fty, nr: int, letter: str):
 
 # --- packing and the blocked loops ---------------------------------------------------------
 
-def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str) -> None:
+def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str,
+                unpacked: bool = False) -> None:
     """The CBLAS entry point (see the module docstring); ``micros``: the micro-kernels of
     ``mr // 2`` and ``mr`` rows (``_emit_micro``)."""
     from llvmlite import ir
@@ -310,6 +318,16 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str) -> N
     bp = b.bitcast(b.call(malloc, [b.mul(b.mul(b_cols, depth), _i64(itemsize))]), ptr)
     beta_zero = b.fcmp_ordered("==", beta, zero)
     one_f = ir.Constant(fty, 1.0)
+    no_memory = b.or_(b.icmp_unsigned("==", ap, ir.Constant(ptr, None)),
+                      b.icmp_unsigned("==", bp, ir.Constant(ptr, None)))
+    if unpacked:
+        no_memory = ir.Constant(ir.IntType(1), 1)
+    with b.if_then(no_memory):  # (element by element, in the same order: the same bits)
+        b.call(free, [b.bitcast(ap, i8.as_pointer())])
+        b.call(free, [b.bitcast(bp, i8.as_pointer())])
+        _emit_unpacked(b, module, fty, m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta,
+                       beta_zero, c, ldc)
+        b.ret_void()
 
     def column_block(jc):
         nc = _min(b, _i64(NC), b.sub(n, jc))
@@ -349,6 +367,41 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str) -> N
     b.call(free, [b.bitcast(ap, i8.as_pointer())])
     b.call(free, [b.bitcast(bp, i8.as_pointer())])
     b.ret_void()
+
+
+def _emit_unpacked(b, module, fty, m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta,
+                   beta_zero, c, ldc) -> None:
+    """The product one element at a time, with the micro-kernel's arithmetic (``KC``
+    products at a time from zero by fused multiply-adds, then ``alpha * acc + scale * c``),
+    for a call whose packing buffers could not be allocated."""
+    from llvmlite import ir
+    fma = _declare(module, f"llvm.fma.{fty.intrinsic_name}", ir.FunctionType(
+        fty, [fty, fty, fty]))
+    zero, one = ir.Constant(fty, 0.0), ir.Constant(fty, 1.0)
+    acc_slot = b.alloca(fty)
+
+    def element(i, j):
+        p_c = b.gep(c, [b.add(b.mul(i, ldc), j)], inbounds=True)
+
+        def depth_block(pc):
+            kc = _min(b, _i64(KC), b.sub(k, pc))
+            b.store(zero, acc_slot)
+
+            def step(p):
+                x = b.load(b.gep(a, [b.add(b.mul(i, sai), b.mul(b.add(pc, p), sak))],
+                                 inbounds=True))
+                y = b.load(b.gep(bm, [b.add(b.mul(b.add(pc, p), sbk), b.mul(j, sbj))],
+                                 inbounds=True))
+                b.store(b.call(fma, [x, y, b.load(acc_slot)]), acc_slot)
+            _loop(b, _i64(0), kc, step, "up")
+            first = b.icmp_signed("==", pc, _i64(0))
+            read = b.not_(b.and_(first, beta_zero))
+            old = b.select(read, b.load(p_c), zero)
+            scale = b.select(first, beta, one)
+            b.store(b.fadd(b.fmul(alpha, b.load(acc_slot)), b.fmul(scale, old)), p_c)
+        _loop(b, _i64(0), k, depth_block, "upc", _i64(KC))
+    _loop(b, _i64(0), m, lambda i: _loop(b, _i64(0), n, lambda j: element(i, j), "uj"),
+          "ui")
 
 
 def _pack_b(b, pack, bp, bm, sbk, sbj, pc, jc, kc, nc, nr: int) -> None:
@@ -506,11 +559,11 @@ def load_if_cached() -> None:
                 _routines["s"] = found
 
 
-def compiled(letter: str, opt_level: int):
+def compiled(letter: str, opt_level: int, unpacked: bool = False):
     """``ember_gemm_{letter}`` compiled now at ``opt_level`` (code generation only) and
-    loaded through MCJIT: ``(library, address)``."""
+    loaded through MCJIT: ``(library, address)`` (``unpacked``: as ``gemm_ir``'s)."""
     from ember.backends.cpu import llvm_support
-    text = gemm_ir(np.float32 if letter == "s" else np.float64)
+    text = gemm_ir(np.float32 if letter == "s" else np.float64, unpacked)
     lib = llvm_support.LoadedObject(
         llvm_support.compile_ir(text, opt_level=opt_level, ir_passes=False).object_code)
     return lib, lib.address(symbol(letter))

@@ -259,13 +259,16 @@ def _log_softmax(logits):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_quick_build_has_the_optimized_builds_bits(dtype):
+def test_quick_optimized_and_unpacked_builds_have_the_same_bits(dtype):
+    # (the quick build runs first in a cold process; the unpacked path where the packing
+    # buffers cannot be allocated)
     letter = "s" if dtype == np.float32 else "d"
     c = "float" if letter == "s" else "double"
     signature = (f"void(*)(int, int, int, int64_t, int64_t, int64_t, {c}, {c}*, int64_t, "
                  f"{c}*, int64_t, {c}, {c}*, int64_t)")
     builds = [gemm_kernel.compiled(letter, level) for level in (0, 3)]
-    for m, n, k in [(15, 33, 257), (128, 96, 300), (3, 40, 7)]:
+    builds.append(gemm_kernel.compiled(letter, 3, unpacked=True))
+    for m, n, k in [(15, 33, 257), (128, 96, 600), (3, 40, 7)]:
         for trans_a, trans_b in ((False, False), (True, True)):
             a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
             b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
@@ -277,6 +280,7 @@ def test_the_quick_build_has_the_optimized_builds_bits(dtype):
                     _ptr(a), a.shape[1], _ptr(b), b.shape[1], 0.0, _ptr(out), n)
                 outs.append(out)
             np.testing.assert_array_equal(outs[0], outs[1])
+            np.testing.assert_array_equal(outs[2], outs[1])
 
 
 REBIND_PROGRAM = """
