@@ -478,8 +478,9 @@ def _emit_pack(module, fty, letter: str, width: int, w: int):
     def columns_copy(p):
         s_row, d_row = at(src, p), at(dst, b.mul(p, _i64(width)))
         for j in range(width):  # (unrolled: ~10% faster packing than a loop)
+            if j:
+                s_row = at(s_row, lane_stride)
             b.store(b.load(s_row), at(d_row, _i64(j)))
-            s_row = at(s_row, lane_stride)
 
     def general(p):
         def lane(j):
