@@ -133,9 +133,8 @@ def _loop(b, lo, hi, body, name: str = "i", step=None) -> None:
 
 
 def _declare(module, name: str, fnty):
-    """The declaration of intrinsic ``name`` in ``module``, added at its first use."""
-    from llvmlite import ir
-    return module.globals.get(name) or ir.Function(module, fnty, name)
+    from ember.backends.cpu.vecmath import _intrinsic  # (vecmath's: one way to declare)
+    return _intrinsic(module, name, fnty)
 
 
 def _min(b, x, y):
