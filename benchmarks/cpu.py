@@ -136,12 +136,21 @@ def _settle() -> None:
         getattr(backend, "wait_for_background", lambda: None)()
 
 
+# Seconds between two batches of ``median_times``: longer than OpenBLAS's threads spin
+# after a call (2^28 cycles of the time-stamp counter, ~0.1 s at 2.5-3 GHz) before they
+# sleep. Without the pause, the batch right after NumPy's shared a core with a spinning BLAS
+# thread for its first ~0.1 s: on the 2-core VM the MLP step of whichever engine came next
+# (ember's or JAX's) ran 1.5-2x slower then.
+QUIET_SECONDS = 0.2
+
+
 def median_times(fns: dict[str, Callable[[], Any]], repeats: int,
                  min_seconds: float) -> dict[str, float]:
     """Median seconds per call of each of ``fns`` over ``repeats`` batches of at least
     ``min_seconds``. The batches are interleaved (one of each function per round), so a
     slow spell of the machine (this is a shared 2-core VM) hits every engine alike and the
-    ratios stay meaningful."""
+    ratios stay meaningful; each starts ``QUIET_SECONDS`` after the one before, so that no
+    engine's batch runs beside another's idle threads."""
     for fn in fns.values():
         fn()  # warm up (compiles under jit)
     _settle()
@@ -150,6 +159,7 @@ def median_times(fns: dict[str, Callable[[], Any]], repeats: int,
     for _ in range(repeats):
         for name, fn in fns.items():
             number = numbers[name]
+            time.sleep(QUIET_SECONDS)
             start = time.perf_counter()
             for _ in range(number):
                 fn()

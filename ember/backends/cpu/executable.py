@@ -489,15 +489,18 @@ class _GemmTasks:
     """A ``DotPlan``'s native ``gemm`` tasks (``gemm_split``): on the parallel runtime when
     ``threaded`` (a batch of products with more work than one thread does well), else one
     after another; under ``one_blas_thread`` when ``one_thread`` (always, but for a small
-    product of a program whose steps function calls BLAS on its threads)."""
+    product of a program whose steps function calls BLAS on its threads). ``gemm``: the
+    layout (ember's own ``gemm``: a batch runs one task per thread, one matrix as one call
+    of the split entry, ``split_gemm``, given the runtime or not)."""
 
-    __slots__ = ("fn", "units", "tasks", "threaded", "one_thread", "per_thread")
+    __slots__ = ("fn", "units", "tasks", "threaded", "one_thread", "per_thread", "split")
 
-    def __init__(self, fn, units: int, tasks: int, threaded: bool, one_thread: bool = True,
-                 per_thread: bool = False):
-        self.fn, self.units, self.tasks = fn, units, tasks
-        self.per_thread = per_thread  # (ember's own gemm: one task per thread)
-        self.threaded = threaded and (units if per_thread else tasks) > 1
+    def __init__(self, fn, gemm: tuple, threaded: bool, one_thread: bool = True):
+        self.fn = fn
+        _, self.units, self.tasks = gemm_split(gemm)
+        self.per_thread = native_gemm(gemm)
+        self.split = split_gemm(gemm)
+        self.threaded = threaded and (self.units if self.per_thread else self.tasks) > 1
         self.one_thread = one_thread
 
 
@@ -642,9 +645,8 @@ class CpuExecutable:
                 name = gemm_task_name(prefix, step.gemm)
                 large = blas_threads_pay(step.gemm)
                 out.append((step, _GemmTasks(_ffi.cast(_KERNEL_SIG, lib.address(name)),
-                                             *gemm_split(step.gemm)[1:], large,
-                                             not (blas_threads and not large),
-                                             native_gemm(step.gemm))))
+                                             step.gemm, large,
+                                             not (blas_threads and not large))))
             elif t is DotPlan:
                 out.append((step, _dot_plan(step.inst)))
             elif t is CopyPlan or t is UpdatePlan:
@@ -1131,10 +1133,16 @@ class CpuExecutable:
             blas_stall_guard.run(step.gemm, lambda: plan(a, b, c))
             return
         if type(plan) is _GemmTasks:
-            bufs = _ffi.new("char*[]", [self._pointer(r, args, outs, arena_ptr, values)
-                                        for r in (*step.inputs, step.output)])
+            ptrs = [self._pointer(r, args, outs, arena_ptr, values)
+                    for r in (*step.inputs, step.output)]
             units, tasks = plan.units, plan.tasks
             runtime = parallel_runtime.ready() if plan.threaded else None
+            if plan.split:  # (the runtime and its size: ``program._gemm_buffers``)
+                ptrs += ([runtime.run_address, _ffi.cast("char*", runtime.size)]
+                         if runtime is not None else [_ffi.NULL, _ffi.cast("char*", 1)])
+                plan.fn(_ffi.new("char*[]", ptrs), 0, units)
+                return
+            bufs = _ffi.new("char*[]", ptrs)
             with one_blas_thread if plan.one_thread else _NO_REGION:
                 if runtime is not None:
                     if plan.per_thread:
@@ -1282,11 +1290,12 @@ _blas_addresses: dict[str, int] = {}
 def blas_address(routine: str) -> int:
     """The address of the process's 64-bit-integer CBLAS ``routine`` (``sgemm``, ``dgemv``...;
     0 if none is loaded): from the BLAS libraries mapped in (NumPy's, loaded with NumPy);
-    for ``{s,d}gemm_ember``, ember's own (``gemm_kernel``, the same signature)."""
+    for ``{s,d}gemm_ember``, ember's own (``gemm_kernel``, the same signature), and for
+    ``{s,d}gemm_ember_split`` its split entry (``called_routine``)."""
     if routine in _blas_addresses:
         return _blas_addresses[routine]
-    if routine.endswith(gemm_kernel.ROUTINE_SUFFIX):  # (not kept: a quick build's changes)
-        return gemm_kernel.address(routine[0])
+    if gemm_kernel.ROUTINE_SUFFIX in routine:  # (not kept: a quick build's changes)
+        return gemm_kernel.address(routine[0], routine.endswith(SPLIT_SUFFIX))
     import _ctypes
     addr = 0
     for path in blas_paths():
@@ -1322,9 +1331,9 @@ def gemm_split(gemm: tuple) -> tuple[bool, int, int]:
     ``units``: each matrix's ``GEMM_TASK_UNIT`` rows if ``by_rows``, else columns (a matrix's
     last unit may be shorter), matrix after matrix.
 
-    ember's own ``gemm`` (``native_gemm``) gives the same bits for any cut, and each task
-    packs its share of the other operand again: it is one task run alone, one task per
-    thread on the parallel runtime (``tasks`` 1 here)."""
+    ember's own ``gemm`` (``native_gemm``) gives the same bits for any cut: ``tasks`` is 1
+    here; one matrix is one call of its split entry, which makes its own tasks on the
+    parallel runtime (``split_gemm``), and a batch runs one task per thread."""
     m, n, batch = gemm[3], gemm[4], gemm[8]
     by_rows = m > n
     units = -(-(m if by_rows else n) // GEMM_TASK_UNIT) * batch
@@ -1337,6 +1346,23 @@ def gemm_split(gemm: tuple) -> tuple[bool, int, int]:
 def native_gemm(gemm: tuple) -> bool:
     """Whether a ``gemm`` layout's products call ember's own ``gemm`` (``gemm_kernel``)."""
     return blas_routine(gemm).endswith(gemm_kernel.ROUTINE_SUFFIX)
+
+
+def split_gemm(gemm: tuple) -> bool:
+    """Whether a ``gemm`` layout's product is one call of ember's own ``gemm``'s split
+    entry (``gemm_kernel.split_symbol``: one matrix), which runs it as tasks on the parallel
+    runtime itself, sharing one packing of the operand it does not cut."""
+    return gemm[8] == 1 and native_gemm(gemm)
+
+
+# The name of the split entry of ember's own ``gemm`` (``called_routine``).
+SPLIT_SUFFIX = "_split"
+
+
+def called_routine(gemm: tuple) -> str:
+    """The routine the native code of a ``gemm`` layout's products calls:
+    ``blas_routine``'s, or ``{s,d}gemm_ember_split`` (``split_gemm``)."""
+    return blas_routine(gemm) + (SPLIT_SUFFIX if split_gemm(gemm) else "")
 
 
 def gemm_products(gemm: tuple) -> int:
@@ -1437,7 +1463,7 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
     Code that calls no routine of a kind has no global for it: a program stepped from
     Python whose products all run on BLAS's threads (``whole_gemm``, through cffi there,
     ``_WholeGemm``) has none."""
-    routines = {blas_routine(s.gemm) for s in nested_steps(plan.steps)
+    routines = {called_routine(s.gemm) for s in nested_steps(plan.steps)
                 if type(s) is DotPlan and s.gemm is not None}
     if any(not blas_address(routine) for routine in routines):
         return False
@@ -1447,8 +1473,8 @@ def _bind_gemm(plan: RunPlan, lib) -> bool:
             address = lib.global_address(blas_global(prefix, routine))
         except ValueError:
             continue
-        if routine.endswith(gemm_kernel.ROUTINE_SUFFIX):
-            gemm_kernel.bind(routine[0], address, lib)  # (rebound once optimized)
+        if gemm_kernel.ROUTINE_SUFFIX in routine:  # (rebound once optimized)
+            gemm_kernel.bind(routine[0], address, lib, routine.endswith(SPLIT_SUFFIX))
         else:
             _ffi.cast("void**", address)[0] = _ffi.cast("void*", blas_address(routine))
     return True

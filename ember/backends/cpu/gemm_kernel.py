@@ -14,7 +14,11 @@ host's widest vectors (14 x 32 float32 with AVX-512's 32 registers, 6 x 16 with 
 Every output element sums its products in the same order whatever block of the output a
 call computes: ``KC`` products at a time from zero, each block's total added to the
 output in order of ``k``. So a product split into row or column blocks across threads
-(``executable.gemm_split``) gives the same bits as one call, on any number of threads.
+gives the same bits as one call, on any number of threads. A second entry,
+``ember_gemm_{s,d}_split`` (``_emit_split``), takes the parallel runtime's ``run`` and
+thread count before CBLAS's arguments and runs one product as several tasks a thread,
+claimed as threads come free (a thread that shares its core takes fewer), after packing
+the operand it does not cut once for all of them.
 
 The entry point has CBLAS's signature and meaning (``cblas_{s,d}gemm`` with 64-bit
 integers: order, transposes, ``M, N, K, alpha, A, lda, B, ldb, beta, C, ldc``; ``C``'s
@@ -40,6 +44,7 @@ import logging
 import os
 import threading
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
@@ -70,10 +75,20 @@ ROUTINE_SUFFIX = "_ember"
 MIN_PRODUCTS = 1 << 20
 MIN_ROWS = 16
 MIN_COLUMNS = 64
+# The split entry (``_emit_split``) cuts a product into at most this many tasks a thread,
+# each of at least SPLIT_MIN_TASK_PRODUCTS multiply-adds (~3 us): a thread that shares its
+# core takes fewer of them.
+SPLIT_TASKS_PER_THREAD = 4
+SPLIT_MIN_TASK_PRODUCTS = 1 << 18
 
 
 def symbol(letter: str) -> str:
     return f"ember_gemm_{letter}"
+
+
+def split_symbol(letter: str) -> str:
+    """The entry that runs one product as tasks on the parallel runtime (``_emit_split``)."""
+    return f"ember_gemm_{letter}_split"
 
 
 def tile(dtype: np.dtype) -> tuple[int, int, int]:
@@ -100,7 +115,9 @@ def gemm_ir(dtype: np.dtype, unpacked: bool = False) -> str:
     edge_store = _emit_edge_store(module, fty, nv * w, letter)
     micros = [_emit_micro(module, fty, rows, mr, nv, w, letter, edge_store)
               for rows in (mr // 2, mr)]
-    _emit_entry(module, fty, mr, nv, w, micros, letter, unpacked)
+    packs = (_emit_pack(module, fty, letter, mr, w), _emit_pack(module, fty, letter, nv * w, w))
+    plain = _emit_entry(module, fty, mr, nv, w, micros, packs, letter, unpacked)
+    _emit_split(module, fty, mr, nv * w, micros, packs, plain, letter, unpacked)
     return str(module)
 
 
@@ -260,24 +277,31 @@ def _emit_edge_store(module, fty, nr: int, letter: str):
 
 # --- packing and the blocked loops ---------------------------------------------------------
 
-def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str,
-                unpacked: bool = False) -> None:
-    """The CBLAS entry point (see the module docstring); ``micros``: the micro-kernels of
-    ``mr // 2`` and ``mr`` rows (``_emit_micro``)."""
+class _Operands(NamedTuple):
+    """A call's product in row-major terms: ``C[i, j] = alpha * sum_p op(A)[i, p] op(B)[p, j]
+    + beta * C[i, j]`` with ``op(A)[i, p] = a[i * sai + p * sak]``, ``op(B)[p, j] = bm[p *
+    sbk + j * sbj]`` and ``C[i, j] = c[i * ldc + j]`` (IR values)."""
+    m: object
+    n: object
+    k: object
+    alpha: object
+    a: object
+    sai: object
+    sak: object
+    bm: object
+    sbk: object
+    sbj: object
+    beta: object
+    c: object
+    ldc: object
+
+
+def _row_major(b, args) -> _Operands:
+    """The ``_Operands`` of CBLAS arguments ``(order, ta, tb, m, n, k, alpha, a, lda, b,
+    ldb, beta, c, ldc)``."""
     from llvmlite import ir
-    i32, i64, i8 = ir.IntType(32), ir.IntType(64), ir.IntType(8)
-    ptr = fty.as_pointer()
-    itemsize = 4 if letter == "s" else 8
-    fn = ir.Function(module, ir.FunctionType(
-        ir.VoidType(), [i32, i32, i32, i64, i64, i64, fty, ptr, i64, ptr, i64, fty, ptr,
-                        i64]), symbol(letter))
-    order, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc = fn.args
-    malloc = ir.Function(module, ir.FunctionType(i8.as_pointer(), [i64]), "malloc")
-    free = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8.as_pointer()]), "free")
-    nr = nv * w
-    pack_a, pack_b = _emit_pack(module, fty, letter, mr, w), _emit_pack(module, fty, letter, nr, w)
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    zero = ir.Constant(fty, 0.0)
+    i32 = ir.IntType(32)
+    order, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc = args
     # column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: swap the operands
     col = b.icmp_signed("==", order, ir.Constant(i32, _CBLAS_COL_MAJOR))
     a, bm = b.select(col, bm, a), b.select(col, a, bm)
@@ -286,10 +310,88 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str,
     m, n = b.select(col, n, m), b.select(col, m, n)
     trans_a = b.icmp_signed("==", ta, ir.Constant(i32, _CBLAS_TRANS))
     trans_b = b.icmp_signed("==", tb, ir.Constant(i32, _CBLAS_TRANS))
-    # op(A)[i, p] = a[i * sai + p * sak]; op(B)[p, j] = bm[p * sbk + j * sbj]
     one = _i64(1)
     sai, sak = b.select(trans_a, one, lda), b.select(trans_a, lda, one)
     sbk, sbj = b.select(trans_b, one, ldb), b.select(trans_b, ldb, one)
+    return _Operands(m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta, c, ldc)
+
+
+def _cblas_type(fty):
+    from llvmlite import ir
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    ptr = fty.as_pointer()
+    return ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, fty, ptr, i64, ptr,
+                                           i64, fty, ptr, i64])
+
+
+def _allocators(module):
+    from llvmlite import ir
+    i8p = ir.IntType(8).as_pointer()
+    malloc = module.globals.get("malloc") or ir.Function(
+        module, ir.FunctionType(i8p, [ir.IntType(64)]), "malloc")
+    free = module.globals.get("free") or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [i8p]), "free")
+    return malloc, free
+
+
+def _round_up(b, value, unit: int):
+    return b.mul(b.sdiv(b.add(value, _i64(unit - 1)), _i64(unit)), _i64(unit))
+
+
+def _depth_pass(b, fty, ops: _Operands, pc):
+    """``(kc, scale, read)`` of the pass over products ``[pc, pc + KC)``: the first pass
+    adds ``beta * C`` (``C`` not read where beta is zero), later ones all of ``C``."""
+    from llvmlite import ir
+    kc = _min(b, _i64(KC), b.sub(ops.k, pc))
+    first = b.icmp_signed("==", pc, _i64(0))
+    beta_zero = b.fcmp_ordered("==", ops.beta, ir.Constant(fty, 0.0))
+    read = b.not_(b.and_(first, beta_zero))
+    return kc, b.select(first, ops.beta, ir.Constant(fty, 1.0)), read
+
+
+def _tiles(b, micros, mr: int, nr: int, ap, bp, c, ldc, rows, cols, kc, alpha, scale,
+           read) -> None:
+    """``C[:rows, :cols]`` (``c`` its first element) from a packed block of A (panels of
+    ``mr`` rows at ``ap + ir * kc``) and one of B (panels of ``nr`` columns at ``bp + jr *
+    kc``): the ``mr x nr`` tiles, a B panel's after one another (it stays in the level-1
+    cache while A's block streams from level 2)."""
+    half, whole = micros
+
+    def panel_col(jr):
+        tile_cols = _min(b, _i64(nr), b.sub(cols, jr))
+        bpanel = b.gep(bp, [b.mul(jr, kc)], inbounds=True)
+
+        def panel_row(ir_):
+            tile_rows = _min(b, _i64(mr), b.sub(rows, ir_))
+            apanel = b.gep(ap, [b.mul(ir_, kc)], inbounds=True)
+            ctile = b.gep(c, [b.add(b.mul(ir_, ldc), jr)], inbounds=True)
+            args = [kc, apanel, bpanel, ctile, ldc, tile_rows, tile_cols, alpha, scale, read]
+            with b.if_else(b.icmp_signed("<=", tile_rows, _i64(mr // 2))) as (few, all_):
+                with few:
+                    b.call(half, args)
+                with all_:
+                    b.call(whole, args)
+        _loop(b, _i64(0), rows, panel_row, "ir", _i64(mr))
+    _loop(b, _i64(0), cols, panel_col, "jr", _i64(nr))
+
+
+def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, packs, letter: str,
+                unpacked: bool = False):
+    """The CBLAS entry point (see the module docstring); ``micros``: the micro-kernels of
+    ``mr // 2`` and ``mr`` rows (``_emit_micro``); ``packs``: A's and B's panel copies
+    (``_emit_pack``)."""
+    from llvmlite import ir
+    i8 = ir.IntType(8)
+    ptr = fty.as_pointer()
+    itemsize = 4 if letter == "s" else 8
+    fn = ir.Function(module, _cblas_type(fty), symbol(letter))
+    malloc, free = _allocators(module)
+    nr = nv * w
+    pack_a, pack_b = packs
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    zero = ir.Constant(fty, 0.0)
+    ops = _row_major(b, fn.args)
+    m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta, c, ldc = ops
     empty = b.or_(b.icmp_signed("<=", m, _i64(0)), b.icmp_signed("<=", n, _i64(0)))
     with b.if_then(empty):
         b.ret_void()
@@ -312,12 +414,11 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str,
     mc = mr * MC_PANELS
     # (buffers as large as this call's blocks: padded to whole panels)
     depth = _min(b, _i64(KC), k)
-    a_rows = b.mul(b.sdiv(b.add(_min(b, _i64(mc), m), _i64(mr - 1)), _i64(mr)), _i64(mr))
-    b_cols = b.mul(b.sdiv(b.add(_min(b, _i64(NC), n), _i64(nr - 1)), _i64(nr)), _i64(nr))
+    a_rows = _round_up(b, _min(b, _i64(mc), m), mr)
+    b_cols = _round_up(b, _min(b, _i64(NC), n), nr)
     ap = b.bitcast(b.call(malloc, [b.mul(b.mul(a_rows, depth), _i64(itemsize))]), ptr)
     bp = b.bitcast(b.call(malloc, [b.mul(b.mul(b_cols, depth), _i64(itemsize))]), ptr)
     beta_zero = b.fcmp_ordered("==", beta, zero)
-    one_f = ir.Constant(fty, 1.0)
     no_memory = b.or_(b.icmp_unsigned("==", ap, ir.Constant(ptr, None)),
                       b.icmp_unsigned("==", bp, ir.Constant(ptr, None)))
     if unpacked:
@@ -333,39 +434,203 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, letter: str,
         nc = _min(b, _i64(NC), b.sub(n, jc))
 
         def depth_block(pc):
-            kc = _min(b, _i64(KC), b.sub(k, pc))
-            first = b.icmp_signed("==", pc, _i64(0))
-            read = b.not_(b.and_(first, beta_zero))
-            scale = b.select(first, beta, one_f)
+            kc, scale, read = _depth_pass(b, fty, ops, pc)
             _pack_b(b, pack_b, bp, bm, sbk, sbj, pc, jc, kc, nc, nr)
 
             def row_block(ic):
                 rows_left = _min(b, _i64(mc), b.sub(m, ic))
                 _pack_a(b, pack_a, ap, a, sai, sak, ic, pc, kc, rows_left, mr)
-
-                def panel_col(jr):
-                    cols = _min(b, _i64(nr), b.sub(nc, jr))
-                    bpanel = b.gep(bp, [b.mul(jr, kc)], inbounds=True)
-
-                    def panel_row(ir_):
-                        rows = _min(b, _i64(mr), b.sub(rows_left, ir_))
-                        apanel = b.gep(ap, [b.mul(ir_, kc)], inbounds=True)
-                        ctile = b.gep(c, [b.add(b.mul(b.add(ic, ir_), ldc), b.add(jc, jr))],
-                                      inbounds=True)
-                        args = [kc, apanel, bpanel, ctile, ldc, rows, cols, alpha, scale, read]
-                        half, whole = micros
-                        with b.if_else(b.icmp_signed("<=", rows, _i64(mr // 2))) as (few, all_):
-                            with few:
-                                b.call(half, args)
-                            with all_:
-                                b.call(whole, args)
-                    _loop(b, _i64(0), rows_left, panel_row, "ir", _i64(mr))
-                _loop(b, _i64(0), nc, panel_col, "jr", _i64(nr))
+                _tiles(b, micros, mr, nr, ap, bp, b.gep(c, [b.add(b.mul(ic, ldc), jc)]),
+                       ldc, rows_left, nc, kc, alpha, scale, read)
             _loop(b, _i64(0), m, row_block, "ic", _i64(mc))
         _loop(b, _i64(0), k, depth_block, "pc", _i64(KC))
     _loop(b, _i64(0), n, column_block, "jc", _i64(NC))
     b.call(free, [b.bitcast(ap, i8.as_pointer())])
     b.call(free, [b.bitcast(bp, i8.as_pointer())])
+    b.ret_void()
+    return fn
+
+
+# --- the split entry: one product's tasks on the parallel runtime ---------------------------
+
+def _emit_split(module, fty, mr: int, nr: int, micros, packs, plain, letter: str,
+                unpacked: bool = False) -> None:
+    """``void ember_gemm_{letter}_split(i8* run, i64 threads, <CBLAS arguments>)``: the
+    product of ``plain`` (the CBLAS entry) as tasks on the parallel runtime's ``run``
+    (``parallel_runtime``; null: one call of ``plain``), so that a thread slowed down
+    (another process's, or a BLAS thread spinning after its call, shares its core) takes
+    fewer of them. The operand not split is packed once, by tasks, into a buffer all of
+    them read: ``op(A)`` whole when the tasks take column panels of ``C`` (it has no more
+    rows than columns), else ``op(B)``; each task packs its own part of the other. Every
+    element sums its products as one call of ``plain`` does: the same bits. ``unpacked``:
+    the tasks compute element by element (as where their buffers cannot be allocated)."""
+    from llvmlite import ir
+    i8, i64 = ir.IntType(8), ir.IntType(64)
+    i8p = i8.as_pointer()
+    ptr = fty.as_pointer()
+    itemsize = 4 if letter == "s" else 8
+    malloc, free = _allocators(module)
+    pack_a, pack_b = packs
+    mc = mr * MC_PANELS
+    context = ir.LiteralStructType([i64, i64, i64, fty, ptr, i64, i64, ptr, i64, i64, fty,
+                                    ptr, i64, ptr])  # (_Operands, then the shared panels)
+
+    def task(name: str, body):
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64]),
+                         f"ember_gemm_{letter}_{name}")
+        fn.linkage = "internal"
+        table, lo, hi = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ctx = b.bitcast(table, context.as_pointer())
+        fields = [b.load(b.gep(ctx, [ir.Constant(ir.IntType(32), 0),
+                                     ir.Constant(ir.IntType(32), j)]))
+                  for j in range(len(context.elements))]
+        body(b, _Operands(*fields[:-1]), fields[-1], lo, hi)
+        b.ret_void()
+        return fn
+
+    def pack_a_task(b, ops, shared, lo, hi):  # row panels [lo, hi) of op(A), every pass
+        first = b.mul(lo, _i64(mr))
+        rows = b.sub(_min(b, b.mul(hi, _i64(mr)), ops.m), first)
+        height = _round_up(b, ops.m, mr)
+
+        def depth_block(pc):
+            kc = _min(b, _i64(KC), b.sub(ops.k, pc))
+            dst = b.gep(shared, [b.add(b.mul(pc, height), b.mul(first, kc))], inbounds=True)
+            _pack_a(b, pack_a, dst, ops.a, ops.sai, ops.sak, first, pc, kc, rows, mr)
+        _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
+
+    def pack_b_task(b, ops, shared, lo, hi):  # column panels [lo, hi) of op(B)
+        first = b.mul(lo, _i64(nr))
+        cols = b.sub(_min(b, b.mul(hi, _i64(nr)), ops.n), first)
+        width = _round_up(b, ops.n, nr)
+
+        def depth_block(pc):
+            kc = _min(b, _i64(KC), b.sub(ops.k, pc))
+            dst = b.gep(shared, [b.add(b.mul(pc, width), b.mul(first, kc))], inbounds=True)
+            _pack_b(b, pack_b, dst, ops.bm, ops.sbk, ops.sbj, pc, first, kc, cols, nr)
+        _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
+
+    def own_buffer(b, ops, elements, fallback):
+        """A task's packing buffer of ``elements``; where it cannot be allocated (or
+        ``unpacked``), ``fallback()`` computes the task's part and the task returns."""
+        depth = _min(b, _i64(KC), ops.k)
+        buf = b.bitcast(b.call(malloc, [b.mul(b.mul(elements, depth), _i64(itemsize))]), ptr)
+        missing = b.icmp_unsigned("==", buf, ir.Constant(ptr, None))
+        if unpacked:
+            missing = ir.Constant(ir.IntType(1), 1)
+        with b.if_then(missing):
+            b.call(free, [b.bitcast(buf, i8p)])
+            fallback()
+            b.ret_void()
+        return buf
+
+    def beta_zero(b, ops):
+        return b.fcmp_ordered("==", ops.beta, ir.Constant(fty, 0.0))
+
+    def column_task(b, ops, shared, lo, hi):  # columns of C; op(A) packed in ``shared``
+        first = b.mul(lo, _i64(nr))
+        end = _min(b, b.mul(hi, _i64(nr)), ops.n)
+        height = _round_up(b, ops.m, mr)
+        bp = own_buffer(b, ops, _round_up(b, _min(b, _i64(NC), b.sub(end, first)), nr),
+                        lambda: _emit_unpacked(
+                            b, module, fty, ops.m, b.sub(end, first), ops.k, ops.alpha, ops.a,
+                            ops.sai, ops.sak, b.gep(ops.bm, [b.mul(first, ops.sbj)]), ops.sbk,
+                            ops.sbj, ops.beta, beta_zero(b, ops), b.gep(ops.c, [first]),
+                            ops.ldc))
+
+        def column_block(jc):
+            nc = _min(b, _i64(NC), b.sub(end, jc))
+
+            def depth_block(pc):
+                kc, scale, read = _depth_pass(b, fty, ops, pc)
+                _pack_b(b, pack_b, bp, ops.bm, ops.sbk, ops.sbj, pc, jc, kc, nc, nr)
+
+                def row_block(ic):
+                    rows = _min(b, _i64(mc), b.sub(ops.m, ic))
+                    ap = b.gep(shared, [b.add(b.mul(pc, height), b.mul(ic, kc))], inbounds=True)
+                    c = b.gep(ops.c, [b.add(b.mul(ic, ops.ldc), jc)], inbounds=True)
+                    _tiles(b, micros, mr, nr, ap, bp, c, ops.ldc, rows, nc, kc, ops.alpha,
+                           scale, read)
+                _loop(b, _i64(0), ops.m, row_block, "ic", _i64(mc))
+            _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
+        _loop(b, first, end, column_block, "jc", _i64(NC))
+        b.call(free, [b.bitcast(bp, i8p)])
+
+    def row_task(b, ops, shared, lo, hi):  # rows of C; op(B) packed in ``shared``
+        first = b.mul(lo, _i64(mr))
+        end = _min(b, b.mul(hi, _i64(mr)), ops.m)
+        width = _round_up(b, ops.n, nr)
+        ap = own_buffer(b, ops, _round_up(b, _min(b, _i64(mc), b.sub(end, first)), mr),
+                        lambda: _emit_unpacked(
+                            b, module, fty, b.sub(end, first), ops.n, ops.k, ops.alpha,
+                            b.gep(ops.a, [b.mul(first, ops.sai)]), ops.sai, ops.sak, ops.bm,
+                            ops.sbk, ops.sbj, ops.beta, beta_zero(b, ops),
+                            b.gep(ops.c, [b.mul(first, ops.ldc)]), ops.ldc))
+
+        def column_block(jc):
+            nc = _min(b, _i64(NC), b.sub(ops.n, jc))
+
+            def depth_block(pc):
+                kc, scale, read = _depth_pass(b, fty, ops, pc)
+                bp = b.gep(shared, [b.add(b.mul(pc, width), b.mul(jc, kc))], inbounds=True)
+
+                def row_block(ic):
+                    rows = _min(b, _i64(mc), b.sub(end, ic))
+                    _pack_a(b, pack_a, ap, ops.a, ops.sai, ops.sak, ic, pc, kc, rows, mr)
+                    c = b.gep(ops.c, [b.add(b.mul(ic, ops.ldc), jc)], inbounds=True)
+                    _tiles(b, micros, mr, nr, ap, bp, c, ops.ldc, rows, nc, kc, ops.alpha,
+                           scale, read)
+                _loop(b, first, end, row_block, "ic", _i64(mc))
+            _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
+        _loop(b, _i64(0), ops.n, column_block, "jc", _i64(NC))
+        b.call(free, [b.bitcast(ap, i8p)])
+
+    kernels = {name: task(name, body)
+               for name, body in (("pack_a", pack_a_task), ("pack_b", pack_b_task),
+                                  ("columns", column_task), ("rows", row_task))}
+    run_type = ir.FunctionType(ir.VoidType(), [i8p, i8p.as_pointer().as_pointer(), i64, i64,
+                                               i64])
+    cblas = _cblas_type(fty)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p, i64, *cblas.args]),
+                     split_symbol(letter))
+    run, threads, *args = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ops = _row_major(b, args)
+    by_rows = b.icmp_signed(">", ops.m, ops.n)
+    units = b.select(by_rows, b.sdiv(_round_up(b, ops.m, mr), _i64(mr)),
+                     b.sdiv(_round_up(b, ops.n, nr), _i64(nr)))
+    most = b.mul(threads, _i64(SPLIT_TASKS_PER_THREAD))
+    work = b.sdiv(b.mul(b.mul(ops.m, ops.n), ops.k), _i64(SPLIT_MIN_TASK_PRODUCTS))
+    tasks = _min(b, _min(b, units, most), work)
+    direct = b.or_(b.icmp_unsigned("==", run, ir.Constant(i8p, None)),
+                   b.icmp_signed("<", tasks, _i64(2)))
+    direct = b.or_(direct, b.fcmp_ordered("==", ops.alpha, ir.Constant(fty, 0.0)))
+    with b.if_then(direct):
+        b.call(plain, args)
+        b.ret_void()
+    height, width = _round_up(b, ops.m, mr), _round_up(b, ops.n, nr)
+    elements = b.mul(b.select(by_rows, width, height), ops.k)
+    shared = b.bitcast(b.call(malloc, [b.mul(elements, _i64(itemsize))]), ptr)
+    with b.if_then(b.icmp_unsigned("==", shared, ir.Constant(ptr, None))):
+        b.call(plain, args)
+        b.ret_void()
+    ctx = b.alloca(context)
+    for j, value in enumerate((*ops, shared)):
+        b.store(value, b.gep(ctx, [ir.Constant(ir.IntType(32), 0),
+                                   ir.Constant(ir.IntType(32), j)]))
+    table = b.alloca(i8p.as_pointer())
+    b.store(b.bitcast(ctx, i8p.as_pointer()), table)
+    run = b.bitcast(run, run_type.as_pointer())
+
+    def kernel(name):
+        return b.bitcast(kernels[name], i8p)
+    pack_units = b.select(by_rows, b.sdiv(width, _i64(nr)), b.sdiv(height, _i64(mr)))
+    b.call(run, [b.select(by_rows, kernel("pack_b"), kernel("pack_a")), table, _i64(0),
+                 pack_units, _min(b, pack_units, most)])
+    b.call(run, [b.select(by_rows, kernel("rows"), kernel("columns")), table, _i64(0), units,
+                 tasks])
+    b.call(free, [b.bitcast(shared, i8p)])
     b.ret_void()
 
 
@@ -505,42 +770,47 @@ def _emit_pack(module, fty, letter: str, width: int, w: int):
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_routines: dict[str, int] = {}  # letter -> the address programs bind now (0: none)
+# letter -> the addresses of the entries (``symbol``, ``split_symbol``) programs bind now
+# ((0, 0): none)
+_routines: dict[str, tuple[int, int]] = {}
 _quick: set[str] = set()  # letters whose routine is the quick build (``address``)
-_bound: dict[str, list] = {}  # letter -> (weak library, slot) bound to the quick build
+# letter -> (weak library, slot, split) bound to the quick build
+_bound: dict[str, list] = {}
 _pending: list = []  # (``take_pending``)
 _libraries: list = []  # (keeps the code loaded)
 
 
-def address(letter: str) -> int:
-    """The address of ``ember_gemm_{letter}`` as programs should bind it now (0 where it
-    cannot be made): the optimized build from the disk cache, else a quick build made now
-    and the optimized one left to ``take_pending``'s caller (``bind``)."""
+def address(letter: str, split: bool = False) -> int:
+    """The address of ``ember_gemm_{letter}`` (``split``: of its split entry,
+    ``split_symbol``) as programs should bind it now (0 where it cannot be made): the
+    optimized build from the disk cache, else a quick build made now and the optimized one
+    left to ``take_pending``'s caller (``bind``)."""
     found = _routines.get(letter)
-    if found is not None:
-        return found
-    with _lock:
-        if letter not in _routines:
-            try:
-                _routines[letter] = _load(letter) or 0
-            except Exception as e:  # noqa: BLE001 - the products stay with BLAS
-                _log.debug("no native gemm %s: %s", letter, e)
-                _routines[letter] = 0
-    return _routines[letter]
+    if found is None:
+        with _lock:
+            if letter not in _routines:
+                try:
+                    _routines[letter] = _load(letter) or (0, 0)
+                except Exception as e:  # noqa: BLE001 - the products stay with BLAS
+                    _log.debug("no native gemm %s: %s", letter, e)
+                    _routines[letter] = (0, 0)
+            found = _routines[letter]
+    return found[split]
 
 
-def bind(letter: str, slot: int, lib) -> bool:
-    """Stores the routine's address into the pointer at ``slot`` (a global of ``lib``'s
-    code, ``executable._bind_gemm``); False where there is no routine. A slot bound to the
-    quick build is rewritten with the optimized one's address once that is built: the same
-    bits, so a program in the middle of its calls only gets faster."""
+def bind(letter: str, slot: int, lib, split: bool = False) -> bool:
+    """Stores the address of the routine (``split``: its split entry) into the pointer at
+    ``slot`` (a global of ``lib``'s code, ``executable._bind_gemm``); False where there is
+    no routine. A slot bound to the quick build is rewritten with the optimized one's
+    address once that is built: the same bits, so a program in the middle of its calls
+    only gets faster."""
     from ember.backends.cpu.executable import _ffi
-    if not address(letter):
+    if not address(letter, split):
         return False
     with _lock:
-        _ffi.cast("void**", slot)[0] = _ffi.cast("void*", _routines[letter])
+        _ffi.cast("void**", slot)[0] = _ffi.cast("void*", _routines[letter][split])
         if letter in _quick:
-            _bound.setdefault(letter, []).append((weakref.ref(lib), slot))
+            _bound.setdefault(letter, []).append((weakref.ref(lib), slot, split))
     return True
 
 
@@ -562,6 +832,10 @@ def load_if_cached() -> None:
                 _routines[letter] = found
 
 
+def _entries(lib, letter: str) -> tuple[int, int]:
+    return lib.address(symbol(letter)), lib.address(split_symbol(letter))
+
+
 def compiled(letter: str, opt_level: int, unpacked: bool = False):
     """``ember_gemm_{letter}`` compiled now at ``opt_level`` (code generation only) and
     loaded through MCJIT: ``(library, address)`` (``unpacked``: as ``gemm_ir``'s)."""
@@ -572,11 +846,11 @@ def compiled(letter: str, opt_level: int, unpacked: bool = False):
     return lib, lib.address(symbol(letter))
 
 
-def _load(letter: str, build: bool = True) -> int | None:
-    """(Under ``_lock``.) The optimized routine's address from the disk cache; else, with
-    ``build``, a quick build's (code generation at O0: ~10 ms instead of ~50, the code ~5x
-    slower, the same bits), leaving the optimized build, which goes into the disk cache and
-    then replaces it (``bind``), to ``take_pending``'s caller."""
+def _load(letter: str, build: bool = True) -> tuple[int, int] | None:
+    """(Under ``_lock``.) The optimized routine's entries (``_entries``) from the disk
+    cache; else, with ``build``, a quick build's (code generation at O0: ~10 ms instead of
+    ~50, the code ~5x slower, the same bits), leaving the optimized build, which goes into
+    the disk cache and then replaces it (``bind``), to ``take_pending``'s caller."""
     from ember.backends.cpu import _shared_libraries_enabled, native_lib
     name = f"ember-gemm:{symbol(letter)}:{_code_stamp()}"
     shared = _shared_libraries_enabled()
@@ -585,14 +859,14 @@ def _load(letter: str, build: bool = True) -> int | None:
                                    ir_passes=False)
     if lib is not None:
         _libraries.append(lib)
-        return lib.address(symbol(letter))
+        return _entries(lib, letter)
     if not build:
         return None
-    lib, found = compiled(letter, 0)
+    lib, _ = compiled(letter, 0)
     _libraries.append(lib)
     _quick.add(letter)
     _pending.append(lambda: _build_optimized(letter, name, shared))
-    return found
+    return _entries(lib, letter)
 
 
 def _build_optimized(letter: str, name: str, shared: bool) -> None:
@@ -604,7 +878,7 @@ def _build_optimized(letter: str, name: str, shared: bool) -> None:
     try:
         lib = native_lib.load_or_build(name, lambda: gemm_ir(dtype), 3, shared,
                                        ir_passes=False)
-        found = lib.address(symbol(letter))
+        found = _entries(lib, letter)
     except Exception as e:  # noqa: BLE001 - the quick build keeps working
         _log.debug("no optimized native gemm %s: %s", letter, e)
         return
@@ -612,10 +886,10 @@ def _build_optimized(letter: str, name: str, shared: bool) -> None:
         _libraries.append(lib)
         _routines[letter] = found
         _quick.discard(letter)
-        for ref, slot in _bound.pop(letter, []):
+        for ref, slot, split in _bound.pop(letter, []):
             owner = ref()
             if owner is not None:  # (its code is still loaded: the slot is there)
-                _ffi.cast("void**", slot)[0] = _ffi.cast("void*", found)
+                _ffi.cast("void**", slot)[0] = _ffi.cast("void*", found[split])
 
 
 @functools.cache

@@ -61,12 +61,14 @@ from ember.backends.cpu.executable import (
     blas_global,
     blas_routine,
     blas_threads_pay,
+    called_routine,
     gemm_split,
     gemm_task_name,
     gemv_arguments,
     native_call,
     native_gemm,
     plan_steps,
+    split_gemm,
     steps_name,
     whole_gemm,
     whole_gemm_arguments,
@@ -1156,21 +1158,33 @@ class ProgramBuilder:
         when it loads the code (``executable._bind_gemm``)."""
         return address_slot(self.ir_module, blas_global(self.prefix, routine))
 
-    def _gemm_buffers(self, b: ir.IRBuilder, step: DotStep, pointer) -> ir.Value:
-        """``i8**`` of ``step``'s lhs, rhs and output (a ``gemm`` task's ``bufs``)."""
+    def _gemm_buffers(self, b: ir.IRBuilder, step: DotStep, pointer,
+                      runtime: tuple = ()) -> ir.Value:
+        """``i8**`` of ``step``'s lhs, rhs and output (a ``gemm`` task's ``bufs``), then
+        the values of ``runtime``: the parallel runtime's ``run`` (or null) and its thread
+        count (as a pointer), which the task of a ``split_gemm`` passes on."""
         slots = ir.IRBuilder(b.function.entry_basic_block)
         slots.position_at_start(b.function.entry_basic_block)
-        arr = slots.alloca(ir.ArrayType(I8P, 3))
-        for j, ref in enumerate((*step.inputs, step.output)):
-            b.store(pointer(b, ref), b.gep(arr, [_i64(0), _i32(j)]))
+        arr = slots.alloca(ir.ArrayType(I8P, 3 + len(runtime)))
+        for j, value in enumerate((*(pointer(b, ref) for ref in (*step.inputs, step.output)),
+                                   *runtime)):
+            b.store(value, b.gep(arr, [_i64(0), _i32(j)]))
         return b.bitcast(arr, I8P.as_pointer())
 
     def _emit_gemm(self, b: ir.IRBuilder, step: DotStep, pointer, run_args: list,
                    threaded: bool) -> None:
         """Runs ``step``'s ``gemm`` as the tasks of ``gemm_split`` (``_gemm_task``): on
-        the parallel runtime when ``threaded`` and it is there, else one after another."""
+        the parallel runtime when ``threaded`` and it is there, else one after another; a
+        ``split_gemm`` as one task that makes its own on the runtime (given ``threaded``)."""
         _, units, tasks = gemm_split(step.gemm)
         task = self._gemm_task(step.gemm)
+        if split_gemm(step.gemm):
+            run, threads = run_args[3], b.sdiv(run_args[4], _i64(TASKS_PER_THREAD))
+            if not threaded:
+                run = ir.Constant(I8P, None)
+            bufs = self._gemm_buffers(b, step, pointer, (run, b.inttoptr(threads, I8P)))
+            b.call(task, [bufs, _i64(0), _i64(units)])
+            return
         bufs = self._gemm_buffers(b, step, pointer)
         per_thread = native_gemm(step.gemm)  # (ember's own: one task per thread)
 
@@ -1223,7 +1237,8 @@ class ProgramBuilder:
         the products ``bufs[2] = bufs[0] @ bufs[1]`` laid out as ``gemm`` says, one CBLAS
         ``gemm`` call for the units of each matrix of the batch (through the global the
         executable sets; the executable keeps OpenBLAS on the calling thread meanwhile,
-        ``_blas_threads.one_blas_thread``)."""
+        ``_blas_threads.one_blas_thread``). A ``split_gemm``'s calls its split entry, with
+        the runtime and thread count of ``bufs[3]`` and ``bufs[4]``."""
         name = gemm_task_name(self.prefix, gemm)
         if name in self.ir_module.globals:
             return self.ir_module.globals[name]
@@ -1240,9 +1255,16 @@ class ProgramBuilder:
         base_a, base_x, base_c = (b.bitcast(b.load(b.gep(bufs, [_i64(j)])), ptr)
                                   for j in range(3))
         gemv = blas_routine(gemm).endswith("gemv")
+        runtime = []
+        if split_gemm(gemm):
+            runtime = [b.load(b.gep(bufs, [_i64(3)])),
+                       b.ptrtoint(b.load(b.gep(bufs, [_i64(4)])), S.I64)]
         if not gemv:
-            gemm_fn = b.bitcast(b.load(self._blas_slot(blas_routine(gemm))),
-                                _cblas_gemm_type(ty).as_pointer())
+            fn_type = _cblas_gemm_type(ty)
+            if runtime:
+                fn_type = ir.FunctionType(ir.VoidType(), [I8P, S.I64, *fn_type.args])
+            gemm_fn = b.bitcast(b.load(self._blas_slot(called_routine(gemm))),
+                                fn_type.as_pointer())
         total = _i64(m if by_rows else n)
         loop, done = fn.append_basic_block("matrix"), fn.append_basic_block("done")
         b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
@@ -1272,7 +1294,7 @@ class ProgramBuilder:
         if gemv:
             self._emit_gemv(b, gemm, rows, cols, a, x, c)
         else:
-            b.call(gemm_fn, [_i32(CBLAS_ROW_MAJOR),
+            b.call(gemm_fn, [*runtime, _i32(CBLAS_ROW_MAJOR),
                              _i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
                              _i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), rows, cols,
                              _i64(k), ir.Constant(ty, 1.0), a, _i64(lda), x, _i64(ldb),

@@ -145,6 +145,93 @@ def test_specials_propagate():
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
 
 
+SPLIT_SHAPES = [(128, 512, 300), (520, 200, 70), (96, 96, 600), (40, 1100, 20),
+                (600, 64, 2 * gemm_kernel.KC + 9)]
+
+
+def _split_entry(address, dtype):
+    c = "float" if dtype == np.float32 else "double"
+    return _ffi.cast(f"void(*)(char*, int64_t, int, int, int, int64_t, int64_t, int64_t, "
+                     f"{c}, {c}*, int64_t, {c}*, int64_t, {c}, {c}*, int64_t)", address)
+
+
+class _ReversedRuntime:
+    """A stand-in for the parallel runtime's ``run``: each job's slices one after another,
+    the last first, recording ``(extent, tasks)`` of the jobs."""
+
+    def __init__(self):
+        self.jobs = []
+        self._callback = _ffi.callback("void(char*, char***, int64_t, int64_t, int64_t)",
+                                       self._run)
+        self.run = _ffi.cast("char*", self._callback)
+
+    def _run(self, fn, tables, per_task, extent, tasks):
+        self.jobs.append((extent, tasks))
+        kernel = _ffi.cast("void(*)(char**, int64_t, int64_t)", fn)
+        for t in reversed(range(tasks)):
+            kernel(tables[t if per_task else 0], t * extent // tasks, (t + 1) * extent // tasks)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_split_entry_has_the_bits_of_one_call(dtype):
+    # Tasks on the parallel runtime (any thread count, or none), or on a stand-in running
+    # them last first, sharing one packing of op(A) (columns cut) or op(B) (rows cut); tasks
+    # computing element by element (an ``unpacked`` build): the bits of one plain call.
+    from ember.backends.cpu import parallel_runtime
+    letter = "s" if dtype == np.float32 else "d"
+    split = _split_entry(gemm_kernel.address(letter, split=True), dtype)
+    lib, _ = gemm_kernel.compiled(letter, 0, unpacked=True)
+    unpacked = _split_entry(lib.address(gemm_kernel.split_symbol(letter)), dtype)
+    runtime = parallel_runtime.get()
+    stand_in = _ReversedRuntime()
+    runs = [(split, _ffi.NULL, 2), (split, stand_in.run, 3), (unpacked, stand_in.run, 2)]
+    if runtime is not None:
+        runs += [(split, runtime.run_address, 2), (split, runtime.run_address, 7)]
+    for m, n, k in SPLIT_SHAPES:
+        for order, trans_a, trans_b, beta in [(ROW, False, False, 0.0), (ROW, True, False, 0.5),
+                                              (ROW, False, True, 0.0), (COL, True, True, -1.0)]:
+            a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
+            b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
+            c0 = rng.standard_normal((m, n)).astype(dtype)
+            if beta == 0.0:
+                c0[0, 0] = np.nan  # (not read)
+            layout = "F" if order == COL else "C"
+            a, b, c0 = (np.asarray(x, order=layout) for x in (a, b, c0))
+            lda, ldb = (x.shape[0] if order == COL else x.shape[1] for x in (a, b))
+            ldc = m if order == COL else n
+            flags = (order, TRANS if trans_a else NO, TRANS if trans_b else NO, m, n, k)
+            want = c0.copy(order="A")
+            _call(dtype, *flags, 1.5, a, lda, b, ldb, beta, want, ldc)
+            for entry, run, threads in runs:
+                got = c0.copy(order="A")
+                entry(run, threads, *flags, 1.5, _ptr(a), lda, _ptr(b), ldb, beta, _ptr(got),
+                      ldc)
+                np.testing.assert_array_equal(got, want)
+            ref = 1.5 * ((a.T if trans_a else a).astype(np.float64)
+                         @ (b.T if trans_b else b).astype(np.float64))
+            if beta:
+                ref += beta * c0
+            np.testing.assert_allclose(want, ref, rtol=0, atol=_tolerance(dtype, k) * 4)
+    # the stand-in saw jobs of two kinds: packing the shared operand, then the tasks
+    # (at most SPLIT_TASKS_PER_THREAD a thread), each of at least two tasks
+    assert stand_in.jobs and all(tasks >= 2 or extent < 2 for extent, tasks in stand_in.jobs)
+    assert max(tasks for _, tasks in stand_in.jobs) <= 3 * gemm_kernel.SPLIT_TASKS_PER_THREAD
+
+
+def test_the_split_entry_calls_the_plain_one_for_little_work():
+    # Too little work for two tasks, or alpha zero: no job on the runtime.
+    stand_in = _ReversedRuntime()
+    split = _split_entry(gemm_kernel.address("s", split=True), np.float32)
+    a = rng.standard_normal((20, 30)).astype(np.float32)
+    b = rng.standard_normal((30, 40)).astype(np.float32)
+    for alpha in (1.0, 0.0):
+        got = np.full((20, 40), np.nan, np.float32)
+        split(stand_in.run, 2, ROW, NO, NO, 20, 40, 30, alpha, _ptr(a), 30, _ptr(b), 40, 0.0,
+              _ptr(got), 40)
+        np.testing.assert_array_equal(got, _gemm(a, b, alpha=alpha))
+    assert stand_in.jobs == []
+
+
 def test_mode_switch_and_what_it_takes(monkeypatch):
     layout = ("s", False, False, 128, 512, 784, 784, 512, 1, ())
     monkeypatch.setenv(gemm_kernel.GEMM_ENV, "native")
@@ -193,9 +280,9 @@ def test_jitted_products_take_it_with_the_bits_of_one_call(m, k, n, dtype, monke
         for fn, args, want in cases:
             f = ember.jit(fn)
             steps = f.lower(*args).compile()._executable.executable._steps
-            routines = {cpu_exe.blas_routine(s[0].gemm) for s in steps
+            routines = {cpu_exe.called_routine(s[0].gemm) for s in steps
                         if isinstance(s, tuple) and getattr(s[0], "gemm", None) is not None}
-            assert routines == {f"{letter}gemm_ember"}
+            assert routines == {f"{letter}gemm_ember_split"}
             np.testing.assert_array_equal(np.asarray(f(*args)), want)
 
 
@@ -239,9 +326,10 @@ def test_a_train_step_runs_as_one_native_call_with_python_steppings_bits(monkeyp
         value, grads = ember.value_and_grad(loss)(params, x, y)
         return value, ember.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
     exe = cpu_executable(step, params, x, y)
-    routines = {cpu_exe.blas_routine(s.gemm) for s in cpu_exe.nested_steps(exe.program.steps)
+    routines = {cpu_exe.called_routine(s.gemm)
+                for s in cpu_exe.nested_steps(exe.program.steps)
                 if isinstance(s, cpu_exe.DotPlan) and s.gemm is not None}
-    assert "sgemm_ember" in routines
+    assert "sgemm_ember_split" in routines
     assert exe._steps_fn is not None and not exe._steps_whole
     args = [np.asarray(v) for v in ember.tree_util.tree_leaves(params)] + [x, y]
     python = replanned(exe, native_call=None)
@@ -297,15 +385,17 @@ b = np.random.default_rng(1).standard_normal((300, 200)).astype(np.float32)
 f = ember.jit(lambda a, b: a @ b)
 first = np.asarray(f(a, b))
 quick = sorted(gemm_kernel._quick)
-bound = [slot for _, slot in gemm_kernel._bound.get("s", [])]
-before = [executable._ffi.cast("void**", s)[0] for s in bound]
+bound = [(slot, split) for _, slot, split in gemm_kernel._bound.get("s", [])]
+before = [executable._ffi.cast("void**", s)[0] for s, _ in bound]
 get_backend("cpu").wait_for_background()
-after = [executable._ffi.cast("void**", s)[0] for s in bound]
+after = [executable._ffi.cast("void**", s)[0] for s, _ in bound]
 print(json.dumps({"quick": quick, "quick_after": sorted(gemm_kernel._quick),
                   "slots": len(bound),
                   "rebound": all(x != y for x, y in zip(before, after)),
                   "optimized": all(int(executable._ffi.cast("intptr_t", y))
-                                   == gemm_kernel.address("s") for y in after),
+                                   == gemm_kernel.address("s", split)
+                                   for y, (_, split) in zip(after, bound)),
+                  "split": any(split for _, split in bound),
                   "same": bool((np.asarray(f(a, b)) == first).all()),
                   "close": bool(np.allclose(first, a.astype(float) @ b, atol=1e-3))}))
 """
@@ -322,7 +412,7 @@ def test_a_cold_process_runs_the_quick_build_then_rebinds_to_the_optimized(tmp_p
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"quick": ["s"], "quick_after": [], "slots": got["slots"], "rebound": True,
-                   "optimized": True, "same": True, "close": True}
+                   "optimized": True, "split": True, "same": True, "close": True}
     assert got["slots"] >= 1
     # a second process loads the optimized build from the disk cache at once
     out = subprocess.run([sys.executable, "-c", REBIND_PROGRAM], env=env,
