@@ -31,6 +31,15 @@ from ember.compiler.passes.fusion import RowSpace, row_space
 # (``RowKernel._deferred_outs``).
 ROW_BLOCK = 64
 
+# A row kernel whose full outputs take at least STREAM_MIN_BYTES (more than the caches keep
+# for the output's consumer) computes each row's outputs into stack buffers and then copies
+# them out with non-temporal stores (``RowKernel._stream``): a plain store first reads the
+# output's cache line from memory, a third of a softmax's memory traffic. Rows of at most
+# STREAM_ROW_MAX_BYTES a buffer, in whole 64-byte lines (so aligned rows stay aligned).
+STREAM_MIN_BYTES = 8 << 20
+STREAM_ROW_MAX_BYTES = 16 << 10
+_LINE = 64
+
 
 def row_kernel_space(fused: Computation) -> RowSpace | None:
     """The row space of a row fusion: a fused computation in which a reduce result is
@@ -63,7 +72,9 @@ def _reduce_loop_fits(fused: Computation, outputs: list[Instruction]) -> bool:
 
 class RowEmitter(ElementEmitter):
     """An emitter that reads row values (``row_values``: one register value per row) and
-    cached full values (``cache_ptrs``: stored by an earlier pass over the row)."""
+    cached full values (``cache_ptrs``: ``(pointer, row_base)`` of the values an earlier
+    pass over the row stored; ``row_base`` None for a buffer of the full shape, else the
+    linear index of the row's first element, the buffer holding one row)."""
 
     def __init__(self, b, param_ptrs, module_consts, budget, row_values, cache_ptrs):
         super().__init__(b, param_ptrs, module_consts, budget)
@@ -74,10 +85,13 @@ class RowEmitter(ElementEmitter):
         v = self.row_values.get(id(inst))
         if v is not None:
             return v
-        ptr = self.cache_ptrs.get(id(inst))
-        if ptr is not None:
-            p = self.b.gep(ptr, [index.get_linear(self.b)], inbounds=True)
-            return C.load(self.b, p, inst.dtype)
+        cached = self.cache_ptrs.get(id(inst))
+        if cached is not None:
+            ptr, row_base = cached
+            at = index.get_linear(self.b)
+            if row_base is not None:
+                at = self.b.sub(at, row_base, flags=("nsw", "nuw"))
+            return C.load(self.b, self.b.gep(ptr, [at], inbounds=True), inst.dtype)
         return super().emit(inst, index)
 
 
@@ -93,7 +107,8 @@ class RowKernel:
     needed by several passes (softmax's exp) is stored by its first pass into an output
     buffer of its dtype that only the last pass writes, and loaded by the later passes:
     every pass reads and writes only the current row, the last pass loads every value of an
-    element before storing any.
+    element before storing any. Large outputs are streamed (``STREAM_MIN_BYTES``): the
+    passes store into stack buffers of one row instead, copied out after the last.
     """
 
     def __init__(self, kb: KernelBuilder, space: RowSpace):
@@ -134,6 +149,21 @@ class RowKernel:
                          if inst.opcode == "reduce" or self._row_like(inst)]
         self.full_outs = [k for k in range(len(outs)) if k not in self.row_outs]
         self.caches = self._choose_caches() if self.row_size > 1 else {}
+        self.stream = self._streams()
+        self.scratch: dict[int, ir.Value] = {}
+
+    def _streams(self) -> bool:
+        """Whether the full outputs are written through row buffers with non-temporal
+        stores (``STREAM_MIN_BYTES``): real outputs of the full shape, rows of whole cache
+        lines."""
+        outs = [self.kb.outputs[k][0] for k in self.full_outs]
+        if not outs or self.row_size < 2 or any(
+                o.dims != self.dims or o.dtype.kind not in "fiu" or o.dtype.itemsize < 4
+                for o in outs):
+            return False
+        row_bytes = [self.row_size * o.dtype.itemsize for o in outs]
+        return (all(n % _LINE == 0 and n <= STREAM_ROW_MAX_BYTES for n in row_bytes)
+                and sum(row_bytes) * self.rows >= STREAM_MIN_BYTES)
 
     def _pass_roots(self, p: int) -> list[Instruction]:
         if p < self.n_passes:
@@ -185,10 +215,17 @@ class RowKernel:
         kb = self.kb
         lo, hi = kb._clamp_range(lo, hi, self.rows)
         self.deferred = self._deferred_outs()
+        if self.stream:
+            for k in self.full_outs:
+                ty = S.memory_type(kb.outputs[k][0].dtype)
+                self.scratch[k] = kb.loops.alloca(ir.ArrayType(ty, self.row_size),
+                                                  align=_LINE)
         if self.deferred:
             self._blocked_rows(lo, hi)
         else:
             kb.loops.loop(lo, hi, self._row, name="row")
+        if self.stream:  # (non-temporal stores are weakly ordered: done before the return)
+            self.b.fence("seq_cst")
         return KernelInfo(kb.name, self.rows, max(self.row_size, 1), ())
 
     def _deferred_outs(self) -> list[int]:
@@ -254,7 +291,7 @@ class RowKernel:
             self._row_values(values, row, p)
             stores = [(inst, self.caches[id(inst)][1]) for inst in self.insts
                       if id(inst) in self.caches and self.caches[id(inst)][0] == p]
-            loads = {i: self.kb.out_ptrs[k] for i, (first, k) in self.caches.items()
+            loads = {i: self._full_buffer(k, base) for i, (first, k) in self.caches.items()
                      if first < p}
             if p < self.n_passes:
                 reduces = [i for i in self.insts
@@ -262,6 +299,9 @@ class RowKernel:
                 self._pass(values, outer, base, reduces, stores, loads, [])
             elif self.full_outs:
                 self._pass(values, outer, base, [], stores, loads, self.full_outs)
+        if self.stream:
+            for k in self.full_outs:
+                self._stream(k, base)
         if self.deferred:
             at = b.sub(row, self.block_start, flags=("nsw", "nuw"))
             for r in self.insts:
@@ -274,6 +314,40 @@ class RowKernel:
             inst = self.kb.outputs[k][0]
             index = Index(inst.dims, linear=row)
             self.kb._store(k, em.emit(inst, index), index)
+
+    def _full_buffer(self, k: int, base) -> tuple:
+        """Where the passes over the row at ``base`` put full output ``k`` (and a value
+        cached in its place): ``(pointer, row_base)`` as ``RowEmitter.cache_ptrs`` has it."""
+        if self.stream:
+            return self.b.bitcast(self.scratch[k], self.kb.out_ptrs[k].type), base
+        return self.kb.out_ptrs[k], None
+
+    def _stream(self, k: int, base) -> None:
+        """Copies the row buffer of full output ``k`` to the output's row at ``base``:
+        whole cache lines of non-temporal stores where the row is 64-byte aligned, else
+        plain stores."""
+        kb, b = self.kb, self.b
+        ty = S.memory_type(kb.outputs[k][0].dtype)
+        itemsize = kb.outputs[k][0].dtype.itemsize
+        lanes = _LINE // itemsize
+        vec = ir.VectorType(ty, lanes)
+        src = b.bitcast(self.scratch[k], vec.as_pointer())
+        dst_row = b.gep(kb.out_ptrs[k], [base], inbounds=True)
+        dst = b.bitcast(dst_row, vec.as_pointer())
+        aligned = b.icmp_unsigned("==", b.and_(b.ptrtoint(dst_row, ir.IntType(64)),
+                                               _c(_LINE - 1)), _c(0))
+        nontemporal = b.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+        lines = self.row_size // lanes
+        with b.if_else(aligned) as (streamed, plain):
+            for fast in (True, False):
+                with streamed if fast else plain:
+                    def line(i, fast=fast):
+                        value = b.load(b.gep(src, [i], inbounds=True), align=_LINE)
+                        store = b.store(value, b.gep(dst, [i], inbounds=True),
+                                        align=_LINE if fast else itemsize)
+                        if fast:
+                            store.set_metadata("nontemporal", nontemporal)
+                    kb.loops.loop(_c(0), _c(lines), line, name="stream", vectorize=False)
 
     def _row_values(self, values, row, p) -> None:
         """Computes the row values that the reduces of passes before ``p`` determine."""
@@ -306,11 +380,13 @@ class RowKernel:
             for r in reduces:
                 kb._combine(r, lanes.current.get(id(r)) or accs[id(r)],
                             [em.emit(r.operands[0], index)])
-            results = [(em.emit(inst, index), kb.out_ptrs[k], inst.dtype) for inst, k in stores]
-            results += [(em.emit(kb.outputs[k][0], index), kb.out_ptrs[k],
-                         kb.outputs[k][0].dtype) for k in outs]
-            for value, ptr, dt in results:  # every load of this element came first
-                C.store(b, value, b.gep(ptr, [index.get_linear(b)], inbounds=True), dt)
+            results = [(em.emit(inst, index), k, inst.dtype) for inst, k in stores]
+            results += [(em.emit(kb.outputs[k][0], index), k, kb.outputs[k][0].dtype)
+                        for k in outs]
+            for value, k, dt in results:  # every load of this element came first
+                ptr, row_base = self._full_buffer(k, base)
+                at = j if row_base is not None else index.get_linear(b)
+                C.store(b, value, b.gep(ptr, [at], inbounds=True), dt)
 
         if float_sums:
             lanes.clear()

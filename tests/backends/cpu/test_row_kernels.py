@@ -621,3 +621,67 @@ def test_threaded_deferred_row_outputs_are_bitwise_identical(monkeypatch, one_ti
     single = np.asarray(ember.jit(lambda a, y: tanh_matvec(a, y))(a, y))
     np.testing.assert_array_equal(threaded, single)
     close(threaded, np_tanh_matvec(a, y), rtol=2e-6, atol=2e-6)
+
+
+def _layernorm_and_mean(x):
+    mu = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mu), axis=-1, keepdims=True)
+    return (x - mu) / jnp.sqrt(var + 1e-5), mu
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_outputs_stream_with_the_bits_of_a_small_kernels_rows(tmp_path, monkeypatch,
+                                                                    one_tier, dtype):
+    # Full outputs of at least STREAM_MIN_BYTES go through row buffers and non-temporal
+    # stores; each row has the bits the same rows get from a kernel too small to stream.
+    from ember.backends.cpu import row_kernel
+    from tests.backends.cpu.helpers import x64
+    cols = 1024
+    rows = row_kernel.STREAM_MIN_BYTES // (cols * np.dtype(dtype).itemsize)
+    x = rng.standard_normal((rows, cols)).astype(dtype)
+    x[3, 5], x[7] = np.nan, -np.inf
+    with x64(dtype == np.float64):
+        for fn in (softmax, _layernorm_and_mean):
+            monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path / fn.__name__ / "large"))
+            large = [np.asarray(v) for v in ember.tree_util.tree_leaves(ember.jit(fn)(x))]
+            monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path / fn.__name__ / "small"))
+            small = [np.asarray(v) for v in
+                     ember.tree_util.tree_leaves(ember.jit(fn)(x[:64]))]
+            for got, want in zip(large, small):
+                np.testing.assert_array_equal(got[:64], want)
+            for part, size in (("large", large), ("small", small)):
+                asm = "".join(open(f).read() for f in glob.glob(
+                    str(tmp_path / fn.__name__ / part / "*.s")))
+                assert ("vmovntp" in asm or "movntp" in asm) == (part == "large"), part
+    x64_ = x.astype(np.float64)[8:]
+    e = np.exp(x64_ - x64_.max(1, keepdims=True))
+    with x64(dtype == np.float64):
+        got = np.asarray(ember.jit(softmax)(x))[8:]
+        norm, mu = ember.jit(_layernorm_and_mean)(x)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    close(got, e / e.sum(1, keepdims=True), rtol=tol, atol=tol)
+    want_mu = x64_.mean(1, keepdims=True)
+    close(np.asarray(mu)[8:], want_mu, rtol=tol, atol=tol)
+    close(np.asarray(norm)[8:], (x64_ - want_mu) / np.sqrt(x64_.var(1, keepdims=True) + 1e-5),
+          rtol=tol * 10, atol=tol * 10)
+
+
+def test_a_streamed_row_kernel_writes_an_unaligned_output_with_plain_stores(one_tier):
+    # The kernel called on an output 4 bytes past a cache line: the same values, nothing
+    # written outside the output.
+    from ember.backends.cpu import row_kernel
+    from tests.backends.cpu.helpers import cpu_executable
+    rows = row_kernel.STREAM_MIN_BYTES // 4096
+    x = rng.standard_normal((rows, 1024)).astype(np.float32)
+    want = np.asarray(ember.jit(softmax)(x))
+    exe = cpu_executable(softmax, x)
+    (step,) = exe.program.steps
+    kernel = cpu_exe._ffi.cast("void(*)(char**, long, long)", exe._lib.address(step.name))
+    raw = np.full(x.size + 32, 7.0, np.float32)
+    start = (-raw.ctypes.data % 64) // 4 + 1  # (one float past a 64-byte boundary)
+    out = raw[start:start + x.size]
+    bufs = cpu_exe._ffi.new("char*[]", [cpu_exe._ffi.cast("char*", a.ctypes.data)
+                                        for a in (x, out)])
+    kernel(bufs, 0, rows)
+    np.testing.assert_array_equal(out.reshape(x.shape), want)
+    assert (raw[:start] == 7.0).all() and (raw[start + x.size:] == 7.0).all()
