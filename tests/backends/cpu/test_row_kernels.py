@@ -649,7 +649,7 @@ def test_large_outputs_stream_with_the_bits_of_a_small_kernels_rows(tmp_path, mo
                      ember.tree_util.tree_leaves(ember.jit(fn)(x[:64]))]
             for got, want in zip(large, small):
                 np.testing.assert_array_equal(got[:64], want)
-            for part, size in (("large", large), ("small", small)):
+            for part in ("large", "small"):
                 asm = "".join(open(f).read() for f in glob.glob(
                     str(tmp_path / fn.__name__ / part / "*.s")))
                 assert ("vmovntp" in asm or "movntp" in asm) == (part == "large"), part
