@@ -71,6 +71,14 @@ I8P = S.I8.as_pointer()
 I8PP = I8P.as_pointer()
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I8PP, I64, I64])
 BLOCK = 1024
+# Kernels whose outputs take at least STREAM_MIN_BYTES (more than the caches would keep for
+# their consumer) write them with non-temporal stores (``stream_lines``): a plain store
+# first reads the output's cache line from memory, a third of the traffic of ``x * 2``. The
+# values go to a stack buffer first (a flat loop's blocks of STREAM_BLOCK_BYTES, a row
+# kernel's rows), then whole 64-byte lines of it to the output.
+STREAM_MIN_BYTES = 8 << 20
+STREAM_BLOCK_BYTES = 4 << 10
+CACHE_LINE = 64
 # A loop fusion walks a root reshape's operand (``KernelBuilder._walk``) when that keeps at
 # least this many items (or all of them) in its parallel dim: not a leading unit dim.
 WALK_MIN_EXTENT = 2
@@ -829,6 +837,42 @@ _LINEAR_OPS = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | TERNARY_ELEMENTWISE | {
     "parameter", "constant", "reshape"}
 
 
+def streamable(dtype) -> bool:
+    """Whether outputs of ``dtype`` may be streamed (``stream_lines``): real elements of at
+    least 4 bytes (whole elements to a cache line, one vector type to copy them)."""
+    dtype = np.dtype(dtype)
+    return dtype.kind in "fiu" and dtype.itemsize >= 4
+
+
+def stream_lines(b: ir.IRBuilder, loops: Loops, src, dst, lines, dtype) -> None:
+    """Copies ``lines`` 64-byte lines from ``src`` (a stack buffer, 64-byte aligned) to
+    ``dst`` (elements of ``dtype``): non-temporal stores where ``dst`` is 64-byte aligned,
+    else plain ones. Non-temporal stores are weakly ordered: the kernel fences before it
+    returns (``fence_streams``)."""
+    ty = S.memory_type(dtype)
+    vec = ir.VectorType(ty, CACHE_LINE // np.dtype(dtype).itemsize)
+    src = b.bitcast(src, vec.as_pointer())
+    aligned = b.icmp_unsigned("==", b.and_(b.ptrtoint(dst, I64), _c(CACHE_LINE - 1)), _c(0))
+    dst = b.bitcast(dst, vec.as_pointer())
+    nontemporal = b.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+    with b.if_else(aligned) as (streamed, plain):
+        for fast, block in ((True, streamed), (False, plain)):
+            with block:
+                def line(i, fast=fast):
+                    value = b.load(b.gep(src, [i], inbounds=True), align=CACHE_LINE)
+                    store = b.store(value, b.gep(dst, [i], inbounds=True),
+                                    align=CACHE_LINE if fast else np.dtype(dtype).itemsize)
+                    if fast:
+                        store.set_metadata("nontemporal", nontemporal)
+                loops.loop(_c(0), lines, line, name="stream", vectorize=False)
+
+
+def fence_streams(b: ir.IRBuilder) -> None:
+    """Orders a kernel's non-temporal stores before what follows (its return: the thread
+    that waits for the kernel then reads the output)."""
+    b.fence("seq_cst")
+
+
 def _is_flat(fused: Computation, size: int) -> bool:
     """Whether every op maps linear indices to linear indices (see module doc)."""
     for inst in fused.instructions:
@@ -1264,6 +1308,50 @@ class KernelBuilder:
         self._output_loop(dims, ks, lo, hi)
         return KernelInfo(self.name, extent, math.prod(dims) // max(extent, 1), ())
 
+    def _streamed_loop(self, dims, ks, lo, hi, body, dtype) -> None:
+        """The flat loop ``body(i)`` over ``[lo, hi)`` with its outputs ``ks`` (all of
+        ``dtype``) streamed (``STREAM_MIN_BYTES``): plain stores up to the first element
+        whose outputs all start a cache line, then blocks of ``STREAM_BLOCK_BYTES`` computed
+        into stack buffers and streamed out, then the rest with plain stores. (Outputs whose
+        addresses differ by other than whole lines are all stored plainly.)"""
+        b, loops = self.b, self.loops
+        itemsize = np.dtype(dtype).itemsize
+        block = STREAM_BLOCK_BYTES // itemsize
+        ty = S.memory_type(dtype)
+        buffers = {k: loops.alloca(ir.ArrayType(ty, block), name="stream", align=CACHE_LINE)
+                   for k in ks}
+        offsets = [b.and_(b.ptrtoint(b.gep(self.out_ptrs[k], [lo]), I64), _c(CACHE_LINE - 1))
+                   for k in ks]
+        together = ir.Constant(S.I1, 1)
+        for offset in offsets[1:]:
+            together = b.and_(together, b.icmp_unsigned("==", offset, offsets[0]))
+        whole = b.icmp_unsigned("==", b.and_(offsets[0], _c(itemsize - 1)), _c(0))
+        head = b.udiv(b.and_(b.sub(_c(CACHE_LINE), offsets[0]), _c(CACHE_LINE - 1)),
+                      _c(itemsize))
+        start = b.add(lo, head)
+        start = b.select(b.and_(b.and_(together, whole), b.icmp_signed("<", start, hi)),
+                         start, hi)
+        blocks = b.sdiv(b.sub(hi, start), _c(block))
+        end = b.add(start, b.mul(blocks, _c(block)))
+        loops.loop(lo, start, body, name="head")
+
+        def streamed(blk):
+            first = b.add(start, b.mul(blk, _c(block)))
+
+            def element(j):
+                em = self._emitter()
+                index = Index(dims, linear=b.add(first, j))
+                for k in ks:
+                    C.store(b, em.emit(self.outputs[k][0], index),
+                            b.gep(buffers[k], [_c(0), j], inbounds=True), dtype)
+            loops.loop(_c(0), _c(block), element, name="block")
+            for k in ks:
+                stream_lines(b, loops, buffers[k], b.gep(self.out_ptrs[k], [first]),
+                             _c(block * itemsize // CACHE_LINE), dtype)
+        loops.loop(_c(0), blocks, streamed, name="blocks", unroll=False, vectorize=False)
+        loops.loop(end, hi, body, name="tail")
+        fence_streams(b)
+
     def _loop_extent(self, dims, ks) -> int:
         """The parallel dim's extent of ``_output_loop`` over ``dims``: every element when
         the loop is flat (one linear index), else the leading dim of the walk."""
@@ -1298,6 +1386,11 @@ class KernelBuilder:
                 index = Index(dims, linear=i)
                 for k in ks:
                     self._store(k, em.emit(self.outputs[k][0], index), index)
+            dtypes = {_leaf_shape(*self.outputs[k]).dtype for k in ks}
+            if (len(dtypes) == 1 and streamable(next(iter(dtypes)))
+                    and size * next(iter(dtypes)).itemsize * len(ks) >= STREAM_MIN_BYTES):
+                self._streamed_loop(dims, ks, lo, hi, body, next(iter(dtypes)))
+                return
             self.loops.loop(lo, hi, body)
             return
         dims, roots = self._walk(dims, ks)

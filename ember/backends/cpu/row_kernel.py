@@ -12,7 +12,9 @@ from llvmlite import ir
 from ember.backends.cpu import complex_ops as C
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
+    CACHE_LINE,
     SHORT_SUM_MAX,
+    STREAM_MIN_BYTES,
     ElementEmitter,
     Index,
     KernelBuilder,
@@ -21,7 +23,10 @@ from ember.backends.cpu.kernel_gen import (
     _c,
     _outputs,
     _scalar_index,
+    fence_streams,
     simple_reducer,
+    stream_lines,
+    streamable,
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
 from ember.compiler.hlo import ELEMENTWISE, EXPENSIVE_ELEMENTWISE, Computation, Instruction
@@ -31,14 +36,12 @@ from ember.compiler.passes.fusion import RowSpace, row_space
 # (``RowKernel._deferred_outs``).
 ROW_BLOCK = 64
 
-# A row kernel whose full outputs take at least STREAM_MIN_BYTES (more than the caches keep
-# for the output's consumer) computes each row's outputs into stack buffers and then copies
-# them out with non-temporal stores (``RowKernel._stream``): a plain store first reads the
-# output's cache line from memory, a third of a softmax's memory traffic. Rows of at most
-# STREAM_ROW_MAX_BYTES a buffer, in whole 64-byte lines (so aligned rows stay aligned).
-STREAM_MIN_BYTES = 8 << 20
+# A row kernel whose full outputs take at least ``kernel_gen.STREAM_MIN_BYTES`` computes
+# each row's outputs into stack buffers and then streams them out (``stream_lines``: a
+# third of a softmax's memory traffic was reading the output's lines before writing them):
+# rows of at most STREAM_ROW_MAX_BYTES a buffer, in whole cache lines (so that aligned rows
+# stay aligned).
 STREAM_ROW_MAX_BYTES = 16 << 10
-_LINE = 64
 
 
 def row_kernel_space(fused: Computation) -> RowSpace | None:
@@ -158,11 +161,10 @@ class RowKernel:
         lines."""
         outs = [self.kb.outputs[k][0] for k in self.full_outs]
         if not outs or self.row_size < 2 or any(
-                o.dims != self.dims or o.dtype.kind not in "fiu" or o.dtype.itemsize < 4
-                for o in outs):
+                o.dims != self.dims or not streamable(o.dtype) for o in outs):
             return False
         row_bytes = [self.row_size * o.dtype.itemsize for o in outs]
-        return (all(n % _LINE == 0 and n <= STREAM_ROW_MAX_BYTES for n in row_bytes)
+        return (all(n % CACHE_LINE == 0 and n <= STREAM_ROW_MAX_BYTES for n in row_bytes)
                 and sum(row_bytes) * self.rows >= STREAM_MIN_BYTES)
 
     def _pass_roots(self, p: int) -> list[Instruction]:
@@ -219,13 +221,13 @@ class RowKernel:
             for k in self.full_outs:
                 ty = S.memory_type(kb.outputs[k][0].dtype)
                 self.scratch[k] = kb.loops.alloca(ir.ArrayType(ty, self.row_size),
-                                                  align=_LINE)
+                                                  align=CACHE_LINE)
         if self.deferred:
             self._blocked_rows(lo, hi)
         else:
             kb.loops.loop(lo, hi, self._row, name="row")
-        if self.stream:  # (non-temporal stores are weakly ordered: done before the return)
-            self.b.fence("seq_cst")
+        if self.stream:
+            fence_streams(self.b)
         return KernelInfo(kb.name, self.rows, max(self.row_size, 1), ())
 
     def _deferred_outs(self) -> list[int]:
@@ -301,7 +303,10 @@ class RowKernel:
                 self._pass(values, outer, base, [], stores, loads, self.full_outs)
         if self.stream:
             for k in self.full_outs:
-                self._stream(k, base)
+                dtype = self.kb.outputs[k][0].dtype
+                stream_lines(self.b, self.kb.loops, self.scratch[k],
+                             self.b.gep(self.kb.out_ptrs[k], [base], inbounds=True),
+                             _c(self.row_size * dtype.itemsize // CACHE_LINE), dtype)
         if self.deferred:
             at = b.sub(row, self.block_start, flags=("nsw", "nuw"))
             for r in self.insts:
@@ -321,33 +326,6 @@ class RowKernel:
         if self.stream:
             return self.b.bitcast(self.scratch[k], self.kb.out_ptrs[k].type), base
         return self.kb.out_ptrs[k], None
-
-    def _stream(self, k: int, base) -> None:
-        """Copies the row buffer of full output ``k`` to the output's row at ``base``:
-        whole cache lines of non-temporal stores where the row is 64-byte aligned, else
-        plain stores."""
-        kb, b = self.kb, self.b
-        ty = S.memory_type(kb.outputs[k][0].dtype)
-        itemsize = kb.outputs[k][0].dtype.itemsize
-        lanes = _LINE // itemsize
-        vec = ir.VectorType(ty, lanes)
-        src = b.bitcast(self.scratch[k], vec.as_pointer())
-        dst_row = b.gep(kb.out_ptrs[k], [base], inbounds=True)
-        dst = b.bitcast(dst_row, vec.as_pointer())
-        aligned = b.icmp_unsigned("==", b.and_(b.ptrtoint(dst_row, ir.IntType(64)),
-                                               _c(_LINE - 1)), _c(0))
-        nontemporal = b.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
-        lines = self.row_size // lanes
-        with b.if_else(aligned) as (streamed, plain):
-            for fast in (True, False):
-                with streamed if fast else plain:
-                    def line(i, fast=fast):
-                        value = b.load(b.gep(src, [i], inbounds=True), align=_LINE)
-                        store = b.store(value, b.gep(dst, [i], inbounds=True),
-                                        align=_LINE if fast else itemsize)
-                        if fast:
-                            store.set_metadata("nontemporal", nontemporal)
-                    kb.loops.loop(_c(0), _c(lines), line, name="stream", vectorize=False)
 
     def _row_values(self, values, row, p) -> None:
         """Computes the row values that the reduces of passes before ``p`` determine."""

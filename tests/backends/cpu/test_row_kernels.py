@@ -634,10 +634,9 @@ def test_large_outputs_stream_with_the_bits_of_a_small_kernels_rows(tmp_path, mo
                                                                     one_tier, dtype):
     # Full outputs of at least STREAM_MIN_BYTES go through row buffers and non-temporal
     # stores; each row has the bits the same rows get from a kernel too small to stream.
-    from ember.backends.cpu import row_kernel
     from tests.backends.cpu.helpers import x64
     cols = 1024
-    rows = row_kernel.STREAM_MIN_BYTES // (cols * np.dtype(dtype).itemsize)
+    rows = kernel_gen.STREAM_MIN_BYTES // (cols * np.dtype(dtype).itemsize)
     x = rng.standard_normal((rows, cols)).astype(dtype)
     x[3, 5], x[7] = np.nan, -np.inf
     with x64(dtype == np.float64):
@@ -669,9 +668,8 @@ def test_large_outputs_stream_with_the_bits_of_a_small_kernels_rows(tmp_path, mo
 def test_a_streamed_row_kernel_writes_an_unaligned_output_with_plain_stores(one_tier):
     # The kernel called on an output 4 bytes past a cache line: the same values, nothing
     # written outside the output.
-    from ember.backends.cpu import row_kernel
     from tests.backends.cpu.helpers import cpu_executable
-    rows = row_kernel.STREAM_MIN_BYTES // 4096
+    rows = kernel_gen.STREAM_MIN_BYTES // 4096
     x = rng.standard_normal((rows, 1024)).astype(np.float32)
     want = np.asarray(ember.jit(softmax)(x))
     exe = cpu_executable(softmax, x)
