@@ -76,7 +76,7 @@ BLOCK = 1024
 # first reads the output's cache line from memory, a third of the traffic of ``x * 2``. The
 # values go to a stack buffer first (a flat loop's blocks of STREAM_BLOCK_BYTES, a row
 # kernel's rows), then whole 64-byte lines of it to the output.
-STREAM_MIN_BYTES = 8 << 20
+STREAM_MIN_BYTES = 16 << 20
 STREAM_BLOCK_BYTES = 4 << 10
 CACHE_LINE = 64
 # A loop fusion walks a root reshape's operand (``KernelBuilder._walk``) when that keeps at
