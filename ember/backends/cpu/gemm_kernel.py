@@ -101,10 +101,12 @@ def tile(dtype: np.dtype) -> tuple[int, int, int]:
     return mr, nv, vector_bytes // np.dtype(dtype).itemsize
 
 
-def gemm_ir(dtype: np.dtype, unpacked: bool = False) -> str:
-    """The LLVM IR of ``ember_gemm_{s,d}`` for ``dtype`` (float32 or float64); with
-    ``unpacked``, every call takes the path of a call whose packing buffers could not be
-    allocated (for tests: it must give the same bits)."""
+def gemm_ir(dtype: np.dtype, unpacked: bool = False, quick: bool = False) -> str:
+    """The LLVM IR of ``ember_gemm_{s,d}`` and its split entry for ``dtype`` (float32 or
+    float64); with ``unpacked``, every call takes the path of a call whose packing buffers
+    could not be allocated (for tests: it must give the same bits); with ``quick``, the
+    split entry is one call of the plain one, on the calling thread (the quick build's
+    code: a third less to compile, ~15 ms of a cold process's first result)."""
     from llvmlite import ir
 
     dtype = np.dtype(dtype)
@@ -115,9 +117,24 @@ def gemm_ir(dtype: np.dtype, unpacked: bool = False) -> str:
     edge_store = _emit_edge_store(module, fty, nv * w, letter)
     micros = [_emit_micro(module, fty, rows, mr, nv, w, letter, edge_store)
               for rows in (mr // 2, mr)]
+    i1, i64, ptr = ir.IntType(1), ir.IntType(64), fty.as_pointer()
+    # (the blocks' tiles and the element-by-element product: one function each, which
+    # both entries call, so the code is built once)
+    tiles = _function(module, f"ember_gemm_{letter}_tiles",
+                      [ptr, ptr, ptr, i64, i64, i64, i64, fty, fty, i1],
+                      lambda b, args: _tiles(b, micros, mr, nv * w, *args))
+    elementwise = _function(module, f"ember_gemm_{letter}_unpacked",
+                            [i64, i64, i64, fty, ptr, i64, i64, ptr, i64, i64, fty, ptr, i64],
+                            lambda b, args: _emit_unpacked(b, module, fty, *args))
     packs = (_emit_pack(module, fty, letter, mr, w), _emit_pack(module, fty, letter, nv * w, w))
-    plain = _emit_entry(module, fty, mr, nv, w, micros, packs, letter, unpacked)
-    _emit_split(module, fty, mr, nv * w, micros, packs, plain, letter, unpacked)
+    plain = _emit_entry(module, fty, mr, nv, w, tiles, elementwise, packs, letter, unpacked)
+    if quick:
+        i8p = ir.IntType(8).as_pointer()
+        _function(module, split_symbol(letter), [i8p, i64, *_cblas_type(fty).args],
+                  lambda b, args: b.call(plain, args[2:])).linkage = "external"
+    else:
+        _emit_split(module, fty, mr, nv * w, tiles, elementwise, packs, plain, letter,
+                    unpacked)
     return str(module)
 
 
@@ -156,6 +173,19 @@ def _declare(module, name: str, fnty):
 
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _function(module, name: str, arg_types: list, emit):
+    """An internal function of ``module`` taking ``arg_types`` (returning nothing), its body
+    ``emit(builder, args)``."""
+    from llvmlite import ir
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    emit(b, fn.args)
+    b.ret_void()
+    return fn
 
 
 # --- the micro-kernel ------------------------------------------------------------------------
@@ -375,11 +405,11 @@ def _tiles(b, micros, mr: int, nr: int, ap, bp, c, ldc, rows, cols, kc, alpha, s
     _loop(b, _i64(0), cols, panel_col, "jr", _i64(nr))
 
 
-def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, packs, letter: str,
-                unpacked: bool = False):
-    """The CBLAS entry point (see the module docstring); ``micros``: the micro-kernels of
-    ``mr // 2`` and ``mr`` rows (``_emit_micro``); ``packs``: A's and B's panel copies
-    (``_emit_pack``)."""
+def _emit_entry(module, fty, mr: int, nv: int, w: int, tiles, elementwise, packs,
+                letter: str, unpacked: bool = False):
+    """The CBLAS entry point (see the module docstring); ``tiles``: a function of
+    ``_tiles``'s arguments; ``elementwise``: of ``_emit_unpacked``'s; ``packs``: A's and
+    B's panel copies (``_emit_pack``)."""
     from llvmlite import ir
     i8 = ir.IntType(8)
     ptr = fty.as_pointer()
@@ -418,7 +448,6 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, packs, letter: st
     b_cols = _round_up(b, _min(b, _i64(NC), n), nr)
     ap = b.bitcast(b.call(malloc, [b.mul(b.mul(a_rows, depth), _i64(itemsize))]), ptr)
     bp = b.bitcast(b.call(malloc, [b.mul(b.mul(b_cols, depth), _i64(itemsize))]), ptr)
-    beta_zero = b.fcmp_ordered("==", beta, zero)
     no_memory = b.or_(b.icmp_unsigned("==", ap, ir.Constant(ptr, None)),
                       b.icmp_unsigned("==", bp, ir.Constant(ptr, None)))
     if unpacked:
@@ -426,8 +455,7 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, packs, letter: st
     with b.if_then(no_memory):  # (element by element, in the same order: the same bits)
         b.call(free, [b.bitcast(ap, i8.as_pointer())])
         b.call(free, [b.bitcast(bp, i8.as_pointer())])
-        _emit_unpacked(b, module, fty, m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta,
-                       beta_zero, c, ldc)
+        b.call(elementwise, [m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta, c, ldc])
         b.ret_void()
 
     def column_block(jc):
@@ -440,8 +468,8 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, packs, letter: st
             def row_block(ic):
                 rows_left = _min(b, _i64(mc), b.sub(m, ic))
                 _pack_a(b, pack_a, ap, a, sai, sak, ic, pc, kc, rows_left, mr)
-                _tiles(b, micros, mr, nr, ap, bp, b.gep(c, [b.add(b.mul(ic, ldc), jc)]),
-                       ldc, rows_left, nc, kc, alpha, scale, read)
+                b.call(tiles, [ap, bp, b.gep(c, [b.add(b.mul(ic, ldc), jc)]), ldc,
+                               rows_left, nc, kc, alpha, scale, read])
             _loop(b, _i64(0), m, row_block, "ic", _i64(mc))
         _loop(b, _i64(0), k, depth_block, "pc", _i64(KC))
     _loop(b, _i64(0), n, column_block, "jc", _i64(NC))
@@ -453,8 +481,8 @@ def _emit_entry(module, fty, mr: int, nv: int, w: int, micros, packs, letter: st
 
 # --- the split entry: one product's tasks on the parallel runtime ---------------------------
 
-def _emit_split(module, fty, mr: int, nr: int, micros, packs, plain, letter: str,
-                unpacked: bool = False) -> None:
+def _emit_split(module, fty, mr: int, nr: int, tiles, elementwise, packs, plain,
+                letter: str, unpacked: bool = False) -> None:
     """``void ember_gemm_{letter}_split(i8* run, i64 threads, <CBLAS arguments>)``: the
     product of ``plain`` (the CBLAS entry) as tasks on the parallel runtime's ``run``
     (``parallel_runtime``; null: one call of ``plain``), so that a thread slowed down
@@ -525,19 +553,15 @@ def _emit_split(module, fty, mr: int, nr: int, micros, packs, plain, letter: str
             b.ret_void()
         return buf
 
-    def beta_zero(b, ops):
-        return b.fcmp_ordered("==", ops.beta, ir.Constant(fty, 0.0))
-
     def column_task(b, ops, shared, lo, hi):  # columns of C; op(A) packed in ``shared``
         first = b.mul(lo, _i64(nr))
         end = _min(b, b.mul(hi, _i64(nr)), ops.n)
         height = _round_up(b, ops.m, mr)
         bp = own_buffer(b, ops, _round_up(b, _min(b, _i64(NC), b.sub(end, first)), nr),
-                        lambda: _emit_unpacked(
-                            b, module, fty, ops.m, b.sub(end, first), ops.k, ops.alpha, ops.a,
-                            ops.sai, ops.sak, b.gep(ops.bm, [b.mul(first, ops.sbj)]), ops.sbk,
-                            ops.sbj, ops.beta, beta_zero(b, ops), b.gep(ops.c, [first]),
-                            ops.ldc))
+                        lambda: b.call(elementwise, [
+                            ops.m, b.sub(end, first), ops.k, ops.alpha, ops.a, ops.sai,
+                            ops.sak, b.gep(ops.bm, [b.mul(first, ops.sbj)]), ops.sbk, ops.sbj,
+                            ops.beta, b.gep(ops.c, [first]), ops.ldc]))
 
         def column_block(jc):
             nc = _min(b, _i64(NC), b.sub(end, jc))
@@ -550,8 +574,7 @@ def _emit_split(module, fty, mr: int, nr: int, micros, packs, plain, letter: str
                     rows = _min(b, _i64(mc), b.sub(ops.m, ic))
                     ap = b.gep(shared, [b.add(b.mul(pc, height), b.mul(ic, kc))], inbounds=True)
                     c = b.gep(ops.c, [b.add(b.mul(ic, ops.ldc), jc)], inbounds=True)
-                    _tiles(b, micros, mr, nr, ap, bp, c, ops.ldc, rows, nc, kc, ops.alpha,
-                           scale, read)
+                    b.call(tiles, [ap, bp, c, ops.ldc, rows, nc, kc, ops.alpha, scale, read])
                 _loop(b, _i64(0), ops.m, row_block, "ic", _i64(mc))
             _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
         _loop(b, first, end, column_block, "jc", _i64(NC))
@@ -562,11 +585,11 @@ def _emit_split(module, fty, mr: int, nr: int, micros, packs, plain, letter: str
         end = _min(b, b.mul(hi, _i64(mr)), ops.m)
         width = _round_up(b, ops.n, nr)
         ap = own_buffer(b, ops, _round_up(b, _min(b, _i64(mc), b.sub(end, first)), mr),
-                        lambda: _emit_unpacked(
-                            b, module, fty, b.sub(end, first), ops.n, ops.k, ops.alpha,
+                        lambda: b.call(elementwise, [
+                            b.sub(end, first), ops.n, ops.k, ops.alpha,
                             b.gep(ops.a, [b.mul(first, ops.sai)]), ops.sai, ops.sak, ops.bm,
-                            ops.sbk, ops.sbj, ops.beta, beta_zero(b, ops),
-                            b.gep(ops.c, [b.mul(first, ops.ldc)]), ops.ldc))
+                            ops.sbk, ops.sbj, ops.beta, b.gep(ops.c, [b.mul(first, ops.ldc)]),
+                            ops.ldc]))
 
         def column_block(jc):
             nc = _min(b, _i64(NC), b.sub(ops.n, jc))
@@ -579,8 +602,7 @@ def _emit_split(module, fty, mr: int, nr: int, micros, packs, plain, letter: str
                     rows = _min(b, _i64(mc), b.sub(end, ic))
                     _pack_a(b, pack_a, ap, ops.a, ops.sai, ops.sak, ic, pc, kc, rows, mr)
                     c = b.gep(ops.c, [b.add(b.mul(ic, ops.ldc), jc)], inbounds=True)
-                    _tiles(b, micros, mr, nr, ap, bp, c, ops.ldc, rows, nc, kc, ops.alpha,
-                           scale, read)
+                    b.call(tiles, [ap, bp, c, ops.ldc, rows, nc, kc, ops.alpha, scale, read])
                 _loop(b, first, end, row_block, "ic", _i64(mc))
             _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
         _loop(b, _i64(0), ops.n, column_block, "jc", _i64(NC))
@@ -634,8 +656,8 @@ def _emit_split(module, fty, mr: int, nr: int, micros, packs, plain, letter: str
     b.ret_void()
 
 
-def _emit_unpacked(b, module, fty, m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta,
-                   beta_zero, c, ldc) -> None:
+def _emit_unpacked(b, module, fty, m, n, k, alpha, a, sai, sak, bm, sbk, sbj, beta, c,
+                   ldc) -> None:
     """The product one element at a time, with the micro-kernel's arithmetic (``KC``
     products at a time from zero by fused multiply-adds, then ``alpha * acc + scale * c``),
     for a call whose packing buffers could not be allocated."""
@@ -644,6 +666,7 @@ def _emit_unpacked(b, module, fty, m, n, k, alpha, a, sai, sak, bm, sbk, sbj, be
         fty, [fty, fty, fty]))
     zero, one = ir.Constant(fty, 0.0), ir.Constant(fty, 1.0)
     acc_slot = b.alloca(fty)
+    beta_zero = b.fcmp_ordered("==", beta, zero)
 
     def element(i, j):
         p_c = b.gep(c, [b.add(b.mul(i, ldc), j)], inbounds=True)
@@ -836,11 +859,12 @@ def _entries(lib, letter: str) -> tuple[int, int]:
     return lib.address(symbol(letter)), lib.address(split_symbol(letter))
 
 
-def compiled(letter: str, opt_level: int, unpacked: bool = False):
+def compiled(letter: str, opt_level: int, unpacked: bool = False, quick: bool = False):
     """``ember_gemm_{letter}`` compiled now at ``opt_level`` (code generation only) and
-    loaded through MCJIT: ``(library, address)`` (``unpacked``: as ``gemm_ir``'s)."""
+    loaded through MCJIT: ``(library, address)`` (``unpacked``, ``quick``: as
+    ``gemm_ir``'s)."""
     from ember.backends.cpu import llvm_support
-    text = gemm_ir(np.float32 if letter == "s" else np.float64, unpacked)
+    text = gemm_ir(np.float32 if letter == "s" else np.float64, unpacked, quick)
     lib = llvm_support.LoadedObject(
         llvm_support.compile_ir(text, opt_level=opt_level, ir_passes=False).object_code)
     return lib, lib.address(symbol(letter))
@@ -862,7 +886,7 @@ def _load(letter: str, build: bool = True) -> tuple[int, int] | None:
         return _entries(lib, letter)
     if not build:
         return None
-    lib, _ = compiled(letter, 0)
+    lib, _ = compiled(letter, 0, quick=True)
     _libraries.append(lib)
     _quick.add(letter)
     _pending.append(lambda: _build_optimized(letter, name, shared))

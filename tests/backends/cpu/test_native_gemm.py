@@ -361,6 +361,10 @@ def test_quick_optimized_and_unpacked_builds_have_the_same_bits(dtype):
                  f"{c}*, int64_t, {c}, {c}*, int64_t)")
     builds = [gemm_kernel.compiled(letter, level) for level in (0, 3)]
     builds.append(gemm_kernel.compiled(letter, 3, unpacked=True))
+    quick, _ = gemm_kernel.compiled(letter, 0, quick=True)  # (its split entry: a plain call)
+    split = _split_entry(quick.address(gemm_kernel.split_symbol(letter)), dtype)
+    stand_in = _ReversedRuntime()
+    builds.append((quick, lambda *args: split(stand_in.run, 2, *args)))
     for m, n, k in [(15, 33, 257), (128, 96, 600), (3, 40, 7)]:
         for trans_a, trans_b in ((False, False), (True, True)):
             a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
@@ -368,12 +372,14 @@ def test_quick_optimized_and_unpacked_builds_have_the_same_bits(dtype):
             outs = []
             for _, address in builds:
                 out = np.empty((m, n), dtype)
-                _ffi.cast(signature, address)(
+                call = address if callable(address) else _ffi.cast(signature, address)
+                call(
                     ROW, TRANS if trans_a else NO, TRANS if trans_b else NO, m, n, k, 1.0,
                     _ptr(a), a.shape[1], _ptr(b), b.shape[1], 0.0, _ptr(out), n)
                 outs.append(out)
-            np.testing.assert_array_equal(outs[0], outs[1])
-            np.testing.assert_array_equal(outs[2], outs[1])
+            for out in outs:
+                np.testing.assert_array_equal(out, outs[1])
+    assert stand_in.jobs == []  # (the quick split entry made no tasks)
 
 
 REBIND_PROGRAM = """
