@@ -517,31 +517,32 @@ def _emit_split(module, fty, mr: int, nr: int, tiles, elementwise, packs, plain,
         b.ret_void()
         return fn
 
-    def pack_a_task(b, ops, shared, lo, hi):  # row panels [lo, hi) of op(A), every pass
-        first = b.mul(lo, _i64(mr))
-        rows = b.sub(_min(b, b.mul(hi, _i64(mr)), ops.m), first)
-        height = _round_up(b, ops.m, mr)
+    def pack_task(unit: int, extent, pack_panels):
+        """A task packing panels ``[lo, hi)`` of the shared operand (``unit`` rows of op(A)
+        or columns of op(B), of ``extent(ops)``) for every pass over the products."""
+        def body(b, ops, shared, lo, hi):
+            first = b.mul(lo, _i64(unit))
+            count = b.sub(_min(b, b.mul(hi, _i64(unit)), extent(ops)), first)
+            padded = _round_up(b, extent(ops), unit)
 
-        def depth_block(pc):
-            kc = _min(b, _i64(KC), b.sub(ops.k, pc))
-            dst = b.gep(shared, [b.add(b.mul(pc, height), b.mul(first, kc))], inbounds=True)
-            _pack_a(b, pack_a, dst, ops.a, ops.sai, ops.sak, first, pc, kc, rows, mr)
-        _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
+            def depth_block(pc):
+                kc = _min(b, _i64(KC), b.sub(ops.k, pc))
+                dst = b.gep(shared, [b.add(b.mul(pc, padded), b.mul(first, kc))],
+                            inbounds=True)
+                pack_panels(b, ops, dst, first, pc, kc, count)
+            _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
+        return body
+    pack_a_task = pack_task(mr, lambda ops: ops.m, lambda b, ops, dst, first, pc, kc, count:
+                            _pack_a(b, pack_a, dst, ops.a, ops.sai, ops.sak, first, pc, kc,
+                                    count, mr))
+    pack_b_task = pack_task(nr, lambda ops: ops.n, lambda b, ops, dst, first, pc, kc, count:
+                            _pack_b(b, pack_b, dst, ops.bm, ops.sbk, ops.sbj, pc, first, kc,
+                                    count, nr))
 
-    def pack_b_task(b, ops, shared, lo, hi):  # column panels [lo, hi) of op(B)
-        first = b.mul(lo, _i64(nr))
-        cols = b.sub(_min(b, b.mul(hi, _i64(nr)), ops.n), first)
-        width = _round_up(b, ops.n, nr)
-
-        def depth_block(pc):
-            kc = _min(b, _i64(KC), b.sub(ops.k, pc))
-            dst = b.gep(shared, [b.add(b.mul(pc, width), b.mul(first, kc))], inbounds=True)
-            _pack_b(b, pack_b, dst, ops.bm, ops.sbk, ops.sbj, pc, first, kc, cols, nr)
-        _loop(b, _i64(0), ops.k, depth_block, "pc", _i64(KC))
-
-    def own_buffer(b, ops, elements, fallback):
-        """A task's packing buffer of ``elements``; where it cannot be allocated (or
-        ``unpacked``), ``fallback()`` computes the task's part and the task returns."""
+    def own_buffer(b, ops, elements, row0, rows, col0, cols):
+        """A task's packing buffer of ``elements`` (of ``KC``); where it cannot be
+        allocated (or ``unpacked``), the task computes its block of C, ``rows x cols`` from
+        ``(row0, col0)``, element by element and returns."""
         depth = _min(b, _i64(KC), ops.k)
         buf = b.bitcast(b.call(malloc, [b.mul(b.mul(elements, depth), _i64(itemsize))]), ptr)
         missing = b.icmp_unsigned("==", buf, ir.Constant(ptr, None))
@@ -549,7 +550,10 @@ def _emit_split(module, fty, mr: int, nr: int, tiles, elementwise, packs, plain,
             missing = ir.Constant(ir.IntType(1), 1)
         with b.if_then(missing):
             b.call(free, [b.bitcast(buf, i8p)])
-            fallback()
+            b.call(elementwise, [
+                rows, cols, ops.k, ops.alpha, b.gep(ops.a, [b.mul(row0, ops.sai)]), ops.sai,
+                ops.sak, b.gep(ops.bm, [b.mul(col0, ops.sbj)]), ops.sbk, ops.sbj, ops.beta,
+                b.gep(ops.c, [b.add(b.mul(row0, ops.ldc), col0)]), ops.ldc])
             b.ret_void()
         return buf
 
@@ -557,11 +561,9 @@ def _emit_split(module, fty, mr: int, nr: int, tiles, elementwise, packs, plain,
         first = b.mul(lo, _i64(nr))
         end = _min(b, b.mul(hi, _i64(nr)), ops.n)
         height = _round_up(b, ops.m, mr)
-        bp = own_buffer(b, ops, _round_up(b, _min(b, _i64(NC), b.sub(end, first)), nr),
-                        lambda: b.call(elementwise, [
-                            ops.m, b.sub(end, first), ops.k, ops.alpha, ops.a, ops.sai,
-                            ops.sak, b.gep(ops.bm, [b.mul(first, ops.sbj)]), ops.sbk, ops.sbj,
-                            ops.beta, b.gep(ops.c, [first]), ops.ldc]))
+        cols = b.sub(end, first)
+        bp = own_buffer(b, ops, _round_up(b, _min(b, _i64(NC), cols), nr), _i64(0), ops.m,
+                        first, cols)
 
         def column_block(jc):
             nc = _min(b, _i64(NC), b.sub(end, jc))
@@ -584,12 +586,9 @@ def _emit_split(module, fty, mr: int, nr: int, tiles, elementwise, packs, plain,
         first = b.mul(lo, _i64(mr))
         end = _min(b, b.mul(hi, _i64(mr)), ops.m)
         width = _round_up(b, ops.n, nr)
-        ap = own_buffer(b, ops, _round_up(b, _min(b, _i64(mc), b.sub(end, first)), mr),
-                        lambda: b.call(elementwise, [
-                            b.sub(end, first), ops.n, ops.k, ops.alpha,
-                            b.gep(ops.a, [b.mul(first, ops.sai)]), ops.sai, ops.sak, ops.bm,
-                            ops.sbk, ops.sbj, ops.beta, b.gep(ops.c, [b.mul(first, ops.ldc)]),
-                            ops.ldc]))
+        rows = b.sub(end, first)
+        ap = own_buffer(b, ops, _round_up(b, _min(b, _i64(mc), rows), mr), first, rows,
+                        _i64(0), ops.n)
 
         def column_block(jc):
             nc = _min(b, _i64(NC), b.sub(ops.n, jc))
