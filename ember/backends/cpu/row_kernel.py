@@ -290,6 +290,8 @@ class RowKernel:
         base = b.mul(row, _c(self.row_size), flags=("nsw", "nuw"))
         values: dict[int, ir.Value] = {}
         for p in range(self.n_passes + 1):
+            if p == 1 and self.stream:
+                self._prefetch_next_row(base)
             self._row_values(values, row, p)
             stores = [(inst, self.caches[id(inst)][1]) for inst in self.insts
                       if id(inst) in self.caches and self.caches[id(inst)][0] == p]
@@ -319,6 +321,26 @@ class RowKernel:
             inst = self.kb.outputs[k][0]
             index = Index(inst.dims, linear=row)
             self.kb._store(k, em.emit(inst, index), index)
+
+    def _prefetch_next_row(self, base) -> None:
+        """Asks for the next row of every full-shape parameter, a cache line at a time, while
+        this row's later passes compute from the caches."""
+        b, kb = self.b, self.kb
+        fn = kb.module.globals.get("llvm.prefetch.p0i8") or ir.Function(
+            kb.module, ir.FunctionType(ir.VoidType(), [S.I8.as_pointer(), S.I32, S.I32, S.I32]),
+            "llvm.prefetch.p0i8")
+        for p in kb.fused.parameters:
+            if p.dims != self.dims or not streamable(p.dtype):
+                continue
+            row_bytes = self.row_size * p.dtype.itemsize
+            start = b.bitcast(b.gep(kb.param_ptrs[id(p)], [b.add(base, _c(self.row_size))]),
+                              S.I8.as_pointer())
+
+            def line(i, start=start):
+                b.call(fn, [b.gep(start, [b.mul(i, _c(CACHE_LINE))]), ir.Constant(S.I32, 0),
+                            ir.Constant(S.I32, 3), ir.Constant(S.I32, 1)])
+            kb.loops.loop(_c(0), _c(row_bytes // CACHE_LINE), line, name="prefetch",
+                          vectorize=False)
 
     def _full_buffer(self, k: int, base) -> tuple:
         """Where the passes over the row at ``base`` put full output ``k`` (and a value
