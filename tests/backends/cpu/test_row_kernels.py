@@ -633,7 +633,8 @@ def _layernorm_and_mean(x):
 def test_large_outputs_stream_with_the_bits_of_a_small_kernels_rows(tmp_path, monkeypatch,
                                                                     one_tier, dtype):
     # Full outputs of at least STREAM_MIN_BYTES go through row buffers and non-temporal
-    # stores; each row has the bits the same rows get from a kernel too small to stream.
+    # stores, the input's next row prefetched; each row has the bits the same rows get from
+    # a kernel too small to stream.
     from tests.backends.cpu.helpers import x64
     cols = 1024
     rows = kernel_gen.STREAM_MIN_BYTES // (cols * np.dtype(dtype).itemsize)
@@ -652,6 +653,8 @@ def test_large_outputs_stream_with_the_bits_of_a_small_kernels_rows(tmp_path, mo
                 asm = "".join(open(f).read() for f in glob.glob(
                     str(tmp_path / fn.__name__ / part / "*.s")))
                 assert ("vmovntp" in asm or "movntp" in asm) == (part == "large"), part
+                # (and the next row is asked for while the row's later passes compute)
+                assert ("prefetcht0" in asm) == (part == "large"), part
     x64_ = x.astype(np.float64)[8:]
     e = np.exp(x64_ - x64_.max(1, keepdims=True))
     with x64(dtype == np.float64):
