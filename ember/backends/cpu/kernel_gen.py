@@ -74,11 +74,19 @@ BLOCK = 1024
 # Kernels whose outputs take at least STREAM_MIN_BYTES (more than the caches would keep for
 # their consumer) write them with non-temporal stores (``stream_lines``): a plain store
 # first reads the output's cache line from memory, a third of the traffic of ``x * 2``. The
-# values go to a stack buffer first (a flat loop's blocks of STREAM_BLOCK_BYTES, a row
-# kernel's rows), then whole 64-byte lines of it to the output.
-STREAM_MIN_BYTES = 16 << 20
+# values go to a stack buffer first (a flat loop's blocks of STREAM_BLOCK_BYTES, a loop
+# nest's or a row kernel's rows), then whole 64-byte lines of it to the output. On the
+# 2-core Zen 5 VM (32 MiB of L3): ``x * 2 + 1`` and ``relu(x * s + 1)`` over 16 MiB ran
+# 20-30% slower streamed when called again and again (their arrays partly stayed in L3),
+# 10-30% faster over 32 MiB and more; row kernels, whose passes over a row read it from the
+# level-1 cache, gained over 16 MiB already (softmax and layernorm over (4096, 1024) 1.2 ->
+# 0.7 and 1.0 -> 0.45 ms), so they stream from ROW_STREAM_MIN_BYTES.
+STREAM_MIN_BYTES = 32 << 20
+ROW_STREAM_MIN_BYTES = 16 << 20
 STREAM_BLOCK_BYTES = 4 << 10
 CACHE_LINE = 64
+# (a loop nest's or a row kernel's rows, of at most this many bytes a stack buffer)
+STREAM_ROW_MAX_BYTES = 16 << 10
 # A loop fusion walks a root reshape's operand (``KernelBuilder._walk``) when that keeps at
 # least this many items (or all of them) in its parallel dim: not a leading unit dim.
 WALK_MIN_EXTENT = 2
@@ -1417,9 +1425,50 @@ class KernelBuilder:
         if tiled is None and step > 1:
             self.loops.nest(ranges, nest_body, interleave=step)
         elif tiled is None:
-            self.loops.nest(ranges, nest_body, splits=_minor_splits(roots, dims[-1]))
+            splits = _minor_splits(roots, dims[-1])
+            dtype = self._streamed_rows_dtype(dims, ks) if not splits else None
+            if dtype is not None:
+                self._streamed_rows(dims, ks, ranges, values, dtype)
+            else:
+                self.loops.nest(ranges, nest_body, splits=splits)
         else:
             self._tiled_nest(dims, ranges, tiled, nest_body, ks, values)
+
+    def _streamed_rows_dtype(self, dims, ks):
+        """The dtype of outputs ``ks`` of a loop nest over ``dims`` (the walk's) when they
+        are streamed a row at a time (``_streamed_rows``): one streamable dtype, rows (the
+        minor dim) of whole cache lines and at most ``STREAM_ROW_MAX_BYTES``, and
+        ``STREAM_MIN_BYTES`` in all; else None."""
+        dtypes = {_leaf_shape(*self.outputs[k]).dtype for k in ks}
+        if len(dims) < 2 or len(dtypes) != 1 or not streamable(next(iter(dtypes))):
+            return None
+        dtype = next(iter(dtypes))
+        row_bytes = dims[-1] * dtype.itemsize
+        if row_bytes % CACHE_LINE or row_bytes > STREAM_ROW_MAX_BYTES or \
+                math.prod(dims) * dtype.itemsize * len(ks) < STREAM_MIN_BYTES:
+            return None
+        return dtype
+
+    def _streamed_rows(self, dims, ks, ranges, values, dtype) -> None:
+        """The loop nest over ``ranges`` with each row (the minor dim) of outputs ``ks``
+        computed into stack buffers (``values(multi)``: the index and the outputs' values),
+        then streamed to the outputs (``stream_lines``)."""
+        b, loops, n = self.b, self.loops, dims[-1]
+        buffers = {k: loops.alloca(ir.ArrayType(S.memory_type(dtype), n), name="stream",
+                                   align=CACHE_LINE) for k in ks}
+
+        def row(outer):
+            def element(j):
+                _, vals = values(tuple(outer) + (j,))
+                for k, value in zip(ks, vals):
+                    C.store(b, value, b.gep(buffers[k], [_c(0), j], inbounds=True), dtype)
+            loops.loop(_c(0), _c(n), element, name="srow")
+            start = Index(dims, multi=tuple(outer) + (_c(0),)).get_linear(b)
+            for k in ks:
+                stream_lines(b, loops, buffers[k], b.gep(self.out_ptrs[k], [start]),
+                             _c(n * dtype.itemsize // CACHE_LINE), dtype)
+        loops.nest(ranges[:-1], row)
+        fence_streams(b)
 
     def _tiled_nest(self, dims, ranges, tiled: int, body, ks, values) -> None:
         """The loop nest over ``ranges`` (of ``dims``) with dim ``tiled`` and the last dim in

@@ -13,8 +13,9 @@ from ember.backends.cpu import complex_ops as C
 from ember.backends.cpu import scalar_ops as S
 from ember.backends.cpu.kernel_gen import (
     CACHE_LINE,
+    ROW_STREAM_MIN_BYTES,
     SHORT_SUM_MAX,
-    STREAM_MIN_BYTES,
+    STREAM_ROW_MAX_BYTES,
     ElementEmitter,
     Index,
     KernelBuilder,
@@ -36,12 +37,11 @@ from ember.compiler.passes.fusion import RowSpace, row_space
 # (``RowKernel._deferred_outs``).
 ROW_BLOCK = 64
 
-# A row kernel whose full outputs take at least ``kernel_gen.STREAM_MIN_BYTES`` computes
+# A row kernel whose full outputs take at least ``kernel_gen.ROW_STREAM_MIN_BYTES`` computes
 # each row's outputs into stack buffers and then streams them out (``stream_lines``: a
 # third of a softmax's memory traffic was reading the output's lines before writing them):
-# rows of at most STREAM_ROW_MAX_BYTES a buffer, in whole cache lines (so that aligned rows
-# stay aligned).
-STREAM_ROW_MAX_BYTES = 16 << 10
+# rows of at most ``STREAM_ROW_MAX_BYTES`` a buffer, in whole cache lines (so that aligned
+# rows stay aligned).
 
 
 def row_kernel_space(fused: Computation) -> RowSpace | None:
@@ -110,7 +110,7 @@ class RowKernel:
     needed by several passes (softmax's exp) is stored by its first pass into an output
     buffer of its dtype that only the last pass writes, and loaded by the later passes:
     every pass reads and writes only the current row, the last pass loads every value of an
-    element before storing any. Large outputs are streamed (``STREAM_MIN_BYTES``): the
+    element before storing any. Large outputs are streamed (``ROW_STREAM_MIN_BYTES``): the
     passes store into stack buffers of one row instead, copied out after the last.
     """
 
@@ -157,7 +157,7 @@ class RowKernel:
 
     def _streams(self) -> bool:
         """Whether the full outputs are written through row buffers with non-temporal
-        stores (``STREAM_MIN_BYTES``): real outputs of the full shape, rows of whole cache
+        stores (``ROW_STREAM_MIN_BYTES``): real outputs of the full shape, rows of whole cache
         lines."""
         outs = [self.kb.outputs[k][0] for k in self.full_outs]
         if not outs or self.row_size < 2 or any(
@@ -165,7 +165,7 @@ class RowKernel:
             return False
         row_bytes = [self.row_size * o.dtype.itemsize for o in outs]
         return (all(n % CACHE_LINE == 0 and n <= STREAM_ROW_MAX_BYTES for n in row_bytes)
-                and sum(row_bytes) * self.rows >= STREAM_MIN_BYTES)
+                and sum(row_bytes) * self.rows >= ROW_STREAM_MIN_BYTES)
 
     def _pass_roots(self, p: int) -> list[Instruction]:
         if p < self.n_passes:

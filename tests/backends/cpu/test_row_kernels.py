@@ -632,12 +632,12 @@ def _layernorm_and_mean(x):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_outputs_stream_with_the_bits_of_a_small_kernels_rows(tmp_path, monkeypatch,
                                                                     one_tier, dtype):
-    # Full outputs of at least STREAM_MIN_BYTES go through row buffers and non-temporal
+    # Full outputs of at least ROW_STREAM_MIN_BYTES go through row buffers and non-temporal
     # stores, the input's next row prefetched; each row has the bits the same rows get from
     # a kernel too small to stream.
     from tests.backends.cpu.helpers import x64
     cols = 1024
-    rows = kernel_gen.STREAM_MIN_BYTES // (cols * np.dtype(dtype).itemsize)
+    rows = kernel_gen.ROW_STREAM_MIN_BYTES // (cols * np.dtype(dtype).itemsize)
     x = rng.standard_normal((rows, cols)).astype(dtype)
     x[3, 5], x[7] = np.nan, -np.inf
     with x64(dtype == np.float64):
@@ -672,7 +672,7 @@ def test_a_streamed_row_kernel_writes_an_unaligned_output_with_plain_stores(one_
     # The kernel called on an output 4 bytes past a cache line: the same values, nothing
     # written outside the output.
     from tests.backends.cpu.helpers import cpu_executable
-    rows = kernel_gen.STREAM_MIN_BYTES // 4096
+    rows = kernel_gen.ROW_STREAM_MIN_BYTES // 4096
     x = rng.standard_normal((rows, 1024)).astype(np.float32)
     want = np.asarray(ember.jit(softmax)(x))
     exe = cpu_executable(softmax, x)

@@ -85,3 +85,23 @@ def test_outputs_off_a_cache_line_are_written_exactly(skews):
     for out, w, (raw, start) in zip(outs, want, raws):
         np.testing.assert_array_equal(out, w)
         assert (raw[:start] == 7.0).all() and (raw[start + n:] == 7.0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_broadcast_rows_stream_with_the_same_values(dtype, tmp_path, monkeypatch):
+    # A loop nest (a row vector broadcast along the rows) streams a row at a time.
+    cols = 1024
+    rows = kernel_gen.STREAM_MIN_BYTES // (cols * np.dtype(dtype).itemsize) + 3
+    x = rng.standard_normal((rows, cols)).astype(dtype)
+    s = rng.standard_normal(cols).astype(dtype)
+
+    def fn(x, s):
+        return jnp.maximum(x * s + 1.0, 0.0)
+    with x64(dtype == np.float64):
+        monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path / "large"))
+        got = np.asarray(ember.jit(fn)(x, s))
+        monkeypatch.setenv("EMBER_DUMP_TO", str(tmp_path / "small"))
+        small = np.asarray(ember.jit(fn)(x[-5:], s))
+    np.testing.assert_array_equal(got, np.maximum(x * s + 1.0, 0.0))
+    np.testing.assert_array_equal(got[-5:], small)
+    assert _has_streams(tmp_path / "large") and not _has_streams(tmp_path / "small")
