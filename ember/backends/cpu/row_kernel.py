@@ -37,12 +37,6 @@ from ember.compiler.passes.fusion import RowSpace, row_space
 # (``RowKernel._deferred_outs``).
 ROW_BLOCK = 64
 
-# A row kernel whose full outputs take at least ``kernel_gen.ROW_STREAM_MIN_BYTES`` computes
-# each row's outputs into stack buffers and then streams them out (``stream_lines``: a
-# third of a softmax's memory traffic was reading the output's lines before writing them):
-# rows of at most ``STREAM_ROW_MAX_BYTES`` a buffer, in whole cache lines (so that aligned
-# rows stay aligned).
-
 
 def row_kernel_space(fused: Computation) -> RowSpace | None:
     """The row space of a row fusion: a fused computation in which a reduce result is
@@ -157,8 +151,10 @@ class RowKernel:
 
     def _streams(self) -> bool:
         """Whether the full outputs are written through row buffers with non-temporal
-        stores (``ROW_STREAM_MIN_BYTES``): real outputs of the full shape, rows of whole cache
-        lines."""
+        stores (``stream_lines``; a third of a softmax's memory traffic was reading the
+        output's lines before writing them): at least ``ROW_STREAM_MIN_BYTES`` of real
+        outputs of the full shape, rows of whole cache lines (aligned rows stay aligned) of
+        at most ``STREAM_ROW_MAX_BYTES`` (a stack buffer each)."""
         outs = [self.kb.outputs[k][0] for k in self.full_outs]
         if not outs or self.row_size < 2 or any(
                 o.dims != self.dims or not streamable(o.dtype) for o in outs):
