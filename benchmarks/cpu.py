@@ -136,12 +136,13 @@ def _settle() -> None:
         getattr(backend, "wait_for_background", lambda: None)()
 
 
-# Seconds between two batches of ``median_times``: longer than OpenBLAS's threads spin
-# after a call (2^28 cycles of the time-stamp counter, ~0.1 s at 2.5-3 GHz) before they
-# sleep. Without the pause, the batch right after NumPy's shared a core with a spinning BLAS
-# thread for its first ~0.1 s: on the 2-core VM the MLP step of whichever engine came next
-# (ember's or JAX's) ran 1.5-2x slower then.
-QUIET_SECONDS = 0.2
+# Engines measured apart from the others (``main``): their library threads spin for a while
+# after a call (NumPy's OpenBLAS ~0.1 s: 2^28 cycles of the time-stamp counter; PyTorch's
+# OpenMP threads). Interleaved with ember and JAX, the batch that came right after NumPy's
+# shared a core with a spinning BLAS thread: on the 2-core VM, ember's MLP step (always
+# next) ran 1.5-2x slower for that while, and JAX's softmax, when rotated after NumPy or
+# started after a 0.2 s pause, 1.5 -> 3-7 ms.
+SPINNING_ENGINES = ("numpy", "torch")
 
 
 def median_times(fns: dict[str, Callable[[], Any]], repeats: int,
@@ -149,8 +150,7 @@ def median_times(fns: dict[str, Callable[[], Any]], repeats: int,
     """Median seconds per call of each of ``fns`` over ``repeats`` batches of at least
     ``min_seconds``. The batches are interleaved (one of each function per round), so a
     slow spell of the machine (this is a shared 2-core VM) hits every engine alike and the
-    ratios stay meaningful; each starts ``QUIET_SECONDS`` after the one before, so that no
-    engine's batch runs beside another's idle threads."""
+    ratios stay meaningful."""
     for fn in fns.values():
         fn()  # warm up (compiles under jit)
     _settle()
@@ -159,7 +159,6 @@ def median_times(fns: dict[str, Callable[[], Any]], repeats: int,
     for _ in range(repeats):
         for name, fn in fns.items():
             number = numbers[name]
-            time.sleep(QUIET_SECONDS)
             start = time.perf_counter()
             for _ in range(number):
                 fn()
@@ -718,7 +717,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in ENGINES:
         print(f"{name:6s}: {engines[name].info if name in engines else 'not installed, skipped'}")
     print(f"cpu   : {os.cpu_count()} cores; times are medians of {repeats} repeats, "
-          "interleaved across engines")
+          "interleaved across engines (NumPy and PyTorch after ember and JAX)")
 
     measured, notes = [], []
     for letter in only:
@@ -728,7 +727,11 @@ def main(argv: list[str] | None = None) -> None:
             fns = dict(wl.fns)
             if wl.traffic_bytes:
                 fns[BW_REF] = bandwidth_copy(wl.traffic_bytes)
-            times = median_times(fns, repeats, min_seconds)
+            times = median_times({k: f for k, f in fns.items() if k not in SPINNING_ENGINES},
+                                 repeats, min_seconds)
+            spinning = {k: f for k, f in fns.items() if k in SPINNING_ENGINES}
+            if spinning:  # (then, apart: see SPINNING_ENGINES)
+                times.update(median_times(spinning, repeats, min_seconds))
             bw = times.pop(BW_REF, None)
             _check_agreement(wl, notes)
             notes.extend(wl.notes)
