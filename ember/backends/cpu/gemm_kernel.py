@@ -504,18 +504,15 @@ def _emit_split(module, fty, mr: int, nr: int, tiles, elementwise, packs, plain,
                                     ptr, i64, ptr])  # (_Operands, then the shared panels)
 
     def task(name: str, body):
-        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64]),
-                         f"ember_gemm_{letter}_{name}")
-        fn.linkage = "internal"
-        table, lo, hi = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        ctx = b.bitcast(table, context.as_pointer())
-        fields = [b.load(b.gep(ctx, [ir.Constant(ir.IntType(32), 0),
-                                     ir.Constant(ir.IntType(32), j)]))
-                  for j in range(len(context.elements))]
-        body(b, _Operands(*fields[:-1]), fields[-1], lo, hi)
-        b.ret_void()
-        return fn
+        def emit(b, args):
+            table, lo, hi = args
+            ctx = b.bitcast(table, context.as_pointer())
+            fields = [b.load(b.gep(ctx, [ir.Constant(ir.IntType(32), 0),
+                                         ir.Constant(ir.IntType(32), j)]))
+                      for j in range(len(context.elements))]
+            body(b, _Operands(*fields[:-1]), fields[-1], lo, hi)
+        return _function(module, f"ember_gemm_{letter}_{name}", [i8p.as_pointer(), i64, i64],
+                         emit)
 
     def pack_task(unit: int, extent, pack_panels):
         """A task packing panels ``[lo, hi)`` of the shared operand (``unit`` rows of op(A)

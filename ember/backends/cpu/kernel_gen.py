@@ -1394,10 +1394,9 @@ class KernelBuilder:
                 index = Index(dims, linear=i)
                 for k in ks:
                     self._store(k, em.emit(self.outputs[k][0], index), index)
-            dtypes = {_leaf_shape(*self.outputs[k]).dtype for k in ks}
-            if (len(dtypes) == 1 and streamable(next(iter(dtypes)))
-                    and size * next(iter(dtypes)).itemsize * len(ks) >= STREAM_MIN_BYTES):
-                self._streamed_loop(dims, ks, lo, hi, body, next(iter(dtypes)))
+            dtype = self._stream_dtype(ks, size)
+            if dtype is not None:
+                self._streamed_loop(dims, ks, lo, hi, body, dtype)
                 return
             self.loops.loop(lo, hi, body)
             return
@@ -1434,20 +1433,24 @@ class KernelBuilder:
         else:
             self._tiled_nest(dims, ranges, tiled, nest_body, ks, values)
 
-    def _streamed_rows_dtype(self, dims, ks):
-        """The dtype of outputs ``ks`` of a loop nest over ``dims`` (the walk's) when they
-        are streamed a row at a time (``_streamed_rows``): one streamable dtype, rows (the
-        minor dim) of whole cache lines and at most ``STREAM_ROW_MAX_BYTES``, and
-        ``STREAM_MIN_BYTES`` in all; else None."""
+    def _stream_dtype(self, ks, size: int):
+        """The dtype of outputs ``ks`` (of ``size`` elements each) when they are streamed:
+        one streamable dtype and ``STREAM_MIN_BYTES`` in all; else None."""
         dtypes = {_leaf_shape(*self.outputs[k]).dtype for k in ks}
-        if len(dims) < 2 or len(dtypes) != 1 or not streamable(next(iter(dtypes))):
+        if len(dtypes) != 1 or not streamable(next(iter(dtypes))):
             return None
         dtype = next(iter(dtypes))
-        row_bytes = dims[-1] * dtype.itemsize
-        if row_bytes % CACHE_LINE or row_bytes > STREAM_ROW_MAX_BYTES or \
-                math.prod(dims) * dtype.itemsize * len(ks) < STREAM_MIN_BYTES:
+        return dtype if size * dtype.itemsize * len(ks) >= STREAM_MIN_BYTES else None
+
+    def _streamed_rows_dtype(self, dims, ks):
+        """``_stream_dtype`` of outputs ``ks`` of a loop nest over ``dims`` (the walk's),
+        streamed a row at a time (``_streamed_rows``): rows (the minor dim) of whole cache
+        lines and at most ``STREAM_ROW_MAX_BYTES``; else None."""
+        dtype = self._stream_dtype(ks, math.prod(dims)) if len(dims) >= 2 else None
+        if dtype is None:
             return None
-        return dtype
+        row_bytes = dims[-1] * dtype.itemsize
+        return None if row_bytes % CACHE_LINE or row_bytes > STREAM_ROW_MAX_BYTES else dtype
 
     def _streamed_rows(self, dims, ks, ranges, values, dtype) -> None:
         """The loop nest over ``ranges`` with each row (the minor dim) of outputs ``ks``

@@ -30,6 +30,7 @@ from ember.backends.cpu.kernel_gen import (
     streamable,
 )
 from ember.backends.cpu.scalar_ops import UnsupportedOp
+from ember.backends.cpu.vecmath import _intrinsic
 from ember.compiler.hlo import ELEMENTWISE, EXPENSIVE_ELEMENTWISE, Computation, Instruction
 from ember.compiler.passes.fusion import RowSpace, row_space
 
@@ -216,8 +217,10 @@ class RowKernel:
         if self.stream:
             for k in self.full_outs:
                 ty = S.memory_type(kb.outputs[k][0].dtype)
-                self.scratch[k] = kb.loops.alloca(ir.ArrayType(ty, self.row_size),
-                                                  align=CACHE_LINE)
+                row = kb.loops.alloca(ir.ArrayType(ty, self.row_size), align=CACHE_LINE)
+                with self.b.goto_block(kb.loops.entry_block):
+                    self.b.position_after(row)
+                    self.scratch[k] = self.b.bitcast(row, ty.as_pointer())
         if self.deferred:
             self._blocked_rows(lo, hi)
         else:
@@ -322,9 +325,8 @@ class RowKernel:
         """Asks for the next row of every full-shape parameter, a cache line at a time, while
         this row's later passes compute from the caches."""
         b, kb = self.b, self.kb
-        fn = kb.module.globals.get("llvm.prefetch.p0i8") or ir.Function(
-            kb.module, ir.FunctionType(ir.VoidType(), [S.I8.as_pointer(), S.I32, S.I32, S.I32]),
-            "llvm.prefetch.p0i8")
+        fn = _intrinsic(kb.module, "llvm.prefetch.p0i8", ir.FunctionType(
+            ir.VoidType(), [S.I8.as_pointer(), S.I32, S.I32, S.I32]))
         for p in kb.fused.parameters:
             if p.dims != self.dims or not streamable(p.dtype):
                 continue
@@ -342,7 +344,7 @@ class RowKernel:
         """Where the passes over the row at ``base`` put full output ``k`` (and a value
         cached in its place): ``(pointer, row_base)`` as ``RowEmitter.cache_ptrs`` has it."""
         if self.stream:
-            return self.b.bitcast(self.scratch[k], self.kb.out_ptrs[k].type), base
+            return self.scratch[k], base
         return self.kb.out_ptrs[k], None
 
     def _row_values(self, values, row, p) -> None:
